@@ -1,0 +1,56 @@
+"""The operator protocol: one catalogued fault, where it applies, and how it is injected.
+
+Every operator documents and tests itself: it carries its catalog id, a one-line summary,
+before/after examples (every mutant it makes of `before`, in order) and snippets it must leave
+alone. One parametrised test runs them all, and `injector list` prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+
+from injector.mutants import Edit
+from injector.patterns import Training
+from injector.source import Source
+
+
+@dataclass(frozen=True)
+class Change:
+    """One way to inject the fault: the edits, where they are, and what they do."""
+
+    node: cst.CSTNode
+    edits: tuple[Edit, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class Example:
+    """`before` and every mutant the operator makes of it, in source order."""
+
+    before: str
+    after: tuple[str, ...]
+
+
+class Operator:
+    """Base class: subclasses set the class attributes and implement `changes`."""
+
+    id: ClassVar[str]
+    summary: ClassVar[str]
+    examples: ClassVar[tuple[Example, ...]]
+    untouched: ClassVar[tuple[str, ...]] = ()
+
+    def changes(self, source: Source, training: Training) -> Iterator[Change]:
+        raise NotImplementedError  # every concrete operator overrides this
+
+
+def deleted_calls(source: Source, wanted, description: str) -> Iterator[Change]:
+    """Delete every reachable expression statement whose call satisfies `wanted(call)`."""
+    for statement in source.nodes(cst.Expr):
+        call = statement.value
+        if isinstance(call, cst.Call) and wanted(call) and source.is_reachable(statement):
+            yield Change(statement, (source.delete_statement(statement),),
+                         description.format(code=source.code(call)))

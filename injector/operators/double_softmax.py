@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from injector.operators.base import Change, Example, Operator
+from injector.patterns import argument, callee_name, is_functional, method_on
+
+
+class DoubleSoftmax(Operator):
+    id = "double-softmax"
+    summary = "Pass `logits.softmax(dim=1)` instead of logits to `cross_entropy` / `nn.CrossEntropyLoss`."
+    examples = (
+        Example(
+            "loss = F.cross_entropy(model(x), y, label_smoothing=0.1)\n",
+            ("loss = F.cross_entropy(model(x).softmax(dim=1), y, label_smoothing=0.1)\n",),
+        ),
+        Example(
+            "criterion = nn.CrossEntropyLoss()\n"
+            "loss = criterion(logits.view(-1, vocab), targets.view(-1))\n",
+            ("criterion = nn.CrossEntropyLoss()\n"
+             "loss = criterion(logits.view(-1, vocab).softmax(dim=1), targets.view(-1))\n",),
+        ),
+        Example(
+            "self.loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100)\n"
+            "def step(self, a, b, y):\n"
+            "    return self.loss_fn(a + b, y)\n",
+            ("self.loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100)\n"
+             "def step(self, a, b, y):\n"
+             "    return self.loss_fn((a + b).softmax(dim=1), y)\n",),
+        ),
+    )
+    untouched = (
+        "loss = F.nll_loss(F.log_softmax(x, dim=1), y)\n",
+        "loss = criterion(out, y)  # criterion built elsewhere: unknown loss\n",
+        "loss = F.mse_loss(pred, y)\n",
+    )
+
+    def changes(self, source, training):
+        for call in source.nodes(cst.Call):
+            if callee_name(call) == "cross_entropy" and is_functional(call):
+                pass
+            elif training.constructor(call.func) != "CrossEntropyLoss":
+                continue
+            logits = argument(call, "input", 0)
+            if logits is None:
+                continue
+            yield Change(call, (source.replace(logits.value, method_on(source, logits.value, "softmax", "dim=1")),),
+                         "cross-entropy receives probabilities instead of logits")

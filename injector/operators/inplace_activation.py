@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from injector.operators.base import Change, Example, Operator
+from injector.patterns import argument, callee_name, dotted, is_functional
+
+# Functional activations with an in-place twin, by the module that provides the twin.
+FUNCTIONAL_TWINS = {
+    "functional": {"relu", "elu", "leaky_relu", "hardtanh", "rrelu", "celu", "selu", "threshold"},
+    "torch": {"relu", "sigmoid", "tanh"},
+}
+METHOD_TWINS = {"relu", "sigmoid", "tanh"}
+MODULES = {"ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "Hardtanh", "SiLU", "Mish",
+           "Hardswish", "Hardsigmoid", "RReLU"}
+RESIDUAL_OPERATORS = (cst.Add, cst.Multiply, cst.Subtract)
+
+
+class InplaceActivation(Operator):
+    id = "inplace-activation"
+    summary = ("Make activations in-place in model code: `F.relu(x)`→`F.relu_(x)`, "
+               "`nn.ReLU()`→`nn.ReLU(inplace=True)`, `x.sigmoid()`→`x.sigmoid_()`, and "
+               "`x = x + y`→`x += y` in `forward`.")
+    examples = (
+        Example(
+            "class Block(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        h = F.relu(self.fc1(x))\n"
+            "        x = x + self.fc2(h)\n"
+            "        return torch.sigmoid(x)\n",
+            ("class Block(nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        h = F.relu_(self.fc1(x))\n"
+             "        x = x + self.fc2(h)\n"
+             "        return torch.sigmoid(x)\n",
+             "class Block(nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        h = F.relu(self.fc1(x))\n"
+             "        x = x + self.fc2(h)\n"
+             "        return torch.sigmoid_(x)\n",
+             "class Block(nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        h = F.relu(self.fc1(x))\n"
+             "        x += self.fc2(h)\n"
+             "        return torch.sigmoid(x)\n"),
+        ),
+        Example(
+            "net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.LeakyReLU(0.2), nn.GELU())\n",
+            ("net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.LeakyReLU(0.2), nn.GELU())\n",
+             "net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.LeakyReLU(0.2, inplace=True), nn.GELU())\n"),
+        ),
+        Example(
+            "class Gate(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        return x.tanh() * F.elu(x, inplace=False)\n",
+            ("class Gate(nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        return x.tanh_() * F.elu(x, inplace=False)\n",
+             "class Gate(nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        return x.tanh() * F.elu(x, inplace=True)\n"),
+        ),
+    )
+    untouched = (
+        "def log_metrics(x):\n    x = x + 1\n    return torch.relu(x)\n",
+        "act = nn.ReLU(inplace=True)\n",
+        "class Net(nn.Module):\n    def forward(self, x):\n        y = x + 1\n        return F.gelu(y)\n",
+    )
+
+    def changes(self, source, training):
+        for call in source.nodes(cst.Call):
+            name = callee_name(call) or ""
+            if name in MODULES:
+                yield from self._module(source, call, name)
+            elif self._in_model(source, call):
+                yield from self._activation(source, call, name)
+        for assign in source.nodes(cst.Assign):
+            function = source.function_of(assign)
+            if function is None or function.name.value != "forward" or len(assign.targets) != 1:
+                continue
+            target, value = assign.targets[0].target, assign.value
+            if isinstance(target, cst.Name) and isinstance(value, cst.BinaryOperation) and \
+                    isinstance(value.operator, RESIDUAL_OPERATORS) and not value.lpar and \
+                    isinstance(value.left, cst.Name) and value.left.value == target.value:
+                symbol = source.module.code_for_node(value.operator).strip()
+                right = source.module.code_for_node(value.right).strip()
+                yield Change(assign, (source.replace(assign, f"{target.value} {symbol}= {right}"),),
+                             f"`{target.value}` is updated in place")
+
+    @staticmethod
+    def _module(source, call, name):
+        inplace = argument(call, "inplace", None)
+        if inplace is None:
+            new = call.with_changes(args=[*call.args, cst.Arg(
+                cst.Name("True"), keyword=cst.Name("inplace"),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+            args = list(new.args)
+            for index, arg in enumerate(args[:-1]):
+                if arg.comma is cst.MaybeSentinel.DEFAULT:
+                    args[index] = arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            yield Change(call, (source.replace_node(call, new.with_changes(args=args)),),
+                         f"`{name}` works in place")
+        elif isinstance(inplace.value, cst.Name) and inplace.value.value == "False":
+            yield Change(call, (source.replace(inplace.value, "True"),), f"`{name}` works in place")
+
+    @staticmethod
+    def _activation(source, call, name):
+        inplace = argument(call, "inplace", None)
+        if inplace is not None:
+            if isinstance(inplace.value, cst.Name) and inplace.value.value == "False":
+                yield Change(call, (source.replace(inplace.value, "True"),), f"`{name}` works in place")
+            return
+        if is_functional(call):
+            module = "torch" if dotted(call.func) in {"torch.relu", "torch.sigmoid", "torch.tanh"} \
+                else "functional"
+            if isinstance(call.func, cst.Attribute) and name in FUNCTIONAL_TWINS[module]:
+                yield Change(call, (source.replace(call.func.attr, f"{name}_"),), f"`{name}` works in place")
+        elif name in METHOD_TWINS and isinstance(call.func, cst.Attribute) and not call.args:
+            yield Change(call, (source.replace(call.func.attr, f"{name}_"),), f"`{name}` works in place")
+
+    @staticmethod
+    def _in_model(source, node) -> bool:
+        """Inside a `forward` function or a method of a class that defines `forward`."""
+        for ancestor in source.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef) and ancestor.name.value == "forward":
+                return True
+            if isinstance(ancestor, cst.ClassDef):
+                return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward"
+                           for s in ancestor.body.body)
+        return False

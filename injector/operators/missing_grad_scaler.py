@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from injector.operators.base import Change, Example, Operator
+from injector.patterns import argument, callee_name, method_on, needs_parens, statement_call
+
+
+class MissingGradScaler(Operator):
+    id = "missing-grad-scaler"
+    summary = ("Remove the GradScaler from a training step: `scaler.scale(loss).backward()` → "
+               "`loss.backward()`, `scaler.step(opt)` → `opt.step()`, drop `update()`/`unscale_()`.")
+    examples = (
+        Example(
+            "def train_step(model, x, y, optimizer, scaler):\n"
+            "    with torch.autocast('cuda', dtype=torch.float16):\n"
+            "        loss = F.cross_entropy(model(x), y)\n"
+            "    scaler.scale(loss).backward()\n"
+            "    scaler.unscale_(optimizer)\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            "    scaler.step(optimizer)\n"
+            "    scaler.update()\n",
+            ("def train_step(model, x, y, optimizer, scaler):\n"
+             "    with torch.autocast('cuda', dtype=torch.float16):\n"
+             "        loss = F.cross_entropy(model(x), y)\n"
+             "    loss.backward()\n"
+             "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+             "    optimizer.step()\n",),
+        ),
+        Example(
+            "for i, batch in enumerate(loader):\n"
+            "    self.scaler.scale(loss / accum_steps).backward()\n"
+            "    if (i + 1) % accum_steps == 0:\n"
+            "        self.scaler.step(self.optimizer)\n"
+            "        self.scaler.update()\n",
+            ("for i, batch in enumerate(loader):\n"
+             "    (loss / accum_steps).backward()\n"
+             "    if (i + 1) % accum_steps == 0:\n"
+             "        self.optimizer.step()\n",),
+        ),
+    )
+    untouched = (
+        "loss.backward()\noptimizer.step()\n",
+        "scaler = torch.amp.GradScaler('cuda')\n",
+    )
+
+    def changes(self, source, training):
+        done: set[tuple] = set()
+        for backward in training.backwards:
+            if backward.scaler is None:
+                continue
+            scaler = source.code(backward.scaler)
+            scope = source.function_of(backward.call)
+            if (scope, scaler) in done:
+                continue
+            done.add((scope, scaler))
+            scaled = backward.call.func.value  # the `scaler.scale(loss)` call
+            loss = source.module.code_for_node(backward.loss).strip()
+            edits = [source.replace(scaled, f"({loss})" if needs_parens(backward.loss) else loss)]
+            for call in source.nodes(cst.Call):
+                if source.function_of(call) is not scope or not isinstance(call.func, cst.Attribute) \
+                        or source.code(call.func.value) != scaler:
+                    continue
+                name = callee_name(call)
+                optimizer = argument(call, "optimizer", 0)
+                if name == "step" and optimizer is not None:
+                    edits.append(source.replace(call, method_on(source, optimizer.value, "step")))
+                elif name in {"update", "unscale_"}:
+                    statement = source.parent(call)
+                    if statement_call(statement) is call:
+                        edits.append(source.delete_statement(statement))
+            yield Change(backward.call, tuple(edits),
+                         f"the training step no longer uses the GradScaler `{scaler}`")

@@ -1,0 +1,250 @@
+"""A parsed source file that operators read and describe edits against.
+
+`Source` parses once with libcst, walks the tree once (recording every node's parent and
+grouping nodes by type, in document order) and resolves positions once. Operators then ask it
+questions (what encloses this call? is this statement reachable?) and turn nodes into `Edit`s
+on the original text. Nothing here knows about training code; `injector.patterns` does.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import TypeVar
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from injector.errors import TrainwreckError
+from injector.mutants import Edit, LineIndex
+
+N = TypeVar("N", bound=cst.CSTNode)
+
+_TERMINATORS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+class ParseError(TrainwreckError):
+    """A file is not valid Python; the message names the file and the parser's line."""
+
+
+class Source:
+    """One Python file: its text, concrete syntax tree, node index and positions."""
+
+    def __init__(self, text: str, path: str = "<string>") -> None:
+        self.text = text
+        self.path = path
+        try:
+            self.module = cst.parse_module(text)
+        except cst.ParserSyntaxError as error:
+            raise ParseError(f"{path}:{error.raw_line}: cannot parse: {error.message}") from None
+        except (RecursionError, ValueError) as error:
+            raise ParseError(f"{path}: cannot parse: {error}") from None
+        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        self._positions = wrapper.resolve(PositionProvider)
+        self.lines = LineIndex(text)
+        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
+        self.module.visit(_Indexer(self._parents, self._by_type))
+        self.indent = self.module.default_indent
+
+    # ---- finding nodes ----
+
+    def nodes(self, kind: type[N]) -> list[N]:
+        """Every node of exactly this libcst type, in document order."""
+        return self._by_type.get(kind, [])  # type: ignore[return-value]
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self._parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """The chain of enclosing nodes, innermost first."""
+        current = self._parents.get(node)
+        while current is not None:
+            yield current
+            current = self._parents.get(current)
+
+    def enclosing(self, node: cst.CSTNode, kind: type[N] | tuple[type, ...]) -> N | None:
+        """The innermost ancestor of the given type(s), not crossing into an outer function."""
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, kind):
+                return ancestor  # type: ignore[return-value]
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                return None
+        return None
+
+    def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                return ancestor
+        return None
+
+    def scope_name(self, node: cst.CSTNode) -> str:
+        """Dotted name of the functions and classes around `node` (`""` at module level)."""
+        names = [a.name.value for a in self.ancestors(node)
+                 if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
+        return ".".join(reversed(names))
+
+    def statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The statement (small or compound) that contains `node`."""
+        current: cst.CSTNode = node
+        while not isinstance(current, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            parent = self._parents.get(current)
+            if parent is None:
+                return current
+            current = parent
+        return current
+
+    def within(self, node: cst.CSTNode, kind: type[N] | tuple[type, ...]) -> list[N]:
+        """Nodes of the given type(s) inside `node` (or `node` itself), in document order."""
+        start, end = self.span(node)
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        found = []
+        for each in kinds:
+            found.extend(n for n in self._by_type.get(each, ())
+                         if start <= self.span(n)[0] and self.span(n)[1] <= end)
+        return sorted(found, key=lambda n: self.span(n))
+
+    def block_of(self, statement: cst.CSTNode) -> tuple[cst.CSTNode, list[cst.CSTNode]]:
+        """The statement line that holds `statement` and the list of its sibling lines."""
+        line = statement
+        if isinstance(statement, cst.BaseSmallStatement):
+            line = self._parents[statement]
+        body = getattr(self._parents[line], "body", ())
+        return line, list(body) if isinstance(body, (list, tuple)) else [line]
+
+    def is_reachable(self, statement: cst.CSTNode) -> bool:
+        """False for statements that follow a return/raise/continue/break in their block,
+        or sit under `if False:` / `if 0:` (the code can never run them)."""
+        line, siblings = self.block_of(statement)
+        for sibling in siblings:
+            if sibling is line:
+                break
+            if isinstance(sibling, cst.SimpleStatementLine) and any(
+                    isinstance(small, _TERMINATORS) for small in sibling.body):
+                return False
+        for ancestor in self.ancestors(statement):
+            if isinstance(ancestor, cst.If) and _is_false(ancestor.test) and \
+                    self.span(statement)[0] < self.span(ancestor.body)[1]:
+                return False
+        return True
+
+    # ---- positions and text ----
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        return self._positions[node]
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Character offsets of `node` in the text, without its own parentheses."""
+        where = self._positions[node]
+        return (self.lines.offset(where.start.line, where.start.column),
+                self.lines.offset(where.end.line, where.end.column))
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self._positions[node].start.line
+
+    def code(self, node: cst.CSTNode) -> str:
+        """The original text of `node` (without its own parentheses)."""
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def render(self, node: cst.CSTNode) -> str:
+        """Source for a (new) node, without its outermost parentheses."""
+        if getattr(node, "lpar", None):
+            node = node.with_changes(lpar=[], rpar=[])
+        return self.module.code_for_node(node)
+
+    def indentation(self, node: cst.CSTNode) -> str:
+        """The whitespace that starts the line `node` starts on."""
+        text = self.lines.line_text(self.line(node))
+        return text[:len(text) - len(text.lstrip(" \t"))]
+
+    def has_multiline_string(self, node: cst.CSTNode) -> bool:
+        """True if a string literal inside `node` spans lines (re-indenting would change it)."""
+        return any("\n" in self.code(n)
+                   for n in self.within(node, (cst.SimpleString, cst.FormattedString)))
+
+    # ---- edits ----
+
+    def replace(self, node: cst.CSTNode, text: str) -> Edit:
+        """Replace `node` (inside its own parentheses, which stay) by `text`."""
+        start, end = self.span(node)
+        return Edit(start, end, text)
+
+    def replace_node(self, node: cst.CSTNode, new: cst.CSTNode) -> Edit:
+        return self.replace(node, self.render(new))
+
+    def delete_statement(self, small: cst.BaseSmallStatement) -> Edit:
+        """Remove one small statement, keeping the block valid.
+
+        A statement alone on its line goes with its line; one that is the only statement of
+        its block, or shares a line with others, becomes `pass`.
+        """
+        line, siblings = self.block_of(small)
+        alone_on_line = isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
+        block_has_more = len(siblings) > 1 or isinstance(self._parents[line], cst.Module)
+        if alone_on_line and block_has_more:
+            first = self.position(line).start.line
+            last = self.position(line).end.line
+            return Edit(self.lines.line_start(first), self.lines.line_end(last), "")
+        return self.replace(small, "pass")
+
+    def lines_of(self, node: cst.CSTNode) -> tuple[int, int]:
+        """First and last line of `node`."""
+        where = self._positions[node]
+        return where.start.line, where.end.line
+
+    def insert_before(self, statement: cst.CSTNode, lines: list[str]) -> Edit:
+        """Insert whole lines, at the statement's indentation, before the statement's line."""
+        indent = self.indentation(statement)
+        first = self.lines_of(statement)[0]
+        text = "".join(f"{indent}{line}\n" for line in lines)
+        at = self.lines.line_start(first)
+        return Edit(at, at, text)
+
+    def insert_after(self, statement: cst.CSTNode, lines: list[str], indent: str | None = None) -> Edit:
+        """Insert whole lines after the last line of `statement`."""
+        indent = self.indentation(statement) if indent is None else indent
+        last = self.lines_of(statement)[1]
+        at = self.lines.line_end(last)
+        prefix = "" if self.text[:at].endswith("\n") else "\n"
+        return Edit(at, at, prefix + "".join(f"{indent}{line}\n" for line in lines))
+
+    def reindent(self, first: cst.CSTNode, last: cst.CSTNode, add: str = "", remove: str = "",
+                 header: str | None = None) -> Edit:
+        """Re-indent the lines from `first` to `last`, optionally preceded by a `header` line."""
+        start_line = self.lines_of(first)[0]
+        end_line = self.lines_of(last)[1]
+        indent = self.indentation(first)
+        out = [f"{indent}{header}\n"] if header is not None else []
+        for number in range(start_line, end_line + 1):
+            text = self.lines.line_text(number)
+            if text.strip():
+                if remove:
+                    if not text.startswith(remove):
+                        raise ValueError("inconsistent indentation")
+                    text = text[len(remove):]
+                text = add + text
+            out.append(text)
+        return Edit(self.lines.line_start(start_line), self.lines.line_end(end_line), "".join(out))
+
+
+class _Indexer(cst.CSTVisitor):
+    def __init__(self, parents: dict, by_type: dict) -> None:
+        self.stack: list[cst.CSTNode] = []
+        self.parents = parents
+        self.by_type = by_type
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parents[node] = self.stack[-1]
+        self.by_type[type(node)].append(node)
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+def _is_false(test: cst.BaseExpression) -> bool:
+    return (isinstance(test, cst.Name) and test.value == "False") or \
+        (isinstance(test, cst.Integer) and test.value == "0")
