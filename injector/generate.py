@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 
-from injector.mutants import Edit, Mutant, apply_edits, mutant_id, unified_diff
+from injector.discovery import Skipped, SourceFile
+from injector.mutants import Edit, Mutant, mutant_id, unified_diff
 from injector.operators import Operator, all_operators
 from injector.patterns import Training
-from injector.source import Source
+from injector.source import ParseError, Source
+
+PARALLEL_FROM_LINES = 3000  # below this, starting workers costs more than it saves
 
 
 def mutants_for_source(text: str, path: str = "<string>",
@@ -24,7 +31,7 @@ def mutants_for_source(text: str, path: str = "<string>",
         ordinals: dict[tuple, int] = {}
         for change in operator.changes(source, training):
             edits = tuple(sorted(change.edits))
-            if edits in seen or apply_edits(text, edits) == text:
+            if edits in seen or all(text[e.start:e.end] == e.text for e in edits):
                 continue  # the same edit from another operator, or no change at all
             seen.add(edits)
             scope = source.scope_name(change.node)
@@ -34,9 +41,55 @@ def mutants_for_source(text: str, path: str = "<string>",
                 id=mutant_id(path, operator.id, scope, edits, text, ordinals[key]),
                 operator=operator.id,
                 file=path,
-                line=source.line(change.node),
+                line=source.lines.line_of(edits[0].start),
                 description=change.description,
                 diff=unified_diff(text, edits, path, source.lines),
                 edits=edits,
             ))
     return mutants
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The mutants of a set of files, and the files that could not be used (with why)."""
+
+    mutants: list[Mutant]
+    skipped: list[Skipped]
+    files: int
+    lines: int
+
+
+def mutants_for_files(files: list[SourceFile], operators: Iterable[Operator],
+                      jobs: int | None = None) -> Generation:
+    """Mutants for every file; a file that does not parse is skipped with the parser's message.
+
+    Large sets of files are spread over `jobs` processes (default: one per core); the
+    result is the same, in the same order, either way.
+    """
+    operators = tuple(operators)
+    jobs = jobs or os.cpu_count() or 1
+    total_lines = sum(file.text.count("\n") for file in files)
+    if jobs > 1 and len(files) > 1 and total_lines > PARALLEL_FROM_LINES:
+        # fork: the workers inherit the parsed operators; nothing here touches CUDA.
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=context) as pool:
+            results = list(pool.map(_file_mutants, files, [operators] * len(files)))
+    else:
+        results = [_file_mutants(file, operators) for file in files]
+    mutants: list[Mutant] = []
+    skipped: list[Skipped] = []
+    for file, result in zip(files, results):
+        if isinstance(result, Skipped):
+            skipped.append(result)
+        else:
+            mutants.extend(result)
+    return Generation(mutants, skipped, len(files) - len(skipped),
+                      total_lines - sum(f.text.count("\n") for f in files
+                                        if any(s.relative == f.relative for s in skipped)))
+
+
+def _file_mutants(file: SourceFile, operators: tuple[Operator, ...]) -> list[Mutant] | Skipped:
+    try:
+        return mutants_for_source(file.text, file.relative, operators)
+    except ParseError as error:
+        return Skipped(file.relative, error.reason, error.line)

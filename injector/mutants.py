@@ -123,6 +123,9 @@ def unified_diff(source: str, edits: tuple[Edit, ...], path: str, lines: LineInd
     for edit in sorted(edits):
         first = lines.line_of(edit.start)
         last = lines.line_of(max(edit.end - 1, edit.start))
+        if edit.start == edit.end and edit.text.endswith("\n") and \
+                edit.start == lines.line_start(first):
+            last = first - 1  # whole lines inserted before line `first`: no old line changes
         if spans and first <= spans[-1][1]:
             spans[-1] = (spans[-1][0], max(last, spans[-1][1]), spans[-1][2] + [edit])
         else:

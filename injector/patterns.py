@@ -143,7 +143,7 @@ class Training:
             if isinstance(assign.value, cst.Call):
                 role = _constructor_role(assign.value)
                 for target in assign.targets:
-                    text = source.module.code_for_node(target.target).strip()
+                    text = dotted(target.target) or source.module.code_for_node(target.target).strip()
                     self.constructors[text] = callee_name(assign.value) or ""
                     if role:
                         self.roles[text] = role
@@ -153,7 +153,11 @@ class Training:
         `criterion = nn.CrossEntropyLoss()`, and for `nn.CrossEntropyLoss()` itself."""
         if isinstance(expr, cst.Call):
             return callee_name(expr)
-        return self.constructors.get(self.source.module.code_for_node(expr).strip())
+        return self.constructors.get(self._text(expr))
+
+    def _text(self, expr: cst.BaseExpression) -> str:
+        """The expression as written (cheap for the usual dotted names)."""
+        return dotted(expr) or self.source.module.code_for_node(expr).strip()
 
     @staticmethod
     def role_of_constructor(call: cst.Call) -> str | None:
@@ -162,7 +166,7 @@ class Training:
 
     def role(self, expr: cst.BaseExpression) -> str | None:
         """`optimizer`, `scheduler`, `scaler` or `loss-module` for a receiver expression."""
-        text = self.source.module.code_for_node(expr).strip()
+        text = self._text(expr)
         if text in self.roles:
             return self.roles[text]
         if isinstance(expr, cst.Subscript):
@@ -224,18 +228,24 @@ class Training:
                 loops.append(loop)
         return sorted(loops, key=self.source.span)
 
+    @cached_property
+    def assignments(self) -> dict[str, list[cst.Assign]]:
+        """Assignments to each plain name, in source order."""
+        found: dict[str, list[cst.Assign]] = {}
+        for assign in self.source.nodes(cst.Assign):
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name):
+                    found.setdefault(target.target.value, []).append(assign)
+        return found
+
     def loss_assignment(self, backward: Backward) -> cst.Assign | None:
         """The last assignment of the backward's loss name before the backward call."""
         name = _first_name(backward.loss)
-        if name is None:
-            return None
         function = self.source.function_of(backward.call)
         before = self.source.span(backward.call)[0]
         found = None
-        for assign in self.source.nodes(cst.Assign):
-            if self.source.function_of(assign) is not function or self.source.span(assign)[0] >= before:
-                continue
-            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets):
+        for assign in self.assignments.get(name or "", ()):
+            if self.source.span(assign)[0] < before and self.source.function_of(assign) is function:
                 found = assign
         return found
 

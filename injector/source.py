@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst._nodes.internal import CodegenState
 
 from injector.errors import TrainwreckError
 from injector.mutants import Edit, LineIndex
@@ -26,6 +27,10 @@ _TERMINATORS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 class ParseError(TrainwreckError):
     """A file is not valid Python; the message names the file and the parser's line."""
 
+    def __init__(self, path: str, line: int | None, reason: str) -> None:
+        super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
+        self.path, self.line, self.reason = path, line, reason
+
 
 class Source:
     """One Python file: its text, concrete syntax tree, node index and positions."""
@@ -36,15 +41,16 @@ class Source:
         try:
             self.module = cst.parse_module(text)
         except cst.ParserSyntaxError as error:
-            raise ParseError(f"{path}:{error.raw_line}: cannot parse: {error.message}") from None
+            raise _diagnose(text, path, error) from None
         except (RecursionError, ValueError) as error:
-            raise ParseError(f"{path}: cannot parse: {error}") from None
-        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-        self._positions = wrapper.resolve(PositionProvider)
+            raise ParseError(path, None, f"cannot parse: {error}") from None
+        state = _IndexingState(self.module.default_indent, self.module.default_newline)
+        self.module._codegen(state)
+        self._spans = state.spans
+        self._spans[self.module] = (0, len(text))
+        self._parents = state.parents
+        self._by_type = state.by_type
         self.lines = LineIndex(text)
-        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
-        self._by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
-        self.module.visit(_Indexer(self._parents, self._by_type))
         self.indent = self.module.default_indent
 
     # ---- finding nodes ----
@@ -130,17 +136,12 @@ class Source:
 
     # ---- positions and text ----
 
-    def position(self, node: cst.CSTNode) -> CodeRange:
-        return self._positions[node]
-
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         """Character offsets of `node` in the text, without its own parentheses."""
-        where = self._positions[node]
-        return (self.lines.offset(where.start.line, where.start.column),
-                self.lines.offset(where.end.line, where.end.column))
+        return self._spans[node]
 
     def line(self, node: cst.CSTNode) -> int:
-        return self._positions[node].start.line
+        return self.lines.line_of(self._spans[node][0])
 
     def code(self, node: cst.CSTNode) -> str:
         """The original text of `node` (without its own parentheses)."""
@@ -183,15 +184,14 @@ class Source:
         alone_on_line = isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
         block_has_more = len(siblings) > 1 or isinstance(self._parents[line], cst.Module)
         if alone_on_line and block_has_more:
-            first = self.position(line).start.line
-            last = self.position(line).end.line
+            first, last = self.lines_of(line)
             return Edit(self.lines.line_start(first), self.lines.line_end(last), "")
         return self.replace(small, "pass")
 
     def lines_of(self, node: cst.CSTNode) -> tuple[int, int]:
         """First and last line of `node`."""
-        where = self._positions[node]
-        return where.start.line, where.end.line
+        start, end = self._spans[node]
+        return self.lines.line_of(start), self.lines.line_of(max(start, end - 1))
 
     def insert_before(self, statement: cst.CSTNode, lines: list[str]) -> Edit:
         """Insert whole lines, at the statement's indentation, before the statement's line."""
@@ -228,21 +228,70 @@ class Source:
         return Edit(self.lines.line_start(start_line), self.lines.line_end(end_line), "".join(out))
 
 
-class _Indexer(cst.CSTVisitor):
-    def __init__(self, parents: dict, by_type: dict) -> None:
-        self.stack: list[cst.CSTNode] = []
-        self.parents = parents
-        self.by_type = by_type
+class _IndexingState(CodegenState):
+    """One code-generation pass that records what libcst's PositionProvider would (the
+    syntactic span of every node, without its own parentheses and surrounding whitespace),
+    as character offsets, together with every node's parent and the nodes of each type.
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    Doing it in one pass, instead of a metadata pass plus a visitor, halves the cost of
+    reading a file; a test checks the spans against PositionProvider.
+    """
+
+    def __init__(self, indent: str, newline: str) -> None:
+        super().__init__(default_indent=indent, default_newline=newline)
+        self.offset = 0
+        self.last_token = 0
+        self.spans: dict[cst.CSTNode, tuple[int, int]] = {}
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
+        self.stack: list[tuple[cst.CSTNode, int]] = []
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.offset += len(token)
+
+    def add_token(self, value: str) -> None:
+        self.offset += len(value)
+        self.last_token = len(value)
+
+    def pop_trailing_newline(self) -> None:
+        self.offset -= self.last_token
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
         if self.stack:
-            self.parents[node] = self.stack[-1]
+            self.parents[node] = self.stack[-1][0]
         self.by_type[type(node)].append(node)
-        self.stack.append(node)
-        return True
+        self.stack.append((node, self.offset))
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        _, start = self.stack.pop()
+        if node not in self.spans:
+            self.spans[node] = (start, self.offset)
+
+    @contextmanager
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+                                  end_node: cst.CSTNode | None = None) -> Iterator[None]:
+        start = self.offset
+        try:
+            yield
+        finally:
+            end = self.offset
+            if start_node is not None:
+                start = self.spans[start_node][0]
+            if end_node is not None:
+                end = self.spans[end_node][1]
+            self.spans[node] = (start, end)
+
+
+def _diagnose(text: str, path: str, error: cst.ParserSyntaxError) -> ParseError:
+    """A one-line parse error; Python's own compiler pinpoints the line better than libcst."""
+    try:
+        compile(text, path, "exec", dont_inherit=True)
+    except SyntaxError as syntax:
+        return ParseError(path, syntax.lineno, f"cannot parse: {syntax.msg}")
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return ParseError(path, error.raw_line, f"cannot parse: {error.message.splitlines()[0]}")
 
 
 def _is_false(test: cst.BaseExpression) -> bool:

@@ -17,9 +17,23 @@ def _is_device(expr: cst.BaseExpression) -> bool:
     return "device" in name or name in {"dev", "rank", "local_rank", "gpu"}
 
 
+MODEL_WORDS = ("model", "net", "module", "criterion", "loss_fn", "ema")
+
+
+def _is_model(training, expr: cst.BaseExpression) -> bool:
+    """Models and other modules move once at set-up; the operator is about batches."""
+    if isinstance(expr, cst.Call) and (callee_name(expr) or "a")[0].isupper():
+        return True  # `Net().to(device)`
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return True  # `self.backbone.cuda()`: a submodule
+    name = (last_name(expr) or "").lower()
+    return name == "self" or any(word in name for word in MODEL_WORDS) or \
+        training.role(expr) is not None
+
+
 class DeviceMismatch(Operator):
     id = "device-mismatch"
-    summary = "Drop a batch's `.to(device)` / `.cuda()` inside a loop, one mutant per transfer."
+    summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
         Example(
             "for x, y in loader:\n"
@@ -35,17 +49,24 @@ class DeviceMismatch(Operator):
             ("for batch in loader:\n"
              "    batch = {k: v for k, v in batch.items()}\n",),
         ),
+        Example(
+            "def get_batch(split):\n"
+            "    x, y = sample(split)\n"
+            "    return x.pin_memory().to('cuda', non_blocking=True), y\n",
+            ("def get_batch(split):\n"
+             "    x, y = sample(split)\n"
+             "    return x.pin_memory(), y\n",),
+        ),
     )
     untouched = (
-        "model = Net().to(device)\n",
+        "model = Net().to(device)\nself.backbone.cuda()\ncriterion = criterion.to(device)\n",
         "for x in xs:\n    x = x.to(torch.float16)\n",
         "for x in xs:\n    x = x.to(dtype=torch.bfloat16)\n",
     )
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
-            if not isinstance(call.func, cst.Attribute) or \
-                    source.enclosing(call, (cst.For, cst.While)) is None:
+            if not isinstance(call.func, cst.Attribute) or _is_model(training, call.func.value):
                 continue
             name = callee_name(call)
             if name == "to":

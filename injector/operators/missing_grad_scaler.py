@@ -58,10 +58,10 @@ class MissingGradScaler(Operator):
             loss = source.module.code_for_node(backward.loss).strip()
             edits = [source.replace(scaled, f"({loss})" if needs_parens(backward.loss) else loss)]
             for call in source.nodes(cst.Call):
-                if source.function_of(call) is not scope or not isinstance(call.func, cst.Attribute) \
-                        or source.code(call.func.value) != scaler:
-                    continue
                 name = callee_name(call)
+                if name not in {"step", "update", "unscale_"} or not isinstance(call.func, cst.Attribute) \
+                        or source.code(call.func.value) != scaler or source.function_of(call) is not scope:
+                    continue
                 optimizer = argument(call, "optimizer", 0)
                 if name == "step" and optimizer is not None:
                     edits.append(source.replace(call, method_on(source, optimizer.value, "step")))

@@ -87,17 +87,30 @@ class RankSkip(Operator):
 
     @staticmethod
     def _rank(source, training, loop) -> str:
-        """The rank as this code already names it, or a call that asks torch.distributed."""
+        """The rank as this code already names it, or a call that asks torch.distributed.
+
+        A name counts only where it is surely bound when the loop runs: a parameter of an
+        enclosing function, or an assignment before the loop that no `if` or loop guards.
+        """
         bound: set[str] = set()
         for function in [a for a in source.ancestors(loop) if isinstance(a, cst.FunctionDef)]:
             bound.update(p.name.value for p in function.params.params)
             bound.update(p.name.value for p in function.params.kwonly_params)
+        around_loop = set(source.ancestors(loop))
         loop_start = source.span(loop)[0]
-        for assign in source.nodes(cst.Assign):
-            if source.span(assign)[0] < loop_start:
-                bound.update(t.target.value for t in assign.targets if isinstance(t.target, cst.Name))
+        for name, assigns in training.assignments.items():
+            if name not in RANK_NAMES and not name.endswith("_rank"):
+                continue
+            for assign in assigns:
+                guards = [a for a in source.ancestors(assign)
+                          if isinstance(a, (cst.If, cst.For, cst.While, cst.Try, cst.FunctionDef))]
+                if source.span(assign)[0] < loop_start and all(g in around_loop for g in guards):
+                    bound.add(name)
         for name in RANK_NAMES:
             if name in bound:
+                return name
+        for name in sorted(bound):
+            if name.endswith("_rank"):
                 return name
         dist = f"{training.torch}.distributed"
         return f"{dist}.is_initialized() and {dist}.get_rank()"
