@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from injector import __version__, catalog, config
@@ -54,7 +56,72 @@ def _parser() -> argparse.ArgumentParser:
                          help="only these fault ids (default: [tool.trainwreck] operators, else all)")
     mutants.add_argument("--format", choices=["text", "json"], default="text")
     mutants.set_defaults(handler=_mutants)
+
+    run = commands.add_parser(
+        "run", help="run the guards against every mutant of PROJECT (default: the bundled demo)",
+        description="A mutation campaign: every mutant against the project's guards, in scratch "
+        "copies (the project is never written), with a mutation-coverage report.")
+    run.add_argument("project", nargs="?", type=Path, metavar="PROJECT")
+    run.add_argument("--guard", metavar="CMD",
+                     help="what must fail on a mutant (default: [tool.trainwreck] guard, else pytest)")
+    run.add_argument("--operators", type=_ids, metavar="ID,...", help="only these fault ids")
+    run.add_argument("--jobs", type=_positive_int, default=1, metavar="N", help="mutants run in parallel")
+    run.add_argument("--timeout-factor", type=_positive_float, metavar="F",
+                     help="a mutant's time limit: F x its tests' baseline time + 5 s (default 3)")
+    run.add_argument("--repeat", type=_positive_int, default=1, metavar="K",
+                     help="run the baseline K times; tests that disagree are flaky and left out")
+    run.add_argument("--baseline-timeout", type=_positive_float, default=600.0, metavar="S",
+                     help="give up if the unmutated guard takes longer (default 600 s)")
+    run.add_argument("--since", metavar="GIT_REF", help="only mutate lines changed since this git ref")
+    run.add_argument("--shard", type=_shard, default=(1, 1), metavar="I/N",
+                     help="run shard I of N (split by mutant id; merge with `injector merge`)")
+    _report_options(run)
+    run.set_defaults(handler=_run)
+
+    merge = commands.add_parser("merge", help="join shard reports (JSON) into one report")
+    merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
+    _report_options(merge)
+    merge.set_defaults(handler=_merge)
     return parser
+
+
+def _report_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", type=Path, metavar="F", help="the report as JSON")
+    parser.add_argument("--markdown", type=Path, metavar="F", help="the report as markdown")
+    parser.add_argument("--html", type=Path, metavar="F", help="the report as one HTML file")
+    parser.add_argument("--mte", type=Path, metavar="F",
+                        help="the report in the mutation-testing-elements JSON schema")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    try:
+        shard = int(index), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N such as 2/4, got {text!r}") from None
+    if not 1 <= shard[0] <= shard[1]:
+        raise argparse.ArgumentTypeError(f"shard {text} does not exist (I must be 1..N)")
+    return shard
 
 
 def _ids(text: str) -> list[str]:
@@ -85,26 +152,32 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mutants(args: argparse.Namespace) -> int:
-    from injector import discovery, render
+def _generate(paths: list[Path], operator_ids: list[str] | None):
+    """Mutants of `paths` under their project's configuration: (root, settings, files, generation)."""
+    from injector import discovery
     from injector.generate import mutants_for_files
     from injector.operators import select
 
-    paths = args.paths or [DEMO]
     root = config.find_root(paths[0].resolve() if paths[0].exists() else paths[0])
     settings = config.load(root)
     if settings.paths and any(p.exists() and p.resolve() == root.resolve() for p in paths):
         paths = [root / p for p in settings.paths]
-    operators = select(args.operators or list(settings.operators), list(settings.exclude_operators))
+    operators = select(operator_ids or list(settings.operators), list(settings.exclude_operators))
     files, unreadable = discovery.collect(paths, root, settings.exclude_paths)
     if not files:
         raise UsageError(f"no Python files to mutate under {', '.join(map(str, paths))}")
     generation = mutants_for_files(files, operators)
-    skipped = unreadable + generation.skipped
-    for entry in skipped:
+    for entry in unreadable + generation.skipped:
         print(f"injector: skipped {entry}", file=sys.stderr)
     if generation.files == 0:
         raise UsageError("none of the files could be parsed")
+    return root, settings, files, generation, unreadable + generation.skipped
+
+
+def _mutants(args: argparse.Namespace) -> int:
+    from injector import render
+
+    root, _, _, generation, skipped = _generate(args.paths or [DEMO], args.operators)
     if args.format == "json":
         json.dump({"schema": "trainwreck.mutants/1", "root": str(root),
                    "mutants": [m.to_json() for m in generation.mutants],
@@ -115,6 +188,57 @@ def _mutants(args: argparse.Namespace) -> int:
     else:
         render.mutants(generation)
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from injector import campaign, render
+
+    project = args.project or DEMO
+    if not project.is_dir():
+        raise UsageError(f"no such project folder: {project}")
+    root, settings, files, generation, _ = _generate([project], args.operators)
+    guard = campaign.Guard.parse(args.guard or settings.guard or "python -m pytest", root)
+    sources = {file.relative: file.text for file in files}
+    mutants = generation.mutants
+    if args.since:
+        mutants = campaign.select_changed(mutants, sources, campaign.changed_lines(root, args.since))
+    mutants = campaign.select_shard(mutants, args.shard)
+    run_settings = campaign.Settings(
+        root=root, guard=guard, jobs=args.jobs, repeat=args.repeat,
+        timeout_factor=args.timeout_factor or settings.timeout_factor,
+        baseline_timeout=args.baseline_timeout)
+    with render.CampaignProgress(len(mutants), project_name=root.name, guard=guard.text) as progress:
+        report = campaign.run(run_settings, mutants, sources, progress=progress.update)
+    if args.shard != (1, 1):
+        report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
+    _write_reports(report, args)
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from injector import outcomes, report
+
+    merged = outcomes.merge([report.from_file(path) for path in args.reports])
+    _write_reports(merged, args)
+    return 0
+
+
+def _write_reports(result, args: argparse.Namespace) -> None:
+    """Write the requested reports (all four under ./trainwreck-report/ if none is named)."""
+    from injector import render, report
+
+    paths = {"json_path": args.json, "markdown_path": args.markdown, "html_path": args.html,
+             "mte_path": args.mte}
+    if not any(paths.values()):
+        folder = Path("trainwreck-report")
+        paths = {"json_path": folder / "report.json", "markdown_path": folder / "report.md",
+                 "html_path": folder / "report.html", "mte_path": folder / "mutation-testing.json"}
+    written = report.write(result, **paths)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(report.render_markdown(result))
+    render.campaign_summary(result, written)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,10 @@ def mutants_for_source(text: str, path: str = "<string>",
             scope = source.scope_name(change.node)
             key = (scope, edits and tuple((text[e.start:e.end], e.text) for e in edits))
             ordinals[key] = ordinals.get(key, -1) + 1
+            runtime = source.runtime_function(change.node)
+            if runtime is not None and not all(runtime[2][0] <= e.start and e.end <= runtime[2][1]
+                                               for e in edits):
+                runtime = None  # an edit reaches outside the function: treat as import-time code
             mutants.append(Mutant(
                 id=mutant_id(path, operator.id, scope, edits, text, ordinals[key]),
                 operator=operator.id,
@@ -45,6 +49,9 @@ def mutants_for_source(text: str, path: str = "<string>",
                 description=change.description,
                 diff=unified_diff(text, edits, path, source.lines),
                 edits=edits,
+                function=runtime[0] if runtime else None,
+                function_line=runtime[1] if runtime else None,
+                in_main=source.in_main_block(change.node),
             ))
     return mutants
 

@@ -32,6 +32,12 @@ class Mutant:
     description: str
     diff: str
     edits: tuple[Edit, ...] = field(repr=False)
+    # Where it lives at run time: the outermost function holding every edit, as Python names
+    # it (`Trainer.fit`, the code object's co_qualname) and its first line (decorators
+    # included), or None for code that runs at import; `in_main` for `if __name__ == "__main__":`.
+    function: str | None = None
+    function_line: int | None = None
+    in_main: bool = False
 
     def apply(self, source: str) -> str:
         """Return `source` (the file this mutant was made from) with the mutation applied."""
@@ -45,6 +51,7 @@ class Mutant:
             "line": self.line,
             "description": self.description,
             "diff": self.diff,
+            "function": self.function,
         }
 
 

@@ -48,3 +48,61 @@ def mutants(generation) -> None:
     for operator, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         table.add_row(operator, str(count))
     console.print(table)
+
+
+class CampaignProgress:
+    """A live progress bar for a campaign: baseline, then mutants done, kills, time left."""
+
+    def __init__(self, total: int, project_name: str, guard: str) -> None:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
+                                   TextColumn, TimeRemainingColumn)
+
+        self.console = Console(stderr=True, highlight=False)
+        self.total = total
+        self.counts: Counter[str] = Counter()
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"), TimeRemainingColumn(),
+            console=self.console, transient=False)
+        self.header = f"{project_name}: {total} mutants, guard `{guard}`"
+        self.task = None
+
+    def __enter__(self) -> CampaignProgress:
+        self.console.print(self.header)
+        self.progress.start()
+        self.task = self.progress.add_task("baseline", total=None, counts="")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def update(self, kind: str, data: dict) -> None:
+        if kind == "baseline_run":
+            self.progress.update(self.task, description=f"baseline {data['run']}/{data['of']}")
+        elif kind == "baseline":
+            flaky = f", {len(data['flaky'])} flaky (left out)" if data["flaky"] else ""
+            self.progress.console.print(
+                f"baseline: {data['tests']} guard tests pass in {data['duration']:.1f} s{flaky}")
+            self.progress.update(self.task, description="mutants", total=self.total, completed=0)
+        elif kind == "outcome":
+            self.counts[data["status"]] += 1
+            shown = " ".join(f"{name} {self.counts[name]}" for name in
+                             ("killed", "timeout", "survived", "no_coverage", "error") if self.counts[name])
+            self.progress.update(self.task, advance=1, counts=shown)
+
+
+def campaign_summary(report, written: list) -> None:
+    """The score, a table per fault id, and where the reports are."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    columns = ("killed", "timeout", "survived", "no_coverage", "error")
+    table = Table(title_justify="left", title=(
+        f"mutation score {report.score:.0%} ({report.covered} covered mutants, device {report.device})"
+        if report.score is not None else f"no mutant was covered by the guards (device {report.device})"))
+    table.add_column("fault id")
+    for name in columns:
+        table.add_column(name.replace("_", " "), justify="right")
+    for operator, counts in sorted(report.by_operator().items()):
+        table.add_row(operator, *(str(counts[name]) if counts[name] else "" for name in columns))
+    console.print(table)
+    for path in written:
+        console.print(f"report: {path}")

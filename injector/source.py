@@ -90,6 +90,25 @@ class Source:
                  if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
         return ".".join(reversed(names))
 
+    def runtime_function(self, node: cst.CSTNode) -> tuple[str, int, tuple[int, int]] | None:
+        """The outermost function around `node` as Python names it at run time: its
+        co_qualname, its co_firstlineno (the first decorator's line) and its span."""
+        outer = None
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, cst.FunctionDef):
+                outer = ancestor
+        if outer is None:
+            return None
+        names = [a.name.value for a in self.ancestors(outer) if isinstance(a, cst.ClassDef)]
+        qualname = ".".join([*reversed(names), outer.name.value])
+        first = self.line(outer.decorators[0]) if outer.decorators else self.line(outer)
+        return qualname, first, self.span(outer)
+
+    def in_main_block(self, node: cst.CSTNode) -> bool:
+        """True inside `if __name__ == "__main__":`."""
+        return any(isinstance(a, cst.If) and "__name__" in self.code(a.test) and "__main__" in self.code(a.test)
+                   for a in self.ancestors(node))
+
     def statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
         """The statement (small or compound) that contains `node`."""
         current: cst.CSTNode = node

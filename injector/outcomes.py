@@ -1,0 +1,145 @@
+"""What a campaign produces: one outcome per mutant, and the report that gathers them.
+
+These records cross modules (the worker makes outcomes, the campaign gathers them, the
+report renders them, `injector merge` joins shard reports), so they are plain frozen
+dataclasses with a JSON form, and the JSON schema is versioned.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from injector.errors import UsageError
+
+SCHEMA = "trainwreck.report/1"
+
+KILLED, SURVIVED, TIMEOUT, ERROR, NO_COVERAGE = "killed", "survived", "timeout", "error", "no_coverage"
+STATUSES = (KILLED, TIMEOUT, SURVIVED, NO_COVERAGE, ERROR)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one mutant fared against the guards."""
+
+    mutant_id: str
+    operator: str
+    file: str
+    line: int
+    description: str
+    diff: str
+    status: str
+    test: str | None = None  # the guard test that killed it (or was running at the timeout)
+    message: str | None = None  # its first failure line, or what went wrong
+    duration: float = 0.0  # seconds the guards ran on this mutant
+    tests_run: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The unmutated guards: how long each test takes, and which are flaky."""
+
+    tests: int
+    duration: float
+    flaky: tuple[str, ...] = ()
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class Report:
+    """A whole campaign (or a merge of shard campaigns)."""
+
+    project: str
+    guard: str
+    device: str
+    baseline: Baseline
+    outcomes: tuple[Outcome, ...]
+    duration: float
+    shards: tuple[str, ...] = ("1/1",)
+    sources: dict[str, str] = field(default_factory=dict, compare=False)  # file -> original text
+
+    def counts(self) -> Counter[str]:
+        return Counter(outcome.status for outcome in self.outcomes)
+
+    @property
+    def covered(self) -> int:
+        """Mutants some guard ran against (errors are kept apart, neither kill nor survivor)."""
+        counts = self.counts()
+        return counts[KILLED] + counts[TIMEOUT] + counts[SURVIVED]
+
+    @property
+    def score(self) -> float | None:
+        """Killed and timed-out mutants over covered mutants; None when nothing was covered."""
+        counts = self.counts()
+        return (counts[KILLED] + counts[TIMEOUT]) / self.covered if self.covered else None
+
+    def by_operator(self) -> dict[str, Counter[str]]:
+        table: dict[str, Counter[str]] = {}
+        for outcome in self.outcomes:
+            table.setdefault(outcome.operator, Counter())[outcome.status] += 1
+        return table
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "schema": SCHEMA,
+            "project": self.project,
+            "guard": self.guard,
+            "device": self.device,
+            "shards": list(self.shards),
+            "duration": round(self.duration, 3),
+            "baseline": asdict(self.baseline),
+            "score": self.score,
+            "counts": {status: self.counts()[status] for status in STATUSES},
+            "outcomes": [o.to_json() for o in sorted(self.outcomes, key=_order)],
+            "sources": self.sources,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict, name: str = "report") -> Report:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise UsageError(f"{name}: not a trainwreck report (expected schema {SCHEMA})")
+        try:
+            baseline = data["baseline"]
+            return cls(
+                project=data["project"], guard=data["guard"], device=data["device"],
+                baseline=Baseline(baseline["tests"], baseline["duration"],
+                                  tuple(baseline.get("flaky", ())), baseline.get("repeat", 1)),
+                outcomes=tuple(Outcome(**o) for o in data["outcomes"]),
+                duration=data["duration"], shards=tuple(data.get("shards", ("1/1",))),
+                sources=dict(data.get("sources", {})))
+        except (KeyError, TypeError) as error:
+            raise UsageError(f"{name}: malformed trainwreck report ({error})") from None
+
+
+def _order(outcome: Outcome) -> tuple:
+    return (outcome.file, outcome.line, outcome.operator, outcome.mutant_id)
+
+
+def merge(reports: list[Report]) -> Report:
+    """One report from the reports of the shards of one campaign."""
+    if not reports:
+        raise UsageError("nothing to merge")
+    first = reports[0]
+    for other in reports[1:]:
+        if (other.project, other.guard) != (first.project, first.guard):
+            raise UsageError("the reports come from different campaigns (project or guard differ)")
+    outcomes: dict[str, Outcome] = {}
+    for report in reports:
+        for outcome in report.outcomes:
+            outcomes.setdefault(outcome.mutant_id, outcome)
+    sources: dict[str, str] = {}
+    for report in reports:
+        sources.update(report.sources)
+    flaky = sorted({name for report in reports for name in report.baseline.flaky})
+    return Report(
+        project=first.project, guard=first.guard, device=first.device,
+        baseline=Baseline(first.baseline.tests, max(r.baseline.duration for r in reports),
+                          tuple(flaky), first.baseline.repeat),
+        outcomes=tuple(sorted(outcomes.values(), key=_order)),
+        duration=max(r.duration for r in reports),
+        shards=tuple(sorted({s for r in reports for s in r.shards})),
+        sources=sources,
+    )
