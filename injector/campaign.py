@@ -193,7 +193,8 @@ def run(settings: Settings, mutants: list[Mutant], sources: dict[str, str], prog
             mutant_id=mutant.id, operator=mutant.operator, file=mutant.file, line=mutant.line,
             description=mutant.description, diff=mutant.diff, status=data["status"],
             test=data.get("test"), message=data.get("message"),
-            duration=round(float(data.get("duration", 0.0)), 3), tests_run=int(data.get("tests_run", 0))))
+            duration=round(float(data.get("duration", 0.0)), 3), tests_run=int(data.get("tests_run", 0)),
+            guard_seconds=round(float(data.get("guard_seconds", 0.0)), 3)))
     return Report(
         project=settings.root.name, guard=settings.guard.text, device=device,
         baseline=Baseline(baseline["tests"], round(baseline["duration"], 3), tuple(baseline["flaky"]),

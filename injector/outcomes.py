@@ -31,8 +31,9 @@ class Outcome:
     status: str
     test: str | None = None  # the guard test that killed it (or was running at the timeout)
     message: str | None = None  # its first failure line, or what went wrong
-    duration: float = 0.0  # seconds the guards ran on this mutant
+    duration: float = 0.0  # seconds from starting the mutant's process to its result
     tests_run: int = 0
+    guard_seconds: float = 0.0  # of which the guard's own tests ran
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)

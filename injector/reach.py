@@ -10,7 +10,6 @@ Processes the guard starts (`mp.spawn`, torchrun) record too, through `sitecusto
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import sys
@@ -35,11 +34,24 @@ def mutant_key(file: str, function: str | None, function_line: int | None, in_ma
 class Tracer:
     """Records the functions under `roots` that run, until `take()` hands them over."""
 
-    def __init__(self, roots: list[str]) -> None:
+    def __init__(self, roots: list[str], sink_dir: str | None = None) -> None:
         self.roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots)
         self.seen: set[object] = set()  # code objects already recorded since the last take
         self.found: set[Key] = set()
         self._relative: dict[str, str | None] = {}
+        self._sink = None
+        if sink_dir is not None:
+            self.sink_to(sink_dir)
+
+    def sink_to(self, directory: str) -> None:
+        """Also append each new function to `directory/<pid>.jsonl` the moment it is reached,
+        so what a process reached survives `os._exit` and kills (forked ranks end that way)."""
+        self.seen, self.found = set(), set()
+        self._sink = open(os.path.join(directory, f"{os.getpid()}.jsonl"), "a", buffering=1)  # noqa: SIM115
+
+    def follow_forks(self, directory: str) -> None:
+        """In every process forked from here, record into that process's own file."""
+        os.register_at_fork(after_in_child=lambda: self.sink_to(directory))
 
     def start(self) -> None:
         sys.settrace(self._trace)
@@ -64,9 +76,12 @@ class Tracer:
         if relative is not None:
             if code.co_name == "<module>":
                 main = frame.f_globals.get("__name__") == "__main__"
-                self.found.add((relative, MAIN, 0) if main else (relative, MODULE, 0))
+                key = (relative, MAIN, 0) if main else (relative, MODULE, 0)
             else:
-                self.found.add((relative, code.co_qualname, code.co_firstlineno))
+                key = (relative, code.co_qualname, code.co_firstlineno)
+            self.found.add(key)
+            if self._sink is not None:
+                self._sink.write(json.dumps(key) + "\n")
         return None
 
     def _under_roots(self, filename: str) -> str | None:
@@ -88,13 +103,18 @@ def subprocess_environment(directory: Path, roots: list[str]) -> dict[str, str]:
 
 
 def collect_subprocess_reach(directory: Path) -> set[Key]:
-    """What processes started by the guard recorded (and forget it)."""
+    """What processes started or forked by the guard recorded (and forget it)."""
     found: set[Key] = set()
-    for file in directory.glob("*.json"):
+    for file in directory.glob("*.jsonl"):
         try:
-            found.update(tuple(key) for key in json.loads(file.read_text()))  # type: ignore[misc]
-        except (OSError, ValueError):
-            pass
+            lines = file.read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                found.add(tuple(json.loads(line)))  # type: ignore[arg-type]
+            except ValueError:
+                pass  # a line cut short by a kill
         file.unlink(missing_ok=True)
     return found
 
@@ -105,14 +125,6 @@ def start_in_subprocess() -> None:
     roots = os.environ.get(ENV_ROOTS)
     if not directory or not roots:
         return
-    tracer = Tracer(roots.split(os.pathsep))
-
-    def save() -> None:
-        tracer.stop()
-        try:
-            Path(directory, f"{os.getpid()}.json").write_text(json.dumps(sorted(tracer.found)))
-        except OSError:
-            pass
-
-    atexit.register(save)
+    tracer = Tracer(roots.split(os.pathsep), sink_dir=directory)
+    tracer.follow_forks(directory)
     tracer.start()

@@ -21,6 +21,7 @@ never meet. Results go back to the campaign as JSON lines on EVENTS_FD.
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import linecache
 import os
@@ -93,7 +94,7 @@ class Worker:
         try:
             os.write(self.events, line.encode())
         except BrokenPipeError:  # the campaign is gone: stop everything
-            raise SystemExit(3) from None
+            _abandon(3)
 
     # ---- the campaign ----
 
@@ -129,6 +130,8 @@ class Worker:
             if "error" in result:
                 self.emit("fatal", message=result["error"])
                 return False
+            if run == 0:
+                self._warm_up(result.get("modules", []))
             for test, record in zip(self.tests, result["tests"]):
                 test.outcomes.append(record["outcome"])
                 test.duration = max(test.duration, record["duration"])
@@ -145,9 +148,11 @@ class Worker:
 
     def _baseline_child(self) -> dict:
         """Run every test once, recording outcome, time and reach (in a forked child)."""
+        loaded_before = set(sys.modules)
         reach_dir = Path(tempfile.mkdtemp(prefix="reach-", dir=self.plan["scratch"]))
         os.environ.update(reach.subprocess_environment(reach_dir, self.roots))
         tracer = reach.Tracer(self.roots)
+        tracer.follow_forks(str(reach_dir))  # forked ranks and workers record too
         records = []
         if self.mode == "pytest":
             items = [t.item for t in self.tests]
@@ -168,7 +173,23 @@ class Worker:
             reached = reach.collect_subprocess_reach(reach_dir)
             records.append({"outcome": "passed" if code == 0 else "failed", "duration": duration,
                             "reached": sorted(reached)})
-        return {"tests": records}
+        roots = tuple(os.path.realpath(r) for r in self.roots)
+        libraries = [name for name, module in list(sys.modules.items()) if name not in loaded_before
+                     and not os.path.realpath(getattr(module, "__file__", None) or "/").startswith(roots)]
+        return {"tests": records, "modules": libraries}
+
+    def _warm_up(self, modules: list[str]) -> None:
+        """Import here the libraries the guard imported lazily while it ran (torch imports
+        `torch._dynamo` and sympy on the first optimizer step, for example), so that every
+        mutant's forked child starts with them instead of paying for them again.
+        Project modules are left alone: their import-time code is the user's to run."""
+        for name in modules:
+            if name in sys.modules:
+                continue
+            try:
+                importlib.import_module(name)
+            except BaseException:  # noqa: BLE001 - a module that will not import here is skipped
+                sys.modules.pop(name, None)
 
     def _index_functions(self) -> None:
         """Every loaded function of the project, by the key a mutant names it with."""
@@ -270,28 +291,33 @@ class Worker:
                 self._swap(mutant, mutated)
             except (SyntaxError, ValueError, LookupError) as error:
                 return {"status": ERROR, "message": f"could not load the mutant: {error}"}
-            ran = 0
+            ran, spent = 0, 0.0
             for index, test in enumerate(tests):
                 following = tests[index + 1].item if index + 1 < len(tests) else None
                 ran += 1
+                started = time.perf_counter()
                 outcome, message = _pytest_outcome(test.item, following)
+                spent += time.perf_counter() - started
                 if outcome == "failed":
-                    return {"status": KILLED, "test": test.name, "message": message, "tests_run": ran}
-            return {"status": SURVIVED, "tests_run": ran}
+                    return {"status": KILLED, "test": test.name, "message": message, "tests_run": ran,
+                            "guard_seconds": spent}
+            return {"status": SURVIVED, "tests_run": ran, "guard_seconds": spent}
         (self.slots[slot] / mutant["file"]).write_text(mutated)
+        started = time.perf_counter()
         if self.mode == "pytest":
             code, output = _run_pytest(self.plan["pytest_options"], [t.name for t in tests], self.slots[slot])
+            spent = {"tests_run": len(tests), "guard_seconds": time.perf_counter() - started}
             if code == 0:
-                return {"status": SURVIVED, "tests_run": len(tests)}
+                return {"status": SURVIVED, **spent}
             if code == 1:
                 test, message = _first_failure(output)
-                return {"status": KILLED, "test": test, "message": message, "tests_run": len(tests)}
-            return {"status": ERROR, "message": _last_lines(output) or f"pytest exited with {code}"}
+                return {"status": KILLED, "test": test, "message": message, **spent}
+            return {"status": ERROR, "message": _last_lines(output) or f"pytest exited with {code}", **spent}
         code, output = _run_command(self.plan["command"], self.slots[slot])
+        spent = {"tests_run": 1, "guard_seconds": time.perf_counter() - started}
         if code == 0:
-            return {"status": SURVIVED, "tests_run": 1}
-        return {"status": KILLED, "test": self.plan["command"], "message": _failure_line(output),
-                "tests_run": 1}
+            return {"status": SURVIVED, **spent}
+        return {"status": KILLED, "test": self.plan["command"], "message": _failure_line(output), **spent}
 
     def _swap(self, mutant: dict, mutated: str) -> None:
         """Give the live function the mutated code; every reference to it now runs the mutant."""
@@ -365,7 +391,7 @@ class Worker:
 
     def _check_parent(self) -> None:
         if os.getppid() != self.parent:  # the campaign was killed: do not run on alone
-            raise SystemExit(3)
+            _abandon(3)
 
     def _result(self, job: Job, status: int) -> dict:
         data = b""
@@ -379,6 +405,16 @@ class Worker:
             return json.loads(data)
         except ValueError:
             return {"status": ERROR, "message": f"the test process crashed ({_describe(status)})"}
+
+
+def _abandon(code: int) -> None:
+    """End every process this worker started (mutants, the guard's children) and leave now."""
+    for pid in processes.descendants(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    os._exit(code)
 
 
 def _child(work, write: int) -> None:
@@ -510,16 +546,8 @@ def main() -> int:
     processes.become_subreaper()
     worker = Worker(plan, events)
 
-    def stop(signum, frame):  # the campaign was interrupted: end every mutant's process tree
-        for pid in processes.descendants(os.getpid()):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        os._exit(130)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, lambda signum, frame: _abandon(130))
+    signal.signal(signal.SIGINT, lambda signum, frame: _abandon(130))
     os.chdir(plan["slots"][0])
     sys.path.insert(0, plan["slots"][0])
     sys.dont_write_bytecode = True

@@ -1,0 +1,232 @@
+"""`injector run`: outcomes, isolation, timeouts, interrupts, shards and bad input.
+
+Most tests use a small dependency-free project (tests/injector/campaign_project), so a
+whole campaign takes seconds; one test runs the bundled torch demo.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from injector.cli import main
+from injector.generate import mutants_for_source
+
+PROJECT = Path(__file__).parent / "campaign_project"
+MARKER = "trainwreck-leftover-marker"
+# Operators whose mutants finish fast here (no deliberate hang).
+QUICK = ["--operators", "missing-zero-grad,missing-backward,lr-too-high,missing-eval-mode,"
+                        "missing-train-mode,loss-tensor-leak"]
+
+
+def digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    target = tmp_path / "project"
+    shutil.copytree(PROJECT, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    return target
+
+
+def campaign(project: Path, tmp_path: Path, *args: str) -> dict:
+    report = tmp_path / "report.json"
+    code = main(["run", str(project), "--json", str(report), *args])
+    assert code == 0
+    return json.loads(report.read_text())
+
+
+def statuses(report: dict) -> dict[tuple[str, int, str], str]:
+    return {(o["file"], o["line"], o["operator"]): o["status"] for o in report["outcomes"]}
+
+
+def leftovers() -> list[int]:
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if MARKER.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def test_outcomes_match_applying_each_mutant_by_hand(project, tmp_path):
+    report = campaign(project, tmp_path, "--jobs", "2")
+    source = (project / "trainer" / "loop.py").read_text()
+    expected = {}
+    for mutant in mutants_for_source(source, "trainer/loop.py"):
+        if mutant.operator not in {o["operator"] for o in report["outcomes"]}:
+            continue
+        copy = tmp_path / f"by-hand-{mutant.id}"
+        shutil.copytree(project, copy)
+        (copy / "trainer" / "loop.py").write_text(mutant.apply(source))
+        try:
+            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "tests", "-p", "no:cacheprovider"],
+                                 cwd=copy, capture_output=True, timeout=8)
+            expected[(mutant.file, mutant.line, mutant.operator)] = "killed" if run.returncode else "survived"
+        except subprocess.TimeoutExpired:
+            expected[(mutant.file, mutant.line, mutant.operator)] = "timeout"
+    assert statuses(report) == expected
+    assert set(expected.values()) == {"killed", "survived", "timeout"}
+
+
+def test_a_kill_names_the_test_and_its_first_failure_line(project, tmp_path):
+    report = campaign(project, tmp_path, "--operators", "missing-backward")
+    [outcome] = report["outcomes"]
+    assert outcome["status"] == "killed"
+    assert outcome["test"] == "tests/test_loop.py::test_loss_goes_down"
+    assert outcome["message"].startswith("assert")
+
+
+def test_mutants_no_guard_reaches_are_no_coverage(project, tmp_path):
+    (project / "trainer" / "unused.py").write_text(
+        "def fit(optimizer, loss):\n    optimizer.zero_grad()\n    loss.backward()\n    optimizer.step()\n")
+    report = campaign(project, tmp_path, "--operators", "missing-zero-grad")
+    by_file = {o["file"]: o["status"] for o in report["outcomes"]}
+    assert by_file["trainer/unused.py"] == "no_coverage"
+    assert report["score"] is not None and report["counts"]["no_coverage"] == 1
+
+
+def test_a_hanging_mutant_times_out_and_leaves_no_process(project, tmp_path):
+    (project / "tests" / "test_spawn.py").write_text(
+        "import subprocess, sys\n"
+        "from trainer.loop import SGD, Param, drain\n"
+        "def test_helper_process_and_drain():\n"
+        f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{MARKER}'])\n"
+        "    optimizer = SGD([Param(1.0)], lr=0.1)\n"
+        "    optimizer.pending = 2\n"
+        "    drain(optimizer)\n")
+    report = campaign(project, tmp_path, "--operators", "missing-optimizer-step", "--timeout-factor", "1")
+    drain_outcome = next(o for o in report["outcomes"] if o["line"] == 68)
+    assert drain_outcome["status"] == "timeout"
+    assert drain_outcome["duration"] < 30
+    assert leftovers() == []
+
+
+def test_the_project_is_byte_identical_after_a_campaign(project, tmp_path):
+    before = digest(project)
+    campaign(project, tmp_path, "--jobs", "2", *QUICK)
+    assert digest(project) == before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupted_or_killed_campaign_leaves_the_project_untouched(project, tmp_path, sig):
+    (project / "tests" / "test_slow.py").write_text(
+        "import subprocess, sys, time\n"
+        "def test_slow():\n"
+        f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{MARKER}'])\n"
+        "    time.sleep(0.5)\n")
+    before = digest(project)
+    process = subprocess.Popen([sys.executable, "-m", "injector.cli", "run", str(project), "--json",
+                                str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    for line in process.stderr:
+        if line.startswith("baseline:"):
+            break
+    time.sleep(1.0)  # mid-way through the mutants
+    process.send_signal(sig)
+    code = process.wait(timeout=30)
+    assert code == (130 if sig == signal.SIGINT else -signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while leftovers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert leftovers() == []
+    assert digest(project) == before
+
+
+def test_shards_merge_into_the_single_run_report(project, tmp_path):
+    whole = statuses(campaign(project, tmp_path, *QUICK))
+    shards = []
+    for index in (1, 2, 3):
+        path = tmp_path / f"shard{index}.json"
+        assert main(["run", str(project), "--shard", f"{index}/3", "--json", str(path), *QUICK]) == 0
+        shards.append(path)
+    assert sum(len(json.loads(p.read_text())["outcomes"]) for p in shards) == len(whole)
+    merged = tmp_path / "merged.json"
+    assert main(["merge", *map(str, shards), "--json", str(merged)]) == 0
+    assert statuses(json.loads(merged.read_text())) == whole
+
+
+def test_since_mutates_only_changed_lines(project, tmp_path):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=project, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    loop = project / "trainer" / "loop.py"
+    loop.write_text(loop.read_text().replace("    model.eval()\n", "    model.eval()  # evaluate\n"))
+    report = campaign(project, tmp_path, "--since", "HEAD")
+    assert [(o["operator"], o["line"]) for o in report["outcomes"]] == [("missing-eval-mode", 72)]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda p: (p / "tests" / "test_loop.py").write_text(
+        "from trainer.loop import evaluate, Model\ndef test_fails():\n    assert evaluate(Model()) == 0\n"),
+     "the unmutated guard fails: tests/test_loop.py::test_fails"),
+    (lambda p: (p / "tests" / "test_loop.py").write_text("import trainer.nonexistent\n"),
+     "the guard's tests do not import"),
+    (lambda p: (p / "tests" / "test_loop.py").write_text("x = 1\n"), "the guard collected no tests"),
+])
+def test_a_guard_that_cannot_serve_as_baseline_is_one_line_and_exit_2(project, tmp_path, capsys, change, message):
+    change(project)
+    code = main(["run", str(project), "--json", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and "Traceback" not in err
+
+
+def test_a_guard_command_that_does_not_exist_is_one_line_and_exit_2(project, tmp_path, capsys):
+    code = main(["run", str(project), "--guard", "no-such-guard-command --fast"])
+    assert code == 2
+    assert capsys.readouterr().err == "injector: error: the guard command 'no-such-guard-command' was not found\n"
+
+
+def test_a_command_guard_runs_afresh_per_mutant(project, tmp_path):
+    (project / "smoke.py").write_text(
+        "from trainer.loop import Model, train\n"
+        "history = train(Model(), steps=5)\n"
+        "assert history[-1] < history[0], history\n")
+    report = campaign(project, tmp_path, "--guard", f"{sys.executable} smoke.py",
+                      "--operators", "missing-backward,missing-eval-mode")
+    found = {o["operator"]: o for o in report["outcomes"]}
+    assert found["missing-backward"]["status"] == "killed"
+    assert "AssertionError" in found["missing-backward"]["message"]
+    assert found["missing-eval-mode"]["status"] == "no_coverage"  # the smoke run never evaluates
+
+
+def test_flaky_guard_tests_are_found_by_repeating_the_baseline(project, tmp_path):
+    (project / "tests" / "test_flaky.py").write_text(
+        "import os, pathlib\n"
+        "def test_sometimes():\n"
+        "    marker = pathlib.Path(os.environ['FLAKY_MARKER'])\n"
+        "    first = not marker.exists()\n"
+        "    marker.touch()\n"
+        "    assert first\n")
+    os.environ["FLAKY_MARKER"] = str(tmp_path / "flaky-marker")
+    try:
+        report = campaign(project, tmp_path, "--repeat", "2", "--operators", "missing-backward")
+    finally:
+        del os.environ["FLAKY_MARKER"]
+    assert report["baseline"]["flaky"] == ["tests/test_flaky.py::test_sometimes"]
+    assert report["outcomes"][0]["test"] != "tests/test_flaky.py::test_sometimes"
+
+
+def test_the_demo_campaign_kills_and_keeps_survivors(tmp_path):
+    report = tmp_path / "demo.json"
+    assert main(["run", "--jobs", "2", "--json", str(report),
+                 "--operators", "missing-zero-grad,wrong-softmax-dim,missing-eval-mode,missing-train-mode"]) == 0
+    data = json.loads(report.read_text())
+    found = {o["status"] for o in data["outcomes"]}
+    assert "killed" in found and "survived" in found
