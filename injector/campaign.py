@@ -17,11 +17,13 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from injector.errors import TrainwreckError, UsageError
 from injector.mutants import LineIndex, Mutant
-from injector.outcomes import Baseline, Outcome, Report
+from injector import __version__
+from injector.outcomes import Baseline, Outcome, Report, ordered
 
 NOT_COPIED = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
               ".tox", ".nox", "node_modules", "trainwreck-report", ".venv", "venv"}
@@ -153,16 +155,35 @@ def gpu_count() -> int:
     return count
 
 
-def run(settings: Settings, mutants: list[Mutant], sources: dict[str, str], progress=None) -> Report:
-    """Run the campaign; `progress` gets `(event, data)` calls as it goes."""
-    started = time.monotonic()
-    gpus = gpu_count()
-    device = f"cuda ({gpus} GPU{'s' if gpus != 1 else ''})" if gpus else "cpu"
-    scratch = Path(tempfile.mkdtemp(prefix="trainwreck-"))
-    try:
+class Campaign:
+    """A running campaign. Entering copies the project and starts the warm worker, which
+    imports the guard, collects its tests and runs the baseline while the caller makes the
+    mutants; `run` hands them over. Leaving ends the worker and everything it started, and
+    deletes the scratch copies, however the block is left."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.scratch: Path | None = None
+        self.worker: subprocess.Popen | None = None
+
+    def __enter__(self) -> Campaign:
+        self.started = time.monotonic()
+        self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.gpus = gpu_count()
+        self.scratch = Path(tempfile.mkdtemp(prefix="trainwreck-"))
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start(self) -> None:
+        assert self.scratch is not None
+        settings = self.settings
         slots = []
         for slot in range(max(1, settings.jobs)):
-            target = scratch / f"slot{slot}"
+            target = self.scratch / f"slot{slot}"
             _copy_project(settings.root, target)
             slots.append(str(target))
         plan = {
@@ -172,52 +193,79 @@ def run(settings: Settings, mutants: list[Mutant], sources: dict[str, str], prog
             "pytest_options": settings.guard.pytest_options(settings.root),
             "slots": slots,
             "extra_roots": [str(settings.root.resolve())],
-            "scratch": str(scratch),
+            "scratch": str(self.scratch),
             "repeat": settings.repeat,
             "timeout_factor": settings.timeout_factor,
             "baseline_timeout": settings.baseline_timeout,
-            "gpus": gpus,
-            "mutants": [{"id": m.id, "file": m.file, "function": m.function,
-                         "function_line": m.function_line, "in_main": m.in_main,
-                         "edits": [[e.start, e.end, e.text] for e in m.edits]} for m in mutants],
+            "gpus": self.gpus,
         }
-        (scratch / "plan.json").write_text(json.dumps(plan))
-        results, baseline = _drive(scratch, progress)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    by_id = {m.id: m for m in mutants}
-    outcomes = []
-    for mutant_id, data in results.items():
-        mutant = by_id[mutant_id]
-        outcomes.append(Outcome(
-            mutant_id=mutant.id, operator=mutant.operator, file=mutant.file, line=mutant.line,
-            description=mutant.description, diff=mutant.diff, status=data["status"],
-            test=data.get("test"), message=data.get("message"),
-            duration=round(float(data.get("duration", 0.0)), 3), tests_run=int(data.get("tests_run", 0)),
-            guard_seconds=round(float(data.get("guard_seconds", 0.0)), 3)))
-    return Report(
-        project=settings.root.name, guard=settings.guard.text, device=device,
-        baseline=Baseline(baseline["tests"], round(baseline["duration"], 3), tuple(baseline["flaky"]),
-                          settings.repeat),
-        outcomes=tuple(outcomes), duration=round(time.monotonic() - started, 3),
-        sources={file: text for file, text in sources.items() if any(m.file == file for m in mutants)},
-    )
+        (self.scratch / "plan.json").write_text(json.dumps(plan))
+        read, write = os.pipe()
+        self.events = read
+        self.log = open(self.scratch / "worker.log", "wb")  # noqa: SIM115 - closed in __exit__
+        self.worker = subprocess.Popen(
+            [sys.executable, "-m", "injector.worker", str(self.scratch / "plan.json"), str(write)],
+            cwd=self.scratch, pass_fds=(write,), stdin=subprocess.PIPE, stdout=self.log,
+            stderr=self.log, start_new_session=True)
+        os.close(write)
 
+    def __exit__(self, *exc) -> None:
+        if self.worker is not None:
+            if self.worker.poll() is None:
+                self.worker.terminate()  # the worker ends every mutant's process tree on SIGTERM
+                try:
+                    self.worker.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.worker.kill()
+                    self.worker.wait()
+            self.log.close()
+            self.worker = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
-def _drive(scratch: Path, progress) -> tuple[dict[str, dict], dict]:
-    """Start the worker, follow its events, and end it (and all it started) however we leave."""
-    read, write = os.pipe()
-    log = open(scratch / "worker.log", "wb")  # noqa: SIM115 - closed in finally
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "injector.worker", str(scratch / "plan.json"), str(write)],
-        cwd=scratch, pass_fds=(write,), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-        start_new_session=True)
-    os.close(write)
-    results: dict[str, dict] = {}
-    baseline: dict | None = None
-    fatal = None
-    try:
-        with os.fdopen(read, "rb") as events:
+    def run(self, mutants: list[Mutant], sources: dict[str, str], progress=None) -> Report:
+        """Run every mutant; `progress` gets `(event, data)` calls as it goes."""
+        assert self.scratch is not None and self.worker is not None and self.worker.stdin is not None
+        batch = self.scratch / "mutants.json"
+        batch.write_text(json.dumps([
+            {"id": m.id, "file": m.file, "function": m.function, "function_line": m.function_line,
+             "in_main": m.in_main, "edits": [[e.start, e.end, e.text] for e in m.edits]}
+            for m in mutants]))
+        try:
+            self.worker.stdin.write(f"{batch}\n".encode())
+            self.worker.stdin.flush()
+        except BrokenPipeError:
+            pass  # the worker already stopped; its events say why
+        results, baseline = self._follow(progress)
+        by_id = {m.id: m for m in mutants}
+        outcomes = []
+        for mutant_id, data in results.items():
+            mutant = by_id[mutant_id]
+            outcomes.append(Outcome(
+                mutant_id=mutant.id, operator=mutant.operator, file=mutant.file, line=mutant.line,
+                description=mutant.description, diff=mutant.diff, status=data["status"],
+                test=data.get("test"), message=data.get("message"),
+                duration=round(float(data.get("duration", 0.0)), 3), tests_run=int(data.get("tests_run", 0)),
+                guard_seconds=round(float(data.get("guard_seconds", 0.0)), 3)))
+        device = f"cuda ({self.gpus} GPU{'s' if self.gpus != 1 else ''})" if self.gpus else "cpu"
+        return Report(
+            project=self.settings.root.name, guard=self.settings.guard.text, device=device,
+            baseline=Baseline(baseline["tests"], round(baseline["duration"], 3), tuple(baseline["flaky"]),
+                              self.settings.repeat),
+            outcomes=ordered(outcomes), duration=round(time.monotonic() - self.started, 3),
+            sources={file: text for file, text in sources.items() if any(m.file == file for m in mutants)},
+            created=self.created, version=__version__,
+        )
+
+    def _follow(self, progress) -> tuple[dict[str, dict], dict]:
+        """Read the worker's events until it is done."""
+        assert self.worker is not None and self.scratch is not None
+        results: dict[str, dict] = {}
+        baseline: dict | None = None
+        fatal = None
+        done = False
+        with os.fdopen(self.events, "rb") as events:
             for raw in events:
                 event = json.loads(raw)
                 kind = event.pop("event")
@@ -227,24 +275,17 @@ def _drive(scratch: Path, progress) -> tuple[dict[str, dict], dict]:
                     baseline = event
                 elif kind == "outcome":
                     results[event["id"]] = event
+                elif kind == "done":
+                    done = True
                 if progress is not None:
                     progress(kind, event)
-        worker.wait()
-    finally:
-        if worker.poll() is None:
-            worker.terminate()  # the worker ends every mutant's process tree on SIGTERM
-            try:
-                worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
-        log.close()
-    if fatal:
-        raise CampaignError(fatal)
-    if baseline is None or worker.returncode not in (0, None):
-        tail = (scratch / "worker.log").read_text(errors="replace").strip().splitlines()[-1:]
-        raise CampaignError("the guard process stopped unexpectedly" + (f": {tail[0]}" if tail else ""))
-    return results, baseline
+        self.worker.wait()
+        if fatal:
+            raise CampaignError(fatal)
+        if baseline is None or not done or self.worker.returncode != 0:
+            tail = (self.scratch / "worker.log").read_text(errors="replace").strip().splitlines()[-1:]
+            raise CampaignError("the guard process stopped unexpectedly" + (f": {tail[0]}" if tail else ""))
+        return results, baseline
 
 
 def _copy_project(root: Path, target: Path) -> None:

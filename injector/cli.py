@@ -196,19 +196,23 @@ def _run(args: argparse.Namespace) -> int:
     project = args.project or DEMO
     if not project.is_dir():
         raise UsageError(f"no such project folder: {project}")
-    root, settings, files, generation, _ = _generate([project], args.operators)
+    root = config.find_root(project.resolve())
+    settings = config.load(root)
     guard = campaign.Guard.parse(args.guard or settings.guard or "python -m pytest", root)
-    sources = {file.relative: file.text for file in files}
-    mutants = generation.mutants
-    if args.since:
-        mutants = campaign.select_changed(mutants, sources, campaign.changed_lines(root, args.since))
-    mutants = campaign.select_shard(mutants, args.shard)
     run_settings = campaign.Settings(
         root=root, guard=guard, jobs=args.jobs, repeat=args.repeat,
         timeout_factor=args.timeout_factor or settings.timeout_factor,
         baseline_timeout=args.baseline_timeout)
-    with render.CampaignProgress(len(mutants), project_name=root.name, guard=guard.text) as progress:
-        report = campaign.run(run_settings, mutants, sources, progress=progress.update)
+    # The worker imports the guard and runs the baseline while the mutants are made.
+    with campaign.Campaign(run_settings) as running:
+        _, _, files, generation, _ = _generate([project], args.operators)
+        sources = {file.relative: file.text for file in files}
+        mutants = generation.mutants
+        if args.since:
+            mutants = campaign.select_changed(mutants, sources, campaign.changed_lines(root, args.since))
+        mutants = campaign.select_shard(mutants, args.shard)
+        with render.CampaignProgress(len(mutants), project_name=root.name, guard=guard.text) as progress:
+            report = running.run(mutants, sources, progress=progress.update)
     if args.shard != (1, 1):
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     _write_reports(report, args)

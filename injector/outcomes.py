@@ -61,6 +61,8 @@ class Report:
     duration: float
     shards: tuple[str, ...] = ("1/1",)
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # file -> original text
+    created: str = ""  # when the campaign ran (ISO 8601, UTC)
+    version: str = ""  # the trainwreck that ran it
 
     def counts(self) -> Counter[str]:
         return Counter(outcome.status for outcome in self.outcomes)
@@ -90,6 +92,8 @@ class Report:
             "guard": self.guard,
             "device": self.device,
             "shards": list(self.shards),
+            "created": self.created,
+            "version": self.version,
             "duration": round(self.duration, 3),
             "baseline": asdict(self.baseline),
             "score": self.score,
@@ -110,9 +114,15 @@ class Report:
                                   tuple(baseline.get("flaky", ())), baseline.get("repeat", 1)),
                 outcomes=tuple(Outcome(**o) for o in data["outcomes"]),
                 duration=data["duration"], shards=tuple(data.get("shards", ("1/1",))),
-                sources=dict(data.get("sources", {})))
+                sources=dict(data.get("sources", {})), created=data.get("created", ""),
+                version=data.get("version", ""))
         except (KeyError, TypeError) as error:
             raise UsageError(f"{name}: malformed trainwreck report ({error})") from None
+
+
+def ordered(outcomes) -> tuple[Outcome, ...]:
+    """Outcomes in report order: by file, line, operator and id."""
+    return tuple(sorted(outcomes, key=_order))
 
 
 def _order(outcome: Outcome) -> tuple:
@@ -142,5 +152,5 @@ def merge(reports: list[Report]) -> Report:
         outcomes=tuple(sorted(outcomes.values(), key=_order)),
         duration=max(r.duration for r in reports),
         shards=tuple(sorted({s for r in reports for s in r.shards})),
-        sources=sources,
+        sources=sources, created=min(r.created for r in reports), version=first.version,
     )

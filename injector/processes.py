@@ -25,9 +25,39 @@ def become_subreaper() -> bool:
         return False
 
 
+def children(pid: int) -> list[int] | None:
+    """Direct children of `pid` from /proc/PID/task/*/children; None where that file is missing."""
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            found.extend(int(child) for child in (task / "children").read_text().split())
+        except FileNotFoundError:
+            return None
+        except OSError:
+            continue
+    return found
+
+
 def descendants(pid: int) -> list[int]:
-    """Every process below `pid`, found through /proc (empty where /proc is missing)."""
-    children: dict[int, list[int]] = {}
+    """Every process below `pid` (empty where /proc is missing)."""
+    found: list[int] = []
+    queue = [pid]
+    while queue:
+        below = children(queue.pop())
+        if below is None:
+            return _descendants_by_scan(pid)
+        found.extend(below)
+        queue.extend(below)
+    return found
+
+
+def _descendants_by_scan(pid: int) -> list[int]:
+    """The same, from every process's parent link (kernels without the children file)."""
+    by_parent: dict[int, list[int]] = {}
     for entry in Path("/proc").glob("[0-9]*"):
         try:
             stat = (entry / "stat").read_text()
@@ -35,11 +65,11 @@ def descendants(pid: int) -> list[int]:
             continue
         # The command name is in parentheses and may contain spaces: parse after the last ')'.
         fields = stat[stat.rfind(")") + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        by_parent.setdefault(int(fields[1]), []).append(int(entry.name))
     found: list[int] = []
     queue = [pid]
     while queue:
-        for child in children.get(queue.pop(), []):
+        for child in by_parent.get(queue.pop(), []):
             found.append(child)
             queue.append(child)
     return found

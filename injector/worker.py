@@ -86,6 +86,8 @@ class Worker:
         self.startup = 0.0
         self.gpus = int(plan.get("gpus", 0))
         self.parent = os.getppid()
+        # The campaign writes to our stdin; pytest's capture points fd 0 at /dev/null, so keep a copy.
+        self.commands = os.dup(0)
 
     # ---- talking to the campaign ----
 
@@ -97,6 +99,13 @@ class Worker:
             _abandon(3)
 
     # ---- the campaign ----
+
+    def run_reporting_errors(self, items: list | None) -> None:
+        """`run`, with any failure of the worker itself reported as one line, not lost."""
+        try:
+            self.run(items)
+        except Exception as error:  # noqa: BLE001 - the campaign shows it and stops
+            self.emit("fatal", message=f"the campaign's worker failed: {type(error).__name__}: {error}")
 
     def run(self, items: list | None) -> None:
         started = time.monotonic()
@@ -113,6 +122,7 @@ class Worker:
                   seconds=time.monotonic() - started)
         self._mutants()
         self.emit("done")
+        _abandon(0)  # nothing left to do: skip pytest's session teardown and interpreter shutdown
 
     def _flaky(self) -> list[str]:
         return [t.name for t in self.tests if len(set(t.outcomes)) > 1]
@@ -122,7 +132,7 @@ class Worker:
         limit = float(self.plan.get("baseline_timeout", 600))
         for run in range(repeat):
             self.emit("baseline_run", run=run + 1, of=repeat)
-            result = self._fork_and_wait(lambda: self._baseline_child(), limit)
+            result = self._fork_and_wait(self._baseline_child, limit, on_progress=self._warm_up)
             if result is None:
                 self.emit("fatal", message=f"the unmutated guard did not finish within {limit:.0f} s "
                                            f"(baseline run {run + 1}); is it hanging?")
@@ -130,8 +140,6 @@ class Worker:
             if "error" in result:
                 self.emit("fatal", message=result["error"])
                 return False
-            if run == 0:
-                self._warm_up(result.get("modules", []))
             for test, record in zip(self.tests, result["tests"]):
                 test.outcomes.append(record["outcome"])
                 test.duration = max(test.duration, record["duration"])
@@ -146,9 +154,19 @@ class Worker:
             return False
         return True
 
-    def _baseline_child(self) -> dict:
-        """Run every test once, recording outcome, time and reach (in a forked child)."""
-        loaded_before = set(sys.modules)
+    def _baseline_child(self, progress) -> dict:
+        """Run every test once, recording outcome, time and reach (in a forked child).
+        After each test it reports the library modules imported so far (`progress`)."""
+        loaded = set(sys.modules)
+        roots = tuple(os.path.realpath(r) for r in self.roots)
+
+        def report_modules() -> None:
+            new = [name for name, module in list(sys.modules.items()) if name not in loaded and
+                   not os.path.realpath(getattr(module, "__file__", None) or "/").startswith(roots)]
+            loaded.update(sys.modules)
+            if new:
+                progress({"modules": new})
+
         reach_dir = Path(tempfile.mkdtemp(prefix="reach-", dir=self.plan["scratch"]))
         os.environ.update(reach.subprocess_environment(reach_dir, self.roots))
         tracer = reach.Tracer(self.roots)
@@ -166,6 +184,7 @@ class Worker:
                 tracer.stop()
                 reached = tracer.take() | reach.collect_subprocess_reach(reach_dir)
                 records.append({"outcome": outcome, "duration": duration, "reached": sorted(reached)})
+                report_modules()
         else:
             started = time.perf_counter()
             code, _ = _run_command(self.plan["command"], self.slots[0])
@@ -173,17 +192,15 @@ class Worker:
             reached = reach.collect_subprocess_reach(reach_dir)
             records.append({"outcome": "passed" if code == 0 else "failed", "duration": duration,
                             "reached": sorted(reached)})
-        roots = tuple(os.path.realpath(r) for r in self.roots)
-        libraries = [name for name, module in list(sys.modules.items()) if name not in loaded_before
-                     and not os.path.realpath(getattr(module, "__file__", None) or "/").startswith(roots)]
-        return {"tests": records, "modules": libraries}
+        return {"tests": records}
 
-    def _warm_up(self, modules: list[str]) -> None:
+    def _warm_up(self, message: dict) -> None:
         """Import here the libraries the guard imported lazily while it ran (torch imports
         `torch._dynamo` and sympy on the first optimizer step, for example), so that every
-        mutant's forked child starts with them instead of paying for them again.
-        Project modules are left alone: their import-time code is the user's to run."""
-        for name in modules:
+        mutant's forked child starts with them instead of paying for them again. It runs
+        while the baseline goes on in its child. Project modules are left alone: their
+        import-time code is the user's to run."""
+        for name in message.get("modules", []):
             if name in sys.modules:
                 continue
             try:
@@ -206,9 +223,10 @@ class Worker:
     # ---- mutants ----
 
     def _mutants(self) -> None:
-        queue = list(self.plan["mutants"])
+        queue = self._receive_mutants()
         free = list(range(len(self.slots)))
         jobs: dict[int, Job] = {}
+        exited: dict[int, int] = {}
         selector = selectors.DefaultSelector()
         while queue or jobs:
             while queue and free:
@@ -219,25 +237,23 @@ class Worker:
                     continue
                 job = self._start(mutant, free.pop(0), tests)
                 jobs[job.pid] = job
-                try:
-                    selector.register(job.pipe, selectors.EVENT_READ, job)
-                except ValueError:
-                    pass
+                selector.register(job.pipe, selectors.EVENT_READ, job)
             self._check_parent()
             now = time.monotonic()
-            wait = min((j.deadline for j in jobs.values()), default=now + 0.1) - now
-            selector.select(timeout=max(0.0, min(wait, 0.1)))
+            wait = min((j.deadline for j in jobs.values()), default=now) - now
+            if jobs:
+                selector.select(timeout=max(0.0, min(wait, 0.1)))
+            self._collect_exits(jobs, exited)
             for pid, job in list(jobs.items()):
-                finished = self._reap(pid)
-                if finished is None and time.monotonic() < job.deadline:
-                    continue
-                if finished is None:
+                if pid in exited:
+                    result = self._result(job, exited.pop(pid))
+                elif time.monotonic() >= job.deadline:
                     processes.kill_tree(job.pid)
                     self._reap(pid, block=True)
                     result = {"status": TIMEOUT, "message": f"no result within {job.deadline - job.started:.1f} s"}
                 else:
-                    result = self._result(job, finished)
-                processes.kill_tree(job.pid, grace=0.2)  # anything the guard left running
+                    continue
+                self._end_leftovers(job, jobs)
                 selector.unregister(job.pipe)
                 os.close(job.pipe)
                 if job.written is not None:
@@ -245,7 +261,40 @@ class Worker:
                 del jobs[pid]
                 free.append(job.slot)
                 self.emit("outcome", id=job.mutant["id"], duration=time.monotonic() - job.started, **result)
-            self._reap_orphans(set(jobs))
+
+    def _receive_mutants(self) -> list[dict]:
+        """The campaign sends the mutants once it has made them (the baseline ran meanwhile)."""
+        self.emit("ready")
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.read(self.commands, 4096)
+            if not chunk:
+                _abandon(3)
+            line += chunk
+        return json.loads(Path(line.decode().strip()).read_text())
+
+    def _collect_exits(self, jobs: dict[int, Job], exited: dict[int, int]) -> None:
+        """Reap every exited child: jobs' statuses are kept, adopted orphans are let go."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in jobs:
+                exited[pid] = status
+
+    def _end_leftovers(self, job: Job, jobs: dict[int, Job]) -> None:
+        """End what the mutant's guard left running: its process group, and any process
+        that escaped the group and was re-parented here (the worker is a subreaper)."""
+        try:
+            os.killpg(job.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in processes.children(os.getpid()) or []:
+            if pid not in jobs:
+                processes.kill_tree(pid, grace=0.2)
 
     def _covering(self, mutant: dict) -> list[Test]:
         """The usable tests that reach the mutant, fastest first."""
@@ -334,43 +383,47 @@ class Worker:
 
     # ---- processes ----
 
-    def _fork_and_wait(self, work, limit: float) -> dict | None:
+    def _fork_and_wait(self, work, limit: float, on_progress=None) -> dict | None:
+        """Run `work(progress)` in a forked child; its progress messages reach `on_progress`
+        here while it runs. Returns its result, or None if it outlived `limit` seconds."""
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(read)
-            _child(work, write)
+            _child(lambda: work(lambda message: _send(write, message)), write)
         os.close(write)
         try:
             os.setpgid(pid, pid)
         except (PermissionError, ProcessLookupError):
             pass
         deadline = time.monotonic() + limit
-        chunks = []
-        os.set_blocking(read, False)
-        while True:
-            try:
-                chunk = os.read(read, 1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                continue
-            except BlockingIOError:
-                pass
-            self._check_parent()
-            if time.monotonic() > deadline:
-                processes.kill_tree(pid)
-                self._reap(pid, block=True)
-                os.close(read)
-                return None
-            select.select([read], [], [], 0.1)
-        os.close(read)
+        buffer = b""
+        result = None
+        with os.fdopen(read, "rb", buffering=0) as pipe:
+            while True:
+                ready, _, _ = select.select([pipe], [], [], 0.1)
+                if ready:
+                    chunk = pipe.read(1 << 16)
+                    if not chunk:
+                        break
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        message = json.loads(line)
+                        if "progress" in message and on_progress is not None:
+                            on_progress(message["progress"])
+                        elif "progress" not in message:
+                            result = message
+                self._check_parent()
+                if time.monotonic() > deadline:
+                    processes.kill_tree(pid)
+                    self._reap(pid, block=True)
+                    return None
         status = self._reap(pid, block=True)
         processes.kill_tree(pid, grace=0.2)
-        try:
-            return json.loads(b"".join(chunks))
-        except ValueError:
+        if result is None:
             return {"error": f"the guard crashed the test process ({_describe(status)})"}
+        return result
 
     def _reap(self, pid: int, block: bool = False) -> int | None:
         try:
@@ -378,16 +431,6 @@ class Worker:
         except ChildProcessError:
             return 0
         return status if done else None
-
-    def _reap_orphans(self, jobs: set[int]) -> None:
-        """Collect adopted descendants that exited (never a running job's status)."""
-        for pid in processes.descendants(os.getpid()):
-            if pid in jobs:
-                continue
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
 
     def _check_parent(self) -> None:
         if os.getppid() != self.parent:  # the campaign was killed: do not run on alone
@@ -433,11 +476,16 @@ def _child(work, write: int) -> None:
                   "message": f"{type(error).__name__}: {error}"[:MESSAGE_LIMIT]}
         code = 1
     try:
-        data = json.dumps(result).encode()
-        while data:
-            data = data[os.write(write, data):]
+        _send(write, result, progress=False)
     finally:
         os._exit(code)
+
+
+def _send(fd: int, message: dict, progress: bool = True) -> None:
+    """One JSON line from a forked child to the worker (progress, or the final result)."""
+    data = (json.dumps({"progress": message} if progress else message) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _pytest_outcome(item, following) -> tuple[str, str | None]:
@@ -535,7 +583,7 @@ class _Plugin:
             self.worker.emit("fatal", message="the guard collected no tests")
         else:
             self.worker.plan["startup"] = time.monotonic() - self.worker.plan["started"]
-            self.worker.run(session.items)
+            self.worker.run_reporting_errors(session.items)
         return True
 
 
@@ -552,7 +600,7 @@ def main() -> int:
     sys.path.insert(0, plan["slots"][0])
     sys.dont_write_bytecode = True
     if plan["mode"] == "command":
-        worker.run(None)
+        worker.run_reporting_errors(None)
         return 0
     import pytest
 

@@ -230,3 +230,43 @@ def test_the_demo_campaign_kills_and_keeps_survivors(tmp_path):
     data = json.loads(report.read_text())
     found = {o["status"] for o in data["outcomes"]}
     assert "killed" in found and "survived" in found
+
+
+def test_a_hanging_baseline_is_one_line_and_exit_2(project, tmp_path, capsys):
+    (project / "tests" / "test_hang.py").write_text("import time\ndef test_hang():\n    time.sleep(60)\n")
+    code = main(["run", str(project), "--baseline-timeout", "3", "--json", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "did not finish within 3 s" in err and "Traceback" not in err
+
+
+def test_a_mutant_that_crashes_the_test_process_is_an_error_not_a_kill(project, tmp_path):
+    guards = project / "tests" / "test_loop.py"
+    guards.write_text(guards.read_text().replace("def test_evaluate_switches", "def _not_a_test"))
+    (project / "tests" / "test_crash.py").write_text(
+        "import os\n"
+        "from trainer.loop import Model, evaluate\n"
+        "def test_eval_or_crash():\n"
+        "    model = Model()\n"
+        "    evaluate(model)\n"
+        "    if model.training:\n"
+        "        os.abort()\n")
+    report = campaign(project, tmp_path, "--operators", "missing-eval-mode")
+    [outcome] = report["outcomes"]
+    assert outcome["status"] == "error"
+    assert "SIGABRT" in outcome["message"]
+    assert report["counts"]["killed"] == 0
+
+
+def test_a_mutant_in_import_time_code_runs_afresh_and_an_import_failure_is_an_error(project, tmp_path):
+    (project / "trainer" / "defaults.py").write_text(
+        "from trainer.loop import SGD, Param\n"
+        "DEFAULT = SGD([Param(0.0)], lr=0.01)\n"
+        "assert DEFAULT.lr < 1, 'the default learning rate must be small'\n")
+    (project / "tests" / "test_defaults.py").write_text(
+        "from trainer.defaults import DEFAULT\ndef test_default():\n    assert DEFAULT.params\n")
+    report = campaign(project, tmp_path, "--operators", "lr-too-high")
+    by_file = {o["file"]: o for o in report["outcomes"]}
+    assert by_file["trainer/defaults.py"]["status"] == "error"
+    assert "the default learning rate must be small" in by_file["trainer/defaults.py"]["message"] or \
+        "error" in by_file["trainer/defaults.py"]["message"].lower()
+    assert by_file["trainer/loop.py"]["status"] == "killed"

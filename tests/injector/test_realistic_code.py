@@ -150,3 +150,22 @@ def test_ids_depend_on_the_file_path():
 def test_unusual_layouts_give_valid_mutants(text):
     for mutant in mutants_for_source(text, "odd.py"):
         compile(mutant.apply(text), "odd.py", "exec")
+
+
+def test_every_demo_mutant_applies_with_git_and_compiles(tmp_path):
+    demo = Path(__file__).parents[2] / "injector" / "demo"
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    count = 0
+    for path in sorted((demo / "demo_train").glob("*.py")):
+        relative = path.relative_to(demo).as_posix()
+        text = path.read_text()
+        for mutant in mutants_for_source(text, relative):
+            (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / relative).write_text(text)
+            (tmp_path / "mutant.diff").write_text(mutant.diff)
+            applied = subprocess.run(["git", "apply", "mutant.diff"], cwd=tmp_path, capture_output=True, text=True)
+            assert applied.returncode == 0, (mutant.operator, applied.stderr)
+            assert (tmp_path / relative).read_text() == mutant.apply(text)
+            compile(mutant.apply(text), relative, "exec")
+            count += 1
+    assert count >= 30

@@ -1,0 +1,152 @@
+"""Each detector on logs from real runs: the symptom it must name, and silence on healthy runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from triage_corpus import LOGS, logs_for
+from triage import detectors, reader
+from triage.detectors import signatures
+from triage.series import SeriesBuilder
+
+
+def symptoms_of(path):
+    scan = reader.scan(path)
+    b = SeriesBuilder()
+    for r in scan.readings:
+        b.add(r.text, r.line, r.rank)
+    return detectors.detect(detectors.Context(scan.events, b.build(), scan.readings))
+
+
+def names(path) -> set[str]:
+    return {s.name for s in symptoms_of(path)}
+
+
+# fault seeded in the corpus -> the symptom a detector must name on every one of its logs
+EXPECTED = {
+    "inplace-activation": "inplace-modified",
+    "no-grad-training": "no-grad-fn",
+    "detached-graph": "no-grad-fn",
+    "backward-twice": "backward-twice",
+    "non-scalar-backward": "non-scalar-backward",
+    "cuda-oom": "out-of-memory",
+    "shape-mismatch": "shape-mismatch",
+    "dtype-mismatch": "dtype-mismatch",
+    "label-out-of-range": "label-out-of-range",
+    "ddp-unused-parameters": "ddp-unused-parameters",
+    "broadcast-shape": "broadcast-warning",
+    "rank-skip": "collective-timeout",
+    "graph-break": "recompiling",
+    "missing-zero-grad": "grad-norm-linear-growth",
+    "lr-too-high": "grad-norm-exploding",
+    "missing-epsilon": "non-finite-sudden",
+    "wrong-loss-reduction": "loss-huge-initial",
+    "missing-backward": "grad-norm-zero",
+    "missing-optimizer-step": "loss-flat",
+    "frozen-parameters": "few-trainable-parameters",
+    "scheduler-step-misaligned": "lr-floor-early",
+    "loss-tensor-leak": "memory-growing",
+    "missing-no-grad-eval": "memory-grows-at-eval",
+    "double-softmax": "double-softmax-floor",
+    "wrong-softmax-dim": "val-loss-far-above-train",
+    "no-shuffle": "loss-oscillating",
+    "dataloader-bottleneck": "data-wait",
+}
+
+
+@pytest.mark.parametrize("cause,symptom", sorted(EXPECTED.items()))
+def test_detector_names_the_symptom_of_each_seeded_fault(cause, symptom):
+    paths = logs_for(cause)
+    assert paths
+    for path in paths:
+        assert symptom in names(path), path.name
+
+
+def test_first_non_finite_loss_and_its_step():
+    path = next(p for p in logs_for("lr-too-high") if "__kv__" in p.name or True)
+    s = next(s for s in symptoms_of(path) if s.name == "loss-non-finite")
+    line = path.read_text(errors="replace").splitlines()[s.evidence[0].line - 1]
+    assert "nan" in line.lower() and str(s.step) in line
+
+
+def test_error_symptom_points_at_the_first_real_error():
+    path = logs_for("ddp-unused-parameters")[0]
+    s = next(s for s in symptoms_of(path) if s.name == "ddp-unused-parameters")
+    text = path.read_text(errors="replace").splitlines()
+    first = next(i for i, t in enumerate(text, 1) if "Expected to have finished reduction" in t)
+    assert s.evidence[0].line == first
+
+
+@pytest.mark.parametrize("path", logs_for(None), ids=lambda p: p.name)
+def test_healthy_runs_raise_no_failure_symptom(path):
+    assert not names(path) & {
+        "loss-non-finite", "loss-diverging", "grad-norm-exploding", "grad-norm-linear-growth",
+        "loss-flat", "lr-floor-early", "memory-growing", "memory-grows-at-eval", "val-noisy",
+        "loss-oscillating", "crashed", "data-wait", "accurate-but-loss-high",
+    }
+
+
+def _match(text: str) -> set[str]:
+    return {sig.symptom for sig in signatures.SIGNATURES if sig.pattern.search(text)}
+
+
+# Messages only a GPU or another PyTorch version prints (this CI is CPU-only). The wording of
+# each is PyTorch's own, as its C++/Python sources format it; they test that matching is
+# tolerant across versions, while the corpus above holds what this torch really printed.
+@pytest.mark.parametrize("text,symptom", [
+    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity)",
+     "out-of-memory"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity "
+     "of 79.15 GiB of which 3.12 MiB is free.", "out-of-memory"),
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory.", "out-of-memory"),
+    ("RuntimeError: CUDA error: out of memory", "out-of-memory"),
+    ("RuntimeError: Function 'SoftmaxBackward' returned nan values in its 0th output.", "anomaly-nan"),
+    ("RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.", "anomaly-nan"),
+    ("RuntimeError: CUDA error: device-side assert triggered", "device-side-assert"),
+    ("/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], "
+     "thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.", "label-out-of-range"),
+    ("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+     "and cpu!", "device-mismatch"),
+    ("[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation timeout: "
+     "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600045 milliseconds before timing out.",
+     "collective-timeout"),
+    ("RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.", "leaf-inplace"),
+    ("RuntimeError: expected scalar type Long but found Float", "dtype-mismatch"),
+])
+def test_signatures_match_across_versions(text, symptom):
+    assert symptom in _match(text)
+
+
+def test_a_device_side_assert_counts_less_than_the_label_error_it_hides():
+    ctx = detectors.Context([
+        reader.Reading(10, 0, "Loss.cu:242: block: [0,0,0] Assertion `t >= 0 && t < n_classes` failed."),
+        reader.Reading(40, 0, "RuntimeError: CUDA error: device-side assert triggered"),
+    ], {})
+    found = {s.name: s for s in signatures.detect(ctx)}
+    assert found["label-out-of-range"].strength == 1.0
+    assert found["device-side-assert"].strength < 1.0
+
+
+def test_a_run_that_stops_logging_is_a_hang(tmp_path):
+    # a real logging-module run, then the job sat silent for ten minutes before being killed
+    src = next(p for p in logs_for(None) if "__logging__" in p.name).read_text()
+    last = src.rstrip().splitlines()[-1]
+    stamp = last[:19]
+    import datetime as dt
+
+    later = (dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S") + dt.timedelta(minutes=10)).strftime("%Y-%m-%d %H:%M:%S")
+    p = tmp_path / "hang.log"
+    p.write_text(src + f"{later},000 - train - ERROR - job killed: no output for 600 s\n")
+    assert "log-stopped" in names(p)
+    assert "log-stopped" not in names(next(p for p in logs_for(None) if "__logging__" in p.name))
+
+
+def test_loss_scale_collapse_from_a_series():
+    # no fp16 GradScaler run in the CPU corpus: the series is built here
+    from triage.detectors import numeric
+    from triage.series import Point, Series
+
+    s = Series("loss_scale", [Point(i, 65536.0 / 2**i, i + 1) for i in range(20)])
+    assert [x.name for x in numeric.scale_collapse(s)] == ["loss-scale-collapse"]
+    steady = Series("loss_scale", [Point(i, 65536.0, i + 1) for i in range(20)])
+    assert numeric.scale_collapse(steady) == []

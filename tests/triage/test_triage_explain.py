@@ -1,0 +1,181 @@
+"""`triage explain` end to end: ranking on the corpus, the cause table, diffs, telemetry, output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from injector import catalog
+from triage_corpus import LOGS, MANIFEST, logs_for, one_log
+from triage import cli, render, table
+from triage.errors import TableError
+from triage.explain import explain
+
+LOG_SILENT = {"missing-eval-mode", "missing-train-mode"}
+SAME_ERROR = {"detached-graph"}  # prints exactly what no-grad-training prints
+
+
+@pytest.mark.parametrize("entry", [m for m in MANIFEST if m["cause"] not in LOG_SILENT],
+                         ids=lambda m: m["file"])
+def test_corpus_run_is_explained(entry):
+    report = explain(LOGS / entry["file"])
+    ids = [c.id for c in report.causes]
+    if entry["cause"] is None:
+        assert ids == [] and report.status == "healthy"
+    elif entry["cause"] in SAME_ERROR:
+        assert entry["cause"] in ids[:3]
+    else:
+        assert ids[:1] == [entry["cause"]]
+
+
+def test_confidence_is_explained_by_its_symptoms():
+    report = explain(one_log("missing-zero-grad"))
+    top = report.causes[0]
+    assert top.id == "missing-zero-grad"
+    assert "grad-norm-linear-growth" in {r.symptom for r in top.reasons}
+    assert top.fix == catalog.get("missing-zero-grad").fix  # rendered from the catalog, not retyped
+    assert 0 < top.confidence < 1
+
+
+def test_table_covers_every_injectable_fault_and_only_catalog_ids():
+    t = table.load(search_cwd=False)
+    assert set(catalog.INJECTABLE) <= set(t.rules)
+    assert set(t.rules) <= set(catalog.FAULTS)
+
+
+def test_table_symptoms_are_ones_a_detector_can_emit():
+    from pathlib import Path
+
+    source = "\n".join(p.read_text() for p in Path(table.__file__).parent.rglob("*.py"))
+    t = table.load(search_cwd=False)
+    for rule in t.rules.values():
+        for name in list(rule.supports) + list(rule.contradicts):
+            assert f'"{name}"' in source, f"{rule.id}: no detector emits {name}"
+
+
+def test_user_table_overrides_and_extends(tmp_path):
+    user = tmp_path / "mine.yaml"
+    user.write_text(
+        "threshold: 0.2\n"
+        "causes:\n"
+        "  missing-optimizer-step: {supports: {loss-flat: 0}}\n"   # drop a weight
+        "  flaky-disk:\n"
+        "    title: The dataset disk is flaky.\n"
+        "    fix: Copy the data to local storage first.\n"
+        "    supports: {loss-flat: 5.0}\n")
+    report = explain(one_log("missing-optimizer-step"), causes=user)
+    ids = [c.id for c in report.causes]
+    assert ids[0] == "flaky-disk"
+    assert "missing-optimizer-step" not in ids or report.causes[ids.index("missing-optimizer-step")].confidence < 0.5
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("causes:\n  not-a-fault: {supports: {x: 1}}\n")
+    with pytest.raises(TableError, match="not a catalog id"):
+        table.load(bad)
+    bad.write_text("causes: [1, 2\n")
+    with pytest.raises(TableError, match="not valid YAML"):
+        table.load(bad)
+
+
+DIFF = """\
+diff --git a/train.py b/train.py
+--- a/train.py
++++ b/train.py
+@@ -40,7 +40,6 @@ def train(model, loader, optimizer):
+     for x, y in loader:
+-        optimizer.zero_grad()
+         logits = model(x)
+-        loss = F.cross_entropy(logits, y)
++        loss = F.cross_entropy(logits, y) * 1.0
+         loss.backward()
+         optimizer.step()
+"""
+
+
+def test_diff_that_removes_a_fault_site_raises_its_cause_and_cites_the_hunk(tmp_path):
+    patch = tmp_path / "pr.diff"
+    patch.write_text(DIFF)
+    failing = logs_for("lr-too-high")[0]
+    base = {c.id: c.confidence for c in explain(failing).causes}
+    report = explain(failing, diff=patch)
+    cause = next(c for c in report.causes if c.id == "missing-zero-grad")
+    assert cause.confidence > base.get("missing-zero-grad", 0)
+    assert cause.evidence[0].source == "diff" and "-        optimizer.zero_grad()" in cause.evidence[0].text
+    # a diff is not a failure: a healthy run stays healthy
+    assert explain(logs_for(None)[0], diff=patch).status == "healthy"
+
+
+def test_telemetry_symptoms(tmp_path):
+    idle = tmp_path / "idle.jsonl"
+    idle.write_text("\n".join(json.dumps({"t": t, "gpu_util": 95 if t < 300 else 0, "mem_used": 30000})
+                              for t in range(0, 600, 10)) + "\n")
+    report = explain(one_log("rank-skip"), telemetry=idle)
+    assert "gpu-idle" in {s.name for s in report.symptoms}
+    low = tmp_path / "low.jsonl"
+    low.write_text("\n".join(json.dumps({"t": t, "gpu_util": 28 + t % 5, "mem_used": 1000 + 50 * t})
+                             for t in range(60)) + "\n")
+    names = {s.name for s in explain(one_log(None), telemetry=low).symptoms}
+    assert {"gpu-low-util", "gpu-memory-climbing"} <= names
+
+
+def test_markdown_comment(tmp_path):
+    md = render.markdown(explain(one_log("missing-zero-grad")))
+    assert md.startswith(render.MARKER)
+    assert "`missing-zero-grad`" in md and catalog.get("missing-zero-grad").fix in md
+    assert "```mermaid\nxychart-beta" in md and "failure at step" in md and "    bar [" in md
+    healthy = render.markdown(explain(one_log(None)))
+    assert "No failure found" in healthy and "### 1." not in healthy
+
+
+def test_json_output_shape():
+    data = json.loads(render.json_text(explain(one_log("shape-mismatch"))))
+    assert data["status"] == "explained"
+    top = data["causes"][0]
+    assert set(top) >= {"id", "confidence", "evidence", "fix"}
+    assert top["id"] == "shape-mismatch" and top["evidence"][0]["line"] > 0
+    assert data["symptoms"]
+    series = json.loads(render.json_text(explain(one_log("missing-epsilon"))))["series"]
+    assert series["loss"]["first_non_finite_step"] > 0 and series["lr"]["points"] > 10
+
+
+def run_cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_exit_codes_and_one_line_errors(tmp_path, capsys):
+    assert run_cli(capsys, "explain", str(one_log(None)))[0] == cli.EXIT_HEALTHY
+    code, out, _ = run_cli(capsys, "explain", str(one_log("backward-twice")), "--format", "json")
+    assert code == cli.EXIT_EXPLAINED and json.loads(out)["causes"][0]["id"] == "backward-twice"
+    unexplained = tmp_path / "crash.log"
+    unexplained.write_text("step=1 loss=2.3\nTraceback (most recent call last):\n  File \"t.py\", line 1\n"
+                           "ValueError: unknown optimizer 'adamm'\n")
+    assert run_cli(capsys, "explain", str(unexplained))[0] == cli.EXIT_UNEXPLAINED
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    binary = tmp_path / "model.pt"
+    binary.write_bytes(bytes(range(256)) * 100)
+    for bad in (tmp_path / "missing.log", empty, binary, tmp_path):
+        code, out, err = run_cli(capsys, "explain", str(bad))
+        assert code == cli.EXIT_BAD_INPUT and out == ""
+        assert err.startswith("triage: error: ") and err.count("\n") == 1
+    code, _, err = run_cli(capsys, "explain", str(one_log(None)), "--telemetry", str(empty.with_name("no.jsonl")))
+    assert code == cli.EXIT_BAD_INPUT and "telemetry" in err
+
+
+def test_cli_on_a_log_without_metrics_says_so(tmp_path, capsys):
+    p = tmp_path / "notes.log"
+    p.write_text("building wheel\ninstalling\ndone\n")
+    code, out, _ = run_cli(capsys, "explain", str(p))
+    assert code == cli.EXIT_HEALTHY and "No metrics recognised" in out
+
+
+def test_cli_huge_sparse_log(tmp_path, capsys):
+    p = tmp_path / "huge.log"
+    with open(p, "wb") as f:
+        f.write(b"step=1 loss=2.30\n" * 100)
+        f.seek(10 * 2**30)
+        f.write(b"step=9 loss=2.2\n" * 50000 + b"IndexError: Target 10 is out of bounds.\n")
+    code, out, _ = run_cli(capsys, "explain", str(p), "--max-bytes", "1M")
+    assert code == cli.EXIT_EXPLAINED and "label-out-of-range" in out and "skipped" in out

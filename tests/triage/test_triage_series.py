@@ -1,0 +1,49 @@
+"""Metric series from every logging style in the corpus, and tolerance of unknown formats."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from triage_corpus import LOGS
+from triage import reader
+from triage.series import SeriesBuilder, parse_reading
+
+STYLES = ("kv", "colon", "epoch", "json", "hf", "logging", "lightning", "tqdm")
+
+
+def build(path):
+    b = SeriesBuilder()
+    for r in reader.scan(path).readings:
+        b.add(r.text, r.line, r.rank)
+    return b.build()
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_every_logging_style_yields_loss_lr_and_grad_norm(style):
+    path = next(p for p in sorted(LOGS.iterdir()) if p.name.startswith(f"healthy__{style}__"))
+    s = build(path)
+    for name in ("loss", "lr", "grad_norm"):
+        assert len(s[name].points) >= 90, name
+    assert "val_loss" in s and len(s["val_loss"].points) >= 20
+    loss = s["loss"].finite()
+    assert loss[0].value > 1.5 and loss[-1].value < 0.5  # the run learned
+    steps = [p.step for p in s["loss"].points]
+    assert steps == sorted(steps)
+
+
+def test_known_formats_parse():
+    assert parse_reading("epoch 3/10 | batch 40/50 | loss=0.25 | lr 1e-3") == (140, {"loss": 0.25, "lr": 0.001})
+    assert parse_reading("{'loss': 0.5, 'grad_norm': 1.5, 'learning_rate': 3e-05, 'epoch': 0.1}")[1] == {
+        "loss": 0.5, "grad_norm": 1.5, "lr": 3e-05}
+    step, m = parse_reading('{"step": 7, "train/loss": 1.25, "val_loss": NaN}')
+    assert step == 7 and m["loss"] == 1.25 and math.isnan(m["val_loss"])
+    assert parse_reading("Validation loss: 0.8")[1] == {"val_loss": 0.8}
+    assert parse_reading("step 12 loss tensor(2.5000, grad_fn=<NllLossBackward0>)")[1] == {}  # no '=' or ':'
+    assert parse_reading("loss=tensor(2.5000, grad_fn=<NllLossBackward0>)")[1] == {"loss": 2.5}
+
+
+def test_unknown_formats_degrade_to_nothing_not_a_crash():
+    for text in ("", "\x00\x01", "hello world", "12:34:56 ::: === :::", "loss=", "loss: abc", "a" * 10000):
+        assert parse_reading(text) == (None, {})

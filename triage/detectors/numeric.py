@@ -1,0 +1,348 @@
+"""Numeric symptoms read off the metric series: non-finite values, trends, plateaus, growth.
+
+Thresholds are deliberately conservative: a healthy run's ordinary noise (a loss that bounces
+while it falls, a warm-up, a cosine schedule reaching its floor at the end) must not raise a
+symptom. Each symptom cites the points that made it.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import median
+
+from triage.detectors import Context
+from triage.records import Evidence, Symptom
+from triage.series import Point, Series
+
+
+def detect(ctx: Context) -> list[Symptom]:
+    s = ctx.series
+    out: list[Symptom] = []
+    loss = s.get("loss") or s.get("val_loss")
+    grad = s.get("grad_norm")
+    if loss is not None and loss.points:
+        out += non_finite(loss, grad)
+        out += divergence(loss)
+        out += plateaus(loss, grad)
+        out += oscillation(loss)
+        out += accuracy_vs_loss(s)
+    if grad is not None and grad.points:
+        out += grad_trends(grad)
+    if "lr" in s:
+        out += lr_floor(s["lr"])
+    if "loss_scale" in s:
+        out += scale_collapse(s["loss_scale"])
+    if "memory" in s:
+        out += memory_growth(s["memory"], s.get("val_loss") or s.get("val_accuracy"))
+    if "val_loss" in s and "loss" in s:
+        out += noisy_validation(s["val_loss"])
+    if "data_time" in s and "batch_time" in s:
+        out += data_wait(s["data_time"], s["batch_time"])
+    return out
+
+
+def _ev(p: Point, name: str, note: str = "") -> Evidence:
+    text = f"{name} = {p.value:.6g} at step {p.step}" + (f" ({note})" if note else "")
+    return Evidence(p.line, text, rank=p.rank, step=p.step)
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def _std(xs: list[float]) -> float:
+    m = _mean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs))
+
+
+def non_finite(loss: Series, grad: Series | None) -> list[Symptom]:
+    """The first non-finite loss, and whether it came suddenly or after a climb."""
+    pts = loss.points
+    bad_i = next((i for i, p in enumerate(pts) if not math.isfinite(p.value)), None)
+    if bad_i is None:
+        return []
+    bad = pts[bad_i]
+    before = [p for p in pts[:bad_i] if math.isfinite(p.value)]
+    ev = [_ev(bad, loss.name, "first non-finite value")]
+    if before:
+        ev.append(_ev(before[-1], loss.name, "last finite value"))
+    out = [Symptom("loss-non-finite", f"{loss.name} became {bad.value} at step {bad.step}", tuple(ev),
+                   step=bad.step, value=bad.value)]
+    if bad_i == 0:
+        out.append(Symptom("non-finite-early", f"{loss.name} was non-finite from the start (step {bad.step})",
+                           tuple(ev), step=bad.step))
+        return out
+    vals = [p.value for p in before]
+    climbed = len(vals) >= 2 and max(vals[-3:]) > 3 * min(vals)
+    g_climbed = False
+    if grad is not None:
+        g_before = [p.value for p in grad.points if math.isfinite(p.value)
+                    and (p.line or 0) <= (bad.line or 0)]
+        if len(g_before) >= 3:
+            g_climbed = g_before[-1] > 5 * median(g_before[: max(1, len(g_before) // 2)])
+    if climbed or g_climbed:
+        out.append(Symptom("non-finite-after-climb",
+                           f"{loss.name} and/or gradient norm climbed before turning non-finite",
+                           tuple(ev), step=bad.step))
+    elif vals:
+        out.append(Symptom("non-finite-sudden",
+                           f"{loss.name} was finite and steady, then non-finite at step {bad.step}",
+                           tuple(ev), step=bad.step))
+    return out
+
+
+def divergence(loss: Series) -> list[Symptom]:
+    pts = loss.finite()
+    if len(pts) < 4:
+        return []
+    lo_i = min(range(len(pts)), key=lambda i: pts[i].value)
+    hi_i = max(range(lo_i, len(pts)), key=lambda i: pts[i].value)
+    lo, hi = pts[lo_i], pts[hi_i]
+    if hi_i > lo_i and hi.value > 5 * max(lo.value, 1e-8) and hi.value > 1.5 * abs(pts[0].value) \
+            and hi.value - lo.value > 0.5:
+        return [Symptom("loss-diverging", f"{loss.name} rose from {lo.value:.4g} (step {lo.step}) "
+                        f"to {hi.value:.4g} (step {hi.step})",
+                        (_ev(lo, loss.name, "lowest"), _ev(hi, loss.name, "highest after it")),
+                        step=hi.step, value=hi.value / max(lo.value, 1e-8))]
+    return []
+
+
+def plateaus(loss: Series, grad: Series | None) -> list[Symptom]:
+    """A loss that does not move, where it sits, and whether it sits at a double-softmax floor."""
+    pts = loss.finite()
+    out: list[Symptom] = []
+    if len(pts) < 8:
+        return out
+    vals = [p.value for p in pts]
+    k = max(2, len(vals) // 5)
+    head, tail = _mean(vals[:k]), _mean(vals[-k:])
+    first = vals[0]
+    if first > 20:
+        out.append(Symptom("loss-huge-initial", f"the first {loss.name} is {first:.4g}, far above a "
+                           "classifier's starting loss", (_ev(pts[0], loss.name, "first value"),),
+                           value=first))
+    if head > 0 and abs(tail - head) / head < 0.05 and _std(vals) / max(abs(_mean(vals)), 1e-12) < 0.1:
+        out.append(Symptom("loss-flat", f"{loss.name} stayed at about {tail:.4g} from step {pts[0].step} "
+                           f"to step {pts[-1].step}", (_ev(pts[0], loss.name, "first"),
+                                                       _ev(pts[-1], loss.name, "last")),
+                           value=tail))
+        c = round(math.exp(tail))
+        if 2 <= c <= 100 and abs(math.log(c) - tail) < 0.02 * tail:
+            out.append(Symptom("loss-at-log-c", f"{loss.name} sits at ln({c}) = {math.log(c):.4g}, "
+                               f"the loss of a uniform guess over {c} classes", (_ev(pts[-1], loss.name),),
+                               value=tail))
+    # cross-entropy over probabilities: from ln(C) the loss can only fall to ln(e + C - 1) - 1
+    c_est = math.exp(first)
+    if 1.8 <= c_est <= 2000:
+        floor = math.log(math.e + c_est - 1) - 1
+        if tail < 0.9 * first and abs(tail - floor) / floor < 0.1:
+            out.append(Symptom("double-softmax-floor",
+                               f"{loss.name} fell from {first:.4g} (about ln {c_est:.0f}) and stalled at "
+                               f"{tail:.4g}, the floor of cross-entropy over softmax outputs "
+                               f"(ln(e+C-1)-1 = {floor:.4g})", (_ev(pts[0], loss.name, "first"),
+                                                                _ev(pts[-1], loss.name, "last")),
+                               value=tail))
+    return out
+
+
+def oscillation(loss: Series) -> list[Symptom]:
+    """A loss that keeps swinging at a high level instead of settling."""
+    pts = loss.finite()
+    if len(pts) < 12 or len(pts) < len(loss.points) * 0.8:
+        return []
+    vals = [p.value for p in pts]
+    first = _mean(vals[:2])
+    second = vals[len(vals) // 2:]
+    if first <= 0 or max(second) > 5 * first:
+        return []
+    if _mean(second) >= 0.35 * first and _std(second) >= 0.15 * first:
+        hi = max(pts[len(pts) // 2:], key=lambda p: p.value)
+        lo = min(pts[len(pts) // 2:], key=lambda p: p.value)
+        return [Symptom("loss-oscillating",
+                        f"in the second half of the run {loss.name} still swings between "
+                        f"{lo.value:.3g} and {hi.value:.3g}", (_ev(lo, loss.name, "low"),
+                                                               _ev(hi, loss.name, "high")),
+                        value=_std(second) / first)]
+    return []
+
+
+def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:
+    """Accuracy that is high while the loss stays high: the loss is not measuring what it should."""
+    acc = s.get("val_accuracy") or s.get("accuracy")
+    vloss = s.get("val_loss")
+    tloss = s.get("loss")
+    out: list[Symptom] = []
+    if acc is None or len(acc.finite()) < 2:
+        return out
+    a_last = acc.finite()[-1]
+    a_val = a_last.value / 100 if a_last.value > 1 else a_last.value
+    if a_val < 0.8:
+        return out
+    ref = vloss if vloss is not None and len(vloss.finite()) >= 2 else tloss
+    if ref is None or len(ref.finite()) < 2:
+        return out
+    r0, r1 = ref.finite()[0], ref.finite()[-1]
+    if r1.value >= 0.5 * r0.value and r1.value > 0.3:
+        out.append(Symptom("accurate-but-loss-high",
+                           f"accuracy reached {a_val:.3g} while {ref.name} stayed at {r1.value:.3g} "
+                           f"(from {r0.value:.3g})", (_ev(a_last, acc.name), _ev(r1, ref.name)),
+                           value=r1.value / r0.value))
+    if vloss is not None and tloss is not None and len(tloss.finite()) >= 4:
+        t1 = _mean([p.value for p in tloss.finite()[-3:]])
+        if t1 > 0 and r1 is not None and vloss is ref and r1.value > 2.5 * t1 and r1.value >= 0.5 * r0.value:
+            out.append(Symptom("val-loss-far-above-train",
+                               f"validation loss {r1.value:.3g} is {r1.value / t1:.1f}x the training loss "
+                               f"{t1:.3g} while accuracy is {a_val:.3g}",
+                               (_ev(r1, vloss.name), _ev(tloss.finite()[-1], tloss.name)),
+                               value=r1.value / t1))
+    return out
+
+
+def grad_trends(grad: Series) -> list[Symptom]:
+    pts = grad.points
+    out: list[Symptom] = []
+    fin = []
+    for p in pts:
+        if not math.isfinite(p.value):
+            break
+        fin.append(p)
+    vals = [p.value for p in fin]
+    if len(pts) >= 3 and sum(1 for p in pts if math.isfinite(p.value) and abs(p.value) < 1e-12) >= 0.8 * len(pts):
+        out.append(Symptom("grad-norm-zero", f"the gradient norm is zero at {len(pts)} logged steps",
+                           (_ev(pts[0], grad.name), _ev(pts[-1], grad.name))))
+        return out
+    if len(vals) >= 3:
+        # a jump counts only if it also towers over the run's usual gradient norm so far:
+        # a healthy run's norm can jump 10x from a near-zero value
+        ratios = [(b / a, i) for i, (a, b) in enumerate(zip(vals, vals[1:]))
+                  if a > 0 and i >= 2 and b >= 10 * a and b > 10 * median(vals[: i + 1])]
+        if ratios:
+            worst, i = max(ratios)
+            if worst >= 10:
+                out.append(Symptom("grad-norm-exploding",
+                                   f"the gradient norm jumped {worst:.3g}x between steps {fin[i].step} "
+                                   f"and {fin[i + 1].step}", (_ev(fin[i], grad.name), _ev(fin[i + 1], grad.name)),
+                                   step=fin[i + 1].step, value=worst))
+    # roughly linear growth: the signature of gradients summed over steps
+    cap = next((i for i, v in enumerate(vals) if v > 12 * max(vals[0], 1e-12)), len(vals))
+    seg = fin[:cap]
+    if len(seg) >= 6:
+        xs = [float(p.step) for p in seg]
+        ys = [p.value for p in seg]
+        ups = sum(1 for a, b in zip(ys, ys[1:]) if b > a) / (len(ys) - 1)
+        r2, slope = _fit(xs, ys)
+        if ups >= 0.7 and r2 >= 0.8 and slope > 0 and ys[-1] >= 4 * ys[0]:
+            out.append(Symptom("grad-norm-linear-growth",
+                               f"the gradient norm grew steadily from {ys[0]:.3g} to {ys[-1]:.3g} over "
+                               f"steps {seg[0].step}-{seg[-1].step} (linear fit R^2 = {r2:.2f})",
+                               (_ev(seg[0], grad.name), _ev(seg[-1], grad.name)), value=r2))
+    return out
+
+
+def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    mx, my = _mean(xs), _mean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    if sxx == 0 or syy == 0:
+        return 0.0, 0.0
+    return sxy * sxy / (sxx * syy), sxy / sxx
+
+
+def lr_floor(lr: Series) -> list[Symptom]:
+    """A schedule that reaches its floor long before the run ends."""
+    pts = lr.finite()
+    if len(pts) < 8:
+        return []
+    vals = [p.value for p in pts]
+    peak_i = max(range(len(vals)), key=lambda i: vals[i])
+    after = vals[peak_i:]
+    floor = min(after)
+    if floor <= 0 or vals[peak_i] < 10 * floor:
+        return []
+    reach = next(i for i, v in enumerate(after) if v <= floor * 1.05) + peak_i
+    frac = (reach + 1) / len(vals)
+    if frac <= 0.6 and all(v <= floor * 1.05 for v in vals[reach:]):
+        return [Symptom("lr-floor-early",
+                        f"the learning rate reached its floor {floor:.3g} at step {pts[reach].step}, "
+                        f"{100 * frac:.0f}% into the run, and stayed there",
+                        (_ev(pts[peak_i], "lr", "peak"), _ev(pts[reach], "lr", "floor reached")),
+                        step=pts[reach].step, value=frac)]
+    return []
+
+
+def scale_collapse(scale: Series) -> list[Symptom]:
+    pts = scale.finite()
+    if len(pts) < 3:
+        return []
+    drops = sum(1 for a, b in zip(pts, pts[1:]) if b.value < a.value)
+    if drops >= 4 and (pts[-1].value <= pts[0].value / 256 or pts[-1].value < 1):
+        return [Symptom("loss-scale-collapse",
+                        f"the AMP loss scale fell from {pts[0].value:.3g} to {pts[-1].value:.3g}: "
+                        "inf/NaN gradients at step after step", (_ev(pts[0], "loss scale"),
+                                                                 _ev(pts[-1], "loss scale")),
+                        value=pts[-1].value)]
+    return []
+
+
+def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
+    """Memory that keeps growing to the end of the run (not a warm-up that levels off)."""
+    pts = mem.finite()
+    if len(pts) < 8:
+        return []
+    vals = [p.value for p in pts]
+    n = len(vals)
+    first_half = vals[n // 2] - vals[0]
+    second_half = vals[-1] - vals[n // 2]
+    ups = sum(1 for a, b in zip(vals[n // 2:], vals[n // 2 + 1:]) if b > a) / max(1, n - n // 2 - 1)
+    total = vals[-1] - vals[0]
+    if not (total > 0.01 * abs(vals[0]) and second_half > 0.4 * max(first_half, 0) and second_half > 0
+            and ups >= 0.1):
+        return []
+    ev = (_ev(pts[0], "memory", "first"), _ev(pts[-1], "memory", "last"))
+    # where does the growth happen: across validation passes, or at every step?
+    if val is not None and val.points:
+        val_lines = sorted(p.line for p in val.points if p.line is not None)
+        at_eval = 0.0
+        for a, b in zip(pts, pts[1:]):
+            if b.value > a.value and a.line is not None and b.line is not None and \
+                    any(a.line < v < b.line for v in val_lines):
+                at_eval += b.value - a.value
+        grown = sum(max(0.0, b - a) for a, b in zip(vals, vals[1:]))
+        if grown > 0 and at_eval / grown >= 0.7:
+            return [Symptom("memory-grows-at-eval",
+                            f"memory grew from {vals[0]:.4g} to {vals[-1]:.4g}, "
+                            f"{100 * at_eval / grown:.0f}% of it across validation passes", ev,
+                            value=total)]
+    return [Symptom("memory-growing", f"memory grew steadily from {vals[0]:.4g} to {vals[-1]:.4g} "
+                    f"over steps {pts[0].step}-{pts[-1].step}", ev, value=total)]
+
+
+def noisy_validation(val: Series) -> list[Symptom]:
+    pts = val.finite()
+    if len(pts) < 6:
+        return []
+    vals = [p.value for p in pts[len(pts) // 3:]]
+    diffs = [abs(b - a) for a, b in zip(vals, vals[1:])]
+    ups = sum(1 for a, b in zip(vals, vals[1:]) if b > a) / len(diffs)
+    level = _mean(vals)
+    # a diverging run's validation loss is not "noisy": require it to stay within one decade
+    if min(vals) <= 0 or max(vals) > 10 * min(vals):
+        return []
+    if level > 0 and _mean(diffs) / level > 0.25 and ups >= 0.4:
+        return [Symptom("val-noisy", f"validation loss jumps by {100 * _mean(diffs) / level:.0f}% of its "
+                        "level between evaluations", (_ev(pts[-2], val.name), _ev(pts[-1], val.name)),
+                        value=_mean(diffs) / level, strength=0.6)]
+    return []
+
+
+def data_wait(data: Series, batch: Series) -> list[Symptom]:
+    pairs = [(d, b) for d, b in zip(data.finite(), batch.finite()) if b.value > 0]
+    if len(pairs) < 3:
+        return []
+    share = median(d.value / b.value for d, b in pairs)
+    if share >= 0.5:
+        d, b = pairs[len(pairs) // 2]
+        return [Symptom("data-wait", f"waiting for data takes {100 * share:.0f}% of each step",
+                        (_ev(d, "data_time"), _ev(b, "batch_time")), value=share)]
+    return []

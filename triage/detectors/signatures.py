@@ -1,0 +1,220 @@
+"""PyTorch's error and warning messages, matched tolerantly across versions.
+
+The table is ordered data: a symptom name, a pattern and a one-line summary. Patterns avoid
+version-specific details (`SoftmaxBackward` and `SoftmaxBackward0`, `RuntimeError: CUDA out of
+memory` and `torch.OutOfMemoryError`, NCCL and gloo timeouts). Each symptom is reported once,
+at its first line, with its other occurrences' count; where one failure masks another (a
+device-side assert blames whichever kernel runs next), the earlier, more specific line wins.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from triage.detectors import Context
+from triage.reader import Reading
+from triage.records import Evidence, Symptom
+
+
+@dataclass(frozen=True)
+class Signature:
+    symptom: str
+    pattern: re.Pattern[str]
+    summary: str
+
+
+def _sig(symptom: str, pattern: str, summary: str) -> Signature:
+    return Signature(symptom, re.compile(pattern, re.I), summary)
+
+
+SIGNATURES: tuple[Signature, ...] = (
+    _sig("inplace-modified",
+         r"needed for gradient computation has been modified by an inplace operation",
+         "autograd found a saved tensor overwritten by an in-place operation"),
+    _sig("leaf-inplace",
+         r"leaf Variable that requires grad (?:is being|has been) used in an in-place operation",
+         "an in-place operation on a leaf tensor that requires grad"),
+    _sig("backward-twice",
+         r"Trying to backward through the graph a second time",
+         "backward ran through a graph whose saved values were already freed"),
+    _sig("no-grad-fn",
+         r"element \d+ of tensors does not require grad and does not have a grad_fn",
+         "the loss has no autograd history (no grad_fn)"),
+    _sig("non-scalar-backward",
+         r"grad can be implicitly created only for scalar outputs",
+         "backward() was called on a tensor that is not a scalar"),
+    _sig("device-mismatch",
+         r"Expected all tensors to be on the same device|"
+         r"Input type \(\S*cuda\S*\) and weight type \(\S+\) should be the same|"
+         r"Input type \(\S+\) and weight type \(\S*cuda\S*\) should be the same|"
+         r"Expected tensor for argument #\d+ '\w+' to have the same device",
+         "tensors on different devices met in one operation"),
+    _sig("out-of-memory",
+         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory|"
+         r"MPS backend out of memory|DefaultCPUAllocator: can't allocate memory|"
+         r"CUBLAS_STATUS_ALLOC_FAILED|XPU out of memory",
+         "an allocation failed: the device ran out of memory"),
+    _sig("collective-timeout",
+         r"Watchdog caught collective operation timeout|collective operation timeout|"
+         r"Timed out waiting \d+ ?ms for (?:recv|send)|ProcessGroupNCCL.{0,80}tim(?:ed|e) ?out|"
+         r"NCCL communicator was aborted|Some NCCL operations have failed or timed out|"
+         r"monitoredBarrier|Rank \d+ failed to pass monitoredBarrier|"
+         r"Socket Timeout|gloo.{0,60}Connection closed by peer",
+         "a collective operation timed out: the ranks stopped meeting in the same collective"),
+    _sig("anomaly-nan",
+         r"Function '(\w+?)(?:Backward\d*)?' returned nan values in its \d+(?:st|nd|rd|th) output",
+         "anomaly detection caught a backward function producing NaN"),
+    _sig("label-out-of-range",
+         r"Target -?\d+ is out of bounds|Assertion `t >= 0 && t < n_classes` failed|"
+         r"Assertion `cur_target >= 0 && cur_target < n_classes` failed|"
+         r"index out of range in self|IndexError: Target",
+         "a class index is outside the valid range"),
+    _sig("device-side-assert",
+         r"device-side assert(?:ion)? triggered",
+         "a CUDA kernel assertion failed (reported at a later, unrelated call)"),
+    _sig("shape-mismatch",
+         r"mat1 and mat2 shapes cannot be multiplied|size mismatch for \w|"
+         r"The size of tensor a \(\d+\) must match the size of tensor b|"
+         r"shape '\[[^\]]*\]' is invalid for input of size|"
+         r"Expected input batch_size \(\d+\) to match target batch_size|"
+         r"to have \d+ channels, but got \d+ channels|Sizes of tensors must match|"
+         r"expected input with shape|mat1 dim 1 must match mat2 dim 0|"
+         r"Given normalized_shape=\[[^\]]*\], expected input with shape",
+         "tensor shapes do not fit the operation"),
+    _sig("dtype-mismatch",
+         r"expected scalar type \w+ but found \w+|must have the same dtype|"
+         r"expected m1 and m2 to have the same dtype|Expected object of scalar type|"
+         r"\"\w+\" not implemented for '(?:Long|Int|Half|BFloat16|Bool|Byte)'|"
+         r"Found dtype \w+ but expected \w+|can't be cast to the desired output type|"
+         r"Input type \(torch\.\w*(?:Double|Half|Long)\w*\) and weight type",
+         "tensors of different dtypes met in one operation"),
+    _sig("ddp-unused-parameters",
+         r"Expected to have finished reduction in the prior iteration|"
+         r"Parameter indices which did not receive grad|"
+         r"parameters that were not used in producing loss",
+         "DDP waited for gradients of parameters that took no part in the loss"),
+    _sig("broadcast-warning",
+         r"Using a target size \(torch\.Size\(\[[^\]]*\]\)\) that is different to the input size",
+         "a loss broadcast a target of a different shape than its input"),
+    _sig("recompiling",
+         r"Recompiling function|hit config\.(?:recompile|cache_size)_limit|"
+         r"cache_size_limit reached|recompile_limit reached|Graph break(?:s)? ?(?:in|:|due)",
+         "torch.compile recompiled or broke the graph repeatedly"),
+    _sig("tensor-to-scalar-warning",
+         r"Converting a tensor with requires_grad=True to a scalar",
+         "a loss tensor with its graph was converted to a number late: it was kept as a tensor"),
+    _sig("job-cancelled",
+         r"DUE TO TIME LIMIT|The operation was cancell?ed|exceeded the maximum execution time|"
+         r"received signal SIGTERM|Signal 15 \(SIGTERM\)|Terminated\s*$|SIGKILL",
+         "the job was stopped from outside (time limit, cancellation or a kill signal)"),
+)
+
+# Where several signatures hit, an earlier line normally wins (the first real cause); these
+# are reported-late symptoms whose own line never beats a more specific one.
+_LATE = {"device-side-assert"}
+_GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", re.I)
+_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception))(?::|$)\s*(.*)")
+_TRAINABLE = re.compile(r"trainable param(?:eter)?s?:?\s*([\d][\d,_]*)", re.I)
+_PERCENT = re.compile(r"trainable%:?\s*([\d.]+)|\(\s*([\d.]+)\s*%\s*\)", re.I)
+_TOTAL = re.compile(r"all params:?\s*([\d][\d,_]*)|([\d][\d,_]*) (?:total )?param(?:eter)?s\b", re.I)
+
+
+def detect(ctx: Context) -> list[Symptom]:
+    """Name every known error signature, the final exception and the trainable-parameter share."""
+    found: dict[str, list[Reading]] = {}
+    groups: dict[str, re.Match[str]] = {}
+    exceptions: list[Reading] = []
+    out: list[Symptom] = []
+    for rd in ctx.events:
+        for sig in SIGNATURES:
+            m = sig.pattern.search(rd.text)
+            if m:
+                found.setdefault(sig.symptom, []).append(rd)
+                groups.setdefault(sig.symptom, m)
+        if _EXCEPTION.match(rd.text.strip()):
+            exceptions.append(rd)
+        if "rainable" in rd.text:
+            out.extend(_trainable(rd))
+    for sig in SIGNATURES:
+        hits = found.get(sig.symptom)
+        if not hits:
+            continue
+        first = hits[0]
+        summary = sig.summary
+        if sig.symptom == "anomaly-nan":
+            summary += f" ({groups['anomaly-nan'].group(1)})"
+        more = f" (seen {len(hits)} times)" if len(hits) > 1 else ""
+        ev = [_ev(first)]
+        ranks = sorted({h.rank for h in hits if h.rank is not None})
+        if len(ranks) > 1:
+            summary += f" on ranks {', '.join(map(str, ranks))}"
+        out.append(Symptom(sig.symptom, summary + more, tuple(ev), rank=first.rank,
+                           value=float(len(hits)),
+                           detail=groups[sig.symptom].group(1) if sig.symptom == "anomaly-nan" else None))
+    fn = groups.get("anomaly-nan")
+    # Log/Sqrt/Div backward NaNs come from unguarded inputs; a (log-)softmax guards itself
+    if fn is not None and _GUARDED_OPS.search(fn.group(1)) and "softmax" not in fn.group(1).lower():
+        first = found["anomaly-nan"][0]
+        out.append(Symptom("anomaly-nan-log", f"the NaN came from {fn.group(1)}, an operation that needs "
+                           "its input kept away from zero", (_ev(first),), rank=first.rank))
+    if exceptions:
+        first = exceptions[0]
+        m = _EXCEPTION.match(first.text.strip())
+        assert m is not None
+        out.append(Symptom("crashed", f"the run stopped with {m.group(1)}", (_ev(first),),
+                           rank=first.rank))
+    return _order(out)
+
+
+def _order(symptoms: list[Symptom]) -> list[Symptom]:
+    """Mark which error came first: later errors are often consequences of the first."""
+    errors = [s for s in symptoms if s.name not in ("crashed", "few-trainable-parameters", "job-cancelled",
+                                                    "broadcast-warning", "recompiling",
+                                                    "tensor-to-scalar-warning") and s.name not in _LATE]
+    if not errors:
+        return symptoms
+    first = min(errors, key=lambda s: s.first_line)
+    out = []
+    for s in symptoms:
+        if s in errors and s is not first:
+            # a later error still counts, but less: it may be a consequence of the first
+            out.append(Symptom(s.name, s.summary + " (after an earlier error)", s.evidence, s.step,
+                               s.value, s.rank, s.strength * 0.5, s.detail))
+        elif s.name in _LATE:
+            out.append(Symptom(s.name, s.summary, s.evidence, s.step, s.value, s.rank, s.strength * 0.5,
+                               s.detail))
+        else:
+            out.append(s)
+    return out
+
+
+def _trainable(rd: Reading) -> list[Symptom]:
+    """The share of trainable parameters, from PEFT-style or plain parameter-count lines."""
+    m = _TRAINABLE.search(rd.text)
+    if not m:
+        return []
+    trainable = _count(m.group(1))
+    pct_m = _PERCENT.search(rd.text, m.end())
+    total_m = _TOTAL.search(rd.text)
+    pct = None
+    if pct_m:
+        pct = float(pct_m.group(1) or pct_m.group(2))
+    elif total_m and trainable is not None:
+        total = _count(total_m.group(1) or total_m.group(2))
+        pct = 100.0 * trainable / total if total else None
+    if pct is None or pct >= 1.0:
+        return []
+    return [Symptom("few-trainable-parameters", f"only {pct:.3g}% of the parameters are trainable",
+                    (_ev(rd),), value=pct)]
+
+
+def _count(text: str | None) -> float | None:
+    try:
+        return float((text or "").replace(",", "").replace("_", ""))
+    except ValueError:
+        return None
+
+
+def _ev(rd: Reading) -> Evidence:
+    return Evidence(rd.line, rd.text.strip()[:300], rank=rd.rank)

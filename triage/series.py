@@ -1,0 +1,217 @@
+"""Metric series: per-step numbers pulled out of whatever format a training loop prints.
+
+One tolerant pass per reading: `key=value`, `key: value`, JSON and Python-dict prints all reduce
+to "a known metric name, then a number"; the step comes from an explicit `step`/`iter`/`global_step`
+field, a `epoch E/N | batch B/M` pair or a progress bar's `B/M`, and otherwise from the order of
+the readings. Names map onto a small canonical set; anything unknown is ignored, so an unfamiliar
+format yields fewer series, never an error.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+# canonical name -> the spellings people log (compared after lower-casing, '/', '-', ' ' -> '_')
+ALIASES: dict[str, tuple[str, ...]] = {
+    "loss": ("loss", "train_loss", "training_loss", "train_loss_step", "loss_step", "trn_loss",
+             "avg_loss", "running_loss", "train_loss_epoch", "lm_loss", "total_loss", "objective"),
+    "val_loss": ("val_loss", "valid_loss", "validation_loss", "eval_loss", "test_loss", "dev_loss",
+                 "val_loss_epoch"),
+    "accuracy": ("acc", "accuracy", "train_acc", "train_accuracy", "top1", "acc1"),
+    "val_accuracy": ("val_acc", "val_accuracy", "eval_accuracy", "eval_acc", "valid_acc",
+                     "test_acc", "test_accuracy", "validation_accuracy", "val_top1"),
+    "grad_norm": ("grad_norm", "gnorm", "gradient_norm", "grad_norm_total", "total_norm",
+                  "gradnorm", "grad_l2", "global_grad_norm"),
+    "lr": ("lr", "learning_rate", "lr_0", "lr_adam", "lr_sgd", "lr_adamw", "current_lr"),
+    "loss_scale": ("loss_scale", "scale", "grad_scale", "scaler_scale", "amp_scale"),
+    "memory": ("mem", "mem_mb", "mem_gb", "memory", "max_mem", "gpu_mem", "memory_allocated",
+               "mem_allocated", "allocated", "max_memory_allocated", "rss", "rss_mb", "cuda_mem",
+               "mem_used", "memory_mb", "memory_gb", "peak_mem"),
+    "throughput": ("it_s", "samples_per_second", "train_samples_per_second", "samples_s",
+                   "tokens_per_sec", "tok_s", "throughput", "ips", "img_s", "tokens_s"),
+    "data_time": ("data_time", "time_data", "data", "dataload_time", "data_wait"),
+    "batch_time": ("batch_time", "step_time", "iter_time", "time_step", "time"),
+}
+_CANON = {spelling: name for name, spellings in ALIASES.items() for spelling in spellings}
+MAX_READING = 8192
+_VAL_CONTEXT = re.compile(r"\b(?:val|valid|validation|eval|evaluation|test)\b", re.I)
+
+_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|Infinity)"
+# key, separator (= or :), optional quotes and `tensor(`, number
+_PAIR = re.compile(
+    r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\()?(""" + _NUM + r""")(?![\w.])""")
+# "loss 0.53" (no separator) only for the names that habitually appear that way
+_SPACED = re.compile(r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)\s+(" + _NUM + r")(?![\w.])", re.I)
+_STEP = re.compile(r"""['"]?\b(?:global_step|step|iter|iteration|it)['"]?\s*[=: ]\s*(\d+)(?:\s*/\s*(\d+))?""",
+                   re.I)
+_EPOCH_BATCH = re.compile(r"\bepoch\s*[=: ]?\s*(\d+)\s*/\s*(\d+).*?\b(?:batch|iter|step)\s*[=: ]?\s*(\d+)\s*/\s*(\d+)",
+                          re.I)
+_BAR = re.compile(r"(?:\bEpoch\s+(\d+)\b.*?)?\|\s*(\d+)/(\d+)\s*\[")
+_RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:it|samples|tok|img)/s\b")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One value of one metric: the step it belongs to, the log line it came from, its rank."""
+
+    step: int
+    value: float
+    line: int | None
+    rank: int | None = None
+
+
+@dataclass
+class Series:
+    """All points of one canonical metric, in log order."""
+
+    name: str
+    points: list[Point] = field(default_factory=list)
+    explicit_steps: bool = False
+
+    def values(self) -> list[float]:
+        return [p.value for p in self.points]
+
+    def finite(self) -> list[Point]:
+        return [p for p in self.points if math.isfinite(p.value)]
+
+    def summary(self) -> dict[str, object]:
+        fin = [p.value for p in self.finite()]
+        out: dict[str, object] = {"name": self.name, "points": len(self.points)}
+        if self.points:
+            out.update(first_step=self.points[0].step, last_step=self.points[-1].step)
+        if fin:
+            out.update(first=_r(fin[0]), last=_r(fin[-1]), min=_r(min(fin)), max=_r(max(fin)))
+        bad = next((p for p in self.points if not math.isfinite(p.value)), None)
+        if bad is not None:
+            out["first_non_finite_step"] = bad.step
+        return out
+
+
+def _r(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def _key(raw: str) -> str:
+    return re.sub(r"[/\-. ]", "_", raw.lower())
+
+
+def parse_reading(text: str) -> tuple[int | None, dict[str, float]]:
+    """Return (explicit step or None, {canonical metric: value}) for one reading."""
+    step, metrics, _ = _parse(text)
+    return step, metrics
+
+
+def _parse(text: str) -> tuple[int | None, dict[str, float], bool]:
+    """As parse_reading, and whether the step is a progress bar's position within an epoch."""
+    text = text[:MAX_READING]  # a metrics print is short; a megabyte-long line is not one
+    metrics: dict[str, float] = {}
+    val_context = None
+    for m in _PAIR.finditer(text):
+        key = _key(m.group(1))
+        name = _CANON.get(key)
+        if name is None:
+            # "train/loss", "metrics.val_loss": judge by the last component
+            name = _CANON.get(key.rsplit("_", 1)[-1] if key.startswith(("train_", "metrics_")) else "")
+            if name is None:
+                continue
+        if name in ("loss", "accuracy") and key in ("loss", "acc", "accuracy"):
+            if val_context is None:
+                val_context = bool(_VAL_CONTEXT.search(text[: m.start()]))
+            if val_context:
+                name = "val_" + name
+        metrics.setdefault(name, _float(m.group(2)))
+    if len(metrics) < 3:
+        for m in _SPACED.finditer(text):
+            name = _CANON.get(_key(m.group(1)))
+            if name and name not in metrics:
+                if name == "loss" and _VAL_CONTEXT.search(text[: m.start()]):
+                    name = "val_loss"
+                metrics[name] = _float(m.group(2))
+    if not metrics:
+        return None, metrics, False
+    step = None
+    in_epoch = False
+    eb = _EPOCH_BATCH.search(text) if "poch" in text else None
+    if eb:
+        epoch, _, batch, per = (int(g) for g in eb.groups())
+        step = (epoch - 1) * per + batch if epoch >= 1 else batch
+    else:
+        sm = _STEP.search(text)
+        if sm:
+            step = int(sm.group(1))
+        else:
+            bar = _BAR.search(text) if "|" in text else None
+            if bar:
+                epoch = int(bar.group(1) or 0)
+                step = epoch * int(bar.group(3)) + int(bar.group(2))
+                in_epoch = bar.group(1) is None
+    if "throughput" not in metrics:
+        rate = _RATE.search(text) if "/s" in text else None
+        if rate:
+            metrics["throughput"] = float(rate.group(1))
+    return step, metrics, in_epoch
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:  # "Infinity" spelled oddly, "-nan"
+        return math.nan
+
+
+class SeriesBuilder:
+    """Accumulates readings into per-metric series, numbering steps where the log does not."""
+
+    def __init__(self) -> None:
+        self.series: dict[str, Series] = {}
+        self._ordinal = 0
+        self._last_step: int | None = None
+        self._bar_last: int | None = None
+        self._bar_offset = 0
+
+    def add(self, text: str, line: int | None, rank: int | None = None) -> None:
+        step, metrics, in_epoch = _parse(text)
+        if not metrics:
+            return
+        if in_epoch and step is not None:
+            # a bar with no epoch number restarts every epoch: carry the steps on
+            if self._bar_last is not None and step < self._bar_last:
+                self._bar_offset += self._bar_last
+            self._bar_last = step
+            step += self._bar_offset
+        self._ordinal += 1
+        explicit = step is not None
+        if step is None:
+            step = self._ordinal
+        for name, value in metrics.items():
+            series = self.series.get(name)
+            if series is None:
+                series = self.series[name] = Series(name)
+            series.explicit_steps |= explicit
+            series.points.append(Point(step, value, line, rank))
+
+    def build(self) -> dict[str, Series]:
+        """The series in log order; one rank's points where several ranks logged."""
+        out: dict[str, Series] = {}
+        for name, series in self.series.items():
+            ranks = {p.rank for p in series.points if p.rank is not None}
+            if len(ranks) > 1:
+                keep = min(ranks)
+                series.points = [p for p in series.points if p.rank in (keep, None)]
+            series.points.sort(key=lambda p: (p.line if p.line is not None else 1 << 62))
+            if series.explicit_steps:
+                series.points = _drop_echoes(series.points)
+            out[name] = series
+        return out
+
+
+def _drop_echoes(points: list[Point]) -> list[Point]:
+    """Drop a point whose step was just logged: unprefixed ranks printing the same step."""
+    out: list[Point] = []
+    for p in points:
+        if any(q.step == p.step for q in out[-4:]):
+            continue
+        out.append(p)
+    return out
