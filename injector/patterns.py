@@ -97,6 +97,16 @@ def argument(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | No
     return None
 
 
+def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with `name=value` appended to its arguments, commas as a person writes them."""
+    args = list(call.args)
+    for index, arg in enumerate(args):
+        if arg.comma is cst.MaybeSentinel.DEFAULT:
+            args[index] = arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    tight = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+    return call.with_changes(args=[*args, cst.Arg(value, keyword=cst.Name(name), equal=tight)])
+
+
 def int_value(expr: cst.BaseExpression) -> int | None:
     """The value of an integer literal such as `1` or `-1`; None for anything else."""
     if isinstance(expr, cst.Integer):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, dotted, is_functional
+from injector.patterns import argument, callee_name, dotted, is_functional, with_keyword
 
 # Functional activations with an in-place twin, by the module that provides the twin.
 FUNCTIONAL_TWINS = {
@@ -91,14 +91,7 @@ class InplaceActivation(Operator):
     def _module(source, call, name):
         inplace = argument(call, "inplace", None)
         if inplace is None:
-            new = call.with_changes(args=[*call.args, cst.Arg(
-                cst.Name("True"), keyword=cst.Name("inplace"),
-                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
-            args = list(new.args)
-            for index, arg in enumerate(args[:-1]):
-                if arg.comma is cst.MaybeSentinel.DEFAULT:
-                    args[index] = arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            yield Change(call, (source.replace_node(call, new.with_changes(args=args)),),
+            yield Change(call, (source.replace_node(call, with_keyword(call, "inplace", cst.Name("True"))),),
                          f"`{name}` works in place")
         elif isinstance(inplace.value, cst.Name) and inplace.value.value == "False":
             yield Change(call, (source.replace(inplace.value, "True"),), f"`{name}` works in place")

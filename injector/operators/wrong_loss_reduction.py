@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import LOSS_FUNCTIONS, LOSS_MODULES, argument, callee_name, is_functional
+from injector.patterns import LOSS_FUNCTIONS, LOSS_MODULES, argument, callee_name, is_functional, with_keyword
 
 
 class WrongLossReduction(Operator):
@@ -37,11 +37,8 @@ class WrongLossReduction(Operator):
             if (name in LOSS_FUNCTIONS and is_functional(call)) or name in LOSS_MODULES:
                 reduction = argument(call, "reduction", None)
                 if reduction is None:
-                    new = call.with_changes(args=[*call.args, cst.Arg(
-                        cst.SimpleString('"sum"'), keyword=cst.Name("reduction"),
-                        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
-                    yield Change(call, (source.replace_node(call, _comma_before_last(new)),),
-                                 f"`{name}` sums instead of averaging")
+                    new = with_keyword(call, "reduction", cst.SimpleString('"sum"'))
+                    yield Change(call, (source.replace_node(call, new),), f"`{name}` sums instead of averaging")
                 elif isinstance(reduction.value, cst.SimpleString) and \
                         reduction.value.evaluated_value in {"mean", "batchmean"}:
                     quote = reduction.value.value[0]
@@ -57,11 +54,3 @@ class WrongLossReduction(Operator):
                 yield Change(value, (source.replace(value.func.attr, "sum"),),
                              "the loss is summed instead of averaged")
 
-
-def _comma_before_last(call: cst.Call) -> cst.Call:
-    """Give every argument but the last a comma, so an appended argument is separated."""
-    args = list(call.args)
-    for index, arg in enumerate(args[:-1]):
-        if arg.comma is cst.MaybeSentinel.DEFAULT:
-            args[index] = arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return call.with_changes(args=args)
