@@ -8,6 +8,7 @@ campaign therefore leaves the project byte-identical.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -50,10 +51,15 @@ class Guard:
         if not argv:
             raise UsageError("the guard command is empty")
         python = ("python", "python3", Path(sys.executable).name)
+        pytest_args = None
         if argv[0] == "pytest" or argv[0].endswith("/pytest"):
-            return cls(text, "pytest", tuple(argv[1:]))
-        if Path(argv[0]).name in python and argv[1:3] == ["-m", "pytest"]:
-            return cls(text, "pytest", tuple(argv[3:]))
+            pytest_args = tuple(argv[1:])
+        elif Path(argv[0]).name in python and argv[1:3] == ["-m", "pytest"]:
+            pytest_args = tuple(argv[3:])
+        if pytest_args is not None:
+            if importlib.util.find_spec("pytest") is None:
+                raise UsageError("the guard runs pytest, which is not installed in this environment")
+            return cls(text, "pytest", pytest_args)
         if shutil.which(argv[0], path=os.environ.get("PATH")) is None and not (root / argv[0]).is_file():
             raise UsageError(f"the guard command {argv[0]!r} was not found")
         return cls(text, "command")
