@@ -231,8 +231,14 @@ class Campaign:
             self.scratch = None
 
     def run(self, mutants: list[Mutant], sources: dict[str, str], progress=None) -> Report:
-        """Run every mutant; `progress` gets `(event, data)` calls as it goes."""
+        """Run every mutant; `progress` gets `(event, data)` calls as it goes.
+
+        With no mutant (a PR that changes no training code), the worker is stopped at once:
+        nothing is run, not even the baseline."""
         assert self.scratch is not None and self.worker is not None and self.worker.stdin is not None
+        if not mutants:
+            self.__exit__(None, None, None)
+            return self._report([], {}, {"tests": 0, "duration": 0.0, "flaky": []}, sources)
         batch = self.scratch / "mutants.json"
         batch.write_text(json.dumps([
             {"id": m.id, "file": m.file, "function": m.function, "function_line": m.function_line,
@@ -244,6 +250,10 @@ class Campaign:
         except BrokenPipeError:
             pass  # the worker already stopped; its events say why
         results, baseline = self._follow(progress)
+        return self._report(mutants, results, baseline, sources)
+
+    def _report(self, mutants: list[Mutant], results: dict[str, dict], baseline: dict,
+                sources: dict[str, str]) -> Report:
         by_id = {m.id: m for m in mutants}
         outcomes = []
         for mutant_id, data in results.items():

@@ -1,7 +1,7 @@
 """The `injector` command line: list operators, show mutants (and, later, run campaigns).
 
 Exit codes: 0 success, 2 bad input (a one-line `injector: error: ...` on stderr),
-130 interrupted.
+4 the `--comment` could not be posted (the reports are written), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -82,6 +82,20 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
     _report_options(merge)
     merge.set_defaults(handler=_merge)
+
+    init = commands.add_parser(
+        "init", help="add trainwreck's GitHub Actions workflows and [tool.trainwreck] to a repository",
+        description="Add the mutation-campaign and triage workflows to PATH/.github/workflows/ and a "
+        "[tool.trainwreck] section to PATH/pyproject.toml. Existing files are edited, not "
+        "overwritten (your steps and comments stay); every change is shown as a diff.")
+    init.add_argument("path", nargs="?", type=Path, default=Path("."), metavar="PATH",
+                      help="the repository's top folder (default: the current folder)")
+    init.add_argument("--shards", type=_positive_int, metavar="N",
+                      help="mutation campaign jobs per pull request (default: as installed, else 4)")
+    init.add_argument("--runner-labels", metavar="LABEL,...",
+                      help="the GPU runners' labels (default: as installed, else self-hosted,gpu)")
+    init.add_argument("--dry-run", action="store_true", help="show the changes; write nothing")
+    init.set_defaults(handler=_init)
     return parser
 
 
@@ -91,6 +105,13 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", type=Path, metavar="F", help="the report as one HTML file")
     parser.add_argument("--mte", type=Path, metavar="F",
                         help="the report in the mutation-testing-elements JSON schema")
+    parser.add_argument("--comment", type=_pull_request, metavar="OWNER/NAME#N",
+                        help="also keep the markdown report as one comment on this pull request, "
+                        "edited in place on every run (token from GITHUB_TOKEN; the reports are "
+                        "written first, and a GitHub failure exits 4)")
+    parser.add_argument("--api-url", type=_api_url, metavar="URL",
+                        help="for --comment: the REST API's base URL, for GitHub Enterprise "
+                        "(default: $GITHUB_API_URL, else https://api.github.com)")
 
 
 def _positive_int(text: str) -> int:
@@ -122,6 +143,24 @@ def _shard(text: str) -> tuple[int, int]:
     if not 1 <= shard[0] <= shard[1]:
         raise argparse.ArgumentTypeError(f"shard {text} does not exist (I must be 1..N)")
     return shard
+
+
+def _pull_request(text: str) -> object:
+    from triage.comment import Target
+
+    try:
+        return Target.parse(text)
+    except TrainwreckError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _api_url(text: str) -> str:
+    from triage.github import api_url
+
+    try:
+        return api_url(text)
+    except TrainwreckError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _ids(text: str) -> list[str]:
@@ -227,6 +266,17 @@ def _merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init(args: argparse.Namespace) -> int:
+    from injector import init
+
+    labels = init.parse_labels(args.runner_labels) if args.runner_labels is not None else None
+    plan = init.plan(args.path, shards=args.shards, runner_labels=labels)
+    if not args.dry_run:
+        init.apply(plan)
+    init.report(plan, dry_run=args.dry_run)
+    return 0
+
+
 def _write_reports(result, args: argparse.Namespace) -> None:
     """Write the requested reports (all four under ./trainwreck-report/ if none is named)."""
     from injector import render, report
@@ -243,6 +293,21 @@ def _write_reports(result, args: argparse.Namespace) -> None:
         with open(summary, "a", encoding="utf-8") as handle:
             handle.write(report.render_markdown(result))
     render.campaign_summary(result, written)
+    if args.comment is not None:
+        _post_comment(result, args)
+
+
+def _post_comment(result, args: argparse.Namespace) -> None:
+    """Keep the markdown report as the PR's mutation-report comment (the reports are already
+    written, so a GitHub failure loses nothing)."""
+    from injector import report
+    from triage import comment, github
+
+    policy = github.Policy(notify=lambda line: print(f"injector: {line}", file=sys.stderr, flush=True))
+    posted = comment.post(report.render_markdown(result), marker=report.MARKER, target=args.comment,
+                          token=github.token_from_env(), api=github.api_url(args.api_url),
+                          policy=policy, hint="The JSON and HTML reports have all of it.")
+    print(f"injector: {posted.describe()}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,11 @@ from injector import catalog
 from injector.errors import UsageError
 from injector.outcomes import ERROR, KILLED, NO_COVERAGE, STATUSES, SURVIVED, TIMEOUT, Outcome, Report
 from trainwreck_templates import render
+from triage.markdown import code_span as md_code
+from triage.markdown import fence as md_fence
+from triage.markdown import inline as md_inline
+from triage.markdown import split_code
+from triage.markdown import unping as _unping
 
 MARKER = "<!-- trainwreck:mutation-report -->"  # finds the sticky PR comment again
 COMMENT_LIMIT = 65_000  # GitHub refuses comment bodies over 65,536 characters
@@ -105,69 +110,13 @@ def _duration(seconds: float) -> str:
 
 
 # ---------------------------------------------------------------- markdown that user text cannot break
-
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-_BACKTICKS = re.compile(r"`+")
-
-
-def _unping(text: str) -> str:
-    """Keep `@name` from notifying anyone: a zero-width joiner after the @."""
-    return _MENTION.sub("@\u200d", text)
-
-
-def _longest_run(text: str, char: str) -> int:
-    return max((len(m) for m in re.findall(re.escape(char) + "+", text)), default=0)
-
-
-def md_code(text: str) -> str:
-    """An inline code span that holds `text` whatever backticks it contains."""
-    text = " ".join(str(text).split())
-    ticks = "`" * (_longest_run(text, "`") + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def md_fence(text: str, info: str = "") -> str:
-    """A fenced block that shows `text` byte for byte: the fence outlasts any backtick run in it."""
-    ticks = "`" * max(3, _longest_run(text, "`") + 1)
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"{ticks}{info}\n{body}{ticks}"
-
-
-def _split_code(text: str) -> list[tuple[bool, str]]:
-    """Split markdown into (is_code, piece): a backtick run opens a span closed by a run as long."""
-    pieces: list[tuple[bool, str]] = []
-    position = 0
-    plain_from = 0
-    while (opening := _BACKTICKS.search(text, position)) is not None:
-        closing = opening
-        while (closing := _BACKTICKS.search(text, closing.end())) is not None:
-            if len(closing.group()) == len(opening.group()):
-                break
-        if closing is None:
-            position = opening.end()  # an unmatched run is literal text
-            continue
-        if opening.start() > plain_from:
-            pieces.append((False, text[plain_from:opening.start()]))
-        pieces.append((True, text[opening.end():closing.start()]))
-        position = plain_from = closing.end()
-    if plain_from < len(text):
-        pieces.append((False, text[plain_from:]))
-    return pieces
-
-
-def md_inline(text: str) -> str:
-    """One line of markdown with code spans (an operator's description): HTML and mentions made inert."""
-    out = []
-    for is_code, piece in _split_code(" ".join(text.split())):
-        out.append(md_code(piece) if is_code else _unping(html.escape(piece, quote=False)))
-    return "".join(out)
+# md_code, md_fence, md_inline and _unping are triage/markdown.py's, shared with the triage comment.
 
 
 def html_inline(text: str) -> Markup:
     """The same markdown as HTML: code spans become `<code>`, everything else is escaped."""
     out = []
-    for is_code, piece in _split_code(" ".join(text.split())):
+    for is_code, piece in split_code(" ".join(text.split())):
         escaped = html.escape(piece.strip() if is_code else piece)
         out.append(f"<code>{escaped}</code>" if is_code else escaped)
     return Markup("".join(out))

@@ -57,7 +57,48 @@ def build_parser() -> argparse.ArgumentParser:
                     help="read at most SIZE of a bigger log: its first and last halves (default 4G)")
     ex.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                     help="colour the text output (default: when stdout is a terminal)")
+    from triage import watch
+
+    watch.add_parser(sub)
+    _add_comment_parser(sub)
     return parser
+
+
+def _add_comment_parser(sub: argparse._SubParsersAction) -> None:
+    epilog = ("exit codes: 0 posted, updated or already up to date, 2 bad input, 4 GitHub failed "
+              "(no token, no permission, no such PR, API down, rate limit)")
+    cm = sub.add_parser(
+        "comment", help="post the triage as one PR comment, edited in place on every run",
+        description="Explain the run (as `triage explain --format markdown`) and keep the result as "
+        "one comment on the pull request: found again by its hidden marker and edited in place, "
+        "never written when unchanged. The token comes from GITHUB_TOKEN.", epilog=epilog)
+    cm.add_argument("log", metavar="LOG", help="the run's log (plain text or .gz)")
+    cm.add_argument("--repo", required=True, metavar="OWNER/NAME", type=_checked("parse_repo"),
+                    help="the repository of the pull request")
+    cm.add_argument("--pr", required=True, metavar="N", type=_checked("parse_number"),
+                    help="the pull request's number")
+    cm.add_argument("--telemetry", metavar="F", help="JSON lines of GPU samples (as for explain)")
+    cm.add_argument("--diff", metavar="PATCH", help="the PR's unified diff (as for explain)")
+    cm.add_argument("--causes", metavar="F", help="your own cause table (YAML), as for explain")
+    cm.add_argument("--api-url", metavar="URL", type=_checked("api_url"),
+                    help="the REST API's base URL, for GitHub Enterprise (e.g. https://github.example.com/"
+                    "api/v3; default: $GITHUB_API_URL, else https://api.github.com)")
+    cm.add_argument("--dry-run", action="store_true",
+                    help="print the body and what would happen (create, update, unchanged); write nothing")
+
+
+def _checked(name: str):
+    """An argparse type from a parser in triage.comment or triage.github (imported only when
+    used: github3.py is not needed to explain a log), its UsageError as argparse's one line."""
+    def convert(text: str) -> object:
+        from triage import comment, github
+
+        parse = getattr(comment, name, None) or getattr(github, name)
+        try:
+            return parse(text)
+        except TrainwreckError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return convert
 
 
 def _size(text: str) -> int:
@@ -78,6 +119,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "explain":
             return _explain(args)
+        if args.command == "watch":
+            from triage import watch
+
+            return watch.main(args)
+        if args.command == "comment":
+            return _comment(args)
     except TrainwreckError as exc:
         print(f"triage: error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", EXIT_BAD_INPUT)
@@ -103,6 +150,26 @@ def _explain(args: argparse.Namespace) -> int:
     sys.stdout.write(out)
     sys.stdout.flush()
     return _STATUS_EXIT[report.status]
+
+
+def _comment(args: argparse.Namespace) -> int:
+    from triage import comment, github, render
+    from triage.explain import explain
+
+    api = github.api_url(args.api_url)
+    target = comment.Target(*args.repo, args.pr)
+    # the whole body first: a bad log fails here, before anything is read from or sent to GitHub
+    body = render.markdown(explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes))
+    policy = github.Policy(notify=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))
+    posted = comment.post(body, marker=render.MARKER, target=target, token=github.token_from_env(),
+                          api=api, policy=policy, dry_run=args.dry_run)
+    if args.dry_run:
+        sys.stdout.write(posted.body)
+        sys.stdout.flush()
+        print(f"triage: {posted.describe()}", file=sys.stderr)
+    else:
+        print(f"triage: {posted.describe()}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from rich.text import Text
 from trainwreck_templates import render as render_template
 
 from triage.explain import Report
+from triage.markdown import defuse_backticks, fit, plain, unping
 from triage.series import Series
 
 MARKER = "<!-- trainwreck:triage -->"
@@ -143,8 +144,9 @@ def _num(v: float) -> str:
 
 
 def _fence(text: str) -> str:
-    # evidence is shown verbatim inside a fence: keep the fence closed and mentions inert
-    return text.replace("```", "'''").replace("@", "@\u200b")
+    # evidence sits verbatim inside the template's ``` fence: no backtick run in it may reach
+    # three (so no line of it can close the fence), and mentions stay inert
+    return unping(defuse_backticks(text))
 
 
 def markdown(report: Report) -> str:
@@ -164,10 +166,8 @@ def markdown(report: Report) -> str:
             "because": ", ".join(f"`{r.symptom}` ({r.weight:+.2g})" for r in c.reasons),
             "evidence": [f"{_loc(e.line, e.source)}: {_fence(e.text[:240])}" for e in c.evidence[:MAX_EVIDENCE]],
         })
-    symptoms = [{"name": s.name, "summary": _fence(s.summary)} for s in report.symptoms]
+    symptoms = [{"name": s.name, "summary": plain(s.summary)} for s in report.symptoms]
     body = render_template("triage_comment.md.j2", marker=MARKER, where=_where(report),
                            status=report.status, causes=causes, symptoms=symptoms, charts=charts,
                            failure_step=report.failure_step, metrics=_series_line(report))
-    if len(body) > COMMENT_LIMIT:
-        body = body[:COMMENT_LIMIT] + "\n\n_(truncated to fit a GitHub comment)_\n"
-    return body
+    return fit(body, COMMENT_LIMIT, hint="`triage explain` on the log shows all of it.")

@@ -270,3 +270,15 @@ def test_a_mutant_in_import_time_code_runs_afresh_and_an_import_failure_is_an_er
     assert "the default learning rate must be small" in by_file["trainer/defaults.py"]["message"] or \
         "error" in by_file["trainer/defaults.py"]["message"].lower()
     assert by_file["trainer/loop.py"]["status"] == "killed"
+
+
+def test_a_change_that_touches_no_training_code_runs_nothing(project, tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["git", "add", "."], cwd=project, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"],
+                   cwd=project, check=True)
+    (project / "tests" / "test_hang.py").write_text("import time\ndef test_hang():\n    time.sleep(60)\n")
+    started = time.monotonic()
+    report = campaign(project, tmp_path, "--since", "HEAD", "--baseline-timeout", "30")
+    assert report["outcomes"] == [] and report["baseline"]["tests"] == 0
+    assert time.monotonic() - started < 15  # the hanging guard test never ran

@@ -1,4 +1,8 @@
-"""A run that stops logging: the last gap between timestamped lines dwarfs the usual one."""
+"""A run that stops logging: the last gap between timestamped lines dwarfs the usual one.
+
+`triage watch` ends a run that went silent with its devices idle and writes one line saying so
+into the log (`watch_hang_line`); that line is the hang's record, timestamps or not.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,15 @@ from triage.records import Evidence, Symptom
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _GLOG = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
 MIN_GAP_S = 120.0
+# The line `triage watch` writes when it ends a hung run: one format, written and read here.
+_WATCH_HANG = re.compile(r"^triage watch: stall timeout: no output for (\d+(?:\.\d+)?) s and (.+?); "
+                         r"ended the run as hung")
+
+
+def watch_hang_line(silent_s: float, idle: str) -> str:
+    """The log line `triage watch` writes when it ends a run as hung (`idle` says what sat idle)."""
+    return (f"triage watch: stall timeout: no output for {silent_s:.0f} s and {idle}; "
+            f"ended the run as hung")
 
 
 def _time(text: str) -> float | None:
@@ -36,6 +49,9 @@ def _time(text: str) -> float | None:
 
 
 def detect(ctx: Context) -> list[Symptom]:
+    watched = _watch_hang(ctx)
+    if watched:
+        return watched
     stamped = []
     for rd in ctx.readings:
         t = _time(rd.text)
@@ -54,4 +70,21 @@ def detect(ctx: Context) -> list[Symptom]:
                         (Evidence(a.line, a.text.strip()[:300], rank=a.rank),
                          Evidence(b.line, b.text.strip()[:300], rank=b.rank)),
                         value=last)]
+    return []
+
+
+def _watch_hang(ctx: Context) -> list[Symptom]:
+    """The hang `triage watch` recorded: its line, and the last thing the run printed before it."""
+    for i in range(len(ctx.readings) - 1, -1, -1):
+        rd = ctx.readings[i]
+        m = _WATCH_HANG.match(rd.text) if rd.text.startswith("triage watch:") else None
+        if not m:
+            continue
+        silent = float(m.group(1))
+        before = next((r for r in reversed(ctx.readings[:i]) if not r.text.startswith("triage watch:")), None)
+        ev = [Evidence(rd.line, rd.text.strip()[:300], rank=rd.rank)]
+        if before is not None:
+            ev.insert(0, Evidence(before.line, before.text.strip()[:300], rank=before.rank))
+        return [Symptom("log-stopped", f"the run hung: no output for {silent:.0f} s and {m.group(2)}, "
+                        "so triage watch ended it", tuple(ev), value=silent)]
     return []
