@@ -23,11 +23,11 @@ from injector import catalog
 from injector.errors import UsageError
 from injector.outcomes import ERROR, KILLED, NO_COVERAGE, STATUSES, SURVIVED, TIMEOUT, Outcome, Report
 from trainwreck_templates import render
-from triage.markdown import code_span as md_code
-from triage.markdown import fence as md_fence
-from triage.markdown import inline as md_inline
-from triage.markdown import split_code
-from triage.markdown import unping as _unping
+from injector.markdown import code_span as md_code
+from injector.markdown import fence as md_fence
+from injector.markdown import inline as md_inline
+from injector.markdown import split_code
+from injector.markdown import unping as _unping
 
 MARKER = "<!-- trainwreck:mutation-report -->"  # finds the sticky PR comment again
 COMMENT_LIMIT = 65_000  # GitHub refuses comment bodies over 65,536 characters
@@ -110,7 +110,7 @@ def _duration(seconds: float) -> str:
 
 
 # ---------------------------------------------------------------- markdown that user text cannot break
-# md_code, md_fence, md_inline and _unping are triage/markdown.py's, shared with the triage comment.
+# md_code, md_fence, md_inline and _unping are injector/markdown.py's, shared with the triage comment.
 
 
 def html_inline(text: str) -> Markup:

@@ -14,7 +14,7 @@ from rich.text import Text
 from trainwreck_templates import render as render_template
 
 from triage.explain import Report
-from triage.markdown import defuse_backticks, fit, plain, unping
+from injector.markdown import defuse_backticks, fit, plain, unping
 from triage.series import Series
 
 MARKER = "<!-- trainwreck:triage -->"

@@ -20,7 +20,7 @@ from triage_corpus import one_log  # noqa: E402
 
 from triage import cli, comment, github, render  # noqa: E402
 from triage.explain import explain  # noqa: E402
-from triage.markdown import GITHUB_LIMIT, fence  # noqa: E402
+from injector.markdown import GITHUB_LIMIT, fence  # noqa: E402
 
 PR = ["--repo", "acme/trainer", "--pr", "7"]
 FIRST = one_log("missing-zero-grad")
