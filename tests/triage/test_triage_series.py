@@ -28,7 +28,9 @@ def test_every_logging_style_yields_loss_lr_and_grad_norm(style):
         assert len(s[name].points) >= 90, name
     assert "val_loss" in s and len(s["val_loss"].points) >= 20
     loss = s["loss"].finite()
-    assert loss[0].value > 1.5 and loss[-1].value < 0.5  # the run learned
+    # the run learned (its training loss stays well above zero: a fifth of its labels are wrong
+    # and half its units are dropped)
+    assert loss[0].value > 1.5 and loss[-1].value < 0.4 * loss[0].value
     steps = [p.step for p in s["loss"].points]
     assert steps == sorted(steps)
 

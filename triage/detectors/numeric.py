@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from statistics import median
 
-from triage.detectors import Context
+from triage.detectors import Context, validation
 from triage.records import Evidence, Symptom
 from triage.series import Point, Series
 
@@ -24,7 +24,10 @@ def detect(ctx: Context) -> list[Symptom]:
         out += non_finite(loss, grad)
         out += divergence(loss)
         out += plateaus(loss, grad)
+        if not any(x.name == "double-softmax-floor" for x in out):
+            out += val_softmax_floor(s)
         out += oscillation(loss)
+        out += repeating_batches(loss)
         out += accuracy_vs_loss(s)
     if grad is not None and grad.points:
         out += grad_trends(grad)
@@ -35,7 +38,8 @@ def detect(ctx: Context) -> list[Symptom]:
     if "memory" in s:
         out += memory_growth(s["memory"], s.get("val_loss") or s.get("val_accuracy"))
     if "val_loss" in s and "loss" in s:
-        out += noisy_validation(s["val_loss"])
+        out += validation.overfit_after_first_eval(s["loss"], s["val_loss"])
+        out += validation.noisy_validation(s["loss"], s["val_loss"], s.get("lr"))
     if "data_time" in s and "batch_time" in s:
         out += data_wait(s["data_time"], s["batch_time"])
     return out
@@ -131,18 +135,56 @@ def plateaus(loss: Series, grad: Series | None) -> list[Symptom]:
             out.append(Symptom("loss-at-log-c", f"{loss.name} sits at ln({c}) = {math.log(c):.4g}, "
                                f"the loss of a uniform guess over {c} classes", (_ev(pts[-1], loss.name),),
                                value=tail))
-    # cross-entropy over probabilities: from ln(C) the loss can only fall to ln(e + C - 1) - 1
-    c_est = math.exp(first)
-    if 1.8 <= c_est <= 2000:
-        floor = math.log(math.e + c_est - 1) - 1
-        if tail < 0.9 * first and abs(tail - floor) / floor < 0.1:
-            out.append(Symptom("double-softmax-floor",
-                               f"{loss.name} fell from {first:.4g} (about ln {c_est:.0f}) and stalled at "
-                               f"{tail:.4g}, the floor of cross-entropy over softmax outputs "
-                               f"(ln(e+C-1)-1 = {floor:.4g})", (_ev(pts[0], loss.name, "first"),
-                                                                _ev(pts[-1], loss.name, "last")),
-                               value=tail))
+    floor = softmax_floor(loss, first)
+    if floor is not None:
+        out.append(floor)
     return out
+
+
+def softmax_floor(loss: Series, start: float, accuracy: float = 1.0) -> Symptom | None:
+    """A loss that fell from ln(C) (`start`) and stalled where cross-entropy over probabilities must.
+
+    Cross-entropy applied to softmax outputs instead of logits scores a confident right answer
+    ln(e + C - 1) - 1 and a confident wrong one ln(e + C - 1): a model right on a share
+    `accuracy` of samples cannot get below ln(e + C - 1) - accuracy, and sits there once it is
+    confident. (With accuracy 1 that is the familiar floor ln(e + C - 1) - 1.)
+    """
+    pts = loss.finite()
+    if len(pts) < 8:
+        return None
+    vals = [p.value for p in pts]
+    tail = _mean(vals[-max(2, len(vals) // 5):])
+    c_est = math.exp(start)
+    if not 1.8 <= c_est <= 2000:
+        return None
+    floor = math.log(math.e + c_est - 1) - accuracy
+    if tail < 0.9 * start and abs(tail - floor) / floor < 0.1:
+        where = "" if accuracy == 1.0 else f" at accuracy {accuracy:.3g}"
+        return Symptom("double-softmax-floor",
+                       f"{loss.name} fell from about ln {c_est:.0f} = {start:.4g} and stalled at "
+                       f"{tail:.4g}, the floor of cross-entropy over softmax outputs{where} "
+                       f"(ln(e+C-1)-{accuracy:.3g} = {floor:.4g})", (_ev(pts[0], loss.name, "first"),
+                                                                    _ev(pts[-1], loss.name, "last")),
+                       value=tail)
+    return None
+
+
+def val_softmax_floor(s: dict[str, Series]) -> list[Symptom]:
+    """The softmax floor seen on validation, where the validation accuracy says where it lies.
+
+    With some wrong training labels the training loss of even a perfect model sits above the
+    floor; validation, with its accuracy logged beside it, still shows it. The model must be
+    right more often than not, or the floor is too close to ln(C) to tell from not learning.
+    """
+    train, val, acc = s.get("loss"), s.get("val_loss"), s.get("val_accuracy")
+    if train is None or val is None or acc is None or not train.finite() or not acc.finite():
+        return []
+    a = acc.finite()[-1].value
+    a = a / 100 if a > 1 else a
+    if not 0.5 <= a <= 1:
+        return []
+    found = softmax_floor(val, train.finite()[0].value, a)
+    return [found] if found is not None else []
 
 
 def oscillation(loss: Series) -> list[Symptom]:
@@ -164,6 +206,57 @@ def oscillation(loss: Series) -> list[Symptom]:
                                                                _ev(hi, loss.name, "high")),
                         value=_std(second) / first)]
     return []
+
+
+REPEAT_Z = 4.0  # standard errors a correlation must clear, at one period and at two
+REPEAT_POINTS = 800
+
+
+def repeating_batches(loss: Series) -> list[Symptom]:
+    """A training loss whose ups and downs repeat with a fixed period: the same batches every epoch.
+
+    With shuffling, which samples share a batch changes every epoch and the batch-to-batch
+    wiggles of the loss do not repeat. Without it (or with a sampler that is never told the
+    epoch) every epoch replays the same batches in the same order, and the wiggles come back
+    one epoch later. The loss is detrended with a running median, then the correlation of the
+    wiggles with themselves one and two periods later must both be far outside chance
+    (REPEAT_Z standard errors, 1/sqrt(pairs) each, for the shortest period that qualifies).
+    """
+    pts = [p for p in loss.finite() if p.value > 0]
+    if len(pts) < 24 or len(pts) < len(loss.points) * 0.8:
+        return []
+    pts = pts[-REPEAT_POINTS:]  # the search costs points x periods; the end of a long run says enough
+    n = len(pts)
+    logs = [math.log(p.value) for p in pts]
+    # what is left after a running median of nine points: batch-to-batch wiggles, not the trend
+    wiggle = [logs[i] - median(logs[max(0, i - 4):i + 5]) for i in range(n)]
+    for period in range(2, min(n // 3, REPEAT_POINTS // 4) + 1):
+        z1 = _corr(wiggle[:-period], wiggle[period:]) * math.sqrt(n - period)
+        if z1 < REPEAT_Z:
+            continue
+        z2 = _corr(wiggle[:-2 * period], wiggle[2 * period:]) * math.sqrt(n - 2 * period)
+        if z2 < REPEAT_Z:
+            continue
+        # cite the period's largest wiggle and its repeat one period later
+        i = max(range(period, 2 * period), key=lambda k: wiggle[k])
+        a, b = pts[i], pts[i + period]
+        return [Symptom("batch-order-repeats",
+                        f"the training loss repeats the same ups and downs every {period} logged "
+                        f"points ({b.step - a.step} steps; correlation {z1 / math.sqrt(n - period):.2f} "
+                        f"one period later, {z2 / math.sqrt(n - 2 * period):.2f} two): the batches "
+                        "come in the same order every epoch",
+                        (_ev(a, loss.name, "high point"), _ev(b, loss.name, "one period later")),
+                        step=b.step - a.step, value=z1 / math.sqrt(n - period))]
+    return []
+
+
+def _corr(xs: list[float], ys: list[float]) -> float:
+    mx, my = _mean(xs), _mean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx == 0 or syy == 0:
+        return 0.0
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / math.sqrt(sxx * syy)
 
 
 def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:
@@ -316,24 +409,6 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
                             value=total)]
     return [Symptom("memory-growing", f"memory grew steadily from {vals[0]:.4g} to {vals[-1]:.4g} "
                     f"over steps {pts[0].step}-{pts[-1].step}", ev, value=total)]
-
-
-def noisy_validation(val: Series) -> list[Symptom]:
-    pts = val.finite()
-    if len(pts) < 6:
-        return []
-    vals = [p.value for p in pts[len(pts) // 3:]]
-    diffs = [abs(b - a) for a, b in zip(vals, vals[1:])]
-    ups = sum(1 for a, b in zip(vals, vals[1:]) if b > a) / len(diffs)
-    level = _mean(vals)
-    # a diverging run's validation loss is not "noisy": require it to stay within one decade
-    if min(vals) <= 0 or max(vals) > 10 * min(vals):
-        return []
-    if level > 0 and _mean(diffs) / level > 0.25 and ups >= 0.4:
-        return [Symptom("val-noisy", f"validation loss jumps by {100 * _mean(diffs) / level:.0f}% of its "
-                        "level between evaluations", (_ev(pts[-2], val.name), _ev(pts[-1], val.name)),
-                        value=_mean(diffs) / level, strength=0.6)]
-    return []
 
 
 def data_wait(data: Series, batch: Series) -> list[Symptom]:

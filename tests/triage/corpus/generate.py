@@ -1,9 +1,14 @@
 """Regenerate triage's labelled corpus: run `train.py` once per (fault, style, seed), keep the logs.
 
-Run from anywhere: `python tests/triage/corpus/generate.py [--jobs N]`. It rewrites `logs/` and
-`manifest.json` (file, cause, style, seed, ranks). Every byte of every log is what the program
-and torch printed (stdout and stderr interleaved, as CI captures them); a few logs are stored
-gzipped, as CI artifacts often are. Nothing here runs at test time: the tests read the committed logs.
+Run from anywhere: `python tests/triage/corpus/generate.py [--set corpus|heldout] [--jobs N]`.
+It rewrites the set's `logs/` and `manifest.json` (file, cause, style, seed, ranks). Every byte of
+every log is what the program and torch printed (stdout and stderr interleaved, as CI captures
+them); a few logs are stored gzipped, as CI artifacts often are. Nothing here runs at test time:
+the tests read the committed logs.
+
+Two sets: `corpus` (this directory) is what detectors and weights are tuned and tested on;
+`heldout` (`heldout/`) has other seeds and other logging styles per fault and is only ever
+measured (`bench/triage_accuracy.py`), never tuned on, so it shows how far the tuning carries.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-LOGS = HERE / "logs"
+SETS = {"corpus": HERE, "heldout": HERE / "heldout"}
 STYLES = ("kv", "colon", "epoch", "json", "hf", "logging", "lightning", "tqdm")
 
 # Faults seeded into the single-process program, three logging styles each.
@@ -35,8 +40,21 @@ FAULTS = (
 DISTRIBUTED = ("ddp-unused-parameters", "rank-skip")
 
 
-def runs() -> list[dict]:
+def runs(which: str = "corpus") -> list[dict]:
+    """The runs of one set: fault, logging style, seed, ranks."""
     out: list[dict] = []
+    if which == "heldout":
+        # seeds the corpus never used, and for each fault the styles it was not tuned on
+        for n, fault in enumerate(FAULTS):
+            for k in (3, 4):
+                style = STYLES[(n + 3 * k) % len(STYLES)]
+                out.append({"fault": fault, "style": style, "seed": 100 + k, "ranks": 1})
+        for k, style in enumerate(("colon", "hf", "tqdm", "json", "epoch", "logging")):
+            out.append({"fault": "healthy", "style": style, "seed": 120 + k, "ranks": 1})
+        for fault in DISTRIBUTED:
+            for k, style in enumerate(("json", "kv")):
+                out.append({"fault": fault, "style": style, "seed": 100 + k, "ranks": 2, "tee": k == 1})
+        return out
     for n, fault in enumerate(FAULTS):
         for k in range(3):
             style = STYLES[(n + 3 * k) % len(STYLES)]
@@ -55,7 +73,7 @@ def name(run: dict) -> str:
     return f"{run['fault']}__{run['style']}__s{run['seed']}.log"
 
 
-def execute(run: dict) -> dict:
+def execute(run: dict, logs: Path) -> dict:
     args = ["train.py", "--fault", run["fault"], "--style", run["style"], "--seed", str(run["seed"])]
     if run["fault"] == "dataloader-bottleneck":
         args += ["--epochs", "2"]
@@ -74,7 +92,7 @@ def execute(run: dict) -> dict:
     proc = subprocess.run(cmd, cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=300)
     data = proc.stdout
-    path = LOGS / name(run)
+    path = logs / name(run)
     if run["fault"] == "healthy" and run["style"] in ("kv", "lightning") and run["seed"] < 10:
         path = path.with_suffix(".log.gz")
         data = gzip.compress(data, mtime=0)
@@ -86,20 +104,24 @@ def execute(run: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=sorted(SETS), default="corpus", dest="which")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", help="regenerate only runs whose fault contains this text")
+    parser.add_argument("--out", type=Path, help="write logs/ and manifest.json here instead (a scratch copy)")
     a = parser.parse_args()
-    LOGS.mkdir(exist_ok=True)
-    todo = [r for r in runs() if not a.only or a.only in r["fault"]]
+    root = a.out or SETS[a.which]
+    logs = root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    todo = [r for r in runs(a.which) if not a.only or a.only in r["fault"]]
     with ThreadPoolExecutor(a.jobs) as pool:
-        done = list(pool.map(execute, todo))
-    manifest_path = HERE / "manifest.json"
+        done = list(pool.map(lambda r: execute(r, logs), todo))
+    manifest_path = root / "manifest.json"
     old = json.loads(manifest_path.read_text()) if a.only and manifest_path.exists() else []
     keep = {m["file"]: m for m in old}
     keep.update({m["file"]: m for m in done})
     manifest = sorted(keep.values(), key=lambda m: m["file"])
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
-    print(f"{len(done)} logs written to {LOGS}")
+    print(f"{len(done)} logs written to {logs}")
 
 
 if __name__ == "__main__":

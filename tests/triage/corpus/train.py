@@ -3,6 +3,15 @@
 `generate.py` runs it once per (fault, logging style, seed) and keeps what it prints as a log.
 Each fault is the catalog's mutation (or, for causes triage only observes, the mistake that
 produces them) applied to an otherwise healthy loop, so every log line torch prints is real.
+
+The task is as hard as real training in the ways that let train/eval-mode faults show: a
+small training set with a share of wrong labels (the validation set is clean), and a network
+with far more capacity than the data needs, held back by heavy dropout. Trained in eval mode
+after its first evaluation (`model.train()` missing), it loses its dropout, memorises the wrong
+labels and overfits; evaluated in training mode (`model.eval()` missing), dropout makes every
+evaluation a different random network, so validation is noisy and worse. (No batch-norm: it
+would change what other faults show: with class-sorted data it wipes out the class signal of
+single-class batches, and it lets a 100x learning rate collapse to chance instead of NaN.)
 """
 
 from __future__ import annotations
@@ -23,6 +32,13 @@ CLASSES = 10
 FEATURES = 20
 MICRO_BATCH = 16
 ACCUM = 4  # micro-batches per optimizer step
+TRAIN_SIZE = 512  # eight optimizer steps an epoch
+VAL_SIZE = 512
+LABEL_NOISE = 0.2  # share of training labels replaced by a random class, as crowd labels are
+WIDTH = 512
+DROPOUT = 0.5
+EVAL_BATCH = MICRO_BATCH
+EVAL_EVERY = 4  # optimizer steps: twice an epoch
 
 
 def rss_mb() -> float:
@@ -112,12 +128,12 @@ class Net(nn.Module):
     def __init__(self, fault: str, classes: int = CLASSES, outputs: int = CLASSES) -> None:
         super().__init__()
         self.fault = fault
-        self.fc1 = nn.Linear(FEATURES if fault != "shape-mismatch" else FEATURES + 4, 256)
-        self.fc2 = nn.Linear(256, 256)
-        self.head = nn.Linear(256, outputs)
+        self.fc1 = nn.Linear(FEATURES if fault != "shape-mismatch" else FEATURES + 4, WIDTH)
+        self.fc2 = nn.Linear(WIDTH, WIDTH)
+        self.head = nn.Linear(WIDTH, outputs)
         if fault == "ddp-unused-parameters":
-            self.unused = nn.Linear(256, 256)  # an auxiliary head the loss never uses
-        self.drop = nn.Dropout(0.3)
+            self.unused = nn.Linear(WIDTH, WIDTH)  # an auxiliary head the loss never uses
+        self.drop = nn.Dropout(DROPOUT)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         eps = 0.0 if self.fault == "missing-epsilon" else 1e-6
@@ -133,13 +149,15 @@ class Net(nn.Module):
         return self.head(self.drop(h))
 
 
-def make_data(n: int, seed: int, sort: bool = False, zeros: bool = False):
+def make_data(n: int, seed: int, sort: bool = False, zeros: bool = False, noise: float = 0.0):
     g = torch.Generator().manual_seed(seed)
-    centers = torch.randn(CLASSES, FEATURES, generator=torch.Generator().manual_seed(1234)) * 1.2
+    centers = torch.randn(CLASSES, FEATURES, generator=torch.Generator().manual_seed(1234))
     y = torch.randint(0, CLASSES, (n,), generator=g)
     x = centers[y] + torch.randn(n, FEATURES, generator=g)
-    if zeros:  # a few all-zero rows, the padding a real pipeline lets through
-        x[torch.randperm(n, generator=g)[:3]] = 0.0
+    wrong = torch.rand(n, generator=g) < noise
+    y = torch.where(wrong, torch.randint(0, CLASSES, (n,), generator=g), y)
+    if zeros:  # an all-zero row, the padding a real pipeline lets through
+        x[torch.randperm(n, generator=g)[:1]] = 0.0
     if sort:
         order = torch.argsort(y, stable=True)
         x, y = x[order], y[order]
@@ -157,7 +175,7 @@ def main() -> None:
     p.add_argument("--fault", default="healthy")
     p.add_argument("--style", default="kv")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--epochs", type=int, default=6)
+    p.add_argument("--epochs", type=int, default=24)
     p.add_argument("--every", type=int, default=2)
     a = p.parse_args()
     fault = a.fault
@@ -171,8 +189,9 @@ def main() -> None:
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=8))
         rank = dist.get_rank()
 
-    x, y = make_data(2048, a.seed, sort=fault == "no-shuffle", zeros=fault in ("missing-epsilon", "healthy"))
-    vx, vy = make_data(512, a.seed + 1000)
+    x, y = make_data(TRAIN_SIZE, a.seed, sort=fault == "no-shuffle",
+                     zeros=fault in ("missing-epsilon", "healthy"), noise=LABEL_NOISE)
+    vx, vy = make_data(VAL_SIZE, a.seed + 1000)
     if fault == "label-out-of-range":
         y = y + 1  # labels 1..C from a 1-based mapping
     regression = fault == "broadcast-shape"
@@ -280,7 +299,7 @@ def main() -> None:
                 log.train(step, epoch, i // ACCUM, per_epoch, m)
             running = 0.0
             data_time = 0.0
-            if step % 8 == 0:
+            if step % EVAL_EVERY == 0:
                 evaluate(model, vx, vy, fault, log, step, epoch, regression)
                 if fault != "missing-train-mode":
                     model.train()
@@ -301,7 +320,8 @@ def evaluate(model, vx, vy, fault, log, step, epoch, regression) -> None:
         model.eval()
     ctx = torch.enable_grad() if fault == "missing-no-grad-eval" else torch.no_grad()
     with ctx:
-        out = model(vx)
+        # batch by batch, as a validation DataLoader feeds it; the metrics over the whole set
+        out = torch.cat([model(vx[i:i + EVAL_BATCH]) for i in range(0, len(vx), EVAL_BATCH)])
         if regression:
             loss = F.mse_loss(out, vy.float() / CLASSES)
             acc = 0.0

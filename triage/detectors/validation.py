@@ -1,0 +1,197 @@
+"""Symptoms read from how validation moves against training: overfitting, noisy evaluation.
+
+Both measure a run against itself, never against an absolute scale: the yardsticks are the
+run's own training loss (its batch-to-batch noise, how far it falls) and its own validation
+noise. They are what a forgotten `model.train()` / `model.eval()` leaves in a log:
+
+- `overfit-after-first-eval`: from the first evaluations on the training loss keeps falling
+  while validation gets no better, so the val/train ratio grows severalfold. A model left in
+  eval mode after its first evaluation trains without dropout (and with frozen batch-norm
+  statistics), and memorises its training set from that step on.
+- `val-noisy`: validation jumps between evaluations although the learning rate has decayed and
+  the weights barely move. Evaluated in eval mode, a model is a fixed function of its weights;
+  evaluated in training mode, dropout (and small-batch statistics) add fresh noise every time.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from statistics import median
+
+from triage.records import Evidence, Symptom
+from triage.series import Point, Series
+
+MIN_EVALS = 6
+# How much wider the val/train loss ratio must get after its narrowest point in the first
+# evaluations. A regularised run keeps fitting its training set a little after validation
+# levels off, so some widening is normal: on the tuning runs (the corpus and scratch seeds of
+# the same program) healthy runs widened at most 2.7x and runs left in eval mode at least 4.1x;
+# this sits between the two, and a change must also clear the run's own noise.
+GAP_GROWTH = 3.3
+Z = 3.0  # standard errors a change must clear to count as one
+# Validation counts as noisy when, at a decayed learning rate, it jumps by more than this share
+# of the training loss's batch-to-batch noise. Both are put on the square-root scale first: a
+# mean of per-sample losses has noise that grows like the square root of its level (most of it
+# comes from the few samples with large losses), so a training loss that has fallen far is not
+# mistaken for a quiet one. A deterministic evaluation of slowly moving weights stays well below
+# it (on the tuning runs: healthy ones at most 0.02, runs with other faults at most 0.045);
+# evaluation with dropout on does not (0.088 and up).
+NOISE_SHARE = 0.06
+# Training and validation must measure the same thing for their ratio to mean anything: at the
+# first evaluation they agree within this factor (a summed loss or another criterion does not).
+SAME_SCALE = 3.0
+LOW_LR = 0.3  # "decayed": at most this share of the run's peak learning rate
+# Without a decayed learning rate the weights still move a lot between evaluations, and their
+# movement alone can explain more jitter: ask for twice the share, and be less sure.
+UNDECAYED_FACTOR = 2.0
+UNDECAYED_STRENGTH = 0.6
+
+
+def _ev(p: Point, name: str, note: str = "") -> Evidence:
+    text = f"{name} = {p.value:.6g} at step {p.step}" + (f" ({note})" if note else "")
+    return Evidence(p.line, text, rank=p.rank, step=p.step)
+
+
+def noise(xs: list[float], *, robust: bool = True) -> float:
+    """The white-noise standard deviation of a series, from its second differences.
+
+    Second differences cancel any locally linear trend, so a falling or rising series is not
+    mistaken for a noisy one (white noise of deviation s gives differences of deviation
+    s * sqrt(6)). `robust` takes their median, so one odd value does not decide; otherwise
+    their mean, which uses every jump and so needs fewer evaluations to be sure.
+    """
+    d = [abs(c - 2 * b + a) for a, b, c in zip(xs, xs[1:], xs[2:])]
+    if not d:
+        return 0.0
+    if robust:
+        return median(d) / (0.6745 * math.sqrt(6))
+    return sum(d) / len(d) * math.sqrt(math.pi / 2) / math.sqrt(6)
+
+
+def _usable(series: Series | None) -> list[Point]:
+    """Finite positive points with a line number, or nothing if the series ever went non-finite."""
+    if series is None or any(not math.isfinite(p.value) for p in series.points):
+        return []
+    return [p for p in series.points if p.value > 0 and p.line is not None]
+
+
+def intervals(train: list[Point], val: list[Point]) -> list[tuple[Point, list[Point]]]:
+    """Each evaluation with the training points logged since the one before it (both in log order)."""
+    out: list[tuple[Point, list[Point]]] = []
+    j = 0
+    for v in val:
+        start = j
+        while j < len(train) and (train[j].line or 0) <= (v.line or 0):
+            j += 1
+        out.append((v, train[start:j]))
+    return out
+
+
+def overfit_after_first_eval(loss: Series | None, val: Series | None) -> list[Symptom]:
+    """Training loss pulling away from validation from the first evaluations on.
+
+    The gap is the ratio of validation loss to the training loss logged since the evaluation
+    before. It must be lowest within the first quarter of evaluations and grow by
+    GAP_GROWTH or more by the last quarter, well outside its own noise, while validation
+    ends no better than where the gap was lowest: the fitting that went on was overfitting.
+    """
+    train, vals = _usable(loss), _usable(val)
+    if len(vals) < MIN_EVALS or not train:
+        return []
+    spans = intervals(train, vals)
+    if not spans[0][1]:
+        return []  # no training logged before the first evaluation: nothing to place it after
+    if abs(math.log(spans[0][0].value / spans[0][1][-1].value)) > math.log(SAME_SCALE):
+        return []
+    pairs = [(v, sum(p.value for p in pts) / len(pts)) for v, pts in spans[1:] if pts]
+    n = len(pairs)
+    if n < MIN_EVALS - 1:
+        return []
+    q = max(2, n // 4)
+    gap = [math.log(v.value / t) for v, t in pairs]
+    # a running median of three: the low point of the gap, not of one noisy evaluation
+    smooth = [median(gap[max(0, i - 1):i + 2]) for i in range(n)]
+    low = min(range(n), key=lambda i: smooth[i])
+    if low >= q:
+        return []  # the gap kept closing for a while: ordinary training, not this
+    late = median(gap[-q:])
+    widened = late - smooth[low]
+    sigma_g = noise(gap)
+    if widened < math.log(GAP_GROWTH) or widened < Z * 1.25 * sigma_g * math.sqrt(1 / q + 1 / 3):
+        return []
+    v_low = median(v.value for v, _ in pairs[max(0, low - 1):low + 2])
+    v_late = median(v.value for v, _ in pairs[-q:])
+    sigma_v = noise([v.value for v, _ in pairs])
+    if v_late < v_low - Z * 1.25 * sigma_v * math.sqrt(1 / q + 1 / 3):
+        return []  # validation still improved: the model was learning, not only memorising
+    t_low = median(t for _, t in pairs[max(0, low - 1):low + 2])
+    t_late = median(t for _, t in pairs[-q:])
+    first = spans[0][0]
+    lowest = pairs[low][0]
+    growth = math.exp(widened)
+    vname = val.name if val else "val_loss"
+    tname = loss.name if loss else "loss"
+    summary = (f"from the first evaluation (step {first.step}) the training loss pulls away from "
+               f"validation: it fell from {t_low:.3g} to {t_late:.3g} while validation loss went from "
+               f"{v_low:.3g} to {v_late:.3g} (val/train ratio {growth:.1f}x wider than at step "
+               f"{lowest.step})")
+    evidence = (_ev(first, vname, "first evaluation"),
+                _ev(lowest, vname, "train/val gap at its narrowest"),
+                _ev(vals[-1], vname, "last evaluation"),
+                _ev(train[-1], tname, "last training loss"))
+    return [Symptom("overfit-after-first-eval", summary, evidence, step=first.step, value=growth)]
+
+
+def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None) -> list[Symptom]:
+    """Validation that keeps jumping between evaluations once the learning rate has decayed."""
+    train, vals = _usable(loss), _usable(val)
+    if len(vals) < MIN_EVALS * 2 or len(train) < 8:
+        return []
+    window, decayed = quiet_window(vals, lr)
+    if len(window) < MIN_EVALS:
+        return []
+    values = [p.value for p in window]
+    settled = [p.value for p in vals[len(vals) // 4:]]
+    if max(settled) > 10 * min(settled):
+        return []  # a diverging or recovering run is not "noisy"
+    first = vals.index(window[0])
+    lo = vals[first - 1].line if first else 0
+    hi = window[-1].line
+    t_values = [p.value for p in train if lo < (p.line or 0) <= (hi or 0)]
+    if len(t_values) < 8:
+        return []
+    sigma_v, sigma_t = noise(values, robust=False), noise(t_values, robust=False)
+    if sigma_t <= 0:
+        return []
+    share = (sigma_v / math.sqrt(median(values))) / (sigma_t / math.sqrt(median(t_values)))
+    need = NOISE_SHARE * (1 if decayed else UNDECAYED_FACTOR)
+    if share < need:
+        return []
+    a, b = max(zip(window, window[1:]), key=lambda ab: abs(ab[1].value - ab[0].value))
+    where = (f"after the learning rate decayed (from step {window[0].step})" if decayed
+             else f"from step {window[0].step}")
+    name = val.name if val else "val_loss"
+    summary = (f"validation loss jumps between evaluations {where} by {share:.2f}x the training "
+               f"loss's batch-to-batch noise; an evaluation in eval mode moves under {need:.2g}x")
+    return [Symptom("val-noisy", summary, (_ev(a, name), _ev(b, name, "largest jump")),
+                    step=window[0].step, value=share, strength=1.0 if decayed else UNDECAYED_STRENGTH)]
+
+
+def quiet_window(vals: list[Point], lr: Series | None) -> tuple[list[Point], bool]:
+    """The evaluations made at a decayed learning rate, or else the last three quarters of them."""
+    settled = vals[len(vals) // 4:]
+    rates = [p for p in lr.finite() if p.line is not None] if lr is not None else []
+    if len(rates) < 4:
+        return settled, False
+    peak_i = max(range(len(rates)), key=lambda i: rates[i].value)
+    peak = rates[peak_i].value
+    if peak <= 0:
+        return settled, False
+    lines = [r.line or 0 for r in rates]
+    quiet = []
+    for v in settled:
+        i = bisect.bisect_left(lines, v.line or 0) - 1  # the rate in force when it was evaluated
+        if i >= peak_i and rates[i].value <= LOW_LR * peak:
+            quiet.append(v)
+    return (quiet, True) if len(quiet) >= MIN_EVALS else (settled, False)
