@@ -270,7 +270,7 @@ class Campaign:
             baseline=Baseline(baseline["tests"], round(baseline["duration"], 3), tuple(baseline["flaky"]),
                               self.settings.repeat),
             outcomes=ordered(outcomes), duration=round(time.monotonic() - self.started, 3),
-            sources={file: text for file, text in sources.items() if any(m.file == file for m in mutants)},
+            sources={file: sources[file] for file in {m.file for m in mutants}},
             created=self.created, version=__version__,
         )
 

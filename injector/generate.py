@@ -85,14 +85,14 @@ def mutants_for_files(files: list[SourceFile], operators: Iterable[Operator],
         results = [_file_mutants(file, operators) for file in files]
     mutants: list[Mutant] = []
     skipped: list[Skipped] = []
+    lines = 0
     for file, result in zip(files, results):
         if isinstance(result, Skipped):
             skipped.append(result)
         else:
             mutants.extend(result)
-    return Generation(mutants, skipped, len(files) - len(skipped),
-                      total_lines - sum(f.text.count("\n") for f in files
-                                        if any(s.relative == f.relative for s in skipped)))
+            lines += file.text.count("\n")
+    return Generation(mutants, skipped, len(files) - len(skipped), lines)
 
 
 def _file_mutants(file: SourceFile, operators: tuple[Operator, ...]) -> list[Mutant] | Skipped:

@@ -64,11 +64,6 @@ def callee_name(call: cst.Call) -> str | None:
     return last_name(call.func)
 
 
-def receiver(call: cst.Call) -> cst.BaseExpression | None:
-    """`x` for a method call `x.f(...)`, None for a plain function call."""
-    return call.func.value if isinstance(call.func, cst.Attribute) else None
-
-
 def is_functional(call: cst.Call) -> bool:
     """True for `F.f(...)`, `torch.f(...)`, `torch.nn.functional.f(...)` and bare `f(...)`;
     False for a tensor method `x.f(...)`."""

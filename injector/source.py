@@ -109,16 +109,6 @@ class Source:
         return any(isinstance(a, cst.If) and "__name__" in self.code(a.test) and "__main__" in self.code(a.test)
                    for a in self.ancestors(node))
 
-    def statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
-        """The statement (small or compound) that contains `node`."""
-        current: cst.CSTNode = node
-        while not isinstance(current, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            parent = self._parents.get(current)
-            if parent is None:
-                return current
-            current = parent
-        return current
-
     def within(self, node: cst.CSTNode, kind: type[N] | tuple[type, ...]) -> list[N]:
         """Nodes of the given type(s) inside `node` (or `node` itself), in document order."""
         start, end = self.span(node)

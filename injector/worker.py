@@ -42,7 +42,6 @@ from injector.mutants import Edit, apply_edits
 from injector.outcomes import ERROR, KILLED, NO_COVERAGE, SURVIVED, TIMEOUT
 
 TIMEOUT_CONSTANT = 5.0  # seconds added to every mutant's time limit
-FRESH_START = "fresh"
 MESSAGE_LIMIT = 500
 
 

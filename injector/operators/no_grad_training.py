@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import libcst as cst
-
 from injector.operators.base import Change, Example, Operator
 from injector.patterns import forward_run
 

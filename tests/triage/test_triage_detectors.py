@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triage_corpus import LOGS, logs_for
+from triage_corpus import logs_for
 from triage import detectors, reader
 from triage.detectors import signatures
 from triage.series import SeriesBuilder
