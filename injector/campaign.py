@@ -1,9 +1,11 @@
 """A campaign: every mutant against the project's guards, in scratch copies, with a report.
 
-The user's tree is only ever read: the guards run in scratch copies (one per job slot) made
-before the first mutant and deleted afterwards, and mutants reach the copies through the
-warm worker (`injector.worker`), never through the user's files. An interrupted or killed
-campaign therefore leaves the project byte-identical.
+The user's tree is only ever read: the guards run in scratch copies (`injector.scratch`), one
+per job slot, made before the first mutant and deleted afterwards. Each slot has a warm worker
+(`injector.worker`) that runs the commands this module sends it: the baseline (in slot 0),
+then one mutant at a time. This module is the scheduler: it decides which tests can kill each
+mutant (from the baseline's line reach), their order and time limit, hands mutants to idle
+workers, and re-runs a timeout alone before believing it.
 """
 
 from __future__ import annotations
@@ -11,23 +13,25 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import selectors
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
+from injector import __version__, protocol, reach, scratch
 from injector.errors import TrainwreckError, UsageError
 from injector.mutants import LineIndex, Mutant
-from injector import __version__
-from injector.outcomes import Baseline, Outcome, Report, ordered
+from injector.outcomes import NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
 
-NOT_COPIED = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
-              ".tox", ".nox", "node_modules", "trainwreck-report", ".venv", "venv"}
+TIMEOUT_CONSTANT = 5.0  # seconds added to every mutant's time limit
 
 
 class CampaignError(TrainwreckError):
@@ -39,8 +43,12 @@ class Guard:
     """What must fail on a mutant: a pytest run (run warm, in-process) or any command."""
 
     text: str
-    mode: str  # "pytest" or "command"
+    mode: Literal["pytest", "command"]
     pytest_args: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
+    # A command that runs a Python script or module with this interpreter: it runs warm,
+    # in a forked child of a worker that has imported the script's libraries.
+    warm: bool = False
 
     @classmethod
     def parse(cls, text: str, root: Path) -> Guard:
@@ -60,9 +68,15 @@ class Guard:
             if importlib.util.find_spec("pytest") is None:
                 raise UsageError("the guard runs pytest, which is not installed in this environment")
             return cls(text, "pytest", pytest_args)
-        if shutil.which(argv[0], path=os.environ.get("PATH")) is None and not (root / argv[0]).is_file():
+        found = shutil.which(argv[0], path=os.environ.get("PATH"))
+        if found is None and not (root / argv[0]).is_file():
             raise UsageError(f"the guard command {argv[0]!r} was not found")
-        return cls(text, "command")
+        python = argv[1] if argv[0] == "env" and len(argv) > 1 else argv[0]
+        same_python = os.path.realpath(shutil.which(python) or python) == os.path.realpath(sys.executable)
+        from injector.worker.guards import PythonCommand
+
+        warm = same_python and PythonCommand.parse(text) is not None
+        return cls(text, "command", argv=tuple(argv), warm=warm)
 
     def pytest_options(self, root: Path) -> list[str]:
         """The guard's pytest options without its test paths (fresh runs name the tests)."""
@@ -161,22 +175,62 @@ def gpu_count() -> int:
     return count
 
 
+@dataclass
+class _Slot:
+    """A worker process and its pipes, and the mutant it is running."""
+
+    index: int
+    process: subprocess.Popen
+    commands: int
+    events: int
+    log: object
+    buffer: bytes = b""
+    ready: protocol.Ready | None = None
+    job: _Job | None = None
+
+
+@dataclass
+class _Job:
+    """One mutant's run: which tests, in which order, and whether it must run alone."""
+
+    mutant: Mutant
+    tests: tuple[str, ...]
+    limit: float
+    alone: bool = False  # a timeout being confirmed: nothing else runs meanwhile
+    shared: bool = False  # another mutant ran at the same time at some point
+    first: protocol.Result | None = None  # the first run's result, when this run confirms it
+
+
+@dataclass
+class _Test:
+    name: str
+    outcomes: tuple[str, ...]
+    duration: float
+    lines: frozenset = field(default_factory=frozenset)
+
+    @property
+    def usable(self) -> bool:
+        """Passed in every baseline run: neither failing, skipped nor flaky."""
+        return bool(self.outcomes) and all(o == "passed" for o in self.outcomes)
+
+
 class Campaign:
-    """A running campaign. Entering copies the project and starts the warm worker, which
-    imports the guard, collects its tests and runs the baseline while the caller makes the
-    mutants; `run` hands them over. Leaving ends the worker and everything it started, and
-    deletes the scratch copies, however the block is left."""
+    """A running campaign. Entering copies the project once per job slot and starts a warm
+    worker in each, and slot 0's worker runs the baseline while the caller makes the mutants;
+    `run` hands them out. Leaving ends every worker and everything they started, and deletes
+    the scratch copies, however the block is left (a signal during the clean-up included)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.scratch: Path | None = None
-        self.worker: subprocess.Popen | None = None
+        self.slots: list[_Slot] = []
+        self.selector = selectors.DefaultSelector()
 
     def __enter__(self) -> Campaign:
         self.started = time.monotonic()
         self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.gpus = gpu_count()
-        self.scratch = Path(tempfile.mkdtemp(prefix="trainwreck-"))
+        self.scratch = scratch.create()
         try:
             self._start()
         except BaseException:
@@ -187,72 +241,210 @@ class Campaign:
     def _start(self) -> None:
         assert self.scratch is not None
         settings = self.settings
-        slots = []
-        for slot in range(max(1, settings.jobs)):
-            target = self.scratch / f"slot{slot}"
-            _copy_project(settings.root, target)
-            slots.append(str(target))
+        jobs = max(1, settings.jobs)
+        folders = []
+        for index in range(jobs):
+            target = self.scratch / f"slot{index}"
+            scratch.copy_project(settings.root, target)
+            folders.append(str(target))
+        guard = settings.guard
         plan = {
-            "mode": settings.guard.mode,
-            "command": settings.guard.text,
-            "pytest_args": list(settings.guard.pytest_args),
-            "pytest_options": settings.guard.pytest_options(settings.root),
-            "slots": slots,
-            "extra_roots": [str(settings.root.resolve())],
+            "mode": guard.mode,
+            "command": guard.text,
+            "argv": list(guard.argv),
+            "warm": guard.warm,
+            "pytest_args": list(guard.pytest_args),
+            "pytest_options": guard.pytest_options(settings.root),
+            "slots": folders,
+            "user_root": str(settings.root.resolve()),
             "scratch": str(self.scratch),
-            "repeat": settings.repeat,
+            "threads": max(1, len(os.sched_getaffinity(0)) // jobs),
             "timeout_factor": settings.timeout_factor,
-            "baseline_timeout": settings.baseline_timeout,
-            "gpus": self.gpus,
         }
         (self.scratch / "plan.json").write_text(json.dumps(plan))
-        read, write = os.pipe()
-        self.events = read
-        self.log = open(self.scratch / "worker.log", "wb")  # noqa: SIM115 - closed in __exit__
-        self.worker = subprocess.Popen(
-            [sys.executable, "-m", "injector.worker", str(self.scratch / "plan.json"), str(write)],
-            cwd=self.scratch, pass_fds=(write,), stdin=subprocess.PIPE, stdout=self.log,
-            stderr=self.log, start_new_session=True)
-        os.close(write)
+        for index, folder in enumerate(folders):
+            commands_read, commands = os.pipe()
+            events, events_write = os.pipe()
+            env = dict(os.environ)
+            if self.gpus > 1:
+                env["CUDA_VISIBLE_DEVICES"] = str(index % self.gpus)
+            log = open(self.scratch / f"worker{index}.log", "wb")  # noqa: SIM115 - closed in __exit__
+            process = subprocess.Popen(
+                [sys.executable, "-m", "injector.worker", str(self.scratch / "plan.json"), str(index),
+                 str(commands_read), str(events_write)],
+                cwd=folder, pass_fds=(commands_read, events_write), stdin=subprocess.DEVNULL,
+                stdout=log, stderr=log, start_new_session=True, env=env)
+            os.close(commands_read)
+            os.close(events_write)
+            slot = _Slot(index, process, commands, events, log)
+            self.slots.append(slot)
+            self.selector.register(events, selectors.EVENT_READ, slot)
+        # The baseline starts as soon as slot 0's worker is warm, while the mutants are made.
+        self._send(self.slots[0], protocol.Baseline(settings.repeat, settings.baseline_timeout))
 
     def __exit__(self, *exc) -> None:
-        if self.worker is not None:
-            if self.worker.poll() is None:
-                self.worker.terminate()  # the worker ends every mutant's process tree on SIGTERM
-                try:
-                    self.worker.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.worker.kill()
-                    self.worker.wait()
-            self.log.close()
-            self.worker = None
-        if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = None
+        # A second Ctrl-C or a SIGTERM must not cut the clean-up short.
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            for slot in self.slots:
+                self._send(slot, protocol.Stop())
+            for slot in self.slots:
+                _end(slot.process)
+                for fd in (slot.commands, slot.events):
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                slot.log.close()
+            self.slots = []
+            if self.scratch is not None:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+                self.scratch = None
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    # ---- the campaign ----
 
     def run(self, mutants: list[Mutant], sources: dict[str, str], progress=None) -> Report:
         """Run every mutant; `progress` gets `(event, data)` calls as it goes.
 
-        With no mutant (a PR that changes no training code), the worker is stopped at once:
+        With no mutant (a PR that changes no training code), the workers are stopped at once:
         nothing is run, not even the baseline."""
-        assert self.scratch is not None and self.worker is not None and self.worker.stdin is not None
+        self.progress = progress or (lambda kind, data: None)
         if not mutants:
             self.__exit__(None, None, None)
             return self._report([], {}, {"tests": 0, "duration": 0.0, "flaky": []}, sources)
-        batch = self.scratch / "mutants.json"
-        batch.write_text(json.dumps([
-            {"id": m.id, "file": m.file, "function": m.function, "function_line": m.function_line,
-             "in_main": m.in_main, "edits": [[e.start, e.end, e.text] for e in m.edits]}
-            for m in mutants]))
-        try:
-            self.worker.stdin.write(f"{batch}\n".encode())
-            self.worker.stdin.flush()
-        except BrokenPipeError:
-            pass  # the worker already stopped; its events say why
-        results, baseline = self._follow(progress)
+        files = {m.file: sources[m.file] for m in mutants}
+        for slot in self.slots:
+            self._send(slot, protocol.Sources(files))
+        tests = self._await_baseline()
+        usable = [t for t in tests if t.usable]
+        baseline = {"tests": len(tests), "flaky": [t.name for t in tests if len(set(t.outcomes)) > 1],
+                    "duration": sum(t.duration for t in usable)}
+        self.progress("baseline", baseline)
+        results = self._run_mutants(mutants, sources, tests)
         return self._report(mutants, results, baseline, sources)
 
-    def _report(self, mutants: list[Mutant], results: dict[str, dict], baseline: dict,
+    def _await_baseline(self) -> list[_Test]:
+        """Wait for every worker to be warm and for slot 0's baseline; check that it passed."""
+        self.progress("baseline_run", {"run": 1, "of": self.settings.repeat})
+        done: protocol.BaselineDone | None = None
+        while done is None or any(slot.ready is None for slot in self.slots):
+            for slot, event in self._events():
+                if isinstance(event, protocol.Ready):
+                    slot.ready = event
+                elif isinstance(event, protocol.Modules):
+                    for other in self.slots[1:]:
+                        self._send(other, protocol.Warm(event.modules))
+                elif isinstance(event, protocol.BaselineDone):
+                    done = event
+        tests = [_Test(r.name, r.outcomes, r.duration, frozenset(r.lines)) for r in done.tests]
+        failing = [t.name for t in tests if t.outcomes and all(o == "failed" for o in t.outcomes)]
+        if failing:
+            shown = ", ".join(failing[:5]) + (f" and {len(failing) - 5} more" if len(failing) > 5 else "")
+            raise CampaignError(f"the unmutated guard fails: {shown}; fix it before a campaign")
+        if not any(t.usable for t in tests):
+            raise CampaignError("no guard test passed in the baseline (all skipped or flaky)")
+        return tests
+
+    def _run_mutants(self, mutants: list[Mutant], sources: dict[str, str],
+                     tests: list[_Test]) -> dict[str, protocol.Result]:
+        factor = self.settings.timeout_factor
+        collection = tuple(t.name for t in tests if t.usable)
+        collection_limit = factor * sum(t.duration for t in tests if t.usable) + TIMEOUT_CONSTANT
+        results: dict[str, protocol.Result] = {}
+        queue: deque[_Job] = deque()
+        for mutant in mutants:
+            covering = _covering(mutant, sources[mutant.file], tests)
+            if not covering:
+                results[mutant.id] = protocol.Result(mutant.id, NO_COVERAGE)
+                self.progress("outcome", {"status": NO_COVERAGE})
+                continue
+            limit = factor * sum(t.duration for t in covering) + TIMEOUT_CONSTANT
+            queue.append(_Job(mutant, tuple(t.name for t in covering), limit))
+        clean: dict[tuple[str, ...], int] = {}  # test order -> how many pass unmutated in it
+
+        while queue or any(slot.job for slot in self.slots):
+            busy = [slot for slot in self.slots if slot.job]
+            alone_running = any(slot.job.alone for slot in busy)
+            for slot in self.slots:
+                if not queue or slot.job or alone_running:
+                    continue
+                if queue[0].alone and any(s.job for s in self.slots):
+                    break  # a confirmation waits until nothing else runs
+                job = queue.popleft()
+                running = [s.job for s in self.slots if s.job]
+                job.shared = bool(running)
+                for other in running:
+                    other.shared = True
+                slot.job = job
+                alone_running = job.alone
+                spec = protocol.MutantSpec(job.mutant.id, job.mutant.file,
+                                           tuple((e.start, e.end, e.text) for e in job.mutant.edits),
+                                           job.mutant.function, job.mutant.function_line, job.mutant.in_main)
+                self._send(slot, protocol.Run(spec, job.tests, job.limit, collection, collection_limit,
+                                              clean.get(job.tests)))
+            for slot, event in self._events():
+                if not isinstance(event, protocol.Result) or slot.job is None:
+                    continue
+                job, slot.job = slot.job, None
+                if event.clean_prefix is not None:
+                    clean[job.tests] = event.clean_prefix
+                if event.status == TIMEOUT and job.shared and not job.alone:
+                    # Under load a slow mutant can look hung: run it again with nothing beside it.
+                    queue.append(_Job(job.mutant, job.tests, job.limit, alone=True, first=event))
+                    continue
+                if job.first is not None:
+                    note = ("timed out again when run alone" if event.status == TIMEOUT else
+                            "timed out beside another mutant; this is the result of running it alone")
+                    event = _with_note(event, note)
+                results[job.mutant.id] = event
+                self.progress("outcome", {"status": event.status})
+        return results
+
+    # ---- talking to workers ----
+
+    def _send(self, slot: _Slot, message: protocol.Message) -> None:
+        data = protocol.encode(message)
+        try:
+            while data:
+                data = data[os.write(slot.commands, data):]
+        except OSError:
+            pass  # the worker is gone: its events (or its exit) say why
+
+    def _events(self):
+        """The next events from the workers (waits for at least one)."""
+        found = []
+        while not found:
+            for key, _ in self.selector.select(timeout=0.5):
+                slot = key.data
+                chunk = os.read(slot.events, 1 << 16)
+                if not chunk:
+                    self.selector.unregister(slot.events)
+                    self._worker_gone(slot)
+                slot.buffer += chunk
+                *lines, slot.buffer = slot.buffer.split(b"\n")
+                for line in lines:
+                    event = protocol.decode(line)
+                    if isinstance(event, protocol.Fatal):
+                        raise CampaignError(event.message)
+                    found.append((slot, event))
+            if not found:
+                for slot in self.slots:
+                    if slot.process.poll() is not None:
+                        self._worker_gone(slot)
+        return found
+
+    def _worker_gone(self, slot: _Slot) -> None:
+        slot.process.wait()
+        assert self.scratch is not None
+        lines = (self.scratch / f"worker{slot.index}.log").read_text(errors="replace").strip().splitlines()
+        raise CampaignError("the guard process stopped unexpectedly" + (f": {lines[-1]}" if lines else ""))
+
+    # ---- the report ----
+
+    def _report(self, mutants: list[Mutant], results: dict[str, protocol.Result], baseline: dict,
                 sources: dict[str, str]) -> Report:
         by_id = {m.id: m for m in mutants}
         outcomes = []
@@ -260,10 +452,9 @@ class Campaign:
             mutant = by_id[mutant_id]
             outcomes.append(Outcome(
                 mutant_id=mutant.id, operator=mutant.operator, file=mutant.file, line=mutant.line,
-                description=mutant.description, diff=mutant.diff, status=data["status"],
-                test=data.get("test"), message=data.get("message"),
-                duration=round(float(data.get("duration", 0.0)), 3), tests_run=int(data.get("tests_run", 0)),
-                guard_seconds=round(float(data.get("guard_seconds", 0.0)), 3)))
+                description=mutant.description, diff=mutant.diff, status=data.status,
+                test=data.test, message=data.message, duration=round(data.duration, 3),
+                tests_run=data.tests_run, guard_seconds=round(data.guard_seconds, 3), note=data.note))
         device = f"cuda ({self.gpus} GPU{'s' if self.gpus != 1 else ''})" if self.gpus else "cpu"
         return Report(
             project=self.settings.root.name, guard=self.settings.guard.text, device=device,
@@ -274,44 +465,34 @@ class Campaign:
             created=self.created, version=__version__,
         )
 
-    def _follow(self, progress) -> tuple[dict[str, dict], dict]:
-        """Read the worker's events until it is done."""
-        assert self.worker is not None and self.scratch is not None
-        results: dict[str, dict] = {}
-        baseline: dict | None = None
-        fatal = None
-        done = False
-        with os.fdopen(self.events, "rb") as events:
-            for raw in events:
-                event = json.loads(raw)
-                kind = event.pop("event")
-                if kind == "fatal":
-                    fatal = event["message"]
-                elif kind == "baseline":
-                    baseline = event
-                elif kind == "outcome":
-                    results[event["id"]] = event
-                elif kind == "done":
-                    done = True
-                if progress is not None:
-                    progress(kind, event)
-        self.worker.wait()
-        if fatal:
-            raise CampaignError(fatal)
-        if baseline is None or not done or self.worker.returncode != 0:
-            tail = (self.scratch / "worker.log").read_text(errors="replace").strip().splitlines()[-1:]
-            raise CampaignError("the guard process stopped unexpectedly" + (f": {tail[0]}" if tail else ""))
-        return results, baseline
+
+def _covering(mutant: Mutant, source: str, tests: list[_Test]) -> list[_Test]:
+    """The usable tests that run the mutant's lines, fastest first. Code that runs at import
+    (outside any function and outside `if __name__ == "__main__":`) is run by every test."""
+    usable = [t for t in tests if t.usable]
+    if mutant.function is None and not mutant.in_main:
+        chosen = usable
+    else:
+        lines = {(mutant.file, n) for n in reach.mutant_lines(source, mutant.edits)}
+        chosen = [t for t in usable if lines & t.lines]
+    return sorted(chosen, key=lambda t: t.duration)
 
 
-def _copy_project(root: Path, target: Path) -> None:
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        skipped = {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
-        skipped.update(n for n in names if (Path(folder) / n / "pyvenv.cfg").exists())
-        return skipped
+def _with_note(result: protocol.Result, note: str) -> protocol.Result:
+    from dataclasses import replace
 
-    try:
-        shutil.copytree(root, target, ignore=ignore, symlinks=True)
-    except (OSError, shutil.Error) as error:
-        raise CampaignError(f"cannot copy the project to a scratch folder: {error}") from None
+    return replace(result, note=f"{result.note}; {note}" if result.note else note)
 
+
+def _end(process: subprocess.Popen) -> None:
+    """Stop a worker: it ends its own tree on SIGTERM; SIGKILL if it does not within 10 s."""
+    if process.poll() is None:
+        try:
+            process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

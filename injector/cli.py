@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -129,8 +131,8 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, not {text!r}")
     return value
 
 
@@ -242,7 +244,9 @@ def _run(args: argparse.Namespace) -> int:
         root=root, guard=guard, jobs=args.jobs, repeat=args.repeat,
         timeout_factor=args.timeout_factor or settings.timeout_factor,
         baseline_timeout=args.baseline_timeout)
-    # The worker imports the guard and runs the baseline while the mutants are made.
+    # SIGTERM (a cancelled CI job) ends the campaign the way Ctrl-C does: with its clean-up.
+    signal.signal(signal.SIGTERM, _interrupt)
+    # The workers import the guard and run the baseline while the mutants are made.
     with campaign.Campaign(run_settings) as running:
         _, _, files, generation, _ = _generate([project], args.operators)
         sources = {file.relative: file.text for file in files}
@@ -256,6 +260,10 @@ def _run(args: argparse.Namespace) -> int:
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     _write_reports(report, args)
     return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _merge(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,7 +75,8 @@ def load(root: Path) -> Config:
     if guard is not None and not (isinstance(guard, str) and guard.strip()):
         raise ConfigError(f"{pyproject}: [tool.trainwreck] guard must be a non-empty string")
     factor = section.get("timeout-factor", 3.0)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0:
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) \
+            or factor <= 0:
         raise ConfigError(f"{pyproject}: [tool.trainwreck] timeout-factor must be a positive number")
     return Config(root=root, paths=strings("paths"), operators=strings("operators"),
                   exclude_operators=strings("exclude-operators"),

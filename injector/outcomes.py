@@ -34,6 +34,7 @@ class Outcome:
     duration: float = 0.0  # seconds from starting the mutant's process to its result
     tests_run: int = 0
     guard_seconds: float = 0.0  # of which the guard's own tests ran
+    note: str | None = None  # when the verdict needed a second look (test order, a timeout run alone)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)

@@ -1,52 +1,70 @@
-"""Which of the project's functions a guard reaches: the map that lets a mutant run only
-the tests that can kill it.
+"""Which lines of the project a guard runs: the map that lets a mutant run only the tests
+that can kill it, and that tells `no_coverage` apart from a survivor.
 
-A function is named as a mutant names it: (file relative to the project, co_qualname,
-co_firstlineno). Code run at import is `<module>`; a file run as a script is `<main>`.
-Recording uses a global trace function that only looks at 'call' events and never traces
-lines, so the cost is one check per Python call, and only during the baseline.
-Processes the guard starts (`mp.spawn`, torchrun) record too, through `sitecustomize`.
+Reach is recorded per line, as (file relative to the project, line number). A line says more
+than a function does: a step function nested in a factory, or an `if use_amp:` branch the CPU
+never takes, is covered only where a test really executes it. Code run as a script is also
+recorded under the key (file, `<main>`), so a mutant in `if __name__ == "__main__":` is only
+run by the tests that ran the file as a script.
+
+The recorder is a trace function that only turns on line events for frames of project code,
+and only during the baseline. Processes the guard forks or starts (`mp.spawn`, torchrun,
+`subprocess.run([sys.executable, ...])`) record too: forked ones through an at-fork hook,
+started ones through `sitecustomize` on PYTHONPATH. Each process appends what it reaches to
+its own file, so a rank ended by `os._exit` or a kill has still left its record.
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
 import json
 import os
 import sys
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
-Key = tuple[str, str, int]
-MODULE, MAIN = "<module>", "<main>"
+Line = tuple[str, int]
+MAIN = "<main>"
 ENV_DIR, ENV_ROOTS = "TRAINWRECK_REACH_DIR", "TRAINWRECK_REACH_ROOTS"
 SITE = Path(__file__).parent / "reach_site"
 
 
-def mutant_key(file: str, function: str | None, function_line: int | None, in_main: bool) -> Key:
-    """The key a mutant needs some guard test to reach."""
-    if in_main:
-        return (file, MAIN, 0)
-    if function is None:
-        return (file, MODULE, 0)
-    return (file, function, function_line or 0)
+@dataclass
+class Reach:
+    """What one guard test ran: project lines, and the files it ran as a script."""
+
+    lines: set[Line] = field(default_factory=set)
+    scripts: set[str] = field(default_factory=set)
+
+    def update(self, other: Reach) -> None:
+        self.lines |= other.lines
+        self.scripts |= other.scripts
+
+    def to_json(self) -> dict[str, list]:
+        return {"lines": sorted(self.lines), "scripts": sorted(self.scripts)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Reach:
+        return cls({(f, n) for f, n in data.get("lines", ())}, set(data.get("scripts", ())))
 
 
 class Tracer:
-    """Records the functions under `roots` that run, until `take()` hands them over."""
+    """Records the project lines that run, until `take()` hands them over."""
 
     def __init__(self, roots: list[str], sink_dir: str | None = None) -> None:
         self.roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots)
-        self.seen: set[object] = set()  # code objects already recorded since the last take
-        self.found: set[Key] = set()
+        self.reach = Reach()
         self._relative: dict[str, str | None] = {}
+        self._seen: dict[object, set[int]] = {}  # code object -> lines already recorded
         self._sink = None
         if sink_dir is not None:
             self.sink_to(sink_dir)
 
     def sink_to(self, directory: str) -> None:
-        """Also append each new function to `directory/<pid>.jsonl` the moment it is reached,
-        so what a process reached survives `os._exit` and kills (forked ranks end that way)."""
-        self.seen, self.found = set(), set()
+        """Also append each new line to `directory/<pid>.jsonl` the moment it runs."""
+        self.reach, self._seen = Reach(), {}
         self._sink = open(os.path.join(directory, f"{os.getpid()}.jsonl"), "a", buffering=1)  # noqa: SIM115
 
     def follow_forks(self, directory: str) -> None:
@@ -54,35 +72,43 @@ class Tracer:
         os.register_at_fork(after_in_child=lambda: self.sink_to(directory))
 
     def start(self) -> None:
-        sys.settrace(self._trace)
-        threading.settrace(self._trace)
+        threading.settrace(self._call)
+        sys.settrace(self._call)
 
     def stop(self) -> None:
         sys.settrace(None)
         threading.settrace(None)  # type: ignore[arg-type]
 
-    def take(self) -> set[Key]:
-        found, self.found, self.seen = self.found, set(), set()
-        return found
+    def take(self) -> Reach:
+        reach, self.reach, self._seen = self.reach, Reach(), {}
+        return reach
 
-    def _trace(self, frame, event, arg):
+    def _call(self, frame, event, arg):
         code = frame.f_code
-        if code in self.seen:
-            return None
-        self.seen.add(code)
         relative = self._relative.get(code.co_filename, "")
         if relative == "":
             relative = self._relative[code.co_filename] = self._under_roots(code.co_filename)
-        if relative is not None:
-            if code.co_name == "<module>":
-                main = frame.f_globals.get("__name__") == "__main__"
-                key = (relative, MAIN, 0) if main else (relative, MODULE, 0)
-            else:
-                key = (relative, code.co_qualname, code.co_firstlineno)
-            self.found.add(key)
-            if self._sink is not None:
-                self._sink.write(json.dumps(key) + "\n")
-        return None
+        if relative is None:
+            return None  # library code: no line events at all
+        seen = self._seen.get(code)
+        if seen is None:
+            seen = self._seen[code] = set()
+            if code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__":
+                self.reach.scripts.add(relative)
+                self._write(["script", relative])
+
+        def line(frame, event, arg):
+            if event == "line" and frame.f_lineno not in seen:
+                seen.add(frame.f_lineno)
+                self.reach.lines.add((relative, frame.f_lineno))
+                self._write([relative, frame.f_lineno])
+            return line
+
+        return line
+
+    def _write(self, record: list) -> None:
+        if self._sink is not None:
+            self._sink.write(json.dumps(record) + "\n")
 
     def _under_roots(self, filename: str) -> str | None:
         path = os.path.realpath(filename)
@@ -90,6 +116,35 @@ class Tracer:
             if path.startswith(root):
                 return path[len(root):].replace(os.sep, "/")
         return None
+
+
+def mutant_lines(source: str, edits) -> set[int]:
+    """The lines a test must run for a mutant to take effect: the lines its edits touch, and
+    the whole of each simple statement they touch (Python reports a multi-line statement on
+    the lines of its parts, not always on the line an edit falls on)."""
+    starts = [0]
+    for index, char in enumerate(source):
+        if char == "\n":
+            starts.append(index + 1)
+
+    def line_of(offset: int) -> int:
+        return bisect.bisect_right(starts, offset)
+
+    lines: set[int] = set()
+    spans = []
+    for edit in edits:
+        first, last = line_of(edit.start), line_of(max(edit.start, edit.end - 1))
+        lines.update(range(first, last + 1))
+        spans.append((first, last))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return lines
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not hasattr(node, "body") and node.end_lineno is not None:
+            if any(node.lineno <= last and first <= node.end_lineno for first, last in spans):
+                lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
 
 
 def subprocess_environment(directory: Path, roots: list[str]) -> dict[str, str]:
@@ -102,19 +157,23 @@ def subprocess_environment(directory: Path, roots: list[str]) -> dict[str, str]:
     }
 
 
-def collect_subprocess_reach(directory: Path) -> set[Key]:
+def collect_subprocess_reach(directory: Path) -> Reach:
     """What processes started or forked by the guard recorded (and forget it)."""
-    found: set[Key] = set()
+    found = Reach()
     for file in directory.glob("*.jsonl"):
         try:
             lines = file.read_text().splitlines()
         except OSError:
             continue
-        for line in lines:
+        for text in lines:
             try:
-                found.add(tuple(json.loads(line)))  # type: ignore[arg-type]
+                first, second = json.loads(text)
             except ValueError:
-                pass  # a line cut short by a kill
+                continue  # a line cut short by a kill
+            if first == "script":
+                found.scripts.add(second)
+            else:
+                found.lines.add((first, int(second)))
         file.unlink(missing_ok=True)
     return found
 

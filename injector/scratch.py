@@ -1,0 +1,142 @@
+"""Scratch copies of the project: where mutants are written, so the user's tree never is.
+
+A campaign copies the project once per job slot into one scratch folder. Three rules keep the
+user's files safe and the copies honest:
+
+- A source file that is a symbolic link is copied as a regular file: a mutant written into a
+  copy must never reach the file the link points to (which may be outside the project).
+- Every write into a copy replaces the file (write a sibling, then rename), so even a link
+  that appears later is replaced, not written through, and a write that would land outside
+  the slot is refused.
+- No bytecode is trusted: a copy starts without `__pycache__`, and each write removes the
+  cached bytecode of the file, so no process can import a stale module.
+
+The scratch folder holds an `owner` file (pid and start time). A campaign that was killed
+with SIGKILL cannot clean up; the next campaign removes every scratch folder whose owner is
+gone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from injector.errors import TrainwreckError
+
+PREFIX = "trainwreck-"
+NOT_COPIED = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+              ".tox", ".nox", "node_modules", "trainwreck-report", ".venv", "venv"}
+
+
+class ScratchError(TrainwreckError):
+    """A scratch copy cannot be made or written."""
+
+
+def process_identity(pid: int) -> str | None:
+    """`pid` and its start time: the same string only for the same process (pids are reused)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return f"{pid} {stat[stat.rfind(')') + 2:].split()[19]}"
+
+
+def create() -> Path:
+    """A new scratch folder owned by this process (stale ones from killed campaigns go first)."""
+    remove_stale()
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    (folder / "owner").write_text(process_identity(os.getpid()) or str(os.getpid()))
+    return folder
+
+
+def remove_stale(directory: str | None = None) -> list[Path]:
+    """Delete scratch folders whose owning campaign no longer runs; returns what was removed."""
+    removed = []
+    base = Path(directory or tempfile.gettempdir())
+    try:
+        entries = list(base.glob(f"{PREFIX}*"))
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            owner = (entry / "owner").read_text().strip()
+        except OSError:
+            continue  # not one of ours, or not readable: leave it
+        pid = owner.split()[0]
+        if not pid.isdigit() or process_identity(int(pid)) == owner:
+            continue
+        if len(owner.split()) == 1 and Path(f"/proc/{pid}").exists():
+            continue  # no start time recorded and the pid is alive: cannot tell, keep it
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def copy_project(root: Path, target: Path) -> None:
+    """Copy the project to `target`: links kept as links, except links to Python files."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skipped = {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
+        skipped.update(n for n in names if (Path(folder) / n / "pyvenv.cfg").exists())
+        return skipped
+
+    try:
+        shutil.copytree(root, target, ignore=ignore, symlinks=True)
+        for folder, dirs, names in os.walk(target):
+            for name in names:
+                path = Path(folder) / name
+                if name.endswith(".py") and path.is_symlink():
+                    materialize(path)
+    except (OSError, shutil.Error) as error:
+        raise ScratchError(f"cannot copy the project to a scratch folder: {error}") from None
+
+
+def materialize(path: Path) -> None:
+    """Turn the link `path` into a regular file holding what it points to."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return  # a dangling link: nothing to import through it either
+    replace_file(path, data)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Give `path` the content `data` by renaming a new file over it (links are replaced)."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _unfold_folders(slot: Path, relative: Path) -> None:
+    """Replace each linked folder on the way to `slot/relative` by a real folder of links to
+    its entries, so the file at the end can be replaced inside the slot."""
+    current = slot
+    for part in relative.parts:
+        current = current / part
+        if current.is_symlink() and current.is_dir():
+            target = current.resolve()
+            current.unlink()
+            current.mkdir()
+            for entry in target.iterdir():
+                (current / entry.name).symlink_to(entry)
+
+
+def write_source(slot: Path, relative: str, text: str) -> Path:
+    """Write `text` as `slot/relative`, never outside the slot, and drop its cached bytecode."""
+    path = slot / relative
+    _unfold_folders(slot, Path(relative).parent)
+    real_slot = os.path.join(os.path.realpath(slot), "")
+    if not os.path.realpath(path.parent).startswith(real_slot):
+        raise ScratchError(f"refusing to write {relative}: its folder lies outside the scratch copy")
+    replace_file(path, text.encode())
+    cache = path.parent / "__pycache__"
+    if cache.is_dir():
+        for stale in cache.glob(f"{path.stem}.*.pyc"):
+            stale.unlink(missing_ok=True)
+    return path

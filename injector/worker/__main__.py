@@ -1,0 +1,58 @@
+"""Entry point of a worker process (started by `injector.campaign.Campaign`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from injector import processes
+from injector.worker import forking
+from injector.worker.core import Worker
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def main() -> int:
+    plan = json.loads(Path(sys.argv[1]).read_text())
+    slot, commands, events = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    for fd in (commands, events):
+        os.set_inheritable(fd, False)  # processes the guard starts must not hold the campaign's pipes
+    processes.become_subreaper()
+    signal.signal(signal.SIGTERM, lambda signum, frame: forking.abandon(130))
+    signal.signal(signal.SIGINT, lambda signum, frame: forking.abandon(130))
+    _prepare_environment(plan, Path(plan["slots"][slot]))
+    worker = Worker(plan, slot, commands, events)
+    if plan["mode"] == "command":
+        worker.serve()
+        return 0
+    import pytest
+
+    from injector.worker.pytest_plugin import TakeOver
+
+    forking.silence_output()  # the guard's output stays out of the campaign's terminal
+    pytest.main([*plan["pytest_args"], "-p", "no:cacheprovider", "-q"], plugins=[TakeOver(worker)])
+    return 0
+
+
+def _prepare_environment(plan: dict, slot: Path) -> None:
+    """Run in the slot, import the project from it, never trust or write bytecode, and keep
+    to this slot's share of the CPU threads (the baseline too, so numerics match)."""
+    os.chdir(slot)
+    sys.dont_write_bytecode = True
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    share = str(plan["threads"])
+    for name in THREAD_VARIABLES:
+        current = os.environ.get(name, "")
+        if not current.isdigit() or int(current) > int(share):
+            os.environ[name] = share
+    roots = [str(slot)] + [str(slot / "src")] * (slot / "src").is_dir()
+    sys.path[:0] = roots
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(roots + ([path] if path else []))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

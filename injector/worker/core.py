@@ -1,0 +1,491 @@
+"""One worker: a warm process for one job slot that runs the campaign's commands.
+
+A campaign starts one worker per slot, each in its own scratch copy of the project, so every
+path a test computes (`Path(__file__).parent / "train.py"`) names that slot's files. A worker
+pays the guard's start-up once (imports torch, collects the pytest tests, or imports what a
+smoke-training script imports) and then, for each command, forks a child:
+
+- the baseline child runs every test in collection order, recording per test its outcome,
+  time, and the project lines it runs (in forked ranks and started processes too);
+- a mutant's child runs with the mutant written into the slot's file (so processes the guard
+  starts, however they start, import it) and, where the mutated function is already loaded
+  here, with the live function's code swapped for the mutated code as well. Code that ran at
+  import in this process cannot be swapped: such a mutant runs the guard afresh.
+
+After each mutant the slot's file gets its original text back (from the campaign's copy of the
+sources, never read back from the slot) and whatever the guard left running is ended.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import importlib
+import importlib.util
+import linecache
+import os
+import shutil
+import sys
+import tempfile
+import time
+import types
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from injector import protocol, reach, scratch
+from injector.mutants import Edit, apply_edits
+from injector.protocol import Result
+from injector.worker import forking, guards
+from injector.worker.output import first_failure, failure_line, last_lines
+
+KILLED, SURVIVED, TIMEOUT, ERROR = "killed", "survived", "timeout", "error"
+ORDER_NOTE = ("the fastest-first test order fails on the unmutated code too, so the tests ran in "
+              "collection order")
+
+
+@dataclass
+class SwapPlan:
+    """The live functions to give new code for one mutant (empty: nothing live to swap)."""
+
+    pairs: list[tuple[types.FunctionType, types.CodeType]] = field(default_factory=list)
+    path: str = ""
+
+
+class Worker:
+    def __init__(self, plan: dict, slot_index: int, commands: int, events: int) -> None:
+        self.plan = plan
+        self.slot = Path(plan["slots"][slot_index])
+        self.index = slot_index
+        self.user_root = plan["user_root"]
+        self.roots = [str(self.slot), self.user_root]
+        self.mode = plan["mode"]
+        self.commands, self.events = commands, events
+        self.threads = int(plan["threads"])
+        self.factor = float(plan["timeout_factor"])
+        self.started = time.monotonic()
+        self.startup = 0.0
+        self.items: dict[str, object] = {}
+        self.order: list[str] = []
+        self.sources: dict[str, str] = {}
+        self.functions: dict[tuple[str, str, int], list[types.FunctionType]] = {}
+        self.loaded_files: set[str] = set()
+        self.command = guards.PythonCommand.parse(plan["command"]) if plan.get("warm") else None
+        self.parent = os.getppid()
+        self._buffer = b""
+
+    # ---- talking to the campaign ----
+
+    def emit(self, message: protocol.Message) -> None:
+        data = protocol.encode(message)
+        try:
+            while data:
+                data = data[os.write(self.events, data):]
+        except BrokenPipeError:
+            self.leave_abandoned()
+
+    def fatal(self, message: str) -> None:
+        self.emit(protocol.Fatal(message))
+        forking.abandon(0)
+
+    def next_command(self) -> protocol.Message:
+        while b"\n" not in self._buffer:
+            chunk = os.read(self.commands, 1 << 16)
+            if not chunk:
+                self.leave_abandoned()
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return protocol.decode(line)
+
+    def still_wanted(self) -> None:
+        if os.getppid() != self.parent:
+            self.leave_abandoned()
+
+    def leave_abandoned(self) -> None:
+        """The campaign is gone (killed): end everything and remove the scratch folder."""
+        shutil.rmtree(self.plan["scratch"], ignore_errors=True)
+        forking.abandon(3)
+
+    # ---- serving ----
+
+    def serve(self, items: list | None = None, startup: float | None = None) -> None:
+        self.startup = startup if startup is not None else time.monotonic() - self.started
+        if items is not None:
+            self.items = {item.nodeid: item for item in items}
+            self.order = [item.nodeid for item in items]
+            self._index_project()
+        else:
+            self.order = [self.plan["command"]]
+            if self.command is not None:
+                self._warm_command_imports()
+        self._limit_threads()
+        self.emit(protocol.Ready(tuple(self.order), self.startup))
+        while True:
+            command = self.next_command()
+            if isinstance(command, protocol.Stop):
+                forking.abandon(0)
+            elif isinstance(command, protocol.Sources):
+                self.sources.update(command.files)
+            elif isinstance(command, protocol.Warm):
+                self._import_libraries(command.modules)
+            elif isinstance(command, protocol.Baseline):
+                self._baseline(command)
+            elif isinstance(command, protocol.Run):
+                started = time.monotonic()
+                result = self._run(command)
+                self.emit(replace(result, duration=round(time.monotonic() - started, 3)))
+
+    # ---- the baseline ----
+
+    def _baseline(self, command: protocol.Baseline) -> None:
+        records: dict[str, dict] = {name: {"outcomes": [], "duration": 0.0, "reach": reach.Reach()}
+                                    for name in self.order}
+        for _ in range(command.repeat):
+            finished = forking.run_in_child(self._baseline_child, command.limit,
+                                            on_progress=self._on_baseline_progress,
+                                            still_wanted=self.still_wanted)
+            if finished.timed_out:
+                self.fatal(f"the unmutated guard did not finish within {command.limit:.0f} s; is it hanging?")
+            if finished.result is None or "tests" not in finished.result:
+                error = (finished.result or {}).get("error")
+                self.fatal(f"the guard crashed the test process ({error or finished.describe()})")
+            for name, record in zip(self.order, finished.result["tests"]):
+                records[name]["outcomes"].append(record["outcome"])
+                records[name]["duration"] = max(records[name]["duration"], record["duration"])
+                records[name]["reach"].update(reach.Reach.from_json(record["reach"]))
+        self.emit(protocol.BaselineDone(tuple(
+            protocol.TestRecord(name, tuple(r["outcomes"]), round(r["duration"], 4),
+                                tuple(sorted(r["reach"].lines)), tuple(sorted(r["reach"].scripts)))
+            for name, r in records.items())))
+
+    def _on_baseline_progress(self, message: dict) -> None:
+        modules = tuple(message.get("modules", ()))
+        if modules:
+            self._import_libraries(modules)
+            self.emit(protocol.Modules(modules))
+
+    def _baseline_child(self, progress) -> dict:
+        """Every test once, in collection order: outcome, time and reach (in a forked child)."""
+        self._child_prologue()
+        known = set(sys.modules)
+
+        def report_modules() -> None:
+            new = [name for name in list(sys.modules) if name not in known and
+                   not self._is_project_module(sys.modules.get(name))]
+            known.update(sys.modules)
+            if new:
+                progress({"modules": new})
+
+        reach_dir = Path(tempfile.mkdtemp(prefix="reach-", dir=self.plan["scratch"]))
+        os.environ.update(reach.subprocess_environment(reach_dir, self.roots))
+        tracer = reach.Tracer(self.roots)
+        tracer.follow_forks(str(reach_dir))
+        records = []
+        if self.mode == "pytest":
+            forking.silence_output()
+            items = [self.items[name] for name in self.order]
+            for index, item in enumerate(items):
+                following = items[index + 1] if index + 1 < len(items) else None
+                tracer.take()
+                tracer.start()
+                started = time.perf_counter()
+                outcome = guards.item_outcome(item, following)
+                duration = time.perf_counter() - started
+                tracer.stop()
+                found = tracer.take()
+                found.update(reach.collect_subprocess_reach(reach_dir))
+                records.append({"outcome": outcome, "duration": duration, "reach": found.to_json()})
+                report_modules()
+        else:
+            started = time.perf_counter()
+            if self.command is not None:
+                guards.redirect_output(self.slot.parent / f"baseline-{self.index}.log")
+                self._forget_project_modules()
+                tracer.start()
+                code = self.command.run_here(self.slot)
+                tracer.stop()
+                found = tracer.take()
+            else:
+                code, _ = guards.run_fresh(self.plan["argv"], self.slot)
+                found = reach.Reach()
+            duration = time.perf_counter() - started
+            found.update(reach.collect_subprocess_reach(reach_dir))
+            records.append({"outcome": "passed" if code == 0 else "failed", "duration": duration,
+                            "reach": found.to_json()})
+            report_modules()
+        return {"tests": records}
+
+    # ---- mutants ----
+
+    def _run(self, command: protocol.Run) -> Result:
+        spec = command.mutant
+        original = self.sources[spec.file]
+        mutated = apply_edits(original, tuple(Edit(*e) for e in spec.edits))
+        try:
+            compile(mutated, str(self.slot / spec.file), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as error:
+            return Result(spec.id, ERROR, message=f"the mutant does not compile: {error}")
+        result = self._attempt(spec, original, mutated, command.tests, command.limit)
+        if result.status != KILLED or self._same_as_collection(command.tests, result.tests_run):
+            return result
+        clean = command.clean_prefix
+        if clean is None:
+            clean = self._clean_prefix(command.tests, command.limit)
+        if result.tests_run <= clean:  # the failing test passes on the original in this order
+            return replace(result, clean_prefix=clean)
+        again = self._attempt(spec, original, mutated, command.collection, command.collection_limit)
+        return replace(again, note=ORDER_NOTE, clean_prefix=clean)
+
+    def _same_as_collection(self, tests: tuple[str, ...], ran: int) -> bool:
+        """The tests that ran are the guard's first tests in collection order (as a full run
+        of the guard runs them), so the baseline already shows they pass unmutated."""
+        return list(tests[:ran]) == self.order[:ran]
+
+    def _clean_prefix(self, tests: tuple[str, ...], limit: float) -> int:
+        """How many of `tests`, in this order, pass on the unmutated code."""
+        def work(progress) -> dict:
+            self._child_prologue()
+            forking.silence_output()
+            sequence = guards.run_items([self.items[name] for name in tests])
+            return {"clean": sequence.ran - 1 if sequence.failed else sequence.ran}
+
+        finished = forking.run_in_child(work, limit, still_wanted=self.still_wanted)
+        if finished.result is None or "clean" not in finished.result:
+            return 0
+        return int(finished.result["clean"])
+
+    def _attempt(self, spec: protocol.MutantSpec, original: str, mutated: str,
+                 tests: tuple[str, ...], limit: float) -> Result:
+        """Run the guard once against the mutant; the slot is restored afterwards."""
+        swap = None
+        warm = True
+        if self.mode == "pytest":
+            if spec.function is not None and not spec.in_main:
+                swap = self._swap_plan(spec, original, mutated)
+                if swap is None and spec.file in self.loaded_files:
+                    warm = False  # loaded here, but nothing live to swap: only a fresh import sees it
+            elif not spec.in_main and spec.file in self.loaded_files:
+                warm = False  # code that ran at import in this process
+        else:
+            warm = self.command is not None
+        if not warm:
+            limit += self.factor * self.startup
+        path = scratch.write_source(self.slot, spec.file, mutated)
+        try:
+            finished = forking.run_in_child(
+                lambda progress: self._mutant_child(spec, mutated, tests, swap, warm, path),
+                limit, still_wanted=self.still_wanted)
+        finally:
+            scratch.write_source(self.slot, spec.file, original)
+            linecache.checkcache()
+        if finished.timed_out:
+            return Result(spec.id, TIMEOUT, message=f"no result within {limit:.1f} s",
+                          tests_run=len(tests))
+        data = finished.result
+        if data is None or "status" not in data:
+            return Result(spec.id, ERROR, message=f"the test process crashed ({finished.describe()})")
+        return Result(spec.id, data["status"], test=data.get("test"), message=data.get("message"),
+                      tests_run=int(data.get("tests_run", 0)),
+                      guard_seconds=round(float(data.get("guard_seconds", 0.0)), 3))
+
+    def _mutant_child(self, spec: protocol.MutantSpec, mutated: str, tests: tuple[str, ...],
+                      swap: SwapPlan | None, warm: bool, path: Path) -> dict:
+        self._child_prologue()
+        if self.mode == "pytest" and warm:
+            forking.silence_output()
+            if swap is not None:
+                try:
+                    for function, code in swap.pairs:
+                        function.__code__ = code  # ValueError if the closure's variables differ
+                except ValueError as error:
+                    return {"status": ERROR, "message": f"could not load the mutant: {error}"}
+                linecache.cache[swap.path] = (len(mutated), None, mutated.splitlines(keepends=True), swap.path)
+            watch = guards.ImportWatch(path)
+            watch.install()
+            sequence = guards.run_items([self.items[name] for name in tests])
+            if sequence.failed and watch.failure:
+                return {"status": ERROR, "message": f"the mutant does not import: {watch.failure}",
+                        "tests_run": sequence.ran, "guard_seconds": sequence.seconds}
+            if sequence.failed:
+                return {"status": KILLED, "test": sequence.failed, "message": sequence.message,
+                        "tests_run": sequence.ran, "guard_seconds": sequence.seconds}
+            return {"status": SURVIVED, "tests_run": sequence.ran, "guard_seconds": sequence.seconds}
+        started = time.perf_counter()
+        if self.mode == "pytest":
+            forking.silence_output()
+            code, output = guards.run_fresh(guards.pytest_argv(self.plan["pytest_options"], list(tests)), self.slot)
+            spent = {"tests_run": len(tests), "guard_seconds": time.perf_counter() - started}
+            if code == 0:
+                return {"status": SURVIVED, **spent}
+            if code == 1:
+                test, message = first_failure(output)
+                return {"status": KILLED, "test": test, "message": message, **spent}
+            return {"status": ERROR, "message": last_lines(output) or f"pytest exited with {code}", **spent}
+        if self.command is not None:
+            log = self.slot.parent / f"mutant-{self.index}.log"
+            guards.redirect_output(log)
+            self._forget_project_modules()
+            code = self.command.run_here(self.slot)
+            output = log.read_text(errors="replace")
+        else:
+            forking.silence_output()
+            code, output = guards.run_fresh(self.plan["argv"], self.slot)
+        spent = {"tests_run": 1, "guard_seconds": time.perf_counter() - started}
+        if code == 0:
+            return {"status": SURVIVED, **spent}
+        return {"status": KILLED, "test": self.plan["command"], "message": failure_line(output), **spent}
+
+    # ---- swapping code in place ----
+
+    def _swap_plan(self, spec: protocol.MutantSpec, original: str, mutated: str) -> SwapPlan | None:
+        """Which live functions of the file get which mutated code objects; None if the
+        changed code has no live function here (nothing in this process would run it)."""
+        live = {key: fns for key, fns in self.functions.items() if key[0] == spec.file}
+        if not live:
+            return None
+        path = live[next(iter(live))][0].__code__.co_filename
+        try:
+            before = _code_objects(compile(original, path, "exec", dont_inherit=True))
+            after = _code_objects(compile(mutated, path, "exec", dont_inherit=True))
+        except (SyntaxError, ValueError):
+            return None
+        plan = SwapPlan(path=path)
+        for key, old in before.items():
+            new = after.get(key)
+            if new is None or _same_code(old, new):
+                continue
+            for function in live.get((spec.file, old.co_qualname, old.co_firstlineno), []):
+                plan.pairs.append((function, new))
+        return plan if plan.pairs else None
+
+    # ---- the process ----
+
+    def _index_project(self) -> None:
+        """Every loaded project function, by (file, qualname, first line), and the files
+        whose modules are loaded (their import-time code has already run here)."""
+        for obj in gc.get_objects():
+            if isinstance(obj, types.FunctionType):
+                relative = self._relative(obj.__code__.co_filename)
+                if relative is not None:
+                    key = (relative, obj.__code__.co_qualname, obj.__code__.co_firstlineno)
+                    self.functions.setdefault(key, []).append(obj)
+        for module in list(sys.modules.values()):
+            relative = self._relative(getattr(module, "__file__", None) or "")
+            if relative is not None:
+                self.loaded_files.add(relative)
+
+    def _relative(self, filename: str) -> str | None:
+        if not filename:
+            return None
+        path = os.path.realpath(filename)
+        for root in self.roots:
+            prefix = os.path.join(os.path.realpath(root), "")
+            if path.startswith(prefix):
+                return path[len(prefix):].replace(os.sep, "/")
+        return None
+
+    def _is_project_module(self, module) -> bool:
+        return self._relative(getattr(module, "__file__", None) or "") is not None
+
+    def _forget_project_modules(self) -> None:
+        """Drop project modules from this (child) process, so the guard imports them afresh
+        from the slot's files, as a new interpreter would."""
+        for name, module in list(sys.modules.items()):
+            if self._is_project_module(module):
+                del sys.modules[name]
+
+    def _import_libraries(self, names) -> None:
+        """Import library modules here, so that forked children start with them (never
+        project modules: their import-time code belongs to each mutant's run)."""
+        for name in names:
+            if name in sys.modules:
+                continue
+            try:
+                spec = importlib.util.find_spec(name.split(".")[0])
+            except (ImportError, ValueError):
+                continue
+            if spec is None or (spec.origin and self._relative(spec.origin) is not None) or \
+                    any(self._relative(p) is not None for p in (spec.submodule_search_locations or ())):
+                continue
+            try:
+                importlib.import_module(name)
+            except BaseException:  # noqa: BLE001 - a module that will not import here is skipped
+                sys.modules.pop(name, None)
+
+    def _warm_command_imports(self) -> None:
+        """Import the libraries a smoke-training script imports (read from its source)."""
+        assert self.command is not None
+        script = self._command_file()
+        if script is None:
+            return
+        try:
+            tree = ast.parse(script.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            return
+        names = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.append(node.module)
+        self._import_libraries(names)
+
+    def _command_file(self) -> Path | None:
+        assert self.command is not None
+        if not self.command.is_module:
+            path = self.slot / self.command.target
+            return path if path.is_file() else None
+        parts = self.command.target.split(".")
+        for base in (self.slot, self.slot / "src"):
+            for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__main__.py")):
+                if candidate.is_file():
+                    return candidate
+        return None
+
+    def _limit_threads(self) -> None:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            try:
+                torch.set_num_threads(self.threads)
+            except Exception:  # noqa: BLE001 - a torch without the call: the environment variables hold
+                pass
+
+    def _child_prologue(self) -> None:
+        """In a forked child: let go of the campaign's pipes, keep the slot's thread share."""
+        for fd in (self.commands, self.events):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._limit_threads()
+
+
+def _code_objects(module: types.CodeType) -> dict[tuple[str, int], types.CodeType]:
+    """Every function code object in a compiled module, by (qualname, occurrence), in order."""
+    found: dict[tuple[str, int], types.CodeType] = {}
+    seen: dict[str, int] = {}
+    stack = [module]
+    while stack:
+        code = stack.pop(0)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                count = seen.get(const.co_qualname, 0)
+                seen[const.co_qualname] = count + 1
+                found[(const.co_qualname, count)] = const
+                stack.append(const)
+    return found
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """The same behaviour, whatever the line numbers."""
+    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars) != \
+            (b.co_code, b.co_names, b.co_varnames, b.co_freevars, b.co_cellvars):
+        return False
+    if len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
+            if not _same_code(x, y):
+                return False
+        elif type(x) is not type(y) or repr(x) != repr(y):
+            return False
+    return True

@@ -1,0 +1,145 @@
+"""Forked children: run a piece of work in a child, with a deadline, and end its whole tree.
+
+A worker never runs guard code itself: the baseline and every mutant run in a forked child in
+its own process group, so whatever the guard does (initialise CUDA, start ranks, hang) stays
+in a tree the worker can end. Children send JSON lines back on a pipe: progress messages while
+they run, and one result at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from injector import processes
+from injector.worker.output import MESSAGE_LIMIT, describe_status
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a child ended: its result (None if it sent none), exit status, or a timeout."""
+
+    result: dict | None
+    status: int | None
+    timed_out: bool = False
+
+    def describe(self) -> str:
+        return describe_status(self.status)
+
+
+def run_in_child(work: Callable[[Callable[[dict], None]], dict], limit: float,
+                 on_progress: Callable[[dict], None] | None = None,
+                 still_wanted: Callable[[], None] | None = None) -> Finished:
+    """Run `work(progress)` in a forked child and wait at most `limit` seconds for it.
+
+    Progress messages reach `on_progress` here while it runs; `still_wanted` is called often
+    (it leaves the process if the campaign has gone). At the end the child's whole process
+    tree is ended, whatever it left running."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        _child(lambda: work(lambda message: send(write, {"progress": message})), write)
+    os.close(write)
+    try:
+        os.setpgid(pid, pid)
+    except (PermissionError, ProcessLookupError):
+        pass
+    deadline = time.monotonic() + limit
+    buffer = b""
+    result = None
+    timed_out = False
+    with os.fdopen(read, "rb", buffering=0) as pipe:
+        while True:
+            ready, _, _ = select.select([pipe], [], [], max(0.0, min(0.1, deadline - time.monotonic())))
+            if ready:
+                chunk = pipe.read(1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    message = json.loads(line)
+                    if "progress" in message:
+                        if on_progress is not None:
+                            on_progress(message["progress"])
+                    else:
+                        result = message
+            if still_wanted is not None:
+                still_wanted()
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+    if timed_out:
+        processes.kill_tree(pid)
+    status = _reap(pid)
+    end_tree(pid)
+    return Finished(None if timed_out else result, status, timed_out)
+
+
+def end_tree(pid: int) -> None:
+    """End what a child left running: its process group, and any process that escaped the
+    group and was re-parented to this (subreaper) process."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for orphan in processes.children(os.getpid()) or []:
+        processes.kill_tree(orphan, grace=0.2)
+        _reap(orphan)
+
+
+def _reap(pid: int) -> int | None:
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None
+    return status
+
+
+def _child(work: Callable[[], dict], write: int) -> None:
+    """Run `work` in a forked child, send its result, and leave without cleanup."""
+    code = 0
+    try:
+        os.setpgid(0, 0)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        result = work()
+    except BaseException as error:  # noqa: BLE001 - anything the guard raises is a result
+        message = f"{type(error).__name__}: {error}"[:MESSAGE_LIMIT]
+        result = {"status": "error", "error": message, "message": message}
+        code = 1
+    try:
+        send(write, result)
+    finally:
+        os._exit(code)
+
+
+def send(fd: int, message: dict) -> None:
+    """One JSON line from a child to its worker."""
+    data = (json.dumps(message) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def silence_output() -> None:
+    """Point this process's stdout and stderr at /dev/null (guard output is not ours to show)."""
+    log = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+
+
+def abandon(code: int) -> None:
+    """End every process this one started and leave now."""
+    for pid in processes.descendants(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    os._exit(code)
