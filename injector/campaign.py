@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import selectors
 import shlex
 import shutil
@@ -29,7 +30,7 @@ from typing import Literal
 from injector import __version__, protocol, reach, scratch
 from injector.errors import TrainwreckError, UsageError
 from injector.mutants import LineIndex, Mutant
-from injector.outcomes import NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
+from injector.outcomes import KILLED, NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
 
 TIMEOUT_CONSTANT = 5.0  # seconds added to every mutant's time limit
 
@@ -391,14 +392,14 @@ class Campaign:
                 job, slot.job = slot.job, None
                 if event.clean_prefix is not None:
                     clean[job.tests] = event.clean_prefix
-                if event.status == TIMEOUT and job.shared and not job.alone:
-                    # Under load a slow mutant can look hung: run it again with nothing beside it.
+                if job.shared and not job.alone and _suspect(event):
+                    # Under load a slow mutant can look hung, and a rank can crash on a
+                    # collective's timeout: run it again with nothing beside it.
                     queue.append(_Job(job.mutant, job.tests, job.limit, alone=True, first=event))
                     continue
                 if job.first is not None:
-                    note = ("timed out again when run alone" if event.status == TIMEOUT else
-                            "timed out beside another mutant; this is the result of running it alone")
-                    event = _with_note(event, note)
+                    event = _with_note(event, f"{_describe(job.first)} beside another mutant; "
+                                              f"this is the result of running it alone")
                 results[job.mutant.id] = event
                 self.progress("outcome", {"status": event.status})
         return results
@@ -476,6 +477,19 @@ def _covering(mutant: Mutant, source: str, tests: list[_Test]) -> list[_Test]:
         lines = {(mutant.file, n) for n in reach.mutant_lines(source, mutant.edits)}
         chosen = [t for t in usable if lines & t.lines]
     return sorted(chosen, key=lambda t: t.duration)
+
+
+CRASH = re.compile(r"terminated with signal|killed by SIG|Connection (?:closed|reset) by peer|"
+                   r"[Tt]imed? ?out|ProcessExitedException")
+
+
+def _suspect(result: protocol.Result) -> bool:
+    """A result that the load of other mutants beside it could have caused."""
+    return result.status == TIMEOUT or (result.status == KILLED and bool(CRASH.search(result.message or "")))
+
+
+def _describe(result: protocol.Result) -> str:
+    return "timed out" if result.status == TIMEOUT else f"crashed ({(result.message or '')[:80]})"
 
 
 def _with_note(result: protocol.Result, note: str) -> protocol.Result:

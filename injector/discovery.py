@@ -71,6 +71,12 @@ def collect(paths: list[Path], root: Path, exclude: tuple[str, ...] = ()) -> tup
 
 
 def _relative(path: Path, root: Path) -> str:
+    """`path` relative to `root`, by where it stands rather than where a link points: a file
+    that is a link to somewhere outside the project is still the project's file."""
+    standing = Path(os.path.abspath(path))
+    for base in (Path(os.path.abspath(root)), root.resolve()):
+        if standing.is_relative_to(base):
+            return standing.relative_to(base).as_posix()
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:

@@ -75,30 +75,32 @@ def remove_stale(directory: str | None = None) -> list[Path]:
 
 
 def copy_project(root: Path, target: Path) -> None:
-    """Copy the project to `target`: links kept as links, except links to Python files."""
+    """Copy the project to `target`. Links stay links (a data folder is not copied), pointed
+    at the same place the original points to; links to Python files become regular files."""
     def ignore(folder: str, names: list[str]) -> set[str]:
         skipped = {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
         skipped.update(n for n in names if (Path(folder) / n / "pyvenv.cfg").exists())
         return skipped
 
+    real_root = os.path.join(os.path.realpath(root), "")
     try:
         shutil.copytree(root, target, ignore=ignore, symlinks=True)
         for folder, dirs, names in os.walk(target):
-            for name in names:
+            for name in dirs + names:
                 path = Path(folder) / name
-                if name.endswith(".py") and path.is_symlink():
-                    materialize(path)
+                if not path.is_symlink():
+                    continue
+                original = root / path.relative_to(target)
+                if name.endswith(".py") and original.is_file():
+                    replace_file(path, original.read_bytes())
+                    continue
+                pointed = os.readlink(path)
+                resolved = os.path.realpath(original)
+                if not os.path.isabs(pointed) and not os.path.join(resolved, "").startswith(real_root):
+                    path.unlink()
+                    path.symlink_to(resolved)  # relative to the original place, not the copy
     except (OSError, shutil.Error) as error:
         raise ScratchError(f"cannot copy the project to a scratch folder: {error}") from None
-
-
-def materialize(path: Path) -> None:
-    """Turn the link `path` into a regular file holding what it points to."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return  # a dangling link: nothing to import through it either
-    replace_file(path, data)
 
 
 def replace_file(path: Path, data: bytes) -> None:
@@ -129,10 +131,12 @@ def _unfold_folders(slot: Path, relative: Path) -> None:
 
 def write_source(slot: Path, relative: str, text: str) -> Path:
     """Write `text` as `slot/relative`, never outside the slot, and drop its cached bytecode."""
+    if Path(relative).is_absolute() or ".." in Path(relative).parts:
+        raise ScratchError(f"refusing to write {relative}: not a path inside the project")
     path = slot / relative
     _unfold_folders(slot, Path(relative).parent)
     real_slot = os.path.join(os.path.realpath(slot), "")
-    if not os.path.realpath(path.parent).startswith(real_slot):
+    if not os.path.join(os.path.realpath(path.parent), "").startswith(real_slot):
         raise ScratchError(f"refusing to write {relative}: its folder lies outside the scratch copy")
     replace_file(path, text.encode())
     cache = path.parent / "__pycache__"

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import types
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -269,7 +270,10 @@ class Worker:
             warm = self.command is not None
         if not warm:
             limit += self.factor * self.startup
-        path = scratch.write_source(self.slot, spec.file, mutated)
+        try:
+            path = scratch.write_source(self.slot, spec.file, mutated)
+        except (OSError, scratch.ScratchError) as error:
+            return Result(spec.id, ERROR, message=f"cannot write the mutant into the scratch copy: {error}")
         try:
             finished = forking.run_in_child(
                 lambda progress: self._mutant_child(spec, mutated, tests, swap, warm, path),
@@ -362,12 +366,14 @@ class Worker:
     def _index_project(self) -> None:
         """Every loaded project function, by (file, qualname, first line), and the files
         whose modules are loaded (their import-time code has already run here)."""
-        for obj in gc.get_objects():
-            if isinstance(obj, types.FunctionType):
-                relative = self._relative(obj.__code__.co_filename)
-                if relative is not None:
-                    key = (relative, obj.__code__.co_qualname, obj.__code__.co_firstlineno)
-                    self.functions.setdefault(key, []).append(obj)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # touching lazy module attributes can warn
+            objects = [obj for obj in gc.get_objects() if isinstance(obj, types.FunctionType)]
+        for obj in objects:
+            relative = self._relative(obj.__code__.co_filename)
+            if relative is not None:
+                key = (relative, obj.__code__.co_qualname, obj.__code__.co_firstlineno)
+                self.functions.setdefault(key, []).append(obj)
         for module in list(sys.modules.values()):
             relative = self._relative(getattr(module, "__file__", None) or "")
             if relative is not None:

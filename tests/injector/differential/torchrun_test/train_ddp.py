@@ -1,0 +1,45 @@
+"""Run with torchrun: every rank trains a replica; rank 0 checks the run at the end."""
+
+import datetime
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+
+def train_step(model, optimizer, batch):
+    x, y = batch
+    optimizer.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    for parameter in model.parameters():
+        dist.all_reduce(parameter.grad)
+    optimizer.step()
+    return loss.item()
+
+
+def main():
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(5, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.02)
+    data = torch.Generator().manual_seed(rank)
+    losses = []
+    for step in range(30):
+        x = torch.randn(16, 5, generator=data)
+        losses.append(train_step(model, optimizer, (x, x.sum(1, keepdim=True))))
+    weights = torch.cat([p.detach().flatten() for p in model.parameters()])
+    gathered = [torch.zeros_like(weights) for _ in range(dist.get_world_size())]
+    dist.all_gather(gathered, weights)
+    dist.destroy_process_group()
+    if rank == 0:
+        if not all(torch.equal(gathered[0], w) for w in gathered):
+            sys.exit("replicas diverged")
+        if not losses[-1] < losses[0] / 2:
+            sys.exit(f"loss did not drop: {losses[0]:.3f} -> {losses[-1]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
