@@ -97,6 +97,7 @@ class Settings:
     timeout_factor: float = 3.0
     repeat: int = 1
     baseline_timeout: float = 600.0
+    fresh: bool = False  # run a Python command guard in a new interpreter per mutant, never warm
 
 
 def select_shard(mutants: list[Mutant], shard: tuple[int, int]) -> list[Mutant]:
@@ -253,7 +254,7 @@ class Campaign:
             "mode": guard.mode,
             "command": guard.text,
             "argv": list(guard.argv),
-            "warm": guard.warm,
+            "warm": guard.warm and not settings.fresh,
             "pytest_args": list(guard.pytest_args),
             "pytest_options": guard.pytest_options(settings.root),
             "slots": folders,

@@ -74,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="run the baseline K times; tests that disagree are flaky and left out")
     run.add_argument("--baseline-timeout", type=_positive_float, default=600.0, metavar="S",
                      help="give up if the unmutated guard takes longer (default 600 s)")
+    run.add_argument("--fresh", action="store_true",
+                     help="run a `python script.py` / `python -m module` guard in a new interpreter "
+                     "for every mutant instead of a forked warm one (slower; for scripts that do "
+                     "not survive a fork)")
     run.add_argument("--since", metavar="GIT_REF", help="only mutate lines changed since this git ref")
     run.add_argument("--shard", type=_shard, default=(1, 1), metavar="I/N",
                      help="run shard I of N (split by mutant id; merge with `injector merge`)")
@@ -243,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
     run_settings = campaign.Settings(
         root=root, guard=guard, jobs=args.jobs, repeat=args.repeat,
         timeout_factor=args.timeout_factor or settings.timeout_factor,
-        baseline_timeout=args.baseline_timeout)
+        baseline_timeout=args.baseline_timeout, fresh=args.fresh)
     # SIGTERM (a cancelled CI job) ends the campaign the way Ctrl-C does: with its clean-up.
     signal.signal(signal.SIGTERM, _interrupt)
     # The workers import the guard and run the baseline while the mutants are made.

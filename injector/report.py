@@ -218,6 +218,7 @@ def _markdown_context(report: Report, diffs: int, listed: int) -> dict[str, obje
                   "score": f"{_bar(total.percent)} {_percent_text(total.percent)}".strip()},
         "labels": [LABELS[s] for s in STATUSES],
         "flaky": [md_code(name) for name in report.baseline.flaky],
+        "second_looks": second_looks(report),
         "survived": len(survivors),
         "groups": groups,
         "collapse": len(survivors) >= COLLAPSE_FROM,
@@ -289,6 +290,21 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
     return out
 
 
+def second_looks(report: Report) -> list[str]:
+    """Sentences on the verdicts that needed a second run to be right (empty when none did)."""
+    order = sum(1 for o in report.outcomes if o.note and "collection order" in o.note)
+    alone = sum(1 for o in report.outcomes if o.note and "alone" in o.note)
+    said = []
+    if order:
+        said.append(f"{order} kill{'s' if order != 1 else ''} re-judged in collection order: run "
+                    "fastest first, the guard tests also fail on the unmutated code (they share state).")
+    if alone:
+        were = "were" if alone != 1 else "was"
+        said.append(f"{alone} mutant{'s' if alone != 1 else ''} timed out or crashed beside another "
+                    f"mutant and {were} run again alone; the report gives that run's outcome.")
+    return said
+
+
 def _html_mutant(outcome: Outcome) -> dict[str, object]:
     fault = _fault(outcome.operator)
     return {
@@ -296,7 +312,8 @@ def _html_mutant(outcome: Outcome) -> dict[str, object]:
         "label": LABELS.get(outcome.status, outcome.status), "where": _where(outcome),
         "file": outcome.file, "line": outcome.line,
         "description": html_inline(outcome.description), "test": outcome.test,
-        "message": outcome.message, "duration": f"{outcome.duration:.2f}s",
+        "message": outcome.message + (f" ({outcome.note})" if outcome.note else "") if outcome.message
+        else outcome.note, "duration": f"{outcome.duration:.2f}s",
         "diff": _diff_lines(outcome.diff),
         "guard": html_inline(fault.guard) if fault else None,
         "fix": html_inline(fault.fix) if fault else None,

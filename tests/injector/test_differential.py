@@ -153,9 +153,10 @@ def test_every_outcome_equals_applying_the_mutant_by_hand(case, jobs, tmp_path, 
 def test_a_kill_that_the_test_order_caused_is_rejudged_in_collection_order(tmp_path):
     """shared_state: the fastest test relies on state the slowest test sets up first."""
     project, _ = lay_out("shared_state", tmp_path)
-    report_path = tmp_path / "report.json"
-    assert main(["run", str(project), "--json", str(report_path)]) == 0
+    report_path, markdown = tmp_path / "report.json", tmp_path / "report.md"
+    assert main(["run", str(project), "--json", str(report_path), "--markdown", str(markdown)]) == 0
     report = json.loads(report_path.read_text())
+    assert "kills re-judged in collection order" in markdown.read_text()
     for outcome in report["outcomes"]:
         assert outcome["status"] == "killed"
         assert "collection order" in outcome["note"]
