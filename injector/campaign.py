@@ -186,7 +186,7 @@ class _Slot:
     commands: int
     events: int
     log: object
-    buffer: bytes = b""
+    buffer: bytearray = field(default_factory=bytearray)
     ready: protocol.Ready | None = None
     job: _Job | None = None
 
@@ -317,9 +317,6 @@ class Campaign:
         if not mutants:
             self.__exit__(None, None, None)
             return self._report([], {}, {"tests": 0, "duration": 0.0, "flaky": []}, sources)
-        files = {m.file: sources[m.file] for m in mutants}
-        for slot in self.slots:
-            self._send(slot, protocol.Sources(files))
         tests = self._await_baseline()
         usable = [t for t in tests if t.usable]
         baseline = {"tests": len(tests), "flaky": [t.name for t in tests if len(set(t.outcomes)) > 1],
@@ -353,8 +350,15 @@ class Campaign:
     def _run_mutants(self, mutants: list[Mutant], sources: dict[str, str],
                      tests: list[_Test]) -> dict[str, protocol.Result]:
         factor = self.settings.timeout_factor
-        collection = tuple(t.name for t in tests if t.usable)
-        collection_limit = factor * sum(t.duration for t in tests if t.usable) + TIMEOUT_CONSTANT
+        assert self.scratch is not None
+        prepared = self.scratch / "prepared.json"
+        prepared.write_text(json.dumps({
+            "sources": {m.file: sources[m.file] for m in mutants},
+            "collection": [t.name for t in tests if t.usable],
+            "collection_limit": factor * sum(t.duration for t in tests if t.usable) + TIMEOUT_CONSTANT,
+        }))
+        for slot in self.slots:
+            self._send(slot, protocol.Prepare(str(prepared)))
         results: dict[str, protocol.Result] = {}
         queue: deque[_Job] = deque()
         for mutant in mutants:
@@ -385,8 +389,7 @@ class Campaign:
                 spec = protocol.MutantSpec(job.mutant.id, job.mutant.file,
                                            tuple((e.start, e.end, e.text) for e in job.mutant.edits),
                                            job.mutant.function, job.mutant.function_line, job.mutant.in_main)
-                self._send(slot, protocol.Run(spec, job.tests, job.limit, collection, collection_limit,
-                                              clean.get(job.tests)))
+                self._send(slot, protocol.Run(spec, job.tests, job.limit, clean.get(job.tests)))
             for slot, event in self._events():
                 if not isinstance(event, protocol.Result) or slot.job is None:
                     continue
@@ -426,7 +429,10 @@ class Campaign:
                     self.selector.unregister(slot.events)
                     self._worker_gone(slot)
                 slot.buffer += chunk
-                *lines, slot.buffer = slot.buffer.split(b"\n")
+                if b"\n" not in chunk:
+                    continue
+                *lines, rest = bytes(slot.buffer).split(b"\n")
+                slot.buffer = bytearray(rest)
                 for line in lines:
                     event = protocol.decode(line)
                     if isinstance(event, protocol.Fatal):

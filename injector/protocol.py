@@ -9,7 +9,7 @@ into lines and back, keyed by the class name.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
 Status = Literal["killed", "survived", "timeout", "error", "no_coverage"]
@@ -45,10 +45,13 @@ class Warm:
 
 
 @dataclass(frozen=True)
-class Sources:
-    """The original text of every file mutants will be made of (never read back from a slot)."""
+class Prepare:
+    """After the baseline: a JSON file with `sources` (the original text of every file mutants
+    are made of; never read back from a slot), `collection` (every usable test in collection
+    order, the fallback order) and `collection_limit`. A file, not a line: it can be large, and
+    a pipe would block while the worker is busy."""
 
-    files: dict[str, str] = field(default_factory=dict)
+    path: str
 
 
 @dataclass(frozen=True)
@@ -56,15 +59,12 @@ class Run:
     """Run one mutant against `tests`, in that order, to the first failure.
 
     `clean_prefix`: how many of `tests`, in this order, are known to pass on the unmutated
-    code (None: not known yet; the worker finds out if a kill needs it). `collection` is every
-    usable test in collection order, the fallback when this order fails on the original too.
+    code (None: not known yet; the worker finds out if a kill needs it).
     """
 
     mutant: MutantSpec
     tests: tuple[str, ...]
     limit: float
-    collection: tuple[str, ...] = ()
-    collection_limit: float = 0.0
     clean_prefix: int | None = None
 
 
@@ -128,9 +128,9 @@ class Fatal:
     message: str
 
 
-Message = (Baseline | Warm | Sources | Run | Stop | Ready | Modules | BaselineDone | Result | Fatal)
+Message = (Baseline | Warm | Prepare | Run | Stop | Ready | Modules | BaselineDone | Result | Fatal)
 _KINDS = {cls.__name__: cls for cls in
-          (Baseline, Warm, Sources, Run, Stop, Ready, Modules, BaselineDone, Result, Fatal)}
+          (Baseline, Warm, Prepare, Run, Stop, Ready, Modules, BaselineDone, Result, Fatal)}
 
 
 def encode(message: Message) -> bytes:

@@ -22,6 +22,7 @@ import ast
 import gc
 import importlib
 import importlib.util
+import json
 import linecache
 import os
 import shutil
@@ -68,6 +69,8 @@ class Worker:
         self.items: dict[str, object] = {}
         self.order: list[str] = []
         self.sources: dict[str, str] = {}
+        self.collection: tuple[str, ...] = ()
+        self.collection_limit = 0.0
         self.functions: dict[tuple[str, str, int], list[types.FunctionType]] = {}
         self.loaded_files: set[str] = set()
         self.command = guards.PythonCommand.parse(plan["command"]) if plan.get("warm") else None
@@ -124,8 +127,11 @@ class Worker:
             command = self.next_command()
             if isinstance(command, protocol.Stop):
                 forking.abandon(0)
-            elif isinstance(command, protocol.Sources):
-                self.sources.update(command.files)
+            elif isinstance(command, protocol.Prepare):
+                prepared = json.loads(Path(command.path).read_text())
+                self.sources = prepared["sources"]
+                self.collection = tuple(prepared["collection"])
+                self.collection_limit = float(prepared["collection_limit"])
             elif isinstance(command, protocol.Warm):
                 self._import_libraries(command.modules)
             elif isinstance(command, protocol.Baseline):
@@ -233,7 +239,7 @@ class Worker:
             clean = self._clean_prefix(command.tests, command.limit)
         if result.tests_run <= clean:  # the failing test passes on the original in this order
             return replace(result, clean_prefix=clean)
-        again = self._attempt(spec, original, mutated, command.collection, command.collection_limit)
+        again = self._attempt(spec, original, mutated, self.collection, self.collection_limit)
         return replace(again, note=ORDER_NOTE, clean_prefix=clean)
 
     def _same_as_collection(self, tests: tuple[str, ...], ran: int) -> bool:
