@@ -209,6 +209,7 @@ class _Test:
     outcomes: tuple[str, ...]
     duration: float
     lines: frozenset = field(default_factory=frozenset)
+    writes_state: bool = False
 
     @property
     def usable(self) -> bool:
@@ -338,7 +339,8 @@ class Campaign:
                         self._send(other, protocol.Warm(event.modules))
                 elif isinstance(event, protocol.BaselineDone):
                     done = event
-        tests = [_Test(r.name, r.outcomes, r.duration, frozenset(r.lines)) for r in done.tests]
+        tests = [_Test(r.name, r.outcomes, r.duration, frozenset(r.lines), r.writes_state)
+                 for r in done.tests]
         failing = [t.name for t in tests if t.outcomes and all(o == "failed" for o in t.outcomes)]
         if failing:
             shown = ", ".join(failing[:5]) + (f" and {len(failing) - 5} more" if len(failing) > 5 else "")
@@ -475,14 +477,21 @@ class Campaign:
 
 
 def _covering(mutant: Mutant, source: str, tests: list[_Test]) -> list[_Test]:
-    """The usable tests that run the mutant's lines, fastest first. Code that runs at import
-    (outside any function and outside `if __name__ == "__main__":`) is run by every test."""
+    """The usable tests that can fail on the mutant, in the order to run them.
+
+    Those that run the mutant's lines, fastest first. Code that runs at import (outside any
+    function and outside `if __name__ == "__main__":`) is run by every test. Where one of them
+    left project module-level state changed in the baseline, the tests after it may read what
+    the mutant wrote there: they join, and all run in collection order."""
     usable = [t for t in tests if t.usable]
     if mutant.function is None and not mutant.in_main:
-        chosen = usable
-    else:
-        lines = {(mutant.file, n) for n in reach.mutant_lines(source, mutant.edits)}
-        chosen = [t for t in usable if lines & t.lines]
+        return sorted(usable, key=lambda t: t.duration)
+    lines = {(mutant.file, n) for n in reach.mutant_lines(source, mutant.edits)}
+    chosen = [t for t in usable if lines & t.lines]
+    names = {t.name for t in chosen}
+    writers = [index for index, t in enumerate(usable) if t.writes_state and t.name in names]
+    if writers:
+        return [t for index, t in enumerate(usable) if t.name in names or index > writers[0]]
     return sorted(chosen, key=lambda t: t.duration)
 
 

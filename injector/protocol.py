@@ -99,6 +99,7 @@ class TestRecord:
     duration: float
     lines: tuple[tuple[str, int], ...] = ()
     scripts: tuple[str, ...] = ()
+    writes_state: bool = False  # changed project module-level values the later tests may read
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,54 @@ def replace_file(path: Path, data: bytes) -> None:
         raise
 
 
+class Snapshot:
+    """The files of a slot as copied, so that what a guard run leaves behind (a checkpoint, a
+    config file written into the project, a changed file) can be undone before the next run:
+    each mutant meets the project as a fresh copy would have it."""
+
+    def __init__(self, slot: Path, root: Path) -> None:
+        self.slot, self.root = slot, root
+        self.files = self._scan()
+
+    def _scan(self) -> dict[str, tuple[int, int]]:
+        found = {}
+        for folder, dirs, names in os.walk(self.slot):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in names:
+                path = os.path.join(folder, name)
+                try:
+                    stat = os.lstat(path)
+                except OSError:
+                    continue
+                found[os.path.relpath(path, self.slot)] = (stat.st_size, stat.st_mtime_ns)
+        return found
+
+    def restore(self, keep: tuple[str, ...] = ()) -> None:
+        """Delete what appeared since the copy and copy back what changed (but `keep`)."""
+        now = self._scan()
+        for relative in now.keys() - self.files.keys():
+            (self.slot / relative).unlink(missing_ok=True)
+        for folder, dirs, _ in os.walk(self.slot, topdown=False):
+            for name in dirs:
+                path = Path(folder) / name
+                if not path.is_symlink() and not any(path.iterdir()) and \
+                        not (self.root / path.relative_to(self.slot)).is_dir():
+                    path.rmdir()
+        for relative, before in self.files.items():
+            if relative in keep and relative in now:
+                self.files[relative] = now[relative]
+                continue
+            if now.get(relative) == before:
+                continue
+            source = self.root / relative
+            target = self.slot / relative
+            if source.is_file() and not target.is_symlink():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                replace_file(target, source.read_bytes())
+                stat = os.lstat(target)
+                self.files[relative] = (stat.st_size, stat.st_mtime_ns)
+
+
 def _unfold_folders(slot: Path, relative: Path) -> None:
     """Replace each linked folder on the way to `slot/relative` by a real folder of links to
     its entries, so the file at the end can be replaced inside the slot."""

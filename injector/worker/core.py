@@ -76,6 +76,8 @@ class Worker:
         self.command = guards.PythonCommand.parse(plan["command"]) if plan.get("warm") else None
         self.parent = os.getppid()
         self._buffer = b""
+        self.tracer: reach.Tracer | None = None  # set in the baseline child only
+        self.fixture_reach: dict[str, reach.Reach] = {}
 
     # ---- talking to the campaign ----
 
@@ -122,6 +124,7 @@ class Worker:
             if self.command is not None:
                 self._warm_command_imports()
         self._limit_threads()
+        self.snapshot = scratch.Snapshot(self.slot, Path(self.user_root))
         self.emit(protocol.Ready(tuple(self.order), self.startup))
         while True:
             command = self.next_command()
@@ -144,12 +147,13 @@ class Worker:
     # ---- the baseline ----
 
     def _baseline(self, command: protocol.Baseline) -> None:
-        records: dict[str, dict] = {name: {"outcomes": [], "duration": 0.0, "reach": reach.Reach()}
-                                    for name in self.order}
+        records: dict[str, dict] = {name: {"outcomes": [], "duration": 0.0, "reach": reach.Reach(),
+                                           "writes_state": False} for name in self.order}
         for _ in range(command.repeat):
             finished = forking.run_in_child(self._baseline_child, command.limit,
                                             on_progress=self._on_baseline_progress,
                                             still_wanted=self.still_wanted)
+            self.snapshot.restore()
             if finished.timed_out:
                 self.fatal(f"the unmutated guard did not finish within {command.limit:.0f} s; is it hanging?")
             if finished.result is None or "tests" not in finished.result:
@@ -159,9 +163,11 @@ class Worker:
                 records[name]["outcomes"].append(record["outcome"])
                 records[name]["duration"] = max(records[name]["duration"], record["duration"])
                 records[name]["reach"].update(reach.Reach.from_json(record["reach"]))
+                records[name]["writes_state"] |= record["writes_state"]
         self.emit(protocol.BaselineDone(tuple(
             protocol.TestRecord(name, tuple(r["outcomes"]), round(r["duration"], 4),
-                                tuple(sorted(r["reach"].lines)), tuple(sorted(r["reach"].scripts)))
+                                tuple(sorted(r["reach"].lines)), tuple(sorted(r["reach"].scripts)),
+                                r["writes_state"])
             for name, r in records.items())))
 
     def _on_baseline_progress(self, message: dict) -> None:
@@ -190,6 +196,8 @@ class Worker:
         if self.mode == "pytest":
             forking.silence_output()
             items = [self.items[name] for name in self.order]
+            self.tracer = tracer  # the plugin records what shared fixtures run (see shared_fixture)
+            state = self._shared_state()
             for index, item in enumerate(items):
                 following = items[index + 1] if index + 1 < len(items) else None
                 tracer.take()
@@ -200,8 +208,17 @@ class Worker:
                 tracer.stop()
                 found = tracer.take()
                 found.update(reach.collect_subprocess_reach(reach_dir))
-                records.append({"outcome": outcome, "duration": duration, "reach": found.to_json()})
+                after = self._shared_state()
+                records.append({"outcome": outcome, "duration": duration, "reach": found,
+                                "writes_state": after != state})
+                state = after
                 report_modules()
+            # A test that uses a fixture shared across tests depends on what that fixture ran,
+            # in whichever test it was set up.
+            for item, record in zip(items, records):
+                for name in getattr(item, "fixturenames", ()):
+                    record["reach"].update(self.fixture_reach.get(name, reach.Reach()))
+                record["reach"] = record["reach"].to_json()
         else:
             started = time.perf_counter()
             if self.command is not None:
@@ -217,9 +234,39 @@ class Worker:
             duration = time.perf_counter() - started
             found.update(reach.collect_subprocess_reach(reach_dir))
             records.append({"outcome": "passed" if code == 0 else "failed", "duration": duration,
-                            "reach": found.to_json()})
+                            "reach": found.to_json(), "writes_state": False})
             report_modules()
         return {"tests": records}
+
+    def shared_fixture(self, name: str):
+        """Around the set-up of a fixture shared across tests (class, module or session
+        scope) in the baseline: what it runs is recorded under its name as well."""
+        tracer = self.tracer
+        if tracer is None:
+            yield
+            return
+        saved = (tracer.reach, tracer._seen)
+        tracer.reach, tracer._seen = reach.Reach(), {}
+        try:
+            yield
+        finally:
+            ran = tracer.reach
+            tracer.reach, tracer._seen = saved
+            tracer.reach.update(ran)
+            self.fixture_reach.setdefault(name, reach.Reach()).update(ran)
+
+    def _shared_state(self) -> list:
+        """A fingerprint of the project's module-level values: a test that changes it leaves
+        state behind for the tests after it."""
+        found = []
+        for module_name, module in list(sys.modules.items()):
+            if not self._is_project_module(module):
+                continue
+            for name, value in list(vars(module).items()):
+                if name.startswith("__") or isinstance(value, (types.ModuleType, types.FunctionType, type)):
+                    continue
+                found.append((module_name, name, id(value), _shallow(value)))
+        return found
 
     # ---- mutants ----
 
@@ -256,6 +303,7 @@ class Worker:
             return {"clean": sequence.ran - 1 if sequence.failed else sequence.ran}
 
         finished = forking.run_in_child(work, limit, still_wanted=self.still_wanted)
+        self.snapshot.restore()
         if finished.result is None or "clean" not in finished.result:
             return 0
         return int(finished.result["clean"])
@@ -286,6 +334,7 @@ class Worker:
                 limit, still_wanted=self.still_wanted)
         finally:
             scratch.write_source(self.slot, spec.file, original)
+            self.snapshot.restore(keep=(spec.file,))
             linecache.checkcache()
         if finished.timed_out:
             return Result(spec.id, TIMEOUT, message=f"no result within {limit:.1f} s",
@@ -469,6 +518,28 @@ class Worker:
             except OSError:
                 pass
         self._limit_threads()
+
+
+def _shallow(value) -> object:
+    """What changes when a module-level value is changed in place (not deep, on purpose)."""
+    version = getattr(value, "_version", None)  # a tensor's in-place update counter
+    if isinstance(version, int):
+        return ("tensor", version)
+    if isinstance(value, (list, tuple)):
+        return (len(value), tuple(id(item) for item in value[:32]))
+    if isinstance(value, dict):
+        return (len(value), tuple((repr(k), id(v)) for k, v in list(value.items())[:32]))
+    if isinstance(value, (set, frozenset)):
+        return len(value)
+    if isinstance(value, (int, float, str, bytes, bool, type(None))):
+        return repr(value)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.nn.Module):  # weights trained in place
+        return tuple(p._version for p in value.parameters())
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(attributes, dict):
+        return tuple((k, id(v)) for k, v in list(attributes.items())[:32])
+    return None
 
 
 def _code_objects(module: types.CodeType) -> dict[tuple[str, int], types.CodeType]:

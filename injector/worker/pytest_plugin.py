@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from injector.worker.output import report_message
 
 
@@ -20,6 +22,18 @@ class TakeOver:
     def pytest_collectreport(self, report) -> None:
         if report.failed:
             self.errors.append(f"{report.nodeid or 'collection'}: {report_message(report)}")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        if fixturedef.scope == "function":
+            yield
+            return
+        recording = self.worker.shared_fixture(fixturedef.argname)
+        next(recording)
+        try:
+            yield
+        finally:
+            next(recording, None)
 
     def pytest_runtestloop(self, session) -> bool:
         if self.errors:

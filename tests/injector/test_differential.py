@@ -150,17 +150,21 @@ def test_every_outcome_equals_applying_the_mutant_by_hand(case, jobs, tmp_path, 
     assert not [d for d in Path(tempfile.gettempdir()).glob(f"trainwreck-{os.getpid()}-*")]
 
 
-def test_a_kill_that_the_test_order_caused_is_rejudged_in_collection_order(tmp_path):
-    """shared_state: the fastest test relies on state the slowest test sets up first."""
+def test_tests_that_share_state_are_judged_as_the_guard_runs_them(tmp_path):
+    """shared_state: a fast test relies on a file a slower, earlier test writes; another test
+    only reads what the training code left in a module-level list."""
     project, _ = lay_out("shared_state", tmp_path)
     report_path, markdown = tmp_path / "report.json", tmp_path / "report.md"
     assert main(["run", str(project), "--json", str(report_path), "--markdown", str(markdown)]) == 0
     report = json.loads(report_path.read_text())
     assert "kills re-judged in collection order" in markdown.read_text()
-    for outcome in report["outcomes"]:
-        assert outcome["status"] == "killed"
-        assert "collection order" in outcome["note"]
-        assert outcome["test"] == "tests/test_session.py::test_configure_then_fit_long"
+    session = [o for o in report["outcomes"] if o["file"] == "trainer/session.py"]
+    assert session and all(o["status"] == "killed" and "collection order" in o["note"] for o in session)
+    [zero_grad] = [o for o in report["outcomes"]
+                   if o["file"] == "trainer/history.py" and o["operator"] == "missing-zero-grad"]
+    assert zero_grad["status"] == "killed"
+    assert zero_grad["test"] == "tests/test_history.py::test_the_logged_run_converged"
+    assert not (project / "session.json").exists()
 
 
 def test_code_no_test_runs_is_no_coverage_even_inside_a_covered_function(tmp_path):

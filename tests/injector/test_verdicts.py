@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from injector import campaign, scratch
+from injector import campaign
 from injector.cli import main
 from injector.mutants import Edit, Mutant
 
@@ -178,6 +178,8 @@ def test_a_timeout_factor_that_is_not_a_positive_finite_number_is_refused(projec
 
 
 def test_scratch_folders_of_a_killed_campaign_are_removed_at_the_next_start(tmp_path):
+    from injector import scratch
+
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale = Path(tempfile.gettempdir()) / f"trainwreck-{dead.pid}-test"

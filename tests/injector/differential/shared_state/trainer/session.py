@@ -1,20 +1,22 @@
-"""Training state kept at module level, as many small projects keep it."""
+"""A training session configured through a file in the working folder, as scripts often are."""
+
+import json
+from pathlib import Path
 
 import torch
 
-CONFIG = {}
-RUNS = []
+SETTINGS = Path("session.json")
 
 
 def configure(**settings):
-    CONFIG.clear()
-    CONFIG.update(settings)
+    SETTINGS.write_text(json.dumps(settings))
 
 
 def fit(steps):
-    torch.manual_seed(CONFIG["seed"])
+    settings = json.loads(SETTINGS.read_text())
+    torch.manual_seed(settings["seed"])
     model = torch.nn.Linear(2, 1)
-    optimizer = torch.optim.SGD(model.parameters(), lr=CONFIG["lr"])
+    optimizer = torch.optim.SGD(model.parameters(), lr=settings["lr"])
     x = torch.randn(64, 2)
     y = 3 * x[:, :1] - x[:, 1:]
     losses = []
@@ -24,5 +26,4 @@ def fit(steps):
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
-    RUNS.append(losses)
     return losses
