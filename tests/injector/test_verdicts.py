@@ -109,6 +109,7 @@ def test_a_subprocess_the_guard_starts_imports_the_mutant(project, tmp_path):
     (project / "tests" / "test_loop.py").write_text(
         "import subprocess, sys\n"
         "from pathlib import Path\n"
+        "from trainer.loop import train  # loaded here too: the worker can swap it in memory\n"
         "ROOT = Path(__file__).resolve().parent.parent\n"
         "CODE = 'from trainer.loop import Model, train; h = train(Model(), steps=20); assert h[-1] < h[0]'\n"
         "def test_training_in_a_fresh_interpreter():\n"
