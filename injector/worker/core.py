@@ -435,8 +435,8 @@ class Worker:
                 self.loaded_files.add(relative)
 
     def _relative(self, filename: str) -> str | None:
-        if not filename:
-            return None
+        if not filename or not os.path.isabs(filename):
+            return None  # "<string>", or a name a library made up (torch.ops has "_ops.py")
         path = os.path.realpath(filename)
         for root in self.roots:
             prefix = os.path.join(os.path.realpath(root), "")
