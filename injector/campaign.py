@@ -371,7 +371,8 @@ class Campaign:
                 continue
             limit = factor * sum(t.duration for t in covering) + TIMEOUT_CONSTANT
             queue.append(_Job(mutant, tuple(t.name for t in covering), limit))
-        clean: dict[tuple[str, ...], int] = {}  # test order -> how many pass unmutated in it
+        # test order -> (how many pass unmutated in it, the first that fails there or None)
+        clean: dict[tuple[str, ...], tuple[int, int | None]] = {}
 
         while queue or any(slot.job for slot in self.slots):
             busy = [slot for slot in self.slots if slot.job]
@@ -391,13 +392,15 @@ class Campaign:
                 spec = protocol.MutantSpec(job.mutant.id, job.mutant.file,
                                            tuple((e.start, e.end, e.text) for e in job.mutant.edits),
                                            job.mutant.function, job.mutant.function_line, job.mutant.in_main)
-                self._send(slot, protocol.Run(spec, job.tests, job.limit, clean.get(job.tests)))
+                self._send(slot, protocol.Run(spec, job.tests, job.limit, *clean.get(job.tests, (0, None))))
             for slot, event in self._events():
                 if not isinstance(event, protocol.Result) or slot.job is None:
                     continue
                 job, slot.job = slot.job, None
-                if event.clean_prefix is not None:
-                    clean[job.tests] = event.clean_prefix
+                known, failing = clean.get(job.tests, (0, None))
+                if event.clean_failing is not None:
+                    failing = min(failing or event.clean_failing, event.clean_failing)
+                clean[job.tests] = (max(known, event.clean_prefix), failing)
                 if job.shared and not job.alone and _suspect(event):
                     # Under load a slow mutant can look hung, and a rank can crash on a
                     # collective's timeout: run it again with nothing beside it.

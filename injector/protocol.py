@@ -58,14 +58,16 @@ class Prepare:
 class Run:
     """Run one mutant against `tests`, in that order, to the first failure.
 
-    `clean_prefix`: how many of `tests`, in this order, are known to pass on the unmutated
-    code (None: not known yet; the worker finds out if a kill needs it).
+    What is known of `tests` in this order on the unmutated code: the first `clean_prefix`
+    pass, and the `clean_failing`-th (1-based) fails (None: not known). The worker finds out
+    more when a kill needs it.
     """
 
     mutant: MutantSpec
     tests: tuple[str, ...]
     limit: float
-    clean_prefix: int | None = None
+    clean_prefix: int = 0
+    clean_failing: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,8 @@ class BaselineDone:
 @dataclass(frozen=True)
 class Result:
     """How one mutant fared. `note` says when a verdict needed a second look (the order the
-    tests ran in, a timeout confirmed alone); `clean_prefix` reports what the worker learned
-    about the unmutated code in this test order, for the campaign to reuse."""
+    tests ran in, a timeout confirmed alone); `clean_prefix` and `clean_failing` report what
+    the worker learned about the unmutated code in this test order, for the campaign to reuse."""
 
     id: str
     status: Status
@@ -121,7 +123,8 @@ class Result:
     guard_seconds: float = 0.0
     duration: float = 0.0
     note: str | None = None
-    clean_prefix: int | None = None
+    clean_prefix: int = 0
+    clean_failing: int | None = None
 
 
 @dataclass(frozen=True)

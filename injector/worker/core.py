@@ -281,13 +281,19 @@ class Worker:
         result = self._attempt(spec, original, mutated, command.tests, command.limit)
         if result.status != KILLED or self._same_as_collection(command.tests, result.tests_run):
             return result
-        clean = command.clean_prefix
-        if clean is None:
-            clean = self._clean_prefix(command.tests, command.limit)
-        if result.tests_run <= clean:  # the failing test passes on the original in this order
-            return replace(result, clean_prefix=clean)
+        known, failing = command.clean_prefix or 0, command.clean_failing
+        ran = result.tests_run
+        if ran > known and (failing is None or ran < failing):
+            # Run just the tests up to this kill, in this order, on the unmutated code.
+            passed = self._clean_prefix(command.tests[:ran], command.limit)
+            if passed == ran:
+                known = ran
+            else:
+                failing = passed + 1
+        if ran <= known:  # the failing test passes on the original in this order
+            return replace(result, clean_prefix=known, clean_failing=failing)
         again = self._attempt(spec, original, mutated, self.collection, self.collection_limit)
-        return replace(again, note=ORDER_NOTE, clean_prefix=clean)
+        return replace(again, note=ORDER_NOTE, clean_prefix=known, clean_failing=failing)
 
     def _same_as_collection(self, tests: tuple[str, ...], ran: int) -> bool:
         """The tests that ran are the guard's first tests in collection order (as a full run
