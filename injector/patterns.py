@@ -201,16 +201,80 @@ class Training:
 
     @cached_property
     def backwards(self) -> list[Backward]:
+        """Every backward call with the loss it differentiates.
+
+        `loss.backward()`, `scaler.scale(loss).backward()`, `cast(T, scaler.scale(loss)).backward()`,
+        `scaled.backward()` after `scaled = scaler.scale(loss)`; and the framework forms that take
+        the loss as an argument: `accelerator.backward(loss)`, `self.manual_backward(loss)`.
+        """
         found = []
         for call in self.source.nodes(cst.Call):
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
-                loss = call.func.value
-                scaler = None
-                if isinstance(loss, cst.Call) and callee_name(loss) == "scale" and loss.args \
-                        and isinstance(loss.func, cst.Attribute):
-                    scaler = loss.func.value
-                    loss = loss.args[0].value
-                found.append(Backward(call, loss, scaler))
+            if not isinstance(call.func, cst.Attribute):
+                continue
+            name = call.func.attr.value
+            receiver = call.func.value
+            if name == "manual_backward" or (name == "backward" and _takes_loss(receiver, call)):
+                loss_arg = argument(call, "loss", 0)
+                if loss_arg is None:
+                    continue
+                loss, scaler = _unscaled(loss_arg.value)
+            elif name == "backward":
+                loss, scaler = _unscaled(receiver)
+                if scaler is None and isinstance(receiver, cst.Name):
+                    scaled = self._scaled_value(receiver, call)
+                    if scaled is not None:
+                        loss, scaler = _unscaled(scaled)
+            else:
+                continue
+            found.append(Backward(call, loss, scaler))
+        return found
+
+    def _scaled_value(self, name: cst.Name, use: cst.CSTNode) -> cst.Call | None:
+        """`scaler.scale(loss)` when `name` was last assigned from it before `use`."""
+        assign = self.last_assignment(name.value, use)
+        if assign is not None and isinstance(assign.value, cst.Call) and callee_name(assign.value) == "scale":
+            return assign.value
+        return None
+
+    def last_assignment(self, name: str, use: cst.CSTNode, unconditional: bool = False,
+                        fresh: bool = False) -> cst.Assign | cst.AnnAssign | None:
+        """The last assignment to `name` (a plain name, `self.x`, or one element of a tuple
+        target) before `use` in the same function.
+
+        `unconditional`: skip assignments under an `if`/loop that does not also hold `use`
+        (`if accum > 1: loss = loss / accum` only sometimes runs). `fresh`: skip assignments
+        that read the name they assign (`loss = loss / accum` rescales, it does not compute).
+        """
+        function = self.source.function_of(use)
+        before = self.source.span(use)[0]
+        around_use = set(self.source.ancestors(use))
+        found = None
+        for assign in self.assigned_names.get(name, ()):
+            if self.source.span(assign)[0] >= before or self.source.function_of(assign) is not function:
+                continue
+            if unconditional and any(isinstance(a, (cst.If, cst.For, cst.While, cst.Try)) and a not in around_use
+                                     for a in _ancestors_within(self.source, assign, function)):
+                continue
+            if fresh and assign.value is not None and _reads(self.source, assign.value, name):
+                continue
+            found = assign
+        return found
+
+    @cached_property
+    def assigned_names(self) -> dict[str, list[cst.Assign | cst.AnnAssign]]:
+        """Assignments by the names they bind (`loss`, `self.loss`, each element of a tuple)."""
+        found: dict[str, list] = {}
+        for assign in self.source.nodes(cst.Assign) + self.source.nodes(cst.AnnAssign):
+            targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+            for target in targets:
+                elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) \
+                    else [target]
+                for element in elements:
+                    text = dotted(element)
+                    if text is not None:
+                        found.setdefault(text, []).append(assign)
+        for values in found.values():
+            values.sort(key=self.source.span)
         return found
 
     @cached_property
@@ -225,13 +289,82 @@ class Training:
 
     @cached_property
     def training_loops(self) -> list[cst.For | cst.While]:
-        """Loops whose own body (not a nested loop's) runs backward or an optimizer step."""
+        """Batch loops: loops whose body runs a backward or an optimizer step itself, or through a
+        function of this file (a method of the same class) that runs one outside a loop of its own.
+
+        A loop over optimizers (`for name in self._optimizers: self._optimizers[name].step()`) is not
+        a batch loop, nor is an epoch loop whose batch loop sits in a called `train_one_epoch()`.
+        """
         loops = []
-        for call in [b.call for b in self.backwards] + self.steps:
-            loop = self.source.enclosing(call, (cst.For, cst.While))
-            if loop is not None and loop not in loops:
-                loops.append(loop)
+        for loop in self.source.nodes(cst.For) + self.source.nodes(cst.While):
+            reached = self.training_calls(loop.body)
+            if not reached:
+                continue
+            if isinstance(loop, cst.For) and all(c in self.steps for c in reached):
+                targets = {n.value for n in self.source.within(loop.target, cst.Name)}
+                if all(any(n.value in targets for n in self.source.within(c.func, cst.Name)) for c in reached):
+                    continue  # iterating over optimizers, not over batches
+            loops.append(loop)
         return sorted(loops, key=self.source.span)
+
+    def training_calls(self, node: cst.CSTNode, depth: int = 3) -> list[cst.Call]:
+        """The backward and optimizer-step calls that running `node` makes once, outside any loop
+        inside `node`: its own, and those of the functions of this file that it calls."""
+        key = (node, depth)
+        if key in self._reach_cache:
+            return self._reach_cache[key]
+        self._reach_cache[key] = []  # recursion guard
+        wanted = {b.call for b in self.backwards} | set(self.steps)
+        found = []
+        for call in self.source.within(node, cst.Call):
+            if _nested_in(self.source, call, node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)):
+                continue
+            if call in wanted:
+                found.append(call)
+            elif depth > 0:
+                for function in self.called_functions(call):
+                    if self.training_calls(function.body, depth - 1):
+                        found.append(call)
+                        break
+        self._reach_cache[key] = found
+        return found
+
+    @cached_property
+    def _reach_cache(self) -> dict:
+        return {}
+
+    @cached_property
+    def functions(self) -> dict[str, list[cst.FunctionDef]]:
+        """The functions and methods of the file by name."""
+        found: dict[str, list[cst.FunctionDef]] = {}
+        for function in self.source.nodes(cst.FunctionDef):
+            found.setdefault(function.name.value, []).append(function)
+        return found
+
+    def called_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """The functions of this file that `call` may run: `f(...)` a function named f, `self.m(...)`
+        a method m of the class around the call (also when passed on, as in `partial(self.m, ...)`)."""
+        target = call.func
+        if callee_name(call) == "partial" and call.args:
+            target = call.args[0].value
+        if isinstance(target, cst.Name):
+            return [f for f in self.functions.get(target.value, ())
+                    if not isinstance(self.source.parent(self.source.parent(f)), cst.ClassDef)]
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            owner = _enclosing_class(self.source, call)
+            return [f for f in self.functions.get(target.attr.value, ())
+                    if _enclosing_class(self.source, f) is owner and owner is not None]
+        return []
+
+    @cached_property
+    def distributed(self) -> bool:
+        """True if the file runs distributed code (process groups, DDP/FSDP, an Accelerator or
+        Fabric, XLA): only there can one rank miss a collective."""
+        for name in self.source.nodes(cst.Name):
+            if name.value in _DISTRIBUTED_NAMES:
+                return True
+        return any(s.value.strip("'\"") in {"LOCAL_RANK", "RANK", "WORLD_SIZE"}
+                   for s in self.source.nodes(cst.SimpleString))
 
     @cached_property
     def assignments(self) -> dict[str, list[cst.Assign]]:
@@ -243,24 +376,146 @@ class Training:
                     found.setdefault(target.target.value, []).append(assign)
         return found
 
-    def loss_assignment(self, backward: Backward) -> cst.Assign | None:
-        """The last assignment of the backward's loss name before the backward call."""
-        name = _first_name(backward.loss)
-        function = self.source.function_of(backward.call)
-        before = self.source.span(backward.call)[0]
-        found = None
-        for assign in self.assignments.get(name or "", ()):
-            if self.source.span(assign)[0] < before and self.source.function_of(assign) is function:
-                found = assign
-        return found
+    def loss_assignment(self, backward: Backward) -> cst.Assign | cst.AnnAssign | None:
+        """Where the backward's loss is computed: its last assignment before the backward call
+        in the same function that always runs and does not merely rescale it; failing that, the
+        last assignment at all."""
+        name = _loss_name(backward.loss)
+        if name is None:
+            return None
+        return self.last_assignment(name, backward.call, unconditional=True, fresh=True) or \
+            self.last_assignment(name, backward.call)
 
 
-def _first_name(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
-        return expr.value
+def _loss_name(expr: cst.BaseExpression) -> str | None:
+    """The name a loss expression is held in: `loss` for `loss / accum`, `self.loss`."""
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        return dotted(expr)
     if isinstance(expr, cst.BinaryOperation):
-        return _first_name(expr.left)
+        return _loss_name(expr.left)
     return None
+
+
+# Receivers of `.backward(loss)` that are frameworks, not tensors.
+_BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "strategy", "trainer", "booster", "deepspeed")
+
+
+def _takes_loss(receiver: cst.BaseExpression, call: cst.Call) -> bool:
+    """True for `accelerator.backward(loss)`: the argument is the loss, not a gradient."""
+    if not call.args or call.args[0].keyword is not None:
+        return any(a.keyword is not None and a.keyword.value == "loss" for a in call.args)
+    owner = (last_name(receiver) or "").lower()
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        return True
+    return any(word in owner for word in _BACKWARD_OWNERS)
+
+
+def _unscaled(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression | None]:
+    """The loss and the GradScaler of `scaler.scale(loss)` (through `cast(T, ...)`), or (expr, None)."""
+    if isinstance(expr, cst.Call) and callee_name(expr) == "cast" and expr.args:
+        expr = expr.args[-1].value
+    if isinstance(expr, cst.Call) and callee_name(expr) == "scale" and expr.args and \
+            isinstance(expr.func, cst.Attribute):
+        return expr.args[0].value, expr.func.value
+    return expr, None
+
+
+_DISTRIBUTED_NAMES = frozenset({
+    "distributed", "DistributedDataParallel", "DDP", "FSDP", "FullyShardedDataParallel",
+    "fully_shard", "init_process_group", "get_rank", "get_world_size", "all_reduce", "all_gather",
+    "reduce_scatter", "barrier", "Accelerator", "accelerator", "Fabric", "fabric", "xm", "deepspeed",
+    "hvd", "horovod", "local_rank", "world_size", "no_sync", "ddp", "dist",
+})
+
+
+def _nested_in(source: Source, node: cst.CSTNode, outer: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
+    """True if an ancestor of `node` below `outer` is one of `kinds`."""
+    for ancestor in source.ancestors(node):
+        if ancestor is outer:
+            return False
+        if isinstance(ancestor, kinds):
+            return True
+    return False
+
+
+def _enclosing_class(source: Source, node: cst.CSTNode) -> cst.ClassDef | None:
+    for ancestor in source.ancestors(node):
+        if isinstance(ancestor, cst.ClassDef):
+            return ancestor
+    return None
+
+
+NO_GRAD_CONTEXTS = frozenset({"no_grad", "inference_mode"})
+
+
+def disables_grad(expr: cst.BaseExpression) -> bool:
+    """True for `torch.no_grad()`, `torch.inference_mode()` (not `inference_mode(False)`), and the
+    bare decorator forms."""
+    if isinstance(expr, cst.Call):
+        if last_name(expr.func) not in NO_GRAD_CONTEXTS:
+            return False
+        mode = argument(expr, "mode", 0)
+        return mode is None or not (isinstance(mode.value, cst.Name) and mode.value.value == "False")
+    return last_name(expr) in NO_GRAD_CONTEXTS
+
+
+def under_no_grad(source: Source, node: cst.CSTNode) -> bool:
+    """True if `node` runs inside a `with torch.no_grad()` block or a function decorated so."""
+    for ancestor in source.ancestors(node):
+        if isinstance(ancestor, cst.With) and any(disables_grad(i.item) for i in ancestor.items):
+            return True
+        if isinstance(ancestor, cst.FunctionDef) and any(disables_grad(d.decorator) for d in ancestor.decorators):
+            return True
+    return False
+
+
+MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "generator", "discriminator",
+               "backbone", "transformer", "policy", "critic", "actor")
+FORWARD_METHODS = frozenset({"forward", "generate", "validation_step", "test_step", "predict_step",
+                             "eval_step", "evaluate", "predict"})
+EVALUATION_WORDS = ("eval", "valid", "test", "estimate", "predict", "infer", "sample", "generate")
+
+
+def runs_model(source: Source, training: Training, node: cst.CSTNode, depth: int = 2) -> bool:
+    """True if running `node` runs a model forward pass: `model(x)`, `self.net(x)`, `self(x)`,
+    `model.generate(...)`, `model.validation_step(...)`, or a function of this file that does."""
+    for call in source.within(node, cst.Call):
+        func = call.func
+        name = (last_name(func) or "").lower()
+        if isinstance(func, cst.Attribute) and func.attr.value in FORWARD_METHODS:
+            return True
+        if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) and \
+                (name == "self" or any(word in name for word in MODEL_WORDS)) and \
+                training.role(func) is None and not name.startswith(("get_", "set_", "load", "save")):
+            return True
+        if depth > 0 and any(runs_model(source, training, f.body, depth - 1)
+                             for f in training.called_functions(call)):
+            return True
+    return False
+
+
+def is_evaluation(source: Source, training: Training, node: cst.CSTNode) -> bool:
+    """True if `node` (a `no_grad` block, a decorated function) evaluates a model: it runs a forward
+    pass. A metrics helper or a copy of weights under `no_grad` is not evaluation."""
+    return runs_model(source, training, node)
+
+
+def _ancestors_within(source: Source, node: cst.CSTNode, function: cst.CSTNode | None):
+    for ancestor in source.ancestors(node):
+        if ancestor is function:
+            return
+        yield ancestor
+
+
+def _reads(source: Source, expr: cst.CSTNode, name: str) -> bool:
+    """True if `expr` reads the (dotted) name."""
+    for node in source.within(expr, (cst.Name, cst.Attribute)):
+        parent = source.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue  # the `loss` of `outputs.loss` is not the name `loss`
+        if dotted(node) == name:
+            return True
+    return False
 
 
 def _constructor_role(call: cst.Call) -> str | None:

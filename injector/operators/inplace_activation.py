@@ -11,8 +11,9 @@ FUNCTIONAL_TWINS = {
     "torch": {"relu", "sigmoid", "tanh"},
 }
 METHOD_TWINS = {"relu", "sigmoid", "tanh"}
-MODULES = {"ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "Hardtanh", "SiLU", "Mish",
-           "Hardswish", "Hardsigmoid", "RReLU"}
+# Activation modules with an `inplace` flag, and where it sits among positional arguments.
+MODULES = {"ReLU": 0, "ReLU6": 0, "SELU": 0, "SiLU": 0, "Mish": 0, "Hardswish": 0, "Hardsigmoid": 0,
+           "LeakyReLU": 1, "ELU": 1, "CELU": 1, "Hardtanh": 2, "RReLU": 2, "Threshold": 2}
 RESIDUAL_OPERATORS = (cst.Add, cst.Multiply, cst.Subtract)
 
 
@@ -64,6 +65,8 @@ class InplaceActivation(Operator):
     untouched = (
         "def log_metrics(x):\n    x = x + 1\n    return torch.relu(x)\n",
         "act = nn.ReLU(inplace=True)\n",
+        # Already in place, by position: `nn.ReLU(True)` gets no mutant (the keyword would clash).
+        "act = nn.ReLU(True)\nleaky = nn.LeakyReLU(0.2, True)\n",
         "class Net(nn.Module):\n    def forward(self, x):\n        y = x + 1\n        return F.gelu(y)\n",
     )
 
@@ -89,7 +92,7 @@ class InplaceActivation(Operator):
 
     @staticmethod
     def _module(source, call, name):
-        inplace = argument(call, "inplace", None)
+        inplace = argument(call, "inplace", MODULES[name])
         if inplace is None:
             yield Change(call, (source.replace_node(call, with_keyword(call, "inplace", cst.Name("True"))),),
                          f"`{name}` works in place")
