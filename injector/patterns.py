@@ -37,6 +37,18 @@ FUNCTIONAL_MODULES = frozenset({
 })
 
 
+MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train", "eval"})
+
+
+def constructed(call: cst.Call) -> cst.Call:
+    """The constructor call under device and dtype moves: `nn.CrossEntropyLoss()` for
+    `nn.CrossEntropyLoss().to(device)` or `.cuda()`."""
+    while isinstance(call.func, cst.Attribute) and call.func.attr.value in MOVES and \
+            isinstance(call.func.value, cst.Call):
+        call = call.func.value
+    return call
+
+
 def dotted(expr: cst.BaseExpression) -> str | None:
     """`torch.nn.functional.softmax` for a Name/Attribute chain; None for anything else."""
     if isinstance(expr, cst.Name):
@@ -146,18 +158,21 @@ class Training:
         self.constructors: dict[str, str] = {}  # name -> class it was built from
         for assign in source.nodes(cst.Assign):
             if isinstance(assign.value, cst.Call):
-                role = _constructor_role(assign.value)
+                built = constructed(assign.value)
+                role = _constructor_role(built)
                 for target in assign.targets:
                     text = dotted(target.target) or source.module.code_for_node(target.target).strip()
-                    self.constructors[text] = callee_name(assign.value) or ""
+                    if callee_name(built) in MOVES and isinstance(built.func, cst.Attribute):
+                        continue  # `criterion = criterion.to(device)` keeps what was built before
+                    self.constructors[text] = callee_name(built) or ""
                     if role:
                         self.roles[text] = role
 
     def constructor(self, expr: cst.BaseExpression) -> str | None:
         """The class an object was built from: `CrossEntropyLoss` for `criterion` after
-        `criterion = nn.CrossEntropyLoss()`, and for `nn.CrossEntropyLoss()` itself."""
+        `criterion = nn.CrossEntropyLoss().to(device)`, and for `nn.CrossEntropyLoss()` itself."""
         if isinstance(expr, cst.Call):
-            return callee_name(expr)
+            return callee_name(constructed(expr))
         return self.constructors.get(self._text(expr))
 
     def _text(self, expr: cst.BaseExpression) -> str:
@@ -362,6 +377,9 @@ class Training:
         Fabric, XLA): only there can one rank miss a collective."""
         for name in self.source.nodes(cst.Name):
             if name.value in _DISTRIBUTED_NAMES:
+                parent = self.source.parent(name)
+                if isinstance(parent, cst.Attribute) and parent.attr is name and dotted(parent.value) == "torch":
+                    continue  # `torch.accelerator` is the device API, not Hugging Face's Accelerator
                 return True
         return any(s.value.strip("'\"") in {"LOCAL_RANK", "RANK", "WORLD_SIZE"}
                    for s in self.source.nodes(cst.SimpleString))
@@ -536,6 +554,20 @@ def _constructor_role(call: cst.Call) -> str | None:
 _DATA_MOVES = (".to(", ".cuda(", "next(", "zero_grad", ".item(")
 
 
+def grad_block(source: Source, assign: cst.CSTNode) -> cst.With | None:
+    """The `with` block whose body holds the statement line of `assign` directly."""
+    line = source.parent(assign)
+    block = source.parent(line) if line is not None else None
+    holder = source.parent(block) if block is not None else None
+    return holder if isinstance(holder, cst.With) else None
+
+
+def grad_switch(expr: cst.BaseExpression) -> bool:
+    """True for a context that decides whether autograd records: `no_grad()`, `inference_mode()`,
+    `set_grad_enabled(...)`."""
+    return disables_grad(expr) or (isinstance(expr, cst.Call) and last_name(expr.func) == "set_grad_enabled")
+
+
 def forward_run(source: Source, training: Training,
                 backward: Backward) -> tuple[cst.CSTNode, cst.CSTNode] | None:
     """The statements that compute the forward pass and the loss a backward call uses.
@@ -551,14 +583,11 @@ def forward_run(source: Source, training: Training,
     if not isinstance(line, cst.SimpleStatementLine):
         return None
     last: cst.CSTNode = line
-    block = source.parent(line)
-    holder = source.parent(block) if block is not None else None
-    if isinstance(holder, cst.With) and not any(
-            "no_grad" in source.code(item) or "inference_mode" in source.code(item)
-            for item in holder.items):
-        last = holder
-    elif isinstance(holder, cst.With):
-        return None  # already under no_grad
+    holder = grad_block(source, assign)
+    if holder is not None and any(grad_switch(item.item) for item in holder.items):
+        return None  # already under no_grad, or under `set_grad_enabled(...)`: see `grad_switch`
+    if holder is not None and not source.span(holder)[0] <= source.span(backward.call)[0] < source.span(holder)[1]:
+        last = holder  # the whole `with autocast(...)` block, when the backward comes after it
     _, siblings = source.block_of(last)
     if last not in siblings or source.span(backward.call)[0] < source.span(last)[1]:
         return None

@@ -28,9 +28,15 @@ class DoubleSoftmax(Operator):
              "def step(self, a, b, y):\n"
              "    return self.loss_fn((a + b).softmax(dim=1), y)\n",),
         ),
+        Example(
+            # A criterion moved to the device is still a cross-entropy.
+            "criterion = nn.CrossEntropyLoss().to(device)\nloss = criterion(output, target)\n",
+            ("criterion = nn.CrossEntropyLoss().to(device)\nloss = criterion(output.softmax(dim=1), target)\n",),
+        ),
     )
     untouched = (
         "loss = F.nll_loss(F.log_softmax(x, dim=1), y)\n",
+        "criterion = nn.NLLLoss().to(device)\nloss = criterion(output, target)\n",
         "loss = criterion(out, y)  # criterion built elsewhere: unknown loss\n",
         "loss = F.mse_loss(pred, y)\n",
     )

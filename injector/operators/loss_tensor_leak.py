@@ -82,7 +82,9 @@ class LossTensorLeak(Operator):
                     return True
                 # `total = total + loss.item()`: a sum kept across steps.
                 names = {dotted(t.target) for t in ancestor.targets} - {None}
-                return any(dotted(n) in names for n in source.within(ancestor.value, (cst.Name, cst.Attribute)))
+                value = ancestor.value
+                return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add) and \
+                    (dotted(value.left) in names or dotted(value.right) in names)
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False

@@ -134,11 +134,13 @@ def _block_end(text: str, lines: LineIndex, header: int) -> int:
 
 
 def touched_lines(mutant: Mutant, lines: LineIndex) -> set[int]:
-    """The original lines a mutant's edits replace (an insertion touches the line it precedes)."""
+    """The original lines a mutant's edits replace (an insertion touches the lines on either side)."""
     touched = set()
     for edit in mutant.edits:
         first = lines.line_of(edit.start)
         last = lines.line_of(max(edit.start, edit.end - 1))
+        if edit.start == edit.end and edit.start == lines.line_start(first) and first > 1:
+            first -= 1
         touched.update(range(first, last + 1))
     return touched
 
