@@ -506,6 +506,9 @@ def runs_model(source: Source, training: Training, node: cst.CSTNode, depth: int
                 (name == "self" or any(word in name for word in MODEL_WORDS)) and \
                 training.role(func) is None and not name.startswith(("get_", "set_", "load", "save")):
             return True
+        if isinstance(func, cst.Attribute) and dotted(func.value) == "self" and \
+                (training.constructors.get(dotted(func) or "", "") or "a")[0].isupper() and training.role(func) is None:
+            return True  # `self.gen(z)` after `self.gen = Generator()`: a submodule's forward
         if depth > 0 and any(runs_model(source, training, f.body, depth - 1)
                              for f in training.called_functions(call)):
             return True

@@ -106,7 +106,7 @@ class LrTooHigh(Operator):
             if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
             parent = source.parent(parent)
-        if parent is None or constructed(parent.value) is not call:
+        if parent is None or not isinstance(parent.value, cst.Call) or constructed(parent.value) is not call:
             return False
         return any(dotted(t.target) in overridden for t in parent.targets)
 
