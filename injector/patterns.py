@@ -521,6 +521,58 @@ def is_evaluation(source: Source, training: Training, node: cst.CSTNode) -> bool
     return runs_model(source, training, node)
 
 
+def is_literal_bool(expr: cst.BaseExpression, value: bool | None = None) -> bool:
+    """True for `True`/`False` (or the one given)."""
+    names = {"True", "False"} if value is None else {str(value)}
+    return isinstance(expr, cst.Name) and expr.value in names
+
+
+def mode_helpers(source: Source, training: Training) -> dict[cst.FunctionDef, int]:
+    """Functions of the file that set train/eval mode from a parameter (`def _set_training(self,
+    flag): self.model.train(flag)`), with the position of that parameter among the call's
+    arguments (`self` not counted)."""
+    found = {}
+    for function in source.nodes(cst.FunctionDef):
+        params = [p.name.value for p in function.params.params]
+        if params and params[0] in {"self", "cls"}:
+            params = params[1:]
+        for call in source.within(function.body, cst.Call):
+            if callee_name(call) != "train" or not isinstance(call.func, cst.Attribute):
+                continue
+            mode = argument(call, "mode", 0)
+            if mode is not None and isinstance(mode.value, cst.Name) and mode.value.value in params:
+                found[function] = params.index(mode.value.value)
+    return found
+
+
+def helper_owned(source: Source, training: Training, call: cst.Call) -> bool:
+    """True if `call` is the `.train(flag)` inside a mode helper that the file calls with literal
+    modes: its call sites, not its body, are where a mode is set or missed."""
+    function = source.function_of(call)
+    return function in mode_helpers(source, training) and bool(
+        mode_calls(source, training, True) or mode_calls(source, training, False))
+
+
+def mode_calls(source: Source, training: Training, value: bool) -> list[cst.Expr]:
+    """Statements that call a mode helper of this file with the literal `value`."""
+    helpers = mode_helpers(source, training)
+    found = []
+    for statement in source.nodes(cst.Expr):
+        call = statement.value
+        if not isinstance(call, cst.Call) or not source.is_reachable(statement):
+            continue
+        for function in training.called_functions(call):
+            if function in helpers:
+                name = next((p.name.value for i, p in enumerate(
+                    [q for q in function.params.params if q.name.value not in {"self", "cls"}])
+                    if i == helpers[function]), None)
+                arg = argument(call, name or "", helpers[function])
+                if arg is not None and is_literal_bool(arg.value, value):
+                    found.append(statement)
+                    break
+    return found
+
+
 def _ancestors_within(source: Source, node: cst.CSTNode, function: cst.CSTNode | None):
     for ancestor in source.ancestors(node):
         if ancestor is function:
