@@ -521,6 +521,14 @@ def is_evaluation(source: Source, training: Training, node: cst.CSTNode) -> bool
     return runs_model(source, training, node)
 
 
+def sets_mode(call: cst.Call) -> bool:
+    """True for `module.train(...)` setting a mode, not `trainer.train(epochs)` running a training."""
+    if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
+        return False
+    owner = (last_name(call.func.value) or "").lower()
+    return not any(word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment"))
+
+
 def is_literal_bool(expr: cst.BaseExpression, value: bool | None = None) -> bool:
     """True for `True`/`False` (or the one given)."""
     names = {"True", "False"} if value is None else {str(value)}

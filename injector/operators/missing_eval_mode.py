@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.patterns import argument, callee_name, helper_owned, is_literal_bool, mode_calls
+from injector.patterns import argument, callee_name, helper_owned, is_literal_bool, mode_calls, sets_mode
 
 
 def _is_eval(call: cst.Call) -> bool:
@@ -68,7 +68,7 @@ class MissingEvalMode(Operator):
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
-            if isinstance(call.func, cst.Attribute) and callee_name(call) == "train":
+            if sets_mode(call):
                 mode = argument(call, "mode", 0)
                 if mode is not None and not is_literal_bool(mode.value) and \
                         not helper_owned(source, training, call):

@@ -3,13 +3,11 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.patterns import argument, callee_name, helper_owned, is_literal_bool, last_name, mode_calls
+from injector.patterns import argument, helper_owned, is_literal_bool, mode_calls, sets_mode
 
 
 def _is_train(call: cst.Call) -> bool:
-    if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
-        return False
-    if "trainer" in (last_name(call.func.value) or "").lower() or "recipe" in (last_name(call.func.value) or ""):
+    if not sets_mode(call):
         return False  # `trainer.train()` runs a whole training, it does not set a mode
     mode = argument(call, "mode", 0)
     return mode is None or is_literal_bool(mode.value, True)
@@ -17,7 +15,7 @@ def _is_train(call: cst.Call) -> bool:
 
 def _train_by_value(call: cst.Call) -> cst.Arg | None:
     """The argument of `module.train(training)`: the mode comes from a value."""
-    if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
+    if not sets_mode(call):
         return None
     mode = argument(call, "mode", 0)
     return None if mode is None or is_literal_bool(mode.value) else mode
