@@ -44,6 +44,13 @@ def _is_batch(source, call: cst.Call) -> bool:
     return any(word in name for word in ("batch", "step", "device", "prepare", "collate"))
 
 
+def _framework_device(expr: cst.BaseExpression) -> bool:
+    """`accelerator.device` / `fabric.device`: the framework's prepared loaders already place
+    batches there, so dropping the move changes nothing."""
+    owner = dotted(expr.value) if isinstance(expr, cst.Attribute) and expr.attr.value == "device" else None
+    return owner is not None and any(word in owner.lower() for word in ("accelerator", "fabric"))
+
+
 class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
@@ -79,6 +86,7 @@ class DeviceMismatch(Operator):
         "    best_acc1 = best_acc1.to(gpu)\n",
         "for x in xs:\n    x = x.to(torch.float16)\n",
         "for x in xs:\n    x = x.to(dtype=torch.bfloat16)\n",
+        "for batch in loader:\n    batch = batch.to(accelerator.device)\n",
     )
 
     def changes(self, source, training):
@@ -90,7 +98,7 @@ class DeviceMismatch(Operator):
             name = callee_name(call)
             if name == "to":
                 target = argument(call, "device", 0)
-                if target is None or not _is_device(target.value):
+                if target is None or not _is_device(target.value) or _framework_device(target.value):
                     continue
             elif name != "cuda":
                 continue
