@@ -18,8 +18,12 @@ and build what the manifest's `construct` builds) although the original does.
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
+import io
 import sys
 import tomllib
 import types
@@ -44,6 +48,9 @@ class Site:
     last: int  # the same line, or the block's last line
     label: str
     why: str = ""
+    block: bool = False  # an `in` site: the mutant lands in the block, not in a loop nested in it
+    known: bool = False  # a reviewed shortfall: an expected site no mutant reaches (`known_miss`),
+    # or an untouched site that still gets a mutant (`known_equivalent`)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,7 @@ class Verdict:
     found: list[Site] = field(default_factory=list)
     missed: list[Site] = field(default_factory=list)
     equivalent: list[Mutant] = field(default_factory=list)
+    mutated_untouched: list[Site] = field(default_factory=list)
     unreviewed: list[Mutant] = field(default_factory=list)
     broken: list[tuple[Mutant, str]] = field(default_factory=list)
 
@@ -103,7 +111,9 @@ def _site(text: str, lines: LineIndex, spec: dict, name: str) -> Site:
     line = holding[(nth or 1) - 1]
     last = _block_end(text, lines, line) if "in" in spec else _statement_end(text, lines, line)
     label = f"{spec['op']} @ {line}: {anchor.strip()}"
-    return Site(spec["op"], line, last, label, spec.get("why", ""))
+    known = bool(spec.get("known_miss") or spec.get("known_equivalent"))
+    return Site(spec["op"], line, last, label, spec.get("why", spec.get("known_miss", "")),
+                "in" in spec, known)
 
 
 def _statement_end(text: str, lines: LineIndex, line: int) -> int:
@@ -145,8 +155,33 @@ def touched_lines(mutant: Mutant, lines: LineIndex) -> set[int]:
     return touched
 
 
-def _matches(site: Site, mutant: Mutant, touched: set[int]) -> bool:
-    return mutant.operator == site.op and any(site.first <= n <= site.last for n in touched)
+def _matches(site: Site, mutant: Mutant, touched: set[int], headers: set[int] | None = None) -> bool:
+    if mutant.operator != site.op:
+        return False
+    if site.block and headers is not None:
+        # The mutant must sit in that block, not in a loop nested in it.
+        return site.first in headers | touched
+    return any(site.first <= n <= site.last for n in touched)
+
+
+def loop_headers(mutant: Mutant, lines: LineIndex) -> set[int]:
+    """The header line of the innermost block around each of the mutant's edits."""
+    found = set()
+    for edit in mutant.edits:
+        number = lines.line_of(edit.start)
+        text = lines.line_text(number)
+        indent = len(text) - len(text.lstrip()) if text.strip() else 10**6
+        for above in range(number - 1, 0, -1):
+            line = lines.line_text(above)
+            if not line.strip():
+                continue
+            depth = len(line) - len(line.lstrip())
+            if depth < indent:
+                if line.rstrip().endswith(":"):
+                    found.add(above)
+                    break
+                indent = depth
+    return found
 
 
 def judge(file: CorpusFile, load: bool = True) -> Verdict:
@@ -155,13 +190,17 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
     verdict = Verdict(file, mutants)
     lines = LineIndex(file.text)
     touched = {m.id: touched_lines(m, lines) for m in mutants}
+    headers = {m.id: loop_headers(m, lines) for m in mutants}
     for site in file.expected:
-        hit = any(_matches(site, m, touched[m.id]) for m in mutants)
+        hit = any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants)
         (verdict.found if hit else verdict.missed).append(site)
+    for site in file.untouched:
+        if any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants):
+            verdict.mutated_untouched.append(site)
     for mutant in mutants:
-        if any(_matches(site, mutant, touched[mutant.id]) for site in file.expected):
+        if any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.expected):
             continue
-        if any(_matches(site, mutant, touched[mutant.id]) for site in file.untouched):
+        if any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.untouched):
             verdict.equivalent.append(mutant)
         else:
             verdict.unreviewed.append(mutant)
@@ -195,18 +234,22 @@ def load_module(text: str, file: CorpusFile) -> str | None:
 
     Returns None when it loads, else the error in one line.
     """
-    with _stubbed_imports():
+    with _stubbed_imports(file.text):
         module = types.ModuleType(f"corpus_{Path(file.name).stem}")
         module.__file__ = str(CORPUS / file.name)
         code = text if file.load == "import" else _definitions(text)
+        sys.modules[module.__name__] = module  # dataclasses look their module up there
         try:
-            exec(compile(code, file.name, "exec"), module.__dict__)
-            if file.construct:
-                exec(compile(file.construct, f"{file.name}:construct", "exec"), module.__dict__)
+            with contextlib.redirect_stdout(io.StringIO()):  # what the file prints at start-up
+                exec(compile(code, file.name, "exec"), module.__dict__)
+                if file.construct:
+                    exec(compile(file.construct, f"{file.name}:construct", "exec"), module.__dict__)
         except BaseException as error:  # noqa: BLE001 - any failure to load is the finding
             if isinstance(error, KeyboardInterrupt):
                 raise
             return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        finally:
+            sys.modules.pop(module.__name__, None)
     return None
 
 
@@ -258,6 +301,9 @@ class _StubType(type):
     def __getitem__(cls, key):
         return cls
 
+    def __iter__(cls):
+        return iter(())  # else iteration would go through __getitem__ forever
+
 
 def _stub_class(name: str) -> type:
     return _StubType(name, (_Anything,), {})
@@ -271,9 +317,16 @@ class _StubModule(types.ModuleType):
 
 
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Last on the import path: a package that is not installed imports as a stub."""
+    """Last on the import path: a package the corpus file imports but that is not installed
+    imports as a stub. Only those: libraries that probe for optional packages
+    (`try: import flint`) must still see them missing."""
+
+    def __init__(self, packages: set[str]) -> None:
+        self.packages = packages
 
     def find_spec(self, fullname, path, target=None):
+        if fullname.split(".")[0] not in self.packages:
+            return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
@@ -285,9 +338,23 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
+def _missing_packages(text: str) -> set[str]:
+    """Top-level packages the file imports that are not installed here."""
+    names = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return {name for name in names if name not in sys.modules and importlib.util.find_spec(name) is None}
+
+
 class _stubbed_imports:
+    def __init__(self, text: str) -> None:
+        self.packages = _missing_packages(text)
+
     def __enter__(self) -> None:
-        self.finder = _StubFinder()
+        self.finder = _StubFinder(self.packages)
         self.before = set(sys.modules)
         sys.meta_path.append(self.finder)
 
