@@ -55,6 +55,22 @@ class NoGradTraining(Operator):
              "    if train:\n"
              "        loss.backward()\n",),
         ),
+        Example(
+            # `accelerator.backward(loss)`: the loss is the argument, not the accelerator.
+            "import torch\n"
+            "accelerator = Accelerator()\n"
+            "for batch in loader:\n"
+            "    outputs = model(**batch)\n"
+            "    loss = outputs.loss\n"
+            "    accelerator.backward(loss)\n",
+            ("import torch\n"
+             "accelerator = Accelerator()\n"
+             "for batch in loader:\n"
+             "    with torch.no_grad():\n"
+             "        outputs = model(**batch)\n"
+             "        loss = outputs.loss\n"
+             "    accelerator.backward(loss)\n",),
+        ),
     )
     untouched = (
         "with torch.no_grad():\n    out = model(x)\n",
