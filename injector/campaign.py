@@ -30,7 +30,7 @@ from typing import Literal
 from injector import __version__, protocol, reach, scratch
 from injector.errors import TrainwreckError, UsageError
 from injector.mutants import LineIndex, Mutant
-from injector.outcomes import KILLED, NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
+from injector.outcomes import IGNORED, KILLED, NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
 
 TIMEOUT_CONSTANT = 5.0  # seconds added to every mutant's time limit
 
@@ -315,16 +315,19 @@ class Campaign:
         With no mutant (a PR that changes no training code), the workers are stopped at once:
         nothing is run, not even the baseline."""
         self.progress = progress or (lambda kind, data: None)
+        # Ignored mutants are outcomes at once: the workers never see them.
+        ignored = {m.id: protocol.Result(m.id, IGNORED, message=m.ignored) for m in mutants if m.ignored}
+        everything, mutants = mutants, [m for m in mutants if not m.ignored]
         if not mutants:
             self.__exit__(None, None, None)
-            return self._report([], {}, {"tests": 0, "duration": 0.0, "flaky": []}, sources)
+            return self._report(everything, ignored, {"tests": 0, "duration": 0.0, "flaky": []}, sources)
         tests = self._await_baseline()
         usable = [t for t in tests if t.usable]
         baseline = {"tests": len(tests), "flaky": [t.name for t in tests if len(set(t.outcomes)) > 1],
                     "duration": sum(t.duration for t in usable)}
         self.progress("baseline", baseline)
         results = self._run_mutants(mutants, sources, tests)
-        return self._report(mutants, results, baseline, sources)
+        return self._report(everything, {**results, **ignored}, baseline, sources)
 
     def _await_baseline(self) -> list[_Test]:
         """Wait for every worker to be warm and for slot 0's baseline; check that it passed."""

@@ -200,7 +200,7 @@ def _list(args: argparse.Namespace) -> int:
 def _generate(paths: list[Path], operator_ids: list[str] | None):
     """Mutants of `paths` under their project's configuration: (root, settings, files, generation)."""
     from injector import discovery
-    from injector.generate import mutants_for_files
+    from injector.generate import mutants_for_files, skip_listed
     from injector.operators import select
 
     root = config.find_root(paths[0].resolve() if paths[0].exists() else paths[0])
@@ -212,6 +212,12 @@ def _generate(paths: list[Path], operator_ids: list[str] | None):
     if not files:
         raise UsageError(f"no Python files to mutate under {', '.join(map(str, paths))}")
     generation = mutants_for_files(files, operators)
+    if settings.skip_mutants:
+        marked, stale = skip_listed(generation.mutants, settings.skip_mutants)
+        generation = replace(generation, mutants=marked)
+        for mutant_id in stale:
+            print(f"injector: skip-mutants lists {mutant_id}, which is no mutant of these files",
+                  file=sys.stderr)
     for entry in unreadable + generation.skipped:
         print(f"injector: skipped {entry}", file=sys.stderr)
     if generation.files == 0:
@@ -258,7 +264,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.since:
             mutants = campaign.select_changed(mutants, sources, campaign.changed_lines(root, args.since))
         mutants = campaign.select_shard(mutants, args.shard)
-        with render.CampaignProgress(len(mutants), project_name=root.name, guard=guard.text) as progress:
+        to_run = sum(1 for m in mutants if not m.ignored)  # ignored ones are reported, never run
+        with render.CampaignProgress(to_run, project_name=root.name, guard=guard.text) as progress:
             report = running.run(mutants, sources, progress=progress.update)
     if args.shard != (1, 1):
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))

@@ -7,6 +7,10 @@
     exclude-paths = ["src/mypkg/legacy/*"]  # gitignore-style patterns
     guard = "python -m pytest -x -q tests"  # the command that must fail on a mutant
     timeout-factor = 3.0                  # a mutant's time limit: factor x baseline + constant
+    skip-mutants = ["3f2a9c01b7de"]       # mutant ids judged equivalent: listed as ignored, never run
+
+A single mutant can also be silenced in the source, on its line: `# trainwreck: ignore[fault-id]`
+(or a bare `# trainwreck: ignore` for every fault there).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from pathlib import Path
 
 from injector.errors import ConfigError
 
-KEYS = {"paths", "operators", "exclude-operators", "exclude-paths", "guard", "timeout-factor"}
+KEYS = {"paths", "operators", "exclude-operators", "exclude-paths", "guard", "timeout-factor",
+        "skip-mutants"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,7 @@ class Config:
     exclude_paths: tuple[str, ...] = ()
     guard: str | None = None
     timeout_factor: float = 3.0
+    skip_mutants: tuple[str, ...] = ()
     source: Path | None = field(default=None, compare=False)  # the pyproject.toml it came from
 
 
@@ -81,4 +87,4 @@ def load(root: Path) -> Config:
     return Config(root=root, paths=strings("paths"), operators=strings("operators"),
                   exclude_operators=strings("exclude-operators"),
                   exclude_paths=strings("exclude-paths"), guard=guard,
-                  timeout_factor=float(factor), source=pyproject)
+                  timeout_factor=float(factor), skip_mutants=strings("skip-mutants"), source=pyproject)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from injector import catalog
 from injector.discovery import Skipped, SourceFile
 from injector.mutants import Edit, Mutant, mutant_id, unified_diff
 from injector.operators import Operator, all_operators
@@ -15,6 +17,8 @@ from injector.patterns import Training
 from injector.source import ParseError, Source
 
 PARALLEL_FROM_LINES = 3000  # below this, starting workers costs more than it saves
+# `# trainwreck: ignore` silences every mutant on the line; `# trainwreck: ignore[id, id]` those ids.
+IGNORE_COMMENT = re.compile(r"#\s*trainwreck:\s*ignore(?:\[([^\]]*)\])?")
 
 
 def mutants_for_source(text: str, path: str = "<string>",
@@ -37,6 +41,7 @@ def mutants_for_source(text: str, path: str = "<string>",
             scope = source.scope_name(change.node)
             key = (scope, edits and tuple((text[e.start:e.end], e.text) for e in edits))
             ordinals[key] = ordinals.get(key, -1) + 1
+            ignored = _ignored_by_comment(source, change.node, edits, operator.id)
             runtime = source.runtime_function(change.node)
             if runtime is not None and not all(runtime[2][0] <= e.start and e.end <= runtime[2][1]
                                                for e in edits):
@@ -52,8 +57,36 @@ def mutants_for_source(text: str, path: str = "<string>",
                 function=runtime[0] if runtime else None,
                 function_line=runtime[1] if runtime else None,
                 in_main=source.in_main_block(change.node),
+                ignored=ignored,
             ))
     return mutants
+
+
+def _ignored_by_comment(source: Source, node, edits: tuple[Edit, ...], fault_id: str) -> str | None:
+    """The reason a mutant is silenced by a comment on its site's first line or a line it edits."""
+    lines = {source.line(node)}
+    for edit in edits:
+        first = source.lines.line_of(edit.start)
+        lines.update(range(first, source.lines.line_of(max(edit.start, edit.end - 1)) + 1))
+    for number in sorted(lines):
+        match = IGNORE_COMMENT.search(source.lines.line_text(number))
+        if match is None:
+            continue
+        ids = {i.strip() for i in (match.group(1) or "").split(",") if i.strip()}
+        if not ids or fault_id in ids or any(catalog.ALIASES.get(i) == fault_id for i in ids):
+            return f"`{match.group(0).strip()}` on line {number}"
+    return None
+
+
+def skip_listed(mutants: list[Mutant], skip: Iterable[str]) -> tuple[list[Mutant], list[str]]:
+    """Mark the mutants whose ids the project lists in `skip-mutants` as ignored.
+
+    Returns the mutants and the listed ids that match no mutant (a stale entry, worth a warning).
+    """
+    wanted = set(skip)
+    marked = [replace(m, ignored=m.ignored or "listed in skip-mutants") if m.id in wanted else m
+              for m in mutants]
+    return marked, sorted(wanted - {m.id for m in mutants})
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,9 @@ class Mutant:
     function: str | None = None
     function_line: int | None = None
     in_main: bool = False
+    # Why the user has silenced it (`# trainwreck: ignore[...]` on its line, or `skip-mutants`):
+    # it is still listed and reported, as "ignored", but never run or scored.
+    ignored: str | None = None
 
     def apply(self, source: str) -> str:
         """Return `source` (the file this mutant was made from) with the mutation applied."""
@@ -52,6 +55,7 @@ class Mutant:
             "description": self.description,
             "diff": self.diff,
             "function": self.function,
+            "ignored": self.ignored,
         }
 
 

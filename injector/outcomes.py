@@ -15,7 +15,8 @@ from injector.errors import UsageError
 SCHEMA = "trainwreck.report/1"
 
 KILLED, SURVIVED, TIMEOUT, ERROR, NO_COVERAGE = "killed", "survived", "timeout", "error", "no_coverage"
-STATUSES = (KILLED, TIMEOUT, SURVIVED, NO_COVERAGE, ERROR)
+IGNORED = "ignored"  # silenced by the project (a comment or skip-mutants): not run, not scored
+STATUSES = (KILLED, TIMEOUT, SURVIVED, NO_COVERAGE, ERROR, IGNORED)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,18 @@ FUNCTIONAL_MODULES = frozenset({
 })
 
 
+MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train", "eval"})
+
+
+def constructed(call: cst.Call) -> cst.Call:
+    """The constructor call under device and dtype moves: `nn.CrossEntropyLoss()` for
+    `nn.CrossEntropyLoss().to(device)` or `.cuda()`."""
+    while isinstance(call.func, cst.Attribute) and call.func.attr.value in MOVES and \
+            isinstance(call.func.value, cst.Call):
+        call = call.func.value
+    return call
+
+
 def dotted(expr: cst.BaseExpression) -> str | None:
     """`torch.nn.functional.softmax` for a Name/Attribute chain; None for anything else."""
     if isinstance(expr, cst.Name):
@@ -146,18 +158,21 @@ class Training:
         self.constructors: dict[str, str] = {}  # name -> class it was built from
         for assign in source.nodes(cst.Assign):
             if isinstance(assign.value, cst.Call):
-                role = _constructor_role(assign.value)
+                built = constructed(assign.value)
+                role = _constructor_role(built)
                 for target in assign.targets:
                     text = dotted(target.target) or source.module.code_for_node(target.target).strip()
-                    self.constructors[text] = callee_name(assign.value) or ""
+                    if callee_name(built) in MOVES and isinstance(built.func, cst.Attribute):
+                        continue  # `criterion = criterion.to(device)` keeps what was built before
+                    self.constructors[text] = callee_name(built) or ""
                     if role:
                         self.roles[text] = role
 
     def constructor(self, expr: cst.BaseExpression) -> str | None:
         """The class an object was built from: `CrossEntropyLoss` for `criterion` after
-        `criterion = nn.CrossEntropyLoss()`, and for `nn.CrossEntropyLoss()` itself."""
+        `criterion = nn.CrossEntropyLoss().to(device)`, and for `nn.CrossEntropyLoss()` itself."""
         if isinstance(expr, cst.Call):
-            return callee_name(expr)
+            return callee_name(constructed(expr))
         return self.constructors.get(self._text(expr))
 
     def _text(self, expr: cst.BaseExpression) -> str:
@@ -201,16 +216,80 @@ class Training:
 
     @cached_property
     def backwards(self) -> list[Backward]:
+        """Every backward call with the loss it differentiates.
+
+        `loss.backward()`, `scaler.scale(loss).backward()`, `cast(T, scaler.scale(loss)).backward()`,
+        `scaled.backward()` after `scaled = scaler.scale(loss)`; and the framework forms that take
+        the loss as an argument: `accelerator.backward(loss)`, `self.manual_backward(loss)`.
+        """
         found = []
         for call in self.source.nodes(cst.Call):
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
-                loss = call.func.value
-                scaler = None
-                if isinstance(loss, cst.Call) and callee_name(loss) == "scale" and loss.args \
-                        and isinstance(loss.func, cst.Attribute):
-                    scaler = loss.func.value
-                    loss = loss.args[0].value
-                found.append(Backward(call, loss, scaler))
+            if not isinstance(call.func, cst.Attribute):
+                continue
+            name = call.func.attr.value
+            receiver = call.func.value
+            if name == "manual_backward" or (name == "backward" and _takes_loss(receiver, call)):
+                loss_arg = argument(call, "loss", 0)
+                if loss_arg is None:
+                    continue
+                loss, scaler = _unscaled(loss_arg.value)
+            elif name == "backward":
+                loss, scaler = _unscaled(receiver)
+                if scaler is None and isinstance(receiver, cst.Name):
+                    scaled = self._scaled_value(receiver, call)
+                    if scaled is not None:
+                        loss, scaler = _unscaled(scaled)
+            else:
+                continue
+            found.append(Backward(call, loss, scaler))
+        return found
+
+    def _scaled_value(self, name: cst.Name, use: cst.CSTNode) -> cst.Call | None:
+        """`scaler.scale(loss)` when `name` was last assigned from it before `use`."""
+        assign = self.last_assignment(name.value, use)
+        if assign is not None and isinstance(assign.value, cst.Call) and callee_name(assign.value) == "scale":
+            return assign.value
+        return None
+
+    def last_assignment(self, name: str, use: cst.CSTNode, unconditional: bool = False,
+                        fresh: bool = False) -> cst.Assign | cst.AnnAssign | None:
+        """The last assignment to `name` (a plain name, `self.x`, or one element of a tuple
+        target) before `use` in the same function.
+
+        `unconditional`: skip assignments under an `if`/loop that does not also hold `use`
+        (`if accum > 1: loss = loss / accum` only sometimes runs). `fresh`: skip assignments
+        that read the name they assign (`loss = loss / accum` rescales, it does not compute).
+        """
+        function = self.source.function_of(use)
+        before = self.source.span(use)[0]
+        around_use = set(self.source.ancestors(use))
+        found = None
+        for assign in self.assigned_names.get(name, ()):
+            if self.source.span(assign)[0] >= before or self.source.function_of(assign) is not function:
+                continue
+            if unconditional and any(isinstance(a, (cst.If, cst.For, cst.While, cst.Try)) and a not in around_use
+                                     for a in _ancestors_within(self.source, assign, function)):
+                continue
+            if fresh and assign.value is not None and _reads(self.source, assign.value, name):
+                continue
+            found = assign
+        return found
+
+    @cached_property
+    def assigned_names(self) -> dict[str, list[cst.Assign | cst.AnnAssign]]:
+        """Assignments by the names they bind (`loss`, `self.loss`, each element of a tuple)."""
+        found: dict[str, list] = {}
+        for assign in self.source.nodes(cst.Assign) + self.source.nodes(cst.AnnAssign):
+            targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+            for target in targets:
+                elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) \
+                    else [target]
+                for element in elements:
+                    text = dotted(element)
+                    if text is not None:
+                        found.setdefault(text, []).append(assign)
+        for values in found.values():
+            values.sort(key=self.source.span)
         return found
 
     @cached_property
@@ -225,13 +304,85 @@ class Training:
 
     @cached_property
     def training_loops(self) -> list[cst.For | cst.While]:
-        """Loops whose own body (not a nested loop's) runs backward or an optimizer step."""
+        """Batch loops: loops whose body runs a backward or an optimizer step itself, or through a
+        function of this file (a method of the same class) that runs one outside a loop of its own.
+
+        A loop over optimizers (`for name in self._optimizers: self._optimizers[name].step()`) is not
+        a batch loop, nor is an epoch loop whose batch loop sits in a called `train_one_epoch()`.
+        """
         loops = []
-        for call in [b.call for b in self.backwards] + self.steps:
-            loop = self.source.enclosing(call, (cst.For, cst.While))
-            if loop is not None and loop not in loops:
-                loops.append(loop)
+        for loop in self.source.nodes(cst.For) + self.source.nodes(cst.While):
+            reached = self.training_calls(loop.body)
+            if not reached:
+                continue
+            if isinstance(loop, cst.For) and all(c in self.steps for c in reached):
+                targets = {n.value for n in self.source.within(loop.target, cst.Name)}
+                if all(any(n.value in targets for n in self.source.within(c.func, cst.Name)) for c in reached):
+                    continue  # iterating over optimizers, not over batches
+            loops.append(loop)
         return sorted(loops, key=self.source.span)
+
+    def training_calls(self, node: cst.CSTNode, depth: int = 3) -> list[cst.Call]:
+        """The backward and optimizer-step calls that running `node` makes once, outside any loop
+        inside `node`: its own, and those of the functions of this file that it calls."""
+        key = (node, depth)
+        if key in self._reach_cache:
+            return self._reach_cache[key]
+        self._reach_cache[key] = []  # recursion guard
+        wanted = {b.call for b in self.backwards} | set(self.steps)
+        found = []
+        for call in self.source.within(node, cst.Call):
+            if _nested_in(self.source, call, node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)):
+                continue
+            if call in wanted:
+                found.append(call)
+            elif depth > 0:
+                for function in self.called_functions(call):
+                    if self.training_calls(function.body, depth - 1):
+                        found.append(call)
+                        break
+        self._reach_cache[key] = found
+        return found
+
+    @cached_property
+    def _reach_cache(self) -> dict:
+        return {}
+
+    @cached_property
+    def functions(self) -> dict[str, list[cst.FunctionDef]]:
+        """The functions and methods of the file by name."""
+        found: dict[str, list[cst.FunctionDef]] = {}
+        for function in self.source.nodes(cst.FunctionDef):
+            found.setdefault(function.name.value, []).append(function)
+        return found
+
+    def called_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """The functions of this file that `call` may run: `f(...)` a function named f, `self.m(...)`
+        a method m of the class around the call (also when passed on, as in `partial(self.m, ...)`)."""
+        target = call.func
+        if callee_name(call) == "partial" and call.args:
+            target = call.args[0].value
+        if isinstance(target, cst.Name):
+            return [f for f in self.functions.get(target.value, ())
+                    if not isinstance(self.source.parent(self.source.parent(f)), cst.ClassDef)]
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            owner = _enclosing_class(self.source, call)
+            return [f for f in self.functions.get(target.attr.value, ())
+                    if _enclosing_class(self.source, f) is owner and owner is not None]
+        return []
+
+    @cached_property
+    def distributed(self) -> bool:
+        """True if the file runs distributed code (process groups, DDP/FSDP, an Accelerator or
+        Fabric, XLA): only there can one rank miss a collective."""
+        for name in self.source.nodes(cst.Name):
+            if name.value in _DISTRIBUTED_NAMES:
+                parent = self.source.parent(name)
+                if isinstance(parent, cst.Attribute) and parent.attr is name and dotted(parent.value) == "torch":
+                    continue  # `torch.accelerator` is the device API, not Hugging Face's Accelerator
+                return True
+        return any(s.value.strip("'\"") in {"LOCAL_RANK", "RANK", "WORLD_SIZE"}
+                   for s in self.source.nodes(cst.SimpleString))
 
     @cached_property
     def assignments(self) -> dict[str, list[cst.Assign]]:
@@ -243,24 +394,209 @@ class Training:
                     found.setdefault(target.target.value, []).append(assign)
         return found
 
-    def loss_assignment(self, backward: Backward) -> cst.Assign | None:
-        """The last assignment of the backward's loss name before the backward call."""
-        name = _first_name(backward.loss)
-        function = self.source.function_of(backward.call)
-        before = self.source.span(backward.call)[0]
-        found = None
-        for assign in self.assignments.get(name or "", ()):
-            if self.source.span(assign)[0] < before and self.source.function_of(assign) is function:
-                found = assign
-        return found
+    def loss_assignment(self, backward: Backward) -> cst.Assign | cst.AnnAssign | None:
+        """Where the backward's loss is computed: its last assignment before the backward call
+        in the same function that always runs and does not merely rescale it; failing that, the
+        last assignment at all."""
+        name = _loss_name(backward.loss)
+        if name is None:
+            return None
+        return self.last_assignment(name, backward.call, unconditional=True, fresh=True) or \
+            self.last_assignment(name, backward.call)
 
 
-def _first_name(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
-        return expr.value
+def _loss_name(expr: cst.BaseExpression) -> str | None:
+    """The name a loss expression is held in: `loss` for `loss / accum`, `self.loss`."""
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        return dotted(expr)
     if isinstance(expr, cst.BinaryOperation):
-        return _first_name(expr.left)
+        return _loss_name(expr.left)
     return None
+
+
+# Receivers of `.backward(loss)` that are frameworks, not tensors.
+_BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "strategy", "trainer", "booster", "deepspeed")
+
+
+def _takes_loss(receiver: cst.BaseExpression, call: cst.Call) -> bool:
+    """True for `accelerator.backward(loss)`: the argument is the loss, not a gradient."""
+    if not call.args or call.args[0].keyword is not None:
+        return any(a.keyword is not None and a.keyword.value == "loss" for a in call.args)
+    owner = (last_name(receiver) or "").lower()
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        return True
+    return any(word in owner for word in _BACKWARD_OWNERS)
+
+
+def _unscaled(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression | None]:
+    """The loss and the GradScaler of `scaler.scale(loss)` (through `cast(T, ...)`), or (expr, None)."""
+    if isinstance(expr, cst.Call) and callee_name(expr) == "cast" and expr.args:
+        expr = expr.args[-1].value
+    if isinstance(expr, cst.Call) and callee_name(expr) == "scale" and expr.args and \
+            isinstance(expr.func, cst.Attribute):
+        return expr.args[0].value, expr.func.value
+    return expr, None
+
+
+_DISTRIBUTED_NAMES = frozenset({
+    "distributed", "DistributedDataParallel", "DDP", "FSDP", "FullyShardedDataParallel",
+    "fully_shard", "init_process_group", "get_rank", "get_world_size", "all_reduce", "all_gather",
+    "reduce_scatter", "barrier", "Accelerator", "accelerator", "Fabric", "fabric", "xm", "deepspeed",
+    "hvd", "horovod", "local_rank", "world_size", "no_sync", "ddp", "dist",
+})
+
+
+def _nested_in(source: Source, node: cst.CSTNode, outer: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
+    """True if an ancestor of `node` below `outer` is one of `kinds`."""
+    for ancestor in source.ancestors(node):
+        if ancestor is outer:
+            return False
+        if isinstance(ancestor, kinds):
+            return True
+    return False
+
+
+def _enclosing_class(source: Source, node: cst.CSTNode) -> cst.ClassDef | None:
+    for ancestor in source.ancestors(node):
+        if isinstance(ancestor, cst.ClassDef):
+            return ancestor
+    return None
+
+
+NO_GRAD_CONTEXTS = frozenset({"no_grad", "inference_mode"})
+
+
+def disables_grad(expr: cst.BaseExpression) -> bool:
+    """True for `torch.no_grad()`, `torch.inference_mode()` (not `inference_mode(False)`), and the
+    bare decorator forms."""
+    if isinstance(expr, cst.Call):
+        if last_name(expr.func) not in NO_GRAD_CONTEXTS:
+            return False
+        mode = argument(expr, "mode", 0)
+        return mode is None or not (isinstance(mode.value, cst.Name) and mode.value.value == "False")
+    return last_name(expr) in NO_GRAD_CONTEXTS
+
+
+def under_no_grad(source: Source, node: cst.CSTNode) -> bool:
+    """True if `node` runs inside a `with torch.no_grad()` block or a function decorated so."""
+    for ancestor in source.ancestors(node):
+        if isinstance(ancestor, cst.With) and any(disables_grad(i.item) for i in ancestor.items):
+            return True
+        if isinstance(ancestor, cst.FunctionDef) and any(disables_grad(d.decorator) for d in ancestor.decorators):
+            return True
+    return False
+
+
+MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "generator", "discriminator",
+               "backbone", "transformer", "policy", "critic", "actor")
+FORWARD_METHODS = frozenset({"forward", "generate", "validation_step", "test_step", "predict_step",
+                             "eval_step", "evaluate", "predict"})
+EVALUATION_WORDS = ("eval", "valid", "test", "estimate", "predict", "infer", "sample", "generate")
+
+
+def runs_model(source: Source, training: Training, node: cst.CSTNode, depth: int = 2) -> bool:
+    """True if running `node` runs a model forward pass: `model(x)`, `self.net(x)`, `self(x)`,
+    `model.generate(...)`, `model.validation_step(...)`, or a function of this file that does."""
+    for call in source.within(node, cst.Call):
+        func = call.func
+        name = (last_name(func) or "").lower()
+        if isinstance(func, cst.Attribute) and func.attr.value in FORWARD_METHODS:
+            return True
+        if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) and \
+                (name == "self" or any(word in name for word in MODEL_WORDS)) and \
+                training.role(func) is None and not name.startswith(("get_", "set_", "load", "save")):
+            return True
+        if isinstance(func, cst.Attribute) and dotted(func.value) == "self" and \
+                (training.constructors.get(dotted(func) or "", "") or "a")[0].isupper() and training.role(func) is None:
+            return True  # `self.gen(z)` after `self.gen = Generator()`: a submodule's forward
+        if depth > 0 and any(runs_model(source, training, f.body, depth - 1)
+                             for f in training.called_functions(call)):
+            return True
+    return False
+
+
+def is_evaluation(source: Source, training: Training, node: cst.CSTNode) -> bool:
+    """True if `node` (a `no_grad` block, a decorated function) evaluates a model: it runs a forward
+    pass. A metrics helper or a copy of weights under `no_grad` is not evaluation."""
+    return runs_model(source, training, node)
+
+
+def sets_mode(call: cst.Call) -> bool:
+    """True for `module.train(...)` setting a mode, not `trainer.train(epochs)` running a training."""
+    if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
+        return False
+    owner = (last_name(call.func.value) or "").lower()
+    return not any(word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment"))
+
+
+def is_literal_bool(expr: cst.BaseExpression, value: bool | None = None) -> bool:
+    """True for `True`/`False` (or the one given)."""
+    names = {"True", "False"} if value is None else {str(value)}
+    return isinstance(expr, cst.Name) and expr.value in names
+
+
+def mode_helpers(source: Source, training: Training) -> dict[cst.FunctionDef, int]:
+    """Functions of the file that set train/eval mode from a parameter (`def _set_training(self,
+    flag): self.model.train(flag)`), with the position of that parameter among the call's
+    arguments (`self` not counted)."""
+    found = {}
+    for function in source.nodes(cst.FunctionDef):
+        params = [p.name.value for p in function.params.params]
+        if params and params[0] in {"self", "cls"}:
+            params = params[1:]
+        for call in source.within(function.body, cst.Call):
+            if callee_name(call) != "train" or not isinstance(call.func, cst.Attribute):
+                continue
+            mode = argument(call, "mode", 0)
+            if mode is not None and isinstance(mode.value, cst.Name) and mode.value.value in params:
+                found[function] = params.index(mode.value.value)
+    return found
+
+
+def helper_owned(source: Source, training: Training, call: cst.Call) -> bool:
+    """True if `call` is the `.train(flag)` inside a mode helper that the file calls with literal
+    modes: its call sites, not its body, are where a mode is set or missed."""
+    function = source.function_of(call)
+    return function in mode_helpers(source, training) and bool(
+        mode_calls(source, training, True) or mode_calls(source, training, False))
+
+
+def mode_calls(source: Source, training: Training, value: bool) -> list[cst.Expr]:
+    """Statements that call a mode helper of this file with the literal `value`."""
+    helpers = mode_helpers(source, training)
+    found = []
+    for statement in source.nodes(cst.Expr):
+        call = statement.value
+        if not isinstance(call, cst.Call) or not source.is_reachable(statement):
+            continue
+        for function in training.called_functions(call):
+            if function in helpers:
+                name = next((p.name.value for i, p in enumerate(
+                    [q for q in function.params.params if q.name.value not in {"self", "cls"}])
+                    if i == helpers[function]), None)
+                arg = argument(call, name or "", helpers[function])
+                if arg is not None and is_literal_bool(arg.value, value):
+                    found.append(statement)
+                    break
+    return found
+
+
+def _ancestors_within(source: Source, node: cst.CSTNode, function: cst.CSTNode | None):
+    for ancestor in source.ancestors(node):
+        if ancestor is function:
+            return
+        yield ancestor
+
+
+def _reads(source: Source, expr: cst.CSTNode, name: str) -> bool:
+    """True if `expr` reads the (dotted) name."""
+    for node in source.within(expr, (cst.Name, cst.Attribute)):
+        parent = source.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue  # the `loss` of `outputs.loss` is not the name `loss`
+        if dotted(node) == name:
+            return True
+    return False
 
 
 def _constructor_role(call: cst.Call) -> str | None:
@@ -281,6 +617,20 @@ def _constructor_role(call: cst.Call) -> str | None:
 _DATA_MOVES = (".to(", ".cuda(", "next(", "zero_grad", ".item(")
 
 
+def grad_block(source: Source, assign: cst.CSTNode) -> cst.With | None:
+    """The `with` block whose body holds the statement line of `assign` directly."""
+    line = source.parent(assign)
+    block = source.parent(line) if line is not None else None
+    holder = source.parent(block) if block is not None else None
+    return holder if isinstance(holder, cst.With) else None
+
+
+def grad_switch(expr: cst.BaseExpression) -> bool:
+    """True for a context that decides whether autograd records: `no_grad()`, `inference_mode()`,
+    `set_grad_enabled(...)`."""
+    return disables_grad(expr) or (isinstance(expr, cst.Call) and last_name(expr.func) == "set_grad_enabled")
+
+
 def forward_run(source: Source, training: Training,
                 backward: Backward) -> tuple[cst.CSTNode, cst.CSTNode] | None:
     """The statements that compute the forward pass and the loss a backward call uses.
@@ -296,14 +646,11 @@ def forward_run(source: Source, training: Training,
     if not isinstance(line, cst.SimpleStatementLine):
         return None
     last: cst.CSTNode = line
-    block = source.parent(line)
-    holder = source.parent(block) if block is not None else None
-    if isinstance(holder, cst.With) and not any(
-            "no_grad" in source.code(item) or "inference_mode" in source.code(item)
-            for item in holder.items):
-        last = holder
-    elif isinstance(holder, cst.With):
-        return None  # already under no_grad
+    holder = grad_block(source, assign)
+    if holder is not None and any(grad_switch(item.item) for item in holder.items):
+        return None  # already under no_grad, or under `set_grad_enabled(...)`: see `grad_switch`
+    if holder is not None and not source.span(holder)[0] <= source.span(backward.call)[0] < source.span(holder)[1]:
+        last = holder  # the whole `with autocast(...)` block, when the backward comes after it
     _, siblings = source.block_of(last)
     if last not in siblings or source.span(backward.call)[0] < source.span(last)[1]:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from rich.console import Console
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -37,12 +38,15 @@ def mutants(generation) -> None:
     """Every mutant with its diff, then a count per operator."""
     console = _console()
     for mutant in generation.mutants:
+        silenced = f"  [dim]ignored: {escape(mutant.ignored)}[/dim]" if mutant.ignored else ""
         console.print(f"[bold]{mutant.id}[/bold] [cyan]{mutant.operator}[/cyan] "
-                      f"{mutant.file}:{mutant.line}  {mutant.description}")
+                      f"{mutant.file}:{mutant.line}  {mutant.description}{silenced}")
         _diff(console, mutant.diff)
     counts = Counter(m.operator for m in generation.mutants)
+    ignored = sum(1 for m in generation.mutants if m.ignored)
     table = Table(title=f"{len(generation.mutants)} mutants in {generation.files} files "
-                        f"({generation.lines} lines)", title_justify="left")
+                        f"({generation.lines} lines)" + (f", {ignored} ignored" if ignored else ""),
+                  title_justify="left")
     table.add_column("operator")
     table.add_column("mutants", justify="right")
     for operator, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
@@ -87,14 +91,14 @@ class CampaignProgress:
         elif kind == "outcome":
             self.counts[data["status"]] += 1
             shown = " ".join(f"{name} {self.counts[name]}" for name in
-                             ("killed", "timeout", "survived", "no_coverage", "error") if self.counts[name])
+                             ("killed", "timeout", "survived", "no_coverage", "error", "ignored") if self.counts[name])
             self.progress.update(self.task, advance=1, counts=shown)
 
 
 def campaign_summary(report, written: list) -> None:
     """The score, a table per fault id, and where the reports are."""
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    columns = ("killed", "timeout", "survived", "no_coverage", "error")
+    columns = ("killed", "timeout", "survived", "no_coverage", "error", "ignored")
     table = Table(title_justify="left", title=(
         f"mutation score {report.score:.0%} ({report.covered} covered mutants, device {report.device})"
         if report.score is not None else f"no mutant was covered by the guards (device {report.device})"))

@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from injector import catalog
 from injector.errors import UsageError
-from injector.outcomes import ERROR, KILLED, NO_COVERAGE, STATUSES, SURVIVED, TIMEOUT, Outcome, Report
+from injector.outcomes import ERROR, IGNORED, KILLED, NO_COVERAGE, STATUSES, SURVIVED, TIMEOUT, Outcome, Report
 from trainwreck_templates import render
 from injector.markdown import code_span as md_code
 from injector.markdown import fence as md_fence
@@ -37,13 +37,13 @@ MAX_MESSAGE_LINES = 20  # of an error's message, in the markdown (the HTML has i
 MAX_MESSAGE_CHARS = 2_000
 
 LABELS = {KILLED: "killed", TIMEOUT: "timeout", SURVIVED: "survived", NO_COVERAGE: "no coverage",
-          ERROR: "error"}
+          ERROR: "error", IGNORED: "ignored"}
 
 # mutation-testing-elements report schema (package mutation-testing-report-schema, 3.x)
 MTE_SCHEMA_VERSION = "2"
 MTE_THRESHOLDS = {"high": 80, "low": 60}
 MTE_STATUS = {KILLED: "Killed", SURVIVED: "Survived", TIMEOUT: "Timeout",
-              NO_COVERAGE: "NoCoverage", ERROR: "RuntimeError"}
+              NO_COVERAGE: "NoCoverage", ERROR: "RuntimeError", IGNORED: "Ignored"}
 
 
 # ---------------------------------------------------------------- numbers shared by every format
@@ -228,6 +228,9 @@ def _markdown_context(report: Report, diffs: int, listed: int) -> dict[str, obje
         "uncovered": [{"fault": md_code(o.operator), "where": md_code(_where(o)),
                        "description": md_inline(o.description)} for o in uncovered[:MAX_UNCOVERED]],
         "uncovered_count": len(uncovered),
+        "ignored": [{"fault": md_code(o.operator), "where": md_code(_where(o)),
+                     "description": md_inline(o.description), "why": md_inline(o.message or "")}
+                    for o in outcomes if o.status == IGNORED],
         "diffs_left_out": shown > diffs,
     }
 

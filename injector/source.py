@@ -8,6 +8,7 @@ on the original text. Nothing here knows about training code; `injector.patterns
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,6 +53,7 @@ class Source:
         self._by_type = state.by_type
         self.lines = LineIndex(text)
         self.indent = self.module.default_indent
+        self._start_index: dict[type, tuple[list[cst.CSTNode], list[int]]] = {}
 
     # ---- finding nodes ----
 
@@ -115,9 +117,19 @@ class Source:
         kinds = kind if isinstance(kind, tuple) else (kind,)
         found = []
         for each in kinds:
-            found.extend(n for n in self._by_type.get(each, ())
-                         if start <= self.span(n)[0] and self.span(n)[1] <= end)
-        return sorted(found, key=lambda n: self.span(n))
+            nodes, starts = self._starts(each)
+            # Nodes of one type are indexed in document order, so their starts are sorted.
+            for index in range(bisect_left(starts, start), bisect_right(starts, end)):
+                if self._spans[nodes[index]][1] <= end:
+                    found.append(nodes[index])
+        return found if len(kinds) == 1 else sorted(found, key=lambda n: self.span(n))
+
+    def _starts(self, kind: type) -> tuple[list[cst.CSTNode], list[int]]:
+        cached = self._start_index.get(kind)
+        if cached is None:
+            nodes = self._by_type.get(kind, [])
+            cached = self._start_index[kind] = (nodes, [self._spans[n][0] for n in nodes])
+        return cached
 
     def block_of(self, statement: cst.CSTNode) -> tuple[cst.CSTNode, list[cst.CSTNode]]:
         """The statement line that holds `statement` and the list of its sibling lines."""

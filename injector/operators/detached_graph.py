@@ -3,12 +3,13 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import LOSS_FUNCTIONS, callee_name, method_on
+from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, method_on
 
 
 class DetachedGraph(Operator):
     id = "detached-graph"
-    summary = "`.detach()` the model output passed to the loss (or the loss itself when it is not a loss call)."
+    summary = ("`.detach()` the model output passed to the loss (or the loss itself when it is not a "
+               "loss call, or comes out of a tuple).")
     examples = (
         Example(
             "logits = model(x)\nloss = F.cross_entropy(logits, y)\nloss.backward()\n",
@@ -22,13 +23,49 @@ class DetachedGraph(Operator):
             "loss = self.criterion(self.net(a) + b, y) / accum\n(loss).backward()\n",
             ("loss = (self.criterion(self.net(a) + b, y) / accum).detach()\n(loss).backward()\n",),
         ),
+        Example(
+            "def step(self, x, y):\n"
+            "    logits, self.loss = self.model(x, y)\n"
+            "    self.accelerator.backward(self.loss)\n",
+            ("def step(self, x, y):\n"
+             "    logits, self.loss = self.model(x, y)\n"
+             "    self.loss = self.loss.detach()\n"
+             "    self.accelerator.backward(self.loss)\n",),
+        ),
+        Example(
+            "for x, y in loader:\n"
+            "    loss = model(x, y)\n"
+            "    if accum > 1:\n"
+            "        loss = loss / accum\n"
+            "    scaled = scaler.scale(loss)\n"
+            "    scaled.backward()\n",
+            ("for x, y in loader:\n"
+             "    loss = model(x, y).detach()\n"
+             "    if accum > 1:\n"
+             "        loss = loss / accum\n"
+             "    scaled = scaler.scale(loss)\n"
+             "    scaled.backward()\n",),
+        ),
     )
-    untouched = ("loss.backward()\n", "y = model(x).detach()\n")
+    untouched = (
+        "loss.backward()\n",
+        "y = model(x).detach()\n",
+        # The receiver of `accelerator.backward(loss)` is not the loss.
+        "accelerator = Accelerator(cpu=True)\naccelerator.backward(compute())\n",
+    )
 
     def changes(self, source, training):
         for backward in training.backwards:
             assign = training.loss_assignment(backward)
-            if assign is None:
+            if assign is None or assign.value is None:
+                continue
+            targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+            if len(targets) != 1 or isinstance(targets[0], (cst.Tuple, cst.List)):
+                name = dotted(backward.loss) if isinstance(backward.loss, (cst.Name, cst.Attribute)) else None
+                if name is None:
+                    continue
+                yield Change(assign, (source.insert_after(assign, [f"{name} = {name}.detach()"]),),
+                             "the loss is cut off from the model's graph")
                 continue
             value = assign.value
             if isinstance(value, cst.Call) and value.args and value.args[0].keyword is None and \

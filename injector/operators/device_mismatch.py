@@ -14,7 +14,7 @@ def _is_device(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call):
         return (dotted(expr.func) or "").endswith("device")
     name = (last_name(expr) or "").lower()
-    return "device" in name or name in {"dev", "rank", "local_rank", "gpu"}
+    return any(word in name for word in ("device", "rank", "gpu", "cuda")) or name == "dev"
 
 
 MODEL_WORDS = ("model", "net", "module", "criterion", "loss_fn", "ema")
@@ -29,6 +29,26 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
     name = (last_name(expr) or "").lower()
     return name == "self" or any(word in name for word in MODEL_WORDS) or \
         training.role(expr) is not None
+
+
+def _is_batch(source, call: cst.Call) -> bool:
+    """A batch moves where batches are taken: in a loop, in what a batch helper returns
+    (`return x.to(device), y`), or in a function that names batches. A checkpoint's metric moved
+    once at start-up (`best_acc1 = best_acc1.to(gpu)`) is not a batch."""
+    if source.enclosing(call, (cst.For, cst.While, cst.ListComp, cst.DictComp, cst.GeneratorExp)) is not None:
+        return True
+    if source.enclosing(call, cst.Return) is not None:
+        return True
+    function = source.function_of(call)
+    name = function.name.value.lower() if function is not None else ""
+    return any(word in name for word in ("batch", "step", "device", "prepare", "collate"))
+
+
+def _framework_device(expr: cst.BaseExpression) -> bool:
+    """`accelerator.device` / `fabric.device`: the framework's prepared loaders already place
+    batches there, so dropping the move changes nothing."""
+    owner = dotted(expr.value) if isinstance(expr, cst.Attribute) and expr.attr.value == "device" else None
+    return owner is not None and any(word in owner.lower() for word in ("accelerator", "fabric"))
 
 
 class DeviceMismatch(Operator):
@@ -60,18 +80,25 @@ class DeviceMismatch(Operator):
     )
     untouched = (
         "model = Net().to(device)\nself.backbone.cuda()\ncriterion = criterion.to(device)\n",
+        # A checkpoint's metric, moved once at start-up, is not a batch.
+        "def main_worker(gpu, args):\n"
+        "    best_acc1 = checkpoint['best_acc1']\n"
+        "    best_acc1 = best_acc1.to(gpu)\n",
         "for x in xs:\n    x = x.to(torch.float16)\n",
         "for x in xs:\n    x = x.to(dtype=torch.bfloat16)\n",
+        "for batch in loader:\n    batch = batch.to(accelerator.device)\n",
     )
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             if not isinstance(call.func, cst.Attribute) or _is_model(training, call.func.value):
                 continue
+            if not _is_batch(source, call):
+                continue
             name = callee_name(call)
             if name == "to":
                 target = argument(call, "device", 0)
-                if target is None or not _is_device(target.value):
+                if target is None or not _is_device(target.value) or _framework_device(target.value):
                     continue
             elif name != "cuda":
                 continue

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, is_functional, method_on
+from injector.patterns import argument, callee_name, is_functional, method_on, under_no_grad
 
 
 class DoubleSoftmax(Operator):
@@ -28,11 +28,18 @@ class DoubleSoftmax(Operator):
              "def step(self, a, b, y):\n"
              "    return self.loss_fn((a + b).softmax(dim=1), y)\n",),
         ),
+        Example(
+            # A criterion moved to the device is still a cross-entropy.
+            "criterion = nn.CrossEntropyLoss().to(device)\nloss = criterion(output, target)\n",
+            ("criterion = nn.CrossEntropyLoss().to(device)\nloss = criterion(output.softmax(dim=1), target)\n",),
+        ),
     )
     untouched = (
         "loss = F.nll_loss(F.log_softmax(x, dim=1), y)\n",
+        "criterion = nn.NLLLoss().to(device)\nloss = criterion(output, target)\n",
         "loss = criterion(out, y)  # criterion built elsewhere: unknown loss\n",
         "loss = F.mse_loss(pred, y)\n",
+        "with torch.no_grad():\n    val_loss = F.cross_entropy(model(x), y)\n",
     )
 
     def changes(self, source, training):
@@ -42,7 +49,7 @@ class DoubleSoftmax(Operator):
             elif training.constructor(call.func) != "CrossEntropyLoss":
                 continue
             logits = argument(call, "input", 0)
-            if logits is None:
-                continue
+            if logits is None or under_no_grad(source, call):
+                continue  # under no_grad the loss is only reported: no training effect
             yield Change(call, (source.replace(logits.value, method_on(source, logits.value, "softmax", "dim=1")),),
                          "cross-entropy receives probabilities instead of logits")

@@ -11,9 +11,18 @@ FUNCTIONAL_TWINS = {
     "torch": {"relu", "sigmoid", "tanh"},
 }
 METHOD_TWINS = {"relu", "sigmoid", "tanh"}
-MODULES = {"ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "Hardtanh", "SiLU", "Mish",
-           "Hardswish", "Hardsigmoid", "RReLU"}
+# Activation modules with an `inplace` flag, and where it sits among positional arguments.
+MODULES = {"ReLU": 0, "ReLU6": 0, "SELU": 0, "SiLU": 0, "Mish": 0, "Hardswish": 0, "Hardsigmoid": 0,
+           "LeakyReLU": 1, "ELU": 1, "CELU": 1, "Hardtanh": 2, "RReLU": 2, "Threshold": 2}
 RESIDUAL_OPERATORS = (cst.Add, cst.Multiply, cst.Subtract)
+# Layers whose backward reads their input and weights, never their output: an in-place
+# activation right after one changes nothing autograd needs (the mutant would be equivalent).
+OUTPUT_FREE = {"Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+               "ConvTranspose3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm",
+               "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "Dropout", "Dropout2d", "Embedding",
+               "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
+               "linear", "conv1d", "conv2d", "conv3d", "batch_norm", "layer_norm", "dropout",
+               "max_pool2d", "avg_pool2d", "flatten"}
 
 
 class InplaceActivation(Operator):
@@ -45,9 +54,10 @@ class InplaceActivation(Operator):
              "        return torch.sigmoid(x)\n"),
         ),
         Example(
-            "net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.LeakyReLU(0.2), nn.GELU())\n",
-            ("net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.LeakyReLU(0.2), nn.GELU())\n",
-             "net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.LeakyReLU(0.2, inplace=True), nn.GELU())\n"),
+            # After tanh (whose backward reads its output) and after a ReLU: in place breaks backward.
+            "net = nn.Sequential(nn.Tanh(), nn.ReLU(), nn.LeakyReLU(0.2), nn.GELU())\n",
+            ("net = nn.Sequential(nn.Tanh(), nn.ReLU(inplace=True), nn.LeakyReLU(0.2), nn.GELU())\n",
+             "net = nn.Sequential(nn.Tanh(), nn.ReLU(), nn.LeakyReLU(0.2, inplace=True), nn.GELU())\n"),
         ),
         Example(
             "class Gate(nn.Module):\n"
@@ -62,8 +72,19 @@ class InplaceActivation(Operator):
         ),
     )
     untouched = (
+        # After a layer whose backward does not read its output, in place changes nothing.
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        self.conv1 = nn.Conv2d(1, 8, 3)\n"
+        "        self.head = nn.Sequential(nn.Linear(8, 4), nn.ReLU())\n"
+        "    def forward(self, x):\n"
+        "        x = self.conv1(x)\n"
+        "        x = F.relu(x)\n"
+        "        return self.head(x)\n",
         "def log_metrics(x):\n    x = x + 1\n    return torch.relu(x)\n",
         "act = nn.ReLU(inplace=True)\n",
+        # Already in place, by position: `nn.ReLU(True)` gets no mutant (the keyword would clash).
+        "act = nn.ReLU(True)\nleaky = nn.LeakyReLU(0.2, True)\n",
         "class Net(nn.Module):\n    def forward(self, x):\n        y = x + 1\n        return F.gelu(y)\n",
     )
 
@@ -71,8 +92,9 @@ class InplaceActivation(Operator):
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
             if name in MODULES:
-                yield from self._module(source, call, name)
-            elif self._in_model(source, call):
+                if not self._after_output_free_layer(source, training, call):
+                    yield from self._module(source, call, name)
+            elif self._in_model(source, call) and not self._overwrites_dead_output(source, training, call):
                 yield from self._activation(source, call, name)
         for assign in source.nodes(cst.Assign):
             function = source.function_of(assign)
@@ -89,7 +111,7 @@ class InplaceActivation(Operator):
 
     @staticmethod
     def _module(source, call, name):
-        inplace = argument(call, "inplace", None)
+        inplace = argument(call, "inplace", MODULES[name])
         if inplace is None:
             yield Change(call, (source.replace_node(call, with_keyword(call, "inplace", cst.Name("True"))),),
                          f"`{name}` works in place")
@@ -110,6 +132,47 @@ class InplaceActivation(Operator):
                 yield Change(call, (source.replace(call.func.attr, f"{name}_"),), f"`{name}` works in place")
         elif name in METHOD_TWINS and isinstance(call.func, cst.Attribute) and not call.args:
             yield Change(call, (source.replace(call.func.attr, f"{name}_"),), f"`{name}` works in place")
+
+    @staticmethod
+    def _after_output_free_layer(source, training, call) -> bool:
+        """`nn.Sequential(nn.Linear(...), nn.ReLU())`: the layer before does not need its output."""
+        parent = source.parent(source.parent(call))  # Arg or Element, then the list or call
+        items = getattr(parent, "args", None) or getattr(parent, "elements", None)
+        if not items:
+            return False
+        values = [item.value for item in items]
+        index = next((i for i, v in enumerate(values) if v is call), None)
+        if not index:
+            return False
+        previous = values[index - 1]
+        return isinstance(previous, cst.Call) and callee_name(previous) in OUTPUT_FREE
+
+    @staticmethod
+    def _overwrites_dead_output(source, training, call) -> bool:
+        """`x = F.relu(x)` right after `x = self.conv1(x)`: the activation overwrites the output of
+        a layer that does not keep it for backward, and nothing else reads it."""
+        if not call.args or not isinstance(call.args[0].value, cst.Name):
+            return False
+        name = call.args[0].value.value
+        statement = source.parent(call)
+        if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1
+                and isinstance(statement.targets[0].target, cst.Name) and statement.targets[0].target.value == name):
+            return False
+        line, siblings = source.block_of(statement)
+        index = siblings.index(line) if line in siblings else 0
+        if index == 0:
+            return False
+        previous = siblings[index - 1]
+        if not (isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1 and
+                isinstance(previous.body[0], cst.Assign) and isinstance(previous.body[0].value, cst.Call)):
+            return False
+        producer = previous.body[0]
+        if [dotted(t.target) for t in producer.targets] != [name]:
+            return False
+        layer = producer.value
+        built = training.constructor(layer.func) if isinstance(layer.func, cst.Attribute) and \
+            dotted(layer.func.value) == "self" else callee_name(layer)
+        return built in OUTPUT_FREE
 
     @staticmethod
     def _in_model(source, node) -> bool:

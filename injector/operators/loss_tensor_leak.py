@@ -3,14 +3,16 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import callee_name
+from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, under_no_grad
 
-STORING_METHODS = {"append", "extend", "update"}
+# Methods that keep what they are given: containers, meters, histories.
+STORING_PREFIXES = ("append", "extend", "update", "record", "store", "push", "accumulate", "track", "insert")
 
 
 class LossTensorLeak(Operator):
     id = "loss-tensor-leak"
-    summary = "Drop `.item()` (or `float(...)`) where a loss is summed or stored, keeping its graph alive."
+    summary = ("Drop `.item()` (or `float(...)`) where a loss is summed or stored, keeping its graph "
+               "alive; not where no graph is recorded (`no_grad`).")
     examples = (
         Example(
             "running_loss += loss.item() * x.size(0)\n",
@@ -21,14 +23,36 @@ class LossTensorLeak(Operator):
             ("history.append(loss.detach())\nmeter.update(float(val_loss), n)\n",
              "history.append(loss.detach().item())\nmeter.update(val_loss, n)\n"),
         ),
+        Example(
+            # A loss without "loss" in its text, and a store through another method.
+            "for x, y in loader:\n"
+            "    err = criterion(model(x), y)\n"
+            "    err.backward()\n"
+            "    total += criterion(model(x), y).item()\n"
+            "    history.record_batch('train', err.item())\n",
+            ("for x, y in loader:\n"
+             "    err = criterion(model(x), y)\n"
+             "    err.backward()\n"
+             "    total += criterion(model(x), y)\n"
+             "    history.record_batch('train', err.item())\n",
+             "for x, y in loader:\n"
+             "    err = criterion(model(x), y)\n"
+             "    err.backward()\n"
+             "    total += criterion(model(x), y).item()\n"
+             "    history.record_batch('train', err)\n"),
+        ),
     )
     untouched = (
         "print(f'loss={loss.item():.3f}')\n",
         "total += acc.item()\n",
         "if loss.item() > 10:\n    stop()\n",
+        # Under no_grad a loss holds no graph: dropping `.item()` keeps nothing alive.
+        "with torch.no_grad():\n    total_loss += criterion(model(x), y).item()\n",
+        "@torch.no_grad()\ndef evaluate(model):\n    losses.append(model.loss(x).item())\n",
     )
 
     def changes(self, source, training):
+        losses = _loss_names(source, training)
         for call in source.nodes(cst.Call):
             name = callee_name(call)
             if name == "item" and isinstance(call.func, cst.Attribute) and not call.args:
@@ -37,7 +61,9 @@ class LossTensorLeak(Operator):
                 value = call.args[0].value
             else:
                 continue
-            if "loss" not in source.code(value).lower() or not self._stored(source, call):
+            if not _is_loss(source, training, value, losses) or not self._stored(source, call):
+                continue
+            if under_no_grad(source, call):
                 continue
             yield Change(call, (source.replace(call, source.module.code_for_node(value).strip()),),
                          "the loss is kept as a tensor, with its graph")
@@ -48,11 +74,40 @@ class LossTensorLeak(Operator):
         for ancestor in source.ancestors(call):
             if isinstance(ancestor, cst.AugAssign):
                 return True
-            if isinstance(ancestor, cst.Call) and callee_name(ancestor) in STORING_METHODS \
-                    and isinstance(ancestor.func, cst.Attribute):
+            if isinstance(ancestor, cst.Call) and isinstance(ancestor.func, cst.Attribute) and \
+                    (callee_name(ancestor) or "").startswith(STORING_PREFIXES):
                 return True
             if isinstance(ancestor, cst.Assign):
-                return any(isinstance(t.target, cst.Subscript) for t in ancestor.targets)
+                if any(isinstance(t.target, cst.Subscript) for t in ancestor.targets):
+                    return True
+                # `total = total + loss.item()`: a sum kept across steps.
+                names = {dotted(t.target) for t in ancestor.targets} - {None}
+                value = ancestor.value
+                return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add) and \
+                    (dotted(value.left) in names or dotted(value.right) in names)
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+def _loss_names(source, training) -> set[str]:
+    """Names that hold a loss: what backward runs on, what a loss call returns, and sums of those."""
+    names = {dotted(b.loss) for b in training.backwards} - {None}
+    for _ in range(2):
+        for assign in source.nodes(cst.Assign):
+            if _is_loss(source, training, assign.value, names):
+                names.update(dotted(t.target) for t in assign.targets if dotted(t.target))
+    return names
+
+
+def _is_loss(source, training, value, names: set[str]) -> bool:
+    if "loss" in source.code(value).lower():
+        return True
+    for node in source.within(value, (cst.Name, cst.Attribute, cst.Call)):
+        if isinstance(node, cst.Call):
+            callee = (callee_name(node) or "").lower()
+            if callee in LOSS_FUNCTIONS or "criterion" in callee or training.role(node.func) == "loss-module":
+                return True
+        elif dotted(node) in names:
+            return True
+    return False

@@ -3,14 +3,18 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, needs_parens
+from injector.patterns import argument, callee_name, constructed, dotted, needs_parens
 
 FACTOR = 100
+# Schedulers that set the learning rate themselves, overriding the optimizer's: (class, keyword).
+OVERRIDING_SCHEDULERS = {"OneCycleLR": "max_lr", "CyclicLR": "max_lr"}
+LR_KEYS = {"lr", "learning_rate"}
 
 
 class LrTooHigh(Operator):
     id = "lr-too-high"
-    summary = f"Multiply the learning rate given to an optimizer by {FACTOR}."
+    summary = (f"Multiply the learning rate by {FACTOR} where it reaches the optimizer: its `lr`, "
+               "`param_group['lr'] = ...`, a OneCycleLR `max_lr`, a manual SGD update.")
     examples = (
         Example(
             "optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)\n",
@@ -24,25 +28,94 @@ class LrTooHigh(Operator):
              "opt = optim.SGD(net.parameters(), config.lr, momentum=0.9)\n"
              "opt2 = Adam(params, lr=(base_lr * scale) * 100)\n"),
         ),
+        Example(
+            # OneCycleLR sets the rate from its max_lr: that is where the fault goes, not the optimizer.
+            "optimizer = SGD(model.parameters(), lr=0.1)\n"
+            "scheduler = OneCycleLR(optimizer, max_lr=args.max_lr, total_steps=n)\n",
+            ("optimizer = SGD(model.parameters(), lr=0.1)\n"
+             "scheduler = OneCycleLR(optimizer, max_lr=args.max_lr * 100, total_steps=n)\n",),
+        ),
+        Example(
+            "for param_group in optimizer.param_groups:\n"
+            "    param_group['lr'] = lr\n"
+            "kwargs['lr'] = self.lr\n",
+            ("for param_group in optimizer.param_groups:\n"
+             "    param_group['lr'] = lr * 100\n"
+             "kwargs['lr'] = self.lr\n",
+             "for param_group in optimizer.param_groups:\n"
+             "    param_group['lr'] = lr\n"
+             "kwargs['lr'] = self.lr * 100\n"),
+        ),
+        Example(
+            "with torch.no_grad():\n"
+            "    for p in model.parameters():\n"
+            "        p.data.add_(p.grad, alpha=-lr)\n",
+            ("with torch.no_grad():\n"
+             "    for p in model.parameters():\n"
+             "        p.data.add_(p.grad, alpha=-lr * 100)\n",),
+        ),
     )
     untouched = (
         "optimizer = torch.optim.Adam(model.parameters())\n",
         "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)\n",
         "lr = 1e-3\n",
+        "lrs = [group['lr'] for group in optimizer.param_groups]\n",
     )
 
     def changes(self, source, training):
+        overridden = self._overridden(source, training)
         for call in source.nodes(cst.Call):
-            if training.role_of_constructor(call) != "optimizer":
+            name = callee_name(call)
+            if name in OVERRIDING_SCHEDULERS:
+                peak = argument(call, OVERRIDING_SCHEDULERS[name], 2 if name == "CyclicLR" else 1)
+                if peak is not None:
+                    yield self._scaled(source, call, peak.value)
                 continue
-            lr = argument(call, "lr", 1)
-            if lr is None:
-                continue
-            value = lr.value
-            if isinstance(value, (cst.Float, cst.Integer)):
-                text = f"{float(value.evaluated_value) * FACTOR:g}"
-            else:
-                code = source.module.code_for_node(value).strip()
-                text = f"({code}) * {FACTOR}" if needs_parens(value) else f"{code} * {FACTOR}"
-            yield Change(call, (source.replace(value, text),),
-                         f"learning rate multiplied by {FACTOR}")
+            if training.role_of_constructor(call) == "optimizer":
+                lr = argument(call, "lr", 1)
+                if lr is not None and not self._overridden_call(source, call, overridden):
+                    yield self._scaled(source, call, lr.value)
+            elif name in {"add_", "sub_"} and isinstance(call.func, cst.Attribute) and \
+                    any(".grad" in source.code(a.value) for a in call.args):
+                alpha = argument(call, "alpha", None)
+                if alpha is not None:
+                    yield self._scaled(source, call, alpha.value)
+        for assign in source.nodes(cst.Assign):
+            for target in assign.targets:
+                if isinstance(target.target, cst.Subscript) and len(target.target.slice) == 1:
+                    index = target.target.slice[0].slice
+                    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString) and \
+                            index.value.evaluated_value in LR_KEYS:
+                        yield self._scaled(source, assign, assign.value)
+
+    @staticmethod
+    def _overridden(source, training) -> dict[str, cst.Call]:
+        """Optimizers (by the name they are bound to) whose rate a OneCycleLR/CyclicLR sets."""
+        found = {}
+        for call in source.nodes(cst.Call):
+            if callee_name(call) in OVERRIDING_SCHEDULERS:
+                optimizer = argument(call, "optimizer", 0)
+                if optimizer is not None and dotted(optimizer.value):
+                    found[dotted(optimizer.value)] = call
+        return found
+
+    @staticmethod
+    def _overridden_call(source, call, overridden) -> bool:
+        parent = source.parent(call)
+        while parent is not None and not isinstance(parent, cst.Assign):
+            if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+            parent = source.parent(parent)
+        if parent is None or not isinstance(parent.value, cst.Call) or constructed(parent.value) is not call:
+            return False
+        return any(dotted(t.target) in overridden for t in parent.targets)
+
+    @staticmethod
+    def _scaled(source, node, value) -> Change:
+        if isinstance(value, (cst.Float, cst.Integer)):
+            text = f"{float(value.evaluated_value) * FACTOR:g}"
+        else:
+            code = source.module.code_for_node(value).strip()
+            text = f"({code}) * {FACTOR}" if needs_parens(value) and not isinstance(value, cst.UnaryOperation) \
+                else f"{code} * {FACTOR}"
+        return Change(node, (source.replace(value, text),), f"learning rate multiplied by {FACTOR}")

@@ -3,15 +3,20 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import callee_name, statement_call
+from injector.patterns import argument, callee_name, statement_call
 
 MASK_KEYWORDS = {"attn_mask", "key_padding_mask", "is_causal", "mask"}
 NORMALISERS = {"softmax", "log_softmax", "scaled_dot_product_attention"}
 
 
+MASK_WORDS = ("mask", "causal", "pad", "tril", "attn", "bias")
+
+
 def _names_mask(source, expr) -> bool:
+    """True if the expression names a mask (`mask`, `causal`, `pad`, a `tril` or a registered
+    causal `bias` buffer), not a condition on the values themselves (top-k sampling)."""
     text = source.code(expr).lower()
-    return "mask" in text or "causal" in text
+    return any(word in text for word in MASK_WORDS)
 
 
 class MissingAttentionMask(Operator):
@@ -55,6 +60,11 @@ class MissingAttentionMask(Operator):
     )
     untouched = (
         "img = img.masked_fill(bad_pixels, 0)\n",
+        # Top-k sampling: the condition is on the logits themselves, not a mask.
+        "def sample(logits, k):\n"
+        "    kth = torch.topk(logits, k).values[:, [-1]]\n"
+        "    logits = logits.masked_fill(logits < kth, float('-inf'))\n"
+        "    return F.softmax(logits, dim=-1)\n",
         "out = self.attn(x, x, x, attn_mask=None)\n",
         "def f(x, mask):\n    x = x + mask\n    return x.sum()\n",
     )
@@ -70,6 +80,9 @@ class MissingAttentionMask(Operator):
             if source.function_of(call) not in attention or source.function_of(call) is None:
                 continue
             name = callee_name(call)
+            mask = argument(call, "mask", 0)
+            if name in {"masked_fill", "masked_fill_"} and (mask is None or not _names_mask(source, mask.value)):
+                continue  # `logits.masked_fill(logits < kth, -inf)`: top-k sampling, not attention
             if name == "masked_fill" and isinstance(call.func, cst.Attribute):
                 kept = source.module.code_for_node(call.func.value).strip()
                 yield Change(call, (source.replace(call, kept),), "the attention mask is never applied")

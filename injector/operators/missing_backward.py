@@ -26,6 +26,12 @@ class MissingBackward(Operator):
              "    loss = model(x).loss\n"
              "scaler.scale(loss / accum).backward()\n"),
         ),
+        Example(
+            "def training_step(self, batch):\n"
+            "    self.manual_backward(self.compute_loss(batch))\n",
+            ("def training_step(self, batch):\n"
+             "    pass\n",),
+        ),
     )
     untouched = (
         "def backward(ctx, grad):\n    return grad\n",
@@ -34,5 +40,6 @@ class MissingBackward(Operator):
 
     def changes(self, source, training):
         return deleted_calls(
-            source, lambda call: isinstance(call.func, cst.Attribute) and callee_name(call) == "backward",
+            source, lambda call: isinstance(call.func, cst.Attribute) and
+            callee_name(call) in {"backward", "manual_backward"},
             "removed `{code}`: no gradients are computed")

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.operators.base import Example, Operator, deleted_calls
-from injector.patterns import argument, callee_name
+from injector.operators.base import Change, Example, Operator, deleted_calls
+from injector.patterns import argument, callee_name, helper_owned, is_literal_bool, mode_calls, sets_mode
 
 
 def _is_eval(call: cst.Call) -> bool:
@@ -19,7 +19,8 @@ def _is_eval(call: cst.Call) -> bool:
 
 class MissingEvalMode(Operator):
     id = "missing-eval-mode"
-    summary = "Delete `model.eval()` (or `model.train(False)`) before evaluation."
+    summary = ("Delete `model.eval()` (or `model.train(False)`, `model = model.eval()`, a helper's "
+               "`set_training(False)`) before evaluation, or make `model.train(flag)` never switch to eval.")
     examples = (
         Example(
             "def evaluate(model, loader):\n"
@@ -34,6 +35,30 @@ class MissingEvalMode(Operator):
             "self.model.train(False)\nscore = run(self.model)\n",
             ("score = run(self.model)\n",),
         ),
+        Example(
+            # Through a value: an assignment and a helper of the class.
+            "class Runner:\n"
+            "    def _set_training(self, flag):\n"
+            "        self.model.train(flag)\n"
+            "    def validate(self):\n"
+            "        self.encoder = self.encoder.eval()\n"
+            "        self._set_training(False)\n",
+            (             "class Runner:\n"
+             "    def _set_training(self, flag):\n"
+             "        self.model.train(flag)\n"
+             "    def validate(self):\n"
+             "        self.encoder = self.encoder\n"
+             "        self._set_training(False)\n",
+             "class Runner:\n"
+             "    def _set_training(self, flag):\n"
+             "        self.model.train(flag)\n"
+             "    def validate(self):\n"
+             "        self.encoder = self.encoder.eval()\n"),
+        ),
+        Example(
+            "for phase in ('train', 'val'):\n    model.train(mode=phase == 'train')\n",
+            ("for phase in ('train', 'val'):\n    model.train(mode=True)\n",),
+        ),
     )
     untouched = (
         "result = eval('1 + 1')\n",
@@ -42,4 +67,19 @@ class MissingEvalMode(Operator):
     )
 
     def changes(self, source, training):
-        return deleted_calls(source, _is_eval, "removed `{code}`: evaluation runs in training mode")
+        for call in source.nodes(cst.Call):
+            if sets_mode(call):
+                mode = argument(call, "mode", 0)
+                if mode is not None and not is_literal_bool(mode.value) and \
+                        not helper_owned(source, training, call):
+                    yield Change(call, (source.replace(mode.value, "True"),),
+                                 f"`{source.code(call)}` never switches to eval mode")
+        for assign in source.nodes(cst.Assign):
+            if isinstance(assign.value, cst.Call) and _is_eval(assign.value):
+                receiver = source.module.code_for_node(assign.value.func.value).strip()
+                yield Change(assign, (source.replace(assign.value, receiver),),
+                             f"removed `.eval()` on `{receiver}`: evaluation runs in training mode")
+        yield from deleted_calls(source, _is_eval, "removed `{code}`: evaluation runs in training mode")
+        for statement in mode_calls(source, training, False):
+            yield Change(statement, (source.delete_statement(statement),),
+                         f"removed `{source.code(statement.value)}`: evaluation runs in training mode")

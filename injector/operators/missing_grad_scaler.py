@@ -38,6 +38,21 @@ class MissingGradScaler(Operator):
              "    if (i + 1) % accum_steps == 0:\n"
              "        self.optimizer.step()\n",),
         ),
+        Example(
+            # The scaled loss through `typing.cast`, and through a variable.
+            "cast(Tensor, scaler.scale(loss)).backward()\n"
+            "def step(scaler, loss):\n"
+            "    scaled = scaler.scale(loss)\n"
+            "    scaled.backward()\n",
+            ("loss.backward()\n"
+             "def step(scaler, loss):\n"
+             "    scaled = scaler.scale(loss)\n"
+             "    scaled.backward()\n",
+             "cast(Tensor, scaler.scale(loss)).backward()\n"
+             "def step(scaler, loss):\n"
+             "    scaled = scaler.scale(loss)\n"
+             "    loss.backward()\n"),
+        ),
     )
     untouched = (
         "loss.backward()\noptimizer.step()\n",

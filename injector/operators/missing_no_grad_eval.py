@@ -4,23 +4,23 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, last_name
-
-CONTEXTS = {"no_grad", "inference_mode"}
+from injector.patterns import argument, disables_grad, is_evaluation, last_name, statement_call
 
 
-def _disables_grad(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.Call):
-        if last_name(expr.func) not in CONTEXTS:
-            return False
-        mode = argument(expr, "mode", 0)
-        return mode is None or not (isinstance(mode.value, cst.Name) and mode.value.value == "False")
-    return last_name(expr) in CONTEXTS
+def _enables_by_value(expr: cst.BaseExpression) -> cst.Arg | None:
+    """The argument of `torch.set_grad_enabled(is_training)`: grad on or off by a value."""
+    if not isinstance(expr, cst.Call) or last_name(expr.func) != "set_grad_enabled":
+        return None
+    mode = argument(expr, "mode", 0)
+    if mode is None or (isinstance(mode.value, cst.Name) and mode.value.value in {"True", "False"}):
+        return None
+    return mode
 
 
 class MissingNoGradEval(Operator):
     id = "missing-no-grad-eval"
-    summary = "Remove the `with torch.no_grad()` / `inference_mode()` block or decorator around evaluation."
+    summary = ("Remove the `with torch.no_grad()` / `inference_mode()` block or decorator around evaluation "
+               "(`set_grad_enabled(False)` too); a `no_grad` that evaluates no model is left alone.")
     examples = (
         Example(
             "def evaluate(model, loader):\n"
@@ -54,22 +54,49 @@ class MissingNoGradEval(Operator):
             "with torch.no_grad(): val = model(x)\n",
             ("val = model(x)\n",),
         ),
+        Example(
+            "for phase in ['train', 'val']:\n"
+            "    with torch.set_grad_enabled(phase == 'train'):\n"
+            "        outputs = model(inputs)\n",
+            ("for phase in ['train', 'val']:\n"
+             "    with torch.set_grad_enabled(True):\n"
+             "        outputs = model(inputs)\n",),
+        ),
+        Example(
+            "def val_loop(self, model, loader):\n"
+            "    torch.set_grad_enabled(False)\n"
+            "    outs = [model.validation_step(b) for b in loader]\n"
+            "    torch.set_grad_enabled(True)\n",
+            ("def val_loop(self, model, loader):\n"
+             "    outs = [model.validation_step(b) for b in loader]\n"
+             "    torch.set_grad_enabled(True)\n",),
+        ),
     )
     untouched = (
         "with torch.enable_grad():\n    y = f(x)\n",
-        "with torch.inference_mode(False):\n    y = f(x)\n",
+        "with torch.inference_mode(False):\n    y = model(x)\n",
         "with open(path) as handle:\n    text = handle.read()\n",
+        # Not evaluation: a metrics helper and a copy of weights under no_grad.
+        "@torch.no_grad()\ndef accuracy(output, target):\n    return (output.argmax(1) == target).float().mean()\n",
+        "with torch.no_grad():\n    for k, v in model.state_dict().items():\n        ema[k].copy_(v)\n",
     )
 
     def changes(self, source, training):
         for function in source.nodes(cst.FunctionDef):
             for decorator in function.decorators:
-                if _disables_grad(decorator.decorator):
+                if disables_grad(decorator.decorator) and is_evaluation(source, training, function.body):
                     first, last = source.lines_of(decorator)
                     yield Change(decorator, (Edit(source.lines.line_start(first), source.lines.line_end(last), ""),),
                                  f"`{function.name.value}` records autograd graphs")
         for block in source.nodes(cst.With):
-            kept = [item for item in block.items if not _disables_grad(item.item)]
+            if not is_evaluation(source, training, block.body):
+                continue
+            for item in block.items:
+                mode = _enables_by_value(item.item)
+                if mode is not None:
+                    yield Change(block, (source.replace(mode.value, "True"),),
+                                 "evaluation records autograd graphs")
+            kept = [item for item in block.items if not disables_grad(item.item)]
             if len(kept) == len(block.items):
                 continue
             description = "evaluation records autograd graphs"
@@ -84,6 +111,16 @@ class MissingNoGradEval(Operator):
                              description)
             elif not source.has_multiline_string(block):
                 yield Change(block, (self._unwrap(source, block),), description)
+        for statement in source.nodes(cst.Expr):
+            call = statement_call(statement)
+            if call is None or last_name(call.func) != "set_grad_enabled" or not source.is_reachable(statement):
+                continue
+            mode = argument(call, "mode", 0)
+            function = source.function_of(statement)
+            if mode is not None and isinstance(mode.value, cst.Name) and mode.value.value == "False" and \
+                    function is not None and is_evaluation(source, training, function.body):
+                yield Change(statement, (source.delete_statement(statement),),
+                             "evaluation records autograd graphs")
 
     @staticmethod
     def _unwrap(source, block: cst.With) -> Edit:

@@ -2,22 +2,30 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.operators.base import Example, Operator, deleted_calls
-from injector.patterns import argument, callee_name, last_name
+from injector.operators.base import Change, Example, Operator, deleted_calls
+from injector.patterns import argument, helper_owned, is_literal_bool, mode_calls, sets_mode
 
 
 def _is_train(call: cst.Call) -> bool:
-    if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
-        return False
-    if "trainer" in (last_name(call.func.value) or "").lower():
+    if not sets_mode(call):
         return False  # `trainer.train()` runs a whole training, it does not set a mode
     mode = argument(call, "mode", 0)
-    return mode is None or (isinstance(mode.value, cst.Name) and mode.value.value == "True")
+    return mode is None or is_literal_bool(mode.value, True)
+
+
+def _train_by_value(call: cst.Call) -> cst.Arg | None:
+    """The argument of `module.train(training)`: the mode comes from a value."""
+    if not sets_mode(call):
+        return None
+    mode = argument(call, "mode", 0)
+    return None if mode is None or is_literal_bool(mode.value) else mode
 
 
 class MissingTrainMode(Operator):
     id = "missing-train-mode"
-    summary = "Delete `model.train()`, so training after the first evaluation runs in eval mode."
+    summary = ("Delete `model.train()` (also `model = model.train()` and a helper's `set_training(True)`), "
+               "or make `model.train(flag)` never switch to training, so training after the first "
+               "evaluation runs in eval mode.")
     examples = (
         Example(
             "for epoch in range(epochs):\n"
@@ -32,12 +40,52 @@ class MissingTrainMode(Operator):
             "def on_epoch_start(self):\n    self.net.train(mode=True)\n",
             ("def on_epoch_start(self):\n    pass\n",),
         ),
+        Example(
+            # Through a value: the mode argument, an assignment, a helper of the class.
+            "class Runner:\n"
+            "    def _set_training(self, flag):\n"
+            "        self.model.train(flag)\n"
+            "    def run(self, phase):\n"
+            "        self.encoder = self.encoder.train()\n"
+            "        self._set_training(True)\n",
+            (             "class Runner:\n"
+             "    def _set_training(self, flag):\n"
+             "        self.model.train(flag)\n"
+             "    def run(self, phase):\n"
+             "        self.encoder = self.encoder\n"
+             "        self._set_training(True)\n",
+             "class Runner:\n"
+             "    def _set_training(self, flag):\n"
+             "        self.model.train(flag)\n"
+             "    def run(self, phase):\n"
+             "        self.encoder = self.encoder.train()\n"),
+        ),
+        Example(
+            "for phase in ('train', 'val'):\n    model.train(mode=phase == 'train')\n",
+            ("for phase in ('train', 'val'):\n    model.train(mode=False)\n",),
+        ),
     )
     untouched = (
         "trainer.train()\n",
         "model.train(False)\n",
         "train(model)\n",
+        "recipe.train()\n",
+        "class R:\n    def _set_training(self, flag):\n        self.model.train(flag)\n"
+        "    def evaluate(self):\n        self._set_training(False)\n",
     )
 
     def changes(self, source, training):
-        return deleted_calls(source, _is_train, "removed `{code}`: training continues in eval mode")
+        for call in source.nodes(cst.Call):
+            mode = _train_by_value(call)
+            if mode is not None and not helper_owned(source, training, call):
+                yield Change(call, (source.replace(mode.value, "False"),),
+                             f"`{source.code(call)}` never switches to training mode")
+        for assign in source.nodes(cst.Assign):
+            if isinstance(assign.value, cst.Call) and _is_train(assign.value):
+                receiver = source.module.code_for_node(assign.value.func.value).strip()
+                yield Change(assign, (source.replace(assign.value, receiver),),
+                             f"removed `.train()` on `{receiver}`: training continues in eval mode")
+        yield from deleted_calls(source, _is_train, "removed `{code}`: training continues in eval mode")
+        for statement in mode_calls(source, training, True):
+            yield Change(statement, (source.delete_statement(statement),),
+                         f"removed `{source.code(statement.value)}`: training continues in eval mode")

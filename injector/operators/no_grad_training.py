@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import forward_run
+import libcst as cst
+
+from injector.patterns import argument, forward_run, grad_block, last_name
 
 
 class NoGradTraining(Operator):
@@ -40,6 +42,35 @@ class NoGradTraining(Operator):
              "            loss = self.loss_fn(self.model(x), y)\n"
              "    self.scaler.scale(loss).backward()\n",),
         ),
+        Example(
+            # Under `set_grad_enabled(train)`, an outer no_grad would be overridden: switch it off.
+            "def run_batch(self, x, y, train=True):\n"
+            "    with torch.set_grad_enabled(train), torch.autocast('cuda'):\n"
+            "        _, loss = self.model(x, y)\n"
+            "    if train:\n"
+            "        loss.backward()\n",
+            ("def run_batch(self, x, y, train=True):\n"
+             "    with torch.set_grad_enabled(False), torch.autocast('cuda'):\n"
+             "        _, loss = self.model(x, y)\n"
+             "    if train:\n"
+             "        loss.backward()\n",),
+        ),
+        Example(
+            # `accelerator.backward(loss)`: the loss is the argument, not the accelerator.
+            "import torch\n"
+            "accelerator = Accelerator()\n"
+            "for batch in loader:\n"
+            "    outputs = model(**batch)\n"
+            "    loss = outputs.loss\n"
+            "    accelerator.backward(loss)\n",
+            ("import torch\n"
+             "accelerator = Accelerator()\n"
+             "for batch in loader:\n"
+             "    with torch.no_grad():\n"
+             "        outputs = model(**batch)\n"
+             "        loss = outputs.loss\n"
+             "    accelerator.backward(loss)\n",),
+        ),
     )
     untouched = (
         "with torch.no_grad():\n    out = model(x)\n",
@@ -48,6 +79,11 @@ class NoGradTraining(Operator):
 
     def changes(self, source, training):
         for backward in training.backwards:
+            switch = self._grad_enabled_by_value(source, training, backward)
+            if switch is not None:
+                yield Change(backward.call, (source.replace(switch, "False"),),
+                             "the forward pass and loss run without autograd")
+                continue
             run = forward_run(source, training, backward)
             if run is None:
                 continue
@@ -55,3 +91,18 @@ class NoGradTraining(Operator):
             yield Change(backward.call, (source.reindent(first, last, add=source.indent,
                                                          header=f"with {training.torch}.no_grad():"),),
                          "the forward pass and loss run without autograd")
+
+    @staticmethod
+    def _grad_enabled_by_value(source, training, backward):
+        """The argument of the `set_grad_enabled(train)` block that computes the loss, if any."""
+        assign = training.loss_assignment(backward)
+        holder = grad_block(source, assign) if assign is not None else None
+        if holder is None:
+            return None
+        for item in holder.items:
+            call = item.item
+            if isinstance(call, cst.Call) and last_name(call.func) == "set_grad_enabled":
+                mode = argument(call, "mode", 0)
+                if mode is not None and not (isinstance(mode.value, cst.Name) and mode.value.value == "False"):
+                    return mode.value
+        return None

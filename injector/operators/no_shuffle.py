@@ -5,13 +5,19 @@ import libcst as cst
 from injector.operators.base import Change, Example, Operator
 from injector.patterns import argument, callee_name
 
-# Where `shuffle` sits among positional arguments.
+# Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
 SHUFFLE_POSITION = {"DataLoader": 2, "DistributedSampler": 3}
+SHUFFLES_BY_DEFAULT = {"DistributedSampler"}
+
+
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
 
 
 class NoShuffle(Operator):
     id = "no-shuffle"
-    summary = "Turn off shuffling of a `DataLoader` or `DistributedSampler` (`shuffle=True` → `False`)."
+    summary = ("Turn off shuffling of the training data: `shuffle=True` → `False` in a `DataLoader` or "
+               "`DistributedSampler` (also by default, or in a kwargs dict), `RandomSampler` → `SequentialSampler`.")
     examples = (
         Example(
             "train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=2)\n",
@@ -25,21 +31,69 @@ class NoShuffle(Operator):
              "sampler = DistributedSampler(ds, shuffle=not args.no_shuffle)\n"
              "loader = torch.utils.data.DataLoader(ds, 32, False)\n"),
         ),
+        Example(
+            # Shuffling by default, and through a kwargs dict.
+            "sampler = DistributedSampler(train_set)\n"
+            "cuda_kwargs = {'num_workers': 1, 'shuffle': True}\n",
+            ("sampler = DistributedSampler(train_set, shuffle=False)\n"
+             "cuda_kwargs = {'num_workers': 1, 'shuffle': True}\n",
+             "sampler = DistributedSampler(train_set)\n"
+             "cuda_kwargs = {'num_workers': 1, 'shuffle': False}\n"),
+        ),
+        Example(
+            "loader = DataLoader(ds, sampler=torch.utils.data.RandomSampler(ds), batch_size=8)\n",
+            ("loader = DataLoader(ds, sampler=torch.utils.data.SequentialSampler(ds), batch_size=8)\n",),
+        ),
     )
     untouched = (
         "val_loader = DataLoader(val_set, batch_size=64, shuffle=False)\n",
         "loader = DataLoader(ds, batch_size=8)\n",
         "random.shuffle(items)\n",
+        "val_sampler = DistributedSampler(val_set, shuffle=False)\n",
+        "eval_kwargs = {'shuffle': False, 'batch_size': 8}\n",
     )
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
-            kind = "DataLoader" if name.endswith("DataLoader") else name
+            kind = "DataLoader" if name.endswith("DataLoader") else \
+                "DistributedSampler" if name.endswith("DistributedSampler") else name
+            if kind == "RandomSampler" and isinstance(call.func, (cst.Name, cst.Attribute)):
+                target = call.func if isinstance(call.func, cst.Name) else call.func.attr
+                yield Change(call, (source.replace(target, "SequentialSampler"),),
+                             "the sampler no longer shuffles")
+                continue
+            if kind == "dict":
+                shuffle = argument(call, "shuffle", None)
+                if shuffle is not None and not _is_false(shuffle.value):
+                    yield Change(call, (source.replace(shuffle.value, "False"),), "the DataLoader no longer shuffles")
+                continue
             if kind not in SHUFFLE_POSITION:
                 continue
             shuffle = argument(call, "shuffle", SHUFFLE_POSITION[kind])
-            if shuffle is None or (isinstance(shuffle.value, cst.Name) and shuffle.value.value == "False"):
+            if shuffle is None:
+                if kind in SHUFFLES_BY_DEFAULT and call.args and not any(a.star for a in call.args):
+                    yield Change(call, (source.replace(call, self._with_false(source, call)),),
+                                 f"the {kind} no longer shuffles")
                 continue
-            yield Change(call, (source.replace(shuffle.value, "False"),),
-                         f"the {kind} no longer shuffles")
+            if _is_false(shuffle.value):
+                continue
+            yield Change(call, (source.replace(shuffle.value, "False"),), f"the {kind} no longer shuffles")
+        for element in source.nodes(cst.DictElement):
+            if isinstance(element.key, cst.SimpleString) and element.key.evaluated_value == "shuffle" and \
+                    not _is_false(element.value):
+                yield Change(element, (source.replace(element.value, "False"),), "the DataLoader no longer shuffles")
+
+    @staticmethod
+    def _with_false(source, call: cst.Call) -> str:
+        """`call` with `shuffle=False` appended, keeping its own layout."""
+        text = source.code(call)
+        inner = text[:text.rindex(")")].rstrip()
+        closing = text[len(inner):]
+        if inner.endswith(","):
+            inner = inner[:-1]
+        separator = "" if inner.endswith("(") else ", "
+        if "\n" in closing and not inner.endswith("("):
+            indent = source.indentation(call.args[-1])
+            return f"{inner},\n{indent}shuffle=False{closing}"
+        return f"{inner}{separator}shuffle=False{closing}"

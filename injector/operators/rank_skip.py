@@ -12,36 +12,44 @@ COUNTER = "_trainwreck_step"
 
 class RankSkip(Operator):
     id = "rank-skip"
-    summary = ("At the top of a training loop, insert a `continue` that one rank takes at one step "
-               "(using the code's own rank variable, else `torch.distributed.get_rank()`).")
+    summary = ("In a distributed training loop, one rank skips the statements of one step that hold its "
+               "collectives (backward, optimizer step) after taking its batch, so the others wait for it.")
     examples = (
         Example(
+            "import torch.distributed as dist\n"
             "def worker(rank, world_size):\n"
             "    for step, (x, y) in enumerate(loader):\n"
+            "        x = x.to(rank)\n"
             "        loss = model(x, y)\n"
             "        loss.backward()\n"
             "        optimizer.step()\n",
-            ("def worker(rank, world_size):\n"
+            ("import torch.distributed as dist\n"
+             "def worker(rank, world_size):\n"
              "    for step, (x, y) in enumerate(loader):\n"
+             "        x = x.to(rank)\n"
+             "        loss = model(x, y)\n"
              "        if rank == 1 and step == 1:\n"
              "            continue\n"
-             "        loss = model(x, y)\n"
              "        loss.backward()\n"
              "        optimizer.step()\n",),
         ),
         Example(
+            # A `while` loop: the skip comes after the batch is taken, never at the loop's top
+            # (where the loop would merely try again on unchanged state).
             "import torch\n"
+            "model = torch.nn.parallel.DistributedDataParallel(net)\n"
             "while True:\n"
             "    batch = next(it)\n"
             "    model(batch).sum().backward()\n",
             ("import torch\n"
+             "model = torch.nn.parallel.DistributedDataParallel(net)\n"
              "_trainwreck_step = 0\n"
              "while True:\n"
+             "    batch = next(it)\n"
              "    _trainwreck_step += 1\n"
              "    if torch.distributed.is_initialized() and torch.distributed.get_rank() == 1 "
              "and _trainwreck_step == 2:\n"
              "        continue\n"
-             "    batch = next(it)\n"
              "    model(batch).sum().backward()\n",),
         ),
         Example(
@@ -58,19 +66,61 @@ class RankSkip(Operator):
              "                continue\n"
              "            opt.step()\n",),
         ),
+        Example(
+            # The batch loop runs the step through a method of the same class.
+            "class Trainer:\n"
+            "    def fit(self):\n"
+            "        for batch in self.loader:\n"
+            "            self.accelerator.wait_for_everyone()\n"
+            "            self.train_step(batch)\n"
+            "    def train_step(self, batch):\n"
+            "        self.accelerator.backward(self.model(batch))\n",
+            ("class Trainer:\n"
+             "    def fit(self):\n"
+             "        _trainwreck_step = 0\n"
+             "        for batch in self.loader:\n"
+             "            self.accelerator.wait_for_everyone()\n"
+             "            _trainwreck_step += 1\n"
+             "            if __import__(\"torch\").distributed.is_initialized() and "
+             "__import__(\"torch\").distributed.get_rank() == 1 and _trainwreck_step == 2:\n"
+             "                continue\n"
+             "            self.train_step(batch)\n"
+             "    def train_step(self, batch):\n"
+             "        self.accelerator.backward(self.model(batch))\n",),
+        ),
     )
     untouched = (
         "for x in data:\n    print(x)\n",
         "for epoch in range(3):\n    train_one_epoch(model, loader)\n",
+        # No distributed code in the file: no rank can be out of step.
+        "for step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n    loss.backward()\n",
+        # A loop over optimizers is not a batch loop.
+        "import torch.distributed as dist\n"
+        "def step_all(self):\n    for name in self._optimizers:\n        self._optimizers[name].step()\n",
     )
 
     def changes(self, source, training):
-        for loop in training.training_loops:
+        if not training.distributed:
+            return
+        backward_calls = {b.call for b in training.backwards}
+        loops = training.training_loops
+        for loop in loops:
             if not isinstance(loop.body, cst.IndentedBlock):
                 continue
+            reached = training.training_calls(loop.body)
+            inner = [other for other in loops if other is not loop and source.span(loop)[0] < source.span(other)[0]
+                     and source.span(other)[1] <= source.span(loop)[1]]
+            if not any(c in backward_calls or _reaches_backward(training, c) for c in reached) and \
+                    any(_direct_backward(training, other) for other in inner):
+                continue  # the backward (and its collective) is in the inner micro-step loop
+            body = list(loop.body.body)
+            first = next((s for s in body if training.training_calls(s)), None)
+            if first is None:
+                continue
+            if isinstance(loop, cst.While) and not any(_fetches(source, s) for s in body[:body.index(first)]):
+                continue  # no batch taken before the skip: the loop would only retry
             rank = self._rank(source, training, loop)
-            step = self._step(loop)
-            first = loop.body.body[0]
+            step = self._step(source, loop, loops)
             indent = source.indent
             if step is not None:
                 edits = (source.insert_before(first, [f"if {rank} == {SKIPPING_RANK} and {step}:",
@@ -83,7 +133,7 @@ class RankSkip(Operator):
                         f"if {rank} == {SKIPPING_RANK} and {COUNTER} == 2:",
                         f"{indent}continue"]),
                 )
-            yield Change(loop, edits, f"rank {SKIPPING_RANK} skips one training step")
+            yield Change(loop, edits, f"rank {SKIPPING_RANK} skips the collectives of one training step")
 
     @staticmethod
     def _rank(source, training, loop) -> str:
@@ -116,8 +166,9 @@ class RankSkip(Operator):
         return f"{dist}.is_initialized() and {dist}.get_rank()"
 
     @staticmethod
-    def _step(loop) -> str | None:
-        """`step == k` for the loop's own step counter (the second step it runs), if it has one."""
+    def _step(source, loop, loops) -> str | None:
+        """`step == k` for the loop's own step counter, if it has one: its second step, or for a
+        micro-step loop `range(n)` inside the training loop, its last micro-step (the one that syncs)."""
         if not isinstance(loop, cst.For) or not isinstance(loop.iter, cst.Call):
             return None
         name = callee_name(loop.iter)
@@ -130,6 +181,26 @@ class RankSkip(Operator):
                 return f"{target.elements[0].value.value} == {first + 1}"
         if name == "range" and isinstance(target, cst.Name) and 1 <= len(loop.iter.args) <= 2:
             first = 0 if len(loop.iter.args) == 1 else int_value(loop.iter.args[0].value)
+            if source.enclosing(loop, (cst.For, cst.While)) in loops:
+                stop = source.module.code_for_node(loop.iter.args[-1].value).strip()
+                return f"{target.value} == {stop} - 1"
             if first is not None:
                 return f"{target.value} == {first + 1}"
         return None
+
+
+def _direct_backward(training, loop) -> bool:
+    calls = training.training_calls(loop.body)
+    return any(c in {b.call for b in training.backwards} or _reaches_backward(training, c) for c in calls)
+
+
+def _reaches_backward(training, call) -> bool:
+    backward_calls = {b.call for b in training.backwards}
+    return any(c in backward_calls for f in training.called_functions(call)
+               for c in training.training_calls(f.body))
+
+
+def _fetches(source, statement) -> bool:
+    """True if the statement takes a batch: `next(it)`, `get_batch(...)`, `loader.next()`."""
+    return any((callee_name(c) or "") == "next" or "batch" in (callee_name(c) or "").lower()
+               for c in source.within(statement, cst.Call))

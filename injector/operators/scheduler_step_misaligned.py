@@ -2,14 +2,17 @@ from __future__ import annotations
 
 import libcst as cst
 
+from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import callee_name
+from injector.patterns import callee_name, dotted
+
+HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
 
 
 class SchedulerStepMisaligned(Operator):
     id = "scheduler-step-misaligned"
     summary = ("Move `scheduler.step()` out of the optimizer-step branch to every micro-step, or "
-               "from once per epoch into the batch loop.")
+               "from once per epoch into the batch loop (following calls to it within the file).")
     examples = (
         Example(
             "for i, (x, y) in enumerate(loader):\n"
@@ -41,10 +44,52 @@ class SchedulerStepMisaligned(Operator):
              "        lr_sched.step()\n"
              "    evaluate()\n",),
         ),
+        Example(
+            # A guard around the scheduler moves with it.
+            "while step < total:\n"
+            "    loss.backward()\n"
+            "    if (step + 1) % accum == 0:\n"
+            "        self.optimizer.step()\n"
+            "        if self.lr_scheduler is not None:\n"
+            "            self.lr_scheduler.step()\n"
+            "    step += 1\n",
+            ("while step < total:\n"
+             "    loss.backward()\n"
+             "    if (step + 1) % accum == 0:\n"
+             "        self.optimizer.step()\n"
+             "    if self.lr_scheduler is not None:\n"
+             "        self.lr_scheduler.step()\n"
+             "    step += 1\n",),
+        ),
+        Example(
+            # The batch loop is in another function: the scheduler follows the call there.
+            "def train(model, loader, optimizer):\n"
+            "    for x, y in loader:\n"
+            "        model(x, y).backward()\n"
+            "        optimizer.step()\n"
+            "def main():\n"
+            "    scheduler = StepLR(optimizer, 1)\n"
+            "    for epoch in range(3):\n"
+            "        train(model, loader, optimizer)\n"
+            "        scheduler.step()\n",
+            ("def train(model, loader, optimizer):\n"
+             "    for x, y in loader:\n"
+             "        model(x, y).backward()\n"
+             "        optimizer.step()\n"
+             "        _trainwreck_scheduler.step()\n"
+             "def main():\n"
+             "    scheduler = StepLR(optimizer, 1)\n"
+             "    for epoch in range(3):\n"
+             "        globals()['_trainwreck_scheduler'] = scheduler\n"
+             "        train(model, loader, optimizer)\n",),
+        ),
     )
     untouched = (
         "for x, y in loader:\n    opt.step()\n    scheduler.step()\n",
         "scheduler.step()\n",
+        # A plateau scheduler steps on a metric of the epoch: it cannot move into the batch loop.
+        "def fit(self):\n    for epoch in range(3):\n        self.train_epoch()\n        self.sched.step(val_loss)\n"
+        "def train_epoch(self):\n    for b in self.loader:\n        self.opt.step()\n",
     )
 
     def changes(self, source, training):
@@ -59,10 +104,10 @@ class SchedulerStepMisaligned(Operator):
             if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 continue
             text = source.code(line)
-            branch = self._step_branch(source, training, line)
+            branch, moved = self._step_branch(source, training, line)
             if branch is not None:
-                yield Change(statement, (source.delete_statement(statement),
-                                         source.insert_after(branch, [text])),
+                yield Change(statement, (self._delete(source, moved),
+                                         source.insert_after(branch, self._lines(source, moved, branch))),
                              "the scheduler steps on every micro-step, not every optimizer step")
                 continue
             inner = self._inner_training_loop(source, training, line)
@@ -71,18 +116,49 @@ class SchedulerStepMisaligned(Operator):
                 yield Change(statement, (source.delete_statement(statement),
                                          source.insert_after(body[-1], [text], source.indentation(body[0]))),
                              "the per-epoch scheduler steps on every batch")
+                continue
+            change = self._into_called_loop(source, training, statement, call)
+            if change is not None:
+                yield change
 
     @staticmethod
     def _step_branch(source, training, line):
-        """The `if` that holds both this line and an optimizer step, inside a loop."""
-        block = source.parent(line)
-        branch = source.parent(block) if block is not None else None
-        if not isinstance(branch, cst.If) or source.enclosing(branch, (cst.For, cst.While)) is None:
-            return None
-        start, end = source.span(branch)
-        if any(start <= source.span(step)[0] < end for step in training.steps):
-            return branch
-        return None
+        """The `if` inside the loop that holds an optimizer step and this line, and the statement
+        of its body that holds the line (the line itself, or a guard such as `if sched:` around it)."""
+        loop = source.enclosing(line, (cst.For, cst.While))
+        if loop is None:
+            return None, None
+        child = line
+        for ancestor in source.ancestors(line):
+            if ancestor is loop:
+                break
+            if isinstance(ancestor, cst.If):
+                start, end = source.span(ancestor)
+                if any(start <= source.span(step)[0] < end for step in training.steps):
+                    steps_in_child = any(source.span(child)[0] <= source.span(step)[0] < source.span(child)[1]
+                                         for step in training.steps)
+                    return (None, None) if steps_in_child else (ancestor, child)
+            if isinstance(ancestor, (cst.If, cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                child = ancestor
+        return None, None
+
+    @staticmethod
+    def _delete(source, statement) -> Edit:
+        if isinstance(statement, cst.SimpleStatementLine):
+            return source.delete_statement(statement.body[0])
+        first, last = source.lines_of(statement)
+        return Edit(source.lines.line_start(first), source.lines.line_end(last), "")
+
+    @staticmethod
+    def _lines(source, statement, branch) -> list[str]:
+        """The statement's lines, re-indented from its own depth to the branch's."""
+        first, last = source.lines_of(statement)
+        own = source.indentation(statement)
+        lines = []
+        for number in range(first, last + 1):
+            text = source.lines.line_text(number).rstrip("\n")
+            lines.append(text[len(own):] if text.startswith(own) else text.lstrip())
+        return lines
 
     @staticmethod
     def _inner_training_loop(source, training, line):
@@ -94,3 +170,46 @@ class SchedulerStepMisaligned(Operator):
             if loop is not outer and source.enclosing(loop, (cst.For, cst.While)) is outer:
                 return loop
         return None
+
+    def _into_called_loop(self, source, training, statement, call):
+        """Once per epoch here, while the batch loop is in a function this loop calls
+        (`train_one_epoch(...)`, `self.train_epoch()`): move the step into that batch loop."""
+        if call.args:
+            return None  # `step(metric)` or `step(epoch)`: its argument belongs to the epoch
+        loop = source.enclosing(statement, (cst.For, cst.While))
+        if loop is None or not isinstance(loop.body, cst.IndentedBlock):
+            return None
+        for caller in loop.body.body:
+            if not isinstance(caller, cst.SimpleStatementLine):
+                continue
+            for inner_call in source.within(caller, cst.Call):
+                for function in training.called_functions(inner_call):
+                    batch_loop = next((candidate for candidate in training.training_loops
+                                       if source.function_of(candidate) is function), None)
+                    if batch_loop is None or not isinstance(batch_loop.body, cst.IndentedBlock):
+                        continue
+                    receiver = dotted(call.func.value)
+                    if receiver is None:
+                        return None
+                    body = batch_loop.body.body
+                    indent = source.indentation(body[0])
+                    reachable = receiver.startswith("self.") and source.function_of(caller) is not None and \
+                        _same_class(source, caller, function)
+                    if reachable:
+                        edits = (source.delete_statement(statement),
+                                 source.insert_after(body[-1], [f"{receiver}.step()"], indent))
+                    else:
+                        edits = (source.delete_statement(statement),
+                                 source.insert_before(caller, [f"globals()['{HANDLE}'] = {receiver}"]),
+                                 source.insert_after(body[-1], [f"{HANDLE}.step()"], indent))
+                    return Change(statement, edits, "the per-epoch scheduler steps on every batch")
+        return None
+
+
+def _same_class(source, one, other) -> bool:
+    def owner(node):
+        for ancestor in source.ancestors(node):
+            if isinstance(ancestor, cst.ClassDef):
+                return ancestor
+        return None
+    return owner(one) is not None and owner(one) is owner(other)

@@ -3,7 +3,8 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import LOSS_FUNCTIONS, LOSS_MODULES, argument, callee_name, is_functional, with_keyword
+from injector.patterns import (LOSS_FUNCTIONS, LOSS_MODULES, argument, callee_name, is_functional,
+                               under_no_grad, with_keyword)
 
 
 class WrongLossReduction(Operator):
@@ -27,6 +28,7 @@ class WrongLossReduction(Operator):
     )
     untouched = (
         "loss = F.cross_entropy(logits, y, reduction='none')\n",
+        "eval_loss = torch.mean(losses)\n",
         "acc = (pred == y).float().mean()\n",
         "total = nn.MSELoss(reduction=\"sum\")\n",
     )
@@ -34,7 +36,8 @@ class WrongLossReduction(Operator):
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             name = callee_name(call)
-            if (name in LOSS_FUNCTIONS and is_functional(call)) or name in LOSS_MODULES:
+            if ((name in LOSS_FUNCTIONS and is_functional(call)) or name in LOSS_MODULES) and \
+                    not under_no_grad(source, call):
                 reduction = argument(call, "reduction", None)
                 if reduction is None:
                     new = with_keyword(call, "reduction", cst.SimpleString('"sum"'))
@@ -45,8 +48,11 @@ class WrongLossReduction(Operator):
                     yield Change(call, (source.replace(reduction.value, f"{quote}sum{quote}"),),
                                  f"`{name}` sums instead of averaging")
         for assign in source.nodes(cst.Assign):
-            if not any(isinstance(t.target, cst.Name) and "loss" in t.target.value.lower()
+            if not any(isinstance(t.target, cst.Name) and "loss" in t.target.value.lower() and
+                       not t.target.value.lower().startswith(("eval", "val", "test"))
                        for t in assign.targets):
+                continue  # a training loss, not a reported evaluation figure
+            if under_no_grad(source, assign):
                 continue
             value = assign.value
             if isinstance(value, cst.Call) and callee_name(value) == "mean" and \

@@ -10,29 +10,28 @@ MODULES = {"Softmax", "LogSoftmax"}
 
 
 def other_axes(dim: int) -> list[int]:
-    """Axes to normalise over instead of `dim`.
+    """The one axis to normalise over instead of `dim`: its neighbour on the same side.
 
-    Never the same axis whatever the tensor's rank: a negative dim and a non-negative one
-    coincide for some rank, so only the batch axis 0 crosses signs (it equals -1 only on 1-D
-    input). On 2-D input, -2 and 0 name one axis: the two mutants then behave alike.
+    One mutant per call: `-1` and its alternatives `0` and `-2` name the same axis of 2-D
+    logits, so two mutants there would be one fault counted twice. The neighbour is a different
+    axis for every rank where `dim` is valid and the softmax is over more than one axis.
     """
     if dim < 0:
-        return [0, dim - 1]
-    return [1] if dim == 0 else sorted({0, dim - 1})
+        return [dim - 1]
+    return [1] if dim == 0 else [dim - 1]
 
 
 class WrongSoftmaxDim(Operator):
     id = "wrong-softmax-dim"
-    summary = "Normalise a softmax/log-softmax over another axis (functional, method or `nn.Softmax`), one mutant per axis."
+    summary = "Normalise a softmax/log-softmax over the neighbouring axis (functional, method or `nn.Softmax`)."
     examples = (
         Example(
             "probs = F.softmax(logits, dim=-1)\n",
-            ("probs = F.softmax(logits, dim=0)\n", "probs = F.softmax(logits, dim=-2)\n"),
+            ("probs = F.softmax(logits, dim=-2)\n",),
         ),
         Example(
             "attn = scores.softmax(-1)\nlogp = torch.log_softmax(out, 1)\n",
-            ("attn = scores.softmax(0)\nlogp = torch.log_softmax(out, 1)\n",
-             "attn = scores.softmax(-2)\nlogp = torch.log_softmax(out, 1)\n",
+            ("attn = scores.softmax(-2)\nlogp = torch.log_softmax(out, 1)\n",
              "attn = scores.softmax(-1)\nlogp = torch.log_softmax(out, 0)\n"),
         ),
         Example(

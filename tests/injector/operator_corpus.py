@@ -1,0 +1,365 @@
+"""The operator corpus: real public training files, their reviewed sites, and how mutants are judged.
+
+`tests/injector/corpus/` holds training code copied from public repositories (source, path,
+commit and licence in the manifests). `tuned.toml` lists the files the operators were developed
+against; `heldout.toml` the files that were only ever measured (other repositories). Each file has
+the sites a person listed by reading it against the catalog (`expected`) and the places where a
+mutant would be equivalent or aim at the wrong thing (`untouched`, each with why).
+
+A site names one line: `at` is a text that occurs on exactly one line (`nth` picks the n-th line
+holding it), or `in` is a block header and the mutant must land inside that block. A mutant
+matches a site when it has the site's operator and its edits touch that line (or block).
+
+Judging a mutant: it is *found* when it matches an expected site, *equivalent* when it matches an
+untouched one, *unreviewed* otherwise; *broken* when it does not compile, or when the mutated
+module does not load (import it, with stubs for third-party packages that are not installed,
+and build what the manifest's `construct` builds) although the original does.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import io
+import sys
+import tomllib
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from injector.generate import mutants_for_source
+from injector.mutants import LineIndex, Mutant
+
+CORPUS = Path(__file__).parent / "corpus"
+MANIFESTS = {"tuned": CORPUS / "tuned.toml", "held-out": CORPUS / "heldout.toml"}
+
+
+@dataclass(frozen=True)
+class Site:
+    """One reviewed place in a corpus file."""
+
+    op: str
+    first: int  # the line (or the block's first line, for `in`)
+    last: int  # the same line, or the block's last line
+    label: str
+    why: str = ""
+    block: bool = False  # an `in` site: the mutant lands in the block, not in a loop nested in it
+    known: bool = False  # a reviewed shortfall: an expected site no mutant reaches (`known_miss`),
+    # or an untouched site that still gets a mutant (`known_equivalent`)
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    name: str
+    split: str
+    text: str
+    expected: tuple[Site, ...]
+    untouched: tuple[Site, ...]
+    load: str  # "import": run the whole module; "definitions": only imports, defs and classes
+    construct: str  # statements run in the loaded module's namespace
+
+
+@dataclass
+class Verdict:
+    """How one file's mutants compare with its review."""
+
+    file: CorpusFile
+    mutants: list[Mutant]
+    found: list[Site] = field(default_factory=list)
+    missed: list[Site] = field(default_factory=list)
+    equivalent: list[Mutant] = field(default_factory=list)
+    mutated_untouched: list[Site] = field(default_factory=list)
+    unreviewed: list[Mutant] = field(default_factory=list)
+    broken: list[tuple[Mutant, str]] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        total = len(self.found) + len(self.missed)
+        return len(self.found) / total if total else 1.0
+
+
+def corpus_files(split: str | None = None) -> list[CorpusFile]:
+    """The corpus files of one split (both when None), in manifest order."""
+    files = []
+    for name, manifest in MANIFESTS.items():
+        if split is not None and name != split:
+            continue
+        for entry in tomllib.loads(manifest.read_text())["file"]:
+            text = (CORPUS / entry["name"]).read_text()
+            lines = LineIndex(text)
+            files.append(CorpusFile(
+                name=entry["name"], split=name, text=text,
+                expected=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("expected", [])),
+                untouched=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("untouched", [])),
+                load=entry.get("load", "import"), construct=entry.get("construct", "")))
+    return files
+
+
+def _site(text: str, lines: LineIndex, spec: dict, name: str) -> Site:
+    anchor = spec.get("at", spec.get("in"))
+    holding = [n for n in range(1, len(lines.starts) + 1) if anchor in lines.line_text(n)]
+    nth = spec.get("nth")
+    if nth is None and len(holding) != 1:
+        raise ValueError(f"{name}: {anchor!r} is on {len(holding)} lines; give `nth`")
+    if nth is not None and len(holding) < nth:
+        raise ValueError(f"{name}: {anchor!r} is on fewer than {nth} lines")
+    line = holding[(nth or 1) - 1]
+    last = _block_end(text, lines, line) if "in" in spec else _statement_end(text, lines, line)
+    label = f"{spec['op']} @ {line}: {anchor.strip()}"
+    known = bool(spec.get("known_miss") or spec.get("known_equivalent"))
+    return Site(spec["op"], line, last, label, spec.get("why", spec.get("known_miss", "")),
+                "in" in spec, known)
+
+
+def _statement_end(text: str, lines: LineIndex, line: int) -> int:
+    """The last line of the simple statement that starts on `line` (itself if it is one line)."""
+    if lines.line_text(line).rstrip().endswith(":"):
+        return line  # a block header: the site is the header
+    for number in range(line, len(lines.starts) + 1):
+        try:
+            compile("".join(lines.line_text(n) for n in range(line, number + 1)).strip(), "<site>", "exec")
+            return number
+        except SyntaxError:
+            continue
+    return line
+
+
+def _block_end(text: str, lines: LineIndex, header: int) -> int:
+    """The last line of the indented block that the line `header` opens."""
+    indent = len(lines.line_text(header)) - len(lines.line_text(header).lstrip())
+    last = header
+    for number in range(header + 1, len(lines.starts) + 1):
+        line = lines.line_text(number)
+        if not line.strip():
+            continue
+        if len(line) - len(line.lstrip()) <= indent:
+            break
+        last = number
+    return last
+
+
+def touched_lines(mutant: Mutant, lines: LineIndex) -> set[int]:
+    """The original lines a mutant's edits replace (an insertion touches the lines on either side)."""
+    touched = set()
+    for edit in mutant.edits:
+        first = lines.line_of(edit.start)
+        last = lines.line_of(max(edit.start, edit.end - 1))
+        if edit.start == edit.end and edit.start == lines.line_start(first) and first > 1:
+            first -= 1
+        touched.update(range(first, last + 1))
+    return touched
+
+
+def _matches(site: Site, mutant: Mutant, touched: set[int], headers: set[int] | None = None) -> bool:
+    if mutant.operator != site.op:
+        return False
+    if site.block and headers is not None:
+        # The mutant must sit in that block, not in a loop nested in it.
+        return site.first in headers | touched
+    return any(site.first <= n <= site.last for n in touched)
+
+
+def loop_headers(mutant: Mutant, lines: LineIndex) -> set[int]:
+    """The header line of the innermost block around each of the mutant's edits."""
+    found = set()
+    for edit in mutant.edits:
+        number = lines.line_of(edit.start)
+        text = lines.line_text(number)
+        indent = len(text) - len(text.lstrip()) if text.strip() else 10**6
+        for above in range(number - 1, 0, -1):
+            line = lines.line_text(above)
+            if not line.strip():
+                continue
+            depth = len(line) - len(line.lstrip())
+            if depth < indent:
+                if line.rstrip().endswith(":"):
+                    found.add(above)
+                    break
+                indent = depth
+    return found
+
+
+def judge(file: CorpusFile, load: bool = True) -> Verdict:
+    """Compare the operators' mutants of one corpus file with its review."""
+    mutants = mutants_for_source(file.text, file.name)
+    verdict = Verdict(file, mutants)
+    lines = LineIndex(file.text)
+    touched = {m.id: touched_lines(m, lines) for m in mutants}
+    headers = {m.id: loop_headers(m, lines) for m in mutants}
+    for site in file.expected:
+        hit = any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants)
+        (verdict.found if hit else verdict.missed).append(site)
+    for site in file.untouched:
+        if any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants):
+            verdict.mutated_untouched.append(site)
+    for mutant in mutants:
+        if any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.expected):
+            continue
+        if any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.untouched):
+            verdict.equivalent.append(mutant)
+        else:
+            verdict.unreviewed.append(mutant)
+    if load:
+        verdict.broken = broken_mutants(file, mutants)
+    return verdict
+
+
+# ---- loading mutated modules ----
+
+def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant, str]]:
+    """Mutants that do not compile, or whose module does not load where the original does."""
+    original = load_module(file.text, file)
+    broken = []
+    for mutant in mutants:
+        text = mutant.apply(file.text)
+        try:
+            compile(text, file.name, "exec")
+        except SyntaxError as error:
+            broken.append((mutant, f"SyntaxError: {error.msg} (line {error.lineno})"))
+            continue
+        if original is None:
+            problem = load_module(text, file)
+            if problem is not None:
+                broken.append((mutant, problem))
+    return broken
+
+
+def load_module(text: str, file: CorpusFile) -> str | None:
+    """Import `text` as a module (not as `__main__`) and run `file.construct` in it.
+
+    Returns None when it loads, else the error in one line.
+    """
+    with _stubbed_imports(file.text):
+        module = types.ModuleType(f"corpus_{Path(file.name).stem}")
+        module.__file__ = str(CORPUS / file.name)
+        code = text if file.load == "import" else _definitions(text)
+        sys.modules[module.__name__] = module  # dataclasses look their module up there
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # what the file prints at start-up
+                exec(compile(code, file.name, "exec"), module.__dict__)
+                if file.construct:
+                    exec(compile(file.construct, f"{file.name}:construct", "exec"), module.__dict__)
+        except BaseException as error:  # noqa: BLE001 - any failure to load is the finding
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        finally:
+            sys.modules.pop(module.__name__, None)
+    return None
+
+
+def _definitions(text: str) -> str:
+    """Only the imports, functions and classes of a script that trains at module level."""
+    module = cst.parse_module(text)
+    kept = [s for s in module.body
+            if isinstance(s, (cst.FunctionDef, cst.ClassDef)) or
+            (isinstance(s, cst.SimpleStatementLine) and
+             all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in s.body))]
+    return module.with_changes(body=kept).code
+
+
+class _Anything:
+    """Stands for any object from a package that is not installed: every use gives another."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _stub_class(name)
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]  # used as a decorator
+        return _Anything()
+
+    def __getitem__(self, key):
+        return _Anything()
+
+    def __iter__(self):
+        return iter(())
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __mro_entries__(self, bases):
+        return (_stub_class("Base"),)
+
+
+class _StubType(type):
+    def __getattr__(cls, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _stub_class(name)
+
+    def __getitem__(cls, key):
+        return cls
+
+    def __iter__(cls):
+        return iter(())  # else iteration would go through __getitem__ forever
+
+
+def _stub_class(name: str) -> type:
+    return _StubType(name, (_Anything,), {})
+
+
+class _StubModule(types.ModuleType):
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _stub_class(name)
+
+
+class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Last on the import path: a package the corpus file imports but that is not installed
+    imports as a stub. Only those: libraries that probe for optional packages
+    (`try: import flint`) must still see them missing."""
+
+    def __init__(self, packages: set[str]) -> None:
+        self.packages = packages
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname.split(".")[0] not in self.packages:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec):
+        module = _StubModule(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module) -> None:
+        pass
+
+
+def _missing_packages(text: str) -> set[str]:
+    """Top-level packages the file imports that are not installed here."""
+    names = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return {name for name in names if name not in sys.modules and importlib.util.find_spec(name) is None}
+
+
+class _stubbed_imports:
+    def __init__(self, text: str) -> None:
+        self.packages = _missing_packages(text)
+
+    def __enter__(self) -> None:
+        self.finder = _StubFinder(self.packages)
+        self.before = set(sys.modules)
+        sys.meta_path.append(self.finder)
+
+    def __exit__(self, *exc) -> None:
+        sys.meta_path.remove(self.finder)
+        for name in set(sys.modules) - self.before:
+            if isinstance(sys.modules[name], _StubModule):
+                del sys.modules[name]
