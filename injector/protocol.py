@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
-Status = Literal["killed", "survived", "timeout", "error", "no_coverage"]
+Status = Literal["killed", "survived", "timeout", "error", "no_coverage", "ignored"]
 
 
 @dataclass(frozen=True)
