@@ -37,6 +37,7 @@ def run_rank(rank, world, port, steps, queue):
         losses.append(loss.item())
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])
     queue.put((rank, losses, weights.tolist()))
+    dist.barrier()  # both ranks done before either tears the group down
     dist.destroy_process_group()
 
 

@@ -15,7 +15,7 @@ def setup(rank, world, port):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
+                            timeout=datetime.timedelta(seconds=15))
 
 
 def average_gradients(model, world):
@@ -43,6 +43,7 @@ def worker(rank, world, port, steps, out_dir):
     state = [p.detach().flatten().tolist() for p in model.parameters()]
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as handle:
         json.dump({"history": history, "state": state}, handle)
+    dist.barrier()  # both ranks done before either tears the group down
     dist.destroy_process_group()
 
 
