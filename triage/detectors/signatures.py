@@ -9,6 +9,7 @@ device-side assert blames whichever kernel runs next), the earlier, more specifi
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -51,9 +52,11 @@ SIGNATURES: tuple[Signature, ...] = (
          r"Expected tensor for argument #\d+ '\w+' to have the same device",
          "tensors on different devices met in one operation"),
     _sig("out-of-memory",
-         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory|"
-         r"MPS backend out of memory|DefaultCPUAllocator: can't allocate memory|"
-         r"CUBLAS_STATUS_ALLOC_FAILED|XPU out of memory",
+         # every backend and version says "out of memory" somewhere (`CUDA out of memory.` with
+         # no exception prefix before 1.x's OutOfMemoryError, `cuda runtime error (2) : out of
+         # memory`, HIP, MPS, XPU); people who paste a title say OOM (but `oom=0` is a counter)
+         r"\bout of memory\b|OutOfMemoryError|DefaultCPUAllocator: can't allocate memory|"
+         r"CUBLAS_STATUS_ALLOC_FAILED|(?-i:\bOOM\b)(?!\s*[=:])",
          "an allocation failed: the device ran out of memory"),
     _sig("collective-timeout",
          r"Watchdog caught collective operation timeout|collective operation timeout|"
@@ -66,8 +69,9 @@ SIGNATURES: tuple[Signature, ...] = (
          r"Function '(\w+?)(?:Backward\d*)?' returned nan values in its \d+(?:st|nd|rd|th) output",
          "anomaly detection caught a backward function producing NaN"),
     _sig("label-out-of-range",
-         r"Target -?\d+ is out of bounds|Assertion `t >= 0 && t < n_classes` failed|"
-         r"Assertion `cur_target >= 0 && cur_target < n_classes` failed|"
+         # the THNN/THCUNN/ATen assertion closes its quote with ' or ` depending on the version
+         r"Target -?\d+ is out of bounds|"
+         r"Assertion\s*\W?(?:cur_target|t) >= 0 && (?:cur_target|t) < n_classes\W? failed|"
          r"index out of range in self|IndexError: Target",
          "a class index is outside the valid range"),
     _sig("device-side-assert",
@@ -87,7 +91,8 @@ SIGNATURES: tuple[Signature, ...] = (
          r"expected m1 and m2 to have the same dtype|Expected object of scalar type|"
          r"\"\w+\" not implemented for '(?:Long|Int|Half|BFloat16|Bool|Byte)'|"
          r"Found dtype \w+ but expected \w+|can't be cast to the desired output type|"
-         r"Input type \(torch\.\w*(?:Double|Half|Long)\w*\) and weight type",
+         r"Input type \(torch\.\w*(?:Double|Half|Long)\w*\) and weight type|"
+         r"Expected floating point type for target|expected scalar type \w+ but got",
          "tensors of different dtypes met in one operation"),
     _sig("ddp-unused-parameters",
          r"Expected to have finished reduction in the prior iteration|"
@@ -95,15 +100,28 @@ SIGNATURES: tuple[Signature, ...] = (
          r"parameters that were not used in producing loss",
          "DDP waited for gradients of parameters that took no part in the loss"),
     _sig("broadcast-warning",
-         r"Using a target size \(torch\.Size\(\[[^\]]*\]\)\) that is different to the input size",
+         # the sizes may wrap onto the next line when the warning is pasted
+         r"Using a target size \(torch\.Size",
          "a loss broadcast a target of a different shape than its input"),
     _sig("recompiling",
          r"Recompiling function|hit config\.(?:recompile|cache_size)_limit|"
-         r"cache_size_limit reached|recompile_limit reached|Graph break(?:s)? ?(?:in|:|due)",
+         r"cache_size_limit reached|recompile_limit reached|Graph break(?:s)? ?(?:in|:|due)|"
+         r"cache_size_limit \(\d+\)|CacheLimitExceeded",
          "torch.compile recompiled or broke the graph repeatedly"),
     _sig("tensor-to-scalar-warning",
          r"Converting a tensor with requires_grad=True to a scalar",
          "a loss tensor with its graph was converted to a number late: it was kept as a tensor"),
+    _sig("scheduler-before-optimizer",
+         r"Detected call of `?lr_scheduler\.step\(\)`? before `?optimizer\.step\(\)`?",
+         "PyTorch warned that the learning-rate scheduler stepped before the optimizer did"),
+    # what people write when they paste a description instead of the log itself
+    _sig("loss-non-finite-reported",
+         r"\bloss\b[^\n]{0,30}?\b(?:became|becomes|become|is|goes|went|turns?|turned|to|of|=|:)\s*"
+         r"['\"]?(?:nan|inf)\b|\bnan loss\b",
+         "the log says the loss became NaN or inf"),
+    _sig("memory-growth-reported",
+         r"\bmemory\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb)\w*",
+         "the log says memory kept growing"),
     _sig("job-cancelled",
          r"DUE TO TIME LIMIT|The operation was cancell?ed|exceeded the maximum execution time|"
          r"received signal SIGTERM|Signal 15 \(SIGTERM\)|Terminated\s*$|SIGKILL",
@@ -113,6 +131,12 @@ SIGNATURES: tuple[Signature, ...] = (
 # Where several signatures hit, an earlier line normally wins (the first real cause); these
 # are reported-late symptoms whose own line never beats a more specific one.
 _LATE = {"device-side-assert"}
+# Warnings and reports: they never mask a later error, nor are they masked by an earlier one.
+_NOT_ERRORS = {"crashed", "few-trainable-parameters", "job-cancelled", "broadcast-warning", "recompiling",
+               "tensor-to-scalar-warning", "scheduler-before-optimizer", "loss-non-finite-reported",
+               "memory-growth-reported"}
+# Reports a metric series says better: the series' own symptom wins where it exists.
+_SERIES_SAYS = {"loss-non-finite-reported": "loss", "memory-growth-reported": "memory"}
 _GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", re.I)
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception))(?::|$)\s*(.*)")
 _TRAINABLE = re.compile(r"trainable param(?:eter)?s?:?\s*([\d][\d,_]*)", re.I)
@@ -138,7 +162,7 @@ def detect(ctx: Context) -> list[Symptom]:
             out.extend(_trainable(rd))
     for sig in SIGNATURES:
         hits = found.get(sig.symptom)
-        if not hits:
+        if not hits or _series_says(ctx, sig.symptom):
             continue
         first = hits[0]
         summary = sig.summary
@@ -167,11 +191,22 @@ def detect(ctx: Context) -> list[Symptom]:
     return _order(out)
 
 
+def _series_says(ctx: Context, symptom: str) -> bool:
+    """True where a metric series already measures what a prose report of `symptom` claims."""
+    name = _SERIES_SAYS.get(symptom)
+    if name is None:
+        return False
+    series = ctx.series.get(name) or (ctx.series.get("val_loss") if name == "loss" else None)
+    if series is None:
+        return False
+    if name == "loss":
+        return any(not math.isfinite(p.value) for p in series.points)
+    return len(series.points) >= 8
+
+
 def _order(symptoms: list[Symptom]) -> list[Symptom]:
     """Mark which error came first: later errors are often consequences of the first."""
-    errors = [s for s in symptoms if s.name not in ("crashed", "few-trainable-parameters", "job-cancelled",
-                                                    "broadcast-warning", "recompiling",
-                                                    "tensor-to-scalar-warning") and s.name not in _LATE]
+    errors = [s for s in symptoms if s.name not in _NOT_ERRORS and s.name not in _LATE]
     if not errors:
         return symptoms
     first = min(errors, key=lambda s: s.first_line)
