@@ -39,15 +39,25 @@ MAX_READING = 8192
 _VAL_CONTEXT = re.compile(r"\b(?:val|valid|validation|eval|evaluation|test)\b", re.I)
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|Infinity)"
-# key, separator (= or :), optional quotes and `tensor(`, number
+# key, separator (= or :), optional quotes and `tensor(`, number (HF Trainer quotes its values:
+# `'loss': '2.456e+26'`)
 _PAIR = re.compile(
-    r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\()?(""" + _NUM + r""")(?![\w.])""")
-# "loss 0.53" (no separator) only for the names that habitually appear that way
-_SPACED = re.compile(r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)\s+(" + _NUM + r")(?![\w.])", re.I)
+    r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\()?['"]?(""" + _NUM +
+    r""")(?![\w.])""")
+# "loss 0.53" (no separator) only for the names that habitually appear that way; "Loss error: 0.5"
+_SPACED = re.compile(r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM +
+                     r")(?![\w.])", re.I)
+# a loss under a name of its own (`loss_train`, `train/loss_avg`): "loss" is one of its words and no
+# other word names a known metric or another model's loss (a GAN's d_loss and g_loss are two losses)
+_LOSS_WORD = re.compile(r"(?:^|_)loss(?:_|$)")
+_NOT_THE_LOSS = re.compile(r"(?:^|_)(?:d|g|disc|gen|aux|kl|reg|nll|scale|seg|cls|bbox|rpn|ctc|mask)(?:_|$)|"
+                           r"^loss_[dg]$|^err[dg]$")
+_VAL_WORD = re.compile(r"(?:^|_)(?:val|valid|validation|eval|test|dev)(?:_|$)")
 _STEP = re.compile(r"""['"]?\b(?:global_step|step|iter|iteration|it)['"]?\s*[=: ]\s*(\d+)(?:\s*/\s*(\d+))?""",
                    re.I)
-_EPOCH_BATCH = re.compile(r"\bepoch\s*[=: ]?\s*(\d+)\s*/\s*(\d+).*?\b(?:batch|iter|step)\s*[=: ]?\s*(\d+)\s*/\s*(\d+)",
-                          re.I)
+# "epoch 2/10 | batch 5/50", "Epoch[2] Batch [5/50]", "Training Epoch: 1/3, step 10/36"
+_EPOCH_BATCH = re.compile(r"\bepoch\s*[\[=: ]?\s*(\d+)\]?(?:\s*/\s*(\d+))?.*?\b(?:batch|iter|step)\s*[\[=: ]?\s*(\d+)"
+                          r"\s*/\s*(\d+)", re.I)
 _BAR = re.compile(r"(?:\bEpoch\s+(\d+)\b.*?)?\|\s*(\d+)/(\d+)\s*\[")
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:it|samples|tok|img)/s\b")
 
@@ -114,6 +124,10 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool]:
         if name is None:
             # "train/loss", "metrics.val_loss": judge by the last component
             name = _CANON.get(key.rsplit("_", 1)[-1] if key.startswith(("train_", "metrics_")) else "")
+            if name is None and _LOSS_WORD.search(key) and not _NOT_THE_LOSS.search(key):
+                name = "val_loss" if _VAL_WORD.search(key) else "loss"
+                if name in metrics:
+                    continue
             if name is None:
                 continue
         if name in ("loss", "accuracy") and key in ("loss", "acc", "accuracy"):
@@ -135,8 +149,8 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool]:
     in_epoch = False
     eb = _EPOCH_BATCH.search(text) if "poch" in text else None
     if eb:
-        epoch, _, batch, per = (int(g) for g in eb.groups())
-        step = (epoch - 1) * per + batch if epoch >= 1 else batch
+        epoch, batch, per = int(eb.group(1)), int(eb.group(3)), int(eb.group(4))
+        step = (epoch - 1) * per + batch if epoch >= 1 and eb.group(2) else epoch * per + batch
     else:
         sm = _STEP.search(text)
         if sm:
@@ -170,6 +184,7 @@ class SeriesBuilder:
         self._last_step: int | None = None
         self._bar_last: int | None = None
         self._bar_offset = 0
+        self._last: dict[int | None, tuple[int, int]] = {}  # rank -> (last logged step, offset)
 
     def add(self, text: str, line: int | None, rank: int | None = None) -> None:
         step, metrics, in_epoch = _parse(text)
@@ -181,6 +196,13 @@ class SeriesBuilder:
                 self._bar_offset += self._bar_last
             self._bar_last = step
             step += self._bar_offset
+        elif step is not None:
+            # a counter that restarts every epoch (`batch 10/50`, `iter 10`): carry the steps on
+            last, offset = self._last.get(rank, (None, 0))
+            if last is not None and step + offset < last:
+                offset = last
+            self._last[rank] = (step + offset, offset)
+            step += offset
         self._ordinal += 1
         explicit = step is not None
         if step is None:
@@ -203,6 +225,8 @@ class SeriesBuilder:
             series.points.sort(key=lambda p: (p.line if p.line is not None else 1 << 62))
             if series.explicit_steps:
                 series.points = _drop_echoes(series.points)
+            if name.startswith("val_"):
+                series.points = _drop_repeats(series.points)
             out[name] = series
         return out
 
@@ -212,6 +236,17 @@ def _drop_echoes(points: list[Point]) -> list[Point]:
     out: list[Point] = []
     for p in points:
         if any(q.step == p.step for q in out[-4:]):
+            continue
+        out.append(p)
+    return out
+
+
+def _drop_repeats(points: list[Point]) -> list[Point]:
+    """Drop a validation value shown again unchanged: a progress bar repeats the last evaluation
+    on every update until the next one."""
+    out: list[Point] = []
+    for p in points:
+        if out and p.value == out[-1].value:
             continue
         out.append(p)
     return out
