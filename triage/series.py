@@ -43,7 +43,7 @@ _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|i
 # `'loss': '2.456e+26'`)
 _PAIR = re.compile(
     r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\()?['"]?(""" + _NUM +
-    r""")(?![\w.])""")
+    r""")(?:\s?(?:[KMGT]i?B|ms|s|%))?(?![\w.])""")  # a unit after the number is the logger's scale
 # "loss 0.53" (no separator) only for the names that habitually appear that way; "Loss error: 0.5"
 _SPACED = re.compile(r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM +
                      r")(?![\w.])", re.I)
@@ -79,6 +79,7 @@ class Series:
     name: str
     points: list[Point] = field(default_factory=list)
     explicit_steps: bool = False
+    from_bar: set[int] = field(default_factory=set, repr=False)  # ids of points read off a progress bar
 
     def values(self) -> list[float]:
         return [p.value for p in self.points]
@@ -109,12 +110,13 @@ def _key(raw: str) -> str:
 
 def parse_reading(text: str) -> tuple[int | None, dict[str, float]]:
     """Return (explicit step or None, {canonical metric: value}) for one reading."""
-    step, metrics, _ = _parse(text)
+    step, metrics, _, _ = _parse(text)
     return step, metrics
 
 
-def _parse(text: str) -> tuple[int | None, dict[str, float], bool]:
-    """As parse_reading, and whether the step is a progress bar's position within an epoch."""
+def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
+    """As parse_reading, whether the step is a progress bar's position within an epoch, and
+    whether the reading is a progress bar at all (a bar repeats its last metrics every update)."""
     text = text[:MAX_READING]  # a metrics print is short; a megabyte-long line is not one
     metrics: dict[str, float] = {}
     val_context = None
@@ -143,10 +145,13 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool]:
                 if name == "loss" and _VAL_CONTEXT.search(text[: m.start()]):
                     name = "val_loss"
                 metrics[name] = _float(m.group(2))
+    if "loss" in metrics and "_runtime" in text:
+        del metrics["loss"]  # HF Trainer's closing summary: the mean over the run, not a step's loss
     if not metrics:
-        return None, metrics, False
+        return None, metrics, False, False
     step = None
     in_epoch = False
+    is_bar = False
     eb = _EPOCH_BATCH.search(text) if "poch" in text else None
     if eb:
         epoch, batch, per = int(eb.group(1)), int(eb.group(3)), int(eb.group(4))
@@ -158,6 +163,7 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool]:
         else:
             bar = _BAR.search(text) if "|" in text else None
             if bar:
+                is_bar = True
                 epoch = int(bar.group(1) or 0)
                 step = epoch * int(bar.group(3)) + int(bar.group(2))
                 in_epoch = bar.group(1) is None
@@ -165,7 +171,7 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool]:
         rate = _RATE.search(text) if "/s" in text else None
         if rate:
             metrics["throughput"] = float(rate.group(1))
-    return step, metrics, in_epoch
+    return step, metrics, in_epoch, is_bar
 
 
 def _float(text: str) -> float:
@@ -187,7 +193,7 @@ class SeriesBuilder:
         self._last: dict[int | None, tuple[int, int]] = {}  # rank -> (last logged step, offset)
 
     def add(self, text: str, line: int | None, rank: int | None = None) -> None:
-        step, metrics, in_epoch = _parse(text)
+        step, metrics, in_epoch, is_bar = _parse(text)
         if not metrics:
             return
         if in_epoch and step is not None:
@@ -212,7 +218,10 @@ class SeriesBuilder:
             if series is None:
                 series = self.series[name] = Series(name)
             series.explicit_steps |= explicit
-            series.points.append(Point(step, value, line, rank))
+            point = Point(step, value, line, rank)
+            series.points.append(point)
+            if is_bar:
+                series.from_bar.add(id(point))
 
     def build(self) -> dict[str, Series]:
         """The series in log order; one rank's points where several ranks logged."""
@@ -225,8 +234,8 @@ class SeriesBuilder:
             series.points.sort(key=lambda p: (p.line if p.line is not None else 1 << 62))
             if series.explicit_steps:
                 series.points = _drop_echoes(series.points)
-            if name.startswith("val_"):
-                series.points = _drop_repeats(series.points)
+            if name.startswith("val_") and series.from_bar:
+                series.points = _drop_repeats(series.points, series.from_bar)
             out[name] = series
         return out
 
@@ -241,12 +250,12 @@ def _drop_echoes(points: list[Point]) -> list[Point]:
     return out
 
 
-def _drop_repeats(points: list[Point]) -> list[Point]:
-    """Drop a validation value shown again unchanged: a progress bar repeats the last evaluation
-    on every update until the next one."""
+def _drop_repeats(points: list[Point], from_bar: set[int]) -> list[Point]:
+    """Drop a validation value a progress bar shows again unchanged: a bar repeats the last
+    evaluation on every update until the next one."""
     out: list[Point] = []
     for p in points:
-        if out and p.value == out[-1].value:
+        if out and p.value == out[-1].value and id(p) in from_bar and id(out[-1]) in from_bar:
             continue
         out.append(p)
     return out

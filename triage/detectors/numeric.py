@@ -73,8 +73,10 @@ def non_finite(loss: Series, grad: Series | None) -> list[Symptom]:
     out = [Symptom("loss-non-finite", f"{loss.name} became {bad.value} at step {bad.step}", tuple(ev),
                    step=bad.step, value=bad.value)]
     if bad_i == 0:
-        out.append(Symptom("non-finite-early", f"{loss.name} was non-finite from the start (step {bad.step})",
-                           tuple(ev), step=bad.step))
+        # "from the start" only where the start was seen: a run of points, or step 0/1 itself
+        if len(pts) >= 2 or (loss.explicit_steps and bad.step <= 1):
+            out.append(Symptom("non-finite-early", f"{loss.name} was non-finite from the start "
+                               f"(step {bad.step})", tuple(ev), step=bad.step))
         return out
     vals = [p.value for p in before]
     climbed = len(vals) >= 2 and max(vals[-3:]) > 3 * min(vals)
@@ -88,11 +90,19 @@ def non_finite(loss: Series, grad: Series | None) -> list[Symptom]:
         out.append(Symptom("non-finite-after-climb",
                            f"{loss.name} and/or gradient norm climbed before turning non-finite",
                            tuple(ev), step=bad.step))
-    elif vals:
+    elif vals and not _swinging(vals):
         out.append(Symptom("non-finite-sudden",
                            f"{loss.name} was finite and steady, then non-finite at step {bad.step}",
                            tuple(ev), step=bad.step))
     return out
+
+
+def _swinging(vals: list[float], swing: float = 0.15) -> bool:
+    """True if the values rose and fell by more than `swing` a step, twice or more."""
+    pos = [v for v in vals if v > 0]
+    moves = [math.log(b / a) for a, b in zip(pos, pos[1:])]
+    signs = [1 if m > math.log(1 + swing) else -1 for m in moves if abs(m) > math.log(1 + swing)]
+    return sum(1 for a, b in zip(signs, signs[1:]) if a != b) >= 2 and signs.count(1) >= 2
 
 
 def divergence(loss: Series) -> list[Symptom]:
@@ -102,8 +112,7 @@ def divergence(loss: Series) -> list[Symptom]:
     lo_i = min(range(len(pts)), key=lambda i: pts[i].value)
     hi_i = max(range(lo_i, len(pts)), key=lambda i: pts[i].value)
     lo, hi = pts[lo_i], pts[hi_i]
-    if hi_i > lo_i and hi.value > 5 * max(lo.value, 1e-8) and hi.value > 1.5 * abs(pts[0].value) \
-            and hi.value - lo.value > 0.5:
+    if hi_i > lo_i and hi.value > 5 * max(lo.value, 1e-8) and hi.value > 1.5 * abs(pts[0].value):
         return [Symptom("loss-diverging", f"{loss.name} rose from {lo.value:.4g} (step {lo.step}) "
                         f"to {hi.value:.4g} (step {hi.step})",
                         (_ev(lo, loss.name, "lowest"), _ev(hi, loss.name, "highest after it")),
@@ -154,6 +163,8 @@ def softmax_floor(loss: Series, start: float, accuracy: float = 1.0) -> Symptom 
         return None
     vals = [p.value for p in pts]
     tail = _mean(vals[-max(2, len(vals) // 5):])
+    if not 0.58 <= start <= 7.6:  # ln 1.8 .. ln 2000: a uniform guess over 2 to 2000 classes
+        return None
     c_est = math.exp(start)
     if not 1.8 <= c_est <= 2000:
         return None
@@ -198,13 +209,16 @@ def oscillation(loss: Series) -> list[Symptom]:
     if first <= 0 or max(second) > 5 * first:
         return []
     if _mean(second) >= 0.35 * first and _std(second) >= 0.15 * first:
+        # swings as large as the level itself are sure; smaller ones could be a small batch's
+        # noise on a loss that is slow to fall, and count for less
+        strength = 1.0 if _std(second) >= 0.5 * _mean(second) else 0.6
         hi = max(pts[len(pts) // 2:], key=lambda p: p.value)
         lo = min(pts[len(pts) // 2:], key=lambda p: p.value)
         return [Symptom("loss-oscillating",
                         f"in the second half of the run {loss.name} still swings between "
                         f"{lo.value:.3g} and {hi.value:.3g}", (_ev(lo, loss.name, "low"),
                                                                _ev(hi, loss.name, "high")),
-                        value=_std(second) / first)]
+                        value=_std(second) / first, strength=strength)]
     return []
 
 
@@ -225,7 +239,9 @@ def repeating_batches(loss: Series) -> list[Symptom]:
     pts = [p for p in loss.finite() if p.value > 0]
     if len(pts) < 24 or len(pts) < len(loss.points) * 0.8:
         return []
-    pts = pts[-REPEAT_POINTS:]  # the search costs points x periods; the end of a long run says enough
+    # the first epoch is a transient (a sorted loader's first class block, the fast early fall)
+    # whose swings would drown the repeats: look at the rest
+    pts = pts[len(pts) // 3:][-REPEAT_POINTS:]  # the search costs points x periods
     n = len(pts)
     logs = [math.log(p.value) for p in pts]
     # what is left after a running median of nine points: batch-to-batch wiggles, not the trend

@@ -92,7 +92,8 @@ SIGNATURES: tuple[Signature, ...] = (
          r"\"\w+\" not implemented for '(?:Long|Int|Half|BFloat16|Bool|Byte)'|"
          r"Found dtype \w+ but expected \w+|can't be cast to the desired output type|"
          r"Input type \(torch\.\w*(?:Double|Half|Long)\w*\) and weight type|"
-         r"Expected floating point type for target|expected scalar type \w+ but got",
+         r"Expected floating point type for target|expected scalar type \w+ but got|"
+         r"expected target dtype to be \w+",
          "tensors of different dtypes met in one operation"),
     _sig("ddp-unused-parameters",
          r"Expected to have finished reduction in the prior iteration|"
@@ -139,9 +140,13 @@ _NOT_ERRORS = {"crashed", "few-trainable-parameters", "job-cancelled", "broadcas
 _SERIES_SAYS = {"loss-non-finite-reported": "loss", "memory-growth-reported": "memory"}
 _GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", re.I)
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception))(?::|$)\s*(.*)")
-_TRAINABLE = re.compile(r"trainable param(?:eter)?s?:?\s*([\d][\d,_]*)", re.I)
+# counts as PEFT, Lightning's summary ("21.5 K") and hand-written prints ("1,234 trainable") give them
+_COUNT = r"(\d[\d,_]*(?:\.\d+)?\s?[KMBT]?)\b"
+_TRAINABLE = re.compile(r"(?<!non-)(?<!non )trainable param(?:eter)?s?:?\s*" + _COUNT + r"|" + _COUNT +
+                        r" (?:are )?trainable\b", re.I)
+_NON_TRAINABLE = re.compile(r"non-?\s?trainable param(?:eter)?s?:?\s*" + _COUNT, re.I)
 _PERCENT = re.compile(r"trainable%:?\s*([\d.]+)|\(\s*([\d.]+)\s*%\s*\)", re.I)
-_TOTAL = re.compile(r"all params:?\s*([\d][\d,_]*)|([\d][\d,_]*) (?:total )?param(?:eter)?s\b", re.I)
+_TOTAL = re.compile(r"all params:?\s*" + _COUNT + r"|" + _COUNT + r" (?:total )?param(?:eter)?s\b", re.I)
 
 
 def detect(ctx: Context) -> list[Symptom]:
@@ -149,6 +154,7 @@ def detect(ctx: Context) -> list[Symptom]:
     found: dict[str, list[Reading]] = {}
     groups: dict[str, re.Match[str]] = {}
     exceptions: list[Reading] = []
+    counts: list[Reading] = []
     out: list[Symptom] = []
     for rd in ctx.events:
         for sig in SIGNATURES:
@@ -159,7 +165,7 @@ def detect(ctx: Context) -> list[Symptom]:
         if _EXCEPTION.match(rd.text.strip()):
             exceptions.append(rd)
         if "rainable" in rd.text:
-            out.extend(_trainable(rd))
+            counts.append(rd)
     for sig in SIGNATURES:
         hits = found.get(sig.symptom)
         if not hits or _series_says(ctx, sig.symptom):
@@ -176,6 +182,7 @@ def detect(ctx: Context) -> list[Symptom]:
         out.append(Symptom(sig.symptom, summary + more, tuple(ev), rank=first.rank,
                            value=float(len(hits)),
                            detail=groups[sig.symptom].group(1) if sig.symptom == "anomaly-nan" else None))
+    out.extend(_trainable(counts))
     fn = groups.get("anomaly-nan")
     # Log/Sqrt/Div backward NaNs come from unguarded inputs; a (log-)softmax guards itself
     if fn is not None and _GUARDED_OPS.search(fn.group(1)) and "softmax" not in fn.group(1).lower():
@@ -224,29 +231,53 @@ def _order(symptoms: list[Symptom]) -> list[Symptom]:
     return out
 
 
-def _trainable(rd: Reading) -> list[Symptom]:
-    """The share of trainable parameters, from PEFT-style or plain parameter-count lines."""
-    m = _TRAINABLE.search(rd.text)
-    if not m:
-        return []
-    trainable = _count(m.group(1))
-    pct_m = _PERCENT.search(rd.text, m.end())
-    total_m = _TOTAL.search(rd.text)
-    pct = None
-    if pct_m:
-        pct = float(pct_m.group(1) or pct_m.group(2))
-    elif total_m and trainable is not None:
-        total = _count(total_m.group(1) or total_m.group(2))
-        pct = 100.0 * trainable / total if total else None
-    if pct is None or pct >= 1.0:
+def _trainable(lines: list[Reading]) -> list[Symptom]:
+    """The share of trainable parameters, from PEFT-style, summary-table or hand-written counts.
+
+    A line may give the share itself, or trainable and total counts; a summary table gives
+    trainable and non-trainable counts on lines of their own.
+    """
+    trainable = frozen = None
+    where: Reading | None = None
+    for rd in lines:
+        m = _TRAINABLE.search(rd.text)
+        n = _NON_TRAINABLE.search(rd.text)
+        if n:
+            frozen = _count(n.group(1))
+        if not m:
+            continue
+        where = rd
+        trainable = _count(m.group(1) or m.group(2))
+        pct_m = _PERCENT.search(rd.text, m.end())
+        total_m = _TOTAL.search(rd.text.replace(m.group(0), " ")) if not pct_m else None
+        pct = None
+        if pct_m:
+            pct = float(pct_m.group(1) or pct_m.group(2))
+        elif total_m and trainable is not None:
+            total = _count(total_m.group(1) or total_m.group(2))
+            pct = 100.0 * trainable / total if total else None
+        if pct is not None:
+            return _few(pct, rd)
+    if where is not None and trainable is not None and frozen is not None and trainable + frozen > 0:
+        return _few(100.0 * trainable / (trainable + frozen), where)
+    return []
+
+
+def _few(pct: float, rd: Reading) -> list[Symptom]:
+    if pct >= 1.0:
         return []
     return [Symptom("few-trainable-parameters", f"only {pct:.3g}% of the parameters are trainable",
                     (_ev(rd),), value=pct)]
 
 
+_SCALE = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+
+
 def _count(text: str | None) -> float | None:
+    raw = (text or "").replace(",", "").replace("_", "").replace(" ", "")
+    scale = _SCALE.get(raw[-1:].upper(), 1.0) if raw[-1:].isalpha() else 1.0
     try:
-        return float((text or "").replace(",", "").replace("_", ""))
+        return float(raw.rstrip("KMBTkmbt")) * scale
     except ValueError:
         return None
 

@@ -1,0 +1,100 @@
+"""Regenerate the five-program corpus: run each program once per (fault, seed), keep what it printed.
+
+    python tests/triage/programs/generate.py [--jobs 2] [--only PROGRAM]
+
+Needs `transformers`, `lightning` and `accelerate` beside torch (the test suite does not: it
+reads the committed logs). Rewrites `logs/` and `manifest.json` (file, program, cause, seed).
+Each program is its own training code, framework and logging style, so that evaluating
+leave-one-program-out (`bench/triage_accuracy.py`) measures how far triage carries to code it
+was not tuned on. stdout and stderr are interleaved as CI captures them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# program -> (its faults, how it is launched)
+PROGRAMS: dict[str, tuple[tuple[str, ...], str]] = {
+    "cnn_sgd": (("missing-zero-grad", "lr-too-high", "missing-backward", "missing-optimizer-step",
+                 "frozen-parameters", "inplace-activation", "label-out-of-range", "shape-mismatch",
+                 "dtype-mismatch", "no-shuffle", "loss-tensor-leak", "dataloader-bottleneck",
+                 "missing-epsilon"), "python"),
+    "mlp_hf": (("lr-too-high", "frozen-parameters", "label-out-of-range", "dtype-mismatch", "bad-init",
+                "double-softmax", "wrong-loss-reduction", "missing-epsilon", "broadcast-shape"), "python"),
+    "lm_accelerate": (("missing-zero-grad", "lr-too-high", "scheduler-step-misaligned", "backward-twice",
+                       "non-scalar-backward", "no-grad-training", "detached-graph", "graph-break",
+                       "missing-no-grad-eval", "loss-tensor-leak"), "python"),
+    "rnn_lightning": (("lr-too-high", "frozen-parameters", "label-out-of-range", "shape-mismatch",
+                       "no-shuffle", "broadcast-shape", "inplace-activation"), "python"),
+    "gan_ddp": (("ddp-unused-parameters", "rank-skip", "backward-twice", "missing-zero-grad",
+                 "lr-too-high"), "torchrun"),
+}
+HEALTHY_SEEDS = (0, 1)
+TIMEOUT_S = 240
+
+
+def runs(only: str | None = None) -> list[dict]:
+    out = []
+    for prog, (faults, launch) in PROGRAMS.items():
+        if only and prog != only:
+            continue
+        for seed in HEALTHY_SEEDS:
+            out.append({"program": prog, "fault": "healthy", "seed": seed, "launch": launch})
+        for k, fault in enumerate(faults):
+            out.append({"program": prog, "fault": fault, "seed": 2 + k % 2, "launch": launch})
+    return out
+
+
+def name(run: dict) -> str:
+    return f"{run['program']}__{run['fault']}__s{run['seed']}.log"
+
+
+def execute(run: dict, logs: Path) -> dict:
+    script = str(HERE / f"{run['program']}.py")
+    args = ["--fault", run["fault"], "--seed", str(run["seed"])]
+    if run["launch"] == "torchrun":
+        tee = ["--tee", "3"] if run["seed"] % 2 else []
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", *tee, script, *args]
+    else:
+        cmd = [sys.executable, script, *args]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT_S,
+                              env=env, cwd=HERE, start_new_session=True)
+        text, code = proc.stdout, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        text, code = (exc.stdout or b"") + b"\nTerminated\n", -15
+    (logs / name(run)).write_bytes(text)
+    return {"file": name(run), "program": run["program"],
+            "cause": None if run["fault"] == "healthy" else run["fault"], "seed": run["seed"], "exit": code}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--only", help="regenerate one program's logs")
+    a = p.parse_args()
+    logs = HERE / "logs"
+    logs.mkdir(exist_ok=True)
+    todo = runs(a.only)
+    with ThreadPoolExecutor(a.jobs) as pool:
+        done = list(pool.map(lambda r: execute(r, logs), todo))
+    path = HERE / "manifest.json"
+    old = json.loads(path.read_text()) if a.only and path.is_file() else []
+    keep = [m for m in old if m["program"] != a.only]
+    manifest = sorted(keep + done, key=lambda m: (m["program"], m["cause"] or "", m["seed"]))
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    for m in done:
+        print(f"{m['exit']:>4}  {m['file']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
