@@ -1,20 +1,25 @@
-"""Triage accuracy on the labelled corpus and its held-out set: top-1/top-3 per cause, false alarms.
+"""Triage accuracy, set by set: logs nobody here wrote, other programs, our own corpus, healthy runs.
 
-    python bench/triage_accuracy.py [--corpus tests/triage/corpus] [--heldout DIR] [--no-ci] [--json F]
+    python bench/triage_accuracy.py [--ci] [--json F] [--misses]
 
-Every log comes from a real run of `tests/triage/corpus/train.py` with one seeded fault (or
-none); each set's `manifest.json` holds the labels. A faulty run counts as top-k correct when its
-fault id is among the first k causes `triage explain` reports (above the reporting threshold);
-a healthy run counts as a false alarm when any cause is reported.
+Four measurements, reported separately (a run counts as top-k correct when its labelled cause is
+among the first k causes `triage explain` reports above the reporting threshold; a healthy run
+counts as a false alarm when any cause is reported):
 
-Two sets: the corpus, which the detectors and weights were tuned on, and the held-out set
-(`heldout/`: other seeds, other logging styles per fault), which was only ever measured. The
-headline figures are log-only: what `triage explain run.log` says. The secondary "CI mode" line
-gives each run the pull-request diff that would have introduced its fault, as the triage
-workflow always passes `--diff`: for an injectable fault, the injector's own mutant of a clean
-reference training script (`tests/injector/fixtures/`); a cause triage only observes has no
-diff. In CI mode a healthy run gets some other mutant's diff, as a PR that touched a fault
-site and still trained fine, so a diff alone must not raise an alarm.
+1. real world (`tests/triage/world/`): excerpts quoted from public GitHub issues, each labelled
+   with the cause its thread confirmed. Split by source repository into `dev` (what the rules
+   were developed on) and `test`; both halves and the whole are shown.
+2. leave-one-program-out (`tests/triage/programs/`): five independent training programs. For
+   each program in turn, the reporting threshold is calibrated on the other four (the value
+   that maximises top-1 hits minus three times the false alarms) and the fifth is scored with
+   it; the table shows each held-out program and the total.
+3. our corpus (`tests/triage/corpus/` and its held-out set): one generator program, the set the
+   first rules were fitted to.
+4. false alarms on every healthy run of every set, listed.
+
+Then a confusion table over all faulty runs: for each labelled cause, what was named first
+("-": nothing reported). `--ci` adds the corpus figures with the PR diff given, as the triage
+workflow runs it.
 """
 
 from __future__ import annotations
@@ -24,57 +29,150 @@ import json
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "tests" / "triage" / "corpus"
-# Clean training scripts the PR diffs are made from, in order of preference: the first that
-# has a site for a fault gives that fault's diff.
+TRIAGE_TESTS = ROOT / "tests" / "triage"
+WORLD = TRIAGE_TESTS / "world"
+PROGRAMS = TRIAGE_TESTS / "programs"
+CORPUS = TRIAGE_TESTS / "corpus"
+THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65)
+ALARM_COST = 3  # a false alarm on a healthy run costs as much as three missed causes
 REFERENCE_SCRIPTS = ("image_classifier.py", "gpt_train.py")
 
 
 @dataclass
-class Tally:
-    """One set's figures, for log-only or CI-mode triage."""
+class Run:
+    """One triaged log: its label and every cause with its confidence, best first."""
 
-    per: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0, 0]))
+    name: str
+    group: str
+    cause: str | None
+    ranked: list[tuple[str, float]]
+
+    def named(self, threshold: float) -> list[str]:
+        return [cid for cid, conf in self.ranked if conf >= threshold]
+
+
+@dataclass
+class Tally:
+    runs: int = 0
+    top1: int = 0
+    top3: int = 0
     healthy: int = 0
     alarms: int = 0
     misses: list[str] = field(default_factory=list)
 
-    def add(self, entry: dict, ids: list[str]) -> None:
-        if entry["cause"] is None:
+    def add(self, run: Run, threshold: float) -> None:
+        ids = run.named(threshold)
+        if run.cause is None:
             self.healthy += 1
             if ids:
                 self.alarms += 1
-                self.misses.append(f"false alarm  {entry['file']}: {ids[:3]}")
+                self.misses.append(f"false alarm  {run.name}: {ids[:3]}")
             return
-        row = self.per[entry["cause"]]
-        row[0] += 1
-        row[1] += ids[:1] == [entry["cause"]]
-        row[2] += entry["cause"] in ids[:3]
-        if ids[:1] != [entry["cause"]]:
-            kind = "top-3" if entry["cause"] in ids[:3] else "miss "
-            self.misses.append(f"{kind}        {entry['file']}: {ids[:3]}")
-
-    def totals(self) -> tuple[int, int, int]:
-        rows = list(self.per.values())
-        return sum(r[0] for r in rows), sum(r[1] for r in rows), sum(r[2] for r in rows)
+        self.runs += 1
+        self.top1 += ids[:1] == [run.cause]
+        self.top3 += run.cause in ids[:3]
+        if ids[:1] != [run.cause]:
+            kind = "top-3" if run.cause in ids[:3] else "miss "
+            self.misses.append(f"{kind}        {run.name} ({run.cause}): {ids[:3] or 'no cause'}")
 
     def line(self) -> str:
-        n, t1, t3 = self.totals()
-        if not n:
-            return "no seeded runs"
-        return (f"{n} runs, top-1 {100 * t1 / n:.1f}%, top-3 {100 * t3 / n:.1f}%; "
-                f"healthy {self.healthy}, false alarms {self.alarms}")
+        if not self.runs:
+            return f"no faulty runs; healthy {self.healthy}, false alarms {self.alarms}"
+        return (f"{self.runs:3d} runs  top-1 {100 * self.top1 / self.runs:5.1f}%  "
+                f"top-3 {100 * self.top3 / self.runs:5.1f}%   healthy {self.healthy:2d}, "
+                f"false alarms {self.alarms}")
 
     def to_json(self) -> dict[str, object]:
-        n, t1, t3 = self.totals()
-        return {"per_cause": {c: {"runs": r[0], "top1": r[1], "top3": r[2]} for c, r in sorted(self.per.items())},
-                "runs": n, "top1": t1 / n if n else None, "top3": t3 / n if n else None,
+        return {"runs": self.runs, "top1": self.top1 / self.runs if self.runs else None,
+                "top3": self.top3 / self.runs if self.runs else None,
                 "healthy": self.healthy, "false_alarms": self.alarms}
+
+
+def triage(path: Path, name: str, group: str, cause: str | None, tab, diff: Path | None = None) -> Run:
+    """Explain one log and keep every cause's confidence (the threshold is applied later)."""
+    from triage import table
+    from triage.explain import explain
+
+    report = explain(path, diff=diff)
+    ranked = table.rank(list(report.symptoms), tab, all_causes=True)
+    return Run(name, group, cause, [(c.id, c.confidence) for c in ranked])
+
+
+def world_runs(tab) -> list[Run]:
+    manifest = json.loads((WORLD / "manifest.json").read_text())
+    return [triage(WORLD / "excerpts" / m["file"], m["file"], m["split"], m["cause"], tab) for m in manifest]
+
+
+def program_runs(tab) -> list[Run]:
+    manifest = json.loads((PROGRAMS / "manifest.json").read_text())
+    return [triage(PROGRAMS / "logs" / m["file"], m["file"], m["program"], m["cause"], tab) for m in manifest]
+
+
+def corpus_runs(tab, diffs: dict[str, Path] | None = None) -> list[Run]:
+    out = []
+    spare = sorted(diffs.values()) if diffs else []
+    for group, root in (("corpus", CORPUS), ("corpus held-out", CORPUS / "heldout")):
+        for i, m in enumerate(json.loads((root / "manifest.json").read_text())):
+            diff = None
+            if diffs is not None:
+                diff = spare[i % len(spare)] if m["cause"] is None else diffs.get(m["cause"])
+            out.append(triage(root / "logs" / m["file"], m["file"], group, m["cause"], tab, diff))
+    return out
+
+
+def calibrate(runs: list[Run]) -> float:
+    """The threshold that does best on `runs`: top-1 hits minus ALARM_COST per false alarm."""
+    def score(t: float) -> tuple[float, float]:
+        hits = sum(1 for r in runs if r.cause is not None and r.named(t)[:1] == [r.cause])
+        alarms = sum(1 for r in runs if r.cause is None and r.named(t))
+        return hits - ALARM_COST * alarms, -abs(t - 0.4)
+    return max(THRESHOLDS, key=score)
+
+
+def leave_one_program_out(runs: list[Run]) -> tuple[dict[str, tuple[float, Tally]], Tally]:
+    by_program: dict[str, list[Run]] = defaultdict(list)
+    for r in runs:
+        by_program[r.group].append(r)
+    out: dict[str, tuple[float, Tally]] = {}
+    total = Tally()
+    for held, held_runs in sorted(by_program.items()):
+        t = calibrate([r for r in runs if r.group != held])
+        tally = Tally()
+        for r in held_runs:
+            tally.add(r, t)
+            total.add(r, t)
+        out[held] = (t, tally)
+    return out, total
+
+
+def tally(runs: list[Run], threshold: float) -> Tally:
+    t = Tally()
+    for r in runs:
+        t.add(r, threshold)
+    return t
+
+
+def confusion(runs: list[Run], threshold: float) -> dict[str, Counter]:
+    table: dict[str, Counter] = defaultdict(Counter)
+    for r in runs:
+        if r.cause is not None:
+            table[r.cause][(r.named(threshold)[:1] or ["-"])[0]] += 1
+    return table
+
+
+def print_confusion(table: dict[str, Counter]) -> None:
+    print(f"{'labelled cause':28s} {'runs':>4s}  named first (count)")
+    for cause in sorted(table):
+        row = table[cause]
+        n = sum(row.values())
+        right = row.get(cause, 0)
+        wrong = ", ".join(f"{k} {v}" for k, v in row.most_common() if k != cause)
+        print(f"{cause:28s} {n:4d}  {right:3d} right" + (f"; {wrong}" if wrong else ""))
 
 
 def fault_diffs(out: Path) -> dict[str, Path]:
@@ -92,88 +190,81 @@ def fault_diffs(out: Path) -> dict[str, Path]:
     return diffs
 
 
-def measure(root: Path, diffs: dict[str, Path] | None) -> Tally:
-    """Triage every log of one set; with `diffs`, in CI mode."""
-    from triage.explain import explain
-
-    manifest = json.loads((root / "manifest.json").read_text())
-    tally = Tally()
-    spare = sorted(diffs.values()) if diffs else []
-    healthy_seen = 0
-    for entry in manifest:
-        diff = None
-        if diffs is not None:
-            if entry["cause"] is None:
-                diff = spare[healthy_seen % len(spare)]
-                healthy_seen += 1
-            else:
-                diff = diffs.get(entry["cause"])
-        report = explain(root / "logs" / entry["file"], diff=diff)
-        tally.add(entry, [c.id for c in report.causes])
-    return tally
-
-
-def table(sets: dict[str, Tally]) -> None:
-    names = list(sets)
-    causes = sorted({c for t in sets.values() for c in t.per})
-    head = "".join(f" | {n:^19s}" for n in names)
-    print(f"{'cause':28s}{head}")
-    print(f"{'':28s}" + "".join(f" | {'runs':>5s} {'top-1':>6s} {'top-3':>6s}" for _ in names))
-    for cause in causes:
-        cells = []
-        for n in names:
-            r = sets[n].per.get(cause)
-            cells.append(f" | {r[0]:5d} {100 * r[1] / r[0]:5.0f}% {100 * r[2] / r[0]:5.0f}%" if r and r[0]
-                         else f" | {'':5s} {'':6s} {'':6s}")
-        print(f"{cause:28s}" + "".join(cells))
-
-
 def main() -> int:
     sys.path.insert(0, str(ROOT))
+    from triage import table as table_mod
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--corpus", default=str(CORPUS))
-    p.add_argument("--heldout", help="the held-out set (default: CORPUS/heldout)")
-    p.add_argument("--no-ci", action="store_true", help="skip the CI-mode (log + diff) figures")
+    p.add_argument("--ci", action="store_true", help="also the corpus with each run's PR diff given")
+    p.add_argument("--misses", action="store_true", help="list every run not named first")
     p.add_argument("--json", help="also write the figures as JSON here")
     a = p.parse_args()
-    corpus = Path(a.corpus)
-    heldout = Path(a.heldout) if a.heldout else corpus / "heldout"
-    roots = {"corpus": corpus}
-    if (heldout / "manifest.json").is_file():
-        roots["held-out"] = heldout
+    tab = table_mod.load(search_cwd=False)
+    shipped = tab.threshold
     t0 = time.perf_counter()
-    log_only = {name: measure(root, None) for name, root in roots.items()}
-    ci: dict[str, Tally] = {}
-    if not a.no_ci:
+    world = world_runs(tab)
+    programs = program_runs(tab)
+    corpus = corpus_runs(tab)
+    ci = None
+    if a.ci:
         with tempfile.TemporaryDirectory() as tmp:
-            diffs = fault_diffs(Path(tmp))
-            ci = {name: measure(root, diffs) for name, root in roots.items()}
+            ci = corpus_runs(tab, fault_diffs(Path(tmp)))
     elapsed = time.perf_counter() - t0
 
-    print("log only (`triage explain run.log`):\n")
-    table(log_only)
-    print()
-    for name, tally in log_only.items():
-        print(f"{name + ', log only:':28s} {tally.line()}")
-    for name, tally in ci.items():
-        print(f"{name + ', CI mode (+ PR diff):':28s} {tally.line()}   (secondary)")
-    logs = sum(len(json.loads((r / "manifest.json").read_text())) for r in roots.values())
-    print(f"{'time:':28s} {elapsed:.1f} s for {logs} logs" + (", each twice" if ci else ""))
-    for name, tally in log_only.items():
-        if tally.misses:
-            print(f"\nnot top-1 ({name}, log only):")
-            for line in tally.misses:
-                print("  " + line)
-    for name, tally in ci.items():
-        if tally.misses:
-            print(f"\nnot top-1 ({name}, CI mode):")
-            for line in tally.misses:
-                print("  " + line)
+    figures: dict[str, object] = {"threshold": shipped}
+    print(f"1. real world: excerpts from public issues, by source repository (threshold {shipped})")
+    sets = {}
+    for split in ("dev", "test"):
+        sets[split] = tally([r for r in world if r.group == split], shipped)
+        print(f"   {split:24s} {sets[split].line()}")
+    sets["all"] = tally(world, shipped)
+    print(f"   {'all':24s} {sets['all'].line()}")
+    figures["real_world"] = {k: v.to_json() for k, v in sets.items()}
+
+    print("\n2. leave-one-program-out: threshold calibrated on four programs, the fifth scored")
+    folds, total = leave_one_program_out(programs)
+    for prog, (t, tl) in folds.items():
+        print(f"   {prog:16s} thr {t:4.2f}  {tl.line()}")
+    print(f"   {'all five':16s}           {total.line()}")
+    shipped_programs = tally(programs, shipped)
+    print(f"   {'(shipped table)':16s} thr {shipped:4.2f}  {shipped_programs.line()}")
+    figures["leave_one_program_out"] = {"folds": {k: {"threshold": t, **tl.to_json()} for k, (t, tl) in folds.items()},
+                                        "total": total.to_json(), "shipped": shipped_programs.to_json()}
+
+    print(f"\n3. our corpus: one generator program (threshold {shipped})")
+    corp = {g: tally([r for r in corpus if r.group == g], shipped) for g in ("corpus", "corpus held-out")}
+    for g, tl in corp.items():
+        print(f"   {g:24s} {tl.line()}")
+    figures["corpus"] = {k: v.to_json() for k, v in corp.items()}
+    if ci is not None:
+        ci_t = {g: tally([r for r in ci if r.group == g], shipped) for g in ("corpus", "corpus held-out")}
+        for g, tl in ci_t.items():
+            print(f"   {g + ' + PR diff':24s} {tl.line()}   (secondary)")
+        figures["corpus_ci_mode"] = {k: v.to_json() for k, v in ci_t.items()}
+
+    everything = world + programs + corpus
+    healthy = [r for r in everything if r.cause is None]
+    alarms = [r for r in healthy if r.named(shipped)]
+    print(f"\n4. healthy runs: {len(healthy)} across every set, {len(alarms)} false alarm(s)")
+    for r in alarms:
+        print(f"   false alarm  {r.group}/{r.name}: {r.named(shipped)[:3]}")
+    figures["healthy"] = {"runs": len(healthy), "false_alarms": [f"{r.group}/{r.name}" for r in alarms]}
+
+    print("\nconfusion over every faulty run of every set (threshold as shipped):")
+    conf = confusion(everything, shipped)
+    print_confusion(conf)
+    figures["confusion"] = {k: dict(v) for k, v in conf.items()}
+    print(f"\ntime: {elapsed:.1f} s for {len(everything) + (len(ci) if ci else 0)} logs")
+
+    if a.misses:
+        for title, runs in (("real world", world), ("programs", programs), ("corpus", corpus)):
+            misses = tally(runs, shipped).misses
+            if misses:
+                print(f"\nnot named first ({title}):")
+                for line in misses:
+                    print("  " + line)
     if a.json:
-        Path(a.json).write_text(json.dumps({
-            "log_only": {name: t.to_json() for name, t in log_only.items()},
-            "ci_mode": {name: t.to_json() for name, t in ci.items()},
-        }, indent=2) + "\n")
+        Path(a.json).write_text(json.dumps(figures, indent=2) + "\n")
     return 0
 
 

@@ -60,7 +60,10 @@ def text(report: Report, *, color: bool | None = None, width: int = 100) -> str:
         console.print("[green]No failure found.[/green] " + escape(_series_line(report)))
         return buf.getvalue()
     if report.status == "unexplained":
-        console.print("[yellow]The run failed, but no catalogued cause fits the symptoms.[/yellow]")
+        console.print("[yellow]The run failed, but no catalogued cause fits well enough.[/yellow]")
+        near = _closest(report)
+        if near:
+            console.print("  closest, below the reporting threshold: " + escape(near))
         for s in report.symptoms:
             console.print(f"  - {escape(s.name)}: {escape(s.summary)}")
             for e in s.evidence[:2]:
@@ -84,6 +87,18 @@ def text(report: Report, *, color: bool | None = None, width: int = 100) -> str:
     return buf.getvalue()
 
 
+def _closest(report: Report) -> str:
+    """The causes that came nearest, for a run no cause explains: named, never asserted."""
+    from triage import table
+    from triage.errors import TableError
+
+    try:
+        near = table.rank(list(report.symptoms), table.load(), all_causes=True)[:2]
+    except TableError:  # `explain` reports a broken user table itself; here it only costs a hint
+        return ""
+    return ", ".join(f"{c.id} ({100 * c.confidence:.0f}%)" for c in near)
+
+
 def _loc(line: int | None, source: str = "log") -> str:
     prefix = {"log": "line", "diff": "diff", "telemetry": "telemetry"}.get(source, source)
     return f"{prefix} {line if line is not None else '?':>6}"
@@ -102,45 +117,95 @@ def _series_line(report: Report) -> str:
 
 
 def chart(series: Series, failure_step: int | None) -> str | None:
-    """A mermaid xychart of one series, the failure step marked by a bar."""
+    """A mermaid xychart of one series, the failure step marked by a bar.
+
+    GitHub's mermaid reads no e-notation (`5.337e+08` breaks the whole block), so every number
+    is a plain decimal, and a series too large or too small for four digits is drawn scaled,
+    the axis title saying by what. A NaN or inf has no place on a line: its step keeps the
+    last finite value on the line, is named in the x label and gets a bar of its own, and the
+    title says so. A loss that diverges would flatten the rest, so the line is clipped at ten
+    times its early level, and the title says that too.
+    """
     pts = series.points
     if len(pts) < 2:
         return None
     stride = max(1, math.ceil(len(pts) / MAX_CHART_POINTS))
     chosen = pts[::stride]
+    must = [p for p in pts if not math.isfinite(p.value)][:1]  # the first non-finite one is news
     if failure_step is not None and not any(p.step == failure_step for p in chosen):
-        near = min(pts, key=lambda p: abs(p.step - failure_step))
-        chosen = sorted(set(chosen) | {near}, key=lambda p: (p.line or 0, p.step))
+        must.append(min(pts, key=lambda p: abs(p.step - failure_step)))
+    if must:
+        chosen = sorted(set(chosen) | set(must), key=lambda p: (p.line or 0, p.step))
     finite = [p.value for p in chosen if math.isfinite(p.value)]
     if not finite:
         return None
-    # a diverging loss would flatten everything else: clip at 10x the early level
     early = sorted(finite[: max(3, len(finite) // 4)])
     cap = max(10 * abs(early[len(early) // 2]), 1e-12)
     clipped = any(v > cap for v in finite)
-    ys = [min(p.value, cap) if math.isfinite(p.value) else cap for p in chosen]
-    labels = [str(p.step) for p in chosen]
+    ys: list[float] = []
+    last = finite[0]
+    for p in chosen:
+        if math.isfinite(p.value):
+            last = p.value
+        ys.append(min(last, cap))
+    bad = [not math.isfinite(p.value) for p in chosen]
+    scale = _scale(max(abs(v) for v in ys))
+    ys = [v / 10 ** scale for v in ys]
+    labels = [f"{p.step} ({_word(p.value)})" if b else str(p.step) for p, b in zip(chosen, bad)]
     lines = ["```mermaid", "xychart-beta"]
     title = f"{series.name} by step"
+    notes = []
     if failure_step is not None:
-        title += f" (failure at step {failure_step})"
+        notes.append(f"failure at step {failure_step}")
+    if any(bad):
+        notes.append(f"{sum(bad)} non-finite point{'s' if sum(bad) > 1 else ''} marked by bars, "
+                     "the line holding the last finite value")
     if clipped:
-        title += f", clipped at {cap:.3g}"
+        notes.append(f"clipped at {_plain(cap)}")
+    if notes:
+        title += " (" + "; ".join(notes) + ")"
     lines.append(f'    title "{title}"')
     lines.append("    x-axis [" + ", ".join(f'"{label}"' for label in labels) + "]")
-    lines.append(f'    y-axis "{series.name}"')
+    axis = series.name if scale == 0 else f"{series.name} (x 10^{scale})"
+    lines.append(f'    y-axis "{axis}"')
+    top = max(ys)
     if failure_step is not None:
         at = next((i for i, p in enumerate(chosen) if p.step >= failure_step), len(chosen) - 1)
-        top = max(ys)
-        marker = [top if i == at else 0 for i in range(len(chosen))]
-        lines.append("    bar [" + ", ".join(_num(v) for v in marker) + "]")
-    lines.append("    line [" + ", ".join(_num(v) for v in ys) + "]")
+        marker = [top if i == at else 0.0 for i in range(len(chosen))]
+        lines.append("    bar [" + ", ".join(_plain(v) for v in marker) + "]")
+    if any(bad):
+        lines.append("    bar [" + ", ".join(_plain(top if b else 0.0) for b in bad) + "]")
+    lines.append("    line [" + ", ".join(_plain(v) for v in ys) + "]")
     lines.append("```")
     return "\n".join(lines)
 
 
-def _num(v: float) -> str:
-    return f"{v:.4g}" if v else "0"
+def _scale(biggest: float) -> int:
+    """The power of ten to divide by so the largest value has at most four integer digits
+    (or, for tiny series, so it is at least 0.01)."""
+    if biggest <= 0 or not math.isfinite(biggest):
+        return 0
+    exp = math.floor(math.log10(biggest))
+    if exp >= 4:
+        return exp
+    if exp < -2:
+        return exp
+    return 0
+
+
+def _plain(v: float) -> str:
+    """A number as mermaid reads it: a plain decimal with about four significant digits."""
+    if v == 0 or not math.isfinite(v):
+        return "0"
+    digits = min(10, max(0, 3 - math.floor(math.log10(abs(v)))))
+    text = f"{v:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text if text not in ("-0", "") else "0"
+
+
+def _word(v: float) -> str:
+    return "NaN" if math.isnan(v) else ("inf" if v > 0 else "-inf")
 
 
 def _fence(text: str) -> str:

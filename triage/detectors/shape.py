@@ -13,6 +13,8 @@ classifier's loss does carry: ln(C), the loss of a uniform guess over C classes.
 - `non-finite-intermittent`: NaN/inf losses between finite ones: the weights are intact, the
   forward overflowed on some batches (reduced precision without loss scaling).
 - `non-finite-after-unstable`: the loss swung up and down before it went non-finite.
+- `grad-norm-non-finite`: the gradient norm went NaN/inf for good while the printed loss did
+  not (the HF Trainer filters non-finite losses and prints 0 in their place).
 - `val-loss-constant`: every evaluation printed the very same validation loss: the weights
   never changed.
 - `loss-huge-and-learning` / `loss-huge-and-stuck`: a first loss far above any classifier's
@@ -48,6 +50,9 @@ def detect(ctx: Context) -> list[Symptom]:
         out += non_finite_shape(loss)
         out += huge_start(loss, ctx.series.get("accuracy") or ctx.series.get("val_accuracy"))
         out += falling(loss)
+    grad = ctx.series.get("grad_norm")
+    if grad is not None and grad.points:
+        out += grad_non_finite(grad, loss)
     val = ctx.series.get("val_loss")
     if val is not None:
         out += constant_validation(val)
@@ -251,3 +256,28 @@ def constant_validation(val: Series) -> list[Symptom]:
                     "the weights did not change between them",
                     (_ev(pts[0], val.name, "first evaluation"), _ev(pts[-1], val.name, "last evaluation")),
                     value=pts[0].value)]
+
+
+def grad_non_finite(grad: Series, loss: Series | None) -> list[Symptom]:
+    """A gradient norm that turned non-finite and stayed so, where the loss shows nothing.
+
+    A norm that is NaN now and then, between finite ones, is a dynamic loss scaler skipping a
+    step, as it should; only one that never recovers means the weights are gone.
+    """
+    if loss is not None and any(not math.isfinite(p.value) for p in loss.points):
+        return []  # the loss says it better
+    pts = grad.points
+    first = next((i for i, p in enumerate(pts) if not math.isfinite(p.value)), None)
+    if first is None or any(math.isfinite(p.value) for p in pts[first + 1:]):
+        return []
+    if len(pts) - first < 2 and first != len(pts) - 1:
+        return []
+    bad = pts[first]
+    ev = (_ev(bad, grad.name, "first non-finite"),) + ((_ev(pts[first - 1], grad.name, "last finite"),)
+                                                        if first else ())
+    out = [Symptom("grad-norm-non-finite", f"the gradient norm became {bad.value} at step {bad.step} and "
+                   f"stayed so for the remaining {len(pts) - first - 1} logged steps", ev, step=bad.step)]
+    if first == 0 and len(pts) >= 2:
+        out.append(Symptom("non-finite-early", f"the gradient norm was non-finite from the first logged "
+                           f"step ({bad.step})", ev, step=bad.step))
+    return out
