@@ -49,3 +49,44 @@ def test_known_formats_parse():
 def test_unknown_formats_degrade_to_nothing_not_a_crash():
     for text in ("", "\x00\x01", "hello world", "12:34:56 ::: === :::", "loss=", "loss: abc", "a" * 10000):
         assert parse_reading(text) == (None, {})
+
+
+# ---- other programs' logging (tests/triage/programs/, real runs) ----------------------------
+
+PROGRAM_LOGS = LOGS.parent.parent / "programs" / "logs"
+
+
+def test_hf_trainer_quoted_values_are_numbers():
+    # transformers 5 prints {'loss': '0.1986', 'grad_norm': '0.5762', ...}: strings, not floats
+    s = build(PROGRAM_LOGS / "mlp_hf__healthy__s1.log")
+    text = (PROGRAM_LOGS / "mlp_hf__healthy__s1.log").read_text()
+    assert "'loss': '" in text
+    assert len(s["loss"].points) == text.count("{'loss': '")  # the closing summary's mean is not a step
+    assert len(s["grad_norm"].points) >= 20 and len(s["val_loss"].points) == 4
+    assert s["loss"].points[-1].value < 0.5 * s["loss"].points[0].value
+
+
+def test_epoch_restarting_batch_counter_gives_one_increasing_series():
+    # `Epoch[3] Batch [12/24]`: the counter starts over every epoch
+    pts = build(PROGRAM_LOGS / "cnn_sgd__healthy__s0.log")["loss"].points
+    steps = [p.step for p in pts]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps) == 48
+    # the healthy run ends far below where it started (issue 9: a restart read as one epoch)
+    assert pts[-1].value < 0.5 * pts[0].value
+
+
+def test_values_with_units_and_losses_under_their_own_names():
+    s = build(PROGRAM_LOGS / "cnn_sgd__loss-tensor-leak__s2.log")  # mem=322.6MB
+    mem = s["memory"].values()
+    assert len(mem) == 48 and mem[-1] > mem[0] * 1.1
+    # a GAN logs two losses (d_loss, g_loss): neither is "the" loss
+    assert "loss" not in build(PROGRAM_LOGS / "gan_ddp__healthy__s0.log")
+
+
+def test_progress_bar_repeats_of_one_evaluation_count_once():
+    # Lightning's tqdm bar shows the last val_loss on every update until the next evaluation
+    s = build(PROGRAM_LOGS / "rnn_lightning__healthy__s0.log")
+    assert 3 <= len(s["val_loss"].points) <= 6
+    # while printed evaluations that really repeat are kept (a run whose weights never move)
+    s = build(PROGRAM_LOGS / "cnn_sgd__missing-optimizer-step__s3.log")
+    assert len(s["val_loss"].points) == 8 and len(set(s["val_loss"].values())) == 1

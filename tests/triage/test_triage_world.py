@@ -1,0 +1,64 @@
+"""Triage on failing-run excerpts quoted from public bug reports (tests/triage/world/).
+
+Every excerpt is what a thread showed (one pasted line, a traceback cut short, a long log),
+labelled with the cause the thread confirmed; the manifest keeps its source URL. The corpus is
+split by source repository into `dev` (the half the rules were developed on) and `test`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from injector import catalog
+from triage.explain import explain
+
+WORLD = Path(__file__).resolve().parent / "world"
+MANIFEST = json.loads((WORLD / "manifest.json").read_text(encoding="utf-8"))
+FAULTY = [m for m in MANIFEST if m["cause"] is not None]
+HEALTHY = [m for m in MANIFEST if m["cause"] is None]
+GITHUB = re.compile(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/\d+$")
+
+
+def ids(entry: dict) -> list[str]:
+    return [c.id for c in explain(WORLD / "excerpts" / entry["file"]).causes]
+
+
+def test_manifest_has_provenance_for_every_excerpt():
+    assert len(FAULTY) >= 80
+    for m in MANIFEST:
+        assert (WORLD / "excerpts" / m["file"]).is_file(), m["file"]
+        repo = GITHUB.match(m["url"])
+        assert repo and repo.group(1) == m["repo"], m["url"]
+        if m["cause"] is not None:
+            assert catalog.get(m["cause"]).id == m["cause"]
+        # the split is by source, never by excerpt: one repository's threads stay together
+        want = "dev" if int(hashlib.sha1(m["repo"].lower().encode()).hexdigest(), 16) % 2 == 0 else "test"
+        assert m["split"] == want, m["file"]
+    versions = " ".join(m["torch"] or "" for m in MANIFEST)
+    assert re.search(r"\b0\.\d|\b1\.\d", versions) and re.search(r"\b2\.\d", versions)
+    kinds = {m["kind"] for m in MANIFEST}
+    assert {"one-line", "partial-traceback", "long-log"} <= kinds
+
+
+@pytest.mark.parametrize("entry", FAULTY, ids=lambda m: m["file"])
+def test_confirmed_cause_is_among_the_first_three(entry):
+    assert entry["cause"] in ids(entry)[:3]
+
+
+@pytest.mark.parametrize("entry", HEALTHY, ids=lambda m: m["file"])
+def test_healthy_excerpt_names_no_cause(entry):
+    assert ids(entry) == []
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_accuracy_goal_holds_on_each_half(split):
+    runs = [m for m in FAULTY if m["split"] == split]
+    named = [ids(m) for m in runs]
+    top1 = sum(n[:1] == [m["cause"]] for m, n in zip(runs, named)) / len(runs)
+    top3 = sum(m["cause"] in n[:3] for m, n in zip(runs, named)) / len(runs)
+    assert top1 >= 0.9 and top3 >= 0.97, (split, top1, top3)
