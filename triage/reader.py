@@ -46,7 +46,7 @@ KEYWORDS: tuple[re.Pattern[bytes], ...] = (re.compile(rb"Error"),)
 # Lines at the ends of a log are checked against a richer list (setup and shutdown messages).
 _EVENT = re.compile(
     r"rror|arning|imed out|imeout|atchdog|ssert|ecompil|"
-    r"raph break|rainable|SIGTERM|SIGKILL|Terminated|Killed|[Cc]ancel|TIME LIMIT|NCCL|exitcode|RROR|ARNING|xpected|out of memory|OOM|backward|shapes|target size|cache_size|emory|[Nn]a[Nn]\b|\.item\(\)|zero_grad|requires_grad|[Ff]rozen"
+    r"raph break|rainable|SIGTERM|SIGKILL|Terminated|Killed|[Cc]ancel|TIME LIMIT|NCCL|exitcode|RROR|ARNING|xpected|out of memory|OOM|backward|shapes|target size|cache_size|emory|[Nn]a[Nn]\b|\.item\(\)|zero_grad|requires_grad|[Ff]rozen|bounds"
 )
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _PREFIX = re.compile(r"\[default(\d+)\]:|\[(?:rank|Rank|RANK)\s?(\d+)\]:?\s?|(\d{1,3}): ")

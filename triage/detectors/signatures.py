@@ -49,7 +49,10 @@ SIGNATURES: tuple[Signature, ...] = (
          r"Expected all tensors to be on the same device|"
          r"Input type \(\S*cuda\S*\) and weight type \(\S+\) should be the same|"
          r"Input type \(\S+\) and weight type \(\S*cuda\S*\) should be the same|"
-         r"Expected tensor for argument #\d+ '\w+' to have the same device",
+         r"Expected tensor for argument #\d+ '\w+' to have the same device|"
+         # before 1.6: "Expected object of device type cuda but got device type cpu", and
+         # before 1.2 "... of backend CUDA but got backend CPU"
+         r"Expected object of (?:device type|backend) \w+ but got (?:device type|backend) \w+",
          "tensors on different devices met in one operation"),
     _sig("out-of-memory",
          # every backend and version says "out of memory" somewhere (`CUDA out of memory.` with
@@ -78,7 +81,7 @@ SIGNATURES: tuple[Signature, ...] = (
          r"device-side assert(?:ion)? triggered",
          "a CUDA kernel assertion failed (reported at a later, unrelated call)"),
     _sig("shape-mismatch",
-         r"mat1 and mat2 shapes cannot be multiplied|size mismatch for \w|"
+         r"mat1 and mat2 shapes cannot be multiplied|size mismatch for \w|size mismatch, m1: \[|"
          r"The size of tensor a \(\d+\) must match the size of tensor b|"
          r"shape '\[[^\]]*\]' is invalid for input of size|"
          r"Expected input batch_size \(\d+\) to match target batch_size|"
