@@ -13,7 +13,9 @@ counts as a false alarm when any cause is reported):
 2. leave-one-program-out (`tests/triage/programs/`): five independent training programs. For
    each program in turn, the reporting threshold is calibrated on the other four (the value
    that maximises top-1 hits minus three times the false alarms) and the fifth is scored with
-   it; the table shows each held-out program and the total.
+   it; the table shows each held-out program and the total. (The rules themselves were written
+   with all five in view: this measures the calibration, not the rules. A sixth program, written
+   after the rules froze, is scored last, with the threshold calibrated on all five.)
 3. our corpus (`tests/triage/corpus/` and its held-out set): one generator program, the set the
    first rules were fitted to.
 4. false alarms on every healthy run of every set, listed.
@@ -109,9 +111,11 @@ def world_runs(tab) -> list[Run]:
     return [triage(WORLD / "excerpts" / m["file"], m["file"], m["split"], m["cause"], tab) for m in manifest]
 
 
-def program_runs(tab) -> list[Run]:
+def program_runs(tab, fresh: bool = False) -> list[Run]:
+    """The five programs' runs, or (`fresh`) those of the program written after the rules froze."""
     manifest = json.loads((PROGRAMS / "manifest.json").read_text())
-    return [triage(PROGRAMS / "logs" / m["file"], m["file"], m["program"], m["cause"], tab) for m in manifest]
+    return [triage(PROGRAMS / "logs" / m["file"], m["file"], m["program"], m["cause"], tab)
+            for m in manifest if m.get("fresh", False) == fresh]
 
 
 def corpus_runs(tab, diffs: dict[str, Path] | None = None) -> list[Run]:
@@ -205,6 +209,7 @@ def main() -> int:
     t0 = time.perf_counter()
     world = world_runs(tab)
     programs = program_runs(tab)
+    fresh_program = program_runs(tab, fresh=True)
     corpus = corpus_runs(tab)
     ci = None
     if a.ci:
@@ -231,6 +236,11 @@ def main() -> int:
     print(f"   {'(shipped table)':16s} thr {shipped:4.2f}  {shipped_programs.line()}")
     figures["leave_one_program_out"] = {"folds": {k: {"threshold": t, **tl.to_json()} for k, (t, tl) in folds.items()},
                                         "total": total.to_json(), "shipped": shipped_programs.to_json()}
+    if fresh_program:
+        t = calibrate(programs)
+        fresh_t = tally(fresh_program, t)
+        print(f"   {'a sixth, fresh':16s} thr {t:4.2f}  {fresh_t.line()}   (see tests/triage/programs/README.md)")
+        figures["fresh_program"] = {"threshold": t, **fresh_t.to_json()}
 
     print(f"\n3. our corpus: one generator program (threshold {shipped})")
     corp = {g: tally([r for r in corpus if r.group == g], shipped) for g in ("corpus", "corpus held-out")}
@@ -243,7 +253,7 @@ def main() -> int:
             print(f"   {g + ' + PR diff':24s} {tl.line()}   (secondary)")
         figures["corpus_ci_mode"] = {k: v.to_json() for k, v in ci_t.items()}
 
-    everything = world + programs + corpus
+    everything = world + programs + fresh_program + corpus
     healthy = [r for r in everything if r.cause is None]
     alarms = [r for r in healthy if r.named(shipped)]
     print(f"\n4. healthy runs: {len(healthy)} across every set, {len(alarms)} false alarm(s)")
@@ -258,7 +268,7 @@ def main() -> int:
     print(f"\ntime: {elapsed:.1f} s for {len(everything) + (len(ci) if ci else 0)} logs")
 
     if a.misses:
-        for title, runs in (("real world", world), ("programs", programs), ("corpus", corpus)):
+        for title, runs in (("real world", world), ("programs", programs + fresh_program), ("corpus", corpus)):
             misses = tally(runs, shipped).misses
             if misses:
                 print(f"\nnot named first ({title}):")

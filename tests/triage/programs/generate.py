@@ -36,13 +36,20 @@ PROGRAMS: dict[str, tuple[tuple[str, ...], str]] = {
     "gan_ddp": (("ddp-unused-parameters", "rank-skip", "backward-twice", "missing-zero-grad",
                  "lr-too-high"), "torchrun"),
 }
+# Written after the rules were frozen and measured once before any change (programs/README.md):
+# reported apart from the five, never part of leave-one-program-out.
+FRESH: dict[str, tuple[tuple[str, ...], str]] = {
+    "finetune_fresh": (("lr-too-high", "frozen-parameters", "missing-zero-grad", "scheduler-step-misaligned",
+                        "label-out-of-range", "double-softmax", "loss-tensor-leak", "wrong-loss-reduction",
+                        "missing-epsilon", "inplace-activation"), "python"),
+}
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
 
 
 def runs(only: str | None = None) -> list[dict]:
     out = []
-    for prog, (faults, launch) in PROGRAMS.items():
+    for prog, (faults, launch) in {**PROGRAMS, **FRESH}.items():
         if only and prog != only:
             continue
         for seed in HEALTHY_SEEDS:
@@ -73,7 +80,8 @@ def execute(run: dict, logs: Path) -> dict:
         text, code = (exc.stdout or b"") + b"\nTerminated\n", -15
     (logs / name(run)).write_bytes(text)
     return {"file": name(run), "program": run["program"],
-            "cause": None if run["fault"] == "healthy" else run["fault"], "seed": run["seed"], "exit": code}
+            "cause": None if run["fault"] == "healthy" else run["fault"], "seed": run["seed"], "exit": code,
+            "fresh": run["program"] in FRESH}
 
 
 def main() -> int:
