@@ -80,6 +80,7 @@ class Series:
     points: list[Point] = field(default_factory=list)
     explicit_steps: bool = False
     from_bar: set[int] = field(default_factory=set, repr=False)  # ids of points read off a progress bar
+    templates: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)  # point id -> line shape
 
     def values(self) -> list[float]:
         return [p.value for p in self.points]
@@ -196,6 +197,7 @@ class SeriesBuilder:
         step, metrics, in_epoch, is_bar = _parse(text)
         if not metrics:
             return
+        template = _template(text)
         if in_epoch and step is not None:
             # a bar with no epoch number restarts every epoch: carry the steps on
             if self._bar_last is not None and step < self._bar_last:
@@ -222,6 +224,7 @@ class SeriesBuilder:
             series.points.append(point)
             if is_bar:
                 series.from_bar.add(id(point))
+            series.templates[id(point)] = template
 
     def build(self) -> dict[str, Series]:
         """The series in log order; one rank's points where several ranks logged."""
@@ -234,6 +237,7 @@ class SeriesBuilder:
             series.points.sort(key=lambda p: (p.line if p.line is not None else 1 << 62))
             if series.explicit_steps:
                 series.points = _drop_echoes(series.points)
+            series.points = _drop_strays(series.points, series.templates)
             if name.startswith("val_") and series.from_bar:
                 series.points = _drop_repeats(series.points, series.from_bar)
             out[name] = series
@@ -248,6 +252,32 @@ def _drop_echoes(points: list[Point]) -> list[Point]:
             continue
         out.append(p)
     return out
+
+
+_WORD = re.compile(r"[A-Za-z_]{2,}")
+_NOT_SHAPE = {"nan", "inf", "infinity", "tensor"}
+
+
+def _template(text: str) -> tuple[str, ...]:
+    """The shape of a printed line: its words, without the numbers (nor NaN, which is a value)."""
+    return tuple(w.lower() for w in _WORD.findall(text[:MAX_READING]) if w.lower() not in _NOT_SHAPE)
+
+
+def _drop_strays(points: list[Point], templates: dict[int, tuple[str, ...]]) -> list[Point]:
+    """Drop a value printed once by a line of another shape than the run's own log lines.
+
+    Scripts print losses of other phases (`pretraining loss 0.012`, a summary at the end); a
+    single line of a shape seen nowhere else in a long series is not a step of this run.
+    """
+    if len(points) < 6:
+        return points
+    counts: dict[tuple[str, ...], int] = {}
+    for p in points:
+        t = templates.get(id(p), ())
+        counts[t] = counts.get(t, 0) + 1
+    if max(counts.values()) < 3:
+        return points
+    return [p for p in points if counts[templates.get(id(p), ())] > 1]
 
 
 def _drop_repeats(points: list[Point], from_bar: set[int]) -> list[Point]:

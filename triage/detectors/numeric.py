@@ -23,7 +23,7 @@ def detect(ctx: Context) -> list[Symptom]:
     if loss is not None and loss.points:
         out += non_finite(loss, grad)
         out += divergence(loss)
-        out += plateaus(loss, grad)
+        out += plateaus(loss, grad, s.get("accuracy") or s.get("val_accuracy"))
         if not any(x.name == "double-softmax-floor" for x in out):
             out += val_softmax_floor(s)
         out += oscillation(loss)
@@ -120,7 +120,7 @@ def divergence(loss: Series) -> list[Symptom]:
     return []
 
 
-def plateaus(loss: Series, grad: Series | None) -> list[Symptom]:
+def plateaus(loss: Series, grad: Series | None, accuracy: Series | None = None) -> list[Symptom]:
     """A loss that does not move, where it sits, and whether it sits at a double-softmax floor."""
     pts = loss.finite()
     out: list[Symptom] = []
@@ -145,6 +145,12 @@ def plateaus(loss: Series, grad: Series | None) -> list[Symptom]:
                                f"the loss of a uniform guess over {c} classes", (_ev(pts[-1], loss.name),),
                                value=tail))
     floor = softmax_floor(loss, first)
+    # the floor depends on how often the model is right: where the log says, it can rule the
+    # floor out (a model right on 60% of samples cannot sit where one right on all of them does)
+    acc = accuracy.finite()[-1].value if accuracy is not None and accuracy.finite() else None
+    acc = acc / 100 if acc is not None and acc > 1 else acc
+    if floor is not None and acc is not None and 0 < acc < 0.9 and softmax_floor(loss, first, acc) is None:
+        floor = None
     if floor is not None:
         out.append(floor)
     return out
@@ -169,7 +175,11 @@ def softmax_floor(loss: Series, start: float, accuracy: float = 1.0) -> Symptom 
     if not 1.8 <= c_est <= 2000:
         return None
     floor = math.log(math.e + c_est - 1) - accuracy
-    if tail < 0.9 * start and abs(tail - floor) / floor < 0.1:
+    # stalled there: the last stretch no lower than the one before it (a healthy run that is
+    # still falling may pass the floor on its way down)
+    k = max(2, len(vals) // 6)
+    stalled = median(vals[-k:]) >= 0.97 * median(vals[-2 * k:-k])
+    if tail < 0.9 * start and abs(tail - floor) / floor < 0.1 and stalled:
         where = "" if accuracy == 1.0 else f" at accuracy {accuracy:.3g}"
         return Symptom("double-softmax-floor",
                        f"{loss.name} fell from about ln {c_est:.0f} = {start:.4g} and stalled at "
@@ -367,11 +377,13 @@ def lr_floor(lr: Series) -> list[Symptom]:
     peak_i = max(range(len(vals)), key=lambda i: vals[i])
     after = vals[peak_i:]
     floor = min(after)
-    if floor <= 0 or vals[peak_i] < 10 * floor:
+    if floor < 0 or vals[peak_i] <= 0 or vals[peak_i] < 10 * floor:
         return []
-    reach = next(i for i, v in enumerate(after) if v <= floor * 1.05) + peak_i
+    # a schedule that decays to exactly zero has reached its floor within 1% of its peak
+    near = max(floor * 1.05, vals[peak_i] * 0.01) if floor == 0 else floor * 1.05
+    reach = next(i for i, v in enumerate(after) if v <= near) + peak_i
     frac = (reach + 1) / len(vals)
-    if frac <= 0.6 and all(v <= floor * 1.05 for v in vals[reach:]):
+    if frac <= 0.6 and all(v <= near for v in vals[reach:]):
         return [Symptom("lr-floor-early",
                         f"the learning rate reached its floor {floor:.3g} at step {pts[reach].step}, "
                         f"{100 * frac:.0f}% into the run, and stayed there",
@@ -405,7 +417,8 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
     second_half = vals[-1] - vals[n // 2]
     ups = sum(1 for a, b in zip(vals[n // 2:], vals[n // 2 + 1:]) if b > a) / max(1, n - n // 2 - 1)
     total = vals[-1] - vals[0]
-    if not (total > 0.01 * abs(vals[0]) and second_half > 0.4 * max(first_half, 0) and second_half > 0
+    # a few percent of drift is the allocator settling in; a leak keeps adding to it
+    if not (total > 0.04 * abs(vals[0]) and second_half > 0.4 * max(first_half, 0) and second_half > 0
             and ups >= 0.1):
         return []
     ev = (_ev(pts[0], "memory", "first"), _ev(pts[-1], "memory", "last"))

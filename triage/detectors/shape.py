@@ -56,7 +56,36 @@ def detect(ctx: Context) -> list[Symptom]:
     val = ctx.series.get("val_loss")
     if val is not None:
         out += constant_validation(val)
+        if loss is not None:
+            out += train_far_above_val(loss, val)
     return out
+
+
+def train_far_above_val(loss: Series, val: Series) -> list[Symptom]:
+    """A training loss many times the validation loss, all along: the two are not on one scale.
+
+    Training and evaluation compute the same criterion on the same kind of data; a training
+    loss five times the validation one at every evaluation is a loss summed over the batch
+    where the evaluation averages (or another criterion altogether), not overfitting, which
+    goes the other way.
+    """
+    vals = [p for p in val.points if math.isfinite(p.value) and p.value > 0 and p.line is not None]
+    train = [p for p in loss.points if math.isfinite(p.value) and p.value > 0 and p.line is not None]
+    if len(vals) < 2 or len(train) < 4:
+        return []
+    ratios = []
+    for v in vals:
+        before = [p for p in train if p.line < v.line][-3:]
+        if before:
+            ratios.append(median(p.value for p in before) / v.value)
+    if len(ratios) < 2 or min(ratios) < 5:
+        return []
+    v = vals[-1]
+    return [Symptom("train-loss-far-above-val",
+                    f"the training loss was {min(ratios):.3g}x to {max(ratios):.3g}x the validation loss at "
+                    f"every evaluation: the two are not on one scale (a loss summed over the batch?)",
+                    (_ev(v, val.name, "last evaluation"), _ev(train[-1], loss.name, "last training loss")),
+                    value=min(ratios))]
 
 
 def falling(loss: Series) -> list[Symptom]:
@@ -173,7 +202,10 @@ def collapse(loss: Series) -> list[Symptom]:
     # the loss had already exploded by the first print), and somewhere the loss shot far above
     # it. A healthy run that merely ends near some ln(k) started well above its end instead.
     at_start = abs(start - level) <= 0.25 * level
-    if not (peak >= 5 * level or (at_start and peak >= SPIKE_RATIO * level)):
+    # a dead network answers the same whatever the input: its loss barely moves from batch to
+    # batch, where a live one that merely ended near some ln(C) still wanders
+    flat = median(abs(v - level) for v in rest) <= 0.05 * level
+    if not (peak >= 8 * level or (peak >= 5 * level and flat) or (at_start and peak >= SPIKE_RATIO * level)):
         return []
     return [Symptom(
         "loss-collapsed-to-log-c",

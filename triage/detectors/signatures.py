@@ -145,8 +145,9 @@ _GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", r
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception))(?::|$)\s*(.*)")
 # counts as PEFT, Lightning's summary ("21.5 K") and hand-written prints ("1,234 trainable") give them
 _COUNT = r"(\d[\d,_]*(?:\.\d+)?\s?[KMBT]?)\b"
-_TRAINABLE = re.compile(r"(?<!non-)(?<!non )trainable param(?:eter)?s?:?\s*" + _COUNT + r"|" + _COUNT +
+_TRAINABLE = re.compile(r"(?<!non-)(?<!non )trainable(?: param(?:eter)?s?)?:?\s*" + _COUNT + r"|" + _COUNT +
                         r" (?:are )?trainable\b", re.I)
+_OF_TOTAL = re.compile(r"^\s*(?:of|/)\s*" + _COUNT)  # "trainable: 64 of 37,127 parameters"
 _NON_TRAINABLE = re.compile(r"non-?\s?trainable param(?:eter)?s?:?\s*" + _COUNT, re.I)
 _PERCENT = re.compile(r"trainable%:?\s*([\d.]+)|\(\s*([\d.]+)\s*%\s*\)", re.I)
 _TOTAL = re.compile(r"all params:?\s*" + _COUNT + r"|" + _COUNT + r" (?:total )?param(?:eter)?s\b", re.I)
@@ -252,10 +253,14 @@ def _trainable(lines: list[Reading]) -> list[Symptom]:
         where = rd
         trainable = _count(m.group(1) or m.group(2))
         pct_m = _PERCENT.search(rd.text, m.end())
+        of_m = _OF_TOTAL.match(rd.text[m.end():])
         total_m = _TOTAL.search(rd.text.replace(m.group(0), " ")) if not pct_m else None
         pct = None
         if pct_m:
             pct = float(pct_m.group(1) or pct_m.group(2))
+        elif of_m and trainable is not None:
+            total = _count(of_m.group(1))
+            pct = 100.0 * trainable / total if total else None
         elif total_m and trainable is not None:
             total = _count(total_m.group(1) or total_m.group(2))
             pct = 100.0 * trainable / total if total else None
