@@ -40,6 +40,9 @@ CASES = [
     (PROGRAM_LOGS / "mlp_hf__frozen-parameters__s3.log", "few-trainable-parameters"),  # PEFT's line
     (PROGRAM_LOGS / "cnn_sgd__dtype-mismatch__s2.log", "dtype-mismatch"),
     (PROGRAM_LOGS / "lm_accelerate__graph-break__s3.log", "recompiling"),
+    (PROGRAM_LOGS / "rnn_lightning__dataloader-bottleneck__s3.log", "dataloader-timeout"),  # worker stalled
+    (PROGRAM_LOGS / "finetune_fresh__scheduler-step-misaligned__s3.log", "lr-floor-early"),  # decays to 0
+    (PROGRAM_LOGS / "finetune_fresh__wrong-loss-reduction__s3.log", "train-loss-far-above-val"),
     (WORLD / "gemma-pytorch-24.log", "non-finite-intermittent"),   # HF dict log, NaN between finite
     (WORLD / "sequence-tagging-47.log", "non-finite-after-unstable"),
     (WORLD / "aihwkit-446.log", "loss-gradual-climb"),             # "Loss error: 0.08"

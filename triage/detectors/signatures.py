@@ -115,6 +115,9 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig("tensor-to-scalar-warning",
          r"Converting a tensor with requires_grad=True to a scalar",
          "a loss tensor with its graph was converted to a number late: it was kept as a tensor"),
+    _sig("dataloader-timeout",
+         r"DataLoader timed out after \d+ seconds",
+         "a data-loader worker took longer than the loader's timeout to deliver a batch"),
     _sig("scheduler-before-optimizer",
          r"Detected call of `?lr_scheduler\.step\(\)`? before `?optimizer\.step\(\)`?",
          "PyTorch warned that the learning-rate scheduler stepped before the optimizer did"),
@@ -138,7 +141,7 @@ _LATE = {"device-side-assert"}
 # Warnings and reports: they never mask a later error, nor are they masked by an earlier one.
 _NOT_ERRORS = {"crashed", "few-trainable-parameters", "job-cancelled", "broadcast-warning", "recompiling",
                "tensor-to-scalar-warning", "scheduler-before-optimizer", "loss-non-finite-reported",
-               "memory-growth-reported"}
+               "dataloader-timeout", "memory-growth-reported"}
 # Reports a metric series says better: the series' own symptom wins where it exists.
 _SERIES_SAYS = {"loss-non-finite-reported": "loss", "memory-growth-reported": "memory"}
 _GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", re.I)

@@ -32,7 +32,8 @@ PROGRAMS: dict[str, tuple[tuple[str, ...], str]] = {
                        "non-scalar-backward", "no-grad-training", "detached-graph", "graph-break",
                        "missing-no-grad-eval", "loss-tensor-leak"), "python"),
     "rnn_lightning": (("lr-too-high", "frozen-parameters", "label-out-of-range", "shape-mismatch",
-                       "no-shuffle", "broadcast-shape", "inplace-activation"), "python"),
+                       "no-shuffle", "broadcast-shape", "inplace-activation", "dataloader-bottleneck"),
+                      "python"),
     "gan_ddp": (("ddp-unused-parameters", "rank-skip", "backward-twice", "missing-zero-grad",
                  "lr-too-high"), "torchrun"),
 }

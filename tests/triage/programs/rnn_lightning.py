@@ -29,6 +29,22 @@ def make_data(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     return x[:, :, None], y
 
 
+class SlowReads(torch.utils.data.Dataset):
+    """Samples read from a network share: now and then one read stalls for seconds."""
+
+    def __init__(self, inner: torch.utils.data.Dataset) -> None:
+        self.inner = inner
+
+    def __len__(self) -> int:
+        return len(self.inner)  # type: ignore[arg-type]
+
+    def __getitem__(self, i: int):
+        import time
+
+        time.sleep(3.0 if i % 97 == 13 else 0.002)
+        return self.inner[i]
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--fault", default="healthy")
@@ -88,8 +104,11 @@ def main() -> int:
     if a.fault == "frozen-parameters":
         model.rnn.requires_grad_(False)
         model.head.weight.requires_grad_(False)
-    train = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=24,
-                                        shuffle=a.fault != "no-shuffle")
+    data = torch.utils.data.TensorDataset(x, y)
+    if a.fault == "dataloader-bottleneck":
+        data = SlowReads(data)
+    train = torch.utils.data.DataLoader(data, batch_size=24, shuffle=a.fault != "no-shuffle",
+                                        **({"num_workers": 1, "timeout": 2} if a.fault == "dataloader-bottleneck" else {}))
     val = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(vx, vy), batch_size=120)
     # the tqdm bar most Lightning users see in CI (one seed keeps the rich bar Lightning picks
     # when `rich` is installed: it prints the final state only)
