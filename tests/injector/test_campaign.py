@@ -33,13 +33,6 @@ def digest(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    target = tmp_path / "project"
-    shutil.copytree(PROJECT, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    return target
-
-
 def campaign(project: Path, tmp_path: Path, *args: str) -> dict:
     report = tmp_path / "report.json"
     code = main(["run", str(project), "--json", str(report), *args])

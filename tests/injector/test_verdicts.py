@@ -25,13 +25,6 @@ from injector.mutants import Edit, Mutant
 PROJECT = Path(__file__).parent / "campaign_project"
 
 
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    target = tmp_path / "project"
-    shutil.copytree(PROJECT, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    return target
-
-
 def run(project: Path, tmp_path: Path, *args: str) -> dict:
     report = tmp_path / "report.json"
     assert main(["run", str(project), "--json", str(report), *args]) == 0
