@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -31,6 +31,7 @@ from injector import __version__, protocol, reach, scratch
 from injector.errors import TrainwreckError, UsageError
 from injector.mutants import LineIndex, Mutant
 from injector.outcomes import IGNORED, KILLED, NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
+from injector.worker.guards import PYTHON_NAMES, PythonCommand
 
 TIMEOUT_CONSTANT = 5.0  # seconds added to every mutant's time limit
 
@@ -59,11 +60,10 @@ class Guard:
             raise UsageError(f"cannot read the guard command {text!r}: {error}") from None
         if not argv:
             raise UsageError("the guard command is empty")
-        python = ("python", "python3", Path(sys.executable).name)
         pytest_args = None
         if argv[0] == "pytest" or argv[0].endswith("/pytest"):
             pytest_args = tuple(argv[1:])
-        elif Path(argv[0]).name in python and argv[1:3] == ["-m", "pytest"]:
+        elif Path(argv[0]).name in PYTHON_NAMES and argv[1:3] == ["-m", "pytest"]:
             pytest_args = tuple(argv[3:])
         if pytest_args is not None:
             if importlib.util.find_spec("pytest") is None:
@@ -74,8 +74,6 @@ class Guard:
             raise UsageError(f"the guard command {argv[0]!r} was not found")
         python = argv[1] if argv[0] == "env" and len(argv) > 1 else argv[0]
         same_python = os.path.realpath(shutil.which(python) or python) == os.path.realpath(sys.executable)
-        from injector.worker.guards import PythonCommand
-
         warm = same_python and PythonCommand.parse(text) is not None
         return cls(text, "command", argv=tuple(argv), warm=warm)
 
@@ -515,8 +513,6 @@ def _describe(result: protocol.Result) -> str:
 
 
 def _with_note(result: protocol.Result, note: str) -> protocol.Result:
-    from dataclasses import replace
-
     return replace(result, note=f"{result.note}; {note}" if result.note else note)
 
 
