@@ -72,12 +72,12 @@ def explain(log: str | os.PathLike[str], *, diff: str | os.PathLike[str] | None 
     """Read `log` ("-": standard input) and return the ranked causes; raise BadInputError for
     input that is not a log."""
     tab = table.load(causes)
-    scan = reader.scan(log)
+    builder = SeriesBuilder()
+    add = builder.add
+    # metrics are parsed while the rest of the log is still being read
+    scan = reader.scan(log, each=lambda rd: add(rd.text, rd.line, rd.rank))
     if scan.bytes_read == 0:
         raise BadInputError(f"{scan.path}: empty log, nothing to explain")
-    builder = SeriesBuilder()
-    for rd in scan.readings:
-        builder.add(rd.text, rd.line, rd.rank)
     series = builder.build()
     ctx = detectors.Context(scan.events, series, scan.readings)
     if telemetry is not None:

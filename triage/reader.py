@@ -34,7 +34,7 @@ import re
 import sys
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -49,8 +49,8 @@ STREAM_SAMPLES = 4_096           # stride samples per doubling of a piped log (i
 HEAD_LINES = 2000                # lines read in full at each end of a big log
 END_BYTES = 1 << 20              # ... within this many bytes of that end
 CHUNK_EVENT_LINES = 4096         # a chunk with more event lines keeps `SHAPE_KEEP` per shape
-CHUNK_EVENT_HITS = 4096          # keyword matches read one by one per chunk; then ...
-BLOCK = 64 << 10                 # ... the first match of each keyword per block of this size
+CHUNK_EVENT_HITS = 1024          # keyword matches read one by one per chunk; then ...
+BLOCK = 128 << 10                # ... the first match of each keyword per block of this size
 NON_FINITE_HITS = 64             # non-finite words looked at per chunk
 SHAPE_KEEP = 2                   # occurrences kept of one event shape (its text without digits)
 EVENT_BUDGET = 2000              # events kept before repeats are only counted
@@ -304,6 +304,7 @@ class ChunkResult:
 
     newlines: int
     pieces: list[Piece]
+    at: int = 0
     size: int = 0
     ends_with_newline: bool = True
     cut_lines: int = 0
@@ -387,7 +388,7 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
     newlines = nl + count(b"\n", prev, hi)
     if starts_mid_line and (newlines or not ends_mid_line):
         cut_lines += 1  # the over-long line that began in an earlier chunk ends in this one
-    return ChunkResult(newlines, pieces, hi - lo, hi == lo or buf[hi - 1] == 10, cut_lines, thinned,
+    return ChunkResult(newlines, pieces, at, hi - lo, hi == lo or buf[hi - 1] == 10, cut_lines, thinned,
                        crowded)
 
 
@@ -497,8 +498,13 @@ def _stream_chunks(f: BinaryIO) -> Iterator[tuple[bytes, int, bool, bool]]:
 class _Assembler:
     """Turns chunk results, in file order, into a Scan: real line numbers, budgets, readings."""
 
-    def __init__(self, scan: Scan) -> None:
+    def __init__(self, scan: Scan, each: Callable[[Reading], None] | None, hold_from: int | None) -> None:
         self.scan = scan
+        self.each = each
+        self.emitted = 0
+        # readings from before this file offset are final when their chunk is merged (the tail,
+        # read last, lies after it); None: hold every reading of a sampled log until the end
+        self.hold_from = hold_from
         self.newlines = 0
         self.kept_events = 0
         self.kept_non_finite = 0
@@ -528,6 +534,16 @@ class _Assembler:
         if result.size:
             scan.bytes_read += result.size
             self.last_byte_newline = result.ends_with_newline
+        if not scan.sampled or (self.hold_from is not None and result.at + result.size <= self.hold_from):
+            self._emit()
+
+    def _emit(self) -> None:
+        """Hand the readings that are final to `each`, in log order."""
+        if self.each is not None:
+            each = self.each
+            for rd in self.scan.readings[self.emitted:]:
+                each(rd)
+        self.emitted = len(self.scan.readings)
 
     def _keep_event(self, shape: bytes, bits: int) -> int:
         seen = self.shapes.get(shape)
@@ -567,6 +583,7 @@ class _Assembler:
         scan = self.scan
         scan.lines = self.newlines + (0 if self.last_byte_newline or not scan.bytes_read else 1)
         if not scan.sampled:
+            self._emit()
             return
         lines = tail.split(b"\n")
         if lines and lines[-1] == b"":
@@ -587,8 +604,9 @@ class _Assembler:
                 offset = scan.bytes_read - MAX_LINE  # an ordering key past any earlier window
             self._keep(line, offset, raw, bits)
         order = lambda rd: (rd.line if rd.line is not None else 1 << 62, rd.index)  # noqa: E731
-        scan.readings.sort(key=order)
+        scan.readings.sort(key=order)  # the held readings and the tail: all after the emitted ones
         scan.events.sort(key=order)
+        self._emit()
 
 
 # ---- opening and reading a log ----------------------------------------------------------------
@@ -647,14 +665,18 @@ def _open(path: str | os.PathLike[str]) -> tuple[BinaryIO, int | None, bool]:
     return f, os.fstat(f.fileno()).st_size, False
 
 
-def scan(path: str | os.PathLike[str]) -> Scan:
+def scan(path: str | os.PathLike[str], each: Callable[[Reading], None] | None = None) -> Scan:
     """Read every line of a log (a path, or "-" for standard input); raise BadInputError if it
-    is not a text log."""
+    is not a text log.
+
+    `each` is called with every reading, in log order, as soon as it is final: a consumer works
+    while the rest of the log is still being read.
+    """
     f, size, _gz = _open(path)
     name = "<stdin>" if str(path) == STDIN else str(path)
     with f:
         if size is None:
-            return _scan_stream(f, name)
+            return _scan_stream(f, name, each)
         try:
             head = f.read(8192)
         except OSError as exc:
@@ -664,7 +686,7 @@ def scan(path: str | os.PathLike[str]) -> Scan:
         result = Scan(name, size, sampled=size > FULL_PARSE_BYTES)
         plan_of = _file_plan(size)
         n_chunks = max(1, -(-size // CHUNK))
-        asm = _Assembler(result)
+        asm = _Assembler(result, each, size - END_BYTES)
         if size >= PARALLEL_BYTES and n_chunks > 1 and _can_fork():
             results = _parallel(os.fspath(path), size, n_chunks)
         else:
@@ -696,11 +718,11 @@ def _sequential(f: BinaryIO, size: int, n_chunks: int, plan_of) -> Iterator[Chun
             raise BadInputError(f"cannot read the log: {exc}") from None
 
 
-def _scan_stream(f: BinaryIO, name: str) -> Scan:
+def _scan_stream(f: BinaryIO, name: str, each: Callable[[Reading], None] | None) -> Scan:
     """Read a stream front to back: its first FULL_PARSE_BYTES in full, then a stride sample
     whose stride doubles each time the log does (its length is not known in advance)."""
     result = Scan(name, 0)
-    asm = _Assembler(result)
+    asm = _Assembler(result, each, None)
     tail = bytearray()
     first = True
     for data, at, starts_mid, ends_mid in _stream_chunks(f):

@@ -161,7 +161,7 @@ def test_a_crowded_log_keeps_rare_events_and_counts_repeats(tmp_path, small_chun
     scan = reader.scan(p)
     rare = [r.line for r in scan.events if "mat1" in r.text]
     assert rare == [30001]
-    assert scan.events_thinned > 50000 and len(scan.events) < 10000
+    assert scan.crowded_blocks > 0 and scan.events_thinned > 0 and len(scan.events) < 10000
 
 
 def peak_rss_kb() -> int:
