@@ -319,15 +319,14 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
     `starts_mid_line`/`ends_mid_line` say that an over-long line crosses the chunk's edge.
     """
     why: dict[int, int] = {}  # line start -> why-bits
-    rfind, find, count = buf.rfind, buf.find, buf.count
+    find, count = buf.find, buf.count
     event_hits, nf_hits, crowded = matcher().find(buf, lo, hi)
-    for p in event_hits:
-        s = rfind(b"\n", lo, p) + 1 or lo
+    event_hits.sort()
+    for p, s in zip(event_hits, _line_starts(buf, lo, event_hits)):
         why[s] = EVENT
     n_events = len(why)
     nf_lines = 0
-    for p in nf_hits:
-        s = rfind(b"\n", lo, p) + 1 or lo
+    for s in _line_starts(buf, lo, nf_hits):
         bits = why.get(s, 0)
         if not bits & NON_FINITE_LINE and nf_lines < NON_FINITE_PER_CHUNK:
             nf_lines += 1
@@ -343,13 +342,9 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
             s, n = e + 1, n + 1
     if plan.stride:
         q = -(-at // plan.stride) * plan.stride  # the first multiple of the stride in the chunk
-        end = at + hi - lo
-        while q < end:
-            p = lo + q - at
-            samples.append(p)
-            s = rfind(b"\n", lo, p) + 1 or lo
+        samples = [lo + x - at for x in range(q, at + hi - lo, plan.stride)]
+        for s in _line_starts(buf, lo, samples):
             why[s] = why.get(s, 0) | SAMPLE
-            q += plan.stride
     thin = n_events > CHUNK_EVENT_LINES  # a chunk crowded with event lines keeps a few per shape
     per_shape: dict[bytes, int] = {}
     pieces: list[Piece] = []
@@ -390,6 +385,19 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
         cut_lines += 1  # the over-long line that began in an earlier chunk ends in this one
     return ChunkResult(newlines, pieces, at, hi - lo, hi == lo or buf[hi - 1] == 10, cut_lines, thinned,
                        crowded)
+
+
+def _line_starts(buf: bytes | bytearray, lo: int, positions: list[int]) -> list[int]:
+    """The start of the line holding each of the sorted positions, each newline looked for once
+    (a search back from each position would cross a 1 GB line once per position)."""
+    out = []
+    prev_p = prev_s = lo
+    for p in positions:
+        s = buf.rfind(b"\n", prev_p, p) + 1
+        prev_s = s or prev_s
+        prev_p = p
+        out.append(prev_s)
+    return out
 
 
 def _windows(buf: bytes | bytearray, s: int, end: int, bits: int, event_hits: list[int],
@@ -775,8 +783,13 @@ def _parallel(path: str, size: int, n_chunks: int) -> Iterator[ChunkResult]:
 
     matcher()  # compile the patterns once, before forking
     workers = min(n_chunks, os.cpu_count() or 1, 8)
-    ctx = mp.get_context("fork")
-    with ctx.Pool(workers, initializer=_init_worker, initargs=(path, size)) as pool:
+    try:
+        pool = mp.get_context("fork").Pool(workers, initializer=_init_worker, initargs=(path, size))
+    except OSError:  # no semaphores or pipes to be had (a locked-down container): read it here
+        with open(path, "rb") as f:
+            yield from _sequential(f, size, n_chunks, _file_plan(size))
+        return
+    with pool:
         pending: deque = deque()
         nxt = 0
         while nxt < n_chunks or pending:

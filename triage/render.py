@@ -45,7 +45,8 @@ def _where(report: Report) -> str:
     if report.sampled:
         extra.append("large log: every line searched, metrics sampled")
     if report.cut_lines:
-        extra.append(f"{report.cut_lines:,} over-long lines cut to {MAX_LINE // 1024} KiB for matching")
+        lines = "line" if report.cut_lines == 1 else "lines"
+        extra.append(f"{report.cut_lines:,} over-long {lines} cut to {MAX_LINE // 1024} KiB for matching")
     if report.events_thinned:
         extra.append(f"{report.events_thinned:,} repeats of event lines not kept")
     if report.crowded_blocks:
