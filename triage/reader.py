@@ -15,14 +15,17 @@ Python work is what makes a reader slow, so each chunk is first searched as a wh
   lines at a fixed byte stride of a big one, plus its first and last `HEAD_LINES` lines.
 
 So a big log's metric series is a deterministic decimation (head, tail, a stride sample, and
-the non-finite values), while its events are complete: a warning printed once in the middle of
-a 10 GB log is found, at its real line number. A plain file of `PARALLEL_BYTES` or more is read
-by forked worker processes, one chunk each, merged in file order.
+the non-finite values), while its events are complete (but for crowded chunks, below): a
+warning printed once in the middle of a 10 GB log is found, at its real line number. A plain
+file of `PARALLEL_BYTES` or more is read by forked worker processes, one chunk each, merged in
+file order.
 
 Memory does not grow with the log: a line longer than `MAX_LINE` is cut to windows of that size
-around what made it interesting (the scan reports how many were cut); an event printed over and
-over is kept `SHAPE_KEEP` times per shape once `EVENT_BUDGET` events are kept (the others are
-counted); and every kept byte counts against `KEEP_BYTES`.
+around what made it interesting (the scan counts such lines); once `EVENT_BUDGET` events are
+kept (or within a chunk of over `CHUNK_EVENT_LINES` event lines), an event is kept only
+`SHAPE_KEEP` times per shape (its text without digits) and its other repeats are counted; a chunk with more than `CHUNK_EVENT_HITS` keyword matches (NCCL
+debug output, a warning every step) is read one line per keyword per `BLOCK` after that many
+(the scan counts such blocks); and every kept byte counts against `KEEP_BYTES`.
 """
 
 from __future__ import annotations
@@ -44,16 +47,16 @@ CHUNK = 8 << 20                  # bytes per chunk (chunk k starts at the first 
 MAX_LINE = 16 << 10              # longer lines are cut to windows of this size for matching
 SAMPLE_PIECE = 2 << 10           # the window kept around a sample point inside an over-long line
 FULL_PARSE_BYTES = 8 << 20       # logs up to this size have every line read into readings
-SAMPLES = 8192                   # stride samples of a big log's metric lines (its head and tail besides)
+SAMPLES = 4096                   # stride samples of a big log's metric lines (its head and tail besides)
 STREAM_SAMPLES = 4_096           # stride samples per doubling of a piped log (its length is unknown)
-HEAD_LINES = 2000                # lines read in full at each end of a big log
+HEAD_LINES = 1000                # lines read in full at each end of a big log
 END_BYTES = 1 << 20              # ... within this many bytes of that end
-CHUNK_EVENT_LINES = 4096         # a chunk with more event lines keeps `SHAPE_KEEP` per shape
-CHUNK_EVENT_HITS = 1024          # keyword matches read one by one per chunk; then ...
+CHUNK_EVENT_LINES = 512          # a chunk with more event lines sends `SHAPE_KEEP` per shape
+CHUNK_EVENT_HITS = 512           # keyword matches read one by one per chunk; then ...
 BLOCK = 128 << 10                # ... the first match of each keyword per block of this size
 NON_FINITE_HITS = 64             # non-finite words looked at per chunk
 SHAPE_KEEP = 2                   # occurrences kept of one event shape (its text without digits)
-EVENT_BUDGET = 2000              # events kept before repeats are only counted
+EVENT_BUDGET = 1000              # events kept before repeats are only counted
 SHAPES_MAX = 50_000              # distinct event shapes remembered
 NON_FINITE_PER_CHUNK = 16        # lines with a non-finite word kept per chunk (of those) ...
 NON_FINITE_BUDGET = 512          # ... and in all
@@ -322,9 +325,11 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
     find, count = buf.find, buf.count
     event_hits, nf_hits, crowded = matcher().find(buf, lo, hi)
     event_hits.sort()
-    for p, s in zip(event_hits, _line_starts(buf, lo, event_hits)):
+    nf_hits.sort()
+    for s in _line_starts(buf, lo, event_hits):
         why[s] = EVENT
-    n_events = len(why)
+    thin = len(why) > CHUNK_EVENT_LINES  # a crowded chunk sends only the first few of each shape
+    per_shape: dict[bytes, int] = {}
     nf_lines = 0
     for s in _line_starts(buf, lo, nf_hits):
         bits = why.get(s, 0)
@@ -345,10 +350,8 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
         samples = [lo + x - at for x in range(q, at + hi - lo, plan.stride)]
         for s in _line_starts(buf, lo, samples):
             why[s] = why.get(s, 0) | SAMPLE
-    thin = n_events > CHUNK_EVENT_LINES  # a chunk crowded with event lines keeps a few per shape
-    per_shape: dict[bytes, int] = {}
     pieces: list[Piece] = []
-    cut_lines = thinned = kept = nl = 0
+    cut_lines = kept = nl = thinned = 0
     prev = lo
     for s in sorted(why):
         bits = why[s]
@@ -356,17 +359,16 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
         prev = s
         e = find(b"\n", s, hi)
         end = hi if e < 0 else e
-        shape = b""
-        if bits & EVENT:
-            shape = bytes(buf[s:min(end, s + 200)]).translate(None, _DIGITS)
-            if thin:
-                seen = per_shape.get(shape, 0)
-                per_shape[shape] = seen + 1
-                if seen >= SHAPE_KEEP:
-                    thinned += 1
-                    bits &= ~EVENT
-                    if not bits:
-                        continue
+        # an event's shape (its start without digits) tells its repeats apart from new events
+        shape = bytes(buf[s:min(end, s + 200)]).translate(None, _DIGITS) if bits & EVENT else b""
+        if thin and shape:
+            seen = per_shape.get(shape, 0)
+            per_shape[shape] = seen + 1
+            if seen >= SHAPE_KEEP:
+                thinned += 1
+                bits &= ~EVENT
+                if not bits:
+                    continue
         crosses = (s == lo and starts_mid_line) or (e < 0 and ends_mid_line)
         if end - s <= MAX_LINE and not crosses:
             raw = bytes(buf[s:end]) if kept < CHUNK_KEEP_BYTES else bytes(buf[s:min(end, s + SHORT_PIECE)])
