@@ -467,9 +467,28 @@ def _read_file_chunk(f: BinaryIO, k: int, size: int, plan: Plan, buf: bytearray)
     end, ends_mid = _file_boundary(f, k + 1, size)
     if end <= start:
         return ChunkResult(0, [])
+    if _all_hole(f, start, end):
+        # a hole of a sparse file reads as NULs: no newline, no word, nothing to keep
+        return ChunkResult(0, [], start, end - start, False)
     f.seek(start)
     n = f.readinto(memoryview(buf)[: end - start])
     return read_chunk(buf, 0, n, start, plan, starts_mid, ends_mid)
+
+
+def _all_hole(f: BinaryIO, start: int, end: int) -> bool:
+    """True if [start, end) of a file lies in a hole (where the system can tell: SEEK_DATA)."""
+    if not hasattr(os, "SEEK_DATA"):
+        return False
+    fd = f.fileno()
+    here = os.lseek(fd, 0, os.SEEK_CUR)  # put back below: `f` may buffer on top of this fd
+    try:
+        return os.lseek(fd, start, os.SEEK_DATA) >= end
+    except OSError as exc:  # ENXIO: no data after start at all; anything else: cannot tell
+        import errno
+
+        return exc.errno == errno.ENXIO
+    finally:
+        os.lseek(fd, here, os.SEEK_SET)
 
 
 def _stream_chunks(f: BinaryIO) -> Iterator[tuple[bytes, int, bool, bool]]:
