@@ -22,7 +22,8 @@ disturbed):
 
 It prints both times, their ratio (the target is <= 2) and the peak resident memory of the
 largest triage process (the target is <= 256 MiB). `--memory` adds two logs that only measure
-memory and time: a 10 GiB sparse log (a hole of zeros between two runs) and a single 1 GiB line.
+memory and time, once each: a 10 GiB sparse log (a hole of zeros between two runs; both programs
+skip the hole) and a single 1 GiB line (a progress bar redrawn with carriage returns).
 """
 
 from __future__ import annotations
@@ -194,9 +195,10 @@ def main() -> int:
             if not path.exists():
                 writer(path, gib * 2**30)
             made.append(path)
+            grep, grep_peak = timed(["grep", "-c", "loss", str(path)])
             wall, peak = timed([*triage, str(path), "--format", "json"])
-            print(f"{kind:<10} {path.stat().st_size / 2**30:7.2f}Gi {'':>8} {wall:7.2f}s {'':>6} "
-                  f"{peak / 1024:8.0f} MiB", flush=True)
+            print(f"{kind:<10} {path.stat().st_size / 2**30:7.2f}Gi {grep:7.2f}s {wall:7.2f}s {'':>6} "
+                  f"{peak / 1024:8.0f} MiB  (grep: {grep_peak / 1024:.0f} MiB)", flush=True)
     if not a.keep:
         for path in made:
             path.unlink()
