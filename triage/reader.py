@@ -664,15 +664,15 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def _open(path: str | os.PathLike[str]) -> tuple[BinaryIO, int | None, bool]:
-    """Open a log: (binary stream, size if it is a plain seekable file, gzipped)."""
+def _open(path: str | os.PathLike[str]) -> tuple[BinaryIO, int | None]:
+    """Open a log: (binary stream, size if it is a plain seekable file; None for a stream)."""
     if str(path) == STDIN:
         stdin = sys.stdin.buffer
         head = stdin.read(2)
         stream: BinaryIO = io.BufferedReader(_Prefixed(head, stdin), CHUNK)  # type: ignore[arg-type]
         if head == b"\x1f\x8b":
-            return gzip.GzipFile(fileobj=stream, mode="rb"), None, True  # type: ignore[return-value]
-        return stream, None, False
+            return gzip.GzipFile(fileobj=stream, mode="rb"), None  # type: ignore[return-value]
+        return stream, None
     p = os.fspath(path)
     try:
         if os.path.isdir(p):
@@ -687,11 +687,11 @@ def _open(path: str | os.PathLike[str]) -> tuple[BinaryIO, int | None, bool]:
     magic = f.read(2)
     if magic == b"\x1f\x8b":
         f.seek(0)
-        return gzip.GzipFile(fileobj=f, mode="rb"), None, True  # type: ignore[return-value]
+        return gzip.GzipFile(fileobj=f, mode="rb"), None  # type: ignore[return-value]
     if not f.seekable():  # a named pipe or a device: read it as a stream
-        return io.BufferedReader(_Prefixed(magic, f), CHUNK), None, False  # type: ignore[arg-type]
+        return io.BufferedReader(_Prefixed(magic, f), CHUNK), None  # type: ignore[arg-type]
     f.seek(0)
-    return f, os.fstat(f.fileno()).st_size, False
+    return f, os.fstat(f.fileno()).st_size
 
 
 def scan(path: str | os.PathLike[str], each: Callable[[Reading], None] | None = None) -> Scan:
@@ -701,7 +701,7 @@ def scan(path: str | os.PathLike[str], each: Callable[[Reading], None] | None = 
     `each` is called with every reading, in log order, as soon as it is final: a consumer works
     while the rest of the log is still being read.
     """
-    f, size, _gz = _open(path)
+    f, size = _open(path)
     name = "<stdin>" if str(path) == STDIN else str(path)
     with f:
         if size is None:
@@ -730,7 +730,7 @@ def scan(path: str | os.PathLike[str], each: Callable[[Reading], None] | None = 
     return result
 
 
-def _file_plan(size: int):  # type: ignore[no-untyped-def]
+def _file_plan(size: int) -> Callable[[int], Plan]:
     """The plan of each chunk of a plain file of `size` bytes."""
     if size <= FULL_PARSE_BYTES:
         return lambda k: Plan(full=True)
@@ -738,7 +738,7 @@ def _file_plan(size: int):  # type: ignore[no-untyped-def]
     return lambda k: Plan(full=False, stride=stride, head=k == 0)
 
 
-def _sequential(f: BinaryIO, size: int, n_chunks: int, plan_of) -> Iterator[ChunkResult]:  # type: ignore[no-untyped-def]
+def _sequential(f: BinaryIO, size: int, n_chunks: int, plan_of: Callable[[int], Plan]) -> Iterator[ChunkResult]:
     buf = bytearray(min(size, CHUNK + MAX_LINE) or 1)
     for k in range(n_chunks):
         try:
