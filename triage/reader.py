@@ -17,8 +17,11 @@ Python work is what makes a reader slow, so each chunk is first searched as a wh
 So a big log's metric series is a deterministic decimation (head, tail, a stride sample, and
 the non-finite values), while its events are complete (but for crowded chunks, below): a
 warning printed once in the middle of a 10 GB log is found, at its real line number. A plain
-file of `PARALLEL_BYTES` or more is read by forked worker processes, one chunk each, merged in
-file order.
+file of `PARALLEL_BYTES` or more is read by worker processes, one chunk each, merged in file
+order. They are forked from this process only while it has a single thread: a child forked from a
+process with other threads inherits whatever locks those threads held at that instant and can
+block on one forever (a test runner, a notebook, a library user's program), so there the
+workers are forked from a fresh single-threaded server instead (multiprocessing's forkserver).
 
 Memory does not grow with the log: a line longer than `MAX_LINE` is cut to windows of that size
 around what made it interesting (the scan counts such lines); once `EVENT_BUDGET` events are
@@ -720,8 +723,9 @@ def scan(path: str | os.PathLike[str], each: Callable[[Reading], None] | None = 
         plan_of = _file_plan(size)
         n_chunks = max(1, -(-size // CHUNK))
         asm = _Assembler(result, each, size - END_BYTES)
-        if size >= PARALLEL_BYTES and n_chunks > 1 and _can_fork():
-            results = _parallel(os.fspath(path), size, n_chunks)
+        method = _start_method() if size >= PARALLEL_BYTES and n_chunks > 1 else None
+        if method is not None:
+            results = _parallel(os.fspath(path), size, n_chunks, method)
         else:
             results = _sequential(f, size, n_chunks, plan_of)
         for res in results:
@@ -783,13 +787,40 @@ def _scan_stream(f: BinaryIO, name: str, each: Callable[[Reading], None] | None)
 _WORKER: dict[str, object] = {}
 
 
-def _can_fork() -> bool:
+def _start_method() -> str | None:
+    """How worker processes are started here, or None to read in this process: "fork" while
+    this process has one thread, else "forkserver" (see the module's notes)."""
     import multiprocessing as mp
 
-    return "fork" in mp.get_all_start_methods() and (os.cpu_count() or 1) > 1
+    methods = mp.get_all_start_methods()
+    if (os.cpu_count() or 1) < 2:
+        return None
+    if "fork" in methods and _single_threaded():
+        return "fork"
+    return "forkserver" if "forkserver" in methods else None
 
 
-def _init_worker(path: str, size: int) -> None:
+def _single_threaded() -> bool:
+    """Whether this process runs one thread, native threads included (Linux counts them in
+    /proc; elsewhere it is not known, so no)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def _limits() -> dict[str, int]:
+    """This module's size limits as they stand (the upper-case integer settings): a worker
+    started by a server, not forked from here, is given them so that it cuts the same chunks."""
+    return {name: value for name, value in globals().items()
+            if name.isupper() and type(value) is int}
+
+
+def _init_worker(path: str, size: int, limits: dict[str, int], hyperscan: bool) -> None:
+    global _MATCHER
+    globals().update(limits)
+    if _MATCHER is None or (_MATCHER.hs is not None) != hyperscan:  # not inherited: a server's child
+        _MATCHER = Matcher(use_hyperscan=hyperscan)
     _WORKER["file"] = open(path, "rb", buffering=0)  # noqa: SIM115 - lives as long as the worker
     _WORKER["size"] = size
     _WORKER["buf"] = bytearray(CHUNK + MAX_LINE)
@@ -801,15 +832,16 @@ def _worker_chunk(k: int) -> ChunkResult:
     return _read_file_chunk(_WORKER["file"], k, _WORKER["size"], plan_of(k), _WORKER["buf"])  # type: ignore[operator, arg-type]
 
 
-def _parallel(path: str, size: int, n_chunks: int) -> Iterator[ChunkResult]:
-    """Chunk results in file order, read by forked workers, at most a few chunks ahead (so the
-    results waiting to be merged stay small whatever the file size)."""
+def _parallel(path: str, size: int, n_chunks: int, method: str) -> Iterator[ChunkResult]:
+    """Chunk results in file order, read by worker processes started by `method`, at most a few
+    chunks ahead (so the results waiting to be merged stay small whatever the file size)."""
     import multiprocessing as mp
 
-    matcher()  # compile the patterns once, before forking
+    found = matcher()  # compiled once here, before forking (a server's children compile their own)
     workers = min(n_chunks, os.cpu_count() or 1, 8)
     try:
-        pool = mp.get_context("fork").Pool(workers, initializer=_init_worker, initargs=(path, size))
+        pool = mp.get_context(method).Pool(workers, initializer=_init_worker,
+                                            initargs=(path, size, _limits(), found.hs is not None))
     except OSError:  # no semaphores or pipes to be had (a locked-down container): read it here
         with open(path, "rb") as f:
             yield from _sequential(f, size, n_chunks, _file_plan(size))

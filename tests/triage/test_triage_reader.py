@@ -83,8 +83,8 @@ def test_binary_and_missing_files_are_bad_input(tmp_path):
 
 
 # ---- big logs: every line read, real line numbers, bounded memory ------------------------------
-# The chunk sizes are shrunk so that a few MiB behave as a big log does (many chunks, forked
-# workers, decimated metrics); forked workers inherit the patched sizes.
+# The chunk sizes are shrunk so that a few MiB behave as a big log does (many chunks, worker
+# processes, decimated metrics); workers are given the patched sizes however they are started.
 
 
 @pytest.fixture
@@ -148,6 +148,35 @@ def test_parallel_sequential_and_piped_reads_agree(tmp_path, small_chunks, monke
     # a pipe's length is unknown, so its metric sample differs; its events and count do not
     assert piped.lines == parallel.lines
     assert _key(piped, piped.events) == _key(parallel, parallel.events)
+
+
+def test_a_process_with_threads_reads_a_big_log_without_forking_itself(tmp_path, small_chunks, monkeypatch):
+    # A library user's program (or a test runner) has other threads; one of them holds a lock
+    # while the log is read. A worker forked from this process would inherit that lock held and
+    # could wait on it forever, so the workers must come from a clean server, and agree with a
+    # read done here.
+    import multiprocessing as mp
+    import threading
+
+    p, _ = _big_log(tmp_path, b"RuntimeError: CUDA error: device-side assert triggered\n")
+    held, release = threading.Lock(), threading.Event()
+    held.acquire()
+    thread = threading.Thread(target=release.wait, daemon=True)
+    thread.start()
+    methods = []
+    real = mp.get_context
+    monkeypatch.setattr(mp, "get_context", lambda method=None: methods.append(method) or real(method))
+    try:
+        parallel = reader.scan(p)
+    finally:
+        release.set()
+        held.release()
+        thread.join()
+    assert methods and "fork" not in methods
+    monkeypatch.setattr(reader, "PARALLEL_BYTES", 1 << 40)
+    here = reader.scan(p)
+    assert parallel.lines == here.lines and _key(parallel, parallel.events) == _key(here, here.events)
+    assert _key(parallel, parallel.readings) == _key(here, here.readings)
 
 
 def test_without_hyperscan_the_same_lines_are_picked(tmp_path, small_chunks, monkeypatch):
