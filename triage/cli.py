@@ -1,6 +1,6 @@
 """The `triage` command: explain why a training run failed, from its log.
 
-    triage explain LOG [--format text|markdown|json] [--diff PATCH] [--telemetry F] [--causes F]
+    triage explain LOG|- [--format text|markdown|json] [--diff PATCH] [--telemetry F] [--causes F]
 
 Exit codes (the same for every format, so CI can branch on them):
 
@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("explain", help="rank the likely causes of a failed run, with evidence and fixes",
                         description=__doc__.split("\n\n")[1].strip() if __doc__ else None,
                         epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ex.add_argument("log", metavar="LOG", help="the run's log (plain text or .gz)")
+    ex.add_argument("log", metavar="LOG", help="the run's log (plain text or .gz; - reads standard input, "
+                    "e.g. `cmd | triage explain -`)")
     ex.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                     help="terminal text (default), the PR-comment markdown, or JSON")
     ex.add_argument("--diff", metavar="PATCH", help="a unified diff (e.g. the PR's): causes whose fault "
@@ -53,8 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--telemetry", metavar="F", help='JSON lines of GPU samples: {"t":..., "gpu_util":..., '
                     '"mem_used":...}')
     ex.add_argument("--causes", metavar="F", help="your own cause table (YAML) to extend or override ours")
-    ex.add_argument("--max-bytes", metavar="SIZE", type=_size, default=None,
-                    help="read at most SIZE of a bigger log: its first and last halves (default 4G)")
     ex.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                     help="colour the text output (default: when stdout is a terminal)")
     from triage import watch
@@ -101,19 +100,6 @@ def _checked(name: str):
     return convert
 
 
-def _size(text: str) -> int:
-    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    unit = t[-1] if t and t[-1] in units else ""
-    try:
-        value = float(t[: len(t) - len(unit)] if unit else t) * units[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 512M, 4G)") from None
-    if value < 2**16:
-        raise argparse.ArgumentTypeError(f"too small: {text!r} (at least 64K)")
-    return int(value)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -138,8 +124,7 @@ def _explain(args: argparse.Namespace) -> int:
     from triage import render
     from triage.explain import explain
 
-    kwargs = {"max_bytes": args.max_bytes} if args.max_bytes else {}
-    report = explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes, **kwargs)
+    report = explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes)
     if args.format == "json":
         out = render.json_text(report)
     elif args.format == "markdown":

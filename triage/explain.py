@@ -6,16 +6,14 @@ diff and telemetry symptoms, rank causes with the table. Rendering lives in `tri
 
 from __future__ import annotations
 
-import math
 import os
-import re
 from dataclasses import dataclass, field
 
 from triage import detectors, reader, table
 from triage.detectors import telemetry as telemetry_mod
 from triage.errors import BadInputError
 from triage.records import Cause, Symptom
-from triage.series import Point, Series, SeriesBuilder, parse_reading
+from triage.series import Series, SeriesBuilder
 
 # Symptoms that mean the run failed, whether or not a cause explains them.
 FAILURE_SYMPTOMS = frozenset({
@@ -34,7 +32,9 @@ class Report:
     series: dict[str, Series] = field(repr=False)
     lines: int = 0
     sampled: bool = False
-    skipped_bytes: int = 0
+    cut_lines: int = 0
+    events_thinned: int = 0
+    crowded_blocks: int = 0
     ranks: tuple[int, ...] = ()
     failure_step: int | None = None
     threshold: float = 0.0
@@ -58,7 +58,9 @@ class Report:
             "failure_step": self.failure_step,
             "lines": self.lines,
             "sampled": self.sampled,
-            "skipped_bytes": self.skipped_bytes,
+            "cut_lines": self.cut_lines,
+            "events_thinned": self.events_thinned,
+            "crowded_blocks": self.crowded_blocks,
             "ranks": list(self.ranks),
             "threshold": self.threshold,
         }
@@ -66,19 +68,17 @@ class Report:
 
 def explain(log: str | os.PathLike[str], *, diff: str | os.PathLike[str] | None = None,
             telemetry: str | os.PathLike[str] | None = None,
-            causes: str | os.PathLike[str] | None = None,
-            max_bytes: int = reader.MAX_BYTES) -> Report:
-    """Read `log` and return the ranked causes; raise BadInputError for input that is not a log."""
+            causes: str | os.PathLike[str] | None = None) -> Report:
+    """Read `log` ("-": standard input) and return the ranked causes; raise BadInputError for
+    input that is not a log."""
     tab = table.load(causes)
-    scan = reader.scan(log, max_bytes=max_bytes)
-    if scan.bytes_read == 0:
-        raise BadInputError(f"{log}: empty log, nothing to explain")
     builder = SeriesBuilder()
-    for rd in scan.readings:
-        builder.add(rd.text, rd.line, rd.rank)
+    add = builder.add
+    # metrics are parsed while the rest of the log is still being read
+    scan = reader.scan(log, each=lambda rd: add(rd.text, rd.line, rd.rank))
+    if scan.bytes_read == 0:
+        raise BadInputError(f"{scan.path}: empty log, nothing to explain")
     series = builder.build()
-    if scan.sampled and scan.offsets:
-        _pin_first_non_finite(scan, series)
     ctx = detectors.Context(scan.events, series, scan.readings)
     if telemetry is not None:
         ctx.telemetry = telemetry_mod.load(telemetry)
@@ -93,39 +93,9 @@ def explain(log: str | os.PathLike[str], *, diff: str | os.PathLike[str] | None 
         if ranked or any(s.name in FAILURE_SYMPTOMS for s in symptoms):
             symptoms += diff_symptoms
             ranked = table.rank(symptoms, tab)
-    return Report(str(log), tuple(ranked), tuple(symptoms), series, scan.lines, scan.sampled,
-                  scan.skipped_bytes, tuple(sorted(scan.ranks)), _failure_step(symptoms, series),
-                  tab.threshold)
-
-
-_NON_FINITE = re.compile(rb"(?<![A-Za-z_])(?:nan|NaN|inf|Inf)(?![A-Za-z_])")
-
-
-def _pin_first_non_finite(scan: reader.Scan, series: dict[str, Series]) -> None:
-    """In a sampled log, find the exact first non-finite loss between the two samples around it."""
-    loss = series.get("loss")
-    if loss is None:
-        return
-    idx = next((i for i, p in enumerate(loss.points) if not math.isfinite(p.value)), None)
-    if not idx:
-        return
-    prev, bad = loss.points[idx - 1], loss.points[idx]
-    start = scan.offsets.get(prev.line) if prev.line is not None else None
-    end = scan.offsets.get(bad.line) if bad.line is not None else None
-    if start is None or end is None or end <= start or prev.line is None:
-        return
-    # skip the previous sample's own line, then look for the first line with a non-finite word
-    found = reader.first_match_between(scan.path, start, end, _NON_FINITE)
-    while found is not None:
-        skipped, raw = found
-        line = prev.line + skipped
-        for rd in reader.split_readings(line, raw):
-            step, metrics = parse_reading(rd.text)
-            value = metrics.get("loss")
-            if value is not None and not math.isfinite(value):
-                loss.points.insert(idx, Point(step if step is not None else bad.step, value, line, rd.rank))
-                return
-        return
+    return Report(scan.path, tuple(ranked), tuple(symptoms), series, scan.lines, scan.sampled,
+                  scan.cut_lines, scan.events_thinned, scan.crowded_blocks, tuple(sorted(scan.ranks)),
+                  _failure_step(symptoms, series), tab.threshold)
 
 
 def _failure_step(symptoms: list[Symptom], series: dict[str, Series]) -> int | None:

@@ -1,60 +1,103 @@
-"""Log reading: stream a (possibly gzipped, coloured, multi-rank, huge) log into readings.
+"""Log reading: every line of a (gzipped, piped, coloured, multi-rank, huge) log, in bounded memory.
 
 A *reading* is one thing a program printed: a line, or one of the carriage-return updates a
 progress bar packs into a single line. Each keeps the line number it came from and the rank
 that printed it (`[rank1]:`, torchrun's `[default1]:` or `1:` prefixes).
 
-The file is read in large binary chunks and never held whole. Speed comes from doing as little
-per-line Python work as possible on big logs:
+Every byte of the log is read, in chunks of `CHUNK` bytes that end on a line boundary. Per-line
+Python work is what makes a reader slow, so each chunk is first searched as a whole, at C speed:
 
-* lines that may matter to a detector are found by `bytes.find` on a few literal keywords per
-  chunk (C speed), and only those lines are decoded and split;
-* metric lines are parsed in full for small logs; for big ones, the first and last few thousand
-  lines are parsed in full and the middle is sampled at a fixed byte stride, which is plenty
-  for trend detectors (the first non-finite value is still exact: it is a keyword hit);
-* a log beyond `max_bytes` is read as its head and its tail, and the skipped middle is reported.
+* newlines are counted (`bytes.count`), which numbers every line exactly;
+* `KEYWORDS` (the one list of event words) and `NON_FINITE` words are found by one combined
+  search (Hyperscan where it is installed, else one `re` pass per word);
+* then only the lines that matter are cut out and decoded: lines with a keyword (events),
+  lines with a non-finite word, and, for metric series, every line of a small log but only the
+  lines at a fixed byte stride of a big one, plus its first and last `HEAD_LINES` lines.
+
+So a big log's metric series is a deterministic decimation (head, tail, a stride sample, and
+the non-finite values), while its events are complete (but for crowded chunks, below): a
+warning printed once in the middle of a 10 GB log is found, at its real line number. A plain
+file of `PARALLEL_BYTES` or more is read by worker processes, one chunk each, merged in file
+order. They are forked from this process only while it has a single thread: a child forked from a
+process with other threads inherits whatever locks those threads held at that instant and can
+block on one forever (a test runner, a notebook, a library user's program), so there the
+workers are forked from a fresh single-threaded server instead (multiprocessing's forkserver).
+
+Memory does not grow with the log: a line longer than `MAX_LINE` is cut to windows of that size
+around what made it interesting (the scan counts such lines); once `EVENT_BUDGET` events are
+kept (or within a chunk of over `CHUNK_EVENT_LINES` event lines), an event is kept only
+`SHAPE_KEEP` times per shape (its text without digits) and its other repeats are counted; a chunk with more than `CHUNK_EVENT_HITS` keyword matches (NCCL
+debug output, a warning every step) is read one line per keyword per `BLOCK` after that many
+(the scan counts such blocks); and every kept byte counts against `KEEP_BYTES`.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
+import sys
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import BinaryIO
 
 from triage.errors import BadInputError
 
-CHUNK = 8 << 20
-FULL_PARSE_BYTES = 8 << 20       # logs up to this size have every line parsed
-HEAD_TAIL_LINES = 2000           # lines parsed in full at each end of a sampled log
-SAMPLES = 4_000                  # target number of sampled lines in a big log's middle
-MAX_BYTES = 4 << 30              # beyond this, read the first and last half of it only
-PER_CHUNK_HITS = 64              # keyword hits kept from each end of each chunk, per keyword
+CHUNK = 8 << 20                  # bytes per chunk (chunk k starts at the first line start >= k * CHUNK)
+MAX_LINE = 16 << 10              # longer lines are cut to windows of this size for matching
+SAMPLE_PIECE = 2 << 10           # the window kept around a sample point inside an over-long line
+FULL_PARSE_BYTES = 8 << 20       # logs up to this size have every line read into readings
+SAMPLES = 4096                   # stride samples of a big log's metric lines (its head and tail besides)
+STREAM_SAMPLES = 4_096           # stride samples per doubling of a piped log (its length is unknown)
+HEAD_LINES = 1000                # lines read in full at each end of a big log
+END_BYTES = 1 << 20              # ... within this many bytes of that end
+CHUNK_EVENT_LINES = 512          # a chunk with more event lines sends `SHAPE_KEEP` per shape
+CHUNK_EVENT_HITS = 512           # keyword matches read one by one per chunk; then ...
+BLOCK = 128 << 10                # ... the first match of each keyword per block of this size
+NON_FINITE_HITS = 64             # non-finite words looked at per chunk
+SHAPE_KEEP = 2                   # occurrences kept of one event shape (its text without digits)
+EVENT_BUDGET = 1000              # events kept before repeats are only counted
+SHAPES_MAX = 50_000              # distinct event shapes remembered
+NON_FINITE_PER_CHUNK = 16        # lines with a non-finite word kept per chunk (of those) ...
+NON_FINITE_BUDGET = 512          # ... and in all
+CHUNK_KEEP_BYTES = 4 << 20       # bytes of kept lines one chunk may send back whole
+KEEP_BYTES = 48 << 20            # bytes of kept lines in all; beyond it, kept lines are cut short
+SHORT_PIECE = 256                # what a kept line is cut to beyond those budgets
+PARALLEL_BYTES = 64 << 20        # plain files at least this big are read by worker processes
 
-# Literal keywords searched for in the middle of a big log, on raw bytes. Every pass over the
-# file costs about as much as `grep` itself, so the list is short: errors a run survives
-# mid-way ("...Error: ..."). A crash sits in the tail and setup messages and first-step warnings
-# in the head, both parsed in full; the first non-finite value is found from the sampled series
-# and pinned to its exact line by a search between two samples. (`re` finds a literal faster
-# than `bytes.find` does.)
-KEYWORDS: tuple[re.Pattern[bytes], ...] = (re.compile(rb"Error"),)
-# Lines at the ends of a log are checked against a richer list (setup and shutdown messages).
-_EVENT = re.compile(
-    r"rror|arning|imed out|imeout|atchdog|ssert|ecompil|"
-    r"raph break|rainable|SIGTERM|SIGKILL|Terminated|Killed|[Cc]ancel|TIME LIMIT|NCCL|exitcode|RROR|ARNING|xpected|out of memory|OOM|backward|shapes|target size|cache_size|emory|[Nn]a[Nn]\b|\.item\(\)|zero_grad|requires_grad|[Ff]rozen|bounds"
+# The one list of event words, matched on raw bytes anywhere in a line (case as written): a line
+# holding one is an *event*, which the signature detectors read. Add words here, nowhere else.
+KEYWORDS: tuple[bytes, ...] = (
+    b"rror", b"arning", b"imed out", b"imeout", b"atchdog", b"ssert", b"ecompil", b"raph break",
+    b"rainable", b"SIGTERM", b"SIGKILL", b"Terminated", b"Killed", b"Cancel", b"cancel",
+    b"TIME LIMIT", b"NCCL", b"exitcode", b"triage watch:",
+    # what the real-world corpus showed errors and prose reports spelled with (issue 9)
+    b"RROR", b"ARNING", b"xpected", b"out of memory", b"OOM", b"backward", b"shapes",
+    b"target size", b"cache_size", b"emory", b"NaN", b"nan", b".item()", b"zero_grad",
+    b"requires_grad", b"Frozen", b"frozen", b"bounds",
 )
+# Words that print a non-finite number, matched as whole words: every line holding one is read
+# (up to the budgets above), so the first NaN of a big log is exact, not sampled.
+# (Python, numpy, torch and JSON print these; "INF" is left out: it is in every "INFO".)
+NON_FINITE: tuple[bytes, ...] = (b"nan", b"NaN", b"inf", b"Inf", b"Infinity")
+# Every NON_FINITE word holds one of these: a chunk without any needs no search for the words.
+_NF_LETTERS: tuple[bytes, ...] = (b"nan", b"NaN", b"inf", b"Inf")
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _PREFIX = re.compile(r"\[default(\d+)\]:|\[(?:rank|Rank|RANK)\s?(\d+)\]:?\s?|(\d{1,3}): ")
+_DIGITS = b"0123456789"
 
 
 @dataclass(frozen=True)
 class Reading:
-    """One printed update: its line number, position within the line, rank and clean text."""
+    """One printed update: its line number, position within the line, rank and clean text.
+
+    `index` orders the updates of one line: the update's number for a whole line, the byte
+    offset of the window for a line too long to keep whole.
+    """
 
     line: int | None
     index: int
@@ -70,12 +113,13 @@ class Scan:
     size: int
     bytes_read: int = 0
     lines: int = 0
-    sampled: bool = False
-    skipped_bytes: int = 0
+    sampled: bool = False            # metric lines were decimated (a big log)
+    cut_lines: int = 0               # lines longer than MAX_LINE, cut for matching
+    events_thinned: int = 0          # repeated event lines counted but not kept
+    crowded_blocks: int = 0          # blocks so crowded with event lines that one per keyword was read
     readings: list[Reading] = field(default_factory=list)
     events: list[Reading] = field(default_factory=list)
     ranks: set[int] = field(default_factory=set)
-    offsets: dict[int, int] = field(default_factory=dict)  # line -> byte offset, sampled logs only
 
 
 def clean(raw: bytes) -> tuple[str, int | None]:
@@ -112,27 +156,6 @@ def split_readings(line: int | None, raw: bytes) -> list[Reading]:
     return out
 
 
-def open_log(path: str | os.PathLike[str]) -> tuple[BinaryIO, int, bool]:
-    """Open a log for binary reading; return (file, size on disk, gzipped)."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise BadInputError(f"{p}: is a directory, not a log file")
-        f = open(p, "rb")  # noqa: SIM115 - the caller closes it
-    except FileNotFoundError:
-        raise BadInputError(f"{p}: no such file") from None
-    except PermissionError:
-        raise BadInputError(f"{p}: permission denied") from None
-    except OSError as exc:
-        raise BadInputError(f"{p}: cannot open ({exc.strerror or exc})") from None
-    size = os.fstat(f.fileno()).st_size
-    magic = f.read(2)
-    f.seek(0)
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f, mode="rb"), size, True  # type: ignore[return-value]
-    return f, size, False
-
-
 def looks_binary(head: bytes) -> bool:
     """True if the start of a file is mostly not text (NULs or control bytes)."""
     if not head:
@@ -145,352 +168,692 @@ def looks_binary(head: bytes) -> bool:
     return (b"\x00" in sample[:1024] and bad > len(sample) // 10) or bad > len(sample) * 3 // 10
 
 
-def _chunks(f: BinaryIO, limit: int | None) -> Iterator[bytes]:
-    """Yield chunks that end on a line boundary (or at a forced cut in an endless line)."""
-    carry = b""
-    remaining = limit
-    while True:
-        want = CHUNK if remaining is None else min(CHUNK, remaining)
-        try:
-            block = f.read(want) if want > 0 else b""
-        except (OSError, EOFError, zlib.error) as exc:
-            raise BadInputError(f"cannot read the log: {exc}") from None
-        if remaining is not None:
-            remaining -= len(block)
-        if not block:
-            if carry:
-                yield carry
-            return
-        data = carry + block
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:
-            if len(data) < 4 * CHUNK:
-                carry = data
-                continue
-            cut = len(data)  # no newline for a long time: force a cut, the line goes on
-        carry = data[cut:]
-        yield data[:cut]
+# ---- finding keywords and non-finite words in a whole chunk -----------------------------------
 
+class Matcher:
+    """Finds `KEYWORDS` and `NON_FINITE` words in a chunk, all words in one pass where it can.
 
-def scan(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
-         full_parse_bytes: int = FULL_PARSE_BYTES) -> Scan:
-    """Read a log and return its readings and events; raise BadInputError if it is not a log."""
-    f, size, gz = open_log(path)
-    with f:
-        try:
-            head = f.read(8192)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise BadInputError(f"{path}: cannot read ({exc})") from None
-        if looks_binary(head):
-            raise BadInputError(f"{path}: binary data, not a text log")
-        f.seek(0)
-        result = Scan(str(path), size)
-        # a gzipped log is judged by a guess at its unpacked size
-        est = size * 8 if gz else size
-        result.sampled = est > full_parse_bytes
-        stride = max(1, est // SAMPLES) if result.sampled else 0
-        if result.sampled and not gz:
-            f.close()
-            _scan_big(str(path), size, max_bytes, result)
-            return result
-        state = _State(result, stride)
-        state.feed_all(_chunks(f, None))
-        state.finish()
-    return result
+    Hyperscan (an optional dependency, with wheels for Linux x86-64) searches all words at once
+    at several GB/s; without it each word is one `re` pass (a literal: a fast skip loop), which
+    finds the same positions, slower by about the number of words.
+    """
 
+    def __init__(self, use_hyperscan: bool = True) -> None:
+        self.hs = None
+        if use_hyperscan:
+            try:
+                import hyperscan
+            except ImportError:
+                hyperscan = None
+            self.hs = hyperscan
+        n = len(KEYWORDS)
+        words = [rb"\b" + re.escape(w) + rb"\b" for w in NON_FINITE]
+        if self.hs is not None:
+            # pass 1: every keyword, and whether a non-finite word may be there at all (its
+            # letters, once each); pass 2, only where they are: the whole words
+            self._first = self._db([re.escape(k) for k in KEYWORDS] + [re.escape(w) for w in _NF_LETTERS],
+                                   [0] * n + [self.hs.HS_FLAG_SINGLEMATCH] * len(_NF_LETTERS))
+            self._once = self._db([re.escape(k) for k in KEYWORDS], [self.hs.HS_FLAG_SINGLEMATCH] * n)
+            self._words = self._db(words, [0] * len(words))
+        self._literals = [re.compile(re.escape(k)) for k in KEYWORDS]
+        self._word_res = [re.compile(w) for w in words]
 
-class _State:
-    """The running position of one scan: line numbering, the head/tail windows, dedupe."""
+    def _db(self, expressions: list[bytes], flags: list[int]):  # type: ignore[no-untyped-def]
+        db = self.hs.Database(mode=self.hs.HS_MODE_BLOCK)
+        db.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags)
+        return db
 
-    def __init__(self, result: Scan, stride: int) -> None:
-        self.r = result
-        self.stride = stride
-        self.line0 = 0                 # lines before the current chunk
-        self.line_known = True
-        self.recent: deque[tuple[int, bytes]] = deque(maxlen=2)
-        self.seen: set[tuple[int, int]] = set()
-        self.next_sample = 0           # byte offset (in the current chunk) of the next sample
+    def find(self, buf: bytes | bytearray, lo: int, hi: int) -> tuple[list[int], list[int], int]:
+        """(keyword positions, non-finite word positions, crowded blocks) in buf[lo:hi].
 
-    def number(self, n: int) -> int | None:
-        return n if self.line_known else None
+        Keywords: the first `CHUNK_EVENT_HITS` in the chunk; after that (a chunk crowded with
+        event lines) the first of each keyword per `BLOCK` bytes. Non-finite words: the first
+        `NON_FINITE_HITS`. A position lies inside its match.
+        """
+        view = memoryview(buf)
+        events: list[int] = []
+        maybe_nf = hi
+        capped = False
+        if self.hs is not None:
+            n = len(KEYWORDS)
 
-    def feed_all(self, chunks: Iterator[bytes]) -> None:
-        for chunk in chunks:
-            self.r.bytes_read += len(chunk)
-            if not self.stride:
-                self._full(chunk)
-            else:
-                self._sampled(chunk)
+            def on(i: int, _f: int, to: int, _fl: int, _c: object) -> bool:
+                nonlocal maybe_nf
+                if i < n:
+                    events.append(lo + to - 1)
+                    return len(events) >= CHUNK_EVENT_HITS
+                maybe_nf = min(maybe_nf, lo + to - 4)
+                return False
 
-    # -- small logs: every line --------------------------------------------------------------
-    def _full(self, chunk: bytes) -> None:
-        lines = chunk.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        base = self.line0
-        for i, raw in enumerate(lines, start=base + 1):
-            readings = split_readings(self.number(i), raw)
-            self.r.readings.extend(readings)
-            if readings and _EVENT.search(raw.decode("utf-8", "replace")):
-                self.r.events.extend(readings)
-            for rd in readings:
-                if rd.rank is not None:
-                    self.r.ranks.add(rd.rank)
-        self.line0 = base + len(lines)
-        self.r.lines = self.line0
+            try:
+                self._first.scan(view[lo:hi], match_event_handler=on)
+            except self.hs.ScanTerminated:
+                capped = True
+        else:
+            ends = sorted(m.end() for p in self._literals for m in p.finditer(buf, lo, hi))
+            capped = len(ends) >= CHUNK_EVENT_HITS
+            events = [e - 1 for e in ends[:CHUNK_EVENT_HITS]]
+            maybe_nf = lo
+        crowded = 0
+        if capped:
+            maybe_nf = lo
+            b = buf.find(b"\n", events[-1], hi) + 1 or hi
+            while b < hi:
+                e = buf.find(b"\n", min(hi, b + BLOCK), hi) + 1 or hi
+                events.extend(self._first_of_each(buf, b, e))
+                crowded += 1
+                b = e
+        non_finite: list[int] = []
+        if maybe_nf < hi:
+            start = buf.rfind(b"\n", lo, max(lo, maybe_nf)) + 1 or lo
+            non_finite = self._non_finite(buf, start, hi)
+        return events, non_finite, crowded
 
-    # -- big logs: keyword hits, a byte-stride sample, head and tail in full ------------------
-    def _sampled(self, chunk: bytes) -> None:
-        n_lines = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
-        head_room = HEAD_TAIL_LINES - self.line0 if self.line_known else 0
-        if head_room > 0:
-            # parse the head in full (it holds setup lines: parameter counts, config)
-            cut = 0
-            for _ in range(min(head_room, n_lines)):
-                nxt = chunk.find(b"\n", cut)
-                cut = len(chunk) if nxt < 0 else nxt + 1
-            self._full(chunk[:cut])
-            rest = chunk[cut:]
-            if not rest:
-                return
-            chunk = rest
-            n_lines = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
-        positions: set[int] = set()
-        for kw in KEYWORDS:
-            positions.update(_hits(chunk, kw))
-        # sample positions at a fixed byte stride
-        pos = self.next_sample
-        while pos < len(chunk):
-            positions.add(pos)
-            pos += self.stride
-        self.next_sample = pos - len(chunk)
-        starts: dict[int, int] = {}
-        for p in positions:
-            s = chunk.rfind(b"\n", 0, p) + 1
-            starts[s] = starts.get(s, 0)
-        # number the chosen lines with one incremental pass of newline counting
-        count = self.line0
-        prev = 0
-        for s in sorted(starts):
-            count += chunk.count(b"\n", prev, s)
-            prev = s
-            e = chunk.find(b"\n", s)
-            raw = chunk[s:] if e < 0 else chunk[s:e]
-            lineno = count + 1
-            self._one(lineno, raw)
-        self.line0 += n_lines
-        self.r.lines = self.line0
-        # the last two chunks are kept: the log's tail is parsed in full at the end
-        self.recent.append((self.line0 - n_lines, chunk))
-
-    def _one(self, lineno: int, raw: bytes) -> None:
-        key = (lineno, 0)
-        if key in self.seen:
-            return
-        self.seen.add(key)
-        readings = split_readings(self.number(lineno), raw)
-        if not readings:
-            return
-        self.r.readings.extend(readings)
-        text = raw.decode("utf-8", "replace")
-        if _EVENT.search(text):
-            self.r.events.extend(readings)
-        for rd in readings:
-            if rd.rank is not None:
-                self.r.ranks.add(rd.rank)
-
-    def finish(self) -> None:
-        if self.stride:
-            tail: list[tuple[int, bytes]] = []
-            for line0, chunk in reversed(self.recent):
-                lines = chunk[-(HEAD_TAIL_LINES * 400):].split(b"\n")
-                if lines and lines[-1] == b"":
-                    lines.pop()
-                total = chunk.count(b"\n") + (0 if chunk.endswith(b"\n") else 1)
-                first = line0 + total - len(lines) + 1
-                tail[:0] = [(first + i, raw) for i, raw in enumerate(lines)]
-                if len(tail) >= HEAD_TAIL_LINES:
-                    break
-            for lineno, raw in tail[-HEAD_TAIL_LINES:]:
-                self._one(lineno, raw)
-            order = lambda rd: (rd.line if rd.line is not None else 1 << 62, rd.index)  # noqa: E731
-            self.r.readings.sort(key=order)
-            self.r.events.sort(key=order)
-
-
-def _hits(chunk: bytes, kw: re.Pattern[bytes]) -> list[int]:
-    """Positions of `kw` in `chunk`: all of them, or the first and last few if there are many."""
-    out: list[int] = []
-    start = 0
-    search = kw.search
-    while len(out) < PER_CHUNK_HITS:
-        m = search(chunk, start)
-        if m is None:
+    def _first_of_each(self, buf: bytes | bytearray, lo: int, hi: int) -> list[int]:
+        """The position of the first match of each keyword in buf[lo:hi]."""
+        if self.hs is not None:
+            out: list[int] = []
+            self._once.scan(memoryview(buf)[lo:hi],
+                            match_event_handler=lambda _i, _f, to, _fl, _c: out.append(lo + to - 1))
             return out
-        out.append(m.start())
-        start = m.end()
-    end = len(chunk)
-    literal = kw.pattern
-    for _ in range(PER_CHUNK_HITS):
-        i = chunk.rfind(literal, start, end)
-        if i < 0:
-            break
-        out.append(i)
-        end = i
+        found = (p.search(buf, lo, hi) for p in self._literals)
+        return [m.end() - 1 for m in found if m is not None]
+
+    def _non_finite(self, buf: bytes | bytearray, lo: int, hi: int) -> list[int]:
+        """Positions of the first `NON_FINITE_HITS` non-finite words in buf[lo:hi]."""
+        if self.hs is not None:
+            hits: list[int] = []
+
+            def on(_i: int, _f: int, to: int, _fl: int, _c: object) -> bool:
+                hits.append(lo + to - 1)
+                return len(hits) >= NON_FINITE_HITS
+
+            try:
+                self._words.scan(memoryview(buf)[lo:hi], match_event_handler=on)
+            except self.hs.ScanTerminated:
+                pass
+            return hits
+        ends = sorted(m.end() for p in self._word_res for m in p.finditer(buf, lo, hi))
+        return [e - 1 for e in ends[:NON_FINITE_HITS]]
+
+
+_MATCHER: Matcher | None = None
+
+
+def matcher() -> Matcher:
+    """The process's matcher (compiled once, before any worker is forked)."""
+    global _MATCHER
+    if _MATCHER is None:
+        _MATCHER = Matcher()
+    return _MATCHER
+
+
+# ---- one chunk: which lines to keep -----------------------------------------------------------
+
+# Why a line was picked (bits). CUT marks a window of a line too long to keep whole.
+EVENT, NON_FINITE_LINE, WHOLE, SAMPLE, CUT = 1, 2, 4, 8, 16
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to read one chunk: every line, or a stride sample (and the head if it is the first)."""
+
+    full: bool
+    stride: int = 0
+    head: bool = False
+
+
+# A kept piece of a chunk: (newlines before it in the chunk, file offset of a cut window or -1
+# for a whole line, raw bytes, why-bits, event shape or b""). Tuples: they cross process pipes.
+Piece = tuple[int, int, bytes, int, bytes]
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    """What one chunk holds: its newline count and the pieces to keep, in file order."""
+
+    newlines: int
+    pieces: list[Piece]
+    at: int = 0
+    size: int = 0
+    ends_with_newline: bool = True
+    cut_lines: int = 0
+    events_thinned: int = 0
+    crowded_blocks: int = 0
+
+
+def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
+               starts_mid_line: bool = False, ends_mid_line: bool = False) -> ChunkResult:
+    """Pick the lines of buf[lo:hi] (at file offset `at`) worth keeping, in file order.
+
+    `starts_mid_line`/`ends_mid_line` say that an over-long line crosses the chunk's edge.
+    """
+    why: dict[int, int] = {}  # line start -> why-bits
+    find, count = buf.find, buf.count
+    event_hits, nf_hits, crowded = matcher().find(buf, lo, hi)
+    event_hits.sort()
+    nf_hits.sort()
+    for s in _line_starts(buf, lo, event_hits):
+        why[s] = EVENT
+    thin = len(why) > CHUNK_EVENT_LINES  # a crowded chunk sends only the first few of each shape
+    per_shape: dict[bytes, int] = {}
+    nf_lines = 0
+    for s in _line_starts(buf, lo, nf_hits):
+        bits = why.get(s, 0)
+        if not bits & NON_FINITE_LINE and nf_lines < NON_FINITE_PER_CHUNK:
+            nf_lines += 1
+            why[s] = bits | NON_FINITE_LINE
+    samples: list[int] = []
+    if plan.full or plan.head:
+        s, n = lo, 0
+        while s < hi and (plan.full or (n < HEAD_LINES and s - lo < END_BYTES)):
+            why[s] = why.get(s, 0) | WHOLE
+            e = find(b"\n", s, hi)
+            if e < 0:
+                break
+            s, n = e + 1, n + 1
+    if plan.stride:
+        q = -(-at // plan.stride) * plan.stride  # the first multiple of the stride in the chunk
+        samples = [lo + x - at for x in range(q, at + hi - lo, plan.stride)]
+        for s in _line_starts(buf, lo, samples):
+            why[s] = why.get(s, 0) | SAMPLE
+    pieces: list[Piece] = []
+    cut_lines = kept = nl = thinned = 0
+    prev = lo
+    for s in sorted(why):
+        bits = why[s]
+        nl += count(b"\n", prev, s)
+        prev = s
+        e = find(b"\n", s, hi)
+        end = hi if e < 0 else e
+        # an event's shape (its start without digits) tells its repeats apart from new events
+        shape = bytes(buf[s:min(end, s + 200)]).translate(None, _DIGITS) if bits & EVENT else b""
+        if thin and shape:
+            seen = per_shape.get(shape, 0)
+            per_shape[shape] = seen + 1
+            if seen >= SHAPE_KEEP:
+                thinned += 1
+                bits &= ~EVENT
+                if not bits:
+                    continue
+        crosses = (s == lo and starts_mid_line) or (e < 0 and ends_mid_line)
+        if end - s <= MAX_LINE and not crosses:
+            raw = bytes(buf[s:end]) if kept < CHUNK_KEEP_BYTES else bytes(buf[s:min(end, s + SHORT_PIECE)])
+            kept += len(raw)
+            pieces.append((nl, -1, raw, bits, shape))
+            continue
+        cut_lines += not crosses  # a line across chunk edges is counted where it ends, below
+        for a, b, wbits in _windows(buf, s, end, bits, event_hits, nf_hits, samples):
+            raw = bytes(buf[a:b]) if kept < CHUNK_KEEP_BYTES else bytes(buf[a:min(b, a + SHORT_PIECE)])
+            if not raw.strip(b"\x00 \t\r"):
+                continue  # a run of NULs (a preallocated or sparse file) says nothing
+            kept += len(raw)
+            pieces.append((nl, at + a - lo, raw, wbits | CUT, shape if wbits & EVENT else b""))
+    newlines = nl + count(b"\n", prev, hi)
+    if starts_mid_line and (newlines or not ends_mid_line):
+        cut_lines += 1  # the over-long line that began in an earlier chunk ends in this one
+    return ChunkResult(newlines, pieces, at, hi - lo, hi == lo or buf[hi - 1] == 10, cut_lines, thinned,
+                       crowded)
+
+
+def _line_starts(buf: bytes | bytearray, lo: int, positions: list[int]) -> list[int]:
+    """The start of the line holding each of the sorted positions, each newline looked for once
+    (a search back from each position would cross a 1 GB line once per position)."""
+    out = []
+    prev_p = prev_s = lo
+    for p in positions:
+        s = buf.rfind(b"\n", prev_p, p) + 1
+        prev_s = s or prev_s
+        prev_p = p
+        out.append(prev_s)
     return out
 
 
-# ---- big plain logs: ranges scanned in parallel worker processes ------------------------------
+def _windows(buf: bytes | bytearray, s: int, end: int, bits: int, event_hits: list[int],
+             nf_hits: list[int], samples: list[int]) -> list[tuple[int, int, int]]:
+    """Windows of an over-long line [s, end) around what picked it: (start, end, why-bits).
 
-def _scan_big(path: str, size: int, max_bytes: int, result: Scan) -> None:
-    """Scan a big uncompressed log: head and tail in full, the rest in parallel ranges."""
-    with open(path, "rb") as f:
-        segments = [(0, size, True)]
-        if size > max_bytes:
-            half = max_bytes // 2
-            tail_start = _line_start_after(f, size - half, size)
-            result.skipped_bytes = tail_start - half
-            segments = [(0, half, True), (tail_start, size, False)]
-        ranges: list[tuple[int, int, int]] = []  # start, end, segment index
-        workers = max(1, min(4, os.cpu_count() or 1))
-        for seg_i, (start, end, _) in enumerate(segments):
-            cuts = [start]
-            for k in range(1, workers):
-                cuts.append(_line_start_after(f, start + (end - start) * k // workers, end))
-            cuts.append(end)
-            ranges += [(a, b, seg_i) for a, b in zip(cuts, cuts[1:]) if b > a]
-    stride = max(4096, (size if size <= max_bytes else max_bytes) // SAMPLES)
-    jobs = [(path, a, b, stride) for a, b, _ in ranges]
-    parts = _map(jobs)
-    state = _State(result, 0)
-    line0 = 0
-    seg_known = {i: known for i, (_, _, known) in enumerate(segments)}
-    prev_seg = 0
-    kept: list[tuple[int, int, bytes]] = []  # line number, byte offset, raw
-    for (a, b, seg_i), (n_lines, picks) in zip(ranges, parts):
-        if seg_i != prev_seg:
-            prev_seg = seg_i
-            state.line_known = seg_known[seg_i]
-        for idx, off, raw in picks:
-            kept.append((line0 + idx + 1, off, raw))
-        line0 += n_lines
-        result.bytes_read += b - a
-    result.lines = line0
-    # head and tail in full; everything else as picked
-    with open(path, "rb") as f:
-        head = f.read(min(size, HEAD_TAIL_LINES * 512))
-        head_lines = head.split(b"\n")[:HEAD_TAIL_LINES]
-        f.seek(max(0, size - HEAD_TAIL_LINES * 512))
-        tail = f.read()
-    tail_lines = tail.split(b"\n")
-    if size > HEAD_TAIL_LINES * 512:
-        tail_lines = tail_lines[1:]  # the first piece is a partial line
-    if tail_lines and tail_lines[-1] == b"":
-        tail_lines.pop()
-    tail_lines = tail_lines[-HEAD_TAIL_LINES:]
-    for i, raw in enumerate(head_lines[:-1] if len(head_lines) > 1 else head_lines, 1):
-        state._one(i, raw)
-    known_tail = not result.skipped_bytes
-    state.line_known = known_tail
-    first_tail = result.lines - len(tail_lines) + 1
-    for i, raw in enumerate(tail_lines):
-        state._one(first_tail + i, raw)
-    state.line_known = True
-    for lineno, _, raw in kept:
-        state.line_known = not (result.skipped_bytes and lineno > _segment_lines(ranges, parts, 0))
-        state._one(lineno, raw)
-    state.line_known = True
-    order = lambda rd: (rd.line if rd.line is not None else 1 << 62, rd.index)  # noqa: E731
-    result.readings.sort(key=order)
-    result.events.sort(key=order)
-    result.offsets = {ln: off for ln, off, _ in kept}
-
-
-def _line_start_after(f: BinaryIO, pos: int, end: int) -> int:
-    """The start of the first line after `pos` (looking at most 1 MiB ahead; a longer line is cut)."""
-    f.seek(pos)
-    window = f.read(min(1 << 20, max(0, end - pos)))
-    i = window.find(b"\n")
-    return min(end, pos + (i + 1 if i >= 0 else len(window)))
-
-
-def _segment_lines(ranges: list[tuple[int, int, int]], parts: list[tuple[int, list]], seg: int) -> int:
-    return sum(n for (_, _, s), (n, _) in zip(ranges, parts) if s == seg)
-
-
-def _map(jobs: list[tuple[str, int, int, int]]) -> list[tuple[int, list[tuple[int, int, bytes]]]]:
-    """Run `_scan_range` over the jobs, in forked workers where the platform allows it."""
-    if len(jobs) > 1:
-        try:
-            import multiprocessing as mp
-
-            ctx = mp.get_context("fork")
-        except (ImportError, ValueError):
-            ctx = None
-        if ctx is not None:
-            with ctx.Pool(len(jobs)) as pool:
-                return pool.map(_scan_range, jobs)
-    return [_scan_range(job) for job in jobs]
-
-
-def _scan_range(job: tuple[str, int, int, int]) -> tuple[int, list[tuple[int, int, bytes]]]:
-    """Count the lines of one byte range and pick its keyword lines and stride samples.
-
-    Returns (lines in the range, [(line index in the range, byte offset, raw line)]). The range
-    is read into one reused buffer and worked on by index, never sliced: copies cost as much as
-    the search itself.
+    Each window is the carriage-return update holding its point where that is short enough
+    (a progress bar's redraw), else `MAX_LINE` (`SAMPLE_PIECE` for a sample) bytes around it.
     """
-    path, start, end, stride = job
-    picks: list[tuple[int, int, bytes]] = []
-    lines = 0
-    next_sample = 0
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    with open(path, "rb", buffering=0) as f:
-        pos = start
-        while pos < end:
-            f.seek(pos)
-            n = f.readinto(view[: min(CHUNK, end - pos)])
-            if not n:
+    points: list[tuple[int, int]] = []
+    if bits & EVENT:
+        points += [(p, EVENT) for p in event_hits if s <= p < end]
+    if bits & NON_FINITE_LINE:
+        points += [(p, NON_FINITE_LINE) for p in nf_hits if s <= p < end][:NON_FINITE_PER_CHUNK]
+    if bits & WHOLE:
+        points += [(s, WHOLE), (max(s, end - 1), WHOLE)]
+    if bits & SAMPLE:
+        points += [(p, SAMPLE) for p in samples if s <= p < end]
+    out: list[tuple[int, int, int]] = []
+    for p, why in sorted(points):
+        half = (SAMPLE_PIECE if why == SAMPLE else MAX_LINE) // 2
+        a0, b0 = max(s, p - half), min(end, p + half)
+        a = buf.rfind(b"\r", a0, p) + 1 or a0
+        b = buf.find(b"\r", p, b0)
+        b = b0 if b < 0 else b
+        if out and a < out[-1][1]:  # overlaps the previous window: one window, both reasons
+            pa, pb, pw = out[-1]
+            out[-1] = (pa, max(pb, b), pw | why)
+        else:
+            out.append((a, b, why))
+    return out
+
+
+# ---- chunk boundaries, the same whether a log is read whole, in parallel or from a pipe -----
+
+def _boundary_in(data: bytes | bytearray, pos: int) -> tuple[int, bool] | None:
+    """Where the chunk that should start near `pos` in data starts: (offset, mid-line), or None
+    if data does not reach far enough to tell."""
+    i = data.find(b"\n", pos - 1, pos + MAX_LINE)
+    if i >= 0:
+        return i + 1, False
+    if len(data) >= pos + MAX_LINE:
+        return pos + MAX_LINE, True  # an over-long line: cut it
+    return None
+
+
+def _file_boundary(f: BinaryIO, k: int, size: int) -> tuple[int, bool]:
+    """The start of chunk k of a seekable file: the first line start at or after k * CHUNK."""
+    if k == 0:
+        return 0, False
+    pos = k * CHUNK
+    if pos >= size:
+        return size, False
+    f.seek(pos - 1)
+    window = f.read(MAX_LINE + 1)
+    found = _boundary_in(window, 1)
+    if found is None:
+        return size, False  # the file ends inside the window, with no newline: one last line
+    return pos - 1 + found[0], found[1]
+
+
+def _read_file_chunk(f: BinaryIO, k: int, size: int, plan: Plan, buf: bytearray) -> ChunkResult:
+    """Read and pick chunk k of a seekable file, into a reused buffer."""
+    start, starts_mid = _file_boundary(f, k, size)
+    end, ends_mid = _file_boundary(f, k + 1, size)
+    if end <= start:
+        return ChunkResult(0, [])
+    if _all_hole(f, start, end):
+        # a hole of a sparse file reads as NULs: no newline, no word, nothing to keep
+        return ChunkResult(0, [], start, end - start, False)
+    f.seek(start)
+    n = f.readinto(memoryview(buf)[: end - start])
+    return read_chunk(buf, 0, n, start, plan, starts_mid, ends_mid)
+
+
+def _all_hole(f: BinaryIO, start: int, end: int) -> bool:
+    """True if [start, end) of a file lies in a hole (where the system can tell: SEEK_DATA)."""
+    if not hasattr(os, "SEEK_DATA"):
+        return False
+    fd = f.fileno()
+    here = os.lseek(fd, 0, os.SEEK_CUR)  # put back below: `f` may buffer on top of this fd
+    try:
+        return os.lseek(fd, start, os.SEEK_DATA) >= end
+    except OSError as exc:  # ENXIO: no data after start at all; anything else: cannot tell
+        import errno
+
+        return exc.errno == errno.ENXIO
+    finally:
+        os.lseek(fd, here, os.SEEK_SET)
+
+
+def _stream_chunks(f: BinaryIO) -> Iterator[tuple[bytes, int, bool, bool]]:
+    """Chunks of a stream (a pipe, a gzip file): (data, file offset, starts mid-line, ends mid-line)."""
+    data = bytearray()
+    at = 0
+    k = 1
+    starts_mid = False
+    eof = False
+    while True:
+        if not eof:
+            try:
+                block = f.read(CHUNK)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise BadInputError(f"cannot read the log: {exc}") from None
+            eof = not block
+            data += block
+        while True:
+            found = _boundary_in(data, k * CHUNK - at) if k * CHUNK - at <= len(data) else None
+            if found is None:
                 break
-            cut = n
-            if pos + n < end:
-                cut = buf.rfind(b"\n", 0, n) + 1 or n  # no newline at all: cut a giant line
-            positions: list[int] = []
-            for kw in KEYWORDS:
-                at = 0
-                while len(positions) < PER_CHUNK_HITS:
-                    m = kw.search(buf, at, cut)
-                    if m is None:
-                        break
-                    positions.append(m.start())
-                    at = m.end()
-            q = next_sample
-            while q < cut:
-                positions.append(q)
-                q += stride
-            next_sample = q - cut
-            count = lines
-            prev = 0
-            for st in sorted({buf.rfind(b"\n", 0, p) + 1 for p in positions}):
-                count += buf.count(b"\n", prev, st)
-                prev = st
-                e = buf.find(b"\n", st, cut)
-                picks.append((count, pos + st, bytes(buf[st: cut if e < 0 else e])))
-            count += buf.count(b"\n", prev, cut)
-            lines = count + (0 if buf[cut - 1] == 10 else 1)
-            pos += cut
-    return lines, picks
+            cut, mid = found
+            yield bytes(data[:cut]), at, starts_mid, mid
+            del data[:cut]
+            at += cut
+            starts_mid = mid
+            k += 1
+        if eof:
+            if data:
+                yield bytes(data), at, starts_mid, False
+            return
 
 
-def first_match_between(path: str, start: int, end: int, pattern: re.Pattern[bytes]) -> tuple[int, bytes] | None:
-    """The first line in the byte range [start, end) that matches, as (lines skipped, raw line)."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(max(0, end - start))
-    m = pattern.search(data)
-    if not m:
+# ---- putting chunks together ------------------------------------------------------------------
+
+class _Assembler:
+    """Turns chunk results, in file order, into a Scan: real line numbers, budgets, readings."""
+
+    def __init__(self, scan: Scan, each: Callable[[Reading], None] | None, hold_from: int | None) -> None:
+        self.scan = scan
+        self.each = each
+        self.emitted = 0
+        # readings from before this file offset are final when their chunk is merged (the tail,
+        # read last, lies after it); None: hold every reading of a sampled log until the end
+        self.hold_from = hold_from
+        self.newlines = 0
+        self.kept_events = 0
+        self.kept_non_finite = 0
+        self.kept_bytes = 0
+        self.shapes: dict[bytes, int] = {}
+        self.last_byte_newline = True
+        self.seen_lines: set[int] = set()
+
+    def add(self, result: ChunkResult) -> None:
+        scan = self.scan
+        scan.cut_lines += result.cut_lines
+        scan.events_thinned += result.events_thinned
+        scan.crowded_blocks += result.crowded_blocks
+        base = self.newlines + 1
+        for nl, offset, raw, bits, shape in result.pieces:
+            if bits & EVENT:
+                bits = self._keep_event(shape, bits)
+            if bits & NON_FINITE_LINE:
+                if self.kept_non_finite < NON_FINITE_BUDGET:
+                    self.kept_non_finite += 1
+                else:
+                    bits &= ~NON_FINITE_LINE
+            if not bits & ~CUT:
+                continue
+            self._keep(base + nl, offset, raw, bits)
+        self.newlines += result.newlines
+        if result.size:
+            scan.bytes_read += result.size
+            self.last_byte_newline = result.ends_with_newline
+        if not scan.sampled or (self.hold_from is not None and result.at + result.size <= self.hold_from):
+            self._emit()
+
+    def _emit(self) -> None:
+        """Hand the readings that are final to `each`, in log order."""
+        if self.each is not None:
+            each = self.each
+            for rd in self.scan.readings[self.emitted:]:
+                each(rd)
+        self.emitted = len(self.scan.readings)
+
+    def _keep_event(self, shape: bytes, bits: int) -> int:
+        seen = self.shapes.get(shape)
+        if seen is None and len(self.shapes) >= SHAPES_MAX:
+            keep = self.kept_events < EVENT_BUDGET
+        else:
+            seen = seen or 0
+            self.shapes[shape] = seen + 1
+            keep = self.kept_events < EVENT_BUDGET or seen < SHAPE_KEEP
+        if keep:
+            self.kept_events += 1
+            return bits
+        self.scan.events_thinned += 1
+        return bits & ~EVENT
+
+    def _keep(self, line: int, offset: int, raw: bytes, bits: int) -> None:
+        scan = self.scan
+        if self.kept_bytes > KEEP_BYTES:
+            raw = raw[:SHORT_PIECE]
+        self.kept_bytes += len(raw)
+        readings = split_readings(line, raw)
+        if offset >= 0:  # a window of a cut line: order its updates by where they sit
+            readings = [Reading(r.line, offset + r.index, r.text, r.rank) for r in readings]
+        if not readings:
+            return
+        if scan.sampled:
+            self.seen_lines.add(line)
+        scan.readings.extend(readings)
+        if bits & EVENT:
+            scan.events.extend(readings)
+        for rd in readings:
+            if rd.rank is not None:
+                scan.ranks.add(rd.rank)
+
+    def finish(self, tail: bytes, tail_is_whole: bool) -> None:
+        """Count the last line, and read a big log's last lines in full."""
+        scan = self.scan
+        scan.lines = self.newlines + (0 if self.last_byte_newline or not scan.bytes_read else 1)
+        if not scan.sampled:
+            self._emit()
+            return
+        lines = tail.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        if not tail_is_whole and len(lines) > 1:
+            lines = lines[1:]  # the first piece is the end of a line that began earlier
+        lines = lines[-HEAD_LINES:]
+        first = scan.lines - len(lines) + 1
+        for i, raw in enumerate(lines):
+            line = first + i
+            if line in self.seen_lines or line < 1:
+                continue
+            bits = EVENT if any(k in raw for k in KEYWORDS) else WHOLE
+            offset = -1
+            if len(raw) > MAX_LINE:
+                scan.cut_lines += 1
+                raw = raw[-MAX_LINE:]
+                offset = scan.bytes_read - MAX_LINE  # an ordering key past any earlier window
+            self._keep(line, offset, raw, bits)
+        order = lambda rd: (rd.line if rd.line is not None else 1 << 62, rd.index)  # noqa: E731
+        scan.readings.sort(key=order)  # the held readings and the tail: all after the emitted ones
+        scan.events.sort(key=order)
+        self._emit()
+
+
+# ---- opening and reading a log ----------------------------------------------------------------
+
+STDIN = "-"
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream with its first bytes (already read to sniff it) put back in front."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head = head
+        self.rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self.head:
+            n = min(len(b), len(self.head))
+            b[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        data = self.rest.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _open(path: str | os.PathLike[str]) -> tuple[BinaryIO, int | None]:
+    """Open a log: (binary stream, size if it is a plain seekable file; None for a stream)."""
+    if str(path) == STDIN:
+        stdin = sys.stdin.buffer
+        head = stdin.read(2)
+        stream: BinaryIO = io.BufferedReader(_Prefixed(head, stdin), CHUNK)  # type: ignore[arg-type]
+        if head == b"\x1f\x8b":
+            return gzip.GzipFile(fileobj=stream, mode="rb"), None  # type: ignore[return-value]
+        return stream, None
+    p = os.fspath(path)
+    try:
+        if os.path.isdir(p):
+            raise BadInputError(f"{p}: is a directory, not a log file")
+        f = open(p, "rb")  # noqa: SIM115 - the caller closes it
+    except FileNotFoundError:
+        raise BadInputError(f"{p}: no such file") from None
+    except PermissionError:
+        raise BadInputError(f"{p}: permission denied") from None
+    except OSError as exc:
+        raise BadInputError(f"{p}: cannot open ({exc.strerror or exc})") from None
+    magic = f.read(2)
+    if magic == b"\x1f\x8b":
+        f.seek(0)
+        return gzip.GzipFile(fileobj=f, mode="rb"), None  # type: ignore[return-value]
+    if not f.seekable():  # a named pipe or a device: read it as a stream
+        return io.BufferedReader(_Prefixed(magic, f), CHUNK), None  # type: ignore[arg-type]
+    f.seek(0)
+    return f, os.fstat(f.fileno()).st_size
+
+
+def scan(path: str | os.PathLike[str], each: Callable[[Reading], None] | None = None) -> Scan:
+    """Read every line of a log (a path, or "-" for standard input); raise BadInputError if it
+    is not a text log.
+
+    `each` is called with every reading, in log order, as soon as it is final: a consumer works
+    while the rest of the log is still being read.
+    """
+    f, size = _open(path)
+    name = "<stdin>" if str(path) == STDIN else str(path)
+    with f:
+        if size is None:
+            return _scan_stream(f, name, each)
+        try:
+            head = f.read(8192)
+        except OSError as exc:
+            raise BadInputError(f"{name}: cannot read ({exc})") from None
+        if looks_binary(head):
+            raise BadInputError(f"{name}: binary data, not a text log")
+        result = Scan(name, size, sampled=size > FULL_PARSE_BYTES)
+        plan_of = _file_plan(size)
+        n_chunks = max(1, -(-size // CHUNK))
+        asm = _Assembler(result, each, size - END_BYTES)
+        method = _start_method() if size >= PARALLEL_BYTES and n_chunks > 1 else None
+        if method is not None:
+            results = _parallel(os.fspath(path), size, n_chunks, method)
+        else:
+            results = _sequential(f, size, n_chunks, plan_of)
+        for res in results:
+            asm.add(res)
+        tail = b""
+        if result.sampled:
+            f.seek(max(0, size - END_BYTES))
+            tail = f.read(END_BYTES)
+        asm.finish(tail, size <= END_BYTES)
+    return result
+
+
+def _file_plan(size: int) -> Callable[[int], Plan]:
+    """The plan of each chunk of a plain file of `size` bytes."""
+    if size <= FULL_PARSE_BYTES:
+        return lambda k: Plan(full=True)
+    stride = max(1, size // SAMPLES)
+    return lambda k: Plan(full=False, stride=stride, head=k == 0)
+
+
+def _sequential(f: BinaryIO, size: int, n_chunks: int, plan_of: Callable[[int], Plan]) -> Iterator[ChunkResult]:
+    buf = bytearray(min(size, CHUNK + MAX_LINE) or 1)
+    for k in range(n_chunks):
+        try:
+            yield _read_file_chunk(f, k, size, plan_of(k), buf)
+        except OSError as exc:
+            raise BadInputError(f"cannot read the log: {exc}") from None
+
+
+def _scan_stream(f: BinaryIO, name: str, each: Callable[[Reading], None] | None) -> Scan:
+    """Read a stream front to back: its first FULL_PARSE_BYTES in full, then a stride sample
+    whose stride doubles each time the log does (its length is not known in advance)."""
+    result = Scan(name, 0)
+    asm = _Assembler(result, each, None)
+    tail = bytearray()
+    first = True
+    for data, at, starts_mid, ends_mid in _stream_chunks(f):
+        if first:
+            if looks_binary(data[:8192]):
+                raise BadInputError(f"{name}: binary data, not a text log")
+            first = False
+        if at < FULL_PARSE_BYTES:
+            plan = Plan(full=True)
+        else:
+            result.sampled = True
+            doublings = (at // FULL_PARSE_BYTES).bit_length() - 1
+            plan = Plan(full=False, stride=(FULL_PARSE_BYTES // STREAM_SAMPLES) << doublings)
+        res = read_chunk(data, 0, len(data), at, plan, starts_mid, ends_mid)
+        asm.add(res)
+        tail += data[-END_BYTES:]
+        del tail[:-END_BYTES]
+    result.size = result.bytes_read
+    asm.finish(bytes(tail), result.bytes_read <= END_BYTES)
+    return result
+
+
+# ---- big plain files: one chunk per task, in forked worker processes ----------------------------
+
+_WORKER: dict[str, object] = {}
+
+
+def _start_method() -> str | None:
+    """How worker processes are started here, or None to read in this process: "fork" while
+    this process has one thread, else "forkserver" (see the module's notes)."""
+    import multiprocessing as mp
+
+    methods = mp.get_all_start_methods()
+    if (os.cpu_count() or 1) < 2:
         return None
-    s = data.rfind(b"\n", 0, m.start()) + 1
-    e = data.find(b"\n", m.start())
-    return data.count(b"\n", 0, s), data[s:] if e < 0 else data[s:e]
+    if "fork" in methods and _single_threaded():
+        return "fork"
+    return "forkserver" if "forkserver" in methods else None
+
+
+def _single_threaded() -> bool:
+    """Whether this process runs one thread, native threads included (Linux counts them in
+    /proc; elsewhere it is not known, so no)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def _limits() -> dict[str, int]:
+    """This module's size limits as they stand (the upper-case integer settings): a worker
+    started by a server, not forked from here, is given them so that it cuts the same chunks."""
+    return {name: value for name, value in globals().items()
+            if name.isupper() and type(value) is int}
+
+
+def _init_worker(path: str, size: int, limits: dict[str, int], hyperscan: bool) -> None:
+    global _MATCHER
+    globals().update(limits)
+    if _MATCHER is None or (_MATCHER.hs is not None) != hyperscan:  # not inherited: a server's child
+        _MATCHER = Matcher(use_hyperscan=hyperscan)
+    _WORKER["file"] = open(path, "rb", buffering=0)  # noqa: SIM115 - lives as long as the worker
+    _WORKER["size"] = size
+    _WORKER["buf"] = bytearray(CHUNK + MAX_LINE)
+    _WORKER["plan"] = _file_plan(size)
+
+
+def _worker_chunk(k: int) -> ChunkResult:
+    plan_of = _WORKER["plan"]
+    return _read_file_chunk(_WORKER["file"], k, _WORKER["size"], plan_of(k), _WORKER["buf"])  # type: ignore[operator, arg-type]
+
+
+def _parallel(path: str, size: int, n_chunks: int, method: str) -> Iterator[ChunkResult]:
+    """Chunk results in file order, read by worker processes started by `method`, at most a few
+    chunks ahead (so the results waiting to be merged stay small whatever the file size)."""
+    import multiprocessing as mp
+
+    found = matcher()  # compiled once here, before forking (a server's children compile their own)
+    workers = min(n_chunks, os.cpu_count() or 1, 8)
+    try:
+        pool = mp.get_context(method).Pool(workers, initializer=_init_worker,
+                                            initargs=(path, size, _limits(), found.hs is not None))
+    except OSError:  # no semaphores or pipes to be had (a locked-down container): read it here
+        with open(path, "rb") as f:
+            yield from _sequential(f, size, n_chunks, _file_plan(size))
+        return
+    with pool:
+        pending: deque = deque()
+        nxt = 0
+        while nxt < n_chunks or pending:
+            while nxt < n_chunks and len(pending) < 2 * workers:
+                pending.append(pool.apply_async(_worker_chunk, (nxt,)))
+                nxt += 1
+            try:
+                yield pending.popleft().get()
+            except OSError as exc:
+                raise BadInputError(f"cannot read the log: {exc}") from None

@@ -14,6 +14,7 @@ from rich.text import Text
 from trainwreck_templates import render as render_template
 
 from triage.explain import Report
+from triage.reader import BLOCK, MAX_LINE
 from injector.markdown import defuse_backticks, fit, plain, unping
 from triage.series import Series
 
@@ -42,9 +43,15 @@ def _where(report: Report) -> str:
     name = os.path.basename(report.log)
     extra = []
     if report.sampled:
-        extra.append("large log: metrics sampled")
-    if report.skipped_bytes:
-        extra.append(f"{report.skipped_bytes / 2**30:.1f} GiB in the middle skipped")
+        extra.append("large log: every line searched, metrics sampled")
+    if report.cut_lines:
+        lines = "line" if report.cut_lines == 1 else "lines"
+        extra.append(f"{report.cut_lines:,} over-long {lines} cut to {MAX_LINE // 1024} KiB for matching")
+    if report.events_thinned:
+        extra.append(f"{report.events_thinned:,} repeats of event lines not kept")
+    if report.crowded_blocks:
+        extra.append(f"{report.crowded_blocks:,} blocks of {BLOCK // 1024} KiB so crowded with event lines "
+                     "that only the first line per keyword was read")
     if len(report.ranks) > 1:
         extra.append(f"ranks {', '.join(map(str, report.ranks))}")
     return f"{name} ({report.lines:,} lines" + (", " + "; ".join(extra) if extra else "") + ")"

@@ -196,11 +196,15 @@ def test_cli_on_a_log_without_metrics_says_so(tmp_path, capsys):
     assert code == cli.EXIT_HEALTHY and "No metrics recognised" in out
 
 
-def test_cli_huge_sparse_log(tmp_path, capsys):
-    p = tmp_path / "huge.log"
+def test_cli_sparse_log_is_read_through_its_hole(tmp_path, capsys):
+    p = tmp_path / "sparse.log"
     with open(p, "wb") as f:
         f.write(b"step=1 loss=2.30\n" * 100)
-        f.seek(10 * 2**30)
+        f.seek(96 * 2**20)  # a hole of zeros with no newline: one over-long line
         f.write(b"step=9 loss=2.2\n" * 50000 + b"IndexError: Target 10 is out of bounds.\n")
-    code, out, _ = run_cli(capsys, "explain", str(p), "--max-bytes", "1M")
-    assert code == cli.EXIT_EXPLAINED and "label-out-of-range" in out and "skipped" in out
+    code, out, _ = run_cli(capsys, "explain", str(p), "--format", "json")
+    report = json.loads(out)
+    assert code == cli.EXIT_EXPLAINED and report["causes"][0]["id"] == "label-out-of-range"
+    # lines 1-100, the hole joined to the first "step=9" line (101), 49,999 more, then the error
+    assert report["causes"][0]["evidence"][0]["line"] == 100 + 50000 + 1
+    assert report["cut_lines"] >= 1 and "skipped_bytes" not in report

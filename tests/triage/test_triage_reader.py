@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 import gzip
+import io
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from triage_corpus import LOGS, one_log
 from triage import reader
 from triage.errors import BadInputError
+from triage.explain import explain
 
 
 def test_ansi_colour_codes_are_stripped():
@@ -74,31 +82,171 @@ def test_binary_and_missing_files_are_bad_input(tmp_path):
         reader.scan(tmp_path)
 
 
-def test_sampled_scan_of_a_big_log_finds_the_same_events(tmp_path):
-    src = one_log("shape-mismatch").read_bytes()
-    # a big log: many healthy epochs, then the real crash
+# ---- big logs: every line read, real line numbers, bounded memory ------------------------------
+# The chunk sizes are shrunk so that a few MiB behave as a big log does (many chunks, worker
+# processes, decimated metrics); workers are given the patched sizes however they are started.
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(reader, "CHUNK", 256 << 10)
+    monkeypatch.setattr(reader, "FULL_PARSE_BYTES", 128 << 10)
+    monkeypatch.setattr(reader, "PARALLEL_BYTES", 1 << 20)
+    monkeypatch.setattr(reader, "END_BYTES", 32 << 10)
+    monkeypatch.setattr(reader, "SAMPLES", 512)
+
+
+def _big_log(tmp_path, middle: bytes, *, repeats: int = 400) -> tuple[Path, int]:
+    """Healthy epochs, `middle` once after the first half, more epochs, a real crash at the end.
+    Returns the path and the line number of `middle`."""
     healthy = (LOGS / "healthy__epoch__s2.log").read_bytes()
+    crash = one_log("shape-mismatch").read_bytes()
+    head = healthy * (repeats // 2)
     p = tmp_path / "big.log"
-    p.write_bytes(healthy * 200 + src)
-    full = reader.scan(p)
-    sampled = reader.scan(p, full_parse_bytes=0)
-    assert sampled.sampled and not full.sampled
-    assert sampled.lines == full.lines
-    key = lambda s: [(r.line, r.text) for r in s.events if "mat1" in r.text]  # noqa: E731
-    assert key(sampled) == key(full)
-    assert len(sampled.readings) < len(full.readings)
+    p.write_bytes(head + middle + healthy * (repeats // 2) + crash)
+    return p, head.count(b"\n") + 1
 
 
-def test_a_log_beyond_max_bytes_is_read_as_head_and_tail(tmp_path):
-    p = tmp_path / "huge.log"
-    head = b"step=1 loss=2.30\n" * 1000
-    tail = b"step=9 loss=2.20\n" * 1000 + b"RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)\n"
+def _key(scan: reader.Scan, rds: list[reader.Reading]) -> list[tuple]:
+    return [(r.line, r.index, r.text, r.rank) for r in rds]
+
+
+def test_a_warning_printed_once_mid_log_is_found_at_its_real_line(tmp_path, small_chunks):
+    warning = b"/opt/train.py:88: UserWarning: Detected call of `lr_scheduler.step()` before `optimizer.step()`\n"
+    p, line = _big_log(tmp_path, warning)
+    assert p.stat().st_size > 4 * reader.PARALLEL_BYTES
+    scan = reader.scan(p)
+    assert scan.sampled and scan.lines == p.read_bytes().count(b"\n")
+    hit = [r for r in scan.events if "lr_scheduler.step()" in r.text]
+    assert [r.line for r in hit] == [line]
+    crash = [r for r in scan.events if "mat1 and mat2 shapes" in r.text]
+    assert crash and "mat1 and mat2 shapes" in p.read_bytes().split(b"\n")[crash[0].line - 1].decode()
+
+
+def test_the_first_nan_of_a_big_log_is_exact(tmp_path, small_chunks):
+    # The NaN line continues the run around it (same step counter), as a real run's would:
+    # the series drops a lone line whose step belongs to another phase.
+    healthy = (LOGS / "healthy__epoch__s2.log").read_bytes().splitlines(keepends=True)
+    last = next(row for row in reversed(healthy) if b"loss" in row and b"val" not in row)
+    p, line = _big_log(tmp_path, re.sub(rb"(loss[=: ]+)[0-9.e+-]+", rb"\1nan", last))
+    report = explain(p)
+    nf = next(s for s in report.symptoms if s.name == "loss-non-finite")
+    assert nf.evidence[0].line == line
+
+
+def test_parallel_sequential_and_piped_reads_agree(tmp_path, small_chunks, monkeypatch):
+    p, _ = _big_log(tmp_path, b"RuntimeError: CUDA error: device-side assert triggered\n")
+    parallel = reader.scan(p)
+    monkeypatch.setattr(reader, "PARALLEL_BYTES", 1 << 40)
+    sequential = reader.scan(p)
+    for a, b in ((parallel, sequential),):
+        assert a.lines == b.lines and a.bytes_read == b.bytes_read == p.stat().st_size
+        assert _key(a, a.events) == _key(b, b.events)
+        assert _key(a, a.readings) == _key(b, b.readings)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(p.read_bytes())))
+    piped = reader.scan("-")
+    # a pipe's length is unknown, so its metric sample differs; its events and count do not
+    assert piped.lines == parallel.lines
+    assert _key(piped, piped.events) == _key(parallel, parallel.events)
+
+
+def test_a_process_with_threads_reads_a_big_log_without_forking_itself(tmp_path, small_chunks, monkeypatch):
+    # A library user's program (or a test runner) has other threads; one of them holds a lock
+    # while the log is read. A worker forked from this process would inherit that lock held and
+    # could wait on it forever, so the workers must come from a clean server, and agree with a
+    # read done here.
+    import multiprocessing as mp
+    import threading
+
+    p, _ = _big_log(tmp_path, b"RuntimeError: CUDA error: device-side assert triggered\n")
+    held, release = threading.Lock(), threading.Event()
+    held.acquire()
+    thread = threading.Thread(target=release.wait, daemon=True)
+    thread.start()
+    methods = []
+    real = mp.get_context
+    monkeypatch.setattr(mp, "get_context", lambda method=None: methods.append(method) or real(method))
+    try:
+        parallel = reader.scan(p)
+    finally:
+        release.set()
+        held.release()
+        thread.join()
+    assert methods and "fork" not in methods
+    monkeypatch.setattr(reader, "PARALLEL_BYTES", 1 << 40)
+    here = reader.scan(p)
+    assert parallel.lines == here.lines and _key(parallel, parallel.events) == _key(here, here.events)
+    assert _key(parallel, parallel.readings) == _key(here, here.readings)
+
+
+def test_without_hyperscan_the_same_lines_are_picked(tmp_path, small_chunks, monkeypatch):
+    p, _ = _big_log(tmp_path, b"[rank1]: Watchdog caught collective operation timeout\n", repeats=100)
+    with_hs = reader.scan(p)
+    monkeypatch.setattr(reader, "_MATCHER", reader.Matcher(use_hyperscan=False))
+    without = reader.scan(p)
+    assert _key(with_hs, with_hs.events) == _key(without, without.events)
+    assert _key(with_hs, with_hs.readings) == _key(without, without.readings)
+
+
+def test_a_crowded_log_keeps_rare_events_and_counts_repeats(tmp_path, small_chunks):
+    lines = [f"2024-05-01 10:00:{i % 60:02d} WARNING: NCCL INFO channel {i} ring {i % 8}\n" for i in range(60000)]
+    lines.insert(30000, "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x3 and 5x6)\n")
+    p = tmp_path / "nccl.log"
+    p.write_text("".join(lines))
+    scan = reader.scan(p)
+    rare = [r.line for r in scan.events if "mat1" in r.text]
+    assert rare == [30001]
+    assert scan.crowded_blocks > 0 and scan.events_thinned > 0 and len(scan.events) < 10000
+
+
+def peak_rss_kb() -> int:
+    """This process's peak resident memory in KiB (ru_maxrss survives exec on Linux: it would
+    report the forking parent's size, so the kernel's own high-water mark is read first)."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def test_an_over_long_line_is_cut_and_memory_stays_flat(tmp_path):
+    p = tmp_path / "one-line.log"
     with open(p, "wb") as f:
-        f.write(head)
-        f.seek(10 * 2**30)  # a sparse 10 GiB file: nothing is written in between
-        f.write(tail)
-    assert os.path.getsize(p) > 10 * 2**30
-    scan = reader.scan(p, max_bytes=2**20)
-    assert scan.skipped_bytes > 9 * 2**30
-    crash = [r for r in scan.events if "mat1" in r.text]
-    assert crash and crash[0].line is None  # line numbers after a skipped middle are unknown
+        f.write(b"step=1 loss=2.5\n")
+        for i in range(64 * 4096):  # a 64 MiB line: a progress bar redrawn with \r, never ended
+            f.write(b"\r 40%%|####      | %d/9999 [00:10<00:15, loss=2.31]" % i + b" " * 190)
+        f.write(b"\rRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    code = ("import json, sys; from triage import reader; s = reader.scan(sys.argv[1]); "
+            f"from {__name__} import peak_rss_kb; "
+            "print(json.dumps({'rss_kb': peak_rss_kb(), 'lines': s.lines, 'cut': s.cut_lines, "
+            "'oom': [r.line for r in s.events if 'out of memory' in r.text]}))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    out = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, check=True,
+                         env=env)
+    got = json.loads(out.stdout)
+    assert got["lines"] == 2 and got["cut"] == 1 and got["oom"] == [2]
+    # the whole line would be 64 MiB as bytes and again as text; the reader holds a chunk or two
+    assert got["rss_kb"] < 64 * 1024
+
+
+def test_gzip_on_stdin_is_read(monkeypatch):
+    gz = LOGS / "healthy__kv__s0.log.gz"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(gz.read_bytes())))
+    piped = reader.scan("-")
+    plain = reader.scan(gz)
+    assert piped.path == "<stdin>" and piped.lines == plain.lines
+    assert _key(piped, piped.readings) == _key(plain, plain.readings)
+
+
+def test_cli_reads_a_log_from_a_pipe(tmp_path):
+    log = one_log("label-out-of-range")
+    cmd = [sys.executable, "-m", "triage.cli", "explain", "-", "--format", "json"]
+    piped = subprocess.run(cmd, input=log.read_bytes(), capture_output=True, check=False)
+    direct = subprocess.run(cmd[:4] + [str(log), "--format", "json"], capture_output=True, check=False)
+    assert piped.returncode == direct.returncode == 1
+    a, b = json.loads(piped.stdout), json.loads(direct.stdout)
+    assert a["log"] == "<stdin>" and a["causes"] == b["causes"] and a["symptoms"] == b["symptoms"]
+    empty = subprocess.run(cmd, input=b"", capture_output=True, check=False)
+    assert empty.returncode == 2 and empty.stderr.decode().count("\n") == 1 and b"empty" in empty.stderr
