@@ -342,10 +342,12 @@ class Campaign:
                     done = event
         tests = [_Test(r.name, r.outcomes, r.duration, frozenset(r.lines), r.writes_state)
                  for r in done.tests]
-        failing = [t.name for t in tests if t.outcomes and all(o == "failed" for o in t.outcomes)]
+        failing = [r for r in done.tests if r.outcomes and all(o == "failed" for o in r.outcomes)]
         if failing:
-            shown = ", ".join(failing[:5]) + (f" and {len(failing) - 5} more" if len(failing) > 5 else "")
-            raise CampaignError(f"the unmutated guard fails: {shown}; fix it before a campaign")
+            shown = ", ".join(r.name for r in failing[:5])
+            shown += f" and {len(failing) - 5} more" if len(failing) > 5 else ""
+            why = f" ({failing[0].message})" if failing[0].message else ""
+            raise CampaignError(f"the unmutated guard fails: {shown}{why}; fix it before a campaign")
         if not any(t.usable for t in tests):
             raise CampaignError("no guard test passed in the baseline (all skipped or flaky)")
         return tests

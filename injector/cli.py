@@ -255,18 +255,21 @@ def _run(args: argparse.Namespace) -> int:
         timeout_factor=args.timeout_factor or settings.timeout_factor,
         baseline_timeout=args.baseline_timeout, fresh=args.fresh)
     # SIGTERM (a cancelled CI job) ends the campaign the way Ctrl-C does: with its clean-up.
-    signal.signal(signal.SIGTERM, _interrupt)
-    # The workers import the guard and run the baseline while the mutants are made.
-    with campaign.Campaign(run_settings) as running:
-        _, _, files, generation, _ = _generate([project], args.operators)
-        sources = {file.relative: file.text for file in files}
-        mutants = generation.mutants
-        if args.since:
-            mutants = campaign.select_changed(mutants, sources, campaign.changed_lines(root, args.since))
-        mutants = campaign.select_shard(mutants, args.shard)
-        to_run = sum(1 for m in mutants if not m.ignored)  # ignored ones are reported, never run
-        with render.CampaignProgress(to_run, project_name=root.name, guard=guard.text) as progress:
-            report = running.run(mutants, sources, progress=progress.update)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        # The workers import the guard and run the baseline while the mutants are made.
+        with campaign.Campaign(run_settings) as running:
+            _, _, files, generation, _ = _generate([project], args.operators)
+            sources = {file.relative: file.text for file in files}
+            mutants = generation.mutants
+            if args.since:
+                mutants = campaign.select_changed(mutants, sources, campaign.changed_lines(root, args.since))
+            mutants = campaign.select_shard(mutants, args.shard)
+            to_run = sum(1 for m in mutants if not m.ignored)  # ignored ones are reported, never run
+            with render.CampaignProgress(to_run, project_name=root.name, guard=guard.text) as progress:
+                report = running.run(mutants, sources, progress=progress.update)
+    finally:
+        signal.signal(signal.SIGTERM, previous)  # a program calling main() gets its own back
     if args.shard != (1, 1):
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     _write_reports(report, args)

@@ -102,6 +102,7 @@ class TestRecord:
     lines: tuple[tuple[str, int], ...] = ()
     scripts: tuple[str, ...] = ()
     writes_state: bool = False  # changed project module-level values the later tests may read
+    message: str | None = None  # how it failed, where it did
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,7 @@ class Worker:
 
     def _baseline(self, command: protocol.Baseline) -> None:
         records: dict[str, dict] = {name: {"outcomes": [], "duration": 0.0, "reach": reach.Reach(),
-                                           "writes_state": False} for name in self.order}
+                                           "writes_state": False, "message": None} for name in self.order}
         for _ in range(command.repeat):
             finished = forking.run_in_child(self._baseline_child, command.limit,
                                             on_progress=self._on_baseline_progress,
@@ -164,10 +164,11 @@ class Worker:
                 records[name]["duration"] = max(records[name]["duration"], record["duration"])
                 records[name]["reach"].update(reach.Reach.from_json(record["reach"]))
                 records[name]["writes_state"] |= record["writes_state"]
+                records[name]["message"] = records[name]["message"] or record["message"]
         self.emit(protocol.BaselineDone(tuple(
             protocol.TestRecord(name, tuple(r["outcomes"]), round(r["duration"], 4),
                                 tuple(sorted(r["reach"].lines)), tuple(sorted(r["reach"].scripts)),
-                                r["writes_state"])
+                                r["writes_state"], r["message"])
             for name, r in records.items())))
 
     def _on_baseline_progress(self, message: dict) -> None:
@@ -203,14 +204,14 @@ class Worker:
                 tracer.take()
                 tracer.start()
                 started = time.perf_counter()
-                outcome = guards.item_outcome(item, following)
+                outcome, message = guards.item_outcome(item, following)
                 duration = time.perf_counter() - started
                 tracer.stop()
                 found = tracer.take()
                 found.update(reach.collect_subprocess_reach(reach_dir))
                 after = self._shared_state()
                 records.append({"outcome": outcome, "duration": duration, "reach": found,
-                                "writes_state": after != state})
+                                "writes_state": after != state, "message": message})
                 state = after
                 report_modules()
             # A test that uses a fixture shared across tests depends on what that fixture ran,
@@ -228,13 +229,15 @@ class Worker:
                 code = self.command.run_here(self.slot)
                 tracer.stop()
                 found = tracer.take()
+                output = (self.slot.parent / f"baseline-{self.index}.log").read_text(errors="replace")
             else:
-                code, _ = guards.run_fresh(self.plan["argv"], self.slot)
+                code, output = guards.run_fresh(self.plan["argv"], self.slot)
                 found = reach.Reach()
             duration = time.perf_counter() - started
             found.update(reach.collect_subprocess_reach(reach_dir))
             records.append({"outcome": "passed" if code == 0 else "failed", "duration": duration,
-                            "reach": found.to_json(), "writes_state": False})
+                            "reach": found.to_json(), "writes_state": False,
+                            "message": None if code == 0 else first_failure(output)[1]})
             report_modules()
         return {"tests": records}
 

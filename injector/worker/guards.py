@@ -54,14 +54,15 @@ def run_items(items: list, stop_at_failure: bool = True) -> Sequence:
     return Sequence(len(items), spent)
 
 
-def item_outcome(item, following) -> str:
-    """'passed', 'failed' or 'skipped' for one pytest item run here."""
+def item_outcome(item, following) -> tuple[str, str | None]:
+    """'passed', 'failed' or 'skipped' for one pytest item run here, and a failure's message."""
     from _pytest.runner import runtestprotocol
 
     reports = runtestprotocol(item, log=False, nextitem=following)
-    if any(r.failed for r in reports):
-        return "failed"
-    return "skipped" if any(r.skipped for r in reports) else "passed"
+    failed = next((r for r in reports if r.failed), None)
+    if failed is not None:
+        return "failed", report_message(failed)
+    return ("skipped" if any(r.skipped for r in reports) else "passed"), None
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ def test_since_mutates_only_changed_lines(project, tmp_path):
 @pytest.mark.parametrize(("change", "message"), [
     (lambda p: (p / "tests" / "test_loop.py").write_text(
         "from trainer.loop import evaluate, Model\ndef test_fails():\n    assert evaluate(Model()) == 0\n"),
-     "the unmutated guard fails: tests/test_loop.py::test_fails"),
+     "the unmutated guard fails: tests/test_loop.py::test_fails (assert "),
     (lambda p: (p / "tests" / "test_loop.py").write_text("import trainer.nonexistent\n"),
      "the guard's tests do not import"),
     (lambda p: (p / "tests" / "test_loop.py").write_text("x = 1\n"), "the guard collected no tests"),
@@ -178,6 +178,25 @@ def test_a_guard_that_cannot_serve_as_baseline_is_one_line_and_exit_2(project, t
     err = capsys.readouterr().err
     assert code == 2
     assert message in err and "Traceback" not in err
+
+
+def test_a_failing_guard_command_says_how_it_failed(project, tmp_path, capsys):
+    (project / "check.py").write_text("import sys\nprint('epoch 1')\nsys.exit('RuntimeError: no dataset at data/')\n")
+    code = main(["run", str(project), "--guard", "python check.py", "--json", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "the unmutated guard fails" in err and "no dataset at data/" in err
+
+
+def test_a_program_calling_main_keeps_its_own_sigterm_handler(project, tmp_path):
+    import signal
+
+    mine = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        main(["run", str(project), "--operators", "missing-eval-mode", "--json", str(tmp_path / "r.json")])
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, mine)
 
 
 def test_a_guard_command_that_does_not_exist_is_one_line_and_exit_2(project, tmp_path, capsys):

@@ -33,6 +33,7 @@ def main():
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])
     gathered = [torch.zeros_like(weights) for _ in range(dist.get_world_size())]
     dist.all_gather(gathered, weights)
+    dist.barrier()  # torch 2.13's gloo can abort a rank that tears down while the other still sends
     dist.destroy_process_group()
     if rank == 0:
         if not all(torch.equal(gathered[0], w) for w in gathered):

@@ -10,4 +10,5 @@ def test_two_ranks_under_torchrun():
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
          str(ROOT / "train_ddp.py")],
         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-2000:]
+    errors = [line for line in run.stderr.splitlines() if "Error" in line or "error" in line]
+    assert run.returncode == 0, " | ".join(errors[-4:])
