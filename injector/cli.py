@@ -1,4 +1,4 @@
-"""The `injector` command line: list operators, show mutants (and, later, run campaigns).
+"""The `injector` command line: list operators, show mutants, run campaigns, merge and post reports.
 
 Exit codes: 0 success, 2 bad input (a one-line `injector: error: ...` on stderr),
 4 the `--comment` could not be posted (the reports are written), 130 interrupted.

@@ -255,7 +255,7 @@ class _IndexingState(CodegenState):
     as character offsets, together with every node's parent and the nodes of each type.
 
     Doing it in one pass, instead of a metadata pass plus a visitor, halves the cost of
-    reading a file; a test checks the spans against PositionProvider.
+    reading a file; tests/injector/test_source.py checks the spans against PositionProvider.
     """
 
     def __init__(self, indent: str, newline: str) -> None:

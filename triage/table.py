@@ -8,6 +8,7 @@ weights times their strengths, minus its contradicting ones; its confidence is
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from dataclasses import dataclass, field
@@ -66,8 +67,22 @@ def _weights(value: object, origin: str, cause: str, key: str) -> dict[str, floa
     for name, w in value.items():
         if not isinstance(w, (int, float)) or isinstance(w, bool):
             raise TableError(f"{origin}: {cause}.{key}.{name} must be a number")
+        _check_symptom(str(name), origin, f"{cause}.{key}")
         out[str(name)] = float(w)
     return out
+
+
+def _check_symptom(name: str, origin: str, where: str) -> None:
+    """A row may only name a symptom some detector emits: a misspelt one would never match."""
+    from triage.detectors import symptom_names
+
+    if name.startswith("diff:") and name[len("diff:"):] in catalog.FAULTS:
+        return
+    known = symptom_names()
+    if name not in known:
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else " (see the detectors' EMITS)"
+        raise TableError(f"{origin}: {where}.{name}: no detector emits this symptom{hint}")
 
 
 def _merge(base: dict[str, Rule], data: dict, origin: str) -> dict[str, Rule]:

@@ -24,9 +24,21 @@ def all_operators() -> tuple[Operator, ...]:
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, Operator) and value is not Operator \
                     and value.__module__ == module.__name__:
+                _check(value, module.__name__)
                 found[value.id] = value()
     order = {fault_id: index for index, fault_id in enumerate(catalog.INJECTABLE)}
     return tuple(sorted(found.values(), key=lambda op: order.get(op.id, len(order))))
+
+
+def _check(operator: type[Operator], module: str) -> None:
+    """An operator is declared against the catalog: its id is an injectable fault there, and it
+    documents itself with examples (see the module docstring of `base`)."""
+    fault = catalog.FAULTS.get(operator.id)
+    if fault is None or fault.kind != "injectable":
+        raise TypeError(f"{module}: operator id {operator.id!r} is not an injectable fault in "
+                        "injector/catalog.py; add its catalog entry first")
+    if not operator.examples:
+        raise TypeError(f"{module}: operator {operator.id!r} has no examples")
 
 
 def select(include: list[str] | None = None, exclude: list[str] | None = None) -> tuple[Operator, ...]:

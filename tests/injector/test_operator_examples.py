@@ -41,3 +41,14 @@ def test_every_injectable_fault_has_exactly_one_operator():
 def test_every_operator_documents_itself():
     for op in all_operators():
         assert op.summary and op.examples and op.untouched, op.id
+
+
+def test_an_operator_not_in_the_catalog_is_refused_at_discovery():
+    from injector.operators import Operator, _check
+
+    class Misspelt(Operator):
+        id = "missing-zero-grads"
+        examples = ()
+
+    with pytest.raises(TypeError, match="'missing-zero-grads' is not an injectable fault"):
+        _check(Misspelt, "injector.operators.misspelt")

@@ -35,9 +35,32 @@ def all_detectors() -> tuple[Detector, ...]:
     return (signatures.detect, numeric.detect, shape.detect, progress.detect, telemetry.detect)
 
 
+def emitted_by(detector: Detector) -> frozenset[str]:
+    """The symptom names `detector` declares (its module's `EMITS`, helpers' included)."""
+    import importlib
+
+    module = importlib.import_module(detector.__module__)
+    names = set(module.EMITS)
+    for helper in getattr(module, "HELPERS", ()):
+        names |= importlib.import_module(f"{__name__}.{helper}").EMITS
+    return frozenset(names)
+
+
+def symptom_names() -> frozenset[str]:
+    """Every symptom name a detector can emit: the vocabulary the cause table is checked against
+    (a PR diff adds `diff:<fault id>` symptoms, see triage.diffs)."""
+    names: set[str] = set()
+    for detector in all_detectors():
+        names |= emitted_by(detector)
+    return frozenset(names)
+
+
 def detect(ctx: Context) -> list[Symptom]:
     """Run every detector and return their symptoms, earliest evidence first."""
     out: list[Symptom] = []
     for detector in all_detectors():
-        out.extend(detector(ctx))
+        found = detector(ctx)
+        # A name no detector declares could never be matched by a cause: a bug, caught by tests.
+        assert all(s.name in emitted_by(detector) for s in found), (detector.__module__, found)
+        out.extend(found)
     return sorted(out, key=lambda s: s.first_line)

@@ -14,6 +14,33 @@ from triage.detectors import Context, validation
 from triage.records import Evidence, Symptom
 from triage.series import Point, Series
 
+# The symptom names this detector emits (the cause table may only name declared symptoms);
+# the validation helpers it calls emit their own.
+HELPERS = ("validation",)
+EMITS: frozenset[str] = frozenset({
+    "accurate-but-loss-high",
+    "batch-order-repeats",
+    "data-wait",
+    "double-softmax-floor",
+    "grad-norm-exploding",
+    "grad-norm-linear-growth",
+    "grad-norm-zero",
+    "loss-at-log-c",
+    "loss-diverging",
+    "loss-flat",
+    "loss-huge-initial",
+    "loss-non-finite",
+    "loss-oscillating",
+    "loss-scale-collapse",
+    "lr-floor-early",
+    "memory-growing",
+    "memory-grows-at-eval",
+    "non-finite-after-climb",
+    "non-finite-early",
+    "non-finite-sudden",
+    "val-loss-far-above-train",
+})
+
 
 def detect(ctx: Context) -> list[Symptom]:
     s = ctx.series

@@ -13,6 +13,11 @@ from statistics import median
 from triage.detectors import Context
 from triage.records import Evidence, Symptom
 
+# The symptom names this detector emits (the cause table may only name declared symptoms).
+EMITS: frozenset[str] = frozenset({
+    "log-stopped",
+})
+
 # ISO-ish (logging module, most loggers) and glog-style (torch's C++ and torchrun) timestamps
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _GLOG = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")

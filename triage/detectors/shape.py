@@ -31,6 +31,23 @@ from triage.detectors import Context
 from triage.records import Evidence, Symptom
 from triage.series import Point, Series
 
+# The symptom names this detector emits (the cause table may only name declared symptoms).
+EMITS: frozenset[str] = frozenset({
+    "grad-norm-non-finite",
+    "loss-collapsed-to-log-c",
+    "loss-falling",
+    "loss-fast-climb",
+    "loss-gradual-climb",
+    "loss-huge-and-learning",
+    "loss-huge-and-stuck",
+    "loss-sudden-jump",
+    "non-finite-after-unstable",
+    "non-finite-early",
+    "non-finite-intermittent",
+    "train-loss-far-above-val",
+    "val-loss-constant",
+})
+
 CLIMB_POINTS = 4        # logged points the climb must span
 CLIMB_RATIO = 3.0       # how far above its lowest point the loss must end up
 JUMP_RATIO = 8.0        # one step multiplying the loss this much is a jump

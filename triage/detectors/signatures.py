@@ -139,6 +139,11 @@ SIGNATURES: tuple[Signature, ...] = (
 # are reported-late symptoms whose own line never beats a more specific one.
 _LATE = {"device-side-assert"}
 # Warnings and reports: they never mask a later error, nor are they masked by an earlier one.
+# The symptom names this detector emits (the cause table may only name declared symptoms).
+EMITS: frozenset[str] = frozenset({sig.symptom for sig in SIGNATURES} | {
+    "anomaly-nan-log", "crashed", "few-trainable-parameters",
+})
+
 _NOT_ERRORS = {"crashed", "few-trainable-parameters", "job-cancelled", "broadcast-warning", "recompiling",
                "tensor-to-scalar-warning", "scheduler-before-optimizer", "loss-non-finite-reported",
                "dataloader-timeout", "memory-growth-reported"}

@@ -33,6 +33,14 @@ from triage.detectors import Context
 from triage.errors import BadInputError
 from triage.records import Evidence, Symptom
 
+# The symptom names this detector emits (the cause table may only name declared symptoms).
+EMITS: frozenset[str] = frozenset({
+    "gpu-idle",
+    "gpu-low-util",
+    "gpu-memory-climbing",
+    "memory-growing",
+})
+
 
 def load(path: str | os.PathLike[str]) -> list[dict[str, float]]:
     """Read a telemetry JSON-lines file; raise BadInputError on a file that is not one."""

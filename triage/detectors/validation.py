@@ -22,6 +22,12 @@ from statistics import median
 from triage.records import Evidence, Symptom
 from triage.series import Point, Series
 
+# The symptom names this detector emits (the cause table may only name declared symptoms).
+EMITS: frozenset[str] = frozenset({
+    "overfit-after-first-eval",
+    "val-noisy",
+})
+
 MIN_EVALS = 6
 # How much wider the val/train loss ratio must get after its narrowest point in the first
 # evaluations. A regularised run keeps fitting its training set a little after validation
