@@ -39,7 +39,7 @@ def mutants_for_source(text: str, path: str = "<string>",
                 continue  # the same edit from another operator, or no change at all
             seen.add(edits)
             scope = source.scope_name(change.node)
-            key = (scope, edits and tuple((text[e.start:e.end], e.text) for e in edits))
+            key = (scope, tuple((text[e.start:e.end], e.text) for e in edits))
             ordinals[key] = ordinals.get(key, -1) + 1
             ignored = _ignored_by_comment(source, change.node, edits, operator.id)
             runtime = source.runtime_function(change.node)

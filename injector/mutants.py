@@ -154,17 +154,17 @@ def unified_diff(source: str, edits: tuple[Edit, ...], path: str, lines: LineInd
     index = 0
     while index < len(blocks):
         # Blocks whose context windows touch share one hunk.
-        group = [blocks[index]]
+        hunk = [blocks[index]]
         index += 1
-        while index < len(blocks) and blocks[index][0] - group[-1][1] - 1 <= 2 * context:
-            group.append(blocks[index])
+        while index < len(blocks) and blocks[index][0] - hunk[-1][1] - 1 <= 2 * context:
+            hunk.append(blocks[index])
             index += 1
-        start = max(1, group[0][0] - context)
-        stop = min(total, group[-1][1] + context)
+        start = max(1, hunk[0][0] - context)
+        stop = min(total, hunk[-1][1] + context)
         body: list[str] = []
         old_count = new_count = 0
         line = start
-        for first, last, new_lines in group:
+        for first, last, new_lines in hunk:
             for same in range(line, first):
                 body.append(" " + _terminated(lines.line_text(same)))
             old_count += first - line

@@ -9,14 +9,27 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
 from injector.errors import UsageError
 
 SCHEMA = "trainwreck.report/1"
 
-KILLED, SURVIVED, TIMEOUT, ERROR, NO_COVERAGE = "killed", "survived", "timeout", "error", "no_coverage"
-IGNORED = "ignored"  # silenced by the project (a comment or skip-mutants): not run, not scored
-STATUSES = (KILLED, TIMEOUT, SURVIVED, NO_COVERAGE, ERROR, IGNORED)
+
+
+class Status(StrEnum):
+    """How a mutant fared. Each is also its plain string, which is what JSON and templates see."""
+
+    KILLED = "killed"  # a guard failed on the mutant (and not on the unmutated code in that order)
+    TIMEOUT = "timeout"  # the guard ran past its limit on the mutant: counted as caught
+    SURVIVED = "survived"  # every guard test that reaches the mutated code passed
+    NO_COVERAGE = "no_coverage"  # no guard test runs the mutated code
+    ERROR = "error"  # the mutant does not compile or import, or crashed the tool: not scored
+    IGNORED = "ignored"  # silenced by the project (a comment or skip-mutants): not run, not scored
+
+
+KILLED, TIMEOUT, SURVIVED, NO_COVERAGE, ERROR, IGNORED = tuple(Status)
+STATUSES = tuple(Status)
 
 
 @dataclass(frozen=True)

@@ -364,7 +364,7 @@ class Training:
             target = call.args[0].value
         if isinstance(target, cst.Name):
             return [f for f in self.functions.get(target.value, ())
-                    if not isinstance(self.source.parent(self.source.parent(f)), cst.ClassDef)]
+                    if not isinstance(self.source.parent(self.source.parent(f) or f), cst.ClassDef)]
         if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
             owner = _enclosing_class(self.source, call)
             return [f for f in self.functions.get(target.attr.value, ())

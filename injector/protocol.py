@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, fields
-from typing import Literal
 
-Status = Literal["killed", "survived", "timeout", "error", "no_coverage", "ignored"]
+from injector.outcomes import Status
 
 
 @dataclass(frozen=True)
@@ -164,6 +163,8 @@ def _build(cls, data: dict):
             value = tuple(tuple(e) for e in value)
         elif f.name == "lines":
             value = tuple((a, b) for a, b in value)
+        elif f.name == "status":
+            value = Status(value)
         elif isinstance(value, list):
             value = tuple(value)
         values[f.name] = value

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import io
 import json
 import os
 import sys
@@ -58,7 +59,7 @@ class Tracer:
         self.reach = Reach()
         self._relative: dict[str, str | None] = {}
         self._seen: dict[object, set[int]] = {}  # code object -> lines already recorded
-        self._sink = None
+        self._sink: io.TextIOWrapper | None = None
         if sink_dir is not None:
             self.sink_to(sink_dir)
 

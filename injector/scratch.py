@@ -53,7 +53,7 @@ def create() -> Path:
 
 def remove_stale(directory: str | None = None) -> list[Path]:
     """Delete scratch folders whose owning campaign no longer runs; returns what was removed."""
-    removed = []
+    removed: list[Path] = []
     base = Path(directory or tempfile.gettempdir())
     try:
         entries = list(base.glob(f"{PREFIX}*"))

@@ -12,7 +12,7 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -111,11 +111,16 @@ class Source:
         return any(isinstance(a, cst.If) and "__name__" in self.code(a.test) and "__main__" in self.code(a.test)
                    for a in self.ancestors(node))
 
-    def within(self, node: cst.CSTNode, kind: type[N] | tuple[type, ...]) -> list[N]:
+    @overload
+    def within(self, node: cst.CSTNode, kind: type[N]) -> list[N]: ...
+    @overload
+    def within(self, node: cst.CSTNode, kind: tuple[type, ...]) -> list[Any]: ...
+
+    def within(self, node: cst.CSTNode, kind: type | tuple[type, ...]) -> list[Any]:
         """Nodes of the given type(s) inside `node` (or `node` itself), in document order."""
         start, end = self.span(node)
         kinds = kind if isinstance(kind, tuple) else (kind,)
-        found = []
+        found: list[Any] = []
         for each in kinds:
             nodes, starts = self._starts(each)
             # Nodes of one type are indexed in document order, so their starts are sorted.

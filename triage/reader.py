@@ -42,7 +42,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from triage.errors import BadInputError
 
@@ -179,13 +179,14 @@ class Matcher:
     """
 
     def __init__(self, use_hyperscan: bool = True) -> None:
-        self.hs = None
+        self.hs: Any = None  # the hyperscan module, where it is installed and wanted
         if use_hyperscan:
             try:
                 import hyperscan
+
+                self.hs = hyperscan
             except ImportError:
-                hyperscan = None
-            self.hs = hyperscan
+                pass
         n = len(KEYWORDS)
         words = [rb"\b" + re.escape(w) + rb"\b" for w in NON_FINITE]
         if self.hs is not None:
@@ -478,7 +479,7 @@ def _read_file_chunk(f: BinaryIO, k: int, size: int, plan: Plan, buf: bytearray)
         # a hole of a sparse file reads as NULs: no newline, no word, nothing to keep
         return ChunkResult(0, [], start, end - start, False)
     f.seek(start)
-    n = f.readinto(memoryview(buf)[: end - start])
+    n = f.readinto(memoryview(buf)[: end - start])  # type: ignore[attr-defined]  # a raw or buffered file
     return read_chunk(buf, 0, n, start, plan, starts_mid, ends_mid)
 
 

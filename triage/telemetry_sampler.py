@@ -221,9 +221,9 @@ class Sampler:
         usage = self.tree.read(t, pids)
         cpu_idle = None if usage is None or usage.cpu_util is None else usage.cpu_util <= IDLE_PERCENT
         if not self.gpu:
-            records = ((host_record(t, wall, usage),)
-                       if usage is not None and usage.cpu_util is not None and usage.procs else ())
-            return Round(records, cpu_idle)
+            host: tuple[dict[str, Any], ...] = ((host_record(t, wall, usage),) if usage is not None
+                                                and usage.cpu_util is not None and usage.procs else ())
+            return Round(host, cpu_idle)
         readings = read_gpus(self.nvml, self.handles)
         idle = gpus_idle(readings, set(pids))
         records = tuple(rec for rec in (gpu_record(t, wall, r) for r in readings) if len(rec) > 3)

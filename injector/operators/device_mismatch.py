@@ -10,7 +10,8 @@ ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
 def _is_device(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.SimpleString):
-        return expr.evaluated_value.split(":")[0] in ACCELERATORS  # type: ignore[union-attr]
+        value = expr.evaluated_value
+        return isinstance(value, str) and value.split(":")[0] in ACCELERATORS
     if isinstance(expr, cst.Call):
         return (dotted(expr.func) or "").endswith("device")
     name = (last_name(expr) or "").lower()

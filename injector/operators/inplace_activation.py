@@ -170,6 +170,8 @@ class InplaceActivation(Operator):
         if [dotted(t.target) for t in producer.targets] != [name]:
             return False
         layer = producer.value
+        if not isinstance(layer, cst.Call):
+            return False
         built = training.constructor(layer.func) if isinstance(layer.func, cst.Attribute) and \
             dotted(layer.func.value) == "self" else callee_name(layer)
         return built in OUTPUT_FREE

@@ -92,11 +92,11 @@ class LossTensorLeak(Operator):
 
 def _loss_names(source, training) -> set[str]:
     """Names that hold a loss: what backward runs on, what a loss call returns, and sums of those."""
-    names = {dotted(b.loss) for b in training.backwards} - {None}
+    names = {name for b in training.backwards if (name := dotted(b.loss))}
     for _ in range(2):
         for assign in source.nodes(cst.Assign):
             if _is_loss(source, training, assign.value, names):
-                names.update(dotted(t.target) for t in assign.targets if dotted(t.target))
+                names.update(name for t in assign.targets if (name := dotted(t.target)))
     return names
 
 

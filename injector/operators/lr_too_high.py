@@ -95,8 +95,9 @@ class LrTooHigh(Operator):
         for call in source.nodes(cst.Call):
             if callee_name(call) in OVERRIDING_SCHEDULERS:
                 optimizer = argument(call, "optimizer", 0)
-                if optimizer is not None and dotted(optimizer.value):
-                    found[dotted(optimizer.value)] = call
+                name = dotted(optimizer.value) if optimizer is not None else None
+                if name:
+                    found[name] = call
         return found
 
     @staticmethod

@@ -33,14 +33,15 @@ import types
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, NoReturn
 
 from injector import protocol, reach, scratch
 from injector.mutants import Edit, apply_edits
+from injector.outcomes import ERROR, KILLED, SURVIVED, TIMEOUT
 from injector.protocol import Result
 from injector.worker import forking, guards
-from injector.worker.output import first_failure, failure_line, last_lines
+from injector.worker.output import failure_line, first_failure, last_lines
 
-KILLED, SURVIVED, TIMEOUT, ERROR = "killed", "survived", "timeout", "error"
 ORDER_NOTE = ("the fastest-first test order fails on the unmutated code too, so the tests ran in "
               "collection order")
 
@@ -89,7 +90,7 @@ class Worker:
         except BrokenPipeError:
             self.leave_abandoned()
 
-    def fatal(self, message: str) -> None:
+    def fatal(self, message: str) -> NoReturn:
         self.emit(protocol.Fatal(message))
         forking.abandon(0)
 
@@ -193,7 +194,7 @@ class Worker:
         os.environ.update(reach.subprocess_environment(reach_dir, self.roots))
         tracer = reach.Tracer(self.roots)
         tracer.follow_forks(str(reach_dir))
-        records = []
+        records: list[dict[str, Any]] = []
         if self.mode == "pytest":
             forking.silence_output()
             items = [self.items[name] for name in self.order]
@@ -362,8 +363,8 @@ class Worker:
             forking.silence_output()
             if swap is not None:
                 try:
-                    for function, code in swap.pairs:
-                        function.__code__ = code  # ValueError if the closure's variables differ
+                    for function, new_code in swap.pairs:
+                        function.__code__ = new_code  # ValueError if the closure's variables differ
                 except ValueError as error:
                     return {"status": ERROR, "message": f"could not load the mutant: {error}"}
                 linecache.cache[swap.path] = (len(mutated), None, mutated.splitlines(keepends=True), swap.path)
@@ -491,7 +492,7 @@ class Worker:
             tree = ast.parse(script.read_text(encoding="utf-8"))
         except (OSError, SyntaxError, UnicodeDecodeError):
             return
-        names = []
+        names: list[str] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names.extend(alias.name for alias in node.names)

@@ -15,6 +15,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from injector import processes
 from injector.worker.output import MESSAGE_LIMIT, describe_status
@@ -135,7 +136,7 @@ def silence_output() -> None:
     os.close(log)
 
 
-def abandon(code: int) -> None:
+def abandon(code: int) -> NoReturn:
     """End every process this one started and leave now."""
     for pid in processes.descendants(os.getpid()):
         try:

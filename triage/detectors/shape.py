@@ -92,7 +92,7 @@ def train_far_above_val(loss: Series, val: Series) -> list[Symptom]:
         return []
     ratios = []
     for v in vals:
-        before = [p for p in train if p.line < v.line][-3:]
+        before = [p for p in train if p.line is not None and v.line is not None and p.line < v.line][-3:]
         if before:
             ratios.append(median(p.value for p in before) / v.value)
     if len(ratios) < 2 or min(ratios) < 5:

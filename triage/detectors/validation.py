@@ -162,9 +162,9 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
     if max(settled) > 10 * min(settled):
         return []  # a diverging or recovering run is not "noisy"
     first = vals.index(window[0])
-    lo = vals[first - 1].line if first else 0
+    lo = (vals[first - 1].line or 0) if first else 0
     hi = window[-1].line
-    t_values = [p.value for p in train if lo < (p.line or 0) <= (hi or 0)]
+    t_values = [p.value for p in train if p.line is not None and lo < p.line <= (hi or 0)]
     if len(t_values) < 8:
         return []
     sigma_v, sigma_t = noise(values, robust=False), noise(t_values, robust=False)
