@@ -52,6 +52,23 @@ def survivors(marker: str) -> list[int]:
     return found
 
 
+def wait_for(condition, timeout: float = 10.0):
+    """`condition()` once it is true (polled), else its last false value after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return value
+
+
+def end(marker: str) -> None:
+    """Kill every live process whose command line holds `marker`."""
+    for pid in survivors(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def test_output_passes_through_unchanged_and_lands_in_the_log(tmp_path):
     child = script(tmp_path, r"""
         import os, sys
@@ -178,13 +195,16 @@ def test_ctrl_c_is_forwarded_and_leaves_no_process_behind(tmp_path, ignores_sigi
                          stderr=subprocess.PIPE)
     try:
         assert p.stdout is not None and p.stdout.readline() == b"ready\n"
-        assert survivors(marker)
+        assert wait_for(lambda: survivors(marker))  # the grandchild, in a session of its own
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=15)
+        wait_for(lambda: not survivors(marker), timeout=2)  # a killed process takes a moment to go
+        left = survivors(marker)
     finally:
         if p.poll() is None:
             p.kill()
-    assert survivors(marker) == []
+        end(marker)  # whatever happened above, this test leaves no process behind
+    assert left == []
     if ignores_sigint:  # ended after the grace period
         assert p.returncode in (128 + signal.SIGTERM, 128 + signal.SIGKILL)
     else:
