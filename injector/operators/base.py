@@ -14,7 +14,7 @@ from typing import ClassVar
 import libcst as cst
 
 from injector.mutants import Edit
-from injector.patterns import Training
+from injector.patterns import Training, mode_calls
 from injector.source import Source
 
 
@@ -45,6 +45,22 @@ class Operator:
 
     def changes(self, source: Source, training: Training) -> Iterator[Change]:
         raise NotImplementedError  # every concrete operator overrides this
+
+
+def removed_mode_switches(source: Source, training: Training, is_switch, to_train: bool,
+                          effect: str) -> Iterator[Change]:
+    """Every way a `.train()`/`.eval()` switch (`is_switch(call)`) can go missing: the call
+    dropped from `model = model.eval()`, the call statement deleted, and the project's own
+    mode-setting statements (`patterns.mode_calls`) deleted. `effect` ends each description."""
+    for assign in source.nodes(cst.Assign):
+        if isinstance(assign.value, cst.Call) and is_switch(assign.value):
+            receiver = source.module.code_for_node(assign.value.func.value).strip()
+            yield Change(assign, (source.replace(assign.value, receiver),),
+                         f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}")
+    yield from deleted_calls(source, is_switch, "removed `{code}`: " + effect)
+    for statement in mode_calls(source, training, to_train):
+        yield Change(statement, (source.delete_statement(statement),),
+                     f"removed `{source.code(statement.value)}`: {effect}")
 
 
 def deleted_calls(source: Source, wanted, description: str) -> Iterator[Change]:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.patterns import argument, callee_name, helper_owned, is_literal_bool, mode_calls, sets_mode
+from injector.operators.base import Change, Example, Operator, removed_mode_switches
+from injector.patterns import argument, callee_name, helper_owned, is_literal_bool, sets_mode
 
 
 def _is_eval(call: cst.Call) -> bool:
@@ -74,12 +74,4 @@ class MissingEvalMode(Operator):
                         not helper_owned(source, training, call):
                     yield Change(call, (source.replace(mode.value, "True"),),
                                  f"`{source.code(call)}` never switches to eval mode")
-        for assign in source.nodes(cst.Assign):
-            if isinstance(assign.value, cst.Call) and _is_eval(assign.value):
-                receiver = source.module.code_for_node(assign.value.func.value).strip()
-                yield Change(assign, (source.replace(assign.value, receiver),),
-                             f"removed `.eval()` on `{receiver}`: evaluation runs in training mode")
-        yield from deleted_calls(source, _is_eval, "removed `{code}`: evaluation runs in training mode")
-        for statement in mode_calls(source, training, False):
-            yield Change(statement, (source.delete_statement(statement),),
-                         f"removed `{source.code(statement.value)}`: evaluation runs in training mode")
+        yield from removed_mode_switches(source, training, _is_eval, False, "evaluation runs in training mode")

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.patterns import argument, helper_owned, is_literal_bool, mode_calls, sets_mode
+from injector.operators.base import Change, Example, Operator, removed_mode_switches
+from injector.patterns import argument, helper_owned, is_literal_bool, sets_mode
 
 
 def _is_train(call: cst.Call) -> bool:
@@ -80,12 +80,4 @@ class MissingTrainMode(Operator):
             if mode is not None and not helper_owned(source, training, call):
                 yield Change(call, (source.replace(mode.value, "False"),),
                              f"`{source.code(call)}` never switches to training mode")
-        for assign in source.nodes(cst.Assign):
-            if isinstance(assign.value, cst.Call) and _is_train(assign.value):
-                receiver = source.module.code_for_node(assign.value.func.value).strip()
-                yield Change(assign, (source.replace(assign.value, receiver),),
-                             f"removed `.train()` on `{receiver}`: training continues in eval mode")
-        yield from deleted_calls(source, _is_train, "removed `{code}`: training continues in eval mode")
-        for statement in mode_calls(source, training, True):
-            yield Change(statement, (source.delete_statement(statement),),
-                         f"removed `{source.code(statement.value)}`: training continues in eval mode")
+        yield from removed_mode_switches(source, training, _is_train, True, "training continues in eval mode")

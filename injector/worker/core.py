@@ -72,7 +72,7 @@ class Worker:
         self.sources: dict[str, str] = {}
         self.collection: tuple[str, ...] = ()
         self.collection_limit = 0.0
-        self.functions: dict[tuple[str, str, int], list[types.FunctionType]] = {}
+        self.functions: dict[FunctionKey, list[types.FunctionType]] = {}
         self.loaded_files: set[str] = set()
         self.command = guards.PythonCommand.parse(plan["command"]) if plan.get("warm") else None
         self.parent = os.getppid()
@@ -422,7 +422,7 @@ class Worker:
             new = after.get(key)
             if new is None or _same_code(old, new):
                 continue
-            for function in live.get((spec.file, old.co_qualname, old.co_firstlineno), []):
+            for function in live.get(function_key(spec.file, old), []):
                 plan.pairs.append((function, new))
         return plan if plan.pairs else None
 
@@ -437,8 +437,7 @@ class Worker:
         for obj in objects:
             relative = self._relative(obj.__code__.co_filename)
             if relative is not None:
-                key = (relative, obj.__code__.co_qualname, obj.__code__.co_firstlineno)
-                self.functions.setdefault(key, []).append(obj)
+                self.functions.setdefault(function_key(relative, obj.__code__), []).append(obj)
         for module in list(sys.modules.values()):
             relative = self._relative(getattr(module, "__file__", None) or "")
             if relative is not None:
@@ -550,6 +549,16 @@ def _shallow(value) -> object:
     if isinstance(attributes, dict):
         return tuple((k, id(v)) for k, v in list(attributes.items())[:32])
     return None
+
+
+FunctionKey = tuple[str, str, int]
+
+
+def function_key(file: str, code: types.CodeType) -> FunctionKey:
+    """A function as the campaign names it: project-relative file, qualified name, first line
+    (the line of its first decorator). Mutants carry the same two last parts (`Mutant.function`,
+    `Mutant.function_line`, from `Source.runtime_function`)."""
+    return (file, code.co_qualname, code.co_firstlineno)
 
 
 def _code_objects(module: types.CodeType) -> dict[tuple[str, int], types.CodeType]:
