@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from injector.errors import UsageError
+from trainwreck.errors import UsageError
 
 SCHEMA = "trainwreck.report/1"
 

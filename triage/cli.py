@@ -21,7 +21,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from injector.errors import TrainwreckError
+from trainwreck.errors import TrainwreckError
 
 EXIT_HEALTHY = 0
 EXIT_EXPLAINED = 1
@@ -87,10 +87,10 @@ def _add_comment_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _checked(name: str):
-    """An argparse type from a parser in triage.comment or triage.github (imported only when
+    """An argparse type from a parser in trainwreck.comment or trainwreck.github (imported only when
     used: github3.py is not needed to explain a log), its UsageError as argparse's one line."""
     def convert(text: str) -> object:
-        from triage import comment, github
+        from trainwreck import comment, github
 
         parse = getattr(comment, name, None) or getattr(github, name)
         try:
@@ -138,7 +138,8 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _comment(args: argparse.Namespace) -> int:
-    from triage import comment, github, render
+    from trainwreck import comment, github
+    from triage import render
     from triage.explain import explain
 
     api = github.api_url(args.api_url)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from triage import detectors, reader, table
 from triage.detectors import telemetry as telemetry_mod
-from triage.errors import BadInputError
+from trainwreck.errors import BadInputError
 from triage.records import Cause, Symptom
 from triage.series import Series, SeriesBuilder
 

@@ -15,13 +15,12 @@ from trainwreck_templates import render as render_template
 
 from triage.explain import Report
 from triage.reader import BLOCK, MAX_LINE
-from injector.markdown import defuse_backticks, fit, plain, unping
+from trainwreck.markdown import GITHUB_LIMIT, defuse_backticks, fit, plain, unping
 from triage.series import Series
 
 MARKER = "<!-- trainwreck:triage -->"
 MAX_EVIDENCE = 6
 MAX_CHART_POINTS = 48
-COMMENT_LIMIT = 60_000  # GitHub rejects comment bodies over 65,536 characters
 
 
 def _clean_floats(obj: object) -> object:
@@ -97,7 +96,7 @@ def text(report: Report, *, color: bool | None = None, width: int = 100) -> str:
 def _closest(report: Report) -> str:
     """The causes that came nearest, for a run no cause explains: named, never asserted."""
     from triage import table
-    from triage.errors import TableError
+    from trainwreck.errors import TableError
 
     try:
         near = table.rank(list(report.symptoms), table.load(), all_causes=True)[:2]
@@ -242,4 +241,4 @@ def markdown(report: Report) -> str:
     body = render_template("triage_comment.md.j2", marker=MARKER, where=_where(report),
                            status=report.status, causes=causes, symptoms=symptoms, charts=charts,
                            failure_step=report.failure_step, metrics=_series_line(report))
-    return fit(body, COMMENT_LIMIT, hint="`triage explain` on the log shows all of it.")
+    return fit(body, GITHUB_LIMIT, hint="`triage explain` on the log shows all of it.")

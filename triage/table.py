@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from injector import catalog
-from triage.errors import TableError
+from trainwreck.errors import TableError
 from triage.records import Cause, Contribution, Evidence, Symptom
 
 USER_TABLE = "trainwreck-causes.yaml"

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from injector import processes
+from trainwreck import processes
 from injector.worker.output import MESSAGE_LIMIT, describe_status
 
 

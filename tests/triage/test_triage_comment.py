@@ -18,9 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the loop
 from github_api import READ_ONLY_TOKEN, TOKEN, GitHubAPI, github_api  # noqa: E402,F401
 from triage_corpus import one_log  # noqa: E402
 
-from triage import cli, comment, github, render  # noqa: E402
+from trainwreck import comment, github  # noqa: E402
+from triage import cli, render  # noqa: E402
 from triage.explain import explain  # noqa: E402
-from injector.markdown import GITHUB_LIMIT, fence  # noqa: E402
+from trainwreck.markdown import GITHUB_LIMIT, fence  # noqa: E402
 
 PR = ["--repo", "acme/trainer", "--pr", "7"]
 FIRST = one_log("missing-zero-grad")

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 import github3
 from github3 import exceptions as gh
 
-from injector.errors import UsageError
-from triage.github import TOKEN_VARIABLE, GitHubError, Policy, Secret, connect, reporting
-from injector.markdown import GITHUB_LIMIT, fit
+from trainwreck.errors import UsageError
+from trainwreck.github import TOKEN_VARIABLE, GitHubError, Policy, Secret, connect, reporting
+from trainwreck.markdown import GITHUB_LIMIT, fit
 
 _OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")

@@ -26,7 +26,7 @@ import requests
 from github3 import exceptions as gh
 from github3.session import GitHubSession
 
-from injector.errors import TrainwreckError, UsageError
+from trainwreck.errors import TrainwreckError, UsageError
 
 DEFAULT_API_URL = "https://api.github.com"
 EXIT_GITHUB = 4
