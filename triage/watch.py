@@ -499,7 +499,8 @@ def _explain(opts: Options, outcome: Outcome, fmt: str, report_path: str | None)
           + (f" and {opts.telemetry}" if telemetry else "") + (f" in {report_path}" if report_path else ":"),
           file=sys.stderr, flush=True)
     try:
-        report = explain(opts.log, telemetry=telemetry)
+        # as `triage explain` in the user's checkout: their trainwreck-causes.yaml counts
+        report = explain(opts.log, telemetry=telemetry, search_cwd=True)
         if fmt == "json":
             out = render.json_text(report)
         elif fmt == "markdown":
