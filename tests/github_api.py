@@ -13,7 +13,7 @@ It speaks what keeping a sticky PR comment needs:
 optionally under a path prefix (`/api/v3`, as GitHub Enterprise serves it). A missing or unknown
 token gets 401, a read-only token 403 on writes; every reply carries `x-ratelimit-*` headers.
 Failures are injected in order (`fail`, `primary_rate_limit`, `secondary_rate_limit`), each for
-the next matching request(s). Every request is recorded (method, path, query, headers, body).
+the next matching request(s); `hold_posts(n)` makes n concurrent creates meet before any happens. Every request is recorded (method, path, query, headers, body).
 
 Use the `github_api` fixture (import it into the test module), or `GitHubAPI` as a context manager.
 """
@@ -91,6 +91,7 @@ class GitHubAPI:
         self._ids = itertools.count(1001)
         self._remaining = RATE_LIMIT
         self._lock = threading.Lock()
+        self._post_barrier: threading.Barrier | None = None
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -173,6 +174,11 @@ class GitHubAPI:
         self.faults.append(Fault(status, times, method, headers,
                                  "You have exceeded a secondary rate limit. Please wait a few minutes "
                                  "before you try again."))
+
+    def hold_posts(self, parties: int, timeout: float = 10.0) -> None:
+        """Hold every POST until `parties` of them have arrived, then carry them all out: the
+        race of runs that each found no comment and each create one."""
+        self._post_barrier = threading.Barrier(parties, timeout=timeout)
 
     # ------------------------------------------------------------ internals (under the lock)
 
@@ -275,6 +281,9 @@ class _Handler(BaseHTTPRequestHandler):
         if api.prefix and path.startswith(api.prefix + "/"):
             path = path[len(api.prefix):]
         query = parse_qs(split.query)
+        barrier = api._post_barrier
+        if method == "POST" and barrier is not None:
+            barrier.wait()  # outside the lock: the other requests go on meanwhile
         with api._lock:
             api.requests.append(Request(method, path, query, dict(self.headers.items()), raw))
             fault = api._take_fault(method)
