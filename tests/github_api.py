@@ -58,6 +58,15 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "Server Error"
     after_apply: bool = False  # do the request, then reply with the fault (a lost reply)
+    raw: Raw | None = None  # a body that is not GitHub's JSON (a proxy's page), sent instead
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A reply body sent as it is, with its own content type."""
+
+    text: str
+    content_type: str = "text/plain; charset=utf-8"
 
 
 @dataclass
@@ -155,10 +164,12 @@ class GitHubAPI:
     # ------------------------------------------------------------ faults
 
     def fail(self, status: int = 502, times: int = 1, *, method: str | None = None,
-             after_apply: bool = False, message: str = "Server Error") -> None:
+             after_apply: bool = False, message: str = "Server Error", raw: Raw | None = None,
+             headers: dict[str, str] | None = None) -> None:
         """The next `times` matching requests get `status` (after being carried out, with
-        `after_apply`: the reply is lost, the change is not)."""
-        self.faults.append(Fault(status, times, method, {}, message, after_apply))
+        `after_apply`: the reply is lost, the change is not), with GitHub's JSON error body
+        holding `message`, or the `raw` body instead."""
+        self.faults.append(Fault(status, times, method, dict(headers or {}), message, after_apply, raw))
 
     def primary_rate_limit(self, reset: float, *, times: int = 1, status: int = 403,
                            method: str | None = None) -> None:
@@ -288,6 +299,7 @@ class _Handler(BaseHTTPRequestHandler):
             api.requests.append(Request(method, path, query, dict(self.headers.items()), raw))
             fault = api._take_fault(method)
             headers = api._rate_headers()
+            payload: object
             if fault is not None and not fault.after_apply:
                 status, payload = _error(fault.status, fault.message)
                 headers.update(fault.headers)
@@ -296,6 +308,8 @@ class _Handler(BaseHTTPRequestHandler):
                 headers.update(extra)
                 if fault is not None:  # carried out, but the reply is lost
                     status, payload = _error(fault.status, fault.message)
+            if fault is not None and fault.raw is not None:
+                payload = fault.raw
         self._reply(status, payload, headers)
 
     def _route(self, api: GitHubAPI, method: str, path: str, query: dict[str, list[str]],
@@ -374,9 +388,13 @@ class _Handler(BaseHTTPRequestHandler):
         return (*_error(404, "Not Found"), {})
 
     def _reply(self, status: int, payload: object, headers: dict[str, str]) -> None:
-        data = b"" if payload is None else json.dumps(payload).encode()
+        if isinstance(payload, Raw):
+            data, content_type = payload.text.encode(), payload.content_type
+        else:
+            data = b"" if payload is None else json.dumps(payload).encode()
+            content_type = "application/json; charset=utf-8"
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():
             self.send_header(key, value)
