@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from injector import __version__, protocol, reach, scratch
-from injector.errors import TrainwreckError, UsageError
+from trainwreck.errors import TrainwreckError, UsageError
 from injector.mutants import LineIndex, Mutant
 from injector.outcomes import IGNORED, KILLED, NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
 from injector.worker.guards import PYTHON_NAMES, PythonCommand

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from injector import __version__, catalog, config
-from injector.errors import TrainwreckError, UsageError
+from trainwreck.errors import TrainwreckError, UsageError
 
 DEMO = Path(__file__).parent / "demo"
 
@@ -152,7 +152,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _pull_request(text: str) -> object:
-    from triage.comment import Target
+    from trainwreck.comment import Target
 
     try:
         return Target.parse(text)
@@ -161,7 +161,7 @@ def _pull_request(text: str) -> object:
 
 
 def _api_url(text: str) -> str:
-    from triage.github import api_url
+    from trainwreck.github import api_url
 
     try:
         return api_url(text)
@@ -323,7 +323,7 @@ def _post_comment(result, args: argparse.Namespace) -> None:
     """Keep the markdown report as the PR's mutation-report comment (the reports are already
     written, so a GitHub failure loses nothing)."""
     from injector import report
-    from triage import comment, github
+    from trainwreck import comment, github
 
     policy = github.Policy(notify=lambda line: print(f"injector: {line}", file=sys.stderr, flush=True))
     posted = comment.post(report.render_markdown(result), marker=report.MARKER, target=args.comment,

@@ -20,7 +20,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from injector.errors import ConfigError
+from trainwreck.errors import ConfigError
 
 KEYS = {"paths", "operators", "exclude-operators", "exclude-paths", "guard", "timeout-factor",
         "skip-mutants"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pathspec
 
-from injector.errors import UsageError
+from trainwreck.errors import UsageError
 
 SKIPPED_FOLDERS = {"tests", "test", "testing", "__pycache__", "node_modules", "site-packages",
                    "venv", "env", "build", "dist"}

@@ -37,7 +37,7 @@ from ruamel.yaml.error import CommentMark, YAMLError
 from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 from ruamel.yaml.tokens import CommentToken
 
-from injector.errors import TrainwreckError, UsageError
+from trainwreck.errors import TrainwreckError, UsageError
 
 DEFAULT_SHARDS = 4
 DEFAULT_LABELS = ("self-hosted", "gpu")

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
-from injector.errors import UsageError
+from trainwreck.errors import UsageError
 
 SCHEMA = "trainwreck.report/1"
 

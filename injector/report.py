@@ -20,17 +20,17 @@ from pathlib import Path
 from markupsafe import Markup
 
 from injector import catalog
-from injector.errors import UsageError
+from trainwreck.errors import UsageError
 from injector.outcomes import ERROR, IGNORED, KILLED, NO_COVERAGE, STATUSES, SURVIVED, TIMEOUT, Outcome, Report
 from trainwreck_templates import render
-from injector.markdown import code_span as md_code
-from injector.markdown import fence as md_fence
-from injector.markdown import inline as md_inline
-from injector.markdown import split_code
-from injector.markdown import unping as _unping
+from trainwreck.markdown import GITHUB_LIMIT
+from trainwreck.markdown import code_span as md_code
+from trainwreck.markdown import fence as md_fence
+from trainwreck.markdown import inline as md_inline
+from trainwreck.markdown import split_code
+from trainwreck.markdown import unping as _unping
 
 MARKER = "<!-- trainwreck:mutation-report -->"  # finds the sticky PR comment again
-COMMENT_LIMIT = 65_000  # GitHub refuses comment bodies over 65,536 characters
 COLLAPSE_FROM = 6  # from this many survivors on, each fault's survivors fold into <details>
 MAX_UNCOVERED = 50  # mutants no guard reaches, listed one line each in the markdown
 MAX_MESSAGE_LINES = 20  # of an error's message, in the markdown (the HTML has it all)
@@ -110,7 +110,7 @@ def _duration(seconds: float) -> str:
 
 
 # ---------------------------------------------------------------- markdown that user text cannot break
-# md_code, md_fence, md_inline and _unping are injector/markdown.py's, shared with the triage comment.
+# md_code, md_fence, md_inline and _unping are trainwreck/markdown.py's, shared with the triage comment.
 
 
 def html_inline(text: str) -> Markup:
@@ -235,7 +235,7 @@ def _markdown_context(report: Report, diffs: int, listed: int) -> dict[str, obje
     }
 
 
-def render_markdown(report: Report, *, limit: int | None = COMMENT_LIMIT) -> str:
+def render_markdown(report: Report, *, limit: int | None = GITHUB_LIMIT) -> str:
     """The report as GitHub markdown (a PR comment or a job summary), at most `limit` characters.
 
     When the whole report is too long, diffs are dropped from the last survivors first, then

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from injector.errors import TrainwreckError
+from trainwreck.errors import TrainwreckError
 
 PREFIX = "trainwreck-"
 NOT_COPIED = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",

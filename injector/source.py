@@ -17,7 +17,7 @@ from typing import Any, TypeVar, overload
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from injector.errors import TrainwreckError
+from trainwreck.errors import TrainwreckError
 from injector.mutants import Edit, LineIndex
 
 N = TypeVar("N", bound=cst.CSTNode)

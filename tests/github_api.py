@@ -13,7 +13,7 @@ It speaks what keeping a sticky PR comment needs:
 optionally under a path prefix (`/api/v3`, as GitHub Enterprise serves it). A missing or unknown
 token gets 401, a read-only token 403 on writes; every reply carries `x-ratelimit-*` headers.
 Failures are injected in order (`fail`, `primary_rate_limit`, `secondary_rate_limit`), each for
-the next matching request(s). Every request is recorded (method, path, query, headers, body).
+the next matching request(s); `hold_posts(n)` makes n concurrent creates meet before any happens. Every request is recorded (method, path, query, headers, body).
 
 Use the `github_api` fixture (import it into the test module), or `GitHubAPI` as a context manager.
 """
@@ -58,6 +58,15 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "Server Error"
     after_apply: bool = False  # do the request, then reply with the fault (a lost reply)
+    raw: Raw | None = None  # a body that is not GitHub's JSON (a proxy's page), sent instead
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A reply body sent as it is, with its own content type."""
+
+    text: str
+    content_type: str = "text/plain; charset=utf-8"
 
 
 @dataclass
@@ -91,6 +100,7 @@ class GitHubAPI:
         self._ids = itertools.count(1001)
         self._remaining = RATE_LIMIT
         self._lock = threading.Lock()
+        self._post_barrier: threading.Barrier | None = None
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -154,10 +164,12 @@ class GitHubAPI:
     # ------------------------------------------------------------ faults
 
     def fail(self, status: int = 502, times: int = 1, *, method: str | None = None,
-             after_apply: bool = False, message: str = "Server Error") -> None:
+             after_apply: bool = False, message: str = "Server Error", raw: Raw | None = None,
+             headers: dict[str, str] | None = None) -> None:
         """The next `times` matching requests get `status` (after being carried out, with
-        `after_apply`: the reply is lost, the change is not)."""
-        self.faults.append(Fault(status, times, method, {}, message, after_apply))
+        `after_apply`: the reply is lost, the change is not), with GitHub's JSON error body
+        holding `message`, or the `raw` body instead."""
+        self.faults.append(Fault(status, times, method, dict(headers or {}), message, after_apply, raw))
 
     def primary_rate_limit(self, reset: float, *, times: int = 1, status: int = 403,
                            method: str | None = None) -> None:
@@ -173,6 +185,11 @@ class GitHubAPI:
         self.faults.append(Fault(status, times, method, headers,
                                  "You have exceeded a secondary rate limit. Please wait a few minutes "
                                  "before you try again."))
+
+    def hold_posts(self, parties: int, timeout: float = 10.0) -> None:
+        """Hold every POST until `parties` of them have arrived, then carry them all out: the
+        race of runs that each found no comment and each create one."""
+        self._post_barrier = threading.Barrier(parties, timeout=timeout)
 
     # ------------------------------------------------------------ internals (under the lock)
 
@@ -275,10 +292,14 @@ class _Handler(BaseHTTPRequestHandler):
         if api.prefix and path.startswith(api.prefix + "/"):
             path = path[len(api.prefix):]
         query = parse_qs(split.query)
+        barrier = api._post_barrier
+        if method == "POST" and barrier is not None:
+            barrier.wait()  # outside the lock: the other requests go on meanwhile
         with api._lock:
             api.requests.append(Request(method, path, query, dict(self.headers.items()), raw))
             fault = api._take_fault(method)
             headers = api._rate_headers()
+            payload: object
             if fault is not None and not fault.after_apply:
                 status, payload = _error(fault.status, fault.message)
                 headers.update(fault.headers)
@@ -287,6 +308,8 @@ class _Handler(BaseHTTPRequestHandler):
                 headers.update(extra)
                 if fault is not None:  # carried out, but the reply is lost
                     status, payload = _error(fault.status, fault.message)
+            if fault is not None and fault.raw is not None:
+                payload = fault.raw
         self._reply(status, payload, headers)
 
     def _route(self, api: GitHubAPI, method: str, path: str, query: dict[str, list[str]],
@@ -365,9 +388,13 @@ class _Handler(BaseHTTPRequestHandler):
         return (*_error(404, "Not Found"), {})
 
     def _reply(self, status: int, payload: object, headers: dict[str, str]) -> None:
-        data = b"" if payload is None else json.dumps(payload).encode()
+        if isinstance(payload, Raw):
+            data, content_type = payload.text.encode(), payload.content_type
+        else:
+            data = b"" if payload is None else json.dumps(payload).encode()
+            content_type = "application/json; charset=utf-8"
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():
             self.send_header(key, value)

@@ -168,9 +168,13 @@ def test_the_triage_job_never_checks_out_or_runs_pr_code():
     assert triage["permissions"] == {}
     job = triage["jobs"]["triage"]
     assert "github.event.workflow_run.conclusion == 'failure'" in job["if"]
-    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    assert job["permissions"] == {"actions": "read", "contents": "read", "pull-requests": "write"}
     for s in job["steps"]:
-        assert not s.get("uses", "").startswith("actions/checkout@"), s["name"]
+        if s.get("uses", "").startswith("actions/checkout@"):
+            # the one checkout: the default branch (no ref: on workflow_run that is its latest
+            # commit, never the PR's) and of it only the cause table, kept out of the artifact
+            assert s["with"] == {"path": "trainwreck-base", "sparse-checkout": "trainwreck-causes.yaml",
+                                 "sparse-checkout-cone-mode": False, "persist-credentials": False}
         script = s.get("run", "")
         assert not re.search(r"\bgit\b|pip install -e|requirements\.txt|bash -c|\bsource\b|(^|\s)\./", script), s["name"]
     download = step(job, "Download the training's log and telemetry")
@@ -298,6 +302,29 @@ def test_the_triage_step_trusts_the_artifact_only_for_the_pr_it_ran_for(tmp_path
         assert calls == []
         assert f"::notice title=trainwreck::" in result.stdout and notice in result.stdout
     assert "t0ken" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("base_table", [True, False], ids=["base-table", "no-base-table"])
+def test_the_cause_table_comes_from_the_default_branch_never_from_the_artifact(tmp_path, api, base_table):
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    script = step(workflow("trainwreck-triage.yml")["jobs"]["triage"], TRIAGE_STEP)["run"]
+    workspace, artifact = tmp_path / "workspace", tmp_path / "artifact"
+    (workspace / "trainwreck-base").mkdir(parents=True)
+    artifact.mkdir()
+    (artifact / "pr-number").write_text("7")
+    (artifact / "run.log").write_text("step 1 loss nan\n")
+    # what the PR's code could leave in its artifact: never passed on
+    (artifact / "trainwreck-causes.yaml").write_text("causes: {}\n")
+    base = workspace / "trainwreck-base" / "trainwreck-causes.yaml"
+    if base_table:
+        base.write_text("causes: {}\n")
+    result, calls = run_script(script, tmp_path, artifact, {
+        "GITHUB_TOKEN": "t0ken", "GITHUB_API_URL": api, "RUN_HEAD_SHA": "a" * 40,
+        "GITHUB_WORKSPACE": str(workspace)})
+    assert result.returncode == 0, result.stderr
+    assert calls == [["triage", "comment", "run.log", "--repo", "team/trainer", "--pr", "7",
+                      *(["--causes", str(base)] if base_table else [])]]
 
 
 def test_the_triage_step_skips_a_run_that_left_no_log(tmp_path, api):

@@ -11,8 +11,10 @@ Exit codes (the same for every format, so CI can branch on them):
 
 `--telemetry F` reads JSON lines of GPU samples, `{"t": 12.5, "gpu_util": 87, "mem_used": 10240}`
 (seconds, percent, any memory unit; optional "gpu" index). `--causes F` extends the built-in
-symptom->cause table (triage/causes.yaml) with your own; `trainwreck-causes.yaml` in the
-current directory is picked up without the flag.
+symptom->cause table (triage/causes.yaml) with your own; without the flag, `explain` picks up
+`trainwreck-causes.yaml` in the current directory (a convenience in your own checkout).
+`triage comment` never does: it reads a cause table only from an explicit `--causes`, since a
+file beside a CI log may have been written by the code under test.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from injector.errors import TrainwreckError
+from trainwreck.errors import TrainwreckError
 
 EXIT_HEALTHY = 0
 EXIT_EXPLAINED = 1
@@ -53,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "sites it removes or changes are raised, citing the hunk")
     ex.add_argument("--telemetry", metavar="F", help='JSON lines of GPU samples: {"t":..., "gpu_util":..., '
                     '"mem_used":...}')
-    ex.add_argument("--causes", metavar="F", help="your own cause table (YAML) to extend or override ours")
+    ex.add_argument("--causes", metavar="F", help="your own cause table (YAML) to extend or override ours "
+                    "(default: ./trainwreck-causes.yaml when it exists; `triage comment` never loads "
+                    "one unasked)")
     ex.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
                     help="colour the text output (default: when stdout is a terminal)")
     from triage import watch
@@ -78,7 +82,9 @@ def _add_comment_parser(sub: argparse._SubParsersAction) -> None:
                     help="the pull request's number")
     cm.add_argument("--telemetry", metavar="F", help="JSON lines of GPU samples (as for explain)")
     cm.add_argument("--diff", metavar="PATCH", help="the PR's unified diff (as for explain)")
-    cm.add_argument("--causes", metavar="F", help="your own cause table (YAML), as for explain")
+    cm.add_argument("--causes", metavar="F", help="your own cause table (YAML), as for explain; only this "
+                    "flag loads one (a trainwreck-causes.yaml beside the log is ignored: in CI, pass the base "
+                    "branch's copy, never one from the PR's artifact)")
     cm.add_argument("--api-url", metavar="URL", type=_checked("api_url"),
                     help="the REST API's base URL, for GitHub Enterprise (e.g. https://github.example.com/"
                     "api/v3; default: $GITHUB_API_URL, else https://api.github.com)")
@@ -87,10 +93,10 @@ def _add_comment_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _checked(name: str):
-    """An argparse type from a parser in triage.comment or triage.github (imported only when
+    """An argparse type from a parser in trainwreck.comment or trainwreck.github (imported only when
     used: github3.py is not needed to explain a log), its UsageError as argparse's one line."""
     def convert(text: str) -> object:
-        from triage import comment, github
+        from trainwreck import comment, github
 
         parse = getattr(comment, name, None) or getattr(github, name)
         try:
@@ -124,7 +130,7 @@ def _explain(args: argparse.Namespace) -> int:
     from triage import render
     from triage.explain import explain
 
-    report = explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes)
+    report = explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes, search_cwd=True)
     if args.format == "json":
         out = render.json_text(report)
     elif args.format == "markdown":
@@ -138,7 +144,8 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _comment(args: argparse.Namespace) -> int:
-    from triage import comment, github, render
+    from trainwreck import comment, github
+    from triage import render
     from triage.explain import explain
 
     api = github.api_url(args.api_url)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from triage import detectors, reader, table
 from triage.detectors import telemetry as telemetry_mod
-from triage.errors import BadInputError
+from trainwreck.errors import BadInputError
 from triage.records import Cause, Symptom
 from triage.series import Series, SeriesBuilder
 
@@ -68,10 +68,12 @@ class Report:
 
 def explain(log: str | os.PathLike[str], *, diff: str | os.PathLike[str] | None = None,
             telemetry: str | os.PathLike[str] | None = None,
-            causes: str | os.PathLike[str] | None = None) -> Report:
+            causes: str | os.PathLike[str] | None = None, search_cwd: bool = False) -> Report:
     """Read `log` ("-": standard input) and return the ranked causes; raise BadInputError for
-    input that is not a log."""
-    tab = table.load(causes)
+    input that is not a log. The cause table is ours, extended by `causes`; with `search_cwd`
+    (a person's own `triage explain`) by `trainwreck-causes.yaml` in the cwd when `causes` is
+    not given."""
+    tab = table.load(causes, search_cwd=search_cwd)
     builder = SeriesBuilder()
     add = builder.add
     # metrics are parsed while the rest of the log is still being read

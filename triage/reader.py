@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from triage.errors import BadInputError
+from trainwreck.errors import BadInputError
 
 CHUNK = 8 << 20                  # bytes per chunk (chunk k starts at the first line start >= k * CHUNK)
 MAX_LINE = 16 << 10              # longer lines are cut to windows of this size for matching

@@ -15,13 +15,12 @@ from trainwreck_templates import render as render_template
 
 from triage.explain import Report
 from triage.reader import BLOCK, MAX_LINE
-from injector.markdown import defuse_backticks, fit, plain, unping
+from trainwreck.markdown import GITHUB_LIMIT, code_span, defuse_backticks, fit, inline, plain, unping
 from triage.series import Series
 
 MARKER = "<!-- trainwreck:triage -->"
 MAX_EVIDENCE = 6
 MAX_CHART_POINTS = 48
-COMMENT_LIMIT = 60_000  # GitHub rejects comment bodies over 65,536 characters
 
 
 def _clean_floats(obj: object) -> object:
@@ -97,7 +96,7 @@ def text(report: Report, *, color: bool | None = None, width: int = 100) -> str:
 def _closest(report: Report) -> str:
     """The causes that came nearest, for a run no cause explains: named, never asserted."""
     from triage import table
-    from triage.errors import TableError
+    from trainwreck.errors import TableError
 
     try:
         near = table.rank(list(report.symptoms), table.load(), all_causes=True)[:2]
@@ -230,16 +229,19 @@ def markdown(report: Report) -> str:
             c = chart(s, report.failure_step)
             if c:
                 charts.append(c)
+    # Every string a user can choose (a cause table's ids, titles and fixes; the log's file
+    # name; evidence from the log or diff) goes through trainwreck.markdown's escaping: no
+    # mention, HTML, link or fence from any of them reaches the comment live.
     causes = []
     for c in report.causes:
         causes.append({
-            "id": c.id, "confidence": f"{100 * c.confidence:.0f}%", "title": c.title,
-            "explanation": c.explanation, "fix": c.fix,
-            "because": ", ".join(f"`{r.symptom}` ({r.weight:+.2g})" for r in c.reasons),
-            "evidence": [f"{_loc(e.line, e.source)}: {_fence(e.text[:240])}" for e in c.evidence[:MAX_EVIDENCE]],
+            "id": code_span(c.id), "confidence": f"{100 * c.confidence:.0f}%", "title": inline(c.title),
+            "explanation": inline(c.explanation), "fix": inline(c.fix),
+            "because": ", ".join(f"{code_span(r.symptom)} ({r.weight:+.2g})" for r in c.reasons),
+            "evidence": [_fence(f"{_loc(e.line, e.source)}: {e.text[:240]}") for e in c.evidence[:MAX_EVIDENCE]],
         })
-    symptoms = [{"name": s.name, "summary": plain(s.summary)} for s in report.symptoms]
-    body = render_template("triage_comment.md.j2", marker=MARKER, where=_where(report),
+    symptoms = [{"name": code_span(s.name), "summary": plain(s.summary)} for s in report.symptoms]
+    body = render_template("triage_comment.md.j2", marker=MARKER, where=plain(_where(report)),
                            status=report.status, causes=causes, symptoms=symptoms, charts=charts,
                            failure_step=report.failure_step, metrics=_series_line(report))
-    return fit(body, COMMENT_LIMIT, hint="`triage explain` on the log shows all of it.")
+    return fit(body, GITHUB_LIMIT, hint="`triage explain` on the log shows all of it.")

@@ -18,7 +18,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from injector import catalog
-from triage.errors import TableError
+from trainwreck.errors import TableError
 from triage.records import Cause, Contribution, Evidence, Symptom
 
 USER_TABLE = "trainwreck-causes.yaml"
@@ -120,8 +120,14 @@ def _merge(base: dict[str, Rule], data: dict, origin: str) -> dict[str, Rule]:
     return out
 
 
-def load(user_path: str | os.PathLike[str] | None = None, *, search_cwd: bool = True) -> Table:
-    """The built-in table, merged with the user's file (explicit path, or found in the cwd)."""
+def load(user_path: str | os.PathLike[str] | None = None, *, search_cwd: bool = False) -> Table:
+    """The built-in table, merged with the user's file: `user_path`, else (only with
+    `search_cwd`) `trainwreck-causes.yaml` in the current directory.
+
+    Finding a table by itself is for a person running `triage explain` in their own checkout.
+    Anything that posts (`triage comment`, the workflows) passes an explicit path or none: a
+    file found beside a log may have been written by the code under test.
+    """
     text = BUILTIN_TABLE.read_text(encoding="utf-8")
     data = _load_yaml(text, "triage/causes.yaml")
     rules = _merge({}, data, "triage/causes.yaml")

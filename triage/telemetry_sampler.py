@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from injector.processes import descendants
+from trainwreck.processes import descendants
 
 IDLE_PERCENT = 5.0  # at or under this utilisation (GPU percent, or CPU percent of one core): idle
 

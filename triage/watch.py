@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from injector.errors import TrainwreckError
-from injector.processes import become_subreaper, children, descendants, kill_tree
+from trainwreck.errors import TrainwreckError
+from trainwreck.processes import alive, become_subreaper, children, descendants, kill_tree
 from triage.detectors.progress import watch_hang_line
 from triage.telemetry_sampler import Sampler
 
@@ -471,7 +471,7 @@ def _end_run(proc: subprocess.Popen[bytes], grace: float) -> None:
         kill_tree(proc.pid, grace=grace)
     # once reaped, its pid may be reused: what is left of the run is below us (we are its subreaper)
     for _ in range(3):  # an orphan may be re-parented to us while we kill its parent
-        left = [pid for pid in descendants(os.getpid()) if _alive(pid)]
+        left = [pid for pid in descendants(os.getpid()) if alive(pid)]
         if not left:
             break
         for pid in left:
@@ -487,14 +487,6 @@ def _reap_adopted(proc: subprocess.Popen[bytes]) -> None:
             os.waitpid(pid, os.WNOHANG)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return b"Z" not in f.read().rsplit(b")", 1)[1][:3]
-    except OSError:
-        return False
-
-
 # ---- after a failure ------------------------------------------------------------------------
 
 def _explain(opts: Options, outcome: Outcome, fmt: str, report_path: str | None) -> None:
@@ -507,7 +499,8 @@ def _explain(opts: Options, outcome: Outcome, fmt: str, report_path: str | None)
           + (f" and {opts.telemetry}" if telemetry else "") + (f" in {report_path}" if report_path else ":"),
           file=sys.stderr, flush=True)
     try:
-        report = explain(opts.log, telemetry=telemetry)
+        # as `triage explain` in the user's checkout: their trainwreck-causes.yaml counts
+        report = explain(opts.log, telemetry=telemetry, search_cwd=True)
         if fmt == "json":
             out = render.json_text(report)
         elif fmt == "markdown":

@@ -7,7 +7,7 @@ import pkgutil
 from functools import cache
 
 from injector import catalog
-from injector.errors import UsageError
+from trainwreck.errors import UsageError
 from injector.operators.base import Change, Example, Operator
 
 __all__ = ["Change", "Example", "Operator", "all_operators", "select"]

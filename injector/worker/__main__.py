@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from injector import processes
+from trainwreck import processes
 from injector.worker import forking
 from injector.worker.core import Worker
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from injector import processes
+from trainwreck import processes
 from injector.worker.output import MESSAGE_LIMIT, describe_status
 
 

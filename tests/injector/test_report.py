@@ -13,7 +13,8 @@ from markdown_it import MarkdownIt  # CommonMark parser (a dependency of rich)
 
 from injector import catalog
 from injector import report as rendering
-from injector.errors import UsageError
+from trainwreck.errors import UsageError
+from trainwreck.markdown import GITHUB_LIMIT
 from injector.outcomes import SCHEMA, Baseline, Outcome, Report
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -259,7 +260,7 @@ def test_a_huge_report_still_fits_a_comment_and_stays_well_formed():
                    f"--- a/demo/file{n}.py\n+++ b/demo/file{n}.py\n@@ -10,1 +10,60 @@\n-    pass\n"
                    + body, "survived") for n in range(300)]
     markdown = rendering.render_markdown(make_report(big, sources={}))
-    assert len(markdown) <= rendering.COMMENT_LIMIT
+    assert len(markdown) <= GITHUB_LIMIT
     shown = fences(markdown, "diff")
     assert 0 < len(shown) < 300
     assert set(shown) <= {o.diff for o in big}

@@ -9,6 +9,7 @@ import re
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the loop
 from github_api import READ_ONLY_TOKEN, TOKEN, GitHubAPI, github_api  # noqa: E402,F401
 from triage_corpus import one_log  # noqa: E402
 
-from triage import cli, comment, github, render  # noqa: E402
+from trainwreck import comment, github  # noqa: E402
+from triage import cli, render  # noqa: E402
 from triage.explain import explain  # noqa: E402
-from injector.markdown import GITHUB_LIMIT, fence  # noqa: E402
+from trainwreck.markdown import GITHUB_LIMIT, fence  # noqa: E402
 
 PR = ["--repo", "acme/trainer", "--pr", "7"]
 FIRST = one_log("missing-zero-grad")
@@ -127,6 +129,36 @@ def test_the_marker_comment_is_found_on_page_2_of_3(github_api, capsys):
     pages = [r.query.get("page", ["1"])[0] for r in github_api.requests if r.path.endswith("/comments")]
     assert pages == ["1", "2"]  # followed the Link header, and stopped once found
     assert len(github_api.comments("acme", "trainer", 7)) == 6 and marked(github_api) == [body_of(FIRST)]
+
+
+@pytest.mark.parametrize("runs", [2, 4])
+def test_concurrent_first_runs_converge_on_one_comment(github_api, policy, runs):
+    """Runs that all find no comment all create one (the fake API holds the creates until every
+    run has sent its own); each then lists again and the extras are deleted."""
+    github_api.add_comment("acme", "trainer", 7, "LGTM", user="reviewer")
+    github_api.hold_posts(runs)
+    bodies = [f"<!-- t -->\nrun {n}" for n in range(runs)]
+    with ThreadPoolExecutor(runs) as pool:
+        results = list(pool.map(lambda body: post(github_api, body, policy), bodies))
+    creates = [r for r in github_api.writes() if r.method == "POST"]
+    assert len(creates) == runs  # the race did happen: every run created a comment
+    assert github_api.comments("acme", "trainer", 7)[0] == "LGTM"  # a person's comment stays
+    (left,) = marked(github_api, "<!-- t -->")
+    assert left in bodies
+    oldest = min(r.comment_id for r in results)
+    assert {r.comment_id for r in results} == {oldest}  # every run names the comment that was kept
+    assert sum(r.method == "DELETE" for r in github_api.writes()) >= runs - 1
+
+
+def test_concurrent_triage_comments_with_one_body_leave_it_once(github_api, policy):
+    github_api.hold_posts(2)
+    body = body_of(FIRST)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: comment.post(
+            body, marker=render.MARKER, target=comment.Target("acme", "trainer", 7),
+            token=github.Secret(TOKEN), api=github_api.url, policy=policy), range(2)))
+    assert marked(github_api) == [body]
+    assert sorted(r.action for r in results) == ["created", "unchanged"]
 
 
 def test_github_enterprise_api_url_with_a_path_prefix(monkeypatch, capsys):

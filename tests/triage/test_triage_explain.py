@@ -9,7 +9,7 @@ import pytest
 from injector import catalog
 from triage_corpus import LOGS, MANIFEST, logs_for, one_log
 from triage import cli, render, table
-from triage.errors import TableError
+from trainwreck.errors import TableError
 from triage.explain import explain
 
 HELDOUT = LOGS.parent / "heldout"

@@ -16,7 +16,7 @@ import pytest
 
 from triage_corpus import LOGS, one_log
 from triage import reader
-from triage.errors import BadInputError
+from trainwreck.errors import BadInputError
 from triage.explain import explain
 
 

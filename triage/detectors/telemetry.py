@@ -30,7 +30,7 @@ import os
 from statistics import median
 
 from triage.detectors import Context
-from triage.errors import BadInputError
+from trainwreck.errors import BadInputError
 from triage.records import Evidence, Symptom
 
 # The symptom names this detector emits (the cause table may only name declared symptoms).

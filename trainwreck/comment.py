@@ -3,8 +3,9 @@
 Each kind of body starts with its own hidden marker (`<!-- trainwreck:triage -->` for the
 triage comment, `<!-- trainwreck:mutation-report -->` for the mutation report). `post` reads
 the PR's comments (every page), edits the oldest one that starts with the marker when its body
-differs, writes nothing when the body is the same, and creates the comment when there is none:
-one comment per PR and kind however often CI runs. The body is cut to GitHub's limit and checked
+differs, writes nothing when the body is the same, and creates the comment when there is none;
+after creating it lists again and deletes any duplicate a concurrent run created: one comment
+per PR and kind however often, and however concurrently, CI runs. The body is cut to GitHub's limit and checked
 before the first request, so nothing is ever posted half-way.
 """
 
@@ -16,9 +17,9 @@ from dataclasses import dataclass, field, replace
 import github3
 from github3 import exceptions as gh
 
-from injector.errors import UsageError
-from triage.github import TOKEN_VARIABLE, GitHubError, Policy, Secret, connect, reporting
-from injector.markdown import GITHUB_LIMIT, fit
+from trainwreck.errors import UsageError
+from trainwreck.github import TOKEN_VARIABLE, GitHubError, Policy, Secret, connect, reporting
+from trainwreck.markdown import GITHUB_LIMIT, fit
 
 _OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
@@ -159,5 +160,41 @@ def post(body: str, *, marker: str, target: Target, token: Secret | None, api: s
                 continue
             if created is None:
                 raise GitHubError(f"GitHub did not create the comment on {target}")
-            return Posted("created", target, created.id, created.html_url, body)
+            return _settle(issue, marker, created, body, target)
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _settle(issue: github3.issues.Issue, marker: str, created: github3.issues.comment.IssueComment,
+            body: str, target: Target) -> Posted:
+    """After creating a comment: keep one. Runs started together (two CI jobs, a re-run) each
+    find no comment and each create one; so every run lists again, keeps the oldest marked
+    comment, deletes the other marked comments its own account wrote, and makes the kept one
+    read `body`. However the runs interleave, one comment is left."""
+    marked = sorted((c for c in issue.comments() if _normal(c.body).startswith(marker)),
+                    key=lambda c: c.id)
+    keep = marked[0] if marked else created  # a listing may lag behind the create
+    _delete_extras(marked, keep, created)
+    if keep.id == created.id:
+        return Posted("created", target, created.id, created.html_url, body)
+    if _normal(keep.body) == _normal(body):
+        return Posted("unchanged", target, keep.id, keep.html_url, body)
+    if not keep.edit(body):
+        raise GitHubError(f"GitHub did not update the comment on {target}")
+    return Posted("updated", target, keep.id, keep.html_url, body)
+
+
+def _delete_extras(marked: list[github3.issues.comment.IssueComment],
+                   keep: github3.issues.comment.IssueComment,
+                   created: github3.issues.comment.IssueComment) -> None:
+    """Delete the marked comments other than `keep` that the account behind `created` wrote
+    (a person's comment that happens to start with the marker is left alone). A comment a
+    concurrent run deleted first answers 404: github3.py returns False, and that is fine."""
+    author = _login(created)
+    for extra in marked:
+        if extra.id != keep.id and _login(extra) == author:
+            extra.delete()
+
+
+def _login(comment: github3.issues.comment.IssueComment) -> str | None:
+    user = getattr(comment, "user", None)
+    return getattr(user, "login", None)

@@ -80,7 +80,7 @@ def kill_tree(pid: int, grace: float = 1.0) -> None:
     victims = [pid, *descendants(pid)]
     _signal_all(pid, victims, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_alive(p) for p in victims):
+    while time.monotonic() < deadline and any(alive(p) for p in victims):
         time.sleep(0.02)
     _signal_all(pid, victims + descendants(pid), signal.SIGKILL)
 
@@ -97,14 +97,22 @@ def _signal_all(group: int, pids: list[int], sig: int) -> None:
             pass
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether `pid` is a running process: False once it has exited, zombie or not.
+
+    A process we may not signal still exists (True). Where /proc is mounted, a pid whose
+    /proc entry is gone has just exited (False); where there is no /proc at all, the signal
+    check is all there is to go on.
+    """
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     try:  # a zombie is dead for our purposes
         return "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
-    except OSError:
+    except FileNotFoundError:
+        return not Path("/proc/self/stat").exists()
+    except (OSError, IndexError):
         return True

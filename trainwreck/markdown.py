@@ -22,6 +22,10 @@ _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _REFERENCE = re.compile(r"#(?=\d)")
 _BACKTICKS = re.compile(r"`+")
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]!|~])")  # what starts markdown inside a line
+# what GitHub links with no markup at all: a scheme's `://` and `www.` (the ZWJ goes in between)
+_AUTOLINK = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,31}:)(?=//)|\b(www)(?=\.)")
+# a block marker where a line starts: heading, quote, list item, setext underline
+_BLOCK_START = re.compile(r"\d{1,9}[.)]|[#>+=-]")
 
 
 # ---------------------------------------------------------------- user text
@@ -87,19 +91,34 @@ def split_code(text: str) -> list[tuple[bool, str]]:
 
 
 def inline(text: str) -> str:
-    """One line of our own markdown with code spans (a catalog description): HTML and mentions
-    made inert, the code spans kept."""
+    """One line of markdown with code spans (a catalog description, a cause's title or fix from
+    a user's table): the code spans kept, everything else escaped as `plain` escapes it."""
     out = []
-    for is_code, piece in split_code(" ".join(text.split())):
-        out.append(code_span(piece) if is_code else unping(html.escape(piece, quote=False)))
-    return "".join(out)
+    for is_code, piece in split_code(" ".join(str(text).split())):
+        out.append(code_span(piece) if is_code else _escape(piece))
+    return _unblock("".join(out))
 
 
 def plain(text: str) -> str:
-    """One line of user text shown as text: no markdown, HTML, mention or issue reference."""
-    text = " ".join(str(text).split())
+    """One line of user text shown as text: no markdown, HTML, link, mention or issue reference.
+
+    Inline markdown is backslash-escaped and HTML entity-escaped; what GitHub turns into a
+    link or a notification without any markup (`@name`, `#12`, `https://...`, `www.`) gets a
+    zero-width joiner that breaks the pattern; a block marker at the start (`#`, `>`, `-`,
+    `1.`) is escaped so the line cannot become a heading, quote or list.
+    """
+    return _unblock(_escape(" ".join(str(text).split())))
+
+
+def _escape(text: str) -> str:
     text = _MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(text, quote=False))
-    return _REFERENCE.sub("#" + ZWJ, unping(text))
+    text = _REFERENCE.sub("#" + ZWJ, unping(text))
+    return _AUTOLINK.sub(lambda m: m.group() + ZWJ, text)
+
+
+def _unblock(line: str) -> str:
+    start = _BLOCK_START.match(line)
+    return line if start is None else line[:start.end() - 1] + "\\" + line[start.end() - 1:]
 
 
 # ---------------------------------------------------------------- fitting a body to a limit

@@ -11,6 +11,9 @@ still fails becomes a `GitHubError`: one line, token scrubbed, exit code 4.
 
 from __future__ import annotations
 
+import functools
+import html
+import json
 import os
 import random
 import re
@@ -19,14 +22,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 import github3
 import requests
 from github3 import exceptions as gh
 from github3.session import GitHubSession
 
-from injector.errors import TrainwreckError, UsageError
+from trainwreck.errors import TrainwreckError, UsageError
 
 DEFAULT_API_URL = "https://api.github.com"
 EXIT_GITHUB = 4
@@ -56,8 +59,14 @@ class Secret:
         return self._value
 
     def scrub(self, text: str) -> str:
-        """`text` with the token, wherever it occurs, replaced by `***`."""
-        return text.replace(self._value, "***") if self._value else text
+        """`text` with the token, wherever it occurs, replaced by `***`: as it is, and in the
+        escaped forms an error body or a message may carry it in (JSON, Python repr, URL and
+        HTML encoding, and those nested), so a token with a backslash or a quote cannot leak."""
+        if not self._value:
+            return text
+        for form in _escaped_forms(self._value):
+            text = form.sub("***", text)
+        return text
 
     def __repr__(self) -> str:
         return "Secret('***')"
@@ -66,6 +75,36 @@ class Secret:
 
     def __reduce__(self) -> object:
         raise TypeError("a Secret cannot be pickled")
+
+
+def _escapes(text: str) -> set[str]:
+    """`text` as each escaping that may have been applied to it shows it."""
+    backslashed = text.replace("\\", "\\\\")
+    return {
+        json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1],
+        repr(text)[1:-1], repr(text.encode())[2:-1],
+        # a repr or a shell string that escaped both quotes, or only one kind of them
+        backslashed.replace("'", "\\'"), backslashed.replace('"', '\\"'),
+        backslashed.replace("'", "\\'").replace('"', '\\"'),
+        quote(text, safe=""), quote(text), quote_plus(text),
+        html.escape(text), html.escape(text, quote=False), html.escape(text).replace("&#x27;", "&#39;"),
+    }
+
+
+@functools.cache
+def _escaped_forms(value: str) -> tuple[re.Pattern[str], ...]:
+    """Patterns for `value` and its escaped forms (two levels deep), longest first; the hex
+    digits of percent-encoding match in either case."""
+    forms = {value}
+    for _ in range(2):
+        forms |= set().union(*(_escapes(form) for form in forms))
+    patterns = []
+    for form in sorted(forms, key=len, reverse=True):
+        pattern = re.escape(form)
+        if "%" in form:
+            pattern = re.sub(r"%([0-9A-F]{2})", lambda m: "%(?i:" + m.group(1) + ")", pattern)
+        patterns.append(re.compile(pattern))
+    return tuple(patterns)
 
 
 def token_from_env(environ: Mapping[str, str] = os.environ) -> Secret | None:
@@ -252,6 +291,8 @@ def connection_reason(error: BaseException) -> str:
 
 
 def _one_line(text: object, token: Secret | None, limit: int = 200) -> str:
+    if isinstance(text, bytes):  # github3.py keeps a body that is not JSON as bytes
+        text = text.decode("utf-8", "replace")
     line = " ".join(str(text).split())
     if token is not None:
         line = token.scrub(line)
@@ -265,7 +306,7 @@ def failure(error: BaseException, *, api: str, what: str, token: Secret | None,
     if isinstance(error, gh.ConnectionError):
         return GitHubError(f"cannot reach the GitHub API at {api} "
                            f"({connection_reason(error.exception)}) after {policy.tries} tries")
-    if isinstance(error, gh.GitHubError) and error.code is not None:
+    if isinstance(error, gh.GitHubError) and error.code is not None and error.code >= 400:
         code = error.code
         message = _one_line(error.msg or "", token)
         response = error.response
