@@ -23,6 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from trainwreck import processes
 from trainwreck.errors import TrainwreckError
 
 PREFIX = "trainwreck-"
@@ -34,20 +35,11 @@ class ScratchError(TrainwreckError):
     """A scratch copy cannot be made or written."""
 
 
-def process_identity(pid: int) -> str | None:
-    """`pid` and its start time: the same string only for the same process (pids are reused)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return f"{pid} {stat[stat.rfind(')') + 2:].split()[19]}"
-
-
 def create() -> Path:
     """A new scratch folder owned by this process (stale ones from killed campaigns go first)."""
     remove_stale()
     folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
-    (folder / "owner").write_text(process_identity(os.getpid()) or str(os.getpid()))
+    (folder / "owner").write_text(processes.identity(os.getpid()) or str(os.getpid()))
     return folder
 
 
@@ -61,17 +53,23 @@ def remove_stale(directory: str | None = None) -> list[Path]:
         return removed
     for entry in entries:
         try:
-            owner = (entry / "owner").read_text().strip()
-        except OSError:
+            owner = entry / "owner"
+            pid, written = owner.read_text().split()[0], owner.stat().st_mtime
+        except (OSError, IndexError):
             continue  # not one of ours, or not readable: leave it
-        pid = owner.split()[0]
-        if not pid.isdigit() or process_identity(int(pid)) == owner:
+        if not pid.isdigit() or _still_owned(int(pid), written):
             continue
-        if len(owner.split()) == 1 and Path(f"/proc/{pid}").exists():
-            continue  # no start time recorded and the pid is alive: cannot tell, keep it
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
+
+
+def _still_owned(pid: int, written: float) -> bool:
+    """Whether process `pid` is the campaign that wrote its owner file at time `written`: it runs,
+    and it started before then (a pid reused by a younger process is not the owner). Only the
+    pid of the file is read, so folders written by any version of trainwreck are judged alike."""
+    started = processes.start_time(pid)
+    return started is not None and started <= written + 1.0
 
 
 def copy_project(root: Path, target: Path) -> None:

@@ -1,8 +1,9 @@
 """Ending whole process trees: a guard's torchrun or `mp.spawn` children included.
 
 A process group is not enough on its own: launchers may start their workers in a new
-session. So a tree is found through /proc parent links as well, and the caller can become a
-child subreaper, so that orphaned descendants are re-parented to it instead of escaping to init.
+session. So a tree is found through parent links as well (psutil reads them portably), and the
+caller can become a child subreaper, so that orphaned descendants are re-parented to it instead
+of escaping to init.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import ctypes
 import os
 import signal
 import time
-from pathlib import Path
+
+import psutil
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -25,54 +27,20 @@ def become_subreaper() -> bool:
         return False
 
 
-def children(pid: int) -> list[int] | None:
-    """Direct children of `pid` from /proc/PID/task/*/children; None where that file is missing."""
-    found: list[int] = []
+def children(pid: int) -> list[int]:
+    """Direct children of `pid` (empty once it has exited)."""
     try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return None
-    for task in tasks:
-        try:
-            found.extend(int(child) for child in (task / "children").read_text().split())
-        except FileNotFoundError:
-            return None
-        except OSError:
-            continue
-    return found
+        return [child.pid for child in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []
 
 
 def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (empty where /proc is missing)."""
-    found: list[int] = []
-    queue = [pid]
-    while queue:
-        below = children(queue.pop())
-        if below is None:
-            return _descendants_by_scan(pid)
-        found.extend(below)
-        queue.extend(below)
-    return found
-
-
-def _descendants_by_scan(pid: int) -> list[int]:
-    """The same, from every process's parent link (kernels without the children file)."""
-    by_parent: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name is in parentheses and may contain spaces: parse after the last ')'.
-        fields = stat[stat.rfind(")") + 2:].split()
-        by_parent.setdefault(int(fields[1]), []).append(int(entry.name))
-    found: list[int] = []
-    queue = [pid]
-    while queue:
-        for child in by_parent.get(queue.pop(), []):
-            found.append(child)
-            queue.append(child)
-    return found
+    """Every process below `pid`, through parent links (empty once it has exited)."""
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def kill_tree(pid: int, grace: float = 1.0) -> None:
@@ -98,21 +66,36 @@ def _signal_all(group: int, pids: list[int], sig: int) -> None:
 
 
 def alive(pid: int) -> bool:
-    """Whether `pid` is a running process: False once it has exited, zombie or not.
-
-    A process we may not signal still exists (True). Where /proc is mounted, a pid whose
-    /proc entry is gone has just exited (False); where there is no /proc at all, the signal
-    check is all there is to go on.
-    """
+    """Whether `pid` is a running process: False once it has exited, zombie or not (a process
+    we may not inspect still exists)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
-        pass
-    try:  # a zombie is dead for our purposes
-        return "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
-    except FileNotFoundError:
-        return not Path("/proc/self/stat").exists()
-    except (OSError, IndexError):
+    except psutil.AccessDenied:
         return True
+
+
+def identity(pid: int) -> str | None:
+    """`pid` and its start time, for people reading an owner file; None if no such process."""
+    started = start_time(pid)
+    return None if started is None else f"{pid} {started:.2f}"
+
+
+def start_time(pid: int) -> float | None:
+    """When process `pid` started (Unix time), or None if it does not run (zombies included)."""
+    try:
+        process = psutil.Process(pid)
+        return None if process.status() == psutil.STATUS_ZOMBIE else process.create_time()
+    except psutil.AccessDenied:
+        return 0.0  # it runs, and is not ours to inspect: as old as can be
+    except psutil.Error:
+        return None
+
+
+def single_threaded() -> bool:
+    """Whether this process runs one thread, native threads included (False where unknown)."""
+    try:
+        return psutil.Process().num_threads() == 1
+    except psutil.Error:
+        return False

@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from trainwreck import processes
 from trainwreck.errors import BadInputError
 
 CHUNK = 8 << 20                  # bytes per chunk (chunk k starts at the first line start >= k * CHUNK)
@@ -796,18 +797,9 @@ def _start_method() -> str | None:
     methods = mp.get_all_start_methods()
     if (os.cpu_count() or 1) < 2:
         return None
-    if "fork" in methods and _single_threaded():
+    if "fork" in methods and processes.single_threaded():
         return "fork"
     return "forkserver" if "forkserver" in methods else None
-
-
-def _single_threaded() -> bool:
-    """Whether this process runs one thread, native threads included (Linux counts them in
-    /proc; elsewhere it is not known, so no)."""
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:
-        return False
 
 
 def _limits() -> dict[str, int]:

@@ -3,7 +3,7 @@
 Each round gives the records `triage watch` appends to its telemetry file (the JSON-lines format
 `triage.detectors.telemetry` documents and reads) and whether the run looks idle, which the
 stall check needs. With NVML there is one record per GPU per round; without it (no library, no
-driver, no GPU, or `use_nvml=False`) one host record for the whole process tree, read from /proc.
+driver, no GPU, or `use_nvml=False`) one host record for the whole process tree.
 
 All NVML calls made per round are in `read_gpus`, and the ones made once in `open_gpus`; both
 take the `pynvml` module as an argument, so the record conversion is testable without a GPU.
@@ -11,10 +11,11 @@ take the `pynvml` module as an argument, so the record conversion is testable wi
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+import psutil
 
 from trainwreck.processes import descendants
 
@@ -134,7 +135,7 @@ class TreeUsage:
 
 
 class ProcessTree:
-    """CPU time and resident memory of every process below `root`, from /proc.
+    """CPU time and resident memory of every process below `root` (psutil reads them).
 
     CPU use is the difference of each process's own user+system time between two readings
     (keyed by pid and start time, so a reused pid is a new process); a process that started
@@ -143,41 +144,33 @@ class ProcessTree:
 
     def __init__(self, root: int) -> None:
         self.root = root
-        self._tick = os.sysconf("SC_CLK_TCK")
-        self._page = os.sysconf("SC_PAGE_SIZE")
-        self._prev: dict[tuple[int, int], int] | None = None
+        self._prev: dict[tuple[int, float], float] | None = None
         self._prev_t = 0.0
 
     def pids(self) -> list[int]:
         return descendants(self.root)
 
     def read(self, t: float, pids: list[int] | None = None) -> TreeUsage | None:
-        """The tree's usage now (`t`: a monotonic time); None where /proc cannot be read."""
-        if not os.path.isdir("/proc"):
-            return None
-        ticks: dict[tuple[int, int], int] = {}
+        """The tree's usage now (`t`: a monotonic time); None where processes cannot be read."""
+        seconds: dict[tuple[int, float], float] = {}
         rss = 0
         for pid in self.pids() if pids is None else pids:
             try:
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    stat = f.read().decode("ascii", "replace")
-            except OSError:
-                continue  # it ended between the listing and now
-            # the command name is in parentheses and may hold spaces: parse after the last ')'
-            fields = stat[stat.rfind(")") + 2:].split()
-            if fields[:1] == ["Z"]:
-                continue  # exited, not yet reaped: no memory, and its time is final
-            try:
-                ticks[(pid, int(fields[19]))] = int(fields[11]) + int(fields[12])
-                rss += int(fields[21]) * self._page
-            except (IndexError, ValueError):
-                continue
+                process = psutil.Process(pid)
+                with process.oneshot():
+                    if process.status() == psutil.STATUS_ZOMBIE:
+                        continue  # exited, not yet reaped: no memory, and its time is final
+                    times = process.cpu_times()
+                    seconds[(pid, process.create_time())] = times.user + times.system
+                    rss += process.memory_info().rss
+            except psutil.Error:
+                continue  # it ended between the listing and now, or is not ours to read
         cpu = None
         if self._prev is not None and t > self._prev_t:
-            used = sum(now - self._prev.get(key, 0) for key, now in ticks.items())
-            cpu = round(100.0 * max(used, 0) / self._tick / (t - self._prev_t), 1)
-        self._prev, self._prev_t = ticks, t
-        return TreeUsage(cpu, rss, len(ticks))
+            used = sum(now - self._prev.get(key, 0.0) for key, now in seconds.items())
+            cpu = round(100.0 * max(used, 0.0) / (t - self._prev_t), 1)
+        self._prev, self._prev_t = seconds, t
+        return TreeUsage(cpu, rss, len(seconds))
 
 
 def host_record(t: float, wall: float, usage: TreeUsage) -> dict[str, Any]:

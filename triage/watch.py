@@ -453,7 +453,7 @@ class _Watch:
 
 def _orphans(proc: subprocess.Popen[bytes]) -> list[int]:
     """Processes re-parented to us (this process is their subreaper), not the command itself."""
-    return [pid for pid in children(os.getpid()) or [] if pid != proc.pid]
+    return [pid for pid in children(os.getpid()) if pid != proc.pid]
 
 
 def _forward(proc: subprocess.Popen[bytes], sig: int) -> None:

@@ -90,7 +90,7 @@ def end_tree(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for orphan in processes.children(os.getpid()) or []:
+    for orphan in processes.children(os.getpid()):
         processes.kill_tree(orphan, grace=0.2)
         _reap(orphan)
 

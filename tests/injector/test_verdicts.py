@@ -21,6 +21,7 @@ import pytest
 from injector import campaign
 from injector.cli import main
 from injector.mutants import Edit, Mutant
+from trainwreck import processes
 
 PROJECT = Path(__file__).parent / "campaign_project"
 
@@ -181,14 +182,27 @@ def test_scratch_folders_of_a_killed_campaign_are_removed_at_the_next_start(tmp_
     (stale / "owner").write_text(f"{dead.pid} 1")
     alive = Path(tempfile.gettempdir()) / f"trainwreck-{os.getpid()}-test"
     alive.mkdir()
-    (alive / "owner").write_text(scratch.process_identity(os.getpid()))
+    (alive / "owner").write_text(processes.identity(os.getpid()))
+    # an owner file another trainwreck version wrote (pid and clock ticks) for a live campaign
+    older = Path(tempfile.gettempdir()) / f"trainwreck-{os.getpid()}-older"
+    older.mkdir()
+    (older / "owner").write_text(f"{os.getpid()} 123456")
+    # the pid of a dead campaign, since reused by a younger process
+    young = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    reused = Path(tempfile.gettempdir()) / f"trainwreck-{young.pid}-reused"
+    reused.mkdir()
+    (reused / "owner").write_text(f"{young.pid} 1")
+    os.utime(reused / "owner", (time.time() - 3600, time.time() - 3600))
     try:
         removed = scratch.remove_stale()
         assert stale in removed and not stale.exists()
-        assert alive.exists()
+        assert reused in removed and not reused.exists()
+        assert alive.exists() and older.exists()
     finally:
-        shutil.rmtree(stale, ignore_errors=True)
-        shutil.rmtree(alive, ignore_errors=True)
+        young.kill()
+        young.wait()
+        for folder in (stale, alive, older, reused):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
