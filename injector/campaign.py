@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Literal
 
 from injector import __version__, protocol, reach, scratch
-from trainwreck.errors import TrainwreckError, UsageError
 from injector.mutants import LineIndex, Mutant
 from injector.outcomes import IGNORED, KILLED, NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
 from injector.worker.guards import PYTHON_NAMES, PythonCommand
+from trainwreck import diffs
+from trainwreck.errors import TrainwreckError, UsageError
 
 TIMEOUT_CONSTANT = 5.0  # seconds added to every mutant's time limit
 
@@ -121,17 +122,12 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
     top = Path(git("rev-parse", "--show-toplevel").strip())
     prefix = root.resolve().relative_to(top.resolve()).as_posix()
     prefix = "" if prefix == "." else prefix + "/"
-    changed: dict[str, set[int]] = {}
-    current = None
-    for line in git("diff", "--unified=0", "--no-color", "--no-ext-diff", ref, "--", ".").splitlines():
-        if line.startswith("+++ "):
-            name = line[4:].removeprefix("b/")
-            current = name.removeprefix(prefix) if name != "/dev/null" else None
-        elif line.startswith("@@") and current is not None:
-            new = line.split("+", 1)[1].split(" ", 1)[0]
-            start, _, count = new.partition(",")
-            length = int(count) if count else 1
-            changed.setdefault(current, set()).update(range(int(start), int(start) + max(length, 1)))
+    diff = git("diff", "--unified=0", "--no-color", "--no-ext-diff", ref, "--", ".")
+    try:
+        by_file = diffs.changed_lines(diff)
+    except diffs.DiffError as exc:
+        raise UsageError(f"--since {ref}: git diff gave {exc}") from None
+    changed = {name.removeprefix(prefix): lines for name, lines in by_file.items()}
     for name in git("ls-files", "--others", "--exclude-standard", "--", ".").splitlines():
         changed[name.removeprefix(prefix)] = {0}  # every line
     return changed

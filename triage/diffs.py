@@ -10,63 +10,13 @@ keeps its count was changed (a softmax `dim` edited). Each raises the cause with
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
-from dataclasses import dataclass, field
 
+from trainwreck.diffs import DiffError, Hunk, parse
 from trainwreck.errors import BadInputError
 from triage.records import Evidence, Symptom
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 CHANGED_STRENGTH = 0.6
-
-
-@dataclass
-class Hunk:
-    """One hunk: its file, where it starts on each side, and its lines by kind."""
-
-    path: str
-    old_start: int
-    new_start: int
-    header: str
-    old: list[str] = field(default_factory=list)      # context and removed lines
-    new: list[str] = field(default_factory=list)      # context and added lines
-    removed: list[str] = field(default_factory=list)
-    added: list[str] = field(default_factory=list)
-
-
-def parse(text: str) -> list[Hunk]:
-    """The hunks of a unified diff (git or plain `diff -u`), in order."""
-    hunks: list[Hunk] = []
-    path = ""
-    current: Hunk | None = None
-    for line in text.splitlines():
-        if line.startswith("+++ "):
-            name = line[4:].split("\t")[0].strip()
-            path = name[2:] if name.startswith(("a/", "b/")) else name
-            current = None
-            continue
-        if line.startswith("--- ") and (current is None or not current.old):
-            current = None
-            continue
-        m = _HUNK.match(line)
-        if m:
-            current = Hunk(path, int(m.group(1)), int(m.group(3)), line)
-            hunks.append(current)
-            continue
-        if current is None:
-            continue
-        if line.startswith("-"):
-            current.old.append(line[1:])
-            current.removed.append(line[1:])
-        elif line.startswith("+"):
-            current.new.append(line[1:])
-            current.added.append(line[1:])
-        elif line.startswith(" ") or line == "":
-            current.old.append(line[1:])
-            current.new.append(line[1:])
-        # "\\ No newline at end of file" and git's extended headers are ignored
-    return hunks
 
 
 def read(path: str | os.PathLike[str]) -> str:
@@ -87,7 +37,10 @@ def read(path: str | os.PathLike[str]) -> str:
 def symptoms(path: str | os.PathLike[str]) -> list[Symptom]:
     """`diff:<id>` symptoms for every fault site the diff at `path` removes or changes."""
     text = read(path)
-    hunks = parse(text)
+    try:
+        hunks = parse(text)
+    except DiffError as exc:
+        raise BadInputError(f"{path}: {exc}") from None
     if not hunks and text.strip():
         raise BadInputError(f"{path}: not a unified diff (no @@ hunks)")
     return hunk_symptoms(hunks)

@@ -115,7 +115,7 @@ DIFF = """\
 diff --git a/train.py b/train.py
 --- a/train.py
 +++ b/train.py
-@@ -40,7 +40,6 @@ def train(model, loader, optimizer):
+@@ -40,6 +40,5 @@ def train(model, loader, optimizer):
      for x, y in loader:
 -        optimizer.zero_grad()
          logits = model(x)
