@@ -69,7 +69,7 @@ class InitError(TrainwreckError):
 
 
 @dataclass(frozen=True)
-class Change:
+class PlannedFile:
     """One file `injector init` creates or edits: its text before (None: new) and after."""
 
     path: Path
@@ -94,7 +94,7 @@ class Plan:
     """What `injector init` would do in `root`: the files it changes and those already current."""
 
     root: Path
-    changes: tuple[Change, ...]
+    changes: tuple[PlannedFile, ...]
     unchanged: tuple[str, ...]
 
 
@@ -130,14 +130,14 @@ def plan(root: Path, *, shards: int | None = None, runner_labels: Sequence[str] 
         if after == existing:
             unchanged.append(relative)
         else:
-            changes.append(Change(root / relative, relative, existing, after))
+            changes.append(PlannedFile(root / relative, relative, existing, after))
     pyproject = root / "pyproject.toml"
     before = _read(pyproject, "pyproject.toml")
     after = with_section(before, "pyproject.toml")
     if after == before:
         unchanged.append("pyproject.toml")
     else:
-        changes.append(Change(pyproject, "pyproject.toml", before, after))
+        changes.append(PlannedFile(pyproject, "pyproject.toml", before, after))
     return Plan(root=root, changes=tuple(changes), unchanged=tuple(unchanged))
 
 

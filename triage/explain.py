@@ -23,7 +23,7 @@ FAILURE_SYMPTOMS = frozenset({
 
 
 @dataclass(frozen=True)
-class Report:
+class Diagnosis:
     """Everything `triage explain` found about one run."""
 
     log: str
@@ -68,7 +68,7 @@ class Report:
 
 def explain(log: str | os.PathLike[str], *, diff: str | os.PathLike[str] | None = None,
             telemetry: str | os.PathLike[str] | None = None,
-            causes: str | os.PathLike[str] | None = None, search_cwd: bool = False) -> Report:
+            causes: str | os.PathLike[str] | None = None, search_cwd: bool = False) -> Diagnosis:
     """Read `log` ("-": standard input) and return the ranked causes; raise BadInputError for
     input that is not a log. The cause table is ours, extended by `causes`; with `search_cwd`
     (a person's own `triage explain`) by `trainwreck-causes.yaml` in the cwd when `causes` is
@@ -95,7 +95,7 @@ def explain(log: str | os.PathLike[str], *, diff: str | os.PathLike[str] | None 
         if ranked or any(s.name in FAILURE_SYMPTOMS for s in symptoms):
             symptoms += diff_symptoms
             ranked = table.rank(symptoms, tab)
-    return Report(scan.path, tuple(ranked), tuple(symptoms), series, scan.lines, scan.sampled,
+    return Diagnosis(scan.path, tuple(ranked), tuple(symptoms), series, scan.lines, scan.sampled,
                   scan.cut_lines, scan.events_thinned, scan.crowded_blocks, tuple(sorted(scan.ranks)),
                   _failure_step(symptoms, series), tab.threshold)
 

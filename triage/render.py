@@ -13,7 +13,7 @@ from rich.text import Text
 
 from trainwreck_templates import render as render_template
 
-from triage.explain import Report
+from triage.explain import Diagnosis
 from triage.reader import BLOCK, MAX_LINE
 from trainwreck.markdown import GITHUB_LIMIT, code_span, defuse_backticks, fit, inline, plain, unping
 from triage.series import Series
@@ -33,12 +33,12 @@ def _clean_floats(obj: object) -> object:
     return obj
 
 
-def json_text(report: Report) -> str:
+def json_text(report: Diagnosis) -> str:
     """The report as JSON: `causes` ranked best first, `symptoms`, `series` summaries."""
     return json.dumps(_clean_floats(report.to_json()), indent=2) + "\n"
 
 
-def _where(report: Report) -> str:
+def _where(report: Diagnosis) -> str:
     name = os.path.basename(report.log)
     extra = []
     if report.sampled:
@@ -56,7 +56,7 @@ def _where(report: Report) -> str:
     return f"{name} ({report.lines:,} lines" + (", " + "; ".join(extra) if extra else "") + ")"
 
 
-def text(report: Report, *, color: bool | None = None, width: int = 100) -> str:
+def text(report: Diagnosis, *, color: bool | None = None, width: int = 100) -> str:
     """The report for a terminal, rendered with rich."""
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=bool(color), no_color=not color, width=width,
@@ -93,7 +93,7 @@ def text(report: Report, *, color: bool | None = None, width: int = 100) -> str:
     return buf.getvalue()
 
 
-def _closest(report: Report) -> str:
+def _closest(report: Diagnosis) -> str:
     """The causes that came nearest, for a run no cause explains: named, never asserted."""
     from triage import table
     from trainwreck.errors import TableError
@@ -110,7 +110,7 @@ def _loc(line: int | None, source: str = "log") -> str:
     return f"{prefix} {line if line is not None else '?':>6}"
 
 
-def _series_line(report: Report) -> str:
+def _series_line(report: Diagnosis) -> str:
     if not report.series:
         return "No metrics recognised in the log."
     parts = []
@@ -220,7 +220,7 @@ def _fence(text: str) -> str:
     return unping(defuse_backticks(text))
 
 
-def markdown(report: Report) -> str:
+def markdown(report: Diagnosis) -> str:
     """The PR-comment body, from `templates/triage_comment.md.j2`."""
     charts = []
     for name in ("loss", "grad_norm"):

@@ -87,7 +87,7 @@ class Options:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunEnd:
     """How the run ended: the exit code watch passes on, and why."""
 
     code: int
@@ -253,7 +253,7 @@ class _Tee:
 
 
 def run(command: list[str], opts: Options, *, console: IO[bytes] | None = None,
-        errors: IO[str] | None = None) -> Outcome:
+        errors: IO[str] | None = None) -> RunEnd:
     """Run `command` under watch and return how it ended.
 
     Meant for the `triage watch` process itself: it makes this process a child subreaper and
@@ -359,7 +359,7 @@ class _Watch:
         t = self.opts.stall_timeout
         return bool(t) and now - self.last_output >= t and now - self.last_busy >= t
 
-    def loop(self) -> Outcome:
+    def loop(self) -> RunEnd:
         out_fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         wake_r = self.trap.wake_r
         interval = self.opts.interval
@@ -433,7 +433,7 @@ class _Watch:
         code = self.proc.wait()
         killed_by = -code if code < 0 else None
         code = 128 - code if code < 0 else code  # as shells report a signal: 128 + its number
-        return Outcome(EXIT_HUNG if hung else code, hung=hung, interrupted=interrupted, samples=self.samples,
+        return RunEnd(EXIT_HUNG if hung else code, hung=hung, interrupted=interrupted, samples=self.samples,
                        killed_by=killed_by)
 
     def _drain(self, out_fd: int, eof: bool) -> None:
@@ -489,7 +489,7 @@ def _reap_adopted(proc: subprocess.Popen[bytes]) -> None:
 
 # ---- after a failure ------------------------------------------------------------------------
 
-def _explain(opts: Options, outcome: Outcome, fmt: str, report_path: str | None) -> None:
+def _explain(opts: Options, outcome: RunEnd, fmt: str, report_path: str | None) -> None:
     """Explain the failed run from what was recorded: on stderr, or into `report_path`."""
     from triage import render
     from triage.explain import explain
