@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-import pytest
-
 TOKEN = "ghp_loopbackTestToken0123456789abcdefXYZ"  # distinctive: tests grep for it
 READ_ONLY_TOKEN = "ghp_readOnlyTestToken0123456789abcdefXYZ"
 BOT = "trainwreck-bot"
@@ -409,16 +407,3 @@ def _body(raw: str) -> str | None:
         return None
     body = data.get("body") if isinstance(data, dict) else None
     return body if isinstance(body, str) and body else None
-
-
-@pytest.fixture()
-def github_api(monkeypatch: pytest.MonkeyPatch):
-    """A started `GitHubAPI` with pull request acme/trainer#7; GITHUB_TOKEN set to its token,
-    GITHUB_API_URL unset, proxies bypassed for loopback."""
-    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.delenv("GITHUB_API_URL", raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    with GitHubAPI() as api:
-        api.add_pull("acme", "trainer", 7)
-        yield api

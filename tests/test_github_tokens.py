@@ -12,21 +12,16 @@ from __future__ import annotations
 import functools
 import html
 import json
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
+from github_api import BOT, GitHubAPI, Raw
+from triage_corpus import one_log
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the loopback GitHub API
-sys.path.insert(0, str(Path(__file__).resolve().parent / "triage"))  # the triage corpus
-from github_api import BOT, GitHubAPI, Raw  # noqa: E402
-from triage_corpus import one_log  # noqa: E402
-
-from trainwreck import comment, github  # noqa: E402
-from triage import cli, render  # noqa: E402
+from trainwreck import comment, github
+from triage import cli, render
 
 WEIRD = "ghp_W3ird" + "ab\\\"cd\\\\ef'gh" + "Z9"  # ghp_W3irdab\"cd\\ef'ghZ9
 LOG = one_log("shape-mismatch")

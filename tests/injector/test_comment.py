@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from github_api import TOKEN
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the loopback GitHub API
-from github_api import TOKEN, github_api  # noqa: E402,F401
-
-from injector import report  # noqa: E402
-from injector.cli import main  # noqa: E402
-from triage import render  # noqa: E402
+from injector import report
+from injector.cli import main
+from triage import render
 
 PROJECT = Path(__file__).parent / "campaign_project"
 

@@ -6,23 +6,20 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from github_api import READ_ONLY_TOKEN, TOKEN, GitHubAPI
 from markdown_it import MarkdownIt
+from triage_corpus import one_log
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the loopback GitHub API
-from github_api import READ_ONLY_TOKEN, TOKEN, GitHubAPI, github_api  # noqa: E402,F401
-from triage_corpus import one_log  # noqa: E402
-
-from trainwreck import comment, github  # noqa: E402
-from triage import cli, render  # noqa: E402
-from triage.explain import explain  # noqa: E402
-from trainwreck.markdown import GITHUB_LIMIT, fence  # noqa: E402
+from trainwreck import comment, github
+from trainwreck.markdown import GITHUB_LIMIT, fence
+from triage import cli, render
+from triage.explain import explain
 
 PR = ["--repo", "acme/trainer", "--pr", "7"]
 FIRST = one_log("missing-zero-grad")

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from github_api import TOKEN
 from markdown_it import MarkdownIt
+from triage_corpus import one_log
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the loopback GitHub API
-from github_api import TOKEN, github_api  # noqa: E402,F401
-from triage_corpus import one_log  # noqa: E402
-
-from triage import cli  # noqa: E402
-from triage.explain import explain  # noqa: E402
+from triage import cli
+from triage.explain import explain
 
 PR = ["--repo", "acme/trainer", "--pr", "7"]
 LOG = one_log("shape-mismatch")  # a real run's log: its symptom `shape-mismatch` drives the table
