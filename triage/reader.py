@@ -200,7 +200,7 @@ class Matcher:
         self._literals = [re.compile(re.escape(k)) for k in KEYWORDS]
         self._word_res = [re.compile(w) for w in words]
 
-    def _db(self, expressions: list[bytes], flags: list[int]):  # type: ignore[no-untyped-def]
+    def _db(self, expressions: list[bytes], flags: list[int]) -> Any:
         db = self.hs.Database(mode=self.hs.HS_MODE_BLOCK)
         db.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags)
         return db
@@ -678,7 +678,7 @@ def _open(path: str | os.PathLike[str]) -> tuple[BinaryIO, int | None]:
     if str(path) == STDIN:
         stdin = sys.stdin.buffer
         head = stdin.read(2)
-        stream: BinaryIO = io.BufferedReader(_Prefixed(head, stdin), CHUNK)  # type: ignore[arg-type]
+        stream: BinaryIO = io.BufferedReader(_Prefixed(head, stdin), CHUNK)
         if head == b"\x1f\x8b":
             return gzip.GzipFile(fileobj=stream, mode="rb"), None  # type: ignore[return-value]
         return stream, None
@@ -698,7 +698,7 @@ def _open(path: str | os.PathLike[str]) -> tuple[BinaryIO, int | None]:
         f.seek(0)
         return gzip.GzipFile(fileobj=f, mode="rb"), None  # type: ignore[return-value]
     if not f.seekable():  # a named pipe or a device: read it as a stream
-        return io.BufferedReader(_Prefixed(magic, f), CHUNK), None  # type: ignore[arg-type]
+        return io.BufferedReader(_Prefixed(magic, f), CHUNK), None
     f.seek(0)
     return f, os.fstat(f.fileno()).st_size
 

@@ -53,9 +53,10 @@ def removed_mode_switches(source: Source, training: Training, is_switch, to_trai
     dropped from `model = model.eval()`, the call statement deleted, and the project's own
     mode-setting statements (`patterns.mode_calls`) deleted. `effect` ends each description."""
     for assign in source.nodes(cst.Assign):
-        if isinstance(assign.value, cst.Call) and is_switch(assign.value):
-            receiver = source.module.code_for_node(assign.value.func.value).strip()
-            yield Change(assign, (source.replace(assign.value, receiver),),
+        call = assign.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and is_switch(call):
+            receiver = source.module.code_for_node(call.func.value).strip()
+            yield Change(assign, (source.replace(call, receiver),),
                          f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}")
     yield from deleted_calls(source, is_switch, "removed `{code}`: " + effect)
     for statement in mode_calls(source, training, to_train):
