@@ -4,6 +4,7 @@ import path (`pythonpath` in pyproject.toml), so helper modules such as `github_
 
 from __future__ import annotations
 
+import psutil
 import pytest
 from github_api import TOKEN, GitHubAPI
 
@@ -19,3 +20,28 @@ def github_api(monkeypatch: pytest.MonkeyPatch):
     with GitHubAPI() as api:
         api.add_pull("acme", "trainer", 7)
         yield api
+
+
+def _ours_to_keep(process: psutil.Process) -> bool:
+    """multiprocessing's own helpers (the forkserver the log reader may start, the resource
+    tracker) live as long as the test session by design, and end with it."""
+    try:
+        command = " ".join(process.cmdline())
+    except psutil.Error:
+        return True
+    return "multiprocessing.forkserver" in command or "multiprocessing.resource_tracker" in command
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind():
+    """The session fails if any test left a process of its own running (they are ended too)."""
+    yield
+    left = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and not _ours_to_keep(process):
+                left.append(f"{process.pid} {' '.join(process.cmdline())[:120]}")
+                process.kill()
+        except psutil.Error:
+            continue
+    assert not left, "tests left processes running:\n" + "\n".join(left)
