@@ -22,10 +22,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
 import github3
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 from github3 import exceptions as gh
 from github3.session import GitHubSession
 
@@ -219,53 +222,73 @@ class _TokenAuth(requests.auth.AuthBase):
         return "token ***"
 
 
+class _Retry(Retry):
+    """urllib3's retry of server errors (5xx) and dropped connections, paced and announced by a
+    `Policy`: capped, jittered exponential backoff through its injectable sleep, one line per
+    wait. A POST is retried only when its connection failed before it was sent (urllib3's
+    connect errors): one that reached GitHub may have created its comment, and the caller
+    looks before posting again."""
+
+    policy: Policy = Policy()
+
+    def new(self, **params: Any) -> _Retry:
+        retry = super().new(**params)
+        retry.policy = self.policy
+        return retry
+
+    def get_backoff_time(self) -> float:
+        return self.policy.backoff_delay(max(1, len(self.history)))
+
+    def sleep(self, response: Any = None) -> None:
+        delay = self.get_backoff_time()
+        last = self.history[-1] if self.history else None
+        if last is not None and last.status:
+            why = f"the GitHub API answered {last.status}"
+        else:
+            why = f"cannot reach the GitHub API ({connection_reason(last.error) if last else 'connection failed'})"
+        self.policy.notify(f"{why}; retrying in {_minutes(delay)}")
+        self.policy.sleep(delay)
+
+
+def _retry(policy: Policy) -> _Retry:
+    retry = _Retry(total=policy.tries - 1, status_forcelist=_RETRY_STATUSES,
+                   allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"PATCH"},
+                   respect_retry_after_header=False, raise_on_status=False, redirect=False)
+    retry.policy = policy
+    return retry
+
+
 class _Session(GitHubSession):
-    """github3.py's session, retrying: every request github3.py makes (each page of a listing
-    too) goes through `request`."""
+    """github3.py's session: urllib3 retries server errors and dropped connections (`_Retry`,
+    mounted on both schemes), and `request` waits out GitHub's rate limits, which urllib3 does
+    not know (the primary limit is a 403 with `x-ratelimit-remaining: 0`). Every request
+    github3.py makes, each page of a listing too, goes through both."""
 
     def __init__(self, policy: Policy) -> None:
         super().__init__()
         self.policy = policy
+        adapter = HTTPAdapter(max_retries=_retry(policy))
+        self.mount("https://", adapter)
+        self.mount("http://", adapter)
 
-    def request(self, method, url, *args, **kwargs):  # noqa: ANN001, ANN201 -- requests' signature
+    def request(self, method, url, *args, **kwargs):  # type: ignore[no-untyped-def]  # requests' signature
         policy = self.policy
-        # A POST that failed may still have created its comment: the caller looks before
-        # posting again, so only rate-limited POSTs (which GitHub did not process) retry here.
-        idempotent = str(method).upper() != "POST"
-        failures = waits = 0
+        waits = 0
         while True:
-            try:
-                response = super().request(method, url, *args, **kwargs)
-            except (requests.ConnectionError, requests.Timeout) as error:
-                failures += 1
-                if not idempotent or failures >= policy.tries:
-                    raise
-                self._pause(policy.backoff_delay(failures),
-                            f"cannot reach the GitHub API ({connection_reason(error)})")
-                continue
+            response = super().request(method, url, *args, **kwargs)
             wait = rate_limit_wait(response, policy.clock(), waits)
-            if wait is not None:
-                waits += 1
-                if waits > policy.rate_limit_waits:
-                    return response  # github3.py raises; `failure` says it is the rate limit
-                if wait > policy.max_wait:
-                    until = time.strftime("%H:%M:%S UTC", time.gmtime(policy.clock() + wait))
-                    raise GitHubError(f"GitHub's rate limit holds until {until} (in {_minutes(wait)}), "
-                                      f"longer than the {_minutes(policy.max_wait)} this command "
-                                      "waits; nothing was written")
-                self._pause(wait, f"GitHub rate limit reached ({response.status_code})")
-                continue
-            if idempotent and response.status_code in _RETRY_STATUSES:
-                failures += 1
-                if failures < policy.tries:
-                    self._pause(policy.backoff_delay(failures),
-                                f"the GitHub API answered {response.status_code}")
-                    continue
-            return response
-
-    def _pause(self, seconds: float, why: str) -> None:
-        self.policy.notify(f"{why}; retrying in {_minutes(seconds)}")
-        self.policy.sleep(seconds)
+            if wait is None:
+                return response
+            waits += 1
+            if waits > policy.rate_limit_waits:
+                return response  # github3.py raises; `failure` says it is the rate limit
+            if wait > policy.max_wait:
+                until = time.strftime("%H:%M:%S UTC", time.gmtime(policy.clock() + wait))
+                raise GitHubError(f"GitHub's rate limit holds until {until} (in {_minutes(wait)}), "
+                                  f"longer than the {_minutes(policy.max_wait)} this command "
+                                  "waits; nothing was written")
+            policy.notify(f"GitHub rate limit reached ({response.status_code}); retrying in {_minutes(wait)}")
+            policy.sleep(wait)
 
 
 def connect(url: str, token: Secret, policy: Policy = Policy()) -> github3.GitHub:
