@@ -27,10 +27,10 @@ from urllib.parse import quote, quote_plus, urlsplit
 
 import github3
 import requests
-from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 from github3 import exceptions as gh
 from github3.session import GitHubSession
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from trainwreck.errors import TrainwreckError, UsageError
 
@@ -76,7 +76,7 @@ class Secret:
 
     __str__ = __repr__
 
-    def __reduce__(self) -> object:
+    def __reduce__(self) -> str | tuple[Any, ...]:
         raise TypeError("a Secret cannot be pickled")
 
 
@@ -245,7 +245,8 @@ class _Retry(Retry):
         if last is not None and last.status:
             why = f"the GitHub API answered {last.status}"
         else:
-            why = f"cannot reach the GitHub API ({connection_reason(last.error) if last else 'connection failed'})"
+            reason = connection_reason(last.error) if last is not None and last.error else "connection failed"
+            why = f"cannot reach the GitHub API ({reason})"
         self.policy.notify(f"{why}; retrying in {_minutes(delay)}")
         self.policy.sleep(delay)
 
@@ -271,7 +272,7 @@ class _Session(GitHubSession):
         self.mount("https://", adapter)
         self.mount("http://", adapter)
 
-    def request(self, method, url, *args, **kwargs):  # type: ignore[no-untyped-def]  # requests' signature
+    def request(self, method, url, *args, **kwargs):  # requests' signature
         policy = self.policy
         waits = 0
         while True:
