@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Literal
 
 from triage import detectors, reader, table
 from triage.detectors import telemetry as telemetry_mod
@@ -20,6 +21,9 @@ FAILURE_SYMPTOMS = frozenset({
     "crashed", "loss-non-finite", "loss-diverging", "log-stopped", "job-cancelled",
     "collective-timeout", "out-of-memory", "gpu-idle",
 })
+
+
+Status = Literal["explained", "unexplained", "healthy"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class Diagnosis:
     threshold: float = 0.0
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         """"explained" (a cause found), "unexplained" (a failure, no known cause) or "healthy"."""
         if self.causes:
             return "explained"
