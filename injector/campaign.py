@@ -226,6 +226,7 @@ class Campaign:
         self.scratch: Path | None = None
         self.slots: list[_Slot] = []
         self.selector = selectors.DefaultSelector()
+        self.covering: dict[str, tuple[str, ...]] = {}  # mutant id -> the tests that reach it
 
     def __enter__(self) -> Campaign:
         self.started = time.monotonic()
@@ -322,7 +323,7 @@ class Campaign:
         tests = self._await_baseline()
         usable = [t for t in tests if t.usable]
         baseline = {"tests": len(tests), "flaky": [t.name for t in tests if len(set(t.outcomes)) > 1],
-                    "duration": sum(t.duration for t in usable)}
+                    "duration": sum(t.duration for t in usable), "names": [t.name for t in tests]}
         self.progress("baseline", baseline)
         results = self._run_mutants(mutants, sources, tests)
         return self._report(everything, {**results, **ignored}, baseline, sources)
@@ -368,6 +369,7 @@ class Campaign:
         queue: deque[_Job] = deque()
         for mutant in mutants:
             covering = _covering(mutant, sources[mutant.file], tests)
+            self.covering[mutant.id] = tuple(t.name for t in covering)
             if not covering:
                 results[mutant.id] = protocol.Result(mutant.id, NO_COVERAGE)
                 self.progress("outcome", {"status": NO_COVERAGE})
@@ -470,12 +472,13 @@ class Campaign:
                 mutant_id=mutant.id, operator=mutant.operator, file=mutant.file, line=mutant.line,
                 description=mutant.description, diff=mutant.diff, status=data.status,
                 test=data.test, message=data.message, duration=round(data.duration, 3),
-                tests_run=data.tests_run, guard_seconds=round(data.guard_seconds, 3), note=data.note))
+                tests_run=data.tests_run, guard_seconds=round(data.guard_seconds, 3), note=data.note,
+                covered_by=self.covering.get(mutant.id, ())))
         device = f"cuda ({self.gpus} GPU{'s' if self.gpus != 1 else ''})" if self.gpus else "cpu"
         return Report(
             project=self.settings.root.name, guard=self.settings.guard.text, device=device,
             baseline=Baseline(baseline["tests"], round(baseline["duration"], 3), tuple(baseline["flaky"]),
-                              self.settings.repeat),
+                              self.settings.repeat, tuple(baseline.get("names", ()))),
             outcomes=ordered(outcomes), duration=round(time.monotonic() - self.started, 3),
             sources={file: sources[file] for file in {m.file for m in mutants}},
             created=self.created, version=__version__,

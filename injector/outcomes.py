@@ -49,6 +49,8 @@ class Outcome:
     tests_run: int = 0
     guard_seconds: float = 0.0  # of which the guard's own tests ran
     note: str | None = None  # when the verdict needed a second look (test order, a timeout run alone)
+    # the guard tests that run the mutated lines in the baseline (those a run may use)
+    covered_by: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -62,6 +64,7 @@ class Baseline:
     duration: float
     flaky: tuple[str, ...] = ()
     repeat: int = 1
+    names: tuple[str, ...] = ()  # every guard test, in collection order
 
 
 @dataclass(frozen=True)
@@ -126,8 +129,10 @@ class Report:
             return cls(
                 project=data["project"], guard=data["guard"], device=data["device"],
                 baseline=Baseline(baseline["tests"], baseline["duration"],
-                                  tuple(baseline.get("flaky", ())), baseline.get("repeat", 1)),
-                outcomes=tuple(Outcome(**o) for o in data["outcomes"]),
+                                  tuple(baseline.get("flaky", ())), baseline.get("repeat", 1),
+                                  tuple(baseline.get("names", ()))),
+                outcomes=tuple(Outcome(**{**o, "covered_by": tuple(o.get("covered_by", ()))})
+                               for o in data["outcomes"]),
                 duration=data["duration"], shards=tuple(data.get("shards", ("1/1",))),
                 sources=dict(data.get("sources", {})), created=data.get("created", ""),
                 version=data.get("version", ""))
@@ -160,10 +165,11 @@ def merge(reports: list[Report]) -> Report:
     for report in reports:
         sources.update(report.sources)
     flaky = sorted({name for report in reports for name in report.baseline.flaky})
+    names = list(dict.fromkeys(name for report in reports for name in report.baseline.names))
     return Report(
         project=first.project, guard=first.guard, device=first.device,
         baseline=Baseline(first.baseline.tests, max(r.baseline.duration for r in reports),
-                          tuple(flaky), first.baseline.repeat),
+                          tuple(flaky), first.baseline.repeat, tuple(names)),
         outcomes=tuple(sorted(outcomes.values(), key=_order)),
         duration=max(r.duration for r in reports),
         shards=tuple(sorted({s for r in reports for s in r.shards})),

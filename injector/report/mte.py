@@ -44,9 +44,14 @@ class _Positions:
 def _mte_mutant(outcome: Outcome, source: str, positions: _Positions) -> dict[str, object]:
     mutant: dict[str, object] = {"id": outcome.mutant_id, "mutatorName": outcome.operator}
     found = change(source, outcome.diff) if outcome.diff else None
-    if found is not None:
-        start, end, replacement = found
+    shown = _shown(source, positions, *found) if found is not None else None
+    if shown is not None:
+        start, end, replacement = shown
         mutant["replacement"] = replacement
+    elif found is not None:
+        # No location lets the viewer show this change (a moved statement whose new first
+        # line is blank, say): mark the changed lines; the viewer shows the description there.
+        start, end = _trimmed(source, found[0], found[1])
     else:  # the diff does not fit this source: point at the mutant's line, without replacement
         start, end = positions.line_span(outcome.line)
     mutant["location"] = {"start": positions(start), "end": positions(end)}
@@ -59,11 +64,104 @@ def _mte_mutant(outcome: Outcome, source: str, positions: _Positions) -> dict[st
     mutant["description"] = outcome.description
     if outcome.status == KILLED and outcome.test:
         mutant["killedBy"] = [outcome.test]
+    if (covered := _covered_by(outcome)) is not None:
+        mutant["coveredBy"] = covered
     mutant["testsCompleted"] = outcome.tests_run
     # the schema wants the net test time, without the framework's overhead: the guard's own
     # seconds where the report has them (older reports only have the whole duration)
     mutant["duration"] = round((outcome.guard_seconds or outcome.duration) * 1000)
     return mutant
+
+
+def _covered_by(outcome: Outcome) -> list[str] | None:
+    """The guard tests that run the mutated lines (from the baseline's reach); None if unknown."""
+    covered = list(outcome.covered_by)
+    if outcome.status == KILLED and outcome.test and outcome.test not in covered:
+        covered.append(outcome.test)  # what killed it ran it (reports older than `covered_by`)
+    if covered or outcome.status == NO_COVERAGE:
+        return covered
+    return None
+
+
+# ---- what the viewer can show
+# When a reader opens a mutant, the viewer (packages/elements, file.component.ts
+# `#highlightedReplacementRows`) takes the mutant's whole lines, start line to end line, before
+# and after the replacement, trims their ends, and finds the changed part (code-helpers.ts
+# `findDiffIndices`). It then walks the new lines and opens a highlight at the first changed
+# character, or else closes it at the character after the last, visiting every character but
+# line breaks. A close with no open throws "Cannot find corresponding opening tag for </span>"
+# and the mutated lines never appear. That happens when the first changed character is a line
+# break (a blank line comes first) or lies before the text (a top-level line is deleted).
+
+_SEARCH_LINES = 3  # how many whole lines a location may take in, before and after the change
+
+
+def _shown(source: str, positions: _Positions, start: int, end: int,
+           replacement: str) -> tuple[int, int, str] | None:
+    """The change as a location the viewer can open: the smallest one, or one widened by a few
+    whole lines before or after (the same change, more context); None if none can be opened."""
+    first, last = positions(start)["line"], positions(end)["line"]
+    lines = len(positions.starts)
+    widenings = sorted(((before, after) for before in range(_SEARCH_LINES + 1)
+                        for after in range(_SEARCH_LINES + 1)), key=lambda w: (sum(w), w[0]))
+    for before, after in widenings:
+        if first - before < 1 or last + after > lines:
+            continue
+        # widen to the end of an earlier line and to the start of a later one, so what the file
+        # view underlines still begins and ends where the change does
+        head = start if not before else positions.line_span(first - before)[1]
+        tail = end if not after else positions.starts[last + after - 1]
+        wider = source[head:start] + replacement + source[end:tail]
+        if _opens(source, positions, head, tail, wider):
+            return head, tail, wider
+    return None
+
+
+def _opens(source: str, positions: _Positions, start: int, end: int, replacement: str) -> bool:
+    """Whether the viewer's diff view can open a mutant with this location and replacement."""
+    first, last = positions(start)["line"], positions(end)["line"]
+    begin = positions.starts[first - 1]
+    stop = positions.starts[last] if last < len(positions.starts) else len(source)
+    original = source[begin:stop].rstrip()
+    mutated = (source[begin:start] + replacement + source[end:stop]).rstrip()
+    focus_from, focus_to = _diff_indices(original, mutated)
+
+    def visited(index: int) -> bool:
+        return 0 <= index < len(mutated) and mutated[index] not in "\r\n"
+
+    return not visited(focus_to) or (visited(focus_from) and focus_from <= focus_to)
+
+
+def _diff_indices(original: str, mutated: str) -> tuple[int, int]:
+    """The viewer's `findDiffIndices`: where the highlight opens and closes in `mutated`."""
+    def at(text: str, index: int) -> str:
+        return text[index] if 0 <= index < len(text) else ""  # JS reads undefined past the ends
+
+    focus_from, focus_to = 0, len(mutated) - 1
+    while focus_from < len(mutated) and at(original, focus_from) == at(mutated, focus_from):
+        focus_from += 1
+    shift = len(original) - len(mutated)
+    while focus_to > focus_from and at(original, focus_to + shift) == at(mutated, focus_to):
+        focus_to -= 1
+    if focus_to == focus_from and at(mutated, focus_from - 1) not in ("\n", " ", "\t"):
+        focus_from -= 1
+    focus_to += 1
+    part = mutated[max(focus_from, 0):focus_to]
+    for keyword in ("true", "false"):  # the viewer's own exception for JS booleans
+        if part == keyword[:-1] and at(mutated, focus_to) and keyword.endswith(at(mutated, focus_to)):
+            focus_to += 1
+        if part == keyword[1:] and at(mutated, focus_from - 1) and keyword.startswith(at(mutated, focus_from - 1)):
+            focus_from -= 1
+    return focus_from, focus_to
+
+
+def _trimmed(source: str, start: int, end: int) -> tuple[int, int]:
+    """[start, end) without the blank space at either end (the changed lines' text)."""
+    while start < end and source[start].isspace():
+        start += 1
+    while end > start and source[end - 1].isspace():
+        end -= 1
+    return start, end
 
 
 def _source_from_diffs(outcomes: list[Outcome]) -> str:
@@ -80,14 +178,18 @@ def _source_from_diffs(outcomes: list[Outcome]) -> str:
     return "".join(known.get(line, "\n") for line in range(1, last + 1))
 
 
-def _test_files(outcomes: list[Outcome]) -> dict[str, dict[str, object]]:
-    """The killing tests, by file (a pytest node id's file part; "" for tests without one)."""
+def _test_files(report: Report) -> dict[str, dict[str, object]]:
+    """Every guard test, by file (a pytest node id's file part; "" for tests without one), so
+    the viewer's Tests tab can say which mutants each covers and kills."""
+    names = list(report.baseline.names)
+    for outcome in report.outcomes:
+        names += outcome.covered_by
+        if outcome.test:
+            names.append(outcome.test)
     files: dict[str, dict[str, dict[str, str]]] = {}
-    for outcome in outcomes:
-        if outcome.status == KILLED and outcome.test:
-            file, _, name = outcome.test.partition("::") if "::" in outcome.test \
-                else ("", "", outcome.test)
-            files.setdefault(file, {})[outcome.test] = {"id": outcome.test, "name": name}
+    for test in dict.fromkeys(names):
+        file, _, name = test.partition("::") if "::" in test else ("", "", test)
+        files.setdefault(file, {})[test] = {"id": test, "name": name}
     return {file: {"tests": list(tests.values())} for file, tests in sorted(files.items())}
 
 
@@ -125,11 +227,10 @@ def to_mutation_testing_elements(report: Report, *, high: int = MTE_THRESHOLDS["
         "config": {"project": report.project, "guard": report.guard, "device": report.device,
                    "shards": list(report.shards), "flaky": list(report.baseline.flaky)},
     }
-    test_files = _test_files(list(report.outcomes))
+    test_files = _test_files(report)
     if test_files:
         result["testFiles"] = test_files
     return result
-
 
 
 def mte_text(report: Report) -> str:
