@@ -32,6 +32,13 @@ KILLED, TIMEOUT, SURVIVED, NO_COVERAGE, ERROR, IGNORED = tuple(Status)
 STATUSES = tuple(Status)
 
 
+def percent(caught: int, covered: int) -> int | None:
+    """The mutation score as every surface shows it (console, markdown, HTML, JSON): a whole
+    percentage, floored so that no report says 100% while a mutant survives; None when no
+    mutant was covered."""
+    return caught * 100 // covered if covered else None
+
+
 @dataclass(frozen=True)
 class Outcome:
     """How one mutant fared against the guards."""
@@ -97,6 +104,12 @@ class Report:
         counts = self.counts()
         return (counts[KILLED] + counts[TIMEOUT]) / self.covered if self.covered else None
 
+    @property
+    def percent(self) -> int | None:
+        """The score as shown: `percent` of the caught and the covered mutants."""
+        counts = self.counts()
+        return percent(counts[KILLED] + counts[TIMEOUT], self.covered)
+
     def by_operator(self) -> dict[str, Counter[str]]:
         table: dict[str, Counter[str]] = {}
         for outcome in self.outcomes:
@@ -115,6 +128,7 @@ class Report:
             "duration": round(self.duration, 3),
             "baseline": asdict(self.baseline),
             "score": self.score,
+            "percent": self.percent,  # the score as the console and the reports show it
             "counts": {status: self.counts()[status] for status in STATUSES},
             "outcomes": [o.to_json() for o in sorted(self.outcomes, key=_order)],
             "sources": self.sources,

@@ -100,8 +100,8 @@ def campaign_summary(report, written: list) -> None:
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     columns = ("killed", "timeout", "survived", "no_coverage", "error", "ignored")
     table = Table(title_justify="left", title=(
-        f"mutation score {report.score:.0%} ({report.covered} covered mutants, device {report.device})"
-        if report.score is not None else f"no mutant was covered by the guards (device {report.device})"))
+        f"mutation score {report.percent}% ({report.covered} covered mutants, device {report.device})"
+        if report.percent is not None else f"no mutant was covered by the guards (device {report.device})"))
     table.add_column("fault id")
     for name in columns:
         table.add_column(name.replace("_", " "), justify="right")

@@ -74,7 +74,7 @@ def render_html(report: Report) -> str:
     table = []
     for row in rows(report):
         fault = catalog_entry(row.id)
-        table.append({"id": row.id, "title": fault.title if fault else "",
+        table.append({"id": row.id, "title": html_inline(fault.title) if fault else "",
                       "counts": {s: row.counts[s] for s in STATUSES}, "total": row.total,
                       "percent": row.percent, "score": percent_text(row.percent),
                       "segments": _segments(row.counts)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from injector.outcomes import KILLED, STATUSES, SURVIVED, TIMEOUT, Report
+from injector.outcomes import KILLED, STATUSES, SURVIVED, TIMEOUT, Report, percent
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,7 @@ class Row:
 
     @property
     def percent(self) -> int | None:
-        # floored, so a report never claims 100% while a mutant survives
-        return self.caught * 100 // self.covered if self.covered else None
+        return percent(self.caught, self.covered)
 
 
 def rows(report: Report) -> list[Row]:

@@ -256,3 +256,60 @@ def test_a_fault_id_missing_from_the_catalog_still_renders():
     assert "my-team-fault" in rendering.render_html(make_report([custom]))
     validate(rendering.to_mutation_testing_elements(make_report([custom])))
 
+
+
+# ---------------------------------------------------------------- one score everywhere
+
+def test_console_markdown_html_and_json_show_the_same_percentage(tmp_path, capsys):
+    from injector import render
+
+    # 5 of 12 is 41.67%: rounding would say 42%, flooring 41%; every surface must say the same
+    specs = [("k%011d" % n, "missing-backward", "demo/train.py", 18, "", "removed", "killed",
+              "tests/test_train.py::test_loss_decreases", "assert") for n in range(5)]
+    specs += [("s%011d" % n, "missing-zero-grad", "demo/train.py", 15, "", "removed", "survived",
+               None, None) for n in range(7)]
+    report = make_report([outcome(spec) for spec in specs])
+    written = rendering.write(report, json_path=tmp_path / "r.json", markdown_path=tmp_path / "r.md",
+                              html_path=tmp_path / "r.html")
+    render.campaign_summary(report, written)
+    console = capsys.readouterr().err
+    shown = {
+        "console": re.search(r"mutation score (\d+)%", console).group(1),
+        "markdown": re.search(r"## Mutation score (\d+)%", (tmp_path / "r.md").read_text()).group(1),
+        "html": re.search(r'<div class="score \w+">(\d+)%</div>', (tmp_path / "r.html").read_text()).group(1),
+        "json": str(json.loads((tmp_path / "r.json").read_text())["percent"]),
+    }
+    assert set(shown.values()) == {"41"}, shown
+    assert "41%" in re.search(r"\| \*\*total\*\* \|.*", (tmp_path / "r.md").read_text()).group()
+
+
+# ---------------------------------------------------------------- HTML readability
+
+def test_html_fault_titles_render_inline_code_as_code_escaped(report):
+    page = rendering.render_html(report)
+    title = catalog.get("no-grad-training").title  # "... runs under `torch.no_grad()`."
+    assert "`" in title
+    row = re.search(r'<tr><td data-sort="no-grad-training">.*?</tr>', page, re.DOTALL).group()
+    assert "`" not in row
+    assert "<code>torch.no_grad()</code>" in row
+    custom = outcome(("n5custom0015", "missing-backward", "demo/train.py", 18, "",
+                      "removed `<b>loss</b>.backward()`", "survived", None, None))
+    page = rendering.render_html(make_report([custom]))
+    assert "<code>&lt;b&gt;loss&lt;/b&gt;.backward()</code>" in page and "<b>loss" not in page
+    assert not re.search(r"<(?:p|summary|div)[^>]*>[^<]*`", page)  # no raw backtick left in prose
+
+
+def test_html_tables_fit_the_page_width():
+    """Long test ids, paths and diff lines wrap or scroll inside their table, not the page."""
+    long = outcome(("w6wide000016", "missing-backward", "demo/" + "very_long_folder_name/" * 8 + "train.py",
+                    18, "", "removed", "killed", "tests/" + "test_" * 40 + "x.py::test_" + "y" * 120, "assert"),
+                   diff_text="--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n-" + "x" * 400 + "\n+" + "y" * 400 + "\n")
+    page = rendering.render_html(make_report([long], sources={}))
+    css = page[page.index("<style>"):page.index("</style>")]
+    tables = re.findall(r"(<div class=\"table-scroll\">\s*<table[^>]*>)", page)
+    assert len(tables) == page.count("<table")  # every table sits in a scroll container
+    assert re.search(r"\.table-scroll \{[^}]*overflow-x: auto", css)
+    assert re.search(r"table\.mutants \{[^}]*table-layout: fixed", css)  # columns do not grow
+    assert re.search(r"table\.mutants td \{[^}]*overflow-wrap: anywhere", css)  # ids and paths wrap
+    assert re.search(r"\npre \{[^}]*overflow-x: auto", css)  # a long diff line scrolls in its cell
+    assert '<table class="sortable mutants">' in page
