@@ -1,6 +1,7 @@
 """The `injector` command line: list operators, show mutants, run campaigns, merge and post reports.
 
 Exit codes: 0 success, 2 bad input (a one-line `injector: error: ...` on stderr),
+3 the mutation score is below `--fail-under` (the reports are written),
 4 the `--comment` could not be posted (the reports are written), 130 interrupted.
 """
 
@@ -19,6 +20,7 @@ from injector import __version__, catalog, config
 from injector.errors import TrainwreckError, UsageError
 
 DEMO = Path(__file__).parent / "demo"
+EXIT_UNDER = 3  # the mutation score is below --fail-under
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,6 +117,10 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
                         help="also keep the markdown report as one comment on this pull request, "
                         "edited in place on every run (token from GITHUB_TOKEN; the reports are "
                         "written first, and a GitHub failure exits 4)")
+    parser.add_argument("--fail-under", type=_percentage, metavar="PERCENT",
+                        help=f"exit {EXIT_UNDER} when the mutation score (as shown: a whole "
+                        "percentage, floored) is below PERCENT, after writing the reports "
+                        "(default: [tool.trainwreck] fail-under, else no gate)")
     parser.add_argument("--api-url", type=_api_url, metavar="URL",
                         help="for --comment: the REST API's base URL, for GitHub Enterprise "
                         "(default: $GITHUB_API_URL, else https://api.github.com)")
@@ -137,6 +143,16 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive finite number, not {text!r}")
+    return value
+
+
+def _percentage(text: str) -> float:
+    try:
+        value = float(text.removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 100, not {text!r}")
     return value
 
 
@@ -273,7 +289,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.shard != (1, 1):
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     _write_reports(report, args)
-    return 0
+    return _gate(report, args.fail_under if args.fail_under is not None else settings.fail_under)
 
 
 def _interrupt(signum, frame) -> None:
@@ -283,8 +299,26 @@ def _interrupt(signum, frame) -> None:
 def _merge(args: argparse.Namespace) -> int:
     from injector import outcomes, report
 
+    fail_under = args.fail_under
+    if fail_under is None:  # the shards' project is the one merging them, in CI
+        fail_under = config.load(config.find_root(Path.cwd())).fail_under
     merged = outcomes.merge([report.from_file(path) for path in args.reports])
     _write_reports(merged, args)
+    return _gate(merged, fail_under)
+
+
+def _gate(result, fail_under: float | None) -> int:
+    """The CI gate: EXIT_UNDER, with one line saying so, when the score is below `fail_under`."""
+    if fail_under is None:
+        return 0
+    if result.percent is None:
+        print(f"injector: no mutant was covered, so there is no score to hold to --fail-under "
+              f"{fail_under:g}%", file=sys.stderr)
+        return 0
+    if result.percent < fail_under:
+        print(f"injector: mutation score {result.percent}% is below --fail-under {fail_under:g}%",
+              file=sys.stderr)
+        return EXIT_UNDER
     return 0
 
 
