@@ -21,6 +21,9 @@ from injector.errors import TrainwreckError, UsageError
 
 DEMO = Path(__file__).parent / "demo"
 EXIT_UNDER = 3  # the mutation score is below --fail-under
+REPORT_EXITS = (f"exit codes: 0 done; 2 bad input; {EXIT_UNDER} the score is below --fail-under; "
+                "4 the --comment could not be posted; 130 interrupted (the reports are written "
+                f"before {EXIT_UNDER} and 4)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run the guards against every mutant of PROJECT (default: the bundled demo)",
         description="A mutation campaign: every mutant against the project's guards, in scratch "
-        "copies (the project is never written), with a mutation-coverage report.")
+        "copies (the project is never written), with a mutation-coverage report.",
+        epilog=REPORT_EXITS)
     run.add_argument("project", nargs="?", type=Path, metavar="PROJECT")
     run.add_argument("--guard", metavar="CMD",
                      help="what must fail on a mutant (default: [tool.trainwreck] guard, else pytest)")
@@ -86,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     _report_options(run)
     run.set_defaults(handler=_run)
 
-    merge = commands.add_parser("merge", help="join shard reports (JSON) into one report")
+    merge = commands.add_parser("merge", help="join shard reports (JSON) into one report",
+                                epilog=REPORT_EXITS)
     merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
     _report_options(merge)
     merge.set_defaults(handler=_merge)

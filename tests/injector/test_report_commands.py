@@ -60,6 +60,13 @@ def test_a_report_without_a_score_passes_the_gate_and_says_why(capsys, tmp_path)
     assert code == 0 and "no score to hold to --fail-under 90%" in err
 
 
+@pytest.mark.parametrize("command", ["run", "merge"])
+def test_help_says_which_exit_code_the_gate_uses(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert f"{EXIT_UNDER} the score is below --fail-under" in " ".join(capsys.readouterr().out.split())
+
+
 @pytest.mark.parametrize("value", ["120", "-1", "lots"])
 def test_a_bad_fail_under_is_exit_2(capsys, saved, tmp_path, value):
     with pytest.raises(SystemExit) as exit_:
