@@ -96,6 +96,28 @@ def _parser() -> argparse.ArgumentParser:
     _report_options(merge)
     merge.set_defaults(handler=_merge)
 
+    show = commands.add_parser(
+        "show", help="one mutant of the last report: its diff and its outcome",
+        description="Show one mutant of a campaign's report: its fault, place, outcome (the test "
+        "that killed it and its first failure line, or why not) and diff. ID may be a unique "
+        "prefix of the mutant's id.")
+    show.add_argument("mutant", metavar="ID")
+    _report_path_option(show)
+    show.set_defaults(handler=_show)
+
+    apply = commands.add_parser(
+        "apply", help="write one mutant into your files, to debug it (undo with --revert)",
+        description="Write one mutant of a campaign's report into the project's own file, to run "
+        "and debug it by hand. Refused if the file changed since the report. `--revert` puts the "
+        "original back.")
+    apply.add_argument("mutant", metavar="ID")
+    _report_path_option(apply)
+    apply.add_argument("--project", type=Path, default=Path("."), metavar="PATH",
+                       help="the project the report is about (default: the current folder's)")
+    apply.add_argument("--revert", action="store_true",
+                       help="take the mutant out again: write back the text the campaign mutated")
+    apply.set_defaults(handler=_apply)
+
     init = commands.add_parser(
         "init", help="add trainwreck's GitHub Actions workflows and [tool.trainwreck] to a repository",
         description="Add the mutation-campaign and triage workflows to PATH/.github/workflows/ and a "
@@ -129,6 +151,12 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-url", type=_api_url, metavar="URL",
                         help="for --comment: the REST API's base URL, for GitHub Enterprise "
                         "(default: $GITHUB_API_URL, else https://api.github.com)")
+
+
+def _report_path_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--report", type=Path, metavar="PATH",
+                        help="a JSON report, or the folder holding report.json "
+                        "(default: ./trainwreck-report/, where `injector run` writes it)")
 
 
 def _positive_int(text: str) -> int:
@@ -325,6 +353,50 @@ def _gate(result, fail_under: float | None) -> int:
               file=sys.stderr)
         return EXIT_UNDER
     return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from injector import apply, render
+
+    path, result = apply.load(args.report)
+    render.mutant_outcome(apply.find(result, args.mutant, str(path)))
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from injector import apply
+
+    path, result = apply.load(args.report)
+    outcome = apply.find(result, args.mutant, str(path))
+    root = config.find_root(args.project.resolve())
+    clean = _git_clean(root, outcome.file)
+    written = apply.apply(result, outcome, root, revert=args.revert)
+    if args.revert:
+        print(f"injector: took mutant {outcome.mutant_id} out of {written.path}: it is as the "
+              f"campaign found it", file=sys.stderr)
+        return 0
+    undo = f"`injector apply {outcome.mutant_id} --revert`"
+    if clean:
+        undo += f" or `git checkout -- {outcome.file}`"
+    print(f"injector: wrote mutant {outcome.mutant_id} ({outcome.operator}: {outcome.description}) "
+          f"into {written.path}\n"
+          f"injector: warning: that file now holds a deliberately broken training step; "
+          f"do not commit it. Undo with {undo}", file=sys.stderr)
+    return 0
+
+
+def _git_clean(root: Path, file: str) -> bool:
+    """Whether git tracks `file` with no change, so `git checkout` would restore exactly it."""
+    import subprocess
+
+    try:
+        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "--", file], cwd=root,
+                                 capture_output=True)
+        changed = subprocess.run(["git", "status", "--porcelain", "--", file], cwd=root,
+                                 capture_output=True, text=True)
+    except OSError:
+        return False
+    return tracked.returncode == 0 and changed.returncode == 0 and not changed.stdout.strip()
 
 
 def _init(args: argparse.Namespace) -> int:

@@ -54,6 +54,27 @@ def mutants(generation) -> None:
     console.print(table)
 
 
+def mutant_outcome(outcome) -> None:
+    """One mutant of a report: what it is, how it fared, and its diff."""
+    from injector.report.facts import LABELS
+
+    console = _console()
+    console.print(f"[bold]{outcome.mutant_id}[/bold] [cyan]{outcome.operator}[/cyan] "
+                  f"{escape(outcome.file)}:{outcome.line}  {escape(outcome.description)}")
+    status = LABELS.get(outcome.status, outcome.status)
+    if outcome.test:
+        status += f" by {outcome.test}" if outcome.status == "killed" else f" in {outcome.test}"
+    console.print(f"[dim]outcome:[/dim] {escape(status)}")
+    if outcome.message:
+        console.print(f"[dim]message:[/dim] {escape(outcome.message)}")
+    if outcome.note:
+        console.print(f"[dim]note:[/dim] {escape(outcome.note)}")
+    if outcome.covered_by:
+        count = len(outcome.covered_by)
+        console.print(f"[dim]reached by:[/dim] {count} guard test{'s' if count != 1 else ''}")
+    _diff(console, outcome.diff)
+
+
 class CampaignProgress:
     """A live progress bar for a campaign: baseline, then mutants done, kills, time left."""
 

@@ -85,6 +85,15 @@ def _patch(source: str, diff: str) -> tuple[int, int, str] | None:
     return starts[first], starts[cursor], "".join(out)
 
 
+def apply_diff(source: str, diff: str) -> str | None:
+    """`source` with the diff applied; None when the diff does not apply to this source."""
+    patched = _patch(source, diff)
+    if patched is None:
+        return None
+    start, end, new = patched
+    return source[:start] + new + source[end:]
+
+
 def change(source: str, diff: str) -> tuple[int, int, str] | None:
     """The span of `source` the diff replaces, as a reader would mark it: (start, end, replacement),
     offsets into `source`; None when the diff does not apply or changes nothing.

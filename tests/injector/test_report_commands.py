@@ -93,3 +93,93 @@ def test_a_campaign_under_its_configured_gate_fails_ci(capsys, project, tmp_path
     assert shown < 100
     assert code == EXIT_UNDER
     assert f"injector: mutation score {shown}% is below --fail-under 100%" in err
+
+
+# ---------------------------------------------------------------- show and apply
+
+@pytest.fixture()
+def campaigned(capsys, project) -> tuple[Path, dict]:
+    """The campaign project after `injector run` in it: (project, its report's JSON)."""
+    report = project / "trainwreck-report" / "report.json"
+    code, _, err = run(capsys, "run", project, "--json", report,
+                       "--operators", "missing-backward,missing-eval-mode")
+    assert code == 0, err
+    return project, json.loads(report.read_text())
+
+
+def test_show_prints_a_mutants_outcome_and_diff_from_the_last_report(capsys, campaigned, monkeypatch):
+    project, data = campaigned
+    monkeypatch.chdir(project)
+    killed = next(o for o in data["outcomes"] if o["status"] == "killed")
+    code, out, _ = run(capsys, "show", killed["mutant_id"][:6])  # a unique prefix is enough
+    assert code == 0
+    assert out.splitlines()[0] == (f"{killed['mutant_id']} {killed['operator']} "
+                                   f"{killed['file']}:{killed['line']}  {killed['description']}")
+    assert f"outcome: killed by {killed['test']}" in out
+    assert f"message: {killed['message']}" in out
+    assert out.endswith(killed["diff"])  # byte for byte off a terminal: it can be applied
+
+
+def test_show_reads_a_named_report_and_refuses_unknown_ids_in_one_line(capsys, saved, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "show", "a1lrhigh0001", "--report", saved)
+    assert code == 0 and "outcome: survived" in out and "lr=0.1 * 100" in out
+    for wanted, message in [("nope", "no mutant 'nope' in"), ("", "no mutant ''")]:
+        code, _, err = run(capsys, "show", wanted, "--report", saved)
+        assert code == 2 and message in err and err.count("\n") == 1
+    code, _, err = run(capsys, "show", "a1lrhigh0001")  # no ./trainwreck-report here
+    assert code == 2 and "run `injector run` first" in err and err.count("\n") == 1
+
+
+def guard_passes(project: Path) -> bool:
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "tests", "-p", "no:cacheprovider"],
+                          cwd=project, capture_output=True, timeout=60).returncode == 0
+
+
+def test_apply_writes_the_mutant_so_the_guard_fails_and_revert_undoes_it(capsys, campaigned, monkeypatch):
+    project, data = campaigned
+    monkeypatch.chdir(project)
+    killed = next(o for o in data["outcomes"] if o["status"] == "killed")
+    target = project / killed["file"]
+    original = target.read_bytes()
+    code, _, err = run(capsys, "apply", killed["mutant_id"])
+    assert code == 0
+    assert f"wrote mutant {killed['mutant_id']}" in err and "warning:" in err
+    assert f"injector apply {killed['mutant_id']} --revert" in err  # how to undo it
+    assert target.read_text() != original.decode() and not guard_passes(project)
+    code, _, err = run(capsys, "apply", killed["mutant_id"])  # twice: refused, file kept
+    assert code == 2 and "already has mutant" in err
+    code, _, err = run(capsys, "apply", killed["mutant_id"], "--revert")
+    assert code == 0 and target.read_bytes() == original and guard_passes(project)
+
+
+def test_apply_refuses_a_file_changed_since_the_report(capsys, campaigned, monkeypatch):
+    project, data = campaigned
+    monkeypatch.chdir(project)
+    outcome = data["outcomes"][0]
+    target = project / outcome["file"]
+    edited = target.read_text() + "\n# a line written after the campaign\n"
+    target.write_text(edited)
+    code, _, err = run(capsys, "apply", outcome["mutant_id"])
+    assert code == 2 and err.count("\n") == 1
+    assert "changed since the report" in err and "refusing to write over your edits" in err
+    assert target.read_text() == edited
+
+
+def test_apply_suggests_git_checkout_only_for_a_clean_tracked_file(capsys, campaigned, monkeypatch):
+    import subprocess
+
+    project, data = campaigned
+    monkeypatch.chdir(project)
+    killed = next(o for o in data["outcomes"] if o["status"] == "killed")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], cwd=project, check=True)
+    subprocess.run([*git, "add", killed["file"]], cwd=project, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], cwd=project, check=True)
+    code, _, err = run(capsys, "apply", killed["mutant_id"])
+    assert code == 0 and f"`git checkout -- {killed['file']}`" in err
+    subprocess.run(["git", "checkout", "--", killed["file"]], cwd=project, check=True)
+    assert guard_passes(project)
