@@ -137,6 +137,16 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
     return changed
 
 
+def repo_path(root: Path) -> str:
+    """`root`'s folder within its git repository ("" at its top, or outside any repository)."""
+    try:
+        found = subprocess.run(["git", "rev-parse", "--show-prefix"], cwd=root, capture_output=True,
+                               text=True, errors="replace")
+    except OSError:
+        return ""
+    return found.stdout.strip().strip("/") if found.returncode == 0 else ""
+
+
 def select_changed(mutants: list[Mutant], sources: dict[str, str], changed: dict[str, set[int]]) -> list[Mutant]:
     """The mutants whose edits touch a changed line."""
     kept = []
@@ -481,7 +491,7 @@ class Campaign:
                               self.settings.repeat, tuple(baseline.get("names", ()))),
             outcomes=ordered(outcomes), duration=round(time.monotonic() - self.started, 3),
             sources={file: sources[file] for file in {m.file for m in mutants}},
-            created=self.created, version=__version__,
+            created=self.created, version=__version__, repo_path=repo_path(self.settings.root),
         )
 
 

@@ -144,6 +144,12 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
                         help="also keep the markdown report as one comment on this pull request, "
                         "edited in place on every run (token from GITHUB_TOKEN; the reports are "
                         "written first, and a GitHub failure exits 4)")
+    parser.add_argument("--base-report", type=_base_report, metavar="PATH",
+                        help="the base branch's last JSON report: the markdown (and the PR comment) "
+                        "shows the score change against it")
+    parser.add_argument("--sha", type=_sha, metavar="SHA",
+                        help="for --comment: the commit the campaign ran on, to link each survivor "
+                        "to its line in the pull request (default: $GITHUB_SHA)")
     parser.add_argument("--fail-under", type=_percentage, metavar="PERCENT",
                         help=f"exit {EXIT_UNDER} when the mutation score (as shown: a whole "
                         "percentage, floored) is below PERCENT, after writing the reports "
@@ -177,6 +183,22 @@ def _positive_float(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive finite number, not {text!r}")
     return value
+
+
+def _base_report(text: str) -> object:
+    from injector.report import from_file
+
+    try:
+        return from_file(text)  # read now: a bad path fails before the campaign, not after it
+    except TrainwreckError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _sha(text: str) -> str:
+    sha = text.strip().lower()
+    if not (7 <= len(sha) <= 64 and all(c in "0123456789abcdef" for c in sha)):
+        raise argparse.ArgumentTypeError(f"not a commit id: {text!r} (expected 7 to 64 hex digits)")
+    return sha
 
 
 def _percentage(text: str) -> float:
@@ -414,30 +436,52 @@ def _write_reports(result, args: argparse.Namespace) -> None:
     """Write the requested reports (all four under ./trainwreck-report/ if none is named)."""
     from injector import render, report
 
+    base, links = args.base_report, _links(result, args)
     paths = {"json_path": args.json, "markdown_path": args.markdown, "html_path": args.html,
              "mte_path": args.mte}
     if not any(paths.values()):
         folder = Path("trainwreck-report")
         paths = {"json_path": folder / "report.json", "markdown_path": folder / "report.md",
                  "html_path": folder / "report.html", "mte_path": folder / "mutation-testing.json"}
-    written = report.write(result, **paths)
+    written = report.write(result, **paths, base=base, links=links)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(report.render_markdown(result))
+            handle.write(report.render_markdown(result, base=base, links=links))
     render.campaign_summary(result, written)
     if args.comment is not None:
-        _post_comment(result, args)
+        _post_comment(result, args, base, links)
 
 
-def _post_comment(result, args: argparse.Namespace) -> None:
+def _links(result, args: argparse.Namespace):
+    """In PR mode (--comment), links to the pull request's lines: its repository, at the commit
+    the campaign ran on (--sha, else GitHub Actions' $GITHUB_SHA); None where either is unknown."""
+    from injector.report import SourceLinks
+
+    sha = args.sha or os.environ.get("GITHUB_SHA")
+    if args.comment is None or not sha:
+        return None
+    try:
+        sha = _sha(sha)
+    except argparse.ArgumentTypeError:
+        print("injector: $GITHUB_SHA is not a commit id: survivors are not linked", file=sys.stderr)
+        return None
+    server = os.environ.get("GITHUB_SERVER_URL") or "https://github.com"
+    try:
+        return SourceLinks(args.comment.owner, args.comment.name, sha, result.repo_path, server.rstrip("/"))
+    except TrainwreckError:  # a $GITHUB_SERVER_URL we cannot link to
+        return None
+
+
+def _post_comment(result, args: argparse.Namespace, base=None, links=None) -> None:
     """Keep the markdown report as the PR's mutation-report comment (the reports are already
     written, so a GitHub failure loses nothing)."""
     from injector import report
     from triage import comment, github
 
     policy = github.Policy(notify=lambda line: print(f"injector: {line}", file=sys.stderr, flush=True))
-    posted = comment.post(report.render_markdown(result), marker=report.MARKER, target=args.comment,
+    body = report.render_markdown(result, base=base, links=links)
+    posted = comment.post(body, marker=report.MARKER, target=args.comment,
                           token=github.token_from_env(), api=github.api_url(args.api_url),
                           policy=policy, hint="The JSON and HTML reports have all of it.")
     print(f"injector: {posted.describe()}")

@@ -88,6 +88,7 @@ class Report:
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # file -> original text
     created: str = ""  # when the campaign ran (ISO 8601, UTC)
     version: str = ""  # the trainwreck that ran it
+    repo_path: str = ""  # the project's folder within its git repository ("" at its top), for links
 
     def counts(self) -> Counter[str]:
         return Counter(outcome.status for outcome in self.outcomes)
@@ -125,6 +126,7 @@ class Report:
             "shards": list(self.shards),
             "created": self.created,
             "version": self.version,
+            "repo_path": self.repo_path,
             "duration": round(self.duration, 3),
             "baseline": asdict(self.baseline),
             "score": self.score,
@@ -149,7 +151,7 @@ class Report:
                                for o in data["outcomes"]),
                 duration=data["duration"], shards=tuple(data.get("shards", ("1/1",))),
                 sources=dict(data.get("sources", {})), created=data.get("created", ""),
-                version=data.get("version", ""))
+                version=data.get("version", ""), repo_path=data.get("repo_path", ""))
         except (KeyError, TypeError) as error:
             raise UsageError(f"{name}: malformed trainwreck report ({error})") from None
 
@@ -188,4 +190,5 @@ def merge(reports: list[Report]) -> Report:
         duration=max(r.duration for r in reports),
         shards=tuple(sorted({s for r in reports for s in r.shards})),
         sources=sources, created=min(r.created for r in reports), version=first.version,
+        repo_path=first.repo_path,
     )

@@ -16,23 +16,26 @@ from injector.outcomes import Report
 from injector.report.facts import LABELS, second_looks
 from injector.report.html import html_inline, render_html
 from injector.report.json import from_file, to_json
+from injector.report.links import SourceLinks
 from injector.report.markdown import COMMENT_LIMIT, MARKER, render_markdown
 from injector.report.mte import mte_text, to_mutation_testing_elements
 from injector.report.score import Row, headline, rows
 
 __all__ = [
-    "COMMENT_LIMIT", "LABELS", "MARKER", "Row", "from_file", "headline", "html_inline", "render_html",
+    "COMMENT_LIMIT", "LABELS", "MARKER", "Row", "SourceLinks", "from_file", "headline", "html_inline", "render_html",
     "mte_text", "render_markdown", "rows", "second_looks", "to_json", "to_mutation_testing_elements", "write",
 ]
 
 
 def write(report: Report, json_path: str | Path | None = None,
           markdown_path: str | Path | None = None, html_path: str | Path | None = None,
-          mte_path: str | Path | None = None) -> list[Path]:
-    """Write the requested renderings (parent folders created); return the paths written."""
+          mte_path: str | Path | None = None, *, base: Report | None = None,
+          links: SourceLinks | None = None) -> list[Path]:
+    """Write the requested renderings (parent folders created); return the paths written.
+    `base` and `links` are for the markdown (see `render_markdown`)."""
     jobs = [
         (json_path, lambda: to_json(report)),
-        (markdown_path, lambda: render_markdown(report)),
+        (markdown_path, lambda: render_markdown(report, base=base, links=links)),
         (html_path, lambda: render_html(report)),
         (mte_path, lambda: mte_text(report)),
     ]

@@ -18,6 +18,7 @@ from injector.markdown import unping as _unping
 from injector.outcomes import ERROR, IGNORED, KILLED, NO_COVERAGE, STATUSES, SURVIVED, TIMEOUT, Outcome, Report
 from injector.report.facts import LABELS, catalog_entry, duration_text, second_looks, where
 from injector.report.html import html_inline
+from injector.report.links import SourceLinks
 from injector.report.score import Row, percent_text, headline, rows
 from trainwreck_templates import render
 
@@ -54,7 +55,8 @@ def _clip(message: str) -> str:
 
 
 
-def _markdown_context(report: Report, diffs: int, listed: int) -> dict[str, object]:
+def _markdown_context(report: Report, diffs: int, listed: int, base: Report | None = None,
+                      links: SourceLinks | None = None) -> dict[str, object]:
     """What `report.md.j2` shows; only the first `diffs` survivors keep their diff and
     only the first `listed` survivors are listed, so the comment can be fitted to a size."""
     counts = report.counts()
@@ -74,7 +76,7 @@ def _markdown_context(report: Report, diffs: int, listed: int) -> dict[str, obje
         shown += with_diff
         return {
             "id": md_code(outcome.mutant_id), "fault": md_code(outcome.operator),
-            "where": md_code(where(outcome)), "description": md_inline(outcome.description),
+            "where": _linked(outcome, links), "description": md_inline(outcome.description),
             "diff": md_fence(outcome.diff, "diff") if with_diff and shown <= diffs else None,
             "message": md_fence(_unping(_clip(outcome.message))) if outcome.message else None,
         }
@@ -108,6 +110,7 @@ def _markdown_context(report: Report, diffs: int, listed: int) -> dict[str, obje
     return {
         "marker": MARKER,
         "title": headline(report),
+        "delta": _delta(report, base) if base is not None else None,
         "facts": " · ".join(facts),
         "counts": " · ".join(f"**{counts[s]}** {LABELS[s]}" for s in STATUSES),
         "caught": (f"The score counts killed ({counts[KILLED]}) and timed-out ({counts[TIMEOUT]}) "
@@ -137,8 +140,33 @@ def _markdown_context(report: Report, diffs: int, listed: int) -> dict[str, obje
     }
 
 
-def render_markdown(report: Report, *, limit: int | None = COMMENT_LIMIT) -> str:
+def _linked(outcome: Outcome, links: SourceLinks | None) -> str:
+    """`file:line` as code, linked to that line of the pull request where the repository is known."""
+    text = md_code(where(outcome))
+    return f"[{text}]({links.url(outcome.file, outcome.line)})" if links is not None else text
+
+
+def _delta(report: Report, base: Report) -> str:
+    """The score against the base branch's last report: `71% → 64% (−7 points)`, and the survivors."""
+    now, before = report.percent, base.percent
+    if now is None or before is None:
+        change = "no score to compare"
+    elif now == before:
+        change = "unchanged"
+    else:
+        points = abs(now - before)
+        change = f"{'+' if now > before else '−'}{points} point{'s' if points != 1 else ''}"
+    survivors = f"survivors {base.counts()[SURVIVED]} → {report.counts()[SURVIVED]}"
+    return (f"**Against the base branch:** score {percent_text(before)} → {percent_text(now)} "
+            f"({change}) · {survivors}")
+
+
+def render_markdown(report: Report, *, limit: int | None = COMMENT_LIMIT, base: Report | None = None,
+                    links: SourceLinks | None = None) -> str:
     """The report as GitHub markdown (a PR comment or a job summary), at most `limit` characters.
+
+    With `base` (the base branch's last report) it says how the score changed; with `links`
+    (the pull request's repository and commit) each survivor's `file:line` links to that line.
 
     When the whole report is too long, diffs are dropped from the last survivors first, then
     survivors from the end of the list, so the markdown stays well formed (never cut mid-fence).
@@ -147,7 +175,7 @@ def render_markdown(report: Report, *, limit: int | None = COMMENT_LIMIT) -> str
     survivors = report.counts()[SURVIVED]
 
     def body(diffs: int, listed: int) -> str:
-        return render("report.md.j2", **_markdown_context(report, diffs, listed))
+        return render("report.md.j2", **_markdown_context(report, diffs, listed, base, links))
 
     text = body(survivors, survivors)
     if limit is None or len(text) <= limit:
