@@ -79,8 +79,14 @@ class CampaignProgress:
     """A live progress bar for a campaign: baseline, then mutants done, kills, time left."""
 
     def __init__(self, total: int, project_name: str, guard: str) -> None:
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
-                                   TextColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         self.console = Console(stderr=True, highlight=False)
         self.total = total

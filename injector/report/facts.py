@@ -6,7 +6,7 @@ from __future__ import annotations
 from injector import catalog
 from injector.outcomes import ERROR, IGNORED, KILLED, NO_COVERAGE, SURVIVED, TIMEOUT, Outcome, Report
 
-LABELS = {KILLED: "killed", TIMEOUT: "timeout", SURVIVED: "survived", NO_COVERAGE: "no coverage",
+LABELS: dict[str, str] = {KILLED: "killed", TIMEOUT: "timeout", SURVIVED: "survived", NO_COVERAGE: "no coverage",
           ERROR: "error", IGNORED: "ignored"}
 
 

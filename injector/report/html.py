@@ -6,12 +6,12 @@ import html
 from collections import Counter
 
 from markupsafe import Markup
+from trainwreck_templates import render
 
 from injector.markdown import split_code
 from injector.outcomes import ERROR, STATUSES, SURVIVED, Outcome, Report
 from injector.report.facts import LABELS, catalog_entry, duration_text, where
-from injector.report.score import Row, percent_text, headline, rows
-from trainwreck_templates import render
+from injector.report.score import Row, headline, percent_text, rows
 
 
 def html_inline(text: str) -> Markup:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import html
 from collections import Counter
+from typing import Any
 
 from markupsafe import Markup
+from trainwreck_templates import render
 
 from injector.markdown import code_span as md_code
 from injector.markdown import fence as md_fence
@@ -19,8 +21,7 @@ from injector.outcomes import ERROR, IGNORED, KILLED, NO_COVERAGE, STATUSES, SUR
 from injector.report.facts import LABELS, catalog_entry, duration_text, second_looks, where
 from injector.report.html import html_inline
 from injector.report.links import SourceLinks
-from injector.report.score import Row, percent_text, headline, rows
-from trainwreck_templates import render
+from injector.report.score import Row, headline, percent_text, rows
 
 MARKER = "<!-- trainwreck:mutation-report -->"  # finds the sticky PR comment again
 COMMENT_LIMIT = 65_000  # GitHub refuses comment bodies over 65,536 characters
@@ -81,7 +82,7 @@ def _markdown_context(report: Report, diffs: int, listed: int, base: Report | No
             "message": md_fence(_unping(_clip(outcome.message))) if outcome.message else None,
         }
 
-    groups: list[dict[str, object]] = []
+    groups: list[dict[str, Any]] = []
     for outcome in survivors[:listed]:
         if not groups or groups[-1]["id"] != outcome.operator:
             fault = catalog_entry(outcome.operator)

@@ -14,7 +14,7 @@ from injector.report.diffs import change, parse_hunks
 # mutation-testing-elements report schema (package mutation-testing-report-schema, 3.x)
 MTE_SCHEMA_VERSION = "2"
 MTE_THRESHOLDS = {"high": 80, "low": 60}
-MTE_STATUS = {KILLED: "Killed", SURVIVED: "Survived", TIMEOUT: "Timeout",
+MTE_STATUS: dict[str, str] = {KILLED: "Killed", SURVIVED: "Survived", TIMEOUT: "Timeout",
               NO_COVERAGE: "NoCoverage", ERROR: "RuntimeError", IGNORED: "Ignored"}
 
 _MTE_LINE_BREAK = re.compile("\r\n|[\r\n\u2028\u2029]")  # the line breaks the MTE viewer counts

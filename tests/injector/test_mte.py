@@ -10,14 +10,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from mte_viewer import ViewerError, mutated_file, open_mutant, validate
+from report_samples import MUTANTS, SMOKE, SOURCES, TESTS, diff, make_report, mutated, outcome
 
 from injector import report as rendering
 from injector.generate import mutants_for_source
 from injector.outcomes import Outcome
 from injector.report.diffs import change
 from injector.report.mte import _Positions
-from mte_viewer import ViewerError, mutated_file, open_mutant, validate
-from report_samples import MUTANTS, SMOKE, SOURCES, TESTS, diff, make_report, mutated, outcome
 
 HERE = Path(__file__).parent
 DEMO = HERE.parents[1] / "injector" / "demo" / "demo_train"

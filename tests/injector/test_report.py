@@ -8,13 +8,13 @@ import re
 
 import pytest
 from markdown_it import MarkdownIt  # CommonMark parser (a dependency of rich)
+from mte_viewer import validate
+from report_samples import make_report, outcome
 
 from injector import catalog
 from injector import report as rendering
 from injector.errors import UsageError
 from injector.outcomes import SCHEMA, Outcome, Report
-from mte_viewer import validate
-from report_samples import make_report, outcome
 
 
 @pytest.fixture(scope="module")
@@ -264,9 +264,9 @@ def test_console_markdown_html_and_json_show_the_same_percentage(tmp_path, capsy
     from injector import render
 
     # 5 of 12 is 41.67%: rounding would say 42%, flooring 41%; every surface must say the same
-    specs = [("k%011d" % n, "missing-backward", "demo/train.py", 18, "", "removed", "killed",
+    specs = [(f"k{n:011d}", "missing-backward", "demo/train.py", 18, "", "removed", "killed",
               "tests/test_train.py::test_loss_decreases", "assert") for n in range(5)]
-    specs += [("s%011d" % n, "missing-zero-grad", "demo/train.py", 15, "", "removed", "survived",
+    specs += [(f"s{n:011d}", "missing-zero-grad", "demo/train.py", 15, "", "removed", "survived",
                None, None) for n in range(7)]
     report = make_report([outcome(spec) for spec in specs])
     written = rendering.write(report, json_path=tmp_path / "r.json", markdown_path=tmp_path / "r.md",

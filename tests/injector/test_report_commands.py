@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from report_samples import make_report
 
 from injector import report as rendering
 from injector.cli import EXIT_UNDER, main
-from report_samples import make_report
 
 PROJECT = Path(__file__).parent / "campaign_project"
 
