@@ -133,6 +133,16 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
     return changed
 
 
+def repo_path(root: Path) -> str:
+    """`root`'s folder within its git repository ("" at its top, or outside any repository)."""
+    try:
+        found = subprocess.run(["git", "rev-parse", "--show-prefix"], cwd=root, capture_output=True,
+                               text=True, errors="replace")
+    except OSError:
+        return ""
+    return found.stdout.strip().strip("/") if found.returncode == 0 else ""
+
+
 def select_changed(mutants: list[Mutant], sources: dict[str, str], changed: dict[str, set[int]]) -> list[Mutant]:
     """The mutants whose edits touch a changed line."""
     kept = []
@@ -222,6 +232,7 @@ class Campaign:
         self.scratch: Path | None = None
         self.slots: list[_Slot] = []
         self.selector = selectors.DefaultSelector()
+        self.covering: dict[str, tuple[str, ...]] = {}  # mutant id -> the tests that reach it
 
     def __enter__(self) -> Campaign:
         self.started = time.monotonic()
@@ -318,7 +329,7 @@ class Campaign:
         tests = self._await_baseline()
         usable = [t for t in tests if t.usable]
         baseline = {"tests": len(tests), "flaky": [t.name for t in tests if len(set(t.outcomes)) > 1],
-                    "duration": sum(t.duration for t in usable)}
+                    "duration": sum(t.duration for t in usable), "names": [t.name for t in tests]}
         self.progress("baseline", baseline)
         results = self._run_mutants(mutants, sources, tests)
         return self._report(everything, {**results, **ignored}, baseline, sources)
@@ -364,6 +375,7 @@ class Campaign:
         queue: deque[_Job] = deque()
         for mutant in mutants:
             covering = _covering(mutant, sources[mutant.file], tests)
+            self.covering[mutant.id] = tuple(t.name for t in covering)
             if not covering:
                 results[mutant.id] = protocol.Result(mutant.id, NO_COVERAGE)
                 self.progress("outcome", {"status": NO_COVERAGE})
@@ -466,15 +478,16 @@ class Campaign:
                 mutant_id=mutant.id, operator=mutant.operator, file=mutant.file, line=mutant.line,
                 description=mutant.description, diff=mutant.diff, status=data.status,
                 test=data.test, message=data.message, duration=round(data.duration, 3),
-                tests_run=data.tests_run, guard_seconds=round(data.guard_seconds, 3), note=data.note))
+                tests_run=data.tests_run, guard_seconds=round(data.guard_seconds, 3), note=data.note,
+                covered_by=self.covering.get(mutant.id, ())))
         device = f"cuda ({self.gpus} GPU{'s' if self.gpus != 1 else ''})" if self.gpus else "cpu"
         return Report(
             project=self.settings.root.name, guard=self.settings.guard.text, device=device,
             baseline=Baseline(baseline["tests"], round(baseline["duration"], 3), tuple(baseline["flaky"]),
-                              self.settings.repeat),
+                              self.settings.repeat, tuple(baseline.get("names", ()))),
             outcomes=ordered(outcomes), duration=round(time.monotonic() - self.started, 3),
             sources={file: sources[file] for file in {m.file for m in mutants}},
-            created=self.created, version=__version__,
+            created=self.created, version=__version__, repo_path=repo_path(self.settings.root),
         )
 
 

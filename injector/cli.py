@@ -1,6 +1,7 @@
 """The `injector` command line: list operators, show mutants, run campaigns, merge and post reports.
 
 Exit codes: 0 success, 2 bad input (a one-line `injector: error: ...` on stderr),
+3 the mutation score is below `--fail-under` (the reports are written),
 4 the `--comment` could not be posted (the reports are written), 130 interrupted.
 """
 
@@ -19,6 +20,10 @@ from injector import __version__, catalog, config
 from trainwreck.errors import TrainwreckError, UsageError
 
 DEMO = Path(__file__).parent / "demo"
+EXIT_UNDER = 3  # the mutation score is below --fail-under
+REPORT_EXITS = (f"exit codes: 0 done; 2 bad input; {EXIT_UNDER} the score is below --fail-under; "
+                "4 the --comment could not be posted; 130 interrupted (the reports are written "
+                f"before {EXIT_UNDER} and 4)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run", help="run the guards against every mutant of PROJECT (default: the bundled demo)",
         description="A mutation campaign: every mutant against the project's guards, in scratch "
-        "copies (the project is never written), with a mutation-coverage report.")
+        "copies (the project is never written), with a mutation-coverage report.",
+        epilog=REPORT_EXITS)
     run.add_argument("project", nargs="?", type=Path, metavar="PROJECT")
     run.add_argument("--guard", metavar="CMD",
                      help="what must fail on a mutant (default: [tool.trainwreck] guard, else pytest)")
@@ -84,10 +90,33 @@ def _parser() -> argparse.ArgumentParser:
     _report_options(run)
     run.set_defaults(handler=_run)
 
-    merge = commands.add_parser("merge", help="join shard reports (JSON) into one report")
+    merge = commands.add_parser("merge", help="join shard reports (JSON) into one report",
+                                epilog=REPORT_EXITS)
     merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
     _report_options(merge)
     merge.set_defaults(handler=_merge)
+
+    show = commands.add_parser(
+        "show", help="one mutant of the last report: its diff and its outcome",
+        description="Show one mutant of a campaign's report: its fault, place, outcome (the test "
+        "that killed it and its first failure line, or why not) and diff. ID may be a unique "
+        "prefix of the mutant's id.")
+    show.add_argument("mutant", metavar="ID")
+    _report_path_option(show)
+    show.set_defaults(handler=_show)
+
+    apply = commands.add_parser(
+        "apply", help="write one mutant into your files, to debug it (undo with --revert)",
+        description="Write one mutant of a campaign's report into the project's own file, to run "
+        "and debug it by hand. Refused if the file changed since the report. `--revert` puts the "
+        "original back.")
+    apply.add_argument("mutant", metavar="ID")
+    _report_path_option(apply)
+    apply.add_argument("--project", type=Path, default=Path("."), metavar="PATH",
+                       help="the project the report is about (default: the current folder's)")
+    apply.add_argument("--revert", action="store_true",
+                       help="take the mutant out again: write back the text the campaign mutated")
+    apply.set_defaults(handler=_apply)
 
     init = commands.add_parser(
         "init", help="add trainwreck's GitHub Actions workflows and [tool.trainwreck] to a repository",
@@ -115,9 +144,25 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
                         help="also keep the markdown report as one comment on this pull request, "
                         "edited in place on every run (token from GITHUB_TOKEN; the reports are "
                         "written first, and a GitHub failure exits 4)")
+    parser.add_argument("--base-report", type=_base_report, metavar="PATH",
+                        help="the base branch's last JSON report: the markdown (and the PR comment) "
+                        "shows the score change against it")
+    parser.add_argument("--sha", type=_sha, metavar="SHA",
+                        help="for --comment: the commit the campaign ran on, to link each survivor "
+                        "to its line in the pull request (default: $GITHUB_SHA)")
+    parser.add_argument("--fail-under", type=_percentage, metavar="PERCENT",
+                        help=f"exit {EXIT_UNDER} when the mutation score (as shown: a whole "
+                        "percentage, floored) is below PERCENT, after writing the reports "
+                        "(default: [tool.trainwreck] fail-under, else no gate)")
     parser.add_argument("--api-url", type=_api_url, metavar="URL",
                         help="for --comment: the REST API's base URL, for GitHub Enterprise "
                         "(default: $GITHUB_API_URL, else https://api.github.com)")
+
+
+def _report_path_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--report", type=Path, metavar="PATH",
+                        help="a JSON report, or the folder holding report.json "
+                        "(default: ./trainwreck-report/, where `injector run` writes it)")
 
 
 def _positive_int(text: str) -> int:
@@ -137,6 +182,32 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive finite number, not {text!r}")
+    return value
+
+
+def _base_report(text: str) -> object:
+    from injector.report import from_file
+
+    try:
+        return from_file(text)  # read now: a bad path fails before the campaign, not after it
+    except TrainwreckError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _sha(text: str) -> str:
+    sha = text.strip().lower()
+    if not (7 <= len(sha) <= 64 and all(c in "0123456789abcdef" for c in sha)):
+        raise argparse.ArgumentTypeError(f"not a commit id: {text!r} (expected 7 to 64 hex digits)")
+    return sha
+
+
+def _percentage(text: str) -> float:
+    try:
+        value = float(text.removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 100, not {text!r}")
     return value
 
 
@@ -273,7 +344,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.shard != (1, 1):
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     _write_reports(report, args)
-    return 0
+    return _gate(report, args.fail_under if args.fail_under is not None else settings.fail_under)
 
 
 def _interrupt(signum, frame) -> None:
@@ -283,9 +354,71 @@ def _interrupt(signum, frame) -> None:
 def _merge(args: argparse.Namespace) -> int:
     from injector import outcomes, report
 
+    fail_under = args.fail_under
+    if fail_under is None:  # the shards' project is the one merging them, in CI
+        fail_under = config.load(config.find_root(Path.cwd())).fail_under
     merged = outcomes.merge([report.from_file(path) for path in args.reports])
     _write_reports(merged, args)
+    return _gate(merged, fail_under)
+
+
+def _gate(result, fail_under: float | None) -> int:
+    """The CI gate: EXIT_UNDER, with one line saying so, when the score is below `fail_under`."""
+    if fail_under is None:
+        return 0
+    if result.percent is None:
+        print(f"injector: no mutant was covered, so there is no score to hold to --fail-under "
+              f"{fail_under:g}%", file=sys.stderr)
+        return 0
+    if result.percent < fail_under:
+        print(f"injector: mutation score {result.percent}% is below --fail-under {fail_under:g}%",
+              file=sys.stderr)
+        return EXIT_UNDER
     return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from injector import apply, render
+
+    path, result = apply.load(args.report)
+    render.mutant_outcome(apply.find(result, args.mutant, str(path)))
+    return 0
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from injector import apply
+
+    path, result = apply.load(args.report)
+    outcome = apply.find(result, args.mutant, str(path))
+    root = config.find_root(args.project.resolve())
+    clean = _git_clean(root, outcome.file)
+    written = apply.apply(result, outcome, root, revert=args.revert)
+    if args.revert:
+        print(f"injector: took mutant {outcome.mutant_id} out of {written.path}: it is as the "
+              f"campaign found it", file=sys.stderr)
+        return 0
+    undo = f"`injector apply {outcome.mutant_id} --revert`"
+    if clean:
+        undo += f" or `git checkout -- {outcome.file}`"
+    print(f"injector: wrote mutant {outcome.mutant_id} ({outcome.operator}: {outcome.description}) "
+          f"into {written.path}\n"
+          f"injector: warning: that file now holds a deliberately broken training step; "
+          f"do not commit it. Undo with {undo}", file=sys.stderr)
+    return 0
+
+
+def _git_clean(root: Path, file: str) -> bool:
+    """Whether git tracks `file` with no change, so `git checkout` would restore exactly it."""
+    import subprocess
+
+    try:
+        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "--", file], cwd=root,
+                                 capture_output=True)
+        changed = subprocess.run(["git", "status", "--porcelain", "--", file], cwd=root,
+                                 capture_output=True, text=True)
+    except OSError:
+        return False
+    return tracked.returncode == 0 and changed.returncode == 0 and not changed.stdout.strip()
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -303,30 +436,52 @@ def _write_reports(result, args: argparse.Namespace) -> None:
     """Write the requested reports (all four under ./trainwreck-report/ if none is named)."""
     from injector import render, report
 
+    base, links = args.base_report, _links(result, args)
     paths = {"json_path": args.json, "markdown_path": args.markdown, "html_path": args.html,
              "mte_path": args.mte}
     if not any(paths.values()):
         folder = Path("trainwreck-report")
         paths = {"json_path": folder / "report.json", "markdown_path": folder / "report.md",
                  "html_path": folder / "report.html", "mte_path": folder / "mutation-testing.json"}
-    written = report.write(result, **paths)
+    written = report.write(result, **paths, base=base, links=links)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(report.render_markdown(result))
+            handle.write(report.render_markdown(result, base=base, links=links))
     render.campaign_summary(result, written)
     if args.comment is not None:
-        _post_comment(result, args)
+        _post_comment(result, args, base, links)
 
 
-def _post_comment(result, args: argparse.Namespace) -> None:
+def _links(result, args: argparse.Namespace):
+    """In PR mode (--comment), links to the pull request's lines: its repository, at the commit
+    the campaign ran on (--sha, else GitHub Actions' $GITHUB_SHA); None where either is unknown."""
+    from injector.report import SourceLinks
+
+    sha = args.sha or os.environ.get("GITHUB_SHA")
+    if args.comment is None or not sha:
+        return None
+    try:
+        sha = _sha(sha)
+    except argparse.ArgumentTypeError:
+        print("injector: $GITHUB_SHA is not a commit id: survivors are not linked", file=sys.stderr)
+        return None
+    server = os.environ.get("GITHUB_SERVER_URL") or "https://github.com"
+    try:
+        return SourceLinks(args.comment.owner, args.comment.name, sha, result.repo_path, server.rstrip("/"))
+    except TrainwreckError:  # a $GITHUB_SERVER_URL we cannot link to
+        return None
+
+
+def _post_comment(result, args: argparse.Namespace, base=None, links=None) -> None:
     """Keep the markdown report as the PR's mutation-report comment (the reports are already
     written, so a GitHub failure loses nothing)."""
     from injector import report
     from trainwreck import comment, github
 
     policy = github.Policy(notify=lambda line: print(f"injector: {line}", file=sys.stderr, flush=True))
-    posted = comment.post(report.render_markdown(result), marker=report.MARKER, target=args.comment,
+    body = report.render_markdown(result, base=base, links=links)
+    posted = comment.post(body, marker=report.MARKER, target=args.comment,
                           token=github.token_from_env(), api=github.api_url(args.api_url),
                           policy=policy, hint="The JSON and HTML reports have all of it.")
     print(f"injector: {posted.describe()}")

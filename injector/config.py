@@ -8,6 +8,7 @@
     guard = "python -m pytest -x -q tests"  # the command that must fail on a mutant
     timeout-factor = 3.0                  # a mutant's time limit: factor x baseline + constant
     skip-mutants = ["3f2a9c01b7de"]       # mutant ids judged equivalent: listed as ignored, never run
+    fail-under = 80                       # exit 3 when the mutation score is below this percentage
 
 A single mutant can also be silenced in the source, on its line: `# trainwreck: ignore[fault-id]`
 (or a bare `# trainwreck: ignore` for every fault there).
@@ -23,7 +24,7 @@ from pathlib import Path
 from trainwreck.errors import ConfigError
 
 KEYS = {"paths", "operators", "exclude-operators", "exclude-paths", "guard", "timeout-factor",
-        "skip-mutants"}
+        "skip-mutants", "fail-under"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Config:
     guard: str | None = None
     timeout_factor: float = 3.0
     skip_mutants: tuple[str, ...] = ()
+    fail_under: float | None = None
     source: Path | None = field(default=None, compare=False)  # the pyproject.toml it came from
 
 
@@ -84,7 +86,12 @@ def load(root: Path) -> Config:
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) \
             or factor <= 0:
         raise ConfigError(f"{pyproject}: [tool.trainwreck] timeout-factor must be a positive number")
+    fail_under = section.get("fail-under")
+    if fail_under is not None and (isinstance(fail_under, bool) or not isinstance(fail_under, (int, float))
+                                   or not 0 <= fail_under <= 100):
+        raise ConfigError(f"{pyproject}: [tool.trainwreck] fail-under must be a percentage from 0 to 100")
     return Config(root=root, paths=strings("paths"), operators=strings("operators"),
                   exclude_operators=strings("exclude-operators"),
                   exclude_paths=strings("exclude-paths"), guard=guard,
-                  timeout_factor=float(factor), skip_mutants=strings("skip-mutants"), source=pyproject)
+                  timeout_factor=float(factor), skip_mutants=strings("skip-mutants"),
+                  fail_under=None if fail_under is None else float(fail_under), source=pyproject)

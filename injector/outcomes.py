@@ -32,6 +32,13 @@ KILLED, TIMEOUT, SURVIVED, NO_COVERAGE, ERROR, IGNORED = tuple(Status)
 STATUSES = tuple(Status)
 
 
+def percent(caught: int, covered: int) -> int | None:
+    """The mutation score as every surface shows it (console, markdown, HTML, JSON): a whole
+    percentage, floored so that no report says 100% while a mutant survives; None when no
+    mutant was covered."""
+    return caught * 100 // covered if covered else None
+
+
 @dataclass(frozen=True)
 class Outcome:
     """How one mutant fared against the guards."""
@@ -49,6 +56,8 @@ class Outcome:
     tests_run: int = 0
     guard_seconds: float = 0.0  # of which the guard's own tests ran
     note: str | None = None  # when the verdict needed a second look (test order, a timeout run alone)
+    # the guard tests that run the mutated lines in the baseline (those a run may use)
+    covered_by: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -62,6 +71,7 @@ class Baseline:
     duration: float
     flaky: tuple[str, ...] = ()
     repeat: int = 1
+    names: tuple[str, ...] = ()  # every guard test, in collection order
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class Report:
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # file -> original text
     created: str = ""  # when the campaign ran (ISO 8601, UTC)
     version: str = ""  # the trainwreck that ran it
+    repo_path: str = ""  # the project's folder within its git repository ("" at its top), for links
 
     def counts(self) -> Counter[str]:
         return Counter(outcome.status for outcome in self.outcomes)
@@ -94,6 +105,12 @@ class Report:
         counts = self.counts()
         return (counts[KILLED] + counts[TIMEOUT]) / self.covered if self.covered else None
 
+    @property
+    def percent(self) -> int | None:
+        """The score as shown: `percent` of the caught and the covered mutants."""
+        counts = self.counts()
+        return percent(counts[KILLED] + counts[TIMEOUT], self.covered)
+
     def by_operator(self) -> dict[str, Counter[str]]:
         table: dict[str, Counter[str]] = {}
         for outcome in self.outcomes:
@@ -109,9 +126,11 @@ class Report:
             "shards": list(self.shards),
             "created": self.created,
             "version": self.version,
+            "repo_path": self.repo_path,
             "duration": round(self.duration, 3),
             "baseline": asdict(self.baseline),
             "score": self.score,
+            "percent": self.percent,  # the score as the console and the reports show it
             "counts": {status: self.counts()[status] for status in STATUSES},
             "outcomes": [o.to_json() for o in sorted(self.outcomes, key=_order)],
             "sources": self.sources,
@@ -126,11 +145,13 @@ class Report:
             return cls(
                 project=data["project"], guard=data["guard"], device=data["device"],
                 baseline=Baseline(baseline["tests"], baseline["duration"],
-                                  tuple(baseline.get("flaky", ())), baseline.get("repeat", 1)),
-                outcomes=tuple(Outcome(**o) for o in data["outcomes"]),
+                                  tuple(baseline.get("flaky", ())), baseline.get("repeat", 1),
+                                  tuple(baseline.get("names", ()))),
+                outcomes=tuple(Outcome(**{**o, "covered_by": tuple(o.get("covered_by", ()))})
+                               for o in data["outcomes"]),
                 duration=data["duration"], shards=tuple(data.get("shards", ("1/1",))),
                 sources=dict(data.get("sources", {})), created=data.get("created", ""),
-                version=data.get("version", ""))
+                version=data.get("version", ""), repo_path=data.get("repo_path", ""))
         except (KeyError, TypeError) as error:
             raise UsageError(f"{name}: malformed trainwreck report ({error})") from None
 
@@ -160,12 +181,14 @@ def merge(reports: list[Report]) -> Report:
     for report in reports:
         sources.update(report.sources)
     flaky = sorted({name for report in reports for name in report.baseline.flaky})
+    names = list(dict.fromkeys(name for report in reports for name in report.baseline.names))
     return Report(
         project=first.project, guard=first.guard, device=first.device,
         baseline=Baseline(first.baseline.tests, max(r.baseline.duration for r in reports),
-                          tuple(flaky), first.baseline.repeat),
+                          tuple(flaky), first.baseline.repeat, tuple(names)),
         outcomes=tuple(sorted(outcomes.values(), key=_order)),
         duration=max(r.duration for r in reports),
         shards=tuple(sorted({s for r in reports for s in r.shards})),
         sources=sources, created=min(r.created for r in reports), version=first.version,
+        repo_path=first.repo_path,
     )

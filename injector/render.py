@@ -54,12 +54,39 @@ def mutants(generation) -> None:
     console.print(table)
 
 
+def mutant_outcome(outcome) -> None:
+    """One mutant of a report: what it is, how it fared, and its diff."""
+    from injector.report.facts import LABELS
+
+    console = _console()
+    console.print(f"[bold]{outcome.mutant_id}[/bold] [cyan]{outcome.operator}[/cyan] "
+                  f"{escape(outcome.file)}:{outcome.line}  {escape(outcome.description)}")
+    status = LABELS.get(outcome.status, outcome.status)
+    if outcome.test:
+        status += f" by {outcome.test}" if outcome.status == "killed" else f" in {outcome.test}"
+    console.print(f"[dim]outcome:[/dim] {escape(status)}")
+    if outcome.message:
+        console.print(f"[dim]message:[/dim] {escape(outcome.message)}")
+    if outcome.note:
+        console.print(f"[dim]note:[/dim] {escape(outcome.note)}")
+    if outcome.covered_by:
+        count = len(outcome.covered_by)
+        console.print(f"[dim]reached by:[/dim] {count} guard test{'s' if count != 1 else ''}")
+    _diff(console, outcome.diff)
+
+
 class CampaignProgress:
     """A live progress bar for a campaign: baseline, then mutants done, kills, time left."""
 
     def __init__(self, total: int, project_name: str, guard: str) -> None:
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
-                                   TextColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         self.console = Console(stderr=True, highlight=False)
         self.total = total
@@ -100,8 +127,8 @@ def campaign_summary(report, written: list) -> None:
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     columns = ("killed", "timeout", "survived", "no_coverage", "error", "ignored")
     table = Table(title_justify="left", title=(
-        f"mutation score {report.score:.0%} ({report.covered} covered mutants, device {report.device})"
-        if report.score is not None else f"no mutant was covered by the guards (device {report.device})"))
+        f"mutation score {report.percent}% ({report.covered} covered mutants, device {report.device})"
+        if report.percent is not None else f"no mutant was covered by the guards (device {report.device})"))
     table.add_column("fault id")
     for name in columns:
         table.add_column(name.replace("_", " "), justify="right")

@@ -86,10 +86,19 @@ def test_a_kill_names_the_test_and_its_first_failure_line(project, tmp_path):
 def test_mutants_no_guard_reaches_are_no_coverage(project, tmp_path):
     (project / "trainer" / "unused.py").write_text(
         "def fit(optimizer, loss):\n    optimizer.zero_grad()\n    loss.backward()\n    optimizer.step()\n")
-    report = campaign(project, tmp_path, "--operators", "missing-zero-grad")
+    report = campaign(project, tmp_path, "--operators", "missing-zero-grad", "--mte", str(tmp_path / "mte.json"))
     by_file = {o["file"]: o["status"] for o in report["outcomes"]}
     assert by_file["trainer/unused.py"] == "no_coverage"
     assert report["score"] is not None and report["counts"]["no_coverage"] == 1
+    # the baseline's reach, as the mutation-testing-elements viewer shows it
+    mte = json.loads((tmp_path / "mte.json").read_text())
+    tests = {t["id"] for file in mte["testFiles"].values() for t in file["tests"]}
+    assert tests == {"tests/test_loop.py::test_loss_goes_down", "tests/test_loop.py::test_drain_finishes",
+                     "tests/test_loop.py::test_evaluate_switches_to_eval_mode"}
+    covered = {m["location"]["start"]["line"]: m["coveredBy"]
+               for m in mte["files"]["trainer/loop.py"]["mutants"]}
+    assert covered == {57: ["tests/test_loop.py::test_loss_goes_down"]}  # train() alone runs it
+    assert [m["coveredBy"] for m in mte["files"]["trainer/unused.py"]["mutants"]] == [[]]
 
 
 def test_a_hanging_mutant_times_out_and_leaves_no_process(project, tmp_path):

@@ -88,3 +88,73 @@ def test_merge_can_comment_too(github_api, project, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "created the comment on acme/trainer#7" in out
     assert github_api.comments("acme", "trainer", 7) == [(tmp_path / "merged.md").read_text(encoding="utf-8")]
+
+
+# ---------------------------------------------------------------- PR mode: score change and links
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def test_the_pr_comment_shows_the_score_change_and_links_each_survivor_to_its_line(
+        github_api, tmp_path, capsys, monkeypatch):
+    from dataclasses import replace
+
+    from markdown_it import MarkdownIt
+    from report_samples import make_report
+
+    monkeypatch.delenv("GITHUB_SHA", raising=False)
+    now = replace(make_report(), repo_path="ml/trainer")  # the project is a folder of the repository
+    base = make_report([o if o.status != "survived" or o.mutant_id == "a1lrhigh0001"
+                        else replace(o, status="killed") for o in now.outcomes])
+    (tmp_path / "now.json").write_text(report.to_json(now))
+    (tmp_path / "base.json").write_text(report.to_json(base))
+    code = main(["merge", str(tmp_path / "now.json"), "--markdown", str(tmp_path / "pr.md"),
+                 "--base-report", str(tmp_path / "base.json"), "--sha", SHA,
+                 "--comment", "acme/trainer#7", "--api-url", github_api.url])
+    assert code == 0, capsys.readouterr().err
+    (posted,) = github_api.comments("acme", "trainer", 7)
+    assert posted == (tmp_path / "pr.md").read_text(encoding="utf-8")
+    assert "**Against the base branch:** score 90% → 70% (−20 points) · survivors 1 → 3" in posted
+    links = {token.attrGet("href") for block in MarkdownIt("commonmark").parse(posted) if block.children
+             for token in block.children if token.type == "link_open"}
+    for survivor in (o for o in now.outcomes if o.status == "survived"):
+        assert (f"https://github.com/acme/trainer/blob/{SHA}/ml/trainer/{survivor.file}#L{survivor.line}"
+                in links)
+
+
+def test_the_commit_comes_from_github_actions_and_links_need_pr_mode(github_api, tmp_path, capsys, monkeypatch):
+    from report_samples import make_report
+
+    (tmp_path / "now.json").write_text(report.to_json(make_report()))
+    monkeypatch.setenv("GITHUB_SHA", SHA)
+    assert main(["merge", str(tmp_path / "now.json"), "--markdown", str(tmp_path / "pr.md"),
+                 "--comment", "acme/trainer#7", "--api-url", github_api.url]) == 0
+    assert f"](https://github.com/acme/trainer/blob/{SHA}/demo/train.py#L11)" in (tmp_path / "pr.md").read_text()
+    assert main(["merge", str(tmp_path / "now.json"), "--markdown", str(tmp_path / "plain.md")]) == 0
+    plain = (tmp_path / "plain.md").read_text()
+    assert "https://github.com" not in plain and "Against the base branch" not in plain
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--sha", "not-a-sha", "not a commit id"),
+    ("--base-report", "missing.json", "no such report file"),
+])
+def test_bad_pr_mode_options_are_refused_before_the_campaign(project, tmp_path, capsys, option, value, message):
+    with pytest.raises(SystemExit) as exit:
+        main(["run", str(project), "--json", str(tmp_path / "r.json"), option, str(tmp_path / value)
+              if option == "--base-report" else value])
+    assert exit.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_campaign_records_where_its_project_sits_in_the_repository(tmp_path):
+    import subprocess
+
+    from injector.campaign import repo_path
+
+    project = tmp_path / "repo" / "ml" / "trainer"
+    project.mkdir(parents=True)
+    assert repo_path(project) == ""  # not in a repository: links use the file paths as they are
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path / "repo", check=True)
+    assert repo_path(project) == "ml/trainer"
+    assert repo_path(tmp_path / "repo") == ""

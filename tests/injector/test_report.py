@@ -1,144 +1,21 @@
-"""The mutation-coverage report as a reader and a tool meet it: markdown, HTML, JSON, and the
-mutation-testing-elements schema."""
+"""The mutation-coverage report as a reader and a tool meet it: markdown, HTML and JSON (the
+mutation-testing-elements format has test_mte.py)."""
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt  # CommonMark parser (a dependency of rich)
+from mte_viewer import validate
+from report_samples import make_report, outcome
 
 from injector import catalog
 from injector import report as rendering
 from trainwreck.errors import UsageError
 from trainwreck.markdown import GITHUB_LIMIT
-from injector.outcomes import SCHEMA, Baseline, Outcome, Report
-
-FIXTURES = Path(__file__).parent / "fixtures"
-
-TRAIN = (
-    '"""Train the demo classifier."""\n'                                    # 1
-    "import torch\n"                                                         # 2
-    "import torch.nn.functional as F\n"                                      # 3
-    "\n"                                                                     # 4
-    'USAGE = """Run it like this:\n'                                         # 5
-    "```sh\n"                                                                # 6
-    "python train.py --lr 0.1\n"                                             # 7
-    "````\n"                                                                 # 8
-    '"""\n'                                                                  # 9
-    "def train(model, loader, epochs=1):\n"                                  # 10
-    "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"          # 11
-    "    model.train()\n"                                                    # 12
-    "    for _ in range(epochs):\n"                                          # 13
-    "        for x, y in loader:\n"                                          # 14
-    "            optimizer.zero_grad()\n"                                    # 15
-    "            logits = F.relu(model(x))\n"                                # 16
-    "            loss = F.cross_entropy(logits, y)\n"                        # 17
-    "            loss.backward()\n"                                          # 18
-    "            optimizer.step()\n"                                         # 19
-    "    return loss.item()\n"                                               # 20
-    "\n"                                                                     # 21
-    "BANNER = \"<script>alert('x')</script>\"\n"                             # 22
-    "\n"                                                                     # 23
-    "def evaluate(model, x):\n"                                              # 24
-    "    model.eval()\n"                                                     # 25
-    "    with torch.no_grad():\n"                                            # 26
-    "        return F.softmax(model(x), dim=-1)\n"                           # 27
-)
-DATA = (
-    "from torch.utils.data import DataLoader\n"
-    "\n"
-    "\n"
-    "def make_loader(dataset, batch_size=32):\n"
-    "    return DataLoader(dataset, batch_size=batch_size, shuffle=True)\n"
-)
-SOURCES = {"demo/train.py": TRAIN, "demo/data.py": DATA}
-
-
-def mutated(path: str, line: int, new: str) -> str:
-    """The file with line `line` replaced by `new` (any number of lines, or none)."""
-    lines = SOURCES[path].splitlines(keepends=True)
-    return "".join(lines[:line - 1]) + new + "".join(lines[line:])
-
-
-def diff(path: str, line: int, new: str, source: str | None = None) -> str:
-    """The unified diff (3 lines of context) that replaces line `line` of a file by `new`."""
-    lines = (SOURCES[path] if source is None else source).splitlines(keepends=True)
-    start, stop = max(1, line - 3), min(len(lines), line + 3)
-    before, after = lines[start - 1:line - 1], lines[line:stop]
-    added = new.splitlines(keepends=True)
-    return (f"--- a/{path}\n+++ b/{path}\n"
-            f"@@ -{start},{len(before) + 1 + len(after)} +{start},{len(before) + len(added) + len(after)} @@\n"
-            + "".join(" " + text for text in before) + "-" + lines[line - 1]
-            + "".join("+" + text for text in added) + "".join(" " + text for text in after))
-
-
-# (id, fault id, file, line, new text of the line, description, status, test, message)
-MUTANTS = [
-    ("a1lrhigh0001", "lr-too-high", "demo/train.py", 11,
-     "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * 100)\n",
-     "learning rate multiplied by 100", "survived", None, None),
-    ("b2zerograd02", "missing-zero-grad", "demo/train.py", 15, "",
-     "removed `optimizer.zero_grad()`: gradients now accumulate across steps", "survived", None, None),
-    ("c3evalmode03", "missing-eval-mode", "demo/train.py", 25, "",
-     "removed `model.eval()`: evaluation runs in training mode", "survived", None, None),
-    ("d4inplace004", "inplace-activation", "demo/train.py", 16,
-     "            logits = F.relu_(model(x))\n", "`relu` works in place", "killed",
-     "tests/test_train.py::test_backward_runs", "RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation"),
-    ("e5backward05", "missing-backward", "demo/train.py", 18, "",
-     "removed `loss.backward()`: nothing is learned", "killed", "tests/test_train.py::test_loss_decreases",
-     "AssertionError: loss did not decrease"),
-    ("f6optstep006", "missing-optimizer-step", "demo/train.py", 19, "",
-     "removed `optimizer.step()`: the parameters never change", "killed",
-     "tests/test_train.py::test_params_change", "AssertionError: parameters did not change"),
-    ("g7reduce0007", "wrong-loss-reduction", "demo/train.py", 17,
-     '            loss = F.cross_entropy(logits, y, reduction="sum")\n',
-     "`cross_entropy` sums instead of averaging", "killed", "tests/test_train.py::test_loss_scale",
-     "AssertionError: loss depends on the batch size"),
-    ("h8shuffle008", "no-shuffle", "demo/data.py", 5,
-     "    return DataLoader(dataset, batch_size=batch_size, shuffle=False)\n",
-     "the DataLoader no longer shuffles", "killed", "tests/test_data.py::test_order_is_shuffled",
-     "AssertionError: batches come in dataset order"),
-    ("i9rankskip09", "rank-skip", "demo/train.py", 15,
-     "            if torch.distributed.is_initialized() and torch.distributed.get_rank() == 1:\n"
-     "                continue\n"
-     "            optimizer.zero_grad()\n",
-     "rank 1 skips one training step", "timeout", "tests/test_train.py::test_ddp_two_ranks", None),
-    ("j0detach0010", "detached-graph", "demo/train.py", 17,
-     "            loss = F.cross_entropy(logits.detach(), y)\n",
-     "the loss is cut off from the model's graph", "timeout", "tests/test_train.py::test_loss_decreases",
-     None),
-    ("k1trainmode1", "missing-train-mode", "demo/train.py", 12, "",
-     "removed `model.train()`: training runs in eval mode after evaluation", "no_coverage", None, None),
-    ("l2softmax012", "wrong-softmax-dim", "demo/train.py", 27,
-     "        return F.softmax(model(x), dim=0)\n", "softmax over dim 0 instead of -1",
-     "no_coverage", None, None),
-    ("m3nograd0013", "no-grad-training", "demo/train.py", 16,
-     "            with torch.no_grad():\n                logits = F.relu(model(x))\n",
-     "the forward pass runs without autograd", "error", None,
-     "ImportError: cannot import name `Trainer` ```\ncc @someone, this broke in CI\n"),
-]
-
-
-def outcome(spec, diff_text: str | None = None) -> Outcome:
-    mutant_id, fault, path, line, new, description, status, test, message = spec
-    return Outcome(mutant_id=mutant_id, operator=fault, file=path, line=line, description=description,
-                   diff=diff(path, line, new) if diff_text is None else diff_text, status=status,
-                   test=test, message=message, duration=1.25, tests_run=0 if status == "no_coverage" else 3)
-
-
-def make_report(outcomes=None, **changes) -> Report:
-    fields = dict(
-        project="demo", guard="pytest -x -q tests", device="cpu",
-        baseline=Baseline(tests=14, duration=3.5, flaky=("tests/test_train.py::test_converges[@seed]",)),
-        outcomes=tuple(sorted((outcome(s) for s in MUTANTS) if outcomes is None else outcomes,
-                              key=lambda o: (o.file, o.line, o.operator, o.mutant_id))),
-        duration=83.125, shards=("1/2", "2/2"), sources=dict(SOURCES))
-    fields.update(changes)
-    return Report(**fields)
+from injector.outcomes import SCHEMA, Outcome, Report
 
 
 @pytest.fixture(scope="module")
@@ -308,154 +185,6 @@ def test_html_draws_a_stacked_bar_per_fault_id(report):
         assert len(widths) == len(+counts) and abs(sum(widths) - 100) < 0.01
 
 
-# ---------------------------------------------------------------- mutation-testing-elements
-
-POSITION_KEYS = {"line", "column"}
-STATUSES = {"Killed", "Survived", "NoCoverage", "CompileError", "RuntimeError", "Timeout", "Ignored",
-            "Pending"}
-
-
-def check_mte(doc: dict) -> None:
-    """The rules of the mutation-testing-report-schema (schema version 2) this report touches."""
-    assert {"schemaVersion", "thresholds", "files"} <= doc.keys()
-    assert re.fullmatch(r"([1-2])(\.(([1-9]\d*)|0)){0,2}", doc["schemaVersion"])
-    for bound in ("high", "low"):
-        assert isinstance(doc["thresholds"][bound], int) and 0 <= doc["thresholds"][bound] <= 100
-    for path, file in doc["files"].items():
-        assert isinstance(path, str)
-        assert isinstance(file["language"], str) and isinstance(file["source"], str)
-        ids = [m["id"] for m in file["mutants"]]
-        assert len(ids) == len(set(ids))
-        for mutant in file["mutants"]:
-            assert isinstance(mutant["id"], str) and isinstance(mutant["mutatorName"], str)
-            assert mutant["status"] in STATUSES
-            location = mutant["location"]
-            for end in ("start", "end"):
-                assert location[end].keys() == POSITION_KEYS
-                assert all(isinstance(v, int) and v >= 1 for v in location[end].values())
-            assert (location["start"]["line"], location["start"]["column"]) <= \
-                (location["end"]["line"], location["end"]["column"])
-            for key, kind in (("replacement", str), ("statusReason", str), ("description", str),
-                              ("duration", (int, float)), ("testsCompleted", (int, float))):
-                assert key not in mutant or isinstance(mutant[key], kind)
-            for key in ("killedBy", "coveredBy"):
-                assert key not in mutant or all(isinstance(t, str) for t in mutant[key])
-    for file in doc.get("testFiles", {}).values():
-        assert all(isinstance(t["id"], str) and isinstance(t["name"], str) for t in file["tests"])
-    assert "framework" not in doc or isinstance(doc["framework"]["name"], str)
-    json.dumps(doc)
-
-
-def viewer_apply(source: str, mutant: dict) -> str:
-    """What the viewer shows as the mutated file: 1-based lines, 1-based UTF-16 columns, end exclusive."""
-    starts = [0] + [m.end() for m in re.finditer("\r\n|[\r\n\u2028\u2029]", source)]
-
-    def offset(position):
-        index, units = starts[position["line"] - 1], position["column"] - 1
-        while units > 0:
-            units -= 2 if ord(source[index]) > 0xFFFF else 1
-            index += 1
-        return index
-
-    location = mutant["location"]
-    return source[:offset(location["start"])] + mutant["replacement"] + source[offset(location["end"]):]
-
-
-def test_mte_report_follows_the_schema(report):
-    doc = rendering.to_mutation_testing_elements(report)
-    check_mte(doc)
-    assert doc["schemaVersion"] == "2"
-    assert doc["thresholds"] == {"high": 80, "low": 60}
-    assert doc["framework"]["name"] == "trainwreck"
-    assert {path: file["source"] for path, file in doc["files"].items()} == SOURCES
-    assert all(file["language"] == "python" for file in doc["files"].values())
-
-
-def test_mte_statuses_tests_and_reasons(report):
-    doc = rendering.to_mutation_testing_elements(report)
-    mutants = {m["id"]: m for file in doc["files"].values() for m in file["mutants"]}
-    expected = {"killed": "Killed", "survived": "Survived", "timeout": "Timeout",
-                "no_coverage": "NoCoverage", "error": "RuntimeError"}
-    for spec in MUTANTS:
-        mutant = mutants[spec[0]]
-        assert mutant["status"] == expected[spec[6]]
-        assert mutant["mutatorName"] == spec[1] and mutant["description"] == spec[5]
-        assert mutant.get("killedBy") == ([spec[7]] if spec[6] == "killed" else None)
-    assert mutants["m3nograd0013"]["statusReason"].startswith("ImportError: cannot import name")
-    assert mutants["i9rankskip09"]["statusReason"] == "timed out in tests/test_train.py::test_ddp_two_ranks"
-    assert mutants["d4inplace004"]["duration"] == 1250 and mutants["d4inplace004"]["testsCompleted"] == 3
-    timed = replace(outcome(MUTANTS[3]), guard_seconds=0.75)  # the guard's own time, when known
-    (net,) = rendering.to_mutation_testing_elements(make_report([timed]))["files"]["demo/train.py"]["mutants"]
-    assert net["duration"] == 750
-    tests = {t["id"] for file in doc["testFiles"].values() for t in file["tests"]}
-    assert tests == {spec[7] for spec in MUTANTS if spec[6] == "killed"}
-    assert {"id": "tests/test_data.py::test_order_is_shuffled", "name": "test_order_is_shuffled"} in \
-        doc["testFiles"]["tests/test_data.py"]["tests"]
-
-
-def test_mte_locations_reproduce_each_mutant_in_the_viewer(report):
-    doc = rendering.to_mutation_testing_elements(report)
-    mutants = {m["id"]: m for file in doc["files"].values() for m in file["mutants"]}
-    for mutant_id, _, path, line, new, *_ in MUTANTS:
-        mutant = mutants[mutant_id]
-        assert viewer_apply(SOURCES[path], mutant) == mutated(path, line, new), mutant_id
-    # and they point at the change itself, not at the diff's context
-    assert mutants["a1lrhigh0001"]["location"] == {"start": {"line": 11, "column": 59},
-                                                   "end": {"line": 11, "column": 59}}
-    assert mutants["a1lrhigh0001"]["replacement"] == " * 100"
-    assert mutants["b2zerograd02"]["location"] == {"start": {"line": 15, "column": 1},
-                                                   "end": {"line": 16, "column": 1}}
-    assert mutants["d4inplace004"]["replacement"] == "F.relu_"
-    assert mutants["l2softmax012"]["replacement"] == "0"
-    assert mutants["l2softmax012"]["location"]["start"] == {"line": 27, "column": 40}
-
-
-@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.glob("*.py")))
-def test_mte_locations_match_generated_mutants(fixture):
-    from injector.generate import mutants_for_source
-
-    text = (FIXTURES / fixture).read_text()
-    generated = mutants_for_source(text, fixture)
-    outcomes = tuple(Outcome(m.id, m.operator, m.file, m.line, m.description, m.diff, "survived")
-                     for m in generated)
-    doc = rendering.to_mutation_testing_elements(make_report(outcomes, sources={fixture: text}))
-    check_mte(doc)
-    shown = {m["id"]: m for m in doc["files"][fixture]["mutants"]}
-    for mutant in generated:
-        assert viewer_apply(text, shown[mutant.id]) == mutant.apply(text), mutant.operator
-        assert shown[mutant.id]["location"]["start"]["line"] == mutant.line
-
-
-def test_mte_columns_count_utf16_units_as_the_viewer_does():
-    source = "def f(x):\n    note = '🔥 hot'; return F.relu(x)\n"
-    new = "    note = '🔥 hot'; return F.relu_(x)\n"
-    item = outcome(("emoji0000001", "inplace-activation", "emoji.py", 2, new, "relu in place",
-                    "survived", None, None), diff_text=diff("emoji.py", 2, new, source))
-    doc = rendering.to_mutation_testing_elements(make_report([item], sources={"emoji.py": source}))
-    (mutant,) = doc["files"]["emoji.py"]["mutants"]
-    assert mutant["location"]["start"] == {"line": 2, "column": 29}  # 🔥 is two UTF-16 units
-    assert viewer_apply(source, mutant) == "def f(x):\n" + new
-
-
-def test_mte_without_the_source_shows_the_lines_the_diffs_carry(report):
-    doc = rendering.to_mutation_testing_elements(make_report(report.outcomes, sources={}))
-    check_mte(doc)
-    source = doc["files"]["demo/train.py"]["source"]
-    lines = source.splitlines()
-    assert lines[14] == "            optimizer.zero_grad()" and lines[0] == ""
-    zero_grad = next(m for m in doc["files"]["demo/train.py"]["mutants"] if m["id"] == "b2zerograd02")
-    assert viewer_apply(source, zero_grad) == source.replace("            optimizer.zero_grad()\n", "", 1)
-
-
-def test_mte_keeps_a_mutant_whose_diff_does_not_fit_the_source(report):
-    stale = outcome(MUTANTS[0], diff_text=diff("demo/train.py", 11, "x\n").replace("lr=0.1)", "lr=0.2)"))
-    doc = rendering.to_mutation_testing_elements(make_report([stale]))
-    check_mte(doc)
-    (mutant,) = doc["files"]["demo/train.py"]["mutants"]
-    assert "replacement" not in mutant  # unknown, so left out rather than guessed
-    assert mutant["location"] == {"start": {"line": 11, "column": 1}, "end": {"line": 11, "column": 60}}
-
-
 # ---------------------------------------------------------------- JSON and files
 
 def test_json_round_trips(report, tmp_path):
@@ -508,7 +237,7 @@ def test_write_creates_the_requested_files(report, tmp_path):
     assert rendering.from_file(out / "mutation.json") == report
     assert (out / "summary.md").read_text(encoding="utf-8").startswith(rendering.MARKER)
     assert "<!DOCTYPE html>" in (out / "index.html").read_text(encoding="utf-8")
-    check_mte(json.loads((out / "mutation-testing.json").read_text(encoding="utf-8")))
+    validate(json.loads((out / "mutation-testing.json").read_text(encoding="utf-8")))
     assert rendering.write(report) == []
 
 
@@ -526,4 +255,62 @@ def test_a_fault_id_missing_from_the_catalog_still_renders():
     assert "#### `my-team-fault`: (not in the fault catalog)" in markdown
     assert "Would be caught by" not in markdown
     assert "my-team-fault" in rendering.render_html(make_report([custom]))
-    check_mte(rendering.to_mutation_testing_elements(make_report([custom])))
+    validate(rendering.to_mutation_testing_elements(make_report([custom])))
+
+
+
+# ---------------------------------------------------------------- one score everywhere
+
+def test_console_markdown_html_and_json_show_the_same_percentage(tmp_path, capsys):
+    from injector import render
+
+    # 5 of 12 is 41.67%: rounding would say 42%, flooring 41%; every surface must say the same
+    specs = [(f"k{n:011d}", "missing-backward", "demo/train.py", 18, "", "removed", "killed",
+              "tests/test_train.py::test_loss_decreases", "assert") for n in range(5)]
+    specs += [(f"s{n:011d}", "missing-zero-grad", "demo/train.py", 15, "", "removed", "survived",
+               None, None) for n in range(7)]
+    report = make_report([outcome(spec) for spec in specs])
+    written = rendering.write(report, json_path=tmp_path / "r.json", markdown_path=tmp_path / "r.md",
+                              html_path=tmp_path / "r.html")
+    render.campaign_summary(report, written)
+    console = capsys.readouterr().err
+    shown = {
+        "console": re.search(r"mutation score (\d+)%", console).group(1),
+        "markdown": re.search(r"## Mutation score (\d+)%", (tmp_path / "r.md").read_text()).group(1),
+        "html": re.search(r'<div class="score \w+">(\d+)%</div>', (tmp_path / "r.html").read_text()).group(1),
+        "json": str(json.loads((tmp_path / "r.json").read_text())["percent"]),
+    }
+    assert set(shown.values()) == {"41"}, shown
+    assert "41%" in re.search(r"\| \*\*total\*\* \|.*", (tmp_path / "r.md").read_text()).group()
+
+
+# ---------------------------------------------------------------- HTML readability
+
+def test_html_fault_titles_render_inline_code_as_code_escaped(report):
+    page = rendering.render_html(report)
+    title = catalog.get("no-grad-training").title  # "... runs under `torch.no_grad()`."
+    assert "`" in title
+    row = re.search(r'<tr><td data-sort="no-grad-training">.*?</tr>', page, re.DOTALL).group()
+    assert "`" not in row
+    assert "<code>torch.no_grad()</code>" in row
+    custom = outcome(("n5custom0015", "missing-backward", "demo/train.py", 18, "",
+                      "removed `<b>loss</b>.backward()`", "survived", None, None))
+    page = rendering.render_html(make_report([custom]))
+    assert "<code>&lt;b&gt;loss&lt;/b&gt;.backward()</code>" in page and "<b>loss" not in page
+    assert not re.search(r"<(?:p|summary|div)[^>]*>[^<]*`", page)  # no raw backtick left in prose
+
+
+def test_html_tables_fit_the_page_width():
+    """Long test ids, paths and diff lines wrap or scroll inside their table, not the page."""
+    long = outcome(("w6wide000016", "missing-backward", "demo/" + "very_long_folder_name/" * 8 + "train.py",
+                    18, "", "removed", "killed", "tests/" + "test_" * 40 + "x.py::test_" + "y" * 120, "assert"),
+                   diff_text="--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n-" + "x" * 400 + "\n+" + "y" * 400 + "\n")
+    page = rendering.render_html(make_report([long], sources={}))
+    css = page[page.index("<style>"):page.index("</style>")]
+    tables = re.findall(r"(<div class=\"table-scroll\">\s*<table[^>]*>)", page)
+    assert len(tables) == page.count("<table")  # every table sits in a scroll container
+    assert re.search(r"\.table-scroll \{[^}]*overflow-x: auto", css)
+    assert re.search(r"table\.mutants \{[^}]*table-layout: fixed", css)  # columns do not grow
+    assert re.search(r"table\.mutants td \{[^}]*overflow-wrap: anywhere", css)  # ids and paths wrap
+    assert re.search(r"\npre \{[^}]*overflow-x: auto", css)  # a long diff line scrolls in its cell
+    assert '<table class="sortable mutants">' in page
