@@ -15,7 +15,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from injector import __version__, catalog, config
+from injector import catalog, config
+from trainwreck import arguments
 from trainwreck.errors import TrainwreckError, UsageError
 
 DEMO = Path(__file__).parent / "demo"
@@ -38,10 +39,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = arguments.Parser(
         prog="injector", description="Mutation testing for PyTorch training code: inject the "
         "catalogued training faults and see which ones your guards catch.")
-    parser.add_argument("--version", action="version", version=f"trainwreck {__version__}")
+    arguments.add_version(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     listing = commands.add_parser("list", help="the operators, with their fault ids and examples")
@@ -60,10 +61,15 @@ def _parser() -> argparse.ArgumentParser:
     mutants.set_defaults(handler=_mutants)
 
     run = commands.add_parser(
-        "run", help="run the guards against every mutant of PROJECT (default: the bundled demo)",
+        "run", help="run the guards against every mutant of PROJECT (default: the project here)",
         description="A mutation campaign: every mutant against the project's guards, in scratch "
-        "copies (the project is never written), with a mutation-coverage report.")
-    run.add_argument("project", nargs="?", type=Path, metavar="PROJECT")
+        "copies (the project is never written), with a mutation-coverage report. With no PROJECT, "
+        "the project in the current folder (one with a pyproject.toml, setup.py, setup.cfg or "
+        "tests/ folder); --demo runs the bundled demo project instead.")
+    run.add_argument("project", nargs="?", type=Path, metavar="PROJECT",
+                     help="the project's folder (default: the current folder's project)")
+    run.add_argument("--demo", action="store_true",
+                     help="run the bundled demo training project (a minute or two on 2 cores)")
     run.add_argument("--guard", metavar="CMD",
                      help="what must fail on a mutant (default: [tool.trainwreck] guard, else pytest)")
     run.add_argument("--operators", type=_ids, metavar="ID,...", help="only these fault ids")
@@ -244,9 +250,7 @@ def _mutants(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from injector import campaign, render
 
-    project = args.project or DEMO
-    if not project.is_dir():
-        raise UsageError(f"no such project folder: {project}")
+    project = _project(args.project, demo=args.demo)
     root = config.find_root(project.resolve())
     settings = config.load(root)
     guard = campaign.Guard.parse(args.guard or settings.guard or "python -m pytest", root)
@@ -274,6 +278,32 @@ def _run(args: argparse.Namespace) -> int:
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     _write_reports(report, args)
     return 0
+
+
+# What makes a folder a Python project `injector run` can run with no PROJECT argument.
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def _project(given: Path | None, *, demo: bool) -> Path:
+    """The folder `injector run` runs: PROJECT, the bundled demo (--demo), else the current
+    folder when it is a project (never the demo by surprise)."""
+    if demo:
+        if given is not None:
+            raise UsageError(f"give PROJECT or --demo, not both (PROJECT: {given})")
+        return DEMO
+    if given is not None:
+        if not given.is_dir():
+            raise UsageError(f"no such project folder: {given}")
+        return given
+    here = Path.cwd()
+    if any((here / name).is_file() for name in PROJECT_FILES) or (here / "tests").is_dir():
+        return Path(".")
+    root = config.find_root(here)
+    if (root / "pyproject.toml").is_file():  # a subfolder of a project: that project
+        return root
+    raise UsageError(f"no project here ({here} has no pyproject.toml, setup.py, setup.cfg or "
+                     "tests/ folder): give its folder, `injector run PATH`, or run the bundled "
+                     "demo with `injector run --demo`")
 
 
 def _interrupt(signum, frame) -> None:
