@@ -106,6 +106,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="mutation campaign jobs per pull request (default: as installed, else 4)")
     init.add_argument("--runner-labels", metavar="LABEL,...",
                       help="the GPU runners' labels (default: as installed, else self-hosted,gpu)")
+    init.add_argument("--package", metavar="SPEC",
+                      help="what the workflows pip-install as trainwreck, best a git URL pinned to a "
+                      "commit: 'trainwreck @ git+https://github.com/OWNER/trainwreck@<commit>' "
+                      "(default: $TRAINWRECK_PACKAGE, else where this trainwreck was installed from: "
+                      "its git URL and commit, its checkout's origin and HEAD, or its index)")
     init.add_argument("--dry-run", action="store_true", help="show the changes; write nothing")
     init.set_defaults(handler=_init)
     return parser
@@ -321,11 +326,27 @@ def _merge(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> int:
     from injector import init
 
+    from injector import package
+
     labels = init.parse_labels(args.runner_labels) if args.runner_labels is not None else None
-    plan = init.plan(args.path, shards=args.shards, runner_labels=labels)
+    if not args.path.is_dir():
+        raise UsageError(f"not a folder: {args.path}")
+    source = package.resolve(args.package, os.environ)
+    if source.spec is None:
+        kept = init.installed_package(args.path)
+        if kept is None:
+            raise UsageError(f"cannot tell what CI should install as trainwreck ({source.origin}): "
+                             f"pass --package '{package.EXAMPLE}' or set ${package.ENV}")
+        source = package.Source(kept, "the workflows already installed")
+    plan = init.plan(args.path, package=source.spec, shards=args.shards, runner_labels=labels)
     if not args.dry_run:
         init.apply(plan)
     init.report(plan, dry_run=args.dry_run)
+    print(f"package: the workflows install {source.spec} (from {source.origin}); the repository "
+          f"variable {package.ENV} overrides it")
+    why = package.unpinned(source.spec)
+    if why:
+        print(f"note: {why}; pin a commit for reproducible CI")
     return 0
 
 
