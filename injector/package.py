@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from injector.errors import UsageError
+from trainwreck.errors import UsageError
 
 DISTRIBUTION = "trainwreck"
 ENV = "TRAINWRECK_PACKAGE"
