@@ -16,7 +16,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from injector import __version__, catalog, config
+from injector import catalog, config
+from trainwreck import arguments
 from trainwreck.errors import TrainwreckError, UsageError
 
 DEMO = Path(__file__).parent / "demo"
@@ -43,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = arguments.Parser(
         prog="injector", description="Mutation testing for PyTorch training code: inject the "
         "catalogued training faults and see which ones your guards catch.")
-    parser.add_argument("--version", action="version", version=f"trainwreck {__version__}")
+    arguments.add_version(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     listing = commands.add_parser("list", help="the operators, with their fault ids and examples")
@@ -65,11 +66,16 @@ def _parser() -> argparse.ArgumentParser:
     mutants.set_defaults(handler=_mutants)
 
     run = commands.add_parser(
-        "run", help="run the guards against every mutant of PROJECT (default: the bundled demo)",
+        "run", help="run the guards against every mutant of PROJECT (default: the project here)",
         description="A mutation campaign: every mutant against the project's guards, in scratch "
-        "copies (the project is never written), with a mutation-coverage report.",
+        "copies (the project is never written), with a mutation-coverage report. With no PROJECT, "
+        "the project in the current folder (one with a pyproject.toml, setup.py, setup.cfg or "
+        "tests/ folder); --demo runs the bundled demo project instead.",
         epilog=REPORT_EXITS)
-    run.add_argument("project", nargs="?", type=Path, metavar="PROJECT")
+    run.add_argument("project", nargs="?", type=Path, metavar="PROJECT",
+                     help="the project's folder (default: the current folder's project)")
+    run.add_argument("--demo", action="store_true",
+                     help="run the bundled demo training project (a minute or two on 2 cores)")
     run.add_argument("--guard", metavar="CMD",
                      help="what must fail on a mutant (default: [tool.trainwreck] guard, else pytest)")
     run.add_argument("--operators", type=_ids, metavar="ID,...", help="only these fault ids")
@@ -129,6 +135,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="mutation campaign jobs per pull request (default: as installed, else 4)")
     init.add_argument("--runner-labels", metavar="LABEL,...",
                       help="the GPU runners' labels (default: as installed, else self-hosted,gpu)")
+    init.add_argument("--package", metavar="SPEC",
+                      help="what the workflows pip-install as trainwreck, best a git URL pinned to a "
+                      "commit: 'trainwreck @ git+https://github.com/OWNER/trainwreck@<commit>' "
+                      "(default: $TRAINWRECK_PACKAGE, else where this trainwreck was installed from: "
+                      "its git URL and commit, its checkout's origin and HEAD, or its index)")
     init.add_argument("--dry-run", action="store_true", help="show the changes; write nothing")
     init.set_defaults(handler=_init)
     return parser
@@ -315,9 +326,7 @@ def _mutants(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from injector import campaign, render
 
-    project = args.project or DEMO
-    if not project.is_dir():
-        raise UsageError(f"no such project folder: {project}")
+    project = _project(args.project, demo=args.demo)
     root = config.find_root(project.resolve())
     settings = config.load(root)
     guard = campaign.Guard.parse(args.guard or settings.guard or "python -m pytest", root)
@@ -345,6 +354,32 @@ def _run(args: argparse.Namespace) -> int:
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     _write_reports(report, args)
     return _gate(report, args.fail_under if args.fail_under is not None else settings.fail_under)
+
+
+# What makes a folder a Python project `injector run` can run with no PROJECT argument.
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def _project(given: Path | None, *, demo: bool) -> Path:
+    """The folder `injector run` runs: PROJECT, the bundled demo (--demo), else the current
+    folder when it is a project (never the demo by surprise)."""
+    if demo:
+        if given is not None:
+            raise UsageError(f"give PROJECT or --demo, not both (PROJECT: {given})")
+        return DEMO
+    if given is not None:
+        if not given.is_dir():
+            raise UsageError(f"no such project folder: {given}")
+        return given
+    here = Path.cwd()
+    if any((here / name).is_file() for name in PROJECT_FILES) or (here / "tests").is_dir():
+        return Path(".")
+    root = config.find_root(here)
+    if (root / "pyproject.toml").is_file():  # a subfolder of a project: that project
+        return root
+    raise UsageError(f"no project here ({here} has no pyproject.toml, setup.py, setup.cfg or "
+                     "tests/ folder): give its folder, `injector run PATH`, or run the bundled "
+                     "demo with `injector run --demo`")
 
 
 def _interrupt(signum, frame) -> None:
@@ -424,11 +459,27 @@ def _git_clean(root: Path, file: str) -> bool:
 def _init(args: argparse.Namespace) -> int:
     from injector import init
 
+    from injector import package
+
     labels = init.parse_labels(args.runner_labels) if args.runner_labels is not None else None
-    plan = init.plan(args.path, shards=args.shards, runner_labels=labels)
+    if not args.path.is_dir():
+        raise UsageError(f"not a folder: {args.path}")
+    source = package.resolve(args.package, os.environ)
+    if source.spec is None:
+        kept = init.installed_package(args.path)
+        if kept is None:
+            raise UsageError(f"cannot tell what CI should install as trainwreck ({source.origin}): "
+                             f"pass --package '{package.EXAMPLE}' or set ${package.ENV}")
+        source = package.Source(kept, "the workflows already installed")
+    plan = init.plan(args.path, package=source.spec, shards=args.shards, runner_labels=labels)
     if not args.dry_run:
         init.apply(plan)
     init.report(plan, dry_run=args.dry_run)
+    print(f"package: the workflows install {source.spec} (from {source.origin}); the repository "
+          f"variable {package.ENV} overrides it")
+    why = package.unpinned(source.spec)
+    if why:
+        print(f"note: {why}; pin a commit for reproducible CI")
     return 0
 
 

@@ -47,6 +47,9 @@ WORKFLOWS_FOLDER = Path(".github") / "workflows"
 # The default inside `runs-on: ${{ fromJSON(vars.TRAINWRECK_RUNNER_LABELS || '[...]') }}`.
 _LABELS_DEFAULT = re.compile(r"(fromJSON\(\s*vars\.TRAINWRECK_RUNNER_LABELS\s*\|\|\s*')(\[[^']*\])(')")
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# The default inside `${{ vars.TRAINWRECK_PACKAGE || '...' }}`: what pip installs as trainwreck
+# (an expression string: a quote in it is doubled).
+_PACKAGE_DEFAULT = re.compile(r"(vars\.TRAINWRECK_PACKAGE\s*\|\|\s*')((?:[^']|'')*)(')")
 # Keys a team tunes to its runners: trainwreck adds them when missing, never overrides them.
 TUNABLE = frozenset({"timeout-minutes", "retention-days", "python-version", "concurrency"})
 
@@ -109,8 +112,10 @@ def parse_labels(text: str) -> tuple[str, ...]:
     return labels
 
 
-def plan(root: Path, *, shards: int | None = None, runner_labels: Sequence[str] | None = None) -> Plan:
-    """Read and merge everything `injector init` would write in `root`; write nothing."""
+def plan(root: Path, *, package: str, shards: int | None = None,
+         runner_labels: Sequence[str] | None = None) -> Plan:
+    """Read and merge everything `injector init` would write in `root`; write nothing. `package`
+    is the pip requirement the workflows install trainwreck from (`injector.package`)."""
     from trainwreck_workflows import templates
 
     if not root.is_dir():
@@ -124,9 +129,9 @@ def plan(root: Path, *, shards: int | None = None, runner_labels: Sequence[str] 
     for name, template in templates().items():
         relative, existing = _existing_workflow(root, name)
         if existing is None:
-            after = _render_new(template, shards, runner_labels)
+            after = _render_new(template, shards, runner_labels, package)
         else:
-            after = _merge_existing(template, existing, relative, shards, runner_labels)
+            after = _merge_existing(template, existing, relative, shards, runner_labels, package)
         if after == existing:
             unchanged.append(relative)
         else:
@@ -225,17 +230,30 @@ def _dump(yaml: YAML, document: object) -> str:
     return out.getvalue()
 
 
-def _render_new(template: str, shards: int | None, labels: Sequence[str] | None) -> str:
-    if shards is None and labels is None:
-        return template
+def installed_package(root: Path) -> str | None:
+    """The package spec the repository's trainwreck workflows install already, if any."""
+    from trainwreck_workflows import templates
+
+    for name in templates():
+        try:
+            _, text = _existing_workflow(root, name)
+        except InitError:
+            continue
+        found = _PACKAGE_DEFAULT.search(text or "")
+        if found:
+            return found.group(2).replace("''", "'")
+    return None
+
+
+def _render_new(template: str, shards: int | None, labels: Sequence[str] | None, package: str) -> str:
     yaml = _yaml()
     document = yaml.load(template)
-    _set_options(document, shards or DEFAULT_SHARDS, labels or DEFAULT_LABELS)
+    _set_options(document, shards or DEFAULT_SHARDS, labels or DEFAULT_LABELS, package)
     return _dump(yaml, document)
 
 
 def _merge_existing(template: str, existing: str, relative: str, shards: int | None,
-                    labels: Sequence[str] | None) -> str:
+                    labels: Sequence[str] | None, package: str) -> str:
     newline = "\r\n" if "\r\n" in existing else "\n"
     text = existing.replace("\r\n", "\n")
     yaml = _yaml(*_guess_indent(text))
@@ -253,7 +271,7 @@ def _merge_existing(template: str, existing: str, relative: str, shards: int | N
         _drop_comment_lines(shape)
     installed_shards, installed_labels = _installed_options(document)
     _set_options(shape, shards or installed_shards or DEFAULT_SHARDS,
-                 labels or installed_labels or DEFAULT_LABELS)
+                 labels or installed_labels or DEFAULT_LABELS, package)
     if not _merge_mapping(shape, document, relative, ()):
         return existing  # nothing to change: keep the user's bytes, whatever ruamel would emit
     return _dump(yaml, document).replace("\n", newline)
@@ -281,8 +299,15 @@ def _installed_options(document: CommentedMap) -> tuple[int | None, tuple[str, .
     return shards, labels
 
 
-def _set_options(document: CommentedMap, shards: int, labels: Sequence[str]) -> None:
-    """Put the shard count into each `shard` matrix and the labels into each GPU `runs-on`."""
+def _set_options(document: CommentedMap, shards: int, labels: Sequence[str], package: str) -> None:
+    """Put the shard count into each `shard` matrix, the labels into each GPU `runs-on` and the
+    package spec into the `TRAINWRECK_PACKAGE` default."""
+    env = document.get("env")
+    value = env.get("TRAINWRECK_PACKAGE") if isinstance(env, dict) else None
+    if isinstance(value, str) and _PACKAGE_DEFAULT.search(value):
+        quoted = package.replace("'", "''")
+        env["TRAINWRECK_PACKAGE"] = type(value)(
+            _PACKAGE_DEFAULT.sub(lambda m: m.group(1) + quoted + m.group(3), value))
     default = json.dumps(list(labels), separators=(",", ":"))
     for job in document["jobs"].values():
         runs_on = job.get("runs-on")

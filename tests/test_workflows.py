@@ -21,7 +21,6 @@ import pytest
 from ruamel.yaml import YAML
 
 import trainwreck_workflows
-from injector import __version__
 from injector import cli as injector_cli
 from injector.outcomes import Baseline, Outcome, Report
 from triage import cli as triage_cli
@@ -134,9 +133,10 @@ def test_the_workflows_ship_in_the_package():
 
 
 @pytest.mark.parametrize("path", USER_WORKFLOWS, ids=ids(USER_WORKFLOWS))
-def test_the_package_pin_is_this_release(path):
+def test_the_package_default_is_the_pinned_source_init_fills_in(path):
+    # `injector init` replaces OWNER/COMMIT with the adopter's pinned source (test_package.py)
     assert load(path)["env"]["TRAINWRECK_PACKAGE"] == (
-        f"${{{{ vars.TRAINWRECK_PACKAGE || 'trainwreck=={__version__}' }}}}")
+        "${{ vars.TRAINWRECK_PACKAGE || 'trainwreck @ git+https://github.com/OWNER/trainwreck@COMMIT' }}")
 
 
 def test_the_training_job_runs_pr_code_with_a_read_only_token_and_no_secrets():

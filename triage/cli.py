@@ -23,6 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from trainwreck import arguments
 from trainwreck.errors import TrainwreckError
 
 EXIT_HEALTHY = 0
@@ -32,17 +33,13 @@ EXIT_UNEXPLAINED = 3
 _STATUS_EXIT = {"healthy": EXIT_HEALTHY, "explained": EXIT_EXPLAINED, "unexplained": EXIT_UNEXPLAINED}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own errors: one line, exit 2 as usual
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     epilog = ("exit codes: 0 no failure found, 1 failure explained, 2 bad input, "
               "3 failure found but not explained")
-    parser = _Parser(prog="triage", description="Explain why a PyTorch training run failed, from its log.",
-                     epilog=epilog)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser = arguments.Parser(prog="triage", description="Explain why a PyTorch training run failed, from its log.",
+                              epilog=epilog)
+    arguments.add_version(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     ex = sub.add_parser("explain", help="rank the likely causes of a failed run, with evidence and fixes",
                         description=__doc__.split("\n\n")[1].strip() if __doc__ else None,

@@ -48,9 +48,14 @@ class Diagnosis:
         """"explained" (a cause found), "unexplained" (a failure, no known cause) or "healthy"."""
         if self.causes:
             return "explained"
-        if any(s.name in FAILURE_SYMPTOMS for s in self.symptoms):
+        if self.failures:
             return "unexplained"
         return "healthy"
+
+    @property
+    def failures(self) -> tuple[Symptom, ...]:
+        """The symptoms that mean the run failed (a crash, a non-finite loss, a hang, ...)."""
+        return tuple(s for s in self.symptoms if s.name in FAILURE_SYMPTOMS)
 
     def to_json(self) -> dict[str, object]:
         return {

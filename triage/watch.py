@@ -18,11 +18,15 @@ process group; whatever is still running `--grace` seconds later is ended. Shoul
 be killed, the command gets SIGTERM.
 
 When the command fails (and was not interrupted), triage explains the log and telemetry
-recorded: as text on stderr, or in `--format` into `--report F`.
+recorded: as text on stderr, or in `--format` into `--report F`. A command that exits 0 although
+its log shows a failure (NaN or inf losses, a diverging loss, a traceback, an out-of-memory
+error, a collective timeout) failed too: it is triaged the same way and watch exits 1
+(`--no-fail-on-symptoms`: pass its 0 on, untriaged).
 
-Exit codes: the command's own; 128+N if a signal N ended it; 124 if watch ended it as hung;
-126 if the command cannot be executed, 127 if it does not exist; 2 for bad input to watch
-itself (a log or telemetry file that cannot be written, a bad option).
+Exit codes: the command's own; 1 if it exited 0 but its log shows a failure; 128+N if a signal
+N ended it; 124 if watch ended it as hung; 126 if the command cannot be executed, 127 if it does
+not exist; 2 for bad input to watch itself (a log or telemetry file that cannot be written, a
+bad option).
 """
 
 from __future__ import annotations
@@ -42,13 +46,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from trainwreck.errors import TrainwreckError
 from trainwreck.processes import alive, become_subreaper, children, descendants, kill_tree
 from triage.detectors.progress import watch_hang_line
 from triage.telemetry_sampler import Sampler
 
+EXIT_SYMPTOMS = 1   # the command exited 0, but its log shows a failure
 EXIT_HUNG = 124
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
@@ -58,6 +63,9 @@ DEFAULT_STALL_S = 900.0  # longer than NCCL's default 10-minute watchdog, whose 
 EXIT_WAIT_S = 2.0        # after the command exits: how long its leftovers may hold the output open
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _PR_SET_PDEATHSIG = 1
+
+if TYPE_CHECKING:
+    from triage.explain import Diagnosis
 
 
 class WatchError(TrainwreckError):
@@ -114,8 +122,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     doc = __doc__ or ""
     p = sub.add_parser("watch", help="run a training command: log it, sample GPU telemetry, end it if it hangs",
                        description=doc.split("Exit codes:")[0].strip(),
-                       epilog="exit codes: the command's own (128+N if signal N ended it), 124 ended as hung, "
-                              "126 command not executable, 127 command not found, 2 bad input",
+                       epilog="exit codes: the command's own (128+N if signal N ended it), 1 it exited 0 "
+                              "but its log shows a failure (unless --no-fail-on-symptoms), 124 ended as "
+                              "hung, 126 command not executable, 127 command not found, 2 bad input",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--log", metavar="F", default=DEFAULT_LOG, help=f"the run's log (default {DEFAULT_LOG})")
     p.add_argument("--telemetry", metavar="F", default=DEFAULT_TELEMETRY,
@@ -133,6 +142,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text",
                    help="format of the explanation printed when the command fails (default text)")
     p.add_argument("--report", metavar="F", help="write that explanation to F instead of stderr")
+    p.add_argument("--fail-on-symptoms", action=argparse.BooleanOptionalAction, default=True,
+                   help="a command that exits 0 while its log shows a failure (NaN losses, a diverging "
+                        "loss, a traceback, out of memory, a collective timeout) is triaged and watch "
+                        "exits 1 (default); --no-fail-on-symptoms passes the 0 on untriaged")
     # not "command": that is the name of the `triage` subcommand in the same namespace
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the command to run")
     return p
@@ -162,8 +175,16 @@ def main(args: argparse.Namespace) -> int:
     if args.report:
         _writable(args.report, "report")
     outcome = run(command, opts)
-    if outcome.code != 0 and outcome.interrupted is None:
+    if outcome.interrupted is not None:
+        return outcome.code
+    if outcome.code != 0:
         _explain(opts, outcome, args.format, args.report)
+        return outcome.code
+    if args.fail_on_symptoms:
+        report = _read_back(opts, outcome)
+        if report is not None and report.failures:
+            _explain(opts, outcome, args.format, args.report, report=report)
+            return EXIT_SYMPTOMS
     return outcome.code
 
 
@@ -489,18 +510,39 @@ def _reap_adopted(proc: subprocess.Popen[bytes]) -> None:
 
 # ---- after a failure ------------------------------------------------------------------------
 
-def _explain(opts: Options, outcome: RunEnd, fmt: str, report_path: str | None) -> None:
+def _read_back(opts: Options, outcome: RunEnd) -> Diagnosis | None:
+    """Triage of a run that exited 0 (None when its log holds nothing to read)."""
+    from triage.explain import explain
+
+    try:
+        return explain(opts.log, telemetry=opts.telemetry if outcome.samples else None, search_cwd=True)
+    except TrainwreckError:  # an empty log: nothing says the run failed
+        return None
+    except Exception as exc:  # noqa: BLE001 - triage's own failure must not turn a passing run red
+        print(f"triage watch: triage of the log failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+def _explain(opts: Options, outcome: RunEnd, fmt: str, report_path: str | None, *,
+             report: Diagnosis | None = None) -> None:
     """Explain the failed run from what was recorded: on stderr, or into `report_path`."""
     from triage import render
     from triage.explain import explain
 
     telemetry = opts.telemetry if outcome.samples else None
-    print(f"triage watch: the command failed ({outcome.describe()}); triage of {opts.log}"
+    if report is None:
+        why = f"the command failed ({outcome.describe()})"
+    else:
+        names = ", ".join(dict.fromkeys(s.name for s in report.failures))
+        why = (f"the command exited 0 but its log shows a failure ({names}; exit {EXIT_SYMPTOMS}, "
+               "--no-fail-on-symptoms to pass the 0 on)")
+    print(f"triage watch: {why}; triage of {opts.log}"
           + (f" and {opts.telemetry}" if telemetry else "") + (f" in {report_path}" if report_path else ":"),
           file=sys.stderr, flush=True)
     try:
-        # as `triage explain` in the user's checkout: their trainwreck-causes.yaml counts
-        report = explain(opts.log, telemetry=telemetry, search_cwd=True)
+        if report is None:
+            # as `triage explain` in the user's checkout: their trainwreck-causes.yaml counts
+            report = explain(opts.log, telemetry=telemetry, search_cwd=True)
         if fmt == "json":
             out = render.json_text(report)
         elif fmt == "markdown":

@@ -246,7 +246,7 @@ def test_flaky_guard_tests_are_found_by_repeating_the_baseline(project, tmp_path
 
 def test_the_demo_campaign_kills_and_keeps_survivors(tmp_path):
     report = tmp_path / "demo.json"
-    assert main(["run", "--jobs", "2", "--json", str(report),
+    assert main(["run", "--demo", "--jobs", "2", "--json", str(report),
                  "--operators", "missing-zero-grad,wrong-softmax-dim,missing-eval-mode,missing-train-mode"]) == 0
     data = json.loads(report.read_text())
     found = {o["status"] for o in data["outcomes"]}
@@ -303,3 +303,33 @@ def test_a_change_that_touches_no_training_code_runs_nothing(project, tmp_path):
     report = campaign(project, tmp_path, "--since", "HEAD", "--baseline-timeout", "30")
     assert report["outcomes"] == [] and report["baseline"]["tests"] == 0
     assert time.monotonic() - started < 15  # the hanging guard test never ran
+
+
+@pytest.mark.parametrize("marker", ["pyproject.toml", "setup.cfg", "tests"])
+def test_a_bare_run_inside_a_project_runs_that_project_not_the_demo(project, tmp_path, monkeypatch, marker):
+    if marker != "pyproject.toml":  # the same project, known only by its setup.cfg or its tests/
+        (project / "pyproject.toml").unlink()
+        if marker == "setup.cfg":
+            (project / "setup.cfg").write_text("[metadata]\nname = trainer\n")
+    monkeypatch.chdir(project)
+    report = tmp_path / "report.json"
+    assert main(["run", "--json", str(report), *QUICK]) == 0
+    files = {o["file"] for o in json.loads(report.read_text())["outcomes"]}
+    assert files == {"trainer/loop.py"}
+
+
+def test_a_bare_run_in_a_folder_that_is_no_project_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    (tmp_path / "notes.txt").write_text("not a project\n")
+    monkeypatch.chdir(tmp_path)
+    before = digest(tmp_path)
+    assert main(["run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("injector: error: no project here") and len(err.strip().splitlines()) == 1
+    assert "--demo" in err and "injector run PATH" in err
+    assert digest(tmp_path) == before
+
+
+def test_demo_and_a_project_together_are_one_line_and_exit_2(project, capsys):
+    assert main(["run", str(project), "--demo"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("injector: error: give PROJECT or --demo") and len(err.strip().splitlines()) == 1

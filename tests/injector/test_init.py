@@ -49,8 +49,13 @@ def load(path: Path) -> dict:
     return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
 
 
+# What the workflows install as trainwreck (tests/injector/test_package.py holds it to pip).
+PACKAGE = "trainwreck @ git+https://github.com/acme/trainwreck@" + "0123456789" * 4
+
+
 @pytest.fixture
-def repo(tmp_path) -> Path:
+def repo(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("TRAINWRECK_PACKAGE", PACKAGE)
     root = tmp_path / "trainer"
     (root / ".git").mkdir(parents=True)  # a repository's top folder, as far as init can tell
     return root
@@ -61,7 +66,9 @@ def test_a_fresh_repository_gets_the_workflows_and_the_section(capsys, repo):
     assert code == 0, err
     workflows = repo / ".github" / "workflows"
     for name in WORKFLOWS:
-        assert (workflows / name).read_text() == trainwreck_workflows.templates()[name]
+        shipped = trainwreck_workflows.templates()[name].replace(
+            "trainwreck @ git+https://github.com/OWNER/trainwreck@COMMIT", PACKAGE)
+        assert (workflows / name).read_text() == shipped
         assert f"created .github/workflows/{name}" in out
     assert "created pyproject.toml" in out
     assert "---" not in out  # new files are listed, not printed

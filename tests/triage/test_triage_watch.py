@@ -119,6 +119,67 @@ def test_a_failure_is_explained_into_a_report_file(tmp_path):
     assert b"triage.json" in r.stderr and b"cuda-oom" not in r.stderr
 
 
+# A real (tiny) torch training that exits 0 whatever its loss does: the learning rate decides
+# whether the loss goes down or overflows to inf and then NaN.
+TRAINING = """
+    import sys
+    import torch
+
+    torch.manual_seed(0)
+    lr = float(sys.argv[1])
+    x = torch.randn(64, 8)
+    y = x @ torch.randn(8, 1)
+    model = torch.nn.Linear(8, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    for step in range(1, 41):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        print(f"step {step} | loss={loss.item():.4f} | lr={lr}")
+    print("training done")
+    """
+
+
+def test_a_run_that_exits_0_with_nan_losses_is_triaged_and_fails(tmp_path):
+    child = script(tmp_path, TRAINING)
+    r = watch(tmp_path, *FAST, "--", sys.executable, child, "1000")
+    log = (tmp_path / "trainwreck-run.log").read_text()
+    assert "loss=nan" in log and log.rstrip().endswith("training done")  # it did exit 0
+    assert r.returncode == 1, r.stderr
+    err = r.stderr.decode()
+    said = [line for line in err.splitlines() if "the command exited 0 but its log shows a failure (" in line]
+    assert len(said) == 1 and "loss-non-finite" in said[0]
+    assert "--no-fail-on-symptoms" in err
+    # the triage itself follows, as for a run that failed by its exit code
+    assert explain(tmp_path / "trainwreck-run.log").status != "healthy"
+    assert "lr-too-high" in err
+
+
+def test_a_run_with_nan_losses_writes_its_triage_into_the_report(tmp_path):
+    child = script(tmp_path, TRAINING)
+    r = watch(tmp_path, *FAST, "--format", "markdown", "--report", "triage.md", "--", sys.executable, child, "1000")
+    assert r.returncode == 1
+    assert "lr-too-high" in (tmp_path / "triage.md").read_text()
+
+
+def test_no_fail_on_symptoms_passes_the_commands_0_on_untriaged(tmp_path):
+    child = script(tmp_path, TRAINING)
+    r = watch(tmp_path, *FAST, "--no-fail-on-symptoms", "--report", "triage.txt", "--",
+              sys.executable, child, "1000")
+    assert r.returncode == 0
+    assert b"exited 0" not in r.stderr and not (tmp_path / "triage.txt").exists()
+
+
+def test_a_healthy_training_that_exits_0_passes(tmp_path):
+    child = script(tmp_path, TRAINING)
+    r = watch(tmp_path, *FAST, "--report", "triage.txt", "--", sys.executable, child, "0.05")
+    assert "loss=nan" not in (tmp_path / "trainwreck-run.log").read_text()
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == b"" or b"triage of" not in r.stderr
+    assert not (tmp_path / "triage.txt").exists()
+
+
 def test_a_hung_command_is_ended_with_every_descendant_and_recorded(tmp_path):
     marker = f"trainwreck-hang-{uuid.uuid4().hex}"
     child = script(tmp_path, f"""
