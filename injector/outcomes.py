@@ -49,6 +49,7 @@ class Outcome:
     tests_run: int = 0
     guard_seconds: float = 0.0  # of which the guard's own tests ran
     note: str | None = None  # when the verdict needed a second look (test order, a timeout run alone)
+    cached: bool = False  # taken from the outcome cache: nothing it depends on changed since it was found
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -94,6 +95,11 @@ class Report:
         counts = self.counts()
         return (counts[KILLED] + counts[TIMEOUT]) / self.covered if self.covered else None
 
+    @property
+    def cached(self) -> int:
+        """Outcomes taken from the outcome cache rather than run."""
+        return sum(1 for outcome in self.outcomes if outcome.cached)
+
     def by_operator(self) -> dict[str, Counter[str]]:
         table: dict[str, Counter[str]] = {}
         for outcome in self.outcomes:
@@ -113,6 +119,7 @@ class Report:
             "baseline": asdict(self.baseline),
             "score": self.score,
             "counts": {status: self.counts()[status] for status in STATUSES},
+            "cached": self.cached,
             "outcomes": [o.to_json() for o in sorted(self.outcomes, key=_order)],
             "sources": self.sources,
         }

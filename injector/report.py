@@ -101,6 +101,12 @@ def headline(report: Report) -> str:
             f"mutant{'s' if total.covered != 1 else ''} caught)")
 
 
+def cached_text(report: Report) -> str:
+    """How many outcomes came from the outcome cache (nothing they depend on had changed)."""
+    run = sum(1 for o in report.outcomes if o.status != IGNORED)
+    return f"{report.cached} of {run} outcomes from the cache"
+
+
 def _duration(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f}s"
@@ -202,6 +208,8 @@ def _markdown_context(report: Report, diffs: int, listed: int) -> dict[str, obje
         facts.append(f"shards {', '.join(report.shards)}")
     facts.append(f"ran {_duration(report.duration)} (baseline: {report.baseline.tests} tests "
                  f"in {_duration(report.baseline.duration)})")
+    if report.cached:
+        facts.append(cached_text(report))
 
     return {
         "marker": MARKER,
@@ -353,7 +361,7 @@ def render_html(report: Report) -> str:
         survivors=[_html_mutant(o) for o in outcomes if o.status == SURVIVED],
         errors=[_html_mutant(o) for o in outcomes if o.status == ERROR],
         mutants=[_html_mutant(o) for o in outcomes],
-        flaky=list(report.baseline.flaky),
+        flaky=list(report.baseline.flaky), cached=cached_text(report) if report.cached else None,
     )
 
 
