@@ -348,8 +348,6 @@ class Campaign:
         if not mutants:
             self.__exit__(None, None, None)
             return self._report(everything, ignored, {"tests": 0, "duration": 0.0, "flaky": []}, sources)
-        if reuse is not None:
-            self.progress("cache", {"known": len(reuse.cache.entries)})
         tests = self._await_baseline()
         usable = [t for t in tests if t.usable]
         baseline = {"tests": len(tests), "flaky": [t.name for t in tests if len(set(t.outcomes)) > 1],

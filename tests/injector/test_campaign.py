@@ -239,7 +239,7 @@ def test_flaky_guard_tests_are_found_by_repeating_the_baseline(project, tmp_path
 
 def test_the_demo_campaign_kills_and_keeps_survivors(tmp_path):
     report = tmp_path / "demo.json"
-    assert main(["run", "--jobs", "2", "--json", str(report),
+    assert main(["run", "--jobs", "2", "--no-cache", "--json", str(report),
                  "--operators", "missing-zero-grad,wrong-softmax-dim,missing-eval-mode,missing-train-mode"]) == 0
     data = json.loads(report.read_text())
     found = {o["status"] for o in data["outcomes"]}
