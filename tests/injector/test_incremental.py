@@ -323,3 +323,31 @@ def test_lines_map_to_their_function():
     source = fingerprint.source_digest(SOURCE)
     names = {line: (source.unit_at(line).name if source.unit_at(line) else None) for line in (3, 7, 10, 12, 14, 18)}
     assert names == {3: None, 7: None, 10: "step", 12: "helper", 14: "helper", 18: "train"}
+
+
+def test_a_test_module_that_only_defines_tests_is_its_own_tests_business(project):
+    before = fingerprint.digest_tree(project)
+    (project / "tests" / "test_more.py").write_text(
+        "import pytest\nfrom trainer.loop import Model\n\nCASES = [1, 2]\n\n"
+        "@pytest.mark.parametrize('n', CASES)\ndef test_model(n):\n    assert Model()\n")
+    quiet = fingerprint.digest_tree(project)
+    assert quiet.whole != before.whole and quiet.shared == before.shared
+    # A test module that does something at import (a seed, a patch) may change every test.
+    (project / "tests" / "test_more.py").write_text(
+        "import random\nrandom.seed(3)\n\ndef test_model():\n    assert True\n")
+    assert fingerprint.digest_tree(project).shared != before.shared
+
+
+def test_non_python_files_and_conftest_are_shared_and_the_cache_is_not(project):
+    before = fingerprint.digest_tree(project)
+    (project / "data.csv").write_text("x,y\n1,2\n")
+    with_data = fingerprint.digest_tree(project)
+    assert with_data.shared != before.shared
+    (project / "tests" / "conftest.py").write_text("def pytest_collection_modifyitems(items):\n    items.reverse()\n")
+    assert fingerprint.digest_tree(project).shared != with_data.shared
+    again = fingerprint.digest_tree(project)
+    (project / ".trainwreck-cache").mkdir()
+    (project / ".trainwreck-cache" / "outcomes.json").write_text("{}")
+    (project / "elsewhere").mkdir()
+    (project / "elsewhere" / "outcomes.json").write_text("{}")
+    assert fingerprint.digest_tree(project, exclude=(project / "elsewhere",)) == again
