@@ -38,6 +38,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import trainwreck
 from injector import __version__
 from injector.scratch import not_copied
 
@@ -248,13 +249,16 @@ def digest_tree(root: Path, exclude: tuple[Path, ...] = ()) -> TreeDigest:
 
 
 def tool_digest() -> str:
-    """This trainwreck: its version and the code of the injector (not its bundled demo)."""
+    """This trainwreck: its version and the code that runs campaigns (the injector, not its
+    bundled demo, and the shared `trainwreck` plumbing)."""
     digest = hashlib.blake2b(digest_size=16)
     digest.update(__version__.encode())
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if "demo" in path.relative_to(PACKAGE).parts:
-            continue
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    for package in (PACKAGE, Path(trainwreck.__file__).parent):
+        for path in sorted(package.rglob("*.py")):
+            if "demo" in path.relative_to(package).parts:
+                continue
+            name = f"{package.name}/{path.relative_to(package).as_posix()}"
+            digest.update(name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
