@@ -500,7 +500,10 @@ class Campaign:
     def _worker_gone(self, slot: _Slot) -> None:
         slot.process.wait()
         assert self.scratch is not None
-        lines = (self.scratch / f"worker{slot.index}.log").read_text(errors="replace").strip().splitlines()
+        try:
+            lines = (self.scratch / f"worker{slot.index}.log").read_text(errors="replace").strip().splitlines()
+        except OSError:  # the scratch folder itself is gone (removed from outside)
+            lines = [f"its scratch folder {self.scratch} was removed while it ran"]
         raise CampaignError("the guard process stopped unexpectedly" + (f": {lines[-1]}" if lines else ""))
 
     # ---- the report ----
