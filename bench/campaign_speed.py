@@ -63,7 +63,7 @@ def main() -> None:
         report_path = work / "report.json"
         started = time.perf_counter()
         command = [sys.executable, "-m", "injector.cli", "run", str(DEMO), "--jobs", str(args.jobs),
-                   "--json", str(report_path)]
+                   "--json", str(report_path), "--no-cache"]
         if operators:
             command += ["--operators", ",".join(operators)]
         subprocess.run(command, check=True)

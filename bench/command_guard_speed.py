@@ -30,7 +30,7 @@ DEMO = Path(__file__).resolve().parent.parent / "injector" / "demo"
 
 def campaign(project: Path, guard: str, operators: str, jobs: int, fresh: bool, out: Path) -> tuple[float, dict]:
     command = [sys.executable, "-m", "injector.cli", "run", str(project), "--guard", guard,
-               "--jobs", str(jobs), "--json", str(out)]
+               "--jobs", str(jobs), "--json", str(out), "--no-cache"]
     if operators:
         command += ["--operators", operators]
     if fresh:

@@ -56,7 +56,7 @@ def run_trainwreck(jobs: int, work: Path) -> tuple[float, dict[str, list[float]]
     report_path = work / "trainwreck.json"
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "injector.cli", "run", str(DEMO), "--jobs", str(jobs),
-                    "--json", str(report_path)], check=True, stdout=subprocess.DEVNULL,
+                    "--json", str(report_path), "--no-cache"], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     seconds = time.perf_counter() - started
     outcomes = json.loads(report_path.read_text())["outcomes"]

@@ -27,7 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from injector import __version__, protocol, reach, scratch
+from injector import __version__, fingerprint, protocol, reach, scratch
+from injector.cache import Cache
 from injector.mutants import LineIndex, Mutant
 from injector.outcomes import IGNORED, KILLED, NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
 from injector.worker.guards import PYTHON_NAMES, PythonCommand
@@ -97,6 +98,33 @@ class Settings:
     repeat: int = 1
     baseline_timeout: float = 600.0
     fresh: bool = False  # run a Python command guard in a new interpreter per mutant, never warm
+    exclude: tuple[Path, ...] = ()  # paths in the project that scratch copies leave out (the cache)
+
+    @property
+    def threads(self) -> int:
+        """Each slot's share of the CPUs (the baseline gets the same, so numerics match)."""
+        return max(1, len(os.sched_getaffinity(0)) // max(1, self.jobs))
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """The outcome cache as one campaign uses it: the digests its keys are made of."""
+
+    cache: Cache
+    settings: str  # fingerprint.settings_digest of this campaign
+    tree: fingerprint.TreeDigest
+
+
+def settings_digest(settings: Settings, gpus: int) -> str:
+    """What a verdict depends on outside the project, for the cache's keys."""
+    guard = settings.guard
+    return fingerprint.settings_digest(
+        guard=f"{guard.mode}\0{guard.text}\0{guard.warm}", timeout_factor=settings.timeout_factor,
+        repeat=settings.repeat, fresh=settings.fresh, threads=settings.threads, device=device_name(gpus))
+
+
+def device_name(gpus: int) -> str:
+    return f"cuda ({gpus} GPU{'s' if gpus != 1 else ''})" if gpus else "cpu"
 
 
 def select_shard(mutants: list[Mutant], shard: tuple[int, int]) -> list[Mutant]:
@@ -205,6 +233,7 @@ class _Job:
     alone: bool = False  # a timeout being confirmed: nothing else runs meanwhile
     shared: bool = False  # another mutant ran at the same time at some point
     first: protocol.Result | None = None  # the first run's result, when this run confirms it
+    key: str | None = None  # its outcome cache key
 
 
 @dataclass
@@ -253,7 +282,7 @@ class Campaign:
         folders = []
         for index in range(jobs):
             target = self.scratch / f"slot{index}"
-            scratch.copy_project(settings.root, target)
+            scratch.copy_project(settings.root, target, exclude=settings.exclude)
             folders.append(str(target))
         guard = settings.guard
         plan = {
@@ -266,7 +295,7 @@ class Campaign:
             "slots": folders,
             "user_root": str(settings.root.resolve()),
             "scratch": str(self.scratch),
-            "threads": max(1, len(os.sched_getaffinity(0)) // jobs),
+            "threads": settings.threads,
             "timeout_factor": settings.timeout_factor,
         }
         (self.scratch / "plan.json").write_text(json.dumps(plan))
@@ -314,14 +343,18 @@ class Campaign:
 
     # ---- the campaign ----
 
-    def run(self, mutants: list[Mutant], sources: dict[str, str], progress=None) -> Report:
-        """Run every mutant; `progress` gets `(event, data)` calls as it goes.
+    def run(self, mutants: list[Mutant], sources: dict[str, str], progress=None,
+            reuse: Reuse | None = None) -> Report:
+        """Run every mutant; `progress` gets `(event, data)` calls as it goes. With `reuse`,
+        a mutant whose cache key is known takes its outcome from the cache, and the outcomes
+        found are added to it.
 
         With no mutant (a PR that changes no training code), the workers are stopped at once:
         nothing is run, not even the baseline."""
         self.progress = progress or (lambda kind, data: None)
-        # Ignored mutants are outcomes at once: the workers never see them.
-        ignored = {m.id: protocol.Result(m.id, IGNORED, message=m.ignored) for m in mutants if m.ignored}
+        self.reuse = reuse
+        self.cached: set[str] = set()
+        ignored = ignored_results(mutants)
         everything, mutants = mutants, [m for m in mutants if not m.ignored]
         if not mutants:
             self.__exit__(None, None, None)
@@ -332,6 +365,8 @@ class Campaign:
                     "duration": sum(t.duration for t in usable), "names": [t.name for t in tests]}
         self.progress("baseline", baseline)
         results = self._run_mutants(mutants, sources, tests)
+        if reuse is not None:
+            reuse.cache.record_run(reuse.settings, reuse.tree.whole, baseline, results, self.covering)
         return self._report(everything, {**results, **ignored}, baseline, sources)
 
     def _await_baseline(self) -> list[_Test]:
@@ -373,6 +408,7 @@ class Campaign:
             self._send(slot, protocol.Prepare(str(prepared)))
         results: dict[str, protocol.Result] = {}
         queue: deque[_Job] = deque()
+        reuse = self.reuse
         for mutant in mutants:
             covering = _covering(mutant, sources[mutant.file], tests)
             self.covering[mutant.id] = tuple(t.name for t in covering)
@@ -380,8 +416,19 @@ class Campaign:
                 results[mutant.id] = protocol.Result(mutant.id, NO_COVERAGE)
                 self.progress("outcome", {"status": NO_COVERAGE})
                 continue
+            key = None
+            if reuse is not None:
+                lines = reach.mutant_lines(sources[mutant.file], mutant.edits)
+                key = fingerprint.mutant_key(reuse.settings, reuse.tree, mutant.id, mutant.file, lines,
+                                             [(t.name, t.lines) for t in covering])
+                known = reuse.cache.get(key)
+                if known is not None:
+                    results[mutant.id] = replace(known, id=mutant.id)
+                    self.cached.add(mutant.id)
+                    self.progress("outcome", {"status": known.status, "cached": True})
+                    continue
             limit = factor * sum(t.duration for t in covering) + TIMEOUT_CONSTANT
-            queue.append(_Job(mutant, tuple(t.name for t in covering), limit))
+            queue.append(_Job(mutant, tuple(t.name for t in covering), limit, key=key))
         # test order -> (how many pass unmutated in it, the first that fails there or None)
         clean: dict[tuple[str, ...], tuple[int, int | None]] = {}
 
@@ -415,12 +462,14 @@ class Campaign:
                 if job.shared and not job.alone and _suspect(event):
                     # Under load a slow mutant can look hung, and a rank can crash on a
                     # collective's timeout: run it again with nothing beside it.
-                    queue.append(_Job(job.mutant, job.tests, job.limit, alone=True, first=event))
+                    queue.append(_Job(job.mutant, job.tests, job.limit, alone=True, first=event, key=job.key))
                     continue
                 if job.first is not None:
                     event = _with_note(event, f"{_describe(job.first)} beside another mutant; "
                                               f"this is the result of running it alone")
                 results[job.mutant.id] = event
+                if reuse is not None and job.key is not None:
+                    reuse.cache.put(job.key, replace(event, clean_prefix=0, clean_failing=None))
                 self.progress("outcome", {"status": event.status})
         return results
 
@@ -463,32 +512,52 @@ class Campaign:
     def _worker_gone(self, slot: _Slot) -> None:
         slot.process.wait()
         assert self.scratch is not None
-        lines = (self.scratch / f"worker{slot.index}.log").read_text(errors="replace").strip().splitlines()
+        try:
+            lines = (self.scratch / f"worker{slot.index}.log").read_text(errors="replace").strip().splitlines()
+        except OSError:  # the scratch folder itself is gone (removed from outside)
+            lines = [f"its scratch folder {self.scratch} was removed while it ran"]
         raise CampaignError("the guard process stopped unexpectedly" + (f": {lines[-1]}" if lines else ""))
 
     # ---- the report ----
 
     def _report(self, mutants: list[Mutant], results: dict[str, protocol.Result], baseline: dict,
                 sources: dict[str, str]) -> Report:
-        by_id = {m.id: m for m in mutants}
-        outcomes = []
-        for mutant_id, data in results.items():
-            mutant = by_id[mutant_id]
-            outcomes.append(Outcome(
-                mutant_id=mutant.id, operator=mutant.operator, file=mutant.file, line=mutant.line,
-                description=mutant.description, diff=mutant.diff, status=data.status,
-                test=data.test, message=data.message, duration=round(data.duration, 3),
-                tests_run=data.tests_run, guard_seconds=round(data.guard_seconds, 3), note=data.note,
-                covered_by=self.covering.get(mutant.id, ())))
-        device = f"cuda ({self.gpus} GPU{'s' if self.gpus != 1 else ''})" if self.gpus else "cpu"
-        return Report(
-            project=self.settings.root.name, guard=self.settings.guard.text, device=device,
-            baseline=Baseline(baseline["tests"], round(baseline["duration"], 3), tuple(baseline["flaky"]),
-                              self.settings.repeat, tuple(baseline.get("names", ()))),
-            outcomes=ordered(outcomes), duration=round(time.monotonic() - self.started, 3),
-            sources={file: sources[file] for file in {m.file for m in mutants}},
-            created=self.created, version=__version__, repo_path=repo_path(self.settings.root),
-        )
+        return build_report(self.settings, mutants, results, baseline, sources, gpus=self.gpus,
+                            started=self.started, created=self.created,
+                            cached=getattr(self, "cached", set()), covering=self.covering)
+
+
+def ignored_results(mutants: list[Mutant]) -> dict[str, protocol.Result]:
+    """Ignored mutants are outcomes at once: the workers never see them."""
+    return {m.id: protocol.Result(m.id, IGNORED, message=m.ignored) for m in mutants if m.ignored}
+
+
+def build_report(settings: Settings, mutants: list[Mutant], results: dict[str, protocol.Result],
+                 baseline: dict, sources: dict[str, str], *, gpus: int, started: float, created: str,
+                 cached: set[str] = frozenset(),
+                 covering: dict[str, tuple[str, ...]] | None = None) -> Report:
+    """The report of a campaign (or of one answered wholly from the cache): `results` by
+    mutant id, `cached` the ids whose outcome came from the cache, `covering` the guard tests
+    that reach each mutant."""
+    covering = covering or {}
+    by_id = {m.id: m for m in mutants}
+    outcomes = []
+    for mutant_id, data in results.items():
+        mutant = by_id[mutant_id]
+        outcomes.append(Outcome(
+            mutant_id=mutant.id, operator=mutant.operator, file=mutant.file, line=mutant.line,
+            description=mutant.description, diff=mutant.diff, status=data.status,
+            test=data.test, message=data.message, duration=round(data.duration, 3),
+            tests_run=data.tests_run, guard_seconds=round(data.guard_seconds, 3), note=data.note,
+            cached=mutant_id in cached, covered_by=tuple(covering.get(mutant_id, ()))))
+    return Report(
+        project=settings.root.name, guard=settings.guard.text, device=device_name(gpus),
+        baseline=Baseline(baseline["tests"], round(baseline["duration"], 3), tuple(baseline["flaky"]),
+                          settings.repeat, tuple(baseline.get("names", ()))),
+        outcomes=ordered(outcomes), duration=round(time.monotonic() - started, 3),
+        sources={file: sources[file] for file in {m.file for m in mutants}},
+        created=created, version=__version__, repo_path=repo_path(settings.root),
+    )
 
 
 def _covering(mutant: Mutant, source: str, tests: list[_Test]) -> list[_Test]:

@@ -93,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--since", metavar="GIT_REF", help="only mutate lines changed since this git ref")
     run.add_argument("--shard", type=_shard, default=(1, 1), metavar="I/N",
                      help="run shard I of N (split by mutant id; merge with `injector merge`)")
+    cached = run.add_mutually_exclusive_group()
+    cached.add_argument("--cache", type=Path, metavar="PATH",
+                        help="the outcome cache folder (default: PROJECT/.trainwreck-cache): a mutant "
+                        "whose code, reaching tests and settings are unchanged takes its last outcome")
+    cached.add_argument("--no-cache", action="store_true", help="run every mutant; read and write no cache")
     _report_options(run)
     run.set_defaults(handler=_run)
 
@@ -330,26 +335,36 @@ def _run(args: argparse.Namespace) -> int:
     root = config.find_root(project.resolve())
     settings = config.load(root)
     guard = campaign.Guard.parse(args.guard or settings.guard or "python -m pytest", root)
+    cache = None
+    if not args.no_cache:
+        from injector.cache import FOLDER, Cache
+
+        folder = Path(os.path.abspath(args.cache if args.cache is not None else root / FOLDER))
+        cache = Cache.open(folder, warn=lambda line: print(f"injector: warning: {line}", file=sys.stderr))
     run_settings = campaign.Settings(
         root=root, guard=guard, jobs=args.jobs, repeat=args.repeat,
         timeout_factor=args.timeout_factor or settings.timeout_factor,
-        baseline_timeout=args.baseline_timeout, fresh=args.fresh)
+        baseline_timeout=args.baseline_timeout, fresh=args.fresh,
+        exclude=(cache.folder,) if cache is not None else ())
+    reuse = None
+    if cache is not None:
+        reuse, report = _from_cache(cache, run_settings, args, project)
+        if report is not None:
+            _write_reports(report, args)
+            return 0
     # SIGTERM (a cancelled CI job) ends the campaign the way Ctrl-C does: with its clean-up.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         # The workers import the guard and run the baseline while the mutants are made.
         with campaign.Campaign(run_settings) as running:
-            _, _, files, generation, _ = _generate([project], args.operators)
-            sources = {file.relative: file.text for file in files}
-            mutants = generation.mutants
-            if args.since:
-                mutants = campaign.select_changed(mutants, sources, campaign.changed_lines(root, args.since))
-            mutants = campaign.select_shard(mutants, args.shard)
+            mutants, sources = _selected(project, root, args)
             to_run = sum(1 for m in mutants if not m.ignored)  # ignored ones are reported, never run
             with render.CampaignProgress(to_run, project_name=root.name, guard=guard.text) as progress:
-                report = running.run(mutants, sources, progress=progress.update)
+                report = running.run(mutants, sources, progress=progress.update, reuse=reuse)
     finally:
         signal.signal(signal.SIGTERM, previous)  # a program calling main() gets its own back
+        if cache is not None:
+            cache.save()  # what was found, even when interrupted
     if args.shard != (1, 1):
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     _write_reports(report, args)
@@ -380,6 +395,52 @@ def _project(given: Path | None, *, demo: bool) -> Path:
     raise UsageError(f"no project here ({here} has no pyproject.toml, setup.py, setup.cfg or "
                      "tests/ folder): give its folder, `injector run PATH`, or run the bundled "
                      "demo with `injector run --demo`")
+
+
+def _selected(project: Path, root: Path, args: argparse.Namespace):
+    """The mutants this run covers: (mutants, sources)."""
+    from injector import campaign
+
+    _, _, files, generation, _ = _generate([project], args.operators)
+    sources = {file.relative: file.text for file in files}
+    mutants = generation.mutants
+    if args.since:
+        mutants = campaign.select_changed(mutants, sources, campaign.changed_lines(root, args.since))
+    return campaign.select_shard(mutants, args.shard), sources
+
+
+def _from_cache(cache, run_settings, args: argparse.Namespace, project: Path):
+    """(the cache as this campaign uses it, the whole report when the last run on a tree where
+    not one byte has changed since already has every outcome: then no worker starts)."""
+    import time
+    from datetime import datetime, timezone
+
+    from injector import campaign, fingerprint, render
+
+    started = time.monotonic()
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    root = run_settings.root
+    gpus = campaign.gpu_count()
+    key = campaign.settings_digest(run_settings, gpus)
+    outputs = [args.json, args.markdown, args.html, args.mte]
+    tree = fingerprint.digest_tree(root, exclude=(cache.folder, *(Path(os.path.abspath(p)) for p in outputs if p)))
+    reuse = campaign.Reuse(cache, key, tree)
+    last = cache.last_run(key)
+    if last is None or last.tree != tree.whole:
+        return reuse, None
+    mutants, sources = _selected(project, root, args)
+    wanted = [m for m in mutants if not m.ignored]
+    if not wanted or any(m.id not in last.outcomes for m in wanted):
+        return reuse, None
+    results = {m.id: last.outcomes[m.id] for m in wanted}
+    render.cache_status(f"{root.name}: nothing changed since the last run; all {len(wanted)} outcomes "
+                        f"from the cache ({cache.folder}), no guard was run")
+    report = campaign.build_report(
+        run_settings, mutants, {**results, **campaign.ignored_results(mutants)}, last.baseline, sources,
+        gpus=gpus, started=started, created=created, cached=set(results), covering=last.covering)
+    if args.shard != (1, 1):
+        report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
+    return reuse, report
 
 
 def _interrupt(signum, frame) -> None:

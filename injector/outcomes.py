@@ -58,6 +58,7 @@ class Outcome:
     note: str | None = None  # when the verdict needed a second look (test order, a timeout run alone)
     # the guard tests that run the mutated lines in the baseline (those a run may use)
     covered_by: tuple[str, ...] = ()
+    cached: bool = False  # taken from the outcome cache: nothing it depends on changed since it was found
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -111,6 +112,11 @@ class Report:
         counts = self.counts()
         return percent(counts[KILLED] + counts[TIMEOUT], self.covered)
 
+    @property
+    def cached(self) -> int:
+        """Outcomes taken from the outcome cache rather than run."""
+        return sum(1 for outcome in self.outcomes if outcome.cached)
+
     def by_operator(self) -> dict[str, Counter[str]]:
         table: dict[str, Counter[str]] = {}
         for outcome in self.outcomes:
@@ -132,6 +138,7 @@ class Report:
             "score": self.score,
             "percent": self.percent,  # the score as the console and the reports show it
             "counts": {status: self.counts()[status] for status in STATUSES},
+            "cached": self.cached,
             "outcomes": [o.to_json() for o in sorted(self.outcomes, key=_order)],
             "sources": self.sources,
         }

@@ -91,6 +91,7 @@ class CampaignProgress:
         self.console = Console(stderr=True, highlight=False)
         self.total = total
         self.counts: Counter[str] = Counter()
+        self.cached = 0
         self.progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[counts]}"), TimeRemainingColumn(),
@@ -117,13 +118,23 @@ class CampaignProgress:
             self.progress.update(self.task, description="mutants", total=self.total, completed=0)
         elif kind == "outcome":
             self.counts[data["status"]] += 1
+            self.cached += bool(data.get("cached"))
             shown = " ".join(f"{name} {self.counts[name]}" for name in
                              ("killed", "timeout", "survived", "no_coverage", "error", "ignored") if self.counts[name])
+            if self.cached:
+                shown += f" (cached {self.cached})"
             self.progress.update(self.task, advance=1, counts=shown)
+
+
+def cache_status(line: str) -> None:
+    """One line about the outcome cache, on the progress stream."""
+    Console(stderr=True, highlight=False, soft_wrap=True).print(escape(line))
 
 
 def campaign_summary(report, written: list) -> None:
     """The score, a table per fault id, and where the reports are."""
+    from injector.report import cached_text
+
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     columns = ("killed", "timeout", "survived", "no_coverage", "error", "ignored")
     table = Table(title_justify="left", title=(
@@ -135,5 +146,7 @@ def campaign_summary(report, written: list) -> None:
     for operator, counts in sorted(report.by_operator().items()):
         table.add_row(operator, *(str(counts[name]) if counts[name] else "" for name in columns))
     console.print(table)
+    if report.cached:
+        console.print(escape(cached_text(report)) + " (nothing they depend on changed; --no-cache runs them all)")
     for path in written:
         console.print(f"report: {path}")

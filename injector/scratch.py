@@ -28,7 +28,7 @@ from trainwreck.errors import TrainwreckError
 
 PREFIX = "trainwreck-"
 NOT_COPIED = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
-              ".tox", ".nox", "node_modules", "trainwreck-report", ".venv", "venv"}
+              ".tox", ".nox", "node_modules", "trainwreck-report", ".venv", "venv", ".trainwreck-cache"}
 
 
 class ScratchError(TrainwreckError):
@@ -72,13 +72,24 @@ def _still_owned(pid: int, written: float) -> bool:
     return started is not None and started <= written + 1.0
 
 
-def copy_project(root: Path, target: Path) -> None:
-    """Copy the project to `target`. Links stay links (a data folder is not copied), pointed
-    at the same place the original points to; links to Python files become regular files."""
+def not_copied(folder: str | Path, names: list[str], exclude: tuple[Path, ...] = ()) -> set[str]:
+    """Which of `names` (entries of `folder`) a scratch copy leaves out: tool caches,
+    virtualenvs, reports, and the paths in `exclude` (a cache folder given by the user)."""
+    skipped = {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
+    skipped.update(n for n in names if (Path(folder) / n / "pyvenv.cfg").exists())
+    if exclude:
+        skipped.update(n for n in names if Path(os.path.abspath(Path(folder) / n)) in exclude)
+    return skipped
+
+
+def copy_project(root: Path, target: Path, exclude: tuple[Path, ...] = ()) -> None:
+    """Copy the project to `target`, without what `not_copied` leaves out. Links stay links
+    (a data folder is not copied), pointed at the same place the original points to; links
+    to Python files become regular files."""
+    exclude = tuple(Path(os.path.abspath(p)) for p in exclude)
+
     def ignore(folder: str, names: list[str]) -> set[str]:
-        skipped = {n for n in names if n in NOT_COPIED or n.endswith(".egg-info")}
-        skipped.update(n for n in names if (Path(folder) / n / "pyvenv.cfg").exists())
-        return skipped
+        return not_copied(folder, names, exclude)
 
     real_root = os.path.join(os.path.realpath(root), "")
     try:

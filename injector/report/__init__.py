@@ -19,10 +19,10 @@ from injector.report.json import from_file, to_json
 from injector.report.links import SourceLinks
 from injector.report.markdown import MARKER, render_markdown
 from injector.report.mte import mte_text, to_mutation_testing_elements
-from injector.report.score import Row, headline, rows
+from injector.report.score import Row, cached_text, headline, rows
 
 __all__ = [
-    "LABELS", "MARKER", "Row", "SourceLinks", "from_file", "headline", "html_inline", "render_html",
+    "LABELS", "MARKER", "Row", "SourceLinks", "cached_text", "from_file", "headline", "html_inline", "render_html",
     "mte_text", "render_markdown", "rows", "second_looks", "to_json", "to_mutation_testing_elements", "write",
 ]
 

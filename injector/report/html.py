@@ -11,7 +11,7 @@ from trainwreck_templates import render
 from trainwreck.markdown import split_code
 from injector.outcomes import ERROR, STATUSES, SURVIVED, Outcome, Report
 from injector.report.facts import LABELS, catalog_entry, duration_text, where
-from injector.report.score import Row, headline, percent_text, rows
+from injector.report.score import Row, cached_text, headline, percent_text, rows
 
 
 def html_inline(text: str) -> Markup:
@@ -90,6 +90,6 @@ def render_html(report: Report) -> str:
         survivors=[_html_mutant(o) for o in outcomes if o.status == SURVIVED],
         errors=[_html_mutant(o) for o in outcomes if o.status == ERROR],
         mutants=[_html_mutant(o) for o in outcomes],
-        flaky=list(report.baseline.flaky),
+        flaky=list(report.baseline.flaky), cached=cached_text(report) if report.cached else None,
     )
 

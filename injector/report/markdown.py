@@ -22,7 +22,7 @@ from injector.outcomes import ERROR, IGNORED, KILLED, NO_COVERAGE, STATUSES, SUR
 from injector.report.facts import LABELS, catalog_entry, duration_text, second_looks, where
 from injector.report.html import html_inline
 from injector.report.links import SourceLinks
-from injector.report.score import Row, headline, percent_text, rows
+from injector.report.score import Row, cached_text, headline, percent_text, rows
 
 MARKER = "<!-- trainwreck:mutation-report -->"  # finds the sticky PR comment again
 COLLAPSE_FROM = 6  # from this many survivors on, each fault's survivors fold into <details>
@@ -107,6 +107,8 @@ def _markdown_context(report: Report, diffs: int, listed: int, base: Report | No
         facts.append(f"shards {', '.join(report.shards)}")
     facts.append(f"ran {duration_text(report.duration)} (baseline: {report.baseline.tests} tests "
                  f"in {duration_text(report.baseline.duration)})")
+    if report.cached:
+        facts.append(cached_text(report))
 
     return {
         "marker": MARKER,

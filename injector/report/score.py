@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from injector.outcomes import KILLED, STATUSES, SURVIVED, TIMEOUT, Report, percent
+from injector.outcomes import IGNORED, KILLED, STATUSES, SURVIVED, TIMEOUT, Report, percent
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,9 @@ def headline(report: Report) -> str:
     return (f"Mutation score {total.percent}% ({total.caught} of {total.covered} covered "
             f"mutant{'s' if total.covered != 1 else ''} caught)")
 
+
+
+def cached_text(report: Report) -> str:
+    """How many outcomes came from the outcome cache (nothing they depend on had changed)."""
+    run = sum(1 for o in report.outcomes if o.status != IGNORED)
+    return f"{report.cached} of {run} outcomes from the cache"

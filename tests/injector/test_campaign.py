@@ -29,8 +29,9 @@ QUICK = ["--operators", "missing-zero-grad,missing-backward,lr-too-high,missing-
 
 
 def digest(root: Path) -> dict[str, str]:
+    """Every file of the project but the outcome cache (the one folder a campaign writes there)."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+            for p in sorted(root.rglob("*")) if p.is_file() and ".trainwreck-cache" not in p.parts}
 
 
 def campaign(project: Path, tmp_path: Path, *args: str) -> dict:
@@ -121,6 +122,7 @@ def test_the_project_is_byte_identical_after_a_campaign(project, tmp_path):
     before = digest(project)
     campaign(project, tmp_path, "--jobs", "2", *QUICK)
     assert digest(project) == before
+    assert sorted(p.name for p in project.iterdir() if p.name.startswith(".")) == [".trainwreck-cache"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
@@ -246,7 +248,7 @@ def test_flaky_guard_tests_are_found_by_repeating_the_baseline(project, tmp_path
 
 def test_the_demo_campaign_kills_and_keeps_survivors(tmp_path):
     report = tmp_path / "demo.json"
-    assert main(["run", "--demo", "--jobs", "2", "--json", str(report),
+    assert main(["run", "--demo", "--jobs", "2", "--no-cache", "--json", str(report),
                  "--operators", "missing-zero-grad,wrong-softmax-dim,missing-eval-mode,missing-train-mode"]) == 0
     data = json.loads(report.read_text())
     found = {o["status"] for o in data["outcomes"]}

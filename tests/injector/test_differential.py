@@ -47,7 +47,8 @@ def digest(*roots: Path) -> dict[str, str]:
     for root in roots:
         paths = [root] if root.is_file() else sorted(root.rglob("*"))
         for path in paths:
-            if path.is_file() and "__pycache__" not in path.parts:
+            # the outcome cache is the one folder a campaign writes in the project
+            if path.is_file() and "__pycache__" not in path.parts and ".trainwreck-cache" not in path.parts:
                 found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
 
