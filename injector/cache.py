@@ -114,7 +114,9 @@ class Cache:
 
     def get(self, key: str) -> protocol.Result | None:
         entry = self.entries.get(key)
-        result = result_from_json(entry.get("result")) if entry is not None else None
+        if entry is None:
+            return None
+        result = result_from_json(entry.get("result"))
         if result is not None:
             entry["used"] = self.generation
             self._changed = True

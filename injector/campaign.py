@@ -25,7 +25,8 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from collections.abc import Set as AbstractSet
+from typing import IO, Literal
 
 from injector import __version__, fingerprint, protocol, reach, scratch
 from injector.cache import Cache
@@ -183,7 +184,7 @@ def select_changed(mutants: list[Mutant], sources: dict[str, str], changed: dict
             kept.append(mutant)
             continue
         index = indexes[mutant.file]
-        touched = set()
+        touched: set[int] = set()
         for edit in mutant.edits:
             touched.update(range(index.line_of(edit.start), index.line_of(max(edit.start, edit.end - 1)) + 1))
         if touched & lines:
@@ -217,7 +218,7 @@ class _Slot:
     process: subprocess.Popen
     commands: int
     events: int
-    log: object
+    log: IO[bytes]
     buffer: bytearray = field(default_factory=bytearray)
     ready: protocol.Ready | None = None
     job: _Job | None = None
@@ -434,7 +435,7 @@ class Campaign:
 
         while queue or any(slot.job for slot in self.slots):
             busy = [slot for slot in self.slots if slot.job]
-            alone_running = any(slot.job.alone for slot in busy)
+            alone_running = any(slot.job.alone for slot in busy if slot.job is not None)
             for slot in self.slots:
                 if not queue or slot.job or alone_running:
                     continue
@@ -455,10 +456,10 @@ class Campaign:
                 if not isinstance(event, protocol.Result) or slot.job is None:
                     continue
                 job, slot.job = slot.job, None
-                known, failing = clean.get(job.tests, (0, None))
+                passing, failing = clean.get(job.tests, (0, None))
                 if event.clean_failing is not None:
                     failing = min(failing or event.clean_failing, event.clean_failing)
-                clean[job.tests] = (max(known, event.clean_prefix), failing)
+                clean[job.tests] = (max(passing, event.clean_prefix), failing)
                 if job.shared and not job.alone and _suspect(event):
                     # Under load a slow mutant can look hung, and a rank can crash on a
                     # collective's timeout: run it again with nothing beside it.
@@ -534,7 +535,7 @@ def ignored_results(mutants: list[Mutant]) -> dict[str, protocol.Result]:
 
 def build_report(settings: Settings, mutants: list[Mutant], results: dict[str, protocol.Result],
                  baseline: dict, sources: dict[str, str], *, gpus: int, started: float, created: str,
-                 cached: set[str] = frozenset(),
+                 cached: AbstractSet[str] = frozenset(),
                  covering: dict[str, tuple[str, ...]] | None = None) -> Report:
     """The report of a campaign (or of one answered wholly from the cache): `results` by
     mutant id, `cached` the ids whose outcome came from the cache, `covering` the guard tests

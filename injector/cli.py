@@ -518,9 +518,7 @@ def _git_clean(root: Path, file: str) -> bool:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from injector import init
-
-    from injector import package
+    from injector import init, package
 
     labels = init.parse_labels(args.runner_labels) if args.runner_labels is not None else None
     if not args.path.is_dir():
@@ -532,13 +530,15 @@ def _init(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot tell what CI should install as trainwreck ({source.origin}): "
                              f"pass --package '{package.EXAMPLE}' or set ${package.ENV}")
         source = package.Source(kept, "the workflows already installed")
-    plan = init.plan(args.path, package=source.spec, shards=args.shards, runner_labels=labels)
+    spec = source.spec
+    assert spec is not None  # resolved above, or the error
+    plan = init.plan(args.path, package=spec, shards=args.shards, runner_labels=labels)
     if not args.dry_run:
         init.apply(plan)
     init.report(plan, dry_run=args.dry_run)
-    print(f"package: the workflows install {source.spec} (from {source.origin}); the repository "
+    print(f"package: the workflows install {spec} (from {source.origin}); the repository "
           f"variable {package.ENV} overrides it")
-    why = package.unpinned(source.spec)
+    why = package.unpinned(spec)
     if why:
         print(f"note: {why}; pin a commit for reproducible CI")
     return 0

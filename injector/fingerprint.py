@@ -270,7 +270,7 @@ def environment_digest() -> str:
     folders.update(site.getsitepackages())
     if site.ENABLE_USER_SITE:
         folders.add(site.getusersitepackages())
-    installed = set()
+    installed: set[str] = set()
     for entry in sorted(folders):
         try:
             names = os.listdir(entry)

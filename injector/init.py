@@ -342,13 +342,13 @@ def _merge_mapping(template: CommentedMap, user: CommentedMap, relative: str, wh
                 continue  # `on: [pull_request, push]` already says it
             have = user[key] = CommentedMap((event, None) for event in events)
             changed = True
-        if isinstance(wanted, dict):
-            if not isinstance(have, dict):
+        if isinstance(wanted, CommentedMap):  # what ruamel's round trip reads a mapping as
+            if not isinstance(have, CommentedMap):
                 raise InitError(f"{relative}: {_dotted(path)} should be a mapping as in trainwreck's "
                                 "workflow; edit it by hand or move the file away")
             changed |= _merge_mapping(wanted, have, relative, path)
         elif key == "steps" and isinstance(wanted, list):
-            if not isinstance(have, list):
+            if not isinstance(have, CommentedSeq):
                 raise InitError(f"{relative}: {_dotted(path)} should be a list of steps")
             changed |= _merge_steps(wanted, have, relative, path)
         elif have != wanted or isinstance(have, bool) != isinstance(wanted, bool):
@@ -501,6 +501,7 @@ def _copy_end_comment(template: CommentedMap, user: CommentedMap, key: object) -
         return
     entry = user.ca.items.setdefault(key, [None, None, None, None])
     if entry[2] is None:
+        assert token is not None  # `first` is only non-blank when the template has a comment
         entry[2] = CommentToken(first + "\n", CommentMark(token.column), None)
     else:
         entry[2].value = first + "\n" + entry[2].value.partition("\n")[2]

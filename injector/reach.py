@@ -78,7 +78,7 @@ class Tracer:
 
     def stop(self) -> None:
         sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading.settrace(None)
 
     def take(self) -> Reach:
         reach, self.reach, self._seen = self.reach, Reach(), {}

@@ -97,12 +97,11 @@ class CampaignProgress:
             TextColumn("{task.fields[counts]}"), TimeRemainingColumn(),
             console=self.console, transient=False)
         self.header = f"{project_name}: {total} mutants, guard `{guard}`"
-        self.task = None
+        self.task = self.progress.add_task("baseline", total=None, counts="")
 
     def __enter__(self) -> CampaignProgress:
         self.console.print(self.header)
         self.progress.start()
-        self.task = self.progress.add_task("baseline", total=None, counts="")
         return self
 
     def __exit__(self, *exc) -> None:

@@ -74,8 +74,8 @@ def split_code(text: str) -> list[tuple[bool, str]]:
     position = 0
     plain_from = 0
     while (opening := _BACKTICKS.search(text, position)) is not None:
-        closing = opening
-        while (closing := _BACKTICKS.search(text, closing.end())) is not None:
+        closing: re.Match[str] | None = opening
+        while closing is not None and (closing := _BACKTICKS.search(text, closing.end())) is not None:
             if len(closing.group()) == len(opening.group()):
                 break
         if closing is None:

@@ -146,7 +146,8 @@ def _comment(args: argparse.Namespace) -> int:
     from triage.explain import explain
 
     api = github.api_url(args.api_url)
-    target = comment.Target(*args.repo, args.pr)
+    owner, name = args.repo
+    target = comment.Target(owner, name, args.pr)
     # the whole body first: a bad log fails here, before anything is read from or sent to GitHub
     body = render.markdown(explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes))
     policy = github.Policy(notify=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))

@@ -233,12 +233,13 @@ def markdown(report: Diagnosis) -> str:
     # name; evidence from the log or diff) goes through trainwreck.markdown's escaping: no
     # mention, HTML, link or fence from any of them reaches the comment live.
     causes = []
-    for c in report.causes:
+    for cause in report.causes:
         causes.append({
-            "id": code_span(c.id), "confidence": f"{100 * c.confidence:.0f}%", "title": inline(c.title),
-            "explanation": inline(c.explanation), "fix": inline(c.fix),
-            "because": ", ".join(f"{code_span(r.symptom)} ({r.weight:+.2g})" for r in c.reasons),
-            "evidence": [_fence(f"{_loc(e.line, e.source)}: {e.text[:240]}") for e in c.evidence[:MAX_EVIDENCE]],
+            "id": code_span(cause.id), "confidence": f"{100 * cause.confidence:.0f}%",
+            "title": inline(cause.title), "explanation": inline(cause.explanation), "fix": inline(cause.fix),
+            "because": ", ".join(f"{code_span(r.symptom)} ({r.weight:+.2g})" for r in cause.reasons),
+            "evidence": [_fence(f"{_loc(e.line, e.source)}: {e.text[:240]}")
+                         for e in cause.evidence[:MAX_EVIDENCE]],
         })
     symptoms = [{"name": code_span(s.name), "summary": plain(s.summary)} for s in report.symptoms]
     body = render_template("triage_comment.md.j2", marker=MARKER, where=plain(_where(report)),
