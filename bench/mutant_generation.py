@@ -30,7 +30,7 @@ def write_codebase(root: Path, lines: int) -> int:
     while written < lines:
         text = templates[index % len(templates)]
         # Rename the classes and functions so no two modules are the same text.
-        text = re.sub(r"\b(class|def) (\w+)", lambda m: f"{m[1]} {m[2]}_{index}", text)
+        text = re.sub(r"\b(class|def) (\w+)", rf"\1 \2_{index}", text)
         folder = root / f"pkg_{index // 10}"
         folder.mkdir(exist_ok=True)
         (folder / f"module_{index}.py").write_text(text)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainwreck.errors import UsageError
 from injector.outcomes import Outcome, Report
 from injector.report.diffs import apply_diff
 from injector.report.json import from_file
+from trainwreck.errors import UsageError
 
 DEFAULT_REPORT = Path("trainwreck-report") / "report.json"  # where `injector run` writes it
 

@@ -10,6 +10,7 @@ workers, and re-runs a timeout alone before believing it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -22,10 +23,10 @@ import subprocess
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from pathlib import Path
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO, Literal
 
 from injector import __version__, fingerprint, protocol, reach, scratch
@@ -202,7 +203,7 @@ def gpu_count() -> int:
             count = pynvml.nvmlDeviceGetCount()
         finally:
             pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no library, no driver, no device: all mean no GPU
+    except Exception:
         return 0
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
@@ -266,7 +267,7 @@ class Campaign:
 
     def __enter__(self) -> Campaign:
         self.started = time.monotonic()
-        self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.created = datetime.now(UTC).isoformat(timespec="seconds")
         self.gpus = gpu_count()
         self.scratch = scratch.create()
         try:
@@ -329,10 +330,8 @@ class Campaign:
             for slot in self.slots:
                 _end(slot.process)
                 for fd in (slot.commands, slot.events):
-                    try:
+                    with contextlib.suppress(OSError):
                         os.close(fd)
-                    except OSError:
-                        pass
                 slot.log.close()
             self.slots = []
             if self.scratch is not None:

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from dataclasses import replace
+from datetime import UTC
 from pathlib import Path
 
 from injector import catalog, config
@@ -413,12 +414,12 @@ def _from_cache(cache, run_settings, args: argparse.Namespace, project: Path):
     """(the cache as this campaign uses it, the whole report when the last run on a tree where
     not one byte has changed since already has every outcome: then no worker starts)."""
     import time
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from injector import campaign, fingerprint, render
 
     started = time.monotonic()
-    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    created = datetime.now(UTC).isoformat(timespec="seconds")
     root = run_settings.root
     gpus = campaign.gpu_count()
     key = campaign.settings_digest(run_settings, gpus)

@@ -142,8 +142,7 @@ def _quiet(node: ast.AST) -> bool:
         return True
     if isinstance(node, ast.ClassDef):
         return True  # its parts are checked one by one
-    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr)) or isinstance(node, ast.expr) or \
-            isinstance(node, ast.keyword):
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Expr, ast.expr, ast.keyword)):
         for inner in ast.walk(node):
             if isinstance(inner, ast.Call) and _root_name(inner.func) != "pytest":
                 return False

@@ -481,9 +481,7 @@ def _drop_comment_lines(node: object) -> None:
     node.ca.comment = None
     for key, entry in node.ca.items.items():
         for slot, token in enumerate(entry):
-            if not isinstance(token, CommentToken):
-                entry[slot] = None
-            elif _is_block(node[key]) or not token.value.partition("\n")[0].strip():
+            if not isinstance(token, CommentToken) or _is_block(node[key]) or not token.value.partition("\n")[0].strip():
                 entry[slot] = None
             else:
                 entry[slot] = CommentToken(token.value.partition("\n")[0] + "\n", CommentMark(0), None)
@@ -520,7 +518,7 @@ def _guess_indent(text: str) -> tuple[int, int, int]:
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     mapping = min((len(found.group(1)) for line in lines
                    if (found := _KEY_LINE.match(line)) and found.group(1)), default=2)
-    for previous, line in zip(lines, lines[1:]):
+    for previous, line in zip(lines, lines[1:], strict=False):
         dash, key = _DASH_LINE.match(line), _KEY_LINE.match(previous)
         if dash and key and previous.rstrip().endswith(":"):
             offset = len(dash.group(1)) - len(key.group(1))
@@ -552,7 +550,7 @@ def _write_atomically(path: Path, text: str) -> None:
     target = path.resolve() if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="", dir=target.parent,
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="", dir=target.parent,  # noqa: SIM115 - renamed over the target below
                                          prefix=f".{target.name}.", suffix=".tmp", delete=False)
     try:
         with handle:

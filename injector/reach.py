@@ -142,9 +142,9 @@ def mutant_lines(source: str, edits) -> set[int]:
     except SyntaxError:
         return lines
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and not hasattr(node, "body") and node.end_lineno is not None:
-            if any(node.lineno <= last and first <= node.end_lineno for first, last in spans):
-                lines.update(range(node.lineno, node.end_lineno + 1))
+        if isinstance(node, ast.stmt) and not hasattr(node, "body") and node.end_lineno is not None and \
+                any(node.lineno <= last and first <= node.end_lineno for first, last in spans):
+            lines.update(range(node.lineno, node.end_lineno + 1))
     return lines
 
 

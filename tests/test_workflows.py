@@ -18,9 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import trainwreck_workflows
 from ruamel.yaml import YAML
 
-import trainwreck_workflows
 from injector import cli as injector_cli
 from injector.outcomes import Baseline, Outcome, Report
 from triage import cli as triage_cli
@@ -244,7 +244,7 @@ def run_script(script: str, tmp_path: Path, cwd: Path, env: dict[str, str]) -> t
 class PullRequests(BaseHTTPRequestHandler):
     """GET /repos/team/trainer/pulls/N on 127.0.0.1: PR 7 has head `aaaa...`; no other PR exists."""
 
-    def do_GET(self):  # noqa: N802 -- http.server's name
+    def do_GET(self):
         if self.path == "/repos/team/trainer/pulls/7" and self.headers["Authorization"] == "Bearer t0ken":
             body, status = json.dumps({"number": 7, "head": {"sha": "a" * 40}}).encode(), 200
         else:
@@ -300,7 +300,7 @@ def test_the_triage_step_trusts_the_artifact_only_for_the_pr_it_ran_for(tmp_path
         assert triage_cli.build_parser().parse_args(calls[0][1:]).pr == 7  # the real CLI takes it
     else:
         assert calls == []
-        assert f"::notice title=trainwreck::" in result.stdout and notice in result.stdout
+        assert "::notice title=trainwreck::" in result.stdout and notice in result.stdout
     assert "t0ken" not in result.stdout + result.stderr
 
 

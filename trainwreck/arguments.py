@@ -22,7 +22,7 @@ class Parser(argparse.ArgumentParser):
         command = self.prog.split()[0]
         self.exit(EXIT_USAGE, f"{command}: error: {message} (see {self.prog} --help)\n")
 
-    def parse_args(self, args=None, namespace=None):  # noqa: D102 - argparse's signature
+    def parse_args(self, args=None, namespace=None):
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
             # argparse reports these from the top parser; the subcommand's --help is the one to read

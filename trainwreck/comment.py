@@ -112,13 +112,14 @@ def _find(issue: github3.issues.Issue, marker: str) -> github3.issues.comment.Is
 
 
 def post(body: str, *, marker: str, target: Target, token: Secret | None, api: str,
-         policy: Policy = Policy(), dry_run: bool = False, hint: str | None = None) -> Posted:
+         policy: Policy | None = None, dry_run: bool = False, hint: str | None = None) -> Posted:
     """Create or update the comment on `target` that starts with `marker`, so that it reads
     `body` (cut to fit, `hint` added to the cut note); write nothing when it already does.
 
     With `dry_run` nothing is written: with a token the PR's comments are read to say what
     would happen; without one, nothing is read either.
     """
+    policy = policy if policy is not None else Policy()
     body = prepare(body, marker, hint=hint)
     if token is None:
         if dry_run:

@@ -240,7 +240,8 @@ def fit(body: str, limit: int = GITHUB_LIMIT, *, hint: str | None = None) -> str
     if outside is not None:
         # rather end where a section (or at least a paragraph) ends, when that costs little
         for rank, window in ((2, limit // 5), (1, 2_000)):
-            nicer = best(lambda b: b.fence is None and b.rank >= rank, outside.offset - window)
+            # the lambda runs within this iteration: `rank` is the one meant
+            nicer = best(lambda b: b.fence is None and b.rank >= rank, outside.offset - window)  # noqa: B023
             if nicer is not None:
                 outside = nicer
                 break

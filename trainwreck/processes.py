@@ -8,6 +8,7 @@ of escaping to init.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -54,15 +55,11 @@ def kill_tree(pid: int, grace: float = 1.0) -> None:
 
 
 def _signal_all(group: int, pids: list[int], sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def alive(pid: int) -> bool:

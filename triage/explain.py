@@ -10,9 +10,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
+from trainwreck.errors import BadInputError
 from triage import detectors, reader, table
 from triage.detectors import telemetry as telemetry_mod
-from trainwreck.errors import BadInputError
 from triage.records import Cause, Symptom
 from triage.series import Series, SeriesBuilder
 

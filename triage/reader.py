@@ -33,6 +33,7 @@ debug output, a warning every step) is read one line per keyword per `BLOCK` aft
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -270,10 +271,8 @@ class Matcher:
                 hits.append(lo + to - 1)
                 return len(hits) >= NON_FINITE_HITS
 
-            try:
+            with contextlib.suppress(self.hs.ScanTerminated):
                 self._words.scan(memoryview(buf)[lo:hi], match_event_handler=on)
-            except self.hs.ScanTerminated:
-                pass
             return hits
         ends = sorted(m.end() for p in self._word_res for m in p.finditer(buf, lo, hi))
         return [e - 1 for e in ends[:NON_FINITE_HITS]]

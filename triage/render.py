@@ -10,12 +10,11 @@ import os
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
-
 from trainwreck_templates import render as render_template
 
+from trainwreck.markdown import GITHUB_LIMIT, code_span, defuse_backticks, fit, inline, plain, unping
 from triage.explain import Diagnosis
 from triage.reader import BLOCK, MAX_LINE
-from trainwreck.markdown import GITHUB_LIMIT, code_span, defuse_backticks, fit, inline, plain, unping
 from triage.series import Series
 
 MARKER = "<!-- trainwreck:triage -->"
@@ -95,8 +94,8 @@ def text(report: Diagnosis, *, color: bool | None = None, width: int = 100) -> s
 
 def _closest(report: Diagnosis) -> str:
     """The causes that came nearest, for a run no cause explains: named, never asserted."""
-    from triage import table
     from trainwreck.errors import TableError
+    from triage import table
 
     try:
         near = table.rank(list(report.symptoms), table.load(), all_causes=True)[:2]
@@ -157,7 +156,7 @@ def chart(series: Series, failure_step: int | None) -> str | None:
     bad = [not math.isfinite(p.value) for p in chosen]
     scale = _scale(max(abs(v) for v in ys))
     ys = [v / 10 ** scale for v in ys]
-    labels = [f"{p.step} ({_word(p.value)})" if b else str(p.step) for p, b in zip(chosen, bad)]
+    labels = [f"{p.step} ({_word(p.value)})" if b else str(p.step) for p, b in zip(chosen, bad, strict=False)]
     lines = ["```mermaid", "xychart-beta"]
     title = f"{series.name} by step"
     notes = []

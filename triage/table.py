@@ -99,7 +99,7 @@ def _merge(base: dict[str, Rule], data: dict, origin: str) -> dict[str, Rule]:
         except KeyError:
             cid = str(raw_id)
             if not (entry.get("title") and entry.get("fix")) and cid not in out:
-                raise TableError(f"{origin}: {cid} is not a catalog id; give it a title and a fix")
+                raise TableError(f"{origin}: {cid} is not a catalog id; give it a title and a fix") from None
         old = out.get(cid) if not entry.get("replace") else None
         supports = dict(old.supports) if old else {}
         contradicts = dict(old.contradicts) if old else {}

@@ -11,6 +11,7 @@ take the `pynvml` module as an argument, so the record conversion is testable wi
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -79,20 +80,16 @@ def read_gpus(nvml: Any, handles: list[Any]) -> list[GpuReading]:
             continue
         util = mem_used = mem_total = None
         procs: tuple[tuple[int, int | None], ...] = ()
-        try:
+        with contextlib.suppress(nvml.NVMLError):
             util = float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
-        except nvml.NVMLError:
-            pass
         try:
             info = nvml.nvmlDeviceGetMemoryInfo(handle)
             mem_used, mem_total = int(info.used), int(info.total)
         except nvml.NVMLError:
             pass
-        try:
+        with contextlib.suppress(nvml.NVMLError):
             procs = tuple((int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
                           for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle))
-        except nvml.NVMLError:
-            pass
         out.append(GpuReading(index, util, mem_used, mem_total, procs))
     return out
 
@@ -225,8 +222,6 @@ class Sampler:
 
     def close(self) -> None:
         if self.nvml is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self.nvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001 - shutting down a broken driver must not end the run
-                pass
             self.nvml = None

@@ -192,7 +192,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _open(path: str, what: str) -> IO[bytes]:
     try:
-        return open(path, "wb")  # noqa: SIM115 - closed by the caller
+        return open(path, "wb")
     except OSError as exc:
         raise WatchError(f"{path}: cannot write the {what} ({exc.strerror or exc})") from None
 
@@ -518,7 +518,7 @@ def _read_back(opts: Options, outcome: RunEnd) -> Diagnosis | None:
         return explain(opts.log, telemetry=opts.telemetry if outcome.samples else None, search_cwd=True)
     except TrainwreckError:  # an empty log: nothing says the run failed
         return None
-    except Exception as exc:  # noqa: BLE001 - triage's own failure must not turn a passing run red
+    except Exception as exc:
         print(f"triage watch: triage of the log failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return None
 
@@ -553,7 +553,7 @@ def _explain(opts: Options, outcome: RunEnd, fmt: str, report_path: str | None, 
     except TrainwreckError as exc:
         print(f"triage watch: nothing to explain: {exc}", file=sys.stderr)
         return
-    except Exception as exc:  # noqa: BLE001 - triage's own failure must not hide the command's exit code
+    except Exception as exc:
         print(f"triage watch: triage failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return
     if report_path is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainwreck.errors import UsageError
 from injector.outcomes import Report
 from injector.report.facts import LABELS, second_looks
 from injector.report.html import html_inline, render_html
@@ -20,6 +19,7 @@ from injector.report.links import SourceLinks
 from injector.report.markdown import MARKER, render_markdown
 from injector.report.mte import mte_text, to_mutation_testing_elements
 from injector.report.score import Row, cached_text, headline, rows
+from trainwreck.errors import UsageError
 
 __all__ = [
     "LABELS", "MARKER", "Row", "SourceLinks", "cached_text", "from_file", "headline", "html_inline", "render_html",

@@ -8,10 +8,10 @@ from collections import Counter
 from markupsafe import Markup
 from trainwreck_templates import render
 
-from trainwreck.markdown import split_code
 from injector.outcomes import ERROR, STATUSES, SURVIVED, Outcome, Report
 from injector.report.facts import LABELS, catalog_entry, duration_text, where
 from injector.report.score import Row, cached_text, headline, percent_text, rows
+from trainwreck.markdown import split_code
 
 
 def html_inline(text: str) -> Markup:

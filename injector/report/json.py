@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trainwreck.errors import UsageError
 from injector.outcomes import STATUSES, Report
+from trainwreck.errors import UsageError
 
 
 def to_json(report: Report) -> str:

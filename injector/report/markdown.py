@@ -13,16 +13,16 @@ from typing import Any
 from markupsafe import Markup
 from trainwreck_templates import render
 
-from trainwreck.markdown import GITHUB_LIMIT
-from trainwreck.markdown import code_span as md_code
-from trainwreck.markdown import fence as md_fence
-from trainwreck.markdown import inline as md_inline
-from trainwreck.markdown import unping as _unping
 from injector.outcomes import ERROR, IGNORED, KILLED, NO_COVERAGE, STATUSES, SURVIVED, TIMEOUT, Outcome, Report
 from injector.report.facts import LABELS, catalog_entry, duration_text, second_looks, where
 from injector.report.html import html_inline
 from injector.report.links import SourceLinks
 from injector.report.score import Row, cached_text, headline, percent_text, rows
+from trainwreck.markdown import GITHUB_LIMIT
+from trainwreck.markdown import code_span as md_code
+from trainwreck.markdown import fence as md_fence
+from trainwreck.markdown import inline as md_inline
+from trainwreck.markdown import unping as _unping
 
 MARKER = "<!-- trainwreck:mutation-report -->"  # finds the sticky PR comment again
 COLLAPSE_FROM = 6  # from this many survivors on, each fault's survivors fold into <details>

@@ -8,9 +8,9 @@ import signal
 import sys
 from pathlib import Path
 
-from trainwreck import processes
 from injector.worker import forking
 from injector.worker.core import Worker
+from trainwreck import processes
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 

@@ -19,6 +19,7 @@ sources, never read back from the slot) and whatever the guard left running is e
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 import importlib
 import importlib.util
@@ -160,7 +161,7 @@ class Worker:
             if finished.result is None or "tests" not in finished.result:
                 error = (finished.result or {}).get("error")
                 self.fatal(f"the guard crashed the test process ({error or finished.describe()})")
-            for name, record in zip(self.order, finished.result["tests"]):
+            for name, record in zip(self.order, finished.result["tests"], strict=False):
                 records[name]["outcomes"].append(record["outcome"])
                 records[name]["duration"] = max(records[name]["duration"], record["duration"])
                 records[name]["reach"].update(reach.Reach.from_json(record["reach"]))
@@ -217,7 +218,7 @@ class Worker:
                 report_modules()
             # A test that uses a fixture shared across tests depends on what that fixture ran,
             # in whichever test it was set up.
-            for item, record in zip(items, records):
+            for item, record in zip(items, records, strict=False):
                 for name in getattr(item, "fixturenames", ()):
                     record["reach"].update(self.fixture_reach.get(name, reach.Reach()))
                 record["reach"] = record["reach"].to_json()
@@ -478,7 +479,7 @@ class Worker:
                 continue
             try:
                 importlib.import_module(name)
-            except BaseException:  # noqa: BLE001 - a module that will not import here is skipped
+            except BaseException:
                 sys.modules.pop(name, None)
 
     def _warm_command_imports(self) -> None:
@@ -514,18 +515,14 @@ class Worker:
     def _limit_threads(self) -> None:
         torch = sys.modules.get("torch")
         if torch is not None:
-            try:
+            with contextlib.suppress(Exception):
                 torch.set_num_threads(self.threads)
-            except Exception:  # noqa: BLE001 - a torch without the call: the environment variables hold
-                pass
 
     def _child_prologue(self) -> None:
         """In a forked child: let go of the campaign's pipes, keep the slot's thread share."""
         for fd in (self.commands, self.events):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self._limit_threads()
 
 
@@ -584,7 +581,7 @@ def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
         return False
     if len(a.co_consts) != len(b.co_consts):
         return False
-    for x, y in zip(a.co_consts, b.co_consts):
+    for x, y in zip(a.co_consts, b.co_consts, strict=False):
         if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
             if not _same_code(x, y):
                 return False

@@ -8,6 +8,7 @@ they run, and one result at the end.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -17,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from trainwreck import processes
 from injector.worker.output import MESSAGE_LIMIT, describe_status
+from trainwreck import processes
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,8 @@ def run_in_child(work: Callable[[Callable[[dict], None]], dict], limit: float,
         os.close(read)
         _child(lambda: work(lambda message: send(write, {"progress": message})), write)
     os.close(write)
-    try:
+    with contextlib.suppress(PermissionError, ProcessLookupError):
         os.setpgid(pid, pid)
-    except (PermissionError, ProcessLookupError):
-        pass
     deadline = time.monotonic() + limit
     buffer = b""
     result = None
@@ -86,10 +85,8 @@ def run_in_child(work: Callable[[Callable[[dict], None]], dict], limit: float,
 def end_tree(pid: int) -> None:
     """End what a child left running: its process group, and any process that escaped the
     group and was re-parented to this (subreaper) process."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     for orphan in processes.children(os.getpid()):
         processes.kill_tree(orphan, grace=0.2)
         _reap(orphan)
@@ -111,7 +108,7 @@ def _child(work: Callable[[], dict], write: int) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         result = work()
-    except BaseException as error:  # noqa: BLE001 - anything the guard raises is a result
+    except BaseException as error:
         message = f"{type(error).__name__}: {error}"[:MESSAGE_LIMIT]
         result = {"status": "error", "error": message, "message": message}
         code = 1
@@ -139,8 +136,6 @@ def silence_output() -> None:
 def abandon(code: int) -> NoReturn:
     """End every process this one started and leave now."""
     for pid in processes.descendants(os.getpid()):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     os._exit(code)

@@ -113,13 +113,13 @@ class PythonCommand:
                 runpy.run_path(str(script), run_name="__main__")
         except SystemExit as leaving:
             code = _exit_code(leaving.code)
-        except BaseException:  # noqa: BLE001 - printed as python prints an uncaught exception
+        except BaseException:
             sys.excepthook(*sys.exc_info())
             code = 1
         try:
             threading._shutdown()  # type: ignore[attr-defined]  # wait for non-daemon threads, as python does
             atexit._run_exitfuncs()
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             code = code or 1
         sys.stdout.flush()
         sys.stderr.flush()

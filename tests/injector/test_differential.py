@@ -107,7 +107,7 @@ def naive_truth(case: str, project: Path) -> dict[str, str]:
         mutants, guard = fixture_mutants(project)
         with ThreadPoolExecutor(2) as pool:
             verdicts = pool.map(lambda m: naive_outcome(project, m, guard), mutants)
-            _naive_cache[case] = {m.id: verdict for m, verdict in zip(mutants, verdicts)}
+            _naive_cache[case] = {m.id: verdict for m, verdict in zip(mutants, verdicts, strict=False)}
     return _naive_cache[case]
 
 

@@ -8,7 +8,6 @@ a test) and compare every outcome of the cached re-run with a `--no-cache` run o
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -13,9 +13,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import trainwreck_workflows
 from ruamel.yaml import YAML
 
-import trainwreck_workflows
 from injector import config, init
 from injector.cli import main
 

@@ -13,9 +13,9 @@ from report_samples import make_report, outcome
 
 from injector import catalog
 from injector import report as rendering
+from injector.outcomes import SCHEMA, Outcome, Report
 from trainwreck.errors import UsageError
 from trainwreck.markdown import GITHUB_LIMIT
-from injector.outcomes import SCHEMA, Outcome, Report
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_flaky_guard_tests_and_uncovered_mutants_are_named(markdown):
 
 
 def test_many_survivors_fold_into_details_per_fault():
-    survivors = [outcome(("s%011d" % n, fault, "demo/train.py", line, new, "survived here",
+    survivors = [outcome((f"s{n:011d}", fault, "demo/train.py", line, new, "survived here",
                           "survived", None, None))
                  for n, (fault, line, new) in enumerate(
                      [("missing-zero-grad", 15, ""), ("missing-backward", 18, ""),

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from capture_answers import OUT, corpus_logs
+
 from triage import reader
 from triage.explain import explain
 

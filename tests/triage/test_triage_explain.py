@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from triage_corpus import LOGS, MANIFEST, logs_for, one_log
 
 from injector import catalog
-from triage_corpus import LOGS, MANIFEST, logs_for, one_log
-from triage import cli, render, table
 from trainwreck.errors import TableError
+from triage import cli, render, table
 from triage.explain import explain
 
 HELDOUT = LOGS.parent / "heldout"

@@ -56,9 +56,9 @@ def live(markdown: str) -> list[str]:
         if token.type == "html_block" and not ours.fullmatch(token.content):
             found.append(token.content)
         for child in token.children or []:
-            if child.type in ("html_inline", "link_open", "image"):
-                if not (child.type == "html_inline" and ours.fullmatch(child.content)):
-                    found.append(child.type + " " + child.content)
+            if child.type in ("html_inline", "link_open", "image") and \
+                    not (child.type == "html_inline" and ours.fullmatch(child.content)):
+                found.append(child.type + " " + child.content)
             if child.type == "text":
                 found += re.findall(r"@[A-Za-z0-9]|#\d|\b[a-z]+://|\bwww\.", child.content)
     return found

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import re
-
 import gzip
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from triage_corpus import LOGS, one_log
-from triage import reader
+
 from trainwreck.errors import BadInputError
+from triage import reader
 from triage.explain import explain
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from triage_corpus import LOGS
+
 from triage import reader
 from triage.series import SeriesBuilder, parse_reading
 

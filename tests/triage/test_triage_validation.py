@@ -12,8 +12,8 @@ import math
 import random
 
 import pytest
-
 from triage_corpus import CORPUS, MANIFEST, logs_for
+
 from triage import detectors, reader
 from triage.detectors import numeric, validation
 from triage.series import Point, Series, SeriesBuilder

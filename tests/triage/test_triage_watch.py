@@ -7,6 +7,7 @@ fake is `FakeNVML` below: NVML needs an NVIDIA GPU and driver, which this CI doe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,10 +64,8 @@ def wait_for(condition, timeout: float = 10.0):
 def end(marker: str) -> None:
     """Kill every live process whose command line holds `marker`."""
     for pid in survivors(marker):
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def test_output_passes_through_unchanged_and_lands_in_the_log(tmp_path):

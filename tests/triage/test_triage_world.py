@@ -63,6 +63,6 @@ def test_healthy_excerpt_names_no_cause(entry):
 def test_accuracy_goal_holds_on_each_half(split):
     runs = [m for m in FAULTY if m["split"] == split]
     named = [ids(m) for m in runs]
-    top1 = sum(n[:1] == [m["cause"]] for m, n in zip(runs, named)) / len(runs)
-    top3 = sum(m["cause"] in n[:3] for m, n in zip(runs, named)) / len(runs)
+    top1 = sum(n[:1] == [m["cause"]] for m, n in zip(runs, named, strict=False)) / len(runs)
+    top3 = sum(m["cause"] in n[:3] for m, n in zip(runs, named, strict=False)) / len(runs)
     assert top1 >= 0.9 and top3 >= 0.97, (split, top1, top3)

@@ -127,9 +127,9 @@ def non_finite(loss: Series, grad: Series | None) -> list[Symptom]:
 def _swinging(vals: list[float], swing: float = 0.15) -> bool:
     """True if the values rose and fell by more than `swing` a step, twice or more."""
     pos = [v for v in vals if v > 0]
-    moves = [math.log(b / a) for a, b in zip(pos, pos[1:])]
+    moves = [math.log(b / a) for a, b in zip(pos, pos[1:], strict=False)]
     signs = [1 if m > math.log(1 + swing) else -1 for m in moves if abs(m) > math.log(1 + swing)]
-    return sum(1 for a, b in zip(signs, signs[1:]) if a != b) >= 2 and signs.count(1) >= 2
+    return sum(1 for a, b in zip(signs, signs[1:], strict=False) if a != b) >= 2 and signs.count(1) >= 2
 
 
 def divergence(loss: Series) -> list[Symptom]:
@@ -309,7 +309,7 @@ def _corr(xs: list[float], ys: list[float]) -> float:
     syy = sum((y - my) ** 2 for y in ys)
     if sxx == 0 or syy == 0:
         return 0.0
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / math.sqrt(sxx * syy)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=False)) / math.sqrt(sxx * syy)
 
 
 def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:
@@ -360,7 +360,7 @@ def grad_trends(grad: Series) -> list[Symptom]:
     if len(vals) >= 3:
         # a jump counts only if it also towers over the run's usual gradient norm so far:
         # a healthy run's norm can jump 10x from a near-zero value
-        ratios = [(b / a, i) for i, (a, b) in enumerate(zip(vals, vals[1:]))
+        ratios = [(b / a, i) for i, (a, b) in enumerate(zip(vals, vals[1:], strict=False))
                   if a > 0 and i >= 2 and b >= 10 * a and b > 10 * median(vals[: i + 1])]
         if ratios:
             worst, i = max(ratios)
@@ -375,7 +375,7 @@ def grad_trends(grad: Series) -> list[Symptom]:
     if len(seg) >= 6:
         xs = [float(p.step) for p in seg]
         ys = [p.value for p in seg]
-        ups = sum(1 for a, b in zip(ys, ys[1:]) if b > a) / (len(ys) - 1)
+        ups = sum(1 for a, b in zip(ys, ys[1:], strict=False) if b > a) / (len(ys) - 1)
         r2, slope = _fit(xs, ys)
         if ups >= 0.7 and r2 >= 0.8 and slope > 0 and ys[-1] >= 4 * ys[0]:
             out.append(Symptom("grad-norm-linear-growth",
@@ -389,7 +389,7 @@ def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     mx, my = _mean(xs), _mean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     syy = sum((y - my) ** 2 for y in ys)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=False))
     if sxx == 0 or syy == 0:
         return 0.0, 0.0
     return sxy * sxy / (sxx * syy), sxy / sxx
@@ -423,7 +423,7 @@ def scale_collapse(scale: Series) -> list[Symptom]:
     pts = scale.finite()
     if len(pts) < 3:
         return []
-    drops = sum(1 for a, b in zip(pts, pts[1:]) if b.value < a.value)
+    drops = sum(1 for a, b in zip(pts, pts[1:], strict=False) if b.value < a.value)
     if drops >= 4 and (pts[-1].value <= pts[0].value / 256 or pts[-1].value < 1):
         return [Symptom("loss-scale-collapse",
                         f"the AMP loss scale fell from {pts[0].value:.3g} to {pts[-1].value:.3g}: "
@@ -442,7 +442,7 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
     n = len(vals)
     first_half = vals[n // 2] - vals[0]
     second_half = vals[-1] - vals[n // 2]
-    ups = sum(1 for a, b in zip(vals[n // 2:], vals[n // 2 + 1:]) if b > a) / max(1, n - n // 2 - 1)
+    ups = sum(1 for a, b in zip(vals[n // 2:], vals[n // 2 + 1:], strict=False) if b > a) / max(1, n - n // 2 - 1)
     total = vals[-1] - vals[0]
     # a few percent of drift is the allocator settling in; a leak keeps adding to it
     if not (total > 0.04 * abs(vals[0]) and second_half > 0.4 * max(first_half, 0) and second_half > 0
@@ -453,11 +453,11 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
     if val is not None and val.points:
         val_lines = sorted(p.line for p in val.points if p.line is not None)
         at_eval = 0.0
-        for a, b in zip(pts, pts[1:]):
+        for a, b in zip(pts, pts[1:], strict=False):
             if b.value > a.value and a.line is not None and b.line is not None and \
                     any(a.line < v < b.line for v in val_lines):
                 at_eval += b.value - a.value
-        grown = sum(max(0.0, b - a) for a, b in zip(vals, vals[1:]))
+        grown = sum(max(0.0, b - a) for a, b in zip(vals, vals[1:], strict=False))
         if grown > 0 and at_eval / grown >= 0.7:
             return [Symptom("memory-grows-at-eval",
                             f"memory grew from {vals[0]:.4g} to {vals[-1]:.4g}, "
@@ -468,7 +468,7 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
 
 
 def data_wait(data: Series, batch: Series) -> list[Symptom]:
-    pairs = [(d, b) for d, b in zip(data.finite(), batch.finite()) if b.value > 0]
+    pairs = [(d, b) for d, b in zip(data.finite(), batch.finite(), strict=False) if b.value > 0]
     if len(pairs) < 3:
         return []
     share = median(d.value / b.value for d, b in pairs)

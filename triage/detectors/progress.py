@@ -64,7 +64,7 @@ def detect(ctx: Context) -> list[Symptom]:
             stamped.append((t, rd))
     if len(stamped) < 6:
         return []
-    gaps = [b[0] - a[0] for a, b in zip(stamped, stamped[1:])]
+    gaps = [b[0] - a[0] for a, b in zip(stamped, stamped[1:], strict=False)]
     usual = median(gaps[:-1])
     last = gaps[-1]
     if last >= MIN_GAP_S and last >= 20 * max(usual, 1.0):

@@ -149,7 +149,7 @@ def climb(loss: Series) -> list[Symptom]:
     hi = lo + max(range(len(tail)), key=lambda i: tail[i])
     rise = logs[hi] - logs[lo]
     out: list[Symptom] = []
-    steps = [b - a for a, b in zip(logs[lo:hi], logs[lo + 1:hi + 1])]
+    steps = [b - a for a, b in zip(logs[lo:hi], logs[lo + 1:hi + 1], strict=False)]
     biggest = max(steps) if steps else 0.0
     if rise >= math.log(CLIMB_RATIO) and hi - lo >= CLIMB_POINTS and biggest < 0.5 * rise:
         ups = sum(1 for s in steps if s > 0) / len(steps)
@@ -253,10 +253,10 @@ def non_finite_shape(loss: Series) -> list[Symptom]:
             step=pts[first].step, value=float(len(bad))))
     before = [p.value for p in pts[:first] if math.isfinite(p.value) and p.value > 0]
     if len(before) >= 4:
-        moves = [math.log(b / a) for a, b in zip(before, before[1:])]
+        moves = [math.log(b / a) for a, b in zip(before, before[1:], strict=False)]
         signs = [1 if m > math.log(1 + SWING) else -1 if m < -math.log(1 + SWING) else 0 for m in moves]
         signs = [s for s in signs if s]
-        flips = sum(1 for a, b in zip(signs, signs[1:]) if a != b)
+        flips = sum(1 for a, b in zip(signs, signs[1:], strict=False) if a != b)
         if flips >= 2 and sum(1 for s in signs if s > 0) >= 2:
             out.append(Symptom(
                 "non-finite-after-unstable",

@@ -29,8 +29,8 @@ import math
 import os
 from statistics import median
 
-from triage.detectors import Context
 from trainwreck.errors import BadInputError
+from triage.detectors import Context
 from triage.records import Evidence, Symptom
 
 # The symptom names this detector emits (the cause table may only name declared symptoms).
@@ -108,7 +108,7 @@ def detect(ctx: Context) -> list[Symptom]:
         mem = [s for s in samples if "mem_used" in s]
         if len(mem) >= 5:
             vals = [s["mem_used"] for s in mem]
-            ups = sum(1 for a, b in zip(vals, vals[1:]) if b > a) / (len(vals) - 1)
+            ups = sum(1 for a, b in zip(vals, vals[1:], strict=False) if b > a) / (len(vals) - 1)
             if ups >= 0.6 and vals[-1] > 1.1 * vals[0] > 0:
                 out.append(Symptom("gpu-memory-climbing",
                                    f"GPU {gpu:.0f} memory climbed from {vals[0]:.6g} to {vals[-1]:.6g}",
@@ -129,7 +129,7 @@ def _host_memory(samples: list[dict[str, float]]) -> list[Symptom]:
         return []
     vals = [s["mem_used"] for s in mem]
     # a few pages of allocator jitter is not growth: count rises of at least 0.5%
-    ups = sum(1 for a, b in zip(vals, vals[1:]) if b > a * 1.005) / (len(vals) - 1)
+    ups = sum(1 for a, b in zip(vals, vals[1:], strict=False) if b > a * 1.005) / (len(vals) - 1)
     half = len(vals) // 2
     # the very last sample may catch the run freeing memory on its way out
     peak = max(mem[-3:], key=lambda s: s["mem_used"])

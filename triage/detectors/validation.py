@@ -67,7 +67,7 @@ def noise(xs: list[float], *, robust: bool = True) -> float:
     s * sqrt(6)). `robust` takes their median, so one odd value does not decide; otherwise
     their mean, which uses every jump and so needs fewer evaluations to be sure.
     """
-    d = [abs(c - 2 * b + a) for a, b, c in zip(xs, xs[1:], xs[2:])]
+    d = [abs(c - 2 * b + a) for a, b, c in zip(xs, xs[1:], xs[2:], strict=False)]
     if not d:
         return 0.0
     if robust:
@@ -174,7 +174,7 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
     need = NOISE_SHARE * (1 if decayed else UNDECAYED_FACTOR)
     if share < need:
         return []
-    a, b = max(zip(window, window[1:]), key=lambda ab: abs(ab[1].value - ab[0].value))
+    a, b = max(zip(window, window[1:], strict=False), key=lambda ab: abs(ab[1].value - ab[0].value))
     where = (f"after the learning rate decayed (from step {window[0].step})" if decayed
              else f"from step {window[0].step}")
     name = val.name if val else "val_loss"

@@ -185,6 +185,7 @@ def main() -> None:
     rank = 0
     if distributed:
         import datetime
+
         import torch.distributed as dist
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=8))
         rank = dist.get_rank()

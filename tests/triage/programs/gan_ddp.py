@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
-import os
 import sys
 
 import torch

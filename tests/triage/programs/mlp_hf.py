@@ -8,8 +8,6 @@ Kept for reproduction only (needs `transformers`); the tests read the logs it le
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import sys
 import tempfile
 
