@@ -369,7 +369,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.shard != (1, 1):
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     _write_reports(report, args)
-    return _gate(report, args.fail_under if args.fail_under is not None else settings.fail_under)
+    fail_under = args.fail_under
+    if fail_under is None and args.shard == (1, 1):
+        # a shard's score is part of one: the configured gate applies to `injector merge`'s
+        fail_under = settings.fail_under
+    return _gate(report, fail_under)
 
 
 # What makes a folder a Python project `injector run` can run with no PROJECT argument.

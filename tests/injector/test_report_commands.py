@@ -183,3 +183,17 @@ def test_apply_suggests_git_checkout_only_for_a_clean_tracked_file(capsys, campa
     assert code == 0 and f"`git checkout -- {killed['file']}`" in err
     subprocess.run(["git", "checkout", "--", killed["file"]], cwd=project, check=True)
     assert guard_passes(project)
+
+
+def test_a_shard_leaves_the_configured_gate_to_the_merge(capsys, project, tmp_path, monkeypatch):
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + "fail-under = 100\n")
+    shards = []
+    for index in (1, 2):
+        shards.append(tmp_path / f"shard-{index}.json")
+        code, _, err = run(capsys, "run", project, "--shard", f"{index}/2", "--json", shards[-1],
+                           "--operators", "missing-zero-grad,missing-backward,missing-eval-mode")
+        assert code == 0, err
+    monkeypatch.chdir(project)
+    code, _, err = run(capsys, "merge", *shards, "--json", tmp_path / "merged.json")
+    assert code == EXIT_UNDER and "is below --fail-under 100%" in err
