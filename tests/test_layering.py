@@ -23,8 +23,13 @@ FORBIDDEN = {
     "injector": {"triage"},
 }
 # where each package's source lives in the tree
-SOURCES = {"trainwreck": "trainwreck", "trainwreck_templates": "templates",
-           "trainwreck_workflows": "workflows", "injector": "injector", "triage": "triage"}
+SOURCES = {
+    "trainwreck": "trainwreck",
+    "trainwreck_templates": "templates",
+    "trainwreck_workflows": "workflows",
+    "injector": "injector",
+    "triage": "triage",
+}
 
 
 def module_name(package: str, path: Path) -> str:
@@ -49,9 +54,14 @@ def imported(source: str, module: str, is_package: bool) -> set[str]:
             names.add(origin)
             # `from pkg import sub` may import the submodule pkg.sub
             names.update(f"{origin}.{alias.name}" for alias in node.names if alias.name != "*")
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "import_module" and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             names.add(node.args[0].value)
     return names
 
@@ -70,8 +80,7 @@ def package_modules(package: str) -> dict[str, tuple[str, bool]]:
     folder = ROOT / SOURCES[package]
     # the bundled demo is a user's project, not part of the layering
     files = [p for p in folder.rglob("*.py") if "demo" not in p.relative_to(folder).parts]
-    return {module_name(package, p): (p.read_text(encoding="utf-8"), p.name == "__init__.py")
-            for p in files}
+    return {module_name(package, p): (p.read_text(encoding="utf-8"), p.name == "__init__.py") for p in files}
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
@@ -87,12 +96,15 @@ def test_triage_builds_on_the_shared_plumbing():
     assert {"trainwreck.comment", "trainwreck.github", "trainwreck.errors"} <= names
 
 
-@pytest.mark.parametrize("code", [
-    "from triage import render",
-    "def later():\n    import triage.comment\n",
-    "import importlib\nimportlib.import_module('triage.cli')",
-    "from ...triage import cli",  # relative, from injector.worker.core: the top-level triage
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "from triage import render",
+        "def later():\n    import triage.comment\n",
+        "import importlib\nimportlib.import_module('triage.cli')",
+        "from ...triage import cli",  # relative, from injector.worker.core: the top-level triage
+    ],
+)
 def test_a_cycle_in_a_lazy_or_indirect_import_is_caught(code):
     found = violations("injector", {"injector.worker.core": (code, False)})
     assert found and all(line.startswith("injector.worker.core imports triage") for line in found)
@@ -103,4 +115,6 @@ def test_relative_imports_resolve_to_their_package():
     assert "injector.worker.core" in imported("from .core import x", "injector.worker", True)
     assert "trainwreck.triage" in imported("from ..triage import y", "trainwreck.a.b", False)
     assert violations("trainwreck", {"trainwreck.a.b": ("from ...triage import y", False)}) == [
-        "trainwreck.a.b imports triage", "trainwreck.a.b imports triage.y"]
+        "trainwreck.a.b imports triage",
+        "trainwreck.a.b imports triage.y",
+    ]
