@@ -51,6 +51,16 @@ class MissingNoGradEval(Operator):
              "    return out\n"),
         ),
         Example(
+            # fairseq's criteria run the model they are handed.
+            "def valid_step(self, sample, model, criterion):\n"
+            "    with torch.no_grad():\n"
+            "        loss, size, logs = criterion(model, sample)\n"
+            "    return loss\n",
+            ("def valid_step(self, sample, model, criterion):\n"
+             "    loss, size, logs = criterion(model, sample)\n"
+             "    return loss\n",),
+        ),
+        Example(
             "with torch.no_grad(): val = model(x)\n",
             ("val = model(x)\n",),
         ),

@@ -56,6 +56,26 @@ class NoGradTraining(Operator):
              "        loss.backward()\n",),
         ),
         Example(
+            # The loss computed in branches: the forward and the whole `if`.
+            "import torch\n"
+            "for x, y in loader:\n"
+            "    out = model(x)\n"
+            "    if kind == 'eps':\n"
+            "        loss = F.mse_loss(out, y)\n"
+            "    else:\n"
+            "        loss = F.l1_loss(out, y)\n"
+            "    loss.backward()\n",
+            ("import torch\n"
+             "for x, y in loader:\n"
+             "    with torch.no_grad():\n"
+             "        out = model(x)\n"
+             "        if kind == 'eps':\n"
+             "            loss = F.mse_loss(out, y)\n"
+             "        else:\n"
+             "            loss = F.l1_loss(out, y)\n"
+             "    loss.backward()\n",),
+        ),
+        Example(
             # `accelerator.backward(loss)`: the loss is the argument, not the accelerator.
             "import torch\n"
             "accelerator = Accelerator()\n"
