@@ -421,11 +421,34 @@ class Training:
         if always is not None:
             return [always]
         function = self.source.function_of(backward.call)
+        if function is not None and name in {p.name.value for p in function.params.params}:
+            return self._returned_elsewhere(name, function)
         before = self.source.span(backward.call)[0]
         return [assign for assign in self.assigned_names.get(name, ())
                 if self.source.span(assign)[0] < before and self.source.function_of(assign) is function
                 and assign.value is not None and not _reads(self.source, assign.value, name)
                 and self.branch_of(assign, backward.call) is not None]
+
+    def _returned_elsewhere(self, name: str, function: cst.FunctionDef) -> list[cst.Assign | cst.AnnAssign]:
+        """A loss handed to the backward's function as a parameter (timm's `_backward(_loss)`):
+        where a sibling function of the file computes a value of that name and returns it
+        (`def _forward(): ... _loss = result['loss'] ... return _loss, result`)."""
+        found = []
+        for assign in self.assigned_names.get(name, ()):
+            owner = self.source.function_of(assign)
+            if owner is None or owner is function or assign.value is None or \
+                    _reads(self.source, assign.value, name):
+                continue
+            if any(isinstance(a, (cst.If, cst.For, cst.While, cst.Try))
+                   for a in _ancestors_within(self.source, assign, owner)):
+                continue
+            returns = [r for r in self.source.within(owner.body, cst.Return) if r.value is not None and
+                       self.source.function_of(r) is owner]
+            if any(any(isinstance(n, cst.Name) and n.value == name
+                       for n in ([r.value] + [e.value for e in getattr(r.value, "elements", [])]))
+                   for r in returns):
+                found = [a for a in found if self.source.function_of(a) is not owner] + [assign]
+        return found
 
     def branch_of(self, assign: cst.CSTNode, use: cst.CSTNode) -> cst.If | None:
         """The outermost `if` around `assign` (within its function) that does not also hold `use`."""

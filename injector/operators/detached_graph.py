@@ -57,6 +57,27 @@ class DetachedGraph(Operator):
              "accelerator.backward(loss)\n"),
         ),
         Example(
+            # The loss reaches backward as a parameter of a nested function (timm's train loop).
+            "def train_one_epoch(model, loader):\n"
+            "    def _forward():\n"
+            "        result = task(x, y)\n"
+            "        _loss = result['loss']\n"
+            "        return _loss, result\n"
+            "    def _backward(_loss):\n"
+            "        _loss.backward()\n"
+            "    loss, result = _forward()\n"
+            "    _backward(loss)\n",
+            ("def train_one_epoch(model, loader):\n"
+             "    def _forward():\n"
+             "        result = task(x, y)\n"
+             "        _loss = result['loss'].detach()\n"
+             "        return _loss, result\n"
+             "    def _backward(_loss):\n"
+             "        _loss.backward()\n"
+             "    loss, result = _forward()\n"
+             "    _backward(loss)\n",),
+        ),
+        Example(
             "for x, y in loader:\n"
             "    loss = model(x, y)\n"
             "    if accum > 1:\n"
