@@ -503,6 +503,8 @@ _DISTRIBUTED_NAMES = frozenset({
     "fully_shard", "init_process_group", "get_rank", "get_world_size", "all_reduce", "all_gather",
     "reduce_scatter", "barrier", "Accelerator", "accelerator", "Fabric", "fabric", "xm", "deepspeed",
     "hvd", "horovod", "local_rank", "world_size", "no_sync", "ddp", "dist",
+    # the reference scripts' helpers that all-reduce across processes
+    "reduce_dict", "synchronize_between_processes", "reduce_across_processes",
 })
 
 
@@ -589,7 +591,15 @@ def sets_mode(call: cst.Call) -> bool:
     if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
         return False
     owner = (last_name(call.func.value) or "").lower()
-    return not any(word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment"))
+    return not any(word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment")) \
+        and not is_criterion(call.func.value)
+
+
+def is_criterion(expr: cst.BaseExpression) -> bool:
+    """True for a loss module by its name (`criterion`, `loss_fn`, `self.dino_loss`): switching its
+    mode changes nothing unless it holds dropout or batch-norm, which criteria do not."""
+    name = (last_name(expr) or "").lower()
+    return "criterion" in name or "loss" in name
 
 
 def is_literal_bool(expr: cst.BaseExpression, value: bool | None = None) -> bool:

@@ -13,7 +13,8 @@ def _is_device(expr: cst.BaseExpression) -> bool:
         value = expr.evaluated_value
         return isinstance(value, str) and value.split(":")[0] in ACCELERATORS
     if isinstance(expr, cst.Call):
-        return (dotted(expr.func) or "").endswith("device")
+        # `torch.device(...)`, `get_device()`, and helpers such as `dist_util.dev()`
+        return (dotted(expr.func) or "").endswith("device") or callee_name(expr) == "dev"
     name = (last_name(expr) or "").lower()
     return any(word in name for word in ("device", "rank", "gpu", "cuda")) or name == "dev"
 
@@ -87,6 +88,13 @@ class DeviceMismatch(Operator):
             ("def get_batch(split):\n"
              "    x, y = sample(split)\n"
              "    return x.pin_memory(), y\n",),
+        ),
+        Example(
+            # A device from a project helper (`dist_util.dev()`).
+            "for i in range(0, len(batch), micro):\n"
+            "    x = batch[i : i + micro].to(dist_util.dev())\n",
+            ("for i in range(0, len(batch), micro):\n"
+             "    x = batch[i : i + micro]\n",),
         ),
         Example(
             # A library helper that moves the batch (ignite's `convert_tensor`).

@@ -12,6 +12,19 @@ LIMIT = {"clip_grad_norm_": "max_norm", "clip_grad_norm": "max_norm", "clip_grad
 SETTINGS = frozenset({"gradient_clipping", "gradient_clip_val"})
 
 
+def _result_unused(source, statement, call: cst.Call) -> bool:
+    """True for `name = call` where nothing in the function reads `name` again."""
+    if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Name)):
+        return False
+    name = statement.targets[0].target.value
+    scope = source.function_of(statement)
+    for node in source.within(scope.body if scope is not None else source.module, cst.Name):
+        if node.value == name and not isinstance(source.parent(node), cst.AssignTarget):
+            return False  # read somewhere (assigning it again is no read)
+    return True
+
+
 class MissingGradClipping(Operator):
     id = "missing-grad-clipping"
     summary = ("Delete `clip_grad_norm_` / `clip_grad_value_`; where its result is used, keep the "
@@ -26,6 +39,18 @@ class MissingGradClipping(Operator):
         Example(
             "grad_norm = clip_grad_norm_(params, args.clip)\nlog(grad_norm=grad_norm)\n",
             ("grad_norm = clip_grad_norm_(params, float(\"inf\"))\nlog(grad_norm=grad_norm)\n",),
+        ),
+        Example(
+            # A clipping helper whose result nothing reads.
+            "def step(args):\n"
+            "    param_norms = None\n"
+            "    loss.backward()\n"
+            "    param_norms = utils.clip_gradients(student, args.clip_grad)\n"
+            "    optimizer.step()\n",
+            ("def step(args):\n"
+             "    param_norms = None\n"
+             "    loss.backward()\n"
+             "    optimizer.step()\n",),
         ),
         Example(
             # A library's clipping helper, and the settings that make a framework clip.
@@ -49,15 +74,18 @@ class MissingGradClipping(Operator):
     )
     untouched = ("max_norm = 1.0\n", "clip(x, 0, 1)\n",
                  "config = {'gradient_clipping': 0.0}\ntrainer = Trainer(gradient_clip_val=None)\n",
-                 "config = {'lr': 2e-5, 'max_grad_norm': 1.0}\n")
+                 "config = {'lr': 2e-5, 'max_grad_norm': 1.0}\n",
+                 "def step():\n    norms = utils.clip_gradients(model, 1.0)\n    log(norms)\n")
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
             if name not in LIMIT:
                 statement = source.parent(call)
-                if "clip_grad" in name and statement_call(statement) is call and source.is_reachable(statement):
-                    # a library's own clipping helper: timm's `dispatch_clip_grad(params, value)`
+                if "clip_grad" in name and source.is_reachable(statement) and (
+                        statement_call(statement) is call or _result_unused(source, statement, call)):
+                    # a library's own clipping helper: timm's `dispatch_clip_grad(params, value)`,
+                    # DINO's `norms = utils.clip_gradients(model, clip)` whose result nothing reads
                     yield Change(call, (source.delete_statement(statement),), f"removed `{name}`")
                 for arg in call.args:
                     if arg.keyword is not None and arg.keyword.value in SETTINGS:

@@ -87,6 +87,7 @@ class MissingTrainMode(Operator):
     )
     untouched = (
         "trainer.train()\n",
+        "criterion.train()\n",
         # Built here in train mode, and nothing in the file switches it to eval.
         "model = UNet(channels=3)\nfor epoch in range(epochs):\n    model.train()\n    fit(model)\n",
         "model = UNet.from_config(config)\nmodel, opt = accelerator.prepare(model, opt)\nmodel.train()\n",

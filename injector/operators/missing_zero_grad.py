@@ -6,6 +6,14 @@ from injector.operators.base import Example, Operator, deleted_calls
 from injector.patterns import callee_name
 
 
+def _zeroed(source, call: cst.Call) -> str:
+    """What a zero_grad call zeroes: its receiver (`optimizer.zero_grad()`), or the parameters a
+    helper is handed (`zero_grad(self.model_params)`)."""
+    if isinstance(call.func, cst.Attribute):
+        return source.code(call.func.value)
+    return source.code(call.args[0].value) if call.args else ""
+
+
 class MissingZeroGrad(Operator):
     id = "missing-zero-grad"
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
@@ -57,6 +65,14 @@ class MissingZeroGrad(Operator):
              "    d_opt.step()\n"),
         ),
         Example(
+            # A helper that zeroes the parameters it is handed (mixed-precision training code).
+            "def forward_backward(self, batch):\n"
+            "    zero_grad(self.model_params)\n"
+            "    self.loss(batch).backward()\n",
+            ("def forward_backward(self, batch):\n"
+             "    self.loss(batch).backward()\n",),
+        ),
+        Example(
             "if accumulate: model.zero_grad()\n",
             ("if accumulate: pass\n",),
         ),
@@ -72,14 +88,14 @@ class MissingZeroGrad(Operator):
         in_loops = {}
         for loop in training.training_loops:
             for call in source.within(loop.body, cst.Call):
-                if isinstance(call.func, cst.Attribute) and callee_name(call) == "zero_grad":
-                    in_loops[call] = source.code(call.func.value)
+                if callee_name(call) == "zero_grad":
+                    in_loops[call] = _zeroed(source, call)
         looped = set(in_loops.values())
 
         def wanted(call: cst.Call) -> bool:
-            if not isinstance(call.func, cst.Attribute) or callee_name(call) != "zero_grad":
+            if callee_name(call) != "zero_grad":
                 return False
             # Before the batch loop, on an optimizer the loop zeroes itself: the gradients are
             # still empty, or were zeroed after the last update, so nothing accumulates.
-            return call in in_loops or source.code(call.func.value) not in looped
+            return call in in_loops or _zeroed(source, call) not in looped
         return deleted_calls(source, wanted, "removed `{code}`: gradients now accumulate across steps")

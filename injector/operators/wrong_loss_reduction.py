@@ -34,6 +34,11 @@ class WrongLossReduction(Operator):
             ("loss = F.mse_loss(pred, target, reduction='sum')\n",),
         ),
         Example(
+            # Terms of a loss, each averaged before they are added up.
+            "total_loss = 0\nfor q in targets:\n    total_loss += torch.sum(-q * out, dim=-1).mean()\n",
+            ("total_loss = 0\nfor q in targets:\n    total_loss += torch.sum(-q * out, dim=-1).sum()\n",),
+        ),
+        Example(
             # einops' reduce, and the mean a loss function returns.
             "def p_losses(self, x, t):\n"
             "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'mean')\n"
@@ -58,6 +63,7 @@ class WrongLossReduction(Operator):
         "validate_loss_fn = nn.CrossEntropyLoss().to(device=device)\n",
         "acc = (pred == y).float().mean()\n",
         "x = reduce(x, 'b c -> b', 'max')\n",
+        "val_loss += criterion_out.mean()\n",
         "def validate(losses):\n    return losses.mean()\n",
         "total = nn.MSELoss(reduction=\"sum\")\n",
     )
@@ -96,6 +102,16 @@ class WrongLossReduction(Operator):
                     quote = mode.value.value[0]
                     yield Change(value, (source.replace(mode.value, f"{quote}sum{quote}"),),
                                  "the loss is summed instead of averaged")
+        for aug in source.nodes(cst.AugAssign):
+            # `total_loss += loss.mean()`: each term of a summed loss averaged
+            target = (last_name(aug.target) or "").lower()
+            value = aug.value
+            if isinstance(aug.operator, cst.AddAssign) and "loss" in target and \
+                    not target.startswith(EVALUATION_PREFIXES) and isinstance(value, cst.Call) and \
+                    callee_name(value) == "mean" and isinstance(value.func, cst.Attribute) and \
+                    not value.args and not under_no_grad(source, aug):
+                yield Change(value, (source.replace(value.func.attr, "sum"),),
+                             "the loss is summed instead of averaged")
         for ret in source.nodes(cst.Return):
             # `return loss.mean()` from the function that computes the training loss
             value = ret.value
