@@ -300,10 +300,10 @@ class Training:
                    and b.loss is not b.call.func.value}
         found = []
         for call in self.source.nodes(cst.Call):
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "step":
-                if self.role(call.func.value) in {"optimizer", "scaler"} or (
-                        not call.args and self._text(call.func.value) in engines):
-                    found.append(call)  # an engine that takes the loss also takes the step
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "step" and (
+                    self.role(call.func.value) in {"optimizer", "scaler"} or
+                    (not call.args and self._text(call.func.value) in engines)):
+                found.append(call)  # an engine that takes the loss also takes the step
         return found
 
     @cached_property
@@ -433,7 +433,7 @@ class Training:
         """A loss handed to the backward's function as a parameter (timm's `_backward(_loss)`):
         where a sibling function of the file computes a value of that name and returns it
         (`def _forward(): ... _loss = result['loss'] ... return _loss, result`)."""
-        found = []
+        found: list[cst.Assign | cst.AnnAssign] = []
         for assign in self.assigned_names.get(name, ()):
             owner = self.source.function_of(assign)
             if owner is None or owner is function or assign.value is None or \

@@ -116,9 +116,9 @@ def _from_loss_loop(source, value) -> bool:
     losses.items(): log(values.mean().item())`)."""
     read = {n.value for n in source.within(value, cst.Name)}
     for loop in source.ancestors(value):
-        if isinstance(loop, cst.For) and "loss" in source.code(loop.iter).lower():
-            if read & {n.value for n in source.within(loop.target, cst.Name)}:
-                return True
+        if isinstance(loop, cst.For) and "loss" in source.code(loop.iter).lower() and \
+                read & {n.value for n in source.within(loop.target, cst.Name)}:
+            return True
     return False
 
 

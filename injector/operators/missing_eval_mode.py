@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
-from injector.patterns import argument, callee_name, helper_owned, is_literal_bool, sets_mode, is_criterion
+from injector.patterns import argument, callee_name, helper_owned, is_criterion, is_literal_bool, sets_mode
 
 
 def _is_eval(call: cst.Call) -> bool:

@@ -4,8 +4,7 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import (argument, disables_grad, dotted, is_evaluation, last_name,
-                               statement_call, under_no_grad)
+from injector.patterns import argument, disables_grad, dotted, is_evaluation, last_name, statement_call, under_no_grad
 
 
 def _enables_by_value(expr: cst.BaseExpression) -> cst.Arg | None:

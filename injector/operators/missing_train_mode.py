@@ -3,8 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
-from injector.patterns import (argument, callee_name, dotted, helper_owned, is_literal_bool,
-                               mode_helpers, sets_mode)
+from injector.patterns import argument, callee_name, dotted, helper_owned, is_literal_bool, mode_helpers, sets_mode
 
 
 def _is_train(call: cst.Call) -> bool:

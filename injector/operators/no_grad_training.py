@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from injector.operators.base import Change, Example, Operator
 import libcst as cst
 
+from injector.operators.base import Change, Example, Operator
 from injector.patterns import argument, forward_run, grad_block, last_name
 
 

@@ -3,9 +3,17 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import (LOSS_FUNCTIONS, LOSS_MODULES, argument, callee_name, constructed,
-                               is_functional, last_name, under_no_grad, with_keyword)
-
+from injector.patterns import (
+    LOSS_FUNCTIONS,
+    LOSS_MODULES,
+    argument,
+    callee_name,
+    constructed,
+    is_functional,
+    last_name,
+    under_no_grad,
+    with_keyword,
+)
 
 EVALUATION_PREFIXES = ("eval", "val", "test")
 
