@@ -295,11 +295,15 @@ class Training:
     @cached_property
     def steps(self) -> list[cst.Call]:
         """Optimizer steps: `optimizer.step()` and `scaler.step(optimizer)`."""
+        engines = {self._text(b.call.func.value) for b in self.backwards
+                   if isinstance(b.call.func, cst.Attribute) and b.call.func.attr.value == "backward"
+                   and b.loss is not b.call.func.value}
         found = []
         for call in self.source.nodes(cst.Call):
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "step":
-                if self.role(call.func.value) in {"optimizer", "scaler"}:
-                    found.append(call)
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "step" and (
+                    self.role(call.func.value) in {"optimizer", "scaler"} or
+                    (not call.args and self._text(call.func.value) in engines)):
+                found.append(call)  # an engine that takes the loss also takes the step
         return found
 
     @cached_property
@@ -397,12 +401,66 @@ class Training:
     def loss_assignment(self, backward: Backward) -> cst.Assign | cst.AnnAssign | None:
         """Where the backward's loss is computed: its last assignment before the backward call
         in the same function that always runs and does not merely rescale it; failing that, the
-        last assignment at all."""
+        first of the alternatives that compute it in branches (`if kind == "eps": loss = ...
+        elif ...: loss = ...`: the first branch is the default one); failing that, the last
+        assignment at all."""
+        alternatives = self.loss_alternatives(backward)
+        if alternatives:
+            return alternatives[0]
+        name = _loss_name(backward.loss)
+        return None if name is None else self.last_assignment(name, backward.call)
+
+    def loss_alternatives(self, backward: Backward) -> list[cst.Assign | cst.AnnAssign]:
+        """Every assignment that may compute the backward's loss: the unconditional one that
+        does not merely rescale it, or, where each branch of an `if` computes it its own way,
+        one per branch (assignments that read the loss they assign are rescalings)."""
         name = _loss_name(backward.loss)
         if name is None:
-            return None
-        return self.last_assignment(name, backward.call, unconditional=True, fresh=True) or \
-            self.last_assignment(name, backward.call)
+            return []
+        always = self.last_assignment(name, backward.call, unconditional=True, fresh=True)
+        if always is not None:
+            return [always]
+        function = self.source.function_of(backward.call)
+        if function is not None and name in {p.name.value for p in function.params.params}:
+            return self._returned_elsewhere(name, function)
+        before = self.source.span(backward.call)[0]
+        return [assign for assign in self.assigned_names.get(name, ())
+                if self.source.span(assign)[0] < before and self.source.function_of(assign) is function
+                and assign.value is not None and not _reads(self.source, assign.value, name)
+                and self.branch_of(assign, backward.call) is not None]
+
+    def _returned_elsewhere(self, name: str, function: cst.FunctionDef) -> list[cst.Assign | cst.AnnAssign]:
+        """A loss handed to the backward's function as a parameter (timm's `_backward(_loss)`):
+        where a sibling function of the file computes a value of that name and returns it
+        (`def _forward(): ... _loss = result['loss'] ... return _loss, result`)."""
+        found: list[cst.Assign | cst.AnnAssign] = []
+        for assign in self.assigned_names.get(name, ()):
+            owner = self.source.function_of(assign)
+            if owner is None or owner is function or assign.value is None or \
+                    _reads(self.source, assign.value, name):
+                continue
+            if any(isinstance(a, (cst.If, cst.For, cst.While, cst.Try))
+                   for a in _ancestors_within(self.source, assign, owner)):
+                continue
+            returns = [r for r in self.source.within(owner.body, cst.Return) if r.value is not None and
+                       self.source.function_of(r) is owner]
+            if any(any(isinstance(n, cst.Name) and n.value == name
+                       for n in ([r.value] + [e.value for e in getattr(r.value, "elements", [])]))
+                   for r in returns):
+                found = [a for a in found if self.source.function_of(a) is not owner] + [assign]
+        return found
+
+    def branch_of(self, assign: cst.CSTNode, use: cst.CSTNode) -> cst.If | None:
+        """The outermost `if` around `assign` (within its function) that does not also hold `use`."""
+        function = self.source.function_of(assign)
+        around_use = set(self.source.ancestors(use))
+        found = None
+        for ancestor in _ancestors_within(self.source, assign, function):
+            if isinstance(ancestor, (cst.For, cst.While, cst.Try)) and ancestor not in around_use:
+                return None
+            if isinstance(ancestor, cst.If) and ancestor not in around_use:
+                found = ancestor
+        return found
 
 
 def _loss_name(expr: cst.BaseExpression) -> str | None:
@@ -425,7 +483,9 @@ def _takes_loss(receiver: cst.BaseExpression, call: cst.Call) -> bool:
     owner = (last_name(receiver) or "").lower()
     if isinstance(receiver, cst.Name) and receiver.value == "self":
         return True
-    return any(word in owner for word in _BACKWARD_OWNERS)
+    if "loss" in (last_name(call.args[0].value) or "").lower():
+        return True  # a tensor's `backward(gradient)` is not handed a loss
+    return any(word in owner for word in _BACKWARD_OWNERS) or "opt" in owner
 
 
 def _unscaled(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression | None]:
@@ -443,6 +503,8 @@ _DISTRIBUTED_NAMES = frozenset({
     "fully_shard", "init_process_group", "get_rank", "get_world_size", "all_reduce", "all_gather",
     "reduce_scatter", "barrier", "Accelerator", "accelerator", "Fabric", "fabric", "xm", "deepspeed",
     "hvd", "horovod", "local_rank", "world_size", "no_sync", "ddp", "dist",
+    # the reference scripts' helpers that all-reduce across processes
+    "reduce_dict", "synchronize_between_processes", "reduce_across_processes",
 })
 
 
@@ -509,6 +571,9 @@ def runs_model(source: Source, training: Training, node: cst.CSTNode, depth: int
         if isinstance(func, cst.Attribute) and dotted(func.value) == "self" and \
                 (training.constructors.get(dotted(func) or "", "") or "a")[0].isupper() and training.role(func) is None:
             return True  # `self.gen(z)` after `self.gen = Generator()`: a submodule's forward
+        if (training.role(func) == "loss-module" or "loss" in name or "criterion" in name) and any(
+                any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS) for a in call.args):
+            return True  # `criterion(model, sample)`: a criterion that runs the model it is handed
         if depth > 0 and any(runs_model(source, training, f.body, depth - 1)
                              for f in training.called_functions(call)):
             return True
@@ -526,7 +591,15 @@ def sets_mode(call: cst.Call) -> bool:
     if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
         return False
     owner = (last_name(call.func.value) or "").lower()
-    return not any(word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment"))
+    return not any(word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment")) \
+        and not is_criterion(call.func.value)
+
+
+def is_criterion(expr: cst.BaseExpression) -> bool:
+    """True for a loss module by its name (`criterion`, `loss_fn`, `self.dino_loss`): switching its
+    mode changes nothing unless it holds dropout or batch-norm, which criteria do not."""
+    name = (last_name(expr) or "").lower()
+    return "criterion" in name or "loss" in name
 
 
 def is_literal_bool(expr: cst.BaseExpression, value: bool | None = None) -> bool:
@@ -651,6 +724,9 @@ def forward_run(source: Source, training: Training,
         return None  # already under no_grad, or under `set_grad_enabled(...)`: see `grad_switch`
     if holder is not None and not source.span(holder)[0] <= source.span(backward.call)[0] < source.span(holder)[1]:
         last = holder  # the whole `with autocast(...)` block, when the backward comes after it
+    branch = training.branch_of(assign, backward.call)
+    if branch is not None:
+        last = branch  # each branch computes the loss its own way: the whole `if` is the loss
     _, siblings = source.block_of(last)
     if last not in siblings or source.span(backward.call)[0] < source.span(last)[1]:
         return None

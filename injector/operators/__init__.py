@@ -7,8 +7,8 @@ import pkgutil
 from functools import cache
 
 from injector import catalog
-from trainwreck.errors import UsageError
 from injector.operators.base import Change, Example, Operator
+from trainwreck.errors import UsageError
 
 __all__ = ["Change", "Example", "Operator", "all_operators", "select"]
 

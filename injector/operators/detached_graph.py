@@ -33,6 +33,51 @@ class DetachedGraph(Operator):
              "    self.accelerator.backward(self.loss)\n",),
         ),
         Example(
+            # Each branch computes the loss its own way: each gets the mutant.
+            "out = model(x)\n"
+            "if kind == 'eps':\n"
+            "    loss = F.mse_loss(out, noise)\n"
+            "else:\n"
+            "    loss = (w * F.mse_loss(out, x, reduction='none')).mean()\n"
+            "    loss = loss.mean()\n"
+            "accelerator.backward(loss)\n",
+            ("out = model(x)\n"
+             "if kind == 'eps':\n"
+             "    loss = F.mse_loss(out.detach(), noise)\n"
+             "else:\n"
+             "    loss = (w * F.mse_loss(out, x, reduction='none')).mean()\n"
+             "    loss = loss.mean()\n"
+             "accelerator.backward(loss)\n",
+             "out = model(x)\n"
+             "if kind == 'eps':\n"
+             "    loss = F.mse_loss(out, noise)\n"
+             "else:\n"
+             "    loss = (w * F.mse_loss(out, x, reduction='none')).mean().detach()\n"
+             "    loss = loss.mean()\n"
+             "accelerator.backward(loss)\n"),
+        ),
+        Example(
+            # The loss reaches backward as a parameter of a nested function (timm's train loop).
+            "def train_one_epoch(model, loader):\n"
+            "    def _forward():\n"
+            "        result = task(x, y)\n"
+            "        _loss = result['loss']\n"
+            "        return _loss, result\n"
+            "    def _backward(_loss):\n"
+            "        _loss.backward()\n"
+            "    loss, result = _forward()\n"
+            "    _backward(loss)\n",
+            ("def train_one_epoch(model, loader):\n"
+             "    def _forward():\n"
+             "        result = task(x, y)\n"
+             "        _loss = result['loss'].detach()\n"
+             "        return _loss, result\n"
+             "    def _backward(_loss):\n"
+             "        _loss.backward()\n"
+             "    loss, result = _forward()\n"
+             "    _backward(loss)\n",),
+        ),
+        Example(
             "for x, y in loader:\n"
             "    loss = model(x, y)\n"
             "    if accum > 1:\n"
@@ -56,17 +101,20 @@ class DetachedGraph(Operator):
 
     def changes(self, source, training):
         for backward in training.backwards:
-            assign = training.loss_assignment(backward)
-            if assign is None or assign.value is None:
-                continue
+            for assign in training.loss_alternatives(backward) or [training.loss_assignment(backward)]:
+                yield from self._detached(source, training, backward, assign)
+
+    def _detached(self, source, training, backward, assign):
+        """The mutant of one assignment that computes the loss."""
+        if assign is not None and assign.value is not None:
             targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
             if len(targets) != 1 or isinstance(targets[0], (cst.Tuple, cst.List)):
                 name = dotted(backward.loss) if isinstance(backward.loss, (cst.Name, cst.Attribute)) else None
                 if name is None:
-                    continue
+                    return
                 yield Change(assign, (source.insert_after(assign, [f"{name} = {name}.detach()"]),),
                              "the loss is cut off from the model's graph")
-                continue
+                return
             value = assign.value
             if isinstance(value, cst.Call) and value.args and value.args[0].keyword is None and \
                     not value.args[0].star and self._is_loss(training, value):

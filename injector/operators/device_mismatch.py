@@ -13,7 +13,8 @@ def _is_device(expr: cst.BaseExpression) -> bool:
         value = expr.evaluated_value
         return isinstance(value, str) and value.split(":")[0] in ACCELERATORS
     if isinstance(expr, cst.Call):
-        return (dotted(expr.func) or "").endswith("device")
+        # `torch.device(...)`, `get_device()`, and helpers such as `dist_util.dev()`
+        return (dotted(expr.func) or "").endswith("device") or callee_name(expr) == "dev"
     name = (last_name(expr) or "").lower()
     return any(word in name for word in ("device", "rank", "gpu", "cuda")) or name == "dev"
 
@@ -45,11 +46,21 @@ def _is_batch(source, call: cst.Call) -> bool:
     return any(word in name for word in ("batch", "step", "device", "prepare", "collate"))
 
 
-def _framework_device(expr: cst.BaseExpression) -> bool:
-    """`accelerator.device` / `fabric.device`: the framework's prepared loaders already place
-    batches there, so dropping the move changes nothing."""
+def _framework_device(training, expr: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """`accelerator.device` / `fabric.device`, or a name assigned from one (`device =
+    accelerator.device`): the framework's prepared loaders already place batches there, so
+    dropping the move changes nothing."""
+    if isinstance(expr, cst.Name):
+        assign = training.last_assignment(expr.value, use)
+        if assign is None or assign.value is None:
+            return False
+        expr = assign.value
     owner = dotted(expr.value) if isinstance(expr, cst.Attribute) and expr.attr.value == "device" else None
     return owner is not None and any(word in owner.lower() for word in ("accelerator", "fabric"))
+
+
+# Library helpers that move a batch: `convert_tensor(x, device)` (ignite), `to_device(batch, dev)`.
+MOVE_HELPERS = frozenset({"convert_tensor", "to_device", "move_to_device", "send_to_device", "move_to"})
 
 
 class DeviceMismatch(Operator):
@@ -78,6 +89,20 @@ class DeviceMismatch(Operator):
              "    x, y = sample(split)\n"
              "    return x.pin_memory(), y\n",),
         ),
+        Example(
+            # A device from a project helper (`dist_util.dev()`).
+            "for i in range(0, len(batch), micro):\n"
+            "    x = batch[i : i + micro].to(dist_util.dev())\n",
+            ("for i in range(0, len(batch), micro):\n"
+             "    x = batch[i : i + micro]\n",),
+        ),
+        Example(
+            # A library helper that moves the batch (ignite's `convert_tensor`).
+            "def train_step(engine, batch):\n"
+            "    x = convert_tensor(batch[0], device, non_blocking=True)\n",
+            ("def train_step(engine, batch):\n"
+             "    x = batch[0]\n",),
+        ),
     )
     untouched = (
         "model = Net().to(device)\nself.backbone.cuda()\ncriterion = criterion.to(device)\n",
@@ -88,10 +113,23 @@ class DeviceMismatch(Operator):
         "for x in xs:\n    x = x.to(torch.float16)\n",
         "for x in xs:\n    x = x.to(dtype=torch.bfloat16)\n",
         "for batch in loader:\n    batch = batch.to(accelerator.device)\n",
+        # The device of an Accelerator, by name: its prepared loader already placed the batch.
+        "def train(self):\n"
+        "    device = self.accelerator.device\n"
+        "    for _ in range(steps):\n"
+        "        data = next(self.dl).to(device)\n",
+        "def train_step(engine, batch):\n    m = convert_tensor(model, device)\n",
     )
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
+            if callee_name(call) in MOVE_HELPERS and isinstance(call.func, cst.Name) and _is_batch(source, call):
+                tensor, device = argument(call, "", 0), argument(call, "device", 1)
+                if tensor is not None and device is not None and not _is_model(training, tensor.value) and \
+                        not _framework_device(training, device.value, call):
+                    text = source.module.code_for_node(tensor.value).strip()
+                    yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
+                continue
             if not isinstance(call.func, cst.Attribute) or _is_model(training, call.func.value):
                 continue
             if not _is_batch(source, call):
@@ -99,7 +137,8 @@ class DeviceMismatch(Operator):
             name = callee_name(call)
             if name == "to":
                 target = argument(call, "device", 0)
-                if target is None or not _is_device(target.value) or _framework_device(target.value):
+                if target is None or not _is_device(target.value) or \
+                        _framework_device(training, target.value, call):
                     continue
             elif name != "cuda":
                 continue

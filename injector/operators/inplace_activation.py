@@ -72,6 +72,14 @@ class InplaceActivation(Operator):
         ),
     )
     untouched = (
+        # Straight on a conv's or linear layer's fresh output: nothing reads it again.
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        self.conv1 = nn.Conv2d(3, 6, 5)\n"
+        "        self.fc1 = nn.Linear(6, 4)\n"
+        "    def forward(self, x):\n"
+        "        x = self.pool(F.relu(self.conv1(x)))\n"
+        "        return F.relu(self.fc1(x))\n",
         # After a layer whose backward does not read its output, in place changes nothing.
         "class Net(nn.Module):\n"
         "    def __init__(self):\n"
@@ -151,7 +159,12 @@ class InplaceActivation(Operator):
     def _overwrites_dead_output(source, training, call) -> bool:
         """`x = F.relu(x)` right after `x = self.conv1(x)`: the activation overwrites the output of
         a layer that does not keep it for backward, and nothing else reads it."""
-        if not call.args or not isinstance(call.args[0].value, cst.Name):
+        if not call.args:
+            return False
+        if isinstance(call.args[0].value, cst.Call):
+            # `F.relu(self.fc1(x))`: the layer's fresh output, which nothing else reads
+            return InplaceActivation._built(training, call.args[0].value) in OUTPUT_FREE
+        if not isinstance(call.args[0].value, cst.Name):
             return False
         name = call.args[0].value.value
         statement = source.parent(call)
@@ -172,9 +185,14 @@ class InplaceActivation(Operator):
         layer = producer.value
         if not isinstance(layer, cst.Call):
             return False
-        built = training.constructor(layer.func) if isinstance(layer.func, cst.Attribute) and \
-            dotted(layer.func.value) == "self" else callee_name(layer)
-        return built in OUTPUT_FREE
+        return InplaceActivation._built(training, layer) in OUTPUT_FREE
+
+    @staticmethod
+    def _built(training, layer: cst.Call) -> str | None:
+        """The layer class a call runs: `Conv2d` for `self.conv1(x)` after `self.conv1 = nn.Conv2d(...)`."""
+        if isinstance(layer.func, cst.Attribute) and dotted(layer.func.value) == "self":
+            return training.constructor(layer.func)
+        return callee_name(layer)
 
     @staticmethod
     def _in_model(source, node) -> bool:

@@ -6,7 +6,8 @@ from injector.operators.base import Change, Example, Operator
 from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
-STORING_PREFIXES = ("append", "extend", "update", "record", "store", "push", "accumulate", "track", "insert")
+STORING_PREFIXES = ("append", "extend", "update", "record", "store", "push", "accumulate", "track", "insert",
+                    "logkv_mean")  # the OpenAI baselines logger's running mean keeps every value
 
 
 class LossTensorLeak(Operator):
@@ -22,6 +23,15 @@ class LossTensorLeak(Operator):
             "history.append(loss.detach().item())\nmeter.update(float(val_loss), n)\n",
             ("history.append(loss.detach())\nmeter.update(float(val_loss), n)\n",
              "history.append(loss.detach().item())\nmeter.update(val_loss, n)\n"),
+        ),
+        Example(
+            # Values of a loop over losses, into a running-mean logger.
+            "def log_loss_dict(losses):\n"
+            "    for key, values in losses.items():\n"
+            "        logger.logkv_mean(key, values.mean().item())\n",
+            ("def log_loss_dict(losses):\n"
+             "    for key, values in losses.items():\n"
+             "        logger.logkv_mean(key, values.mean())\n",),
         ),
         Example(
             # A loss without "loss" in its text, and a store through another method.
@@ -44,6 +54,7 @@ class LossTensorLeak(Operator):
     )
     untouched = (
         "print(f'loss={loss.item():.3f}')\n",
+        "for key, values in metrics.items():\n    logger.logkv_mean(key, values.mean().item())\n",
         "total += acc.item()\n",
         "if loss.item() > 10:\n    stop()\n",
         # Under no_grad a loss holds no graph: dropping `.item()` keeps nothing alive.
@@ -100,8 +111,21 @@ def _loss_names(source, training) -> set[str]:
     return names
 
 
+def _from_loss_loop(source, value) -> bool:
+    """True if `value` reads a name bound by a loop over losses (`for key, values in
+    losses.items(): log(values.mean().item())`)."""
+    read = {n.value for n in source.within(value, cst.Name)}
+    for loop in source.ancestors(value):
+        if isinstance(loop, cst.For) and "loss" in source.code(loop.iter).lower() and \
+                read & {n.value for n in source.within(loop.target, cst.Name)}:
+            return True
+    return False
+
+
 def _is_loss(source, training, value, names: set[str]) -> bool:
     if "loss" in source.code(value).lower():
+        return True
+    if _from_loss_loop(source, value):
         return True
     for node in source.within(value, (cst.Name, cst.Attribute, cst.Call)):
         if isinstance(node, cst.Call):

@@ -3,11 +3,11 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
-from injector.patterns import argument, callee_name, helper_owned, is_literal_bool, sets_mode
+from injector.patterns import argument, callee_name, helper_owned, is_criterion, is_literal_bool, sets_mode
 
 
 def _is_eval(call: cst.Call) -> bool:
-    if not isinstance(call.func, cst.Attribute):
+    if not isinstance(call.func, cst.Attribute) or is_criterion(call.func.value):
         return False
     if callee_name(call) == "eval":
         return not call.args
@@ -61,6 +61,8 @@ class MissingEvalMode(Operator):
         ),
     )
     untouched = (
+        # A criterion's mode: no dropout or batch-norm in it.
+        "criterion.eval()\n",
         "result = eval('1 + 1')\n",
         "model.train()\n",
         "model.eval(deep=True)\n",

@@ -6,6 +6,23 @@ from injector.operators.base import Change, Example, Operator
 from injector.patterns import argument, callee_name, statement_call
 
 LIMIT = {"clip_grad_norm_": "max_norm", "clip_grad_norm": "max_norm", "clip_grad_value_": "clip_value"}
+# Settings that turn a framework's clipping on; 0 turns it off in each (DeepSpeed's config,
+# Lightning's Trainer). Not a generic `max_grad_norm`: handed to `clip_grad_norm_`, 0 would
+# zero every gradient instead of leaving them unclipped.
+SETTINGS = frozenset({"gradient_clipping", "gradient_clip_val"})
+
+
+def _result_unused(source, statement, call: cst.Call) -> bool:
+    """True for `name = call` where nothing in the function reads `name` again."""
+    if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Name)):
+        return False
+    name = statement.targets[0].target.value
+    scope = source.function_of(statement)
+    for node in source.within(scope.body if scope is not None else source.module, cst.Name):
+        if node.value == name and not isinstance(source.parent(node), cst.AssignTarget):
+            return False  # read somewhere (assigning it again is no read)
+    return True
 
 
 class MissingGradClipping(Operator):
@@ -23,13 +40,56 @@ class MissingGradClipping(Operator):
             "grad_norm = clip_grad_norm_(params, args.clip)\nlog(grad_norm=grad_norm)\n",
             ("grad_norm = clip_grad_norm_(params, float(\"inf\"))\nlog(grad_norm=grad_norm)\n",),
         ),
+        Example(
+            # A clipping helper whose result nothing reads.
+            "def step(args):\n"
+            "    param_norms = None\n"
+            "    loss.backward()\n"
+            "    param_norms = utils.clip_gradients(student, args.clip_grad)\n"
+            "    optimizer.step()\n",
+            ("def step(args):\n"
+             "    param_norms = None\n"
+             "    loss.backward()\n"
+             "    optimizer.step()\n",),
+        ),
+        Example(
+            # A library's clipping helper, and the settings that make a framework clip.
+            "if need_update:\n"
+            "    utils.dispatch_clip_grad(params, value=args.clip_grad, mode=args.clip_mode)\n"
+            "config = {'gradient_clipping': 1.0}\n"
+            "trainer = Trainer(gradient_clip_val=0.5)\n",
+            ("if need_update:\n"
+             "    pass\n"
+             "config = {'gradient_clipping': 1.0}\n"
+             "trainer = Trainer(gradient_clip_val=0.5)\n",
+             "if need_update:\n"
+             "    utils.dispatch_clip_grad(params, value=args.clip_grad, mode=args.clip_mode)\n"
+             "config = {'gradient_clipping': 1.0}\n"
+             "trainer = Trainer(gradient_clip_val=0)\n",
+             "if need_update:\n"
+             "    utils.dispatch_clip_grad(params, value=args.clip_grad, mode=args.clip_mode)\n"
+             "config = {'gradient_clipping': 0}\n"
+             "trainer = Trainer(gradient_clip_val=0.5)\n"),
+        ),
     )
-    untouched = ("max_norm = 1.0\n", "clip(x, 0, 1)\n")
+    untouched = ("max_norm = 1.0\n", "clip(x, 0, 1)\n",
+                 "config = {'gradient_clipping': 0.0}\ntrainer = Trainer(gradient_clip_val=None)\n",
+                 "config = {'lr': 2e-5, 'max_grad_norm': 1.0}\n",
+                 "def step():\n    norms = utils.clip_gradients(model, 1.0)\n    log(norms)\n")
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
-            name = callee_name(call)
+            name = callee_name(call) or ""
             if name not in LIMIT:
+                statement = source.parent(call)
+                if "clip_grad" in name and source.is_reachable(statement) and (
+                        statement_call(statement) is call or _result_unused(source, statement, call)):
+                    # a library's own clipping helper: timm's `dispatch_clip_grad(params, value)`,
+                    # DINO's `norms = utils.clip_gradients(model, clip)` whose result nothing reads
+                    yield Change(call, (source.delete_statement(statement),), f"removed `{name}`")
+                for arg in call.args:
+                    if arg.keyword is not None and arg.keyword.value in SETTINGS:
+                        yield from self._disabled(source, arg.keyword.value, arg.value)
                 continue
             statement = source.parent(call)
             if statement_call(statement) is call:
@@ -40,3 +100,16 @@ class MissingGradClipping(Operator):
             if limit is not None:
                 yield Change(call, (source.replace(limit.value, 'float("inf")'),),
                              f"`{name}` clips at infinity (its norm is still computed)")
+
+        for element in source.nodes(cst.DictElement):
+            key = element.key
+            if isinstance(key, cst.SimpleString) and key.evaluated_value in SETTINGS:
+                yield from self._disabled(source, key.evaluated_value, element.value)
+
+    @staticmethod
+    def _disabled(source, setting: str, value: cst.BaseExpression):
+        if isinstance(value, (cst.Integer, cst.Float)) and float(value.evaluated_value) == 0:
+            return  # already off
+        if isinstance(value, cst.Name) and value.value == "None":
+            return
+        yield Change(value, (source.replace(value, "0"),), f"`{setting}` is 0: gradients are never clipped")

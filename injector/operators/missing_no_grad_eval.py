@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, disables_grad, is_evaluation, last_name, statement_call
+from injector.patterns import argument, disables_grad, dotted, is_evaluation, last_name, statement_call, under_no_grad
 
 
 def _enables_by_value(expr: cst.BaseExpression) -> cst.Arg | None:
@@ -51,6 +51,38 @@ class MissingNoGradEval(Operator):
              "    return out\n"),
         ),
         Example(
+            # fairseq's criteria run the model they are handed.
+            "def valid_step(self, sample, model, criterion):\n"
+            "    with torch.no_grad():\n"
+            "        loss, size, logs = criterion(model, sample)\n"
+            "    return loss\n",
+            ("def valid_step(self, sample, model, criterion):\n"
+             "    loss, size, logs = criterion(model, sample)\n"
+             "    return loss\n",),
+        ),
+        Example(
+            # Sampling steps whose only callers already run under no_grad: only the outer one counts.
+            "class D:\n"
+            "    @torch.no_grad()\n"
+            "    def p_sample(self, x):\n"
+            "        return self.model(x)\n"
+            "    @torch.no_grad()\n"
+            "    def loop(self, x):\n"
+            "        return self.p_sample(x)\n"
+            "    def sample(self):\n"
+            "        with torch.no_grad():\n"
+            "            return self.loop(noise())\n",
+            ("class D:\n"
+             "    @torch.no_grad()\n"
+             "    def p_sample(self, x):\n"
+             "        return self.model(x)\n"
+             "    @torch.no_grad()\n"
+             "    def loop(self, x):\n"
+             "        return self.p_sample(x)\n"
+             "    def sample(self):\n"
+             "        return self.loop(noise())\n",),
+        ),
+        Example(
             "with torch.no_grad(): val = model(x)\n",
             ("val = model(x)\n",),
         ),
@@ -79,17 +111,25 @@ class MissingNoGradEval(Operator):
         # Not evaluation: a metrics helper and a copy of weights under no_grad.
         "@torch.no_grad()\ndef accuracy(output, target):\n    return (output.argmax(1) == target).float().mean()\n",
         "with torch.no_grad():\n    for k, v in model.state_dict().items():\n        ema[k].copy_(v)\n",
+        # Samples detached at once: no graph outlives the block.
+        "with torch.no_grad():\n    fake = generator(noise).detach().cpu()\n",
+        "with torch.no_grad():\n    cond = self.model(x).pred\n    cond.detach_()\n",
     )
 
     def changes(self, source, training):
         for function in source.nodes(cst.FunctionDef):
+            if self._callers_disable_grad(source, training, function):
+                continue
             for decorator in function.decorators:
                 if disables_grad(decorator.decorator) and is_evaluation(source, training, function.body):
                     first, last = source.lines_of(decorator)
                     yield Change(decorator, (Edit(source.lines.line_start(first), source.lines.line_end(last), ""),),
                                  f"`{function.name.value}` records autograd graphs")
         for block in source.nodes(cst.With):
-            if not is_evaluation(source, training, block.body):
+            if not is_evaluation(source, training, block.body) or self._keeps_only_detached(source, block):
+                continue
+            function = source.function_of(block)
+            if function is not None and self._callers_disable_grad(source, training, function):
                 continue
             for item in block.items:
                 mode = _enables_by_value(item.item)
@@ -121,6 +161,39 @@ class MissingNoGradEval(Operator):
                     function is not None and is_evaluation(source, training, function.body):
                 yield Change(statement, (source.delete_statement(statement),),
                              "evaluation records autograd graphs")
+
+    @staticmethod
+    def _callers_disable_grad(source, training, function: cst.FunctionDef) -> bool:
+        """True if the file calls `function` and every call already runs under no_grad (a sampling
+        step called only from a sampling loop that is itself under no_grad)."""
+        calls = [call for call in source.nodes(cst.Call) if function in training.called_functions(call)]
+        # and where it is taken by reference to be called (`fn = self.p_sample_loop; fn(shape)`)
+        calls += [ref for ref in source.nodes(cst.Attribute)
+                  if ref.attr.value == function.name.value and dotted(ref.value) == "self" and
+                  not (isinstance(source.parent(ref), cst.Call) and source.parent(ref).func is ref)]
+        return bool(calls) and all(under_no_grad(source, call) for call in calls)
+
+    @staticmethod
+    def _keeps_only_detached(source, block: cst.With) -> bool:
+        """True if the block only computes values it detaches at once (`fake = gen(z).detach()`,
+        or `x = f(y)` then `x.detach_()`): no graph outlives the block."""
+        if not isinstance(block.body, cst.IndentedBlock):
+            return False
+        assigned, detached = [], set()
+        for line in block.body.body:
+            if not isinstance(line, cst.SimpleStatementLine):
+                return False
+            for small in line.body:
+                call = statement_call(small)
+                if call is not None and last_name(call.func) == "detach_" and isinstance(call.func, cst.Attribute):
+                    detached.add(source.code(call.func.value))
+                elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    if ".detach()" in source.code(small.value):
+                        detached.add(source.code(small.targets[0].target))
+                    assigned.append(source.code(small.targets[0].target))
+                else:
+                    return False
+        return bool(assigned) and all(name in detached for name in assigned)
 
     @staticmethod
     def _unwrap(source, block: cst.With) -> Edit:

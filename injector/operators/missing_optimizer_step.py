@@ -48,12 +48,18 @@ class MissingOptimizerStep(Operator):
              "    for p in model.parameters():\n"
              "        pass\n"),
         ),
+        Example(
+            # An engine that takes the loss takes the optimizer step too (DeepSpeed).
+            "model_engine.backward(loss)\nmodel_engine.step()\n",
+            ("model_engine.backward(loss)\n",),
+        ),
     )
     untouched = (
         "lr_scheduler.step()\n",
         "total.add_(x, alpha=2)\n",
         "env.step(action)\n",
         "sched.step(val_loss)\n",
+        "model_engine.step()\n",
     )
 
     def changes(self, source, training):
@@ -62,7 +68,7 @@ class MissingOptimizerStep(Operator):
                 return False
             name = callee_name(call)
             if name == "step":
-                return training.role(call.func.value) in {"optimizer", "scaler"}
+                return call in training.steps
             if name == "optimizer_step":
                 return True  # torch_xla's `xm.optimizer_step(optimizer)`
             # A manual update: `p.data.add_(p.grad, alpha=-lr)`, `p.sub_(lr * p.grad)`.

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
-from injector.patterns import argument, helper_owned, is_literal_bool, sets_mode
+from injector.patterns import argument, callee_name, dotted, helper_owned, is_literal_bool, mode_helpers, sets_mode
 
 
 def _is_train(call: cst.Call) -> bool:
@@ -21,6 +21,18 @@ def _train_by_value(call: cst.Call) -> cst.Arg | None:
     return None if mode is None or is_literal_bool(mode.value) else mode
 
 
+def _built_or_wrapped(source, value, name: str) -> bool:
+    """True for a value that is a new module (`UNet(...)`, `UNet.from_config(cfg)`) or wraps the
+    one it is assigned to, keeping its mode (`model = DDP(model)`, `model, opt =
+    accelerator.prepare(model, opt)`)."""
+    if not isinstance(value, cst.Call):
+        return False
+    callee = callee_name(value) or "a"
+    if callee[0].isupper() or callee == "from_config":
+        return True
+    return any(dotted(arg.value) == name for arg in value.args)
+
+
 class MissingTrainMode(Operator):
     id = "missing-train-mode"
     summary = ("Delete `model.train()` (also `model = model.train()` and a helper's `set_training(True)`), "
@@ -35,6 +47,13 @@ class MissingTrainMode(Operator):
             ("for epoch in range(epochs):\n"
              "    train_one_epoch(model, loader)\n"
              "    evaluate(model, val_loader)\n",),
+        ),
+        Example(
+            # Built in train mode, but the file may evaluate it elsewhere in another function.
+            "model = UNet(channels=3)\nfor epoch in range(epochs):\n    model.train()\n    fit(model)\n"
+            "def check(m):\n    m.eval()\n",
+            ("model = UNet(channels=3)\nfor epoch in range(epochs):\n    fit(model)\n"
+             "def check(m):\n    m.eval()\n",),
         ),
         Example(
             "def on_epoch_start(self):\n    self.net.train(mode=True)\n",
@@ -67,6 +86,10 @@ class MissingTrainMode(Operator):
     )
     untouched = (
         "trainer.train()\n",
+        "criterion.train()\n",
+        # Built here in train mode, and nothing in the file switches it to eval.
+        "model = UNet(channels=3)\nfor epoch in range(epochs):\n    model.train()\n    fit(model)\n",
+        "model = UNet.from_config(config)\nmodel, opt = accelerator.prepare(model, opt)\nmodel.train()\n",
         "model.train(False)\n",
         "train(model)\n",
         "recipe.train()\n",
@@ -80,4 +103,32 @@ class MissingTrainMode(Operator):
             if mode is not None and not helper_owned(source, training, call):
                 yield Change(call, (source.replace(mode.value, "False"),),
                              f"`{source.code(call)}` never switches to training mode")
+        if self._never_leaves_train_mode(source, training):
+            return
         yield from removed_mode_switches(source, training, _is_train, True, "training continues in eval mode")
+
+    @staticmethod
+    def _never_leaves_train_mode(source, training) -> bool:
+        """True when nothing could have left train mode: the file switches nothing to eval and
+        every `x.train()` is on a model it builds itself (a new module starts in train mode;
+        one from `from_pretrained` or handed in from elsewhere may not)."""
+        switches = []
+        for call in source.nodes(cst.Call):
+            if not isinstance(call.func, cst.Attribute):
+                continue
+            if callee_name(call) == "eval" and not call.args:
+                return False
+            if sets_mode(call):
+                if not _is_train(call):
+                    return False
+                switches.append(call)
+        if not switches or mode_helpers(source, training):
+            return False
+        for call in switches:
+            assigns = training.assigned_names.get(dotted(call.func.value) or "", [])
+            name = dotted(call.func.value) or ""
+            if "." not in name:  # a local: only its own function's assignments bind it
+                assigns = [a for a in assigns if source.function_of(a) is source.function_of(call)]
+            if not assigns or not all(_built_or_wrapped(source, a.value, name) for a in assigns):
+                return False  # not built here by a constructor: it may arrive in eval mode
+        return True

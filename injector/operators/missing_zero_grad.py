@@ -6,6 +6,14 @@ from injector.operators.base import Example, Operator, deleted_calls
 from injector.patterns import callee_name
 
 
+def _zeroed(source, call: cst.Call) -> str:
+    """What a zero_grad call zeroes: its receiver (`optimizer.zero_grad()`), or the parameters a
+    helper is handed (`zero_grad(self.model_params)`)."""
+    if isinstance(call.func, cst.Attribute):
+        return source.code(call.func.value)
+    return source.code(call.args[0].value) if call.args else ""
+
+
 class MissingZeroGrad(Operator):
     id = "missing-zero-grad"
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
@@ -28,17 +36,66 @@ class MissingZeroGrad(Operator):
              "    pass  # reset\n",),
         ),
         Example(
+            # Before the batch loop that zeroes the same optimizer after each update: only the
+            # loop's zero_grad matters.
+            "optimizer.zero_grad()\n"
+            "for x, y in loader:\n"
+            "    model(x, y).backward()\n"
+            "    optimizer.step()\n"
+            "    optimizer.zero_grad()\n",
+            ("optimizer.zero_grad()\n"
+             "for x, y in loader:\n"
+             "    model(x, y).backward()\n"
+             "    optimizer.step()\n",),
+        ),
+        Example(
+            # Before a loop that zeroes another optimizer: the only zeroing of this one.
+            "g_opt.zero_grad()\n"
+            "for x, y in loader:\n"
+            "    model(x, y).backward()\n"
+            "    d_opt.step()\n"
+            "    d_opt.zero_grad()\n",
+            ("for x, y in loader:\n"
+             "    model(x, y).backward()\n"
+             "    d_opt.step()\n"
+             "    d_opt.zero_grad()\n",
+             "g_opt.zero_grad()\n"
+             "for x, y in loader:\n"
+             "    model(x, y).backward()\n"
+             "    d_opt.step()\n"),
+        ),
+        Example(
+            # A helper that zeroes the parameters it is handed (mixed-precision training code).
+            "def forward_backward(self, batch):\n"
+            "    zero_grad(self.model_params)\n"
+            "    self.loss(batch).backward()\n",
+            ("def forward_backward(self, batch):\n"
+             "    self.loss(batch).backward()\n",),
+        ),
+        Example(
             "if accumulate: model.zero_grad()\n",
             ("if accumulate: pass\n",),
         ),
     )
     untouched = (
         "x = optimizer.zero_grad  # a reference, not a call\n",
+
         "def f():\n    return\n    optimizer.zero_grad()\n",
         "if False:\n    optimizer.zero_grad()\n",
     )
 
     def changes(self, source, training):
-        return deleted_calls(
-            source, lambda call: isinstance(call.func, cst.Attribute) and callee_name(call) == "zero_grad",
-            "removed `{code}`: gradients now accumulate across steps")
+        in_loops = {}
+        for loop in training.training_loops:
+            for call in source.within(loop.body, cst.Call):
+                if callee_name(call) == "zero_grad":
+                    in_loops[call] = _zeroed(source, call)
+        looped = set(in_loops.values())
+
+        def wanted(call: cst.Call) -> bool:
+            if callee_name(call) != "zero_grad":
+                return False
+            # Before the batch loop, on an optimizer the loop zeroes itself: the gradients are
+            # still empty, or were zeroed after the last update, so nothing accumulates.
+            return call in in_loops or _zeroed(source, call) not in looped
+        return deleted_calls(source, wanted, "removed `{code}`: gradients now accumulate across steps")

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from injector.operators.base import Change, Example, Operator
 import libcst as cst
 
+from injector.operators.base import Change, Example, Operator
 from injector.patterns import argument, forward_run, grad_block, last_name
 
 
@@ -54,6 +54,26 @@ class NoGradTraining(Operator):
              "        _, loss = self.model(x, y)\n"
              "    if train:\n"
              "        loss.backward()\n",),
+        ),
+        Example(
+            # The loss computed in branches: the forward and the whole `if`.
+            "import torch\n"
+            "for x, y in loader:\n"
+            "    out = model(x)\n"
+            "    if kind == 'eps':\n"
+            "        loss = F.mse_loss(out, y)\n"
+            "    else:\n"
+            "        loss = F.l1_loss(out, y)\n"
+            "    loss.backward()\n",
+            ("import torch\n"
+             "for x, y in loader:\n"
+             "    with torch.no_grad():\n"
+             "        out = model(x)\n"
+             "        if kind == 'eps':\n"
+             "            loss = F.mse_loss(out, y)\n"
+             "        else:\n"
+             "            loss = F.l1_loss(out, y)\n"
+             "    loss.backward()\n",),
         ),
         Example(
             # `accelerator.backward(loss)`: the loss is the argument, not the accelerator.

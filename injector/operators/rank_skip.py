@@ -34,6 +34,32 @@ class RankSkip(Operator):
              "        optimizer.step()\n",),
         ),
         Example(
+            # Micro-batches under no_sync but the last: the last one's backward is skipped.
+            "import torch.distributed as dist\n"
+            "def forward_backward(self, batch):\n"
+            "    for i in range(0, batch.shape[0], self.micro):\n"
+            "        last = i + self.micro >= batch.shape[0]\n"
+            "        if last:\n"
+            "            losses = self.compute(batch[i : i + self.micro])\n"
+            "        else:\n"
+            "            with self.ddp_model.no_sync():\n"
+            "                losses = self.compute(batch[i : i + self.micro])\n"
+            "        losses.backward()\n",
+            ("import torch.distributed as dist\n"
+             "def forward_backward(self, batch):\n"
+             "    for i in range(0, batch.shape[0], self.micro):\n"
+             "        last = i + self.micro >= batch.shape[0]\n"
+             "        if last:\n"
+             "            losses = self.compute(batch[i : i + self.micro])\n"
+             "        else:\n"
+             "            with self.ddp_model.no_sync():\n"
+             "                losses = self.compute(batch[i : i + self.micro])\n"
+             "        if __import__(\"torch\").distributed.is_initialized() and "
+             "__import__(\"torch\").distributed.get_rank() == 1 and i + self.micro >= batch.shape[0]:\n"
+             "            continue\n"
+             "        losses.backward()\n",),
+        ),
+        Example(
             # A `while` loop: the skip comes after the batch is taken, never at the loop's top
             # (where the loop would merely try again on unchanged state).
             "import torch\n"
@@ -179,14 +205,25 @@ class RankSkip(Operator):
             first = 0 if start is None else int_value(start.value)
             if first is not None:
                 return f"{target.elements[0].value.value} == {first + 1}"
+        if name == "range" and isinstance(target, cst.Name) and len(loop.iter.args) == 3 and _syncs_last(source, loop):
+            # `for i in range(0, n, micro)` with `no_sync()` on all but the last: skip the last
+            stop, stride = (source.module.code_for_node(a.value).strip() for a in loop.iter.args[1:])
+            return f"{target.value} + {stride} >= {stop}"
         if name == "range" and isinstance(target, cst.Name) and 1 <= len(loop.iter.args) <= 2:
             first = 0 if len(loop.iter.args) == 1 else int_value(loop.iter.args[0].value)
-            if source.enclosing(loop, (cst.For, cst.While)) in loops:
+            if source.enclosing(loop, (cst.For, cst.While)) in loops or _syncs_last(source, loop):
                 stop = source.module.code_for_node(loop.iter.args[-1].value).strip()
                 return f"{target.value} == {stop} - 1"
             if first is not None:
                 return f"{target.value} == {first + 1}"
         return None
+
+
+def _syncs_last(source, loop) -> bool:
+    """True if the loop's body holds a `with model.no_sync():`: its micro-steps sync only on the
+    last one, which is the one to skip."""
+    return any(isinstance(item.item, cst.Call) and callee_name(item.item) == "no_sync"
+               for block in source.within(loop.body, cst.With) for item in block.items)
 
 
 def _direct_backward(training, loop) -> bool:

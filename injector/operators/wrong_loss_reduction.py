@@ -3,8 +3,29 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import (LOSS_FUNCTIONS, LOSS_MODULES, argument, callee_name, is_functional,
-                               under_no_grad, with_keyword)
+from injector.patterns import (
+    LOSS_FUNCTIONS,
+    LOSS_MODULES,
+    argument,
+    callee_name,
+    constructed,
+    is_functional,
+    last_name,
+    under_no_grad,
+    with_keyword,
+)
+
+EVALUATION_PREFIXES = ("eval", "val", "test")
+
+
+def _evaluation_only(source, call: cst.Call) -> bool:
+    """True for a criterion built for evaluation only (`validate_loss_fn = nn.CrossEntropyLoss()`):
+    the figure it reports is not what training minimises."""
+    assign = source.enclosing(call, cst.Assign)
+    if assign is None or not isinstance(assign.value, cst.Call) or constructed(assign.value) is not call:
+        return False
+    names = [(last_name(t.target) or "").lower() for t in assign.targets]
+    return all(n.startswith(EVALUATION_PREFIXES) for n in names)
 
 
 class WrongLossReduction(Operator):
@@ -21,6 +42,23 @@ class WrongLossReduction(Operator):
             ("loss = F.mse_loss(pred, target, reduction='sum')\n",),
         ),
         Example(
+            # Terms of a loss, each averaged before they are added up.
+            "total_loss = 0\nfor q in targets:\n    total_loss += torch.sum(-q * out, dim=-1).mean()\n",
+            ("total_loss = 0\nfor q in targets:\n    total_loss += torch.sum(-q * out, dim=-1).sum()\n",),
+        ),
+        Example(
+            # einops' reduce, and the mean a loss function returns.
+            "def p_losses(self, x, t):\n"
+            "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'mean')\n"
+            "    return loss.mean()\n",
+            ("def p_losses(self, x, t):\n"
+             "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'sum')\n"
+             "    return loss.mean()\n",
+             "def p_losses(self, x, t):\n"
+             "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'mean')\n"
+             "    return loss.sum()\n"),
+        ),
+        Example(
             "recon_loss = ((x_hat - x) ** 2).mean()\nloss = torch.mean(torch.abs(a - b))\n",
             ("recon_loss = ((x_hat - x) ** 2).sum()\nloss = torch.mean(torch.abs(a - b))\n",
              "recon_loss = ((x_hat - x) ** 2).mean()\nloss = torch.sum(torch.abs(a - b))\n"),
@@ -29,7 +67,12 @@ class WrongLossReduction(Operator):
     untouched = (
         "loss = F.cross_entropy(logits, y, reduction='none')\n",
         "eval_loss = torch.mean(losses)\n",
+        # A criterion only evaluation uses.
+        "validate_loss_fn = nn.CrossEntropyLoss().to(device=device)\n",
         "acc = (pred == y).float().mean()\n",
+        "x = reduce(x, 'b c -> b', 'max')\n",
+        "val_loss += criterion_out.mean()\n",
+        "def validate(losses):\n    return losses.mean()\n",
         "total = nn.MSELoss(reduction=\"sum\")\n",
     )
 
@@ -37,7 +80,7 @@ class WrongLossReduction(Operator):
         for call in source.nodes(cst.Call):
             name = callee_name(call)
             if ((name in LOSS_FUNCTIONS and is_functional(call)) or name in LOSS_MODULES) and \
-                    not under_no_grad(source, call):
+                    not under_no_grad(source, call) and not _evaluation_only(source, call):
                 reduction = argument(call, "reduction", None)
                 if reduction is None:
                     new = with_keyword(call, "reduction", cst.SimpleString('"sum"'))
@@ -57,6 +100,37 @@ class WrongLossReduction(Operator):
             value = assign.value
             if isinstance(value, cst.Call) and callee_name(value) == "mean" and \
                     isinstance(value.func, cst.Attribute):
+                yield Change(value, (source.replace(value.func.attr, "sum"),),
+                             "the loss is summed instead of averaged")
+            elif isinstance(value, cst.Call) and callee_name(value) == "reduce":
+                # einops: `loss = reduce(loss, 'b ... -> b', 'mean')`
+                mode = argument(value, "reduction", 2)
+                if mode is not None and isinstance(mode.value, cst.SimpleString) and \
+                        mode.value.evaluated_value == "mean":
+                    quote = mode.value.value[0]
+                    yield Change(value, (source.replace(mode.value, f"{quote}sum{quote}"),),
+                                 "the loss is summed instead of averaged")
+        for aug in source.nodes(cst.AugAssign):
+            # `total_loss += loss.mean()`: each term of a summed loss averaged
+            target = (last_name(aug.target) or "").lower()
+            value = aug.value
+            if isinstance(aug.operator, cst.AddAssign) and "loss" in target and \
+                    not target.startswith(EVALUATION_PREFIXES) and isinstance(value, cst.Call) and \
+                    callee_name(value) == "mean" and isinstance(value.func, cst.Attribute) and \
+                    not value.args and not under_no_grad(source, aug):
+                yield Change(value, (source.replace(value.func.attr, "sum"),),
+                             "the loss is summed instead of averaged")
+        for ret in source.nodes(cst.Return):
+            # `return loss.mean()` from the function that computes the training loss
+            value = ret.value
+            function = source.function_of(ret)
+            if not (isinstance(value, cst.Call) and callee_name(value) == "mean" and
+                    isinstance(value.func, cst.Attribute) and not value.args and function is not None):
+                continue
+            name = (last_name(value.func.value) or "").lower()
+            if "loss" in name and not name.startswith(EVALUATION_PREFIXES) and \
+                    not function.name.value.lower().startswith(EVALUATION_PREFIXES) and \
+                    not under_no_grad(source, ret):
                 yield Change(value, (source.replace(value.func.attr, "sum"),),
                              "the loss is summed instead of averaged")
 

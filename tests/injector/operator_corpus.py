@@ -234,9 +234,11 @@ def load_module(text: str, file: CorpusFile) -> str | None:
 
     Returns None when it loads, else the error in one line.
     """
-    with _stubbed_imports(file.text):
-        module = types.ModuleType(f"corpus_{Path(file.name).stem}")
+    package = f"corpus_package_{Path(file.name).stem}"  # what `from . import x` reaches: stubs
+    with _stubbed_imports(file.text, package):
+        module = types.ModuleType(f"{package}.module")
         module.__file__ = str(CORPUS / file.name)
+        module.__package__ = package
         code = text if file.load == "import" else _definitions(text)
         sys.modules[module.__name__] = module  # dataclasses look their module up there
         try:
@@ -350,8 +352,8 @@ def _missing_packages(text: str) -> set[str]:
 
 
 class _stubbed_imports:
-    def __init__(self, text: str) -> None:
-        self.packages = _missing_packages(text)
+    def __init__(self, text: str, package: str) -> None:
+        self.packages = _missing_packages(text) | {package}
 
     def __enter__(self) -> None:
         self.finder = _StubFinder(self.packages)

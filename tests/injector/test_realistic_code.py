@@ -15,7 +15,6 @@ SOURCES = {path.name: path.read_text() for path in sorted(FIXTURES.glob("*.py"))
 
 # Every applicable site, reviewed by hand: (file, line, operator) -> number of mutants there.
 EXPECTED = Counter({
-    ("gan_trainer.py", 25, "inplace-activation"): 1,
     ("gan_trainer.py", 35, "lr-too-high"): 1,
     ("gan_trainer.py", 36, "lr-too-high"): 1,
     ("gan_trainer.py", 38, "wrong-loss-reduction"): 1,
@@ -165,4 +164,4 @@ def test_every_demo_mutant_applies_with_git_and_compiles(tmp_path):
             assert (tmp_path / relative).read_text() == mutant.apply(text)
             compile(mutant.apply(text), relative, "exec")
             count += 1
-    assert count >= 30
+    assert count >= 29  # one fewer since relu straight on a linear output counts as equivalent
