@@ -36,8 +36,12 @@ def naive(mutants, root: Path, sources: dict[str, str], work: Path) -> dict[str,
         shutil.copytree(root, copy, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
         (copy / mutant.file).write_text(mutant.apply(sources[mutant.file]))
         try:
-            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                                 cwd=copy, capture_output=True, timeout=NAIVE_TIMEOUT)
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                cwd=copy,
+                capture_output=True,
+                timeout=NAIVE_TIMEOUT,
+            )
             caught[mutant.id] = "caught" if run.returncode else "missed"
         except subprocess.TimeoutExpired:
             caught[mutant.id] = "caught"
@@ -62,8 +66,18 @@ def main() -> None:
         work = Path(folder)
         report_path = work / "report.json"
         started = time.perf_counter()
-        command = [sys.executable, "-m", "injector.cli", "run", str(DEMO), "--jobs", str(args.jobs),
-                   "--json", str(report_path), "--no-cache"]
+        command = [
+            sys.executable,
+            "-m",
+            "injector.cli",
+            "run",
+            str(DEMO),
+            "--jobs",
+            str(args.jobs),
+            "--json",
+            str(report_path),
+            "--no-cache",
+        ]
         if operators:
             command += ["--operators", ",".join(operators)]
         subprocess.run(command, check=True)
@@ -74,18 +88,22 @@ def main() -> None:
         expected = naive(mutants, DEMO, sources, work)
         naive_seconds = time.perf_counter() - started
 
-    got = {o["mutant_id"]: "caught" if o["status"] in {"killed", "timeout", "error"} else "missed"
-           for o in report["outcomes"]}
+    got = {
+        o["mutant_id"]: "caught" if o["status"] in {"killed", "timeout", "error"} else "missed"
+        for o in report["outcomes"]
+    }
     disagree = sorted(m for m in expected if expected[m] != got.get(m))
-    guard = report["baseline"]["duration"] * report["baseline"]["repeat"] + \
-        sum(o["guard_seconds"] for o in report["outcomes"])
+    guard = report["baseline"]["duration"] * report["baseline"]["repeat"] + sum(
+        o["guard_seconds"] for o in report["outcomes"]
+    )
     overhead = campaign_seconds - guard
     print(f"naive (fresh interpreter, copy and all tests per mutant): {naive_seconds:.1f} s")
-    print(f"injector run --jobs {args.jobs}: {campaign_seconds:.1f} s "
-          f"({naive_seconds / campaign_seconds:.1f}x faster)")
-    print(f"guard tests ran {guard:.1f} s of it; overhead {overhead:.1f} s = "
-          f"{overhead / campaign_seconds:.0%} of the campaign "
-          f"({overhead / max(1, len(mutants)):.2f} s per mutant)")
+    print(f"injector run --jobs {args.jobs}: {campaign_seconds:.1f} s ({naive_seconds / campaign_seconds:.1f}x faster)")
+    print(
+        f"guard tests ran {guard:.1f} s of it; overhead {overhead:.1f} s = "
+        f"{overhead / campaign_seconds:.0%} of the campaign "
+        f"({overhead / max(1, len(mutants)):.2f} s per mutant)"
+    )
     print(f"outcomes agree on {len(expected) - len(disagree)} of {len(expected)} mutants")
     for mutant_id in disagree:
         print(f"  disagree: {mutant_id} naive={expected[mutant_id]} campaign={got.get(mutant_id)}")

@@ -29,8 +29,20 @@ DEMO = Path(__file__).resolve().parent.parent / "injector" / "demo"
 
 
 def campaign(project: Path, guard: str, operators: str, jobs: int, fresh: bool, out: Path) -> tuple[float, dict]:
-    command = [sys.executable, "-m", "injector.cli", "run", str(project), "--guard", guard,
-               "--jobs", str(jobs), "--json", str(out), "--no-cache"]
+    command = [
+        sys.executable,
+        "-m",
+        "injector.cli",
+        "run",
+        str(project),
+        "--guard",
+        guard,
+        "--jobs",
+        str(jobs),
+        "--json",
+        str(out),
+        "--no-cache",
+    ]
     if operators:
         command += ["--operators", operators]
     if fresh:
@@ -48,22 +60,28 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        fresh_time, fresh = campaign(args.project, args.guard, args.operators, args.jobs, True,
-                                     Path(work) / "fresh.json")
-        warm_time, warm = campaign(args.project, args.guard, args.operators, args.jobs, False,
-                                   Path(work) / "warm.json")
+        fresh_time, fresh = campaign(
+            args.project, args.guard, args.operators, args.jobs, True, Path(work) / "fresh.json"
+        )
+        warm_time, warm = campaign(args.project, args.guard, args.operators, args.jobs, False, Path(work) / "warm.json")
     caught = {"killed": "caught", "timeout": "caught"}
     fresh_outcomes = {o["mutant_id"]: caught.get(o["status"], o["status"]) for o in fresh["outcomes"]}
     warm_outcomes = {o["mutant_id"]: caught.get(o["status"], o["status"]) for o in warm["outcomes"]}
     differ = sorted(m for m in fresh_outcomes if fresh_outcomes[m] != warm_outcomes.get(m))
     covered = sum(1 for status in warm_outcomes.values() if status != "no_coverage")
     print(f"guard: {args.guard}   mutants: {len(warm_outcomes)} ({covered} covered)   jobs: {args.jobs}")
-    print(f"fresh (new interpreter per mutant): {fresh_time:7.1f} s   "
-          f"{fresh_time / max(covered, 1):.2f} s per covered mutant")
-    print(f"warm  (forked, imports paid once):  {warm_time:7.1f} s   "
-          f"{warm_time / max(covered, 1):.2f} s per covered mutant")
-    print(f"warm is {fresh_time / warm_time:.2f}x faster; outcomes agree on "
-          f"{len(fresh_outcomes) - len(differ)} of {len(fresh_outcomes)} mutants")
+    print(
+        f"fresh (new interpreter per mutant): {fresh_time:7.1f} s   "
+        f"{fresh_time / max(covered, 1):.2f} s per covered mutant"
+    )
+    print(
+        f"warm  (forked, imports paid once):  {warm_time:7.1f} s   "
+        f"{warm_time / max(covered, 1):.2f} s per covered mutant"
+    )
+    print(
+        f"warm is {fresh_time / warm_time:.2f}x faster; outcomes agree on "
+        f"{len(fresh_outcomes) - len(differ)} of {len(fresh_outcomes)} mutants"
+    )
     for mutant_id in differ:
         print(f"  differs: {mutant_id} fresh {fresh_outcomes[mutant_id]} warm {warm_outcomes.get(mutant_id)}")
     if differ:

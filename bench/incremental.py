@@ -24,14 +24,27 @@ from pathlib import Path
 
 DEMO = Path(__file__).resolve().parent.parent / "injector" / "demo"
 # (file, line as it is, line after): behaviour-preserving edits a developer might make.
-SOURCE_CHANGE = ("demo_train/model.py", "        return F.softmax(logits, dim=-1)\n",
-                 "        return F.softmax(logits, dim=1)\n")
+SOURCE_CHANGE = (
+    "demo_train/model.py",
+    "        return F.softmax(logits, dim=-1)\n",
+    "        return F.softmax(logits, dim=1)\n",
+)
 TEST_CHANGE = ("tests/test_model.py", None, None)  # the first `assert` line gets a message
 
 
 def campaign(project: Path, out: Path, jobs: int, operators: str, *extra: str) -> tuple[float, dict]:
-    command = [sys.executable, "-m", "injector.cli", "run", str(project), "--jobs", str(jobs),
-               "--json", str(out), *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "injector.cli",
+        "run",
+        str(project),
+        "--jobs",
+        str(jobs),
+        "--json",
+        str(out),
+        *extra,
+    ]
     if operators:
         command += ["--operators", operators]
     started = time.perf_counter()
@@ -51,8 +64,10 @@ def differences(cached: dict, fresh: dict) -> list[str]:
         other = fresh_by_id.get(outcome["mutant_id"])
         where = f"{outcome['operator']} {outcome['file']}:{outcome['line']}"
         if other is None or other["status"] != outcome["status"]:
-            found.append(f"{where}: {outcome['status']}{' (cached)' if outcome['cached'] else ''} "
-                         f"vs {other['status'] if other else 'absent'} without the cache")
+            found.append(
+                f"{where}: {outcome['status']}{' (cached)' if outcome['cached'] else ''} "
+                f"vs {other['status'] if other else 'absent'} without the cache"
+            )
         elif outcome["test"] != other["test"]:
             print(f"    note: {where} killed by {outcome['test']} vs {other['test']} without the cache")
     return found
@@ -80,16 +95,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         project = work / "demo"
-        shutil.copytree(DEMO, project, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache",
-                                                                      ".trainwreck-cache"))
+        shutil.copytree(
+            DEMO, project, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", ".trainwreck-cache")
+        )
         first_seconds, first = campaign(project, work / "first.json", args.jobs, args.operators)
         total = len(first["outcomes"])
         rows.append(("first run", first_seconds, total - first["cached"], first))
         seconds, again = campaign(project, work / "again.json", args.jobs, args.operators)
         rows.append(("re-run, unchanged", seconds, total - again["cached"], again))
         failures += differences(again, first)
-        for label, change in (("re-run, one line of training code", SOURCE_CHANGE),
-                              ("re-run, one line of a guard test", TEST_CHANGE)):
+        for label, change in (
+            ("re-run, one line of training code", SOURCE_CHANGE),
+            ("re-run, one line of a guard test", TEST_CHANGE),
+        ):
             what = edit(project, *change)
             seconds, cached = campaign(project, work / "cached.json", args.jobs, args.operators)
             fresh_seconds, fresh = campaign(project, work / "fresh.json", args.jobs, args.operators, "--no-cache")
@@ -99,8 +117,10 @@ def main() -> None:
 
     print(f"{total} mutants of the demo project, --jobs {args.jobs}")
     for label, seconds, ran, _ in rows:
-        print(f"{label}\n    {seconds:7.2f} s  {seconds / first_seconds:6.3f}x of the first run  "
-              f"{ran:3d} of {total} mutants run")
+        print(
+            f"{label}\n    {seconds:7.2f} s  {seconds / first_seconds:6.3f}x of the first run  "
+            f"{ran:3d} of {total} mutants run"
+        )
     unchanged = rows[1][1] / first_seconds
     print(f"unchanged re-run: {unchanged:.3f}x of the first run (goal: under 0.1x)")
     if failures:

@@ -58,9 +58,11 @@ def main() -> None:
         print(f"codebase: {modules} modules under {root}")
         for jobs in sorted({1, args.jobs}):
             seconds, lines, mutants = measure(root, jobs)
-            print(f"jobs={jobs}: {lines} lines, {mutants} mutants in {seconds:.2f} s: "
-                  f"{lines / seconds:,.0f} lines/s, {mutants / seconds:,.0f} mutants/s, "
-                  f"{1000 * seconds / lines:.2f} s per 1,000 lines")
+            print(
+                f"jobs={jobs}: {lines} lines, {mutants} mutants in {seconds:.2f} s: "
+                f"{lines / seconds:,.0f} lines/s, {mutants / seconds:,.0f} mutants/s, "
+                f"{1000 * seconds / lines:.2f} s per 1,000 lines"
+            )
 
 
 if __name__ == "__main__":

@@ -41,9 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         for file in corpus_files(split):
             verdict = judge(file, load=not args.no_load)
             total = len(verdict.found) + len(verdict.missed)
-            print(f"{file.name:44} {len(verdict.found):>4}/{total:<3} {verdict.recall:>4.0%} "
-                  f"{len(verdict.mutants):>8} {len(verdict.broken):>7} {len(verdict.equivalent):>6} "
-                  f"{len(verdict.unreviewed):>6}")
+            print(
+                f"{file.name:44} {len(verdict.found):>4}/{total:<3} {verdict.recall:>4.0%} "
+                f"{len(verdict.mutants):>8} {len(verdict.broken):>7} {len(verdict.equivalent):>6} "
+                f"{len(verdict.unreviewed):>6}"
+            )
             if args.verbose:
                 for site in verdict.missed:
                     print(f"    missed      {site.label}")
@@ -60,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
             equivalent += len(verdict.equivalent)
             unreviewed += len(verdict.unreviewed)
         share = equivalent / mutants if mutants else 0.0
-        print(f"{'total':44} {found:>4}/{sites:<3} {found / sites if sites else 1:>4.0%} {mutants:>8} "
-              f"{broken:>7} {equivalent:>6} {unreviewed:>6}   (equivalent {share:.1%} of mutants)")
+        print(
+            f"{'total':44} {found:>4}/{sites:<3} {found / sites if sites else 1:>4.0%} {mutants:>8} "
+            f"{broken:>7} {equivalent:>6} {unreviewed:>6}   (equivalent {share:.1%} of mutants)"
+        )
     return 0
 
 

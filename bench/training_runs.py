@@ -28,8 +28,9 @@ SHAPES = ("cnn", "gru", "transformer", "mlp-lr", "gan")
 
 def _cnn(steps: int) -> None:
     log = logging.getLogger("cnn")
-    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4),
-                          nn.Flatten(), nn.Linear(128, 10))
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(128, 10)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     log.info("model: %d parameters", sum(p.numel() for p in model.parameters()))
     x, y = torch.randn(256, 3, 16, 16), torch.randint(0, 10, (256,))
@@ -42,8 +43,14 @@ def _cnn(steps: int) -> None:
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
         opt.step()
         acc = (out.argmax(1) == y[i]).float().mean()
-        log.info("step %d loss=%.4f acc=%.3f grad_norm=%.3f lr=%.3g", step, loss.item(), acc.item(),
-                 norm.item(), opt.param_groups[0]["lr"])
+        log.info(
+            "step %d loss=%.4f acc=%.3f grad_norm=%.3f lr=%.3g",
+            step,
+            loss.item(),
+            acc.item(),
+            norm.item(),
+            opt.param_groups[0]["lr"],
+        )
         if step % 50 == 0:
             with torch.no_grad():
                 val = nn.functional.cross_entropy(model(x[:64]), y[:64])
@@ -67,8 +74,10 @@ def _gru(steps: int) -> None:
             opt.step()
             rate = b / max(time.time() - t0, 1e-6)
             bar = "#" * (b * 10 // per_epoch)
-            sys.stderr.write(f"\rEpoch {epoch}: {b * 100 // per_epoch:3d}%|{bar:<10}| {b}/{per_epoch} "
-                             f"[00:00<00:00, {rate:.2f}it/s, loss={loss.item():.3f}]")
+            sys.stderr.write(
+                f"\rEpoch {epoch}: {b * 100 // per_epoch:3d}%|{bar:<10}| {b}/{per_epoch} "
+                f"[00:00<00:00, {rate:.2f}it/s, loss={loss.item():.3f}]"
+            )
         sys.stderr.write("\n")
         sys.stderr.flush()
 
@@ -76,8 +85,9 @@ def _gru(steps: int) -> None:
 def _transformer(steps: int) -> None:
     vocab, width = 64, 32
     layer = nn.TransformerEncoderLayer(width, 4, 64, batch_first=True)
-    model = nn.ModuleDict({"emb": nn.Embedding(vocab, width), "enc": nn.TransformerEncoder(layer, 2),
-                           "out": nn.Linear(width, vocab)})
+    model = nn.ModuleDict(
+        {"emb": nn.Embedding(vocab, width), "enc": nn.TransformerEncoder(layer, 2), "out": nn.Linear(width, vocab)}
+    )
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     data = torch.randint(0, vocab, (64, 17))
@@ -89,8 +99,17 @@ def _transformer(steps: int) -> None:
         loss.backward()
         opt.step()
         sched.step()
-        print(json.dumps({"step": step, "loss": round(loss.item(), 5), "lr": sched.get_last_lr()[0],
-                          "tokens_per_sec": 8 * 16 * step}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "step": step,
+                    "loss": round(loss.item(), 5),
+                    "lr": sched.get_last_lr()[0],
+                    "tokens_per_sec": 8 * 16 * step,
+                }
+            ),
+            flush=True,
+        )
 
 
 def _mlp_lr(steps: int) -> None:
@@ -117,8 +136,9 @@ def _gan(steps: int) -> None:
     real = torch.randn(1024, 2) * 0.5 + 2
     for step in range(1, steps + 1):
         fake = g(torch.randn(64, 8))
-        d_loss = bce(d(real[torch.randint(0, 1024, (64,))]), torch.ones(64, 1)) + \
-            bce(d(fake.detach()), torch.zeros(64, 1))
+        d_loss = bce(d(real[torch.randint(0, 1024, (64,))]), torch.ones(64, 1)) + bce(
+            d(fake.detach()), torch.zeros(64, 1)
+        )
         od.zero_grad()
         d_loss.backward()
         od.step()
@@ -138,8 +158,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     torch.manual_seed(a.seed)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s - %(name)s - %(levelname)s - %(message)s",
-                        stream=sys.stdout)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s - %(name)s - %(levelname)s - %(message)s", stream=sys.stdout
+    )
     {"cnn": _cnn, "gru": _gru, "transformer": _transformer, "mlp-lr": _mlp_lr, "gan": _gan}[a.shape](a.steps)
     return 0
 

@@ -86,14 +86,20 @@ class Tally:
     def line(self) -> str:
         if not self.runs:
             return f"no faulty runs; healthy {self.healthy}, false alarms {self.alarms}"
-        return (f"{self.runs:3d} runs  top-1 {100 * self.top1 / self.runs:5.1f}%  "
-                f"top-3 {100 * self.top3 / self.runs:5.1f}%   healthy {self.healthy:2d}, "
-                f"false alarms {self.alarms}")
+        return (
+            f"{self.runs:3d} runs  top-1 {100 * self.top1 / self.runs:5.1f}%  "
+            f"top-3 {100 * self.top3 / self.runs:5.1f}%   healthy {self.healthy:2d}, "
+            f"false alarms {self.alarms}"
+        )
 
     def to_json(self) -> dict[str, object]:
-        return {"runs": self.runs, "top1": self.top1 / self.runs if self.runs else None,
-                "top3": self.top3 / self.runs if self.runs else None,
-                "healthy": self.healthy, "false_alarms": self.alarms}
+        return {
+            "runs": self.runs,
+            "top1": self.top1 / self.runs if self.runs else None,
+            "top3": self.top3 / self.runs if self.runs else None,
+            "healthy": self.healthy,
+            "false_alarms": self.alarms,
+        }
 
 
 def triage(path: Path, name: str, group: str, cause: str | None, tab, diff: Path | None = None) -> Run:
@@ -114,8 +120,11 @@ def world_runs(tab) -> list[Run]:
 def program_runs(tab, fresh: bool = False) -> list[Run]:
     """The five programs' runs, or (`fresh`) those of the program written after the rules froze."""
     manifest = json.loads((PROGRAMS / "manifest.json").read_text())
-    return [triage(PROGRAMS / "logs" / m["file"], m["file"], m["program"], m["cause"], tab)
-            for m in manifest if m.get("fresh", False) == fresh]
+    return [
+        triage(PROGRAMS / "logs" / m["file"], m["file"], m["program"], m["cause"], tab)
+        for m in manifest
+        if m.get("fresh", False) == fresh
+    ]
 
 
 def corpus_runs(tab, diffs: dict[str, Path] | None = None) -> list[Run]:
@@ -132,10 +141,12 @@ def corpus_runs(tab, diffs: dict[str, Path] | None = None) -> list[Run]:
 
 def calibrate(runs: list[Run]) -> float:
     """The threshold that does best on `runs`: top-1 hits minus ALARM_COST per false alarm."""
+
     def score(t: float) -> tuple[float, float]:
         hits = sum(1 for r in runs if r.cause is not None and r.named(t)[:1] == [r.cause])
         alarms = sum(1 for r in runs if r.cause is None and r.named(t))
         return hits - ALARM_COST * alarms, -abs(t - 0.4)
+
     return max(THRESHOLDS, key=score)
 
 
@@ -234,8 +245,11 @@ def main() -> int:
     print(f"   {'all five':16s}           {total.line()}")
     shipped_programs = tally(programs, shipped)
     print(f"   {'(shipped table)':16s} thr {shipped:4.2f}  {shipped_programs.line()}")
-    figures["leave_one_program_out"] = {"folds": {k: {"threshold": t, **tl.to_json()} for k, (t, tl) in folds.items()},
-                                        "total": total.to_json(), "shipped": shipped_programs.to_json()}
+    figures["leave_one_program_out"] = {
+        "folds": {k: {"threshold": t, **tl.to_json()} for k, (t, tl) in folds.items()},
+        "total": total.to_json(),
+        "shipped": shipped_programs.to_json(),
+    }
     if fresh_program:
         t = calibrate(programs)
         fresh_t = tally(fresh_program, t)

@@ -62,9 +62,12 @@ def run_programs(out: Path) -> list[bytes]:
             path = out / f"{shape}-{steps}.log"
             if not path.exists():
                 print(f"  running {shape} for {steps} steps ...", flush=True)
-                done = subprocess.run([sys.executable, str(ROOT / "bench" / "training_runs.py"), shape,
-                                       str(steps), "--seed", str(seed)], stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, check=False)
+                done = subprocess.run(
+                    [sys.executable, str(ROOT / "bench" / "training_runs.py"), shape, str(steps), "--seed", str(seed)],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                )
                 path.write_bytes(done.stdout)
             logs.append(path.read_bytes())
     return logs
@@ -106,11 +109,15 @@ def write_uniform(path: Path, size: int, seed: int = 0) -> None:
             sec = step // 10
             stamp = f"2024-05-01 {10 + sec // 3600 % 14:02d}:{sec // 60 % 60:02d}:{sec % 60:02d},{step % 1000:03d}"
             if step % 50 == 0:
-                line = (f"\rtrain:  {step % 100:3d}%|#####     | {step % 1000}/1000 [01:02<01:02, 8.1it/s, "
-                        f"loss={loss:.3g}, lr=3e-4]\n")
+                line = (
+                    f"\rtrain:  {step % 100:3d}%|#####     | {step % 1000}/1000 [01:02<01:02, 8.1it/s, "
+                    f"loss={loss:.3g}, lr=3e-4]\n"
+                )
             else:
-                line = (f"{stamp} - train - INFO - step={step} loss={loss:.5f} grad_norm={0.5 + rng.random():.4f} "
-                        f"lr={3e-4 * (1 - step / 2e7):.6g} mem_mb={10240 + rng.random():.1f} tok/s=81234\n")
+                line = (
+                    f"{stamp} - train - INFO - step={step} loss={loss:.5f} grad_norm={0.5 + rng.random():.4f} "
+                    f"lr={3e-4 * (1 - step / 2e7):.6g} mem_mb={10240 + rng.random():.1f} tok/s=81234\n"
+                )
             block.append(line)
             if len(block) == 4096:
                 text = "".join(block)
@@ -169,8 +176,10 @@ def main() -> int:
     out = Path(a.dir)
     out.mkdir(parents=True, exist_ok=True)
     size = int(a.size_gb * 2**30)
-    writers = {"concat": lambda path: write_concat(path, size, out / "runs"),
-               "uniform": lambda path: write_uniform(path, size)}
+    writers = {
+        "concat": lambda path: write_concat(path, size, out / "runs"),
+        "uniform": lambda path: write_uniform(path, size),
+    }
     triage = [sys.executable, "-m", "triage.cli", "explain"]
     made: list[Path] = []
     print(f"{'log':<10} {'size':>9} {'grep -c':>8} {'triage':>8} {'ratio':>6} {'triage RSS':>11}")
@@ -187,8 +196,11 @@ def main() -> int:
             grep_best = min(grep_best, timed(["grep", "-c", "loss", str(path)])[0])
             wall, peak = timed([*triage, str(path), "--format", "json"])
             triage_best, rss = min(triage_best, wall), max(rss, peak)
-        print(f"{kind:<10} {path.stat().st_size / 2**30:7.2f}Gi {grep_best:7.2f}s {triage_best:7.2f}s "
-              f"{triage_best / grep_best:5.2f}x {rss / 1024:8.0f} MiB", flush=True)
+        print(
+            f"{kind:<10} {path.stat().st_size / 2**30:7.2f}Gi {grep_best:7.2f}s {triage_best:7.2f}s "
+            f"{triage_best / grep_best:5.2f}x {rss / 1024:8.0f} MiB",
+            flush=True,
+        )
     if a.memory:
         for kind, writer, gib in (("sparse", write_sparse, 10), ("one-line", write_one_line, 1)):
             path = out / f"{kind}-{gib}g.log"
@@ -197,8 +209,11 @@ def main() -> int:
             made.append(path)
             grep, grep_peak = timed(["grep", "-c", "loss", str(path)])
             wall, peak = timed([*triage, str(path), "--format", "json"])
-            print(f"{kind:<10} {path.stat().st_size / 2**30:7.2f}Gi {grep:7.2f}s {wall:7.2f}s {'':>6} "
-                  f"{peak / 1024:8.0f} MiB  (grep: {grep_peak / 1024:.0f} MiB)", flush=True)
+            print(
+                f"{kind:<10} {path.stat().st_size / 2**30:7.2f}Gi {grep:7.2f}s {wall:7.2f}s {'':>6} "
+                f"{peak / 1024:8.0f} MiB  (grep: {grep_peak / 1024:.0f} MiB)",
+                flush=True,
+            )
     if not a.keep:
         for path in made:
             path.unlink()

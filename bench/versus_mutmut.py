@@ -34,8 +34,13 @@ def run_mutmut(mutmut: str, jobs: int, work: Path) -> tuple[float, dict[str, lis
     shutil.copytree(DEMO, project, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     (project / "setup.cfg").write_text("[mutmut]\npaths_to_mutate=demo_train/\ntests_dir=tests/\n")
     started = time.perf_counter()
-    subprocess.run([mutmut, "run", "--max-children", str(jobs)], cwd=project, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [mutmut, "run", "--max-children", str(jobs)],
+        cwd=project,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     seconds = time.perf_counter() - started
     by_function: dict[str, list[float]] = defaultdict(list)
     count = 0
@@ -55,9 +60,23 @@ def run_trainwreck(jobs: int, work: Path) -> tuple[float, dict[str, list[float]]
     function_of = {m.id: m.function for m in mutants_for_files(files, all_operators()).mutants}
     report_path = work / "trainwreck.json"
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "injector.cli", "run", str(DEMO), "--jobs", str(jobs),
-                    "--json", str(report_path), "--no-cache"], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "injector.cli",
+            "run",
+            str(DEMO),
+            "--jobs",
+            str(jobs),
+            "--json",
+            str(report_path),
+            "--no-cache",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     seconds = time.perf_counter() - started
     outcomes = json.loads(report_path.read_text())["outcomes"]
     by_function: dict[str, list[float]] = defaultdict(list)
@@ -76,21 +95,31 @@ def main() -> None:
         work = Path(folder)
         ours_seconds, ours, ours_count = run_trainwreck(args.jobs, work)
         theirs_seconds, theirs, theirs_count = run_mutmut(args.mutmut, args.jobs, work)
-    print(f"mutmut:     {theirs_count} mutants in {theirs_seconds:.1f} s = "
-          f"{theirs_count / theirs_seconds:.2f} mutants/s (--max-children {args.jobs})")
-    print(f"trainwreck: {ours_count} mutants in {ours_seconds:.1f} s = "
-          f"{ours_count / ours_seconds:.2f} mutants/s (--jobs {args.jobs})")
-    print("mean seconds per mutant in the functions both mutate (mutmut: its test time; "
-          "trainwreck: its child's whole time):")
+    print(
+        f"mutmut:     {theirs_count} mutants in {theirs_seconds:.1f} s = "
+        f"{theirs_count / theirs_seconds:.2f} mutants/s (--max-children {args.jobs})"
+    )
+    print(
+        f"trainwreck: {ours_count} mutants in {ours_seconds:.1f} s = "
+        f"{ours_count / ours_seconds:.2f} mutants/s (--jobs {args.jobs})"
+    )
+    print(
+        "mean seconds per mutant in the functions both mutate (mutmut: its test time; "
+        "trainwreck: its child's whole time):"
+    )
     shared = sorted(set(ours) & set(theirs), key=lambda name: -len(theirs[name]))
     for name in shared:
-        print(f"  {name:40s} mutmut {statistics.mean(theirs[name]):.3f} s ({len(theirs[name])}) | "
-              f"trainwreck {statistics.mean(ours[name]):.3f} s ({len(ours[name])})")
+        print(
+            f"  {name:40s} mutmut {statistics.mean(theirs[name]):.3f} s ({len(theirs[name])}) | "
+            f"trainwreck {statistics.mean(ours[name]):.3f} s ({len(ours[name])})"
+        )
     both_theirs = [d for name in shared for d in theirs[name]]
     both_ours = [d for name in shared for d in ours[name]]
     if shared:
-        print(f"  all shared functions: mutmut {statistics.mean(both_theirs):.3f} s, "
-              f"trainwreck {statistics.mean(both_ours):.3f} s per mutant")
+        print(
+            f"  all shared functions: mutmut {statistics.mean(both_theirs):.3f} s, "
+            f"trainwreck {statistics.mean(both_ours):.3f} s per mutant"
+        )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,10 @@ def find(report: Report, wanted: str, name: str) -> Outcome:
         raise UsageError(f"no mutant {wanted!r} in {name} ({len(report.outcomes)} mutants)")
     if len(found) > 1:
         shown = ", ".join(o.mutant_id for o in found[:5])
-        raise UsageError(f"{wanted!r} is the start of {len(found)} mutant ids in {name} ({shown}"
-                         f"{', ...' if len(found) > 5 else ''}): give more of it")
+        raise UsageError(
+            f"{wanted!r} is the start of {len(found)} mutant ids in {name} ({shown}"
+            f"{', ...' if len(found) > 5 else ''}): give more of it"
+        )
     return found[0]
 
 
@@ -67,12 +69,13 @@ def apply(report: Report, outcome: Outcome, root: Path, *, revert: bool = False)
         raise UsageError(f"{path}: cannot read it ({error.strerror or error})") from None
     original = report.sources.get(outcome.file)
     if original is None:
-        raise UsageError(f"the report does not hold {outcome.file} as the campaign found it, so "
-                         f"it cannot tell whether the file changed since")
+        raise UsageError(
+            f"the report does not hold {outcome.file} as the campaign found it, so "
+            f"it cannot tell whether the file changed since"
+        )
     mutated = apply_diff(original, outcome.diff)
     if mutated is None or mutated == original:
-        raise UsageError(f"mutant {outcome.mutant_id}'s diff does not apply to the report's copy of "
-                         f"{outcome.file}")
+        raise UsageError(f"mutant {outcome.mutant_id}'s diff does not apply to the report's copy of {outcome.file}")
     before, after = (mutated, original) if revert else (original, mutated)
     if current != before:
         if revert and current == original:
@@ -80,10 +83,13 @@ def apply(report: Report, outcome: Outcome, root: Path, *, revert: bool = False)
         if not revert and current == mutated:
             raise UsageError(f"{outcome.file} already has mutant {outcome.mutant_id} in it")
         if revert:
-            raise UsageError(f"{outcome.file} is not as mutant {outcome.mutant_id} left it: refusing "
-                             f"to write over your edits")
-        raise UsageError(f"{outcome.file} changed since the report (it is not the text the campaign "
-                         f"mutated): refusing to write over your edits")
+            raise UsageError(
+                f"{outcome.file} is not as mutant {outcome.mutant_id} left it: refusing to write over your edits"
+            )
+        raise UsageError(
+            f"{outcome.file} changed since the report (it is not the text the campaign "
+            f"mutated): refusing to write over your edits"
+        )
     try:
         with open(path, "w", encoding="utf-8", newline="") as handle:  # newline="": bytes as they were
             handle.write(after)

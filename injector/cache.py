@@ -100,9 +100,13 @@ class Cache:
             if not isinstance(data, dict) or data.get("schema") != SCHEMA:
                 raise ValueError("not a trainwreck cache of this version")
             entries, runs, generation = data["entries"], data["runs"], data["generation"]
-            if not (isinstance(entries, dict) and isinstance(runs, dict) and isinstance(generation, int)
-                    and all(isinstance(v, dict) for v in entries.values())
-                    and all(isinstance(v, dict) for v in runs.values())):
+            if not (
+                isinstance(entries, dict)
+                and isinstance(runs, dict)
+                and isinstance(generation, int)
+                and all(isinstance(v, dict) for v in entries.values())
+                and all(isinstance(v, dict) for v in runs.values())
+            ):
                 raise ValueError("malformed records")
         except (ValueError, KeyError, TypeError) as error:
             if warn_about:
@@ -138,17 +142,27 @@ class Cache:
         try:
             outcomes = {mutant_id: result_from_json(data) for mutant_id, data in record["outcomes"].items()}
             baseline = record["baseline"]
-            if None in outcomes.values() or not isinstance(baseline, dict) or \
-                    not {"tests", "duration", "flaky"} <= set(baseline):
+            if (
+                None in outcomes.values()
+                or not isinstance(baseline, dict)
+                or not {"tests", "duration", "flaky"} <= set(baseline)
+            ):
                 return None
-            covering = {mutant_id: tuple(str(name) for name in names)
-                        for mutant_id, names in record.get("covering", {}).items()}
+            covering = {
+                mutant_id: tuple(str(name) for name in names) for mutant_id, names in record.get("covering", {}).items()
+            }
             return LastRun(str(record["tree"]), baseline, outcomes, covering)  # type: ignore[arg-type]
         except (KeyError, TypeError, AttributeError):
             return None
 
-    def record_run(self, settings: str, tree: str, baseline: dict,
-                   outcomes: dict[str, protocol.Result], covering: dict[str, tuple[str, ...]]) -> None:
+    def record_run(
+        self,
+        settings: str,
+        tree: str,
+        baseline: dict,
+        outcomes: dict[str, protocol.Result],
+        covering: dict[str, tuple[str, ...]],
+    ) -> None:
         """Remember a complete campaign: on the same tree, its outcomes (and the tests that reach
         each mutant) join the earlier ones (another shard, other operators); on a changed tree
         they replace them."""
@@ -158,9 +172,13 @@ class Cache:
         known.update(outcomes)
         reach = dict(earlier.covering) if same and earlier is not None else {}
         reach.update(covering)
-        self.runs[settings] = {"tree": tree, "baseline": baseline, "used": self.generation,
-                               "outcomes": {i: result_to_json(r) for i, r in sorted(known.items())},
-                               "covering": {i: list(names) for i, names in sorted(reach.items())}}
+        self.runs[settings] = {
+            "tree": tree,
+            "baseline": baseline,
+            "used": self.generation,
+            "outcomes": {i: result_to_json(r) for i, r in sorted(known.items())},
+            "covering": {i: list(names) for i, names in sorted(reach.items())},
+        }
         self._changed = True
 
     # ---- on disk ----
@@ -206,7 +224,8 @@ class Cache:
         (self.folder / ".gitignore").write_text("# created by trainwreck\n*\n")
         (self.folder / "CACHEDIR.TAG").write_text(
             "Signature: 8a477f597d28d172789f06886806bc55\n"
-            "# This folder is the outcome cache of trainwreck's `injector run`.\n")
+            "# This folder is the outcome cache of trainwreck's `injector run`.\n"
+        )
 
 
 def _used(record: object) -> int:

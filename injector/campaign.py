@@ -121,8 +121,13 @@ def settings_digest(settings: Settings, gpus: int) -> str:
     """What a verdict depends on outside the project, for the cache's keys."""
     guard = settings.guard
     return fingerprint.settings_digest(
-        guard=f"{guard.mode}\0{guard.text}\0{guard.warm}", timeout_factor=settings.timeout_factor,
-        repeat=settings.repeat, fresh=settings.fresh, threads=settings.threads, device=device_name(gpus))
+        guard=f"{guard.mode}\0{guard.text}\0{guard.warm}",
+        timeout_factor=settings.timeout_factor,
+        repeat=settings.repeat,
+        fresh=settings.fresh,
+        threads=settings.threads,
+        device=device_name(gpus),
+    )
 
 
 def device_name(gpus: int) -> str:
@@ -138,10 +143,10 @@ def select_shard(mutants: list[Mutant], shard: tuple[int, int]) -> list[Mutant]:
 def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
     """Lines (new numbering) changed since `ref`, by path relative to `root`; untracked files
     count as changed throughout."""
+
     def git(*args: str) -> str:
         try:
-            result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                                    errors="replace")
+            result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, errors="replace")
         except FileNotFoundError:
             raise UsageError("--since needs git, which is not installed") from None
         if result.returncode != 0:
@@ -166,8 +171,9 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
 def repo_path(root: Path) -> str:
     """`root`'s folder within its git repository ("" at its top, or outside any repository)."""
     try:
-        found = subprocess.run(["git", "rev-parse", "--show-prefix"], cwd=root, capture_output=True,
-                               text=True, errors="replace")
+        found = subprocess.run(
+            ["git", "rev-parse", "--show-prefix"], cwd=root, capture_output=True, text=True, errors="replace"
+        )
     except OSError:
         return ""
     return found.stdout.strip().strip("/") if found.returncode == 0 else ""
@@ -309,10 +315,23 @@ class Campaign:
                 env["CUDA_VISIBLE_DEVICES"] = str(index % self.gpus)
             log = open(self.scratch / f"worker{index}.log", "wb")  # noqa: SIM115 - closed in __exit__
             process = subprocess.Popen(
-                [sys.executable, "-m", "injector.worker", str(self.scratch / "plan.json"), str(index),
-                 str(commands_read), str(events_write)],
-                cwd=folder, pass_fds=(commands_read, events_write), stdin=subprocess.DEVNULL,
-                stdout=log, stderr=log, start_new_session=True, env=env)
+                [
+                    sys.executable,
+                    "-m",
+                    "injector.worker",
+                    str(self.scratch / "plan.json"),
+                    str(index),
+                    str(commands_read),
+                    str(events_write),
+                ],
+                cwd=folder,
+                pass_fds=(commands_read, events_write),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env=env,
+            )
             os.close(commands_read)
             os.close(events_write)
             slot = _Slot(index, process, commands, events, log)
@@ -343,8 +362,7 @@ class Campaign:
 
     # ---- the campaign ----
 
-    def run(self, mutants: list[Mutant], sources: dict[str, str], progress=None,
-            reuse: Reuse | None = None) -> Report:
+    def run(self, mutants: list[Mutant], sources: dict[str, str], progress=None, reuse: Reuse | None = None) -> Report:
         """Run every mutant; `progress` gets `(event, data)` calls as it goes. With `reuse`,
         a mutant whose cache key is known takes its outcome from the cache, and the outcomes
         found are added to it.
@@ -361,8 +379,12 @@ class Campaign:
             return self._report(everything, ignored, {"tests": 0, "duration": 0.0, "flaky": []}, sources)
         tests = self._await_baseline()
         usable = [t for t in tests if t.usable]
-        baseline = {"tests": len(tests), "flaky": [t.name for t in tests if len(set(t.outcomes)) > 1],
-                    "duration": sum(t.duration for t in usable), "names": [t.name for t in tests]}
+        baseline = {
+            "tests": len(tests),
+            "flaky": [t.name for t in tests if len(set(t.outcomes)) > 1],
+            "duration": sum(t.duration for t in usable),
+            "names": [t.name for t in tests],
+        }
         self.progress("baseline", baseline)
         results = self._run_mutants(mutants, sources, tests)
         if reuse is not None:
@@ -382,8 +404,7 @@ class Campaign:
                         self._send(other, protocol.Warm(event.modules))
                 elif isinstance(event, protocol.BaselineDone):
                     done = event
-        tests = [_Test(r.name, r.outcomes, r.duration, frozenset(r.lines), r.writes_state)
-                 for r in done.tests]
+        tests = [_Test(r.name, r.outcomes, r.duration, frozenset(r.lines), r.writes_state) for r in done.tests]
         failing = [r for r in done.tests if r.outcomes and all(o == "failed" for o in r.outcomes)]
         if failing:
             shown = ", ".join(r.name for r in failing[:5])
@@ -394,16 +415,21 @@ class Campaign:
             raise CampaignError("no guard test passed in the baseline (all skipped or flaky)")
         return tests
 
-    def _run_mutants(self, mutants: list[Mutant], sources: dict[str, str],
-                     tests: list[_Test]) -> dict[str, protocol.Result]:
+    def _run_mutants(
+        self, mutants: list[Mutant], sources: dict[str, str], tests: list[_Test]
+    ) -> dict[str, protocol.Result]:
         factor = self.settings.timeout_factor
         assert self.scratch is not None
         prepared = self.scratch / "prepared.json"
-        prepared.write_text(json.dumps({
-            "sources": {m.file: sources[m.file] for m in mutants},
-            "collection": [t.name for t in tests if t.usable],
-            "collection_limit": factor * sum(t.duration for t in tests if t.usable) + TIMEOUT_CONSTANT,
-        }))
+        prepared.write_text(
+            json.dumps(
+                {
+                    "sources": {m.file: sources[m.file] for m in mutants},
+                    "collection": [t.name for t in tests if t.usable],
+                    "collection_limit": factor * sum(t.duration for t in tests if t.usable) + TIMEOUT_CONSTANT,
+                }
+            )
+        )
         for slot in self.slots:
             self._send(slot, protocol.Prepare(str(prepared)))
         results: dict[str, protocol.Result] = {}
@@ -419,8 +445,9 @@ class Campaign:
             key = None
             if reuse is not None:
                 lines = reach.mutant_lines(sources[mutant.file], mutant.edits)
-                key = fingerprint.mutant_key(reuse.settings, reuse.tree, mutant.id, mutant.file, lines,
-                                             [(t.name, t.lines) for t in covering])
+                key = fingerprint.mutant_key(
+                    reuse.settings, reuse.tree, mutant.id, mutant.file, lines, [(t.name, t.lines) for t in covering]
+                )
                 known = reuse.cache.get(key)
                 if known is not None:
                     results[mutant.id] = replace(known, id=mutant.id)
@@ -447,9 +474,14 @@ class Campaign:
                     other.shared = True
                 slot.job = job
                 alone_running = job.alone
-                spec = protocol.MutantSpec(job.mutant.id, job.mutant.file,
-                                           tuple((e.start, e.end, e.text) for e in job.mutant.edits),
-                                           job.mutant.function, job.mutant.function_line, job.mutant.in_main)
+                spec = protocol.MutantSpec(
+                    job.mutant.id,
+                    job.mutant.file,
+                    tuple((e.start, e.end, e.text) for e in job.mutant.edits),
+                    job.mutant.function,
+                    job.mutant.function_line,
+                    job.mutant.in_main,
+                )
                 self._send(slot, protocol.Run(spec, job.tests, job.limit, *clean.get(job.tests, (0, None))))
             for slot, event in self._events():
                 if not isinstance(event, protocol.Result) or slot.job is None:
@@ -465,8 +497,9 @@ class Campaign:
                     queue.append(_Job(job.mutant, job.tests, job.limit, alone=True, first=event, key=job.key))
                     continue
                 if job.first is not None:
-                    event = _with_note(event, f"{_describe(job.first)} beside another mutant; "
-                                              f"this is the result of running it alone")
+                    event = _with_note(
+                        event, f"{_describe(job.first)} beside another mutant; this is the result of running it alone"
+                    )
                 results[job.mutant.id] = event
                 if reuse is not None and job.key is not None:
                     reuse.cache.put(job.key, replace(event, clean_prefix=0, clean_failing=None))
@@ -479,7 +512,7 @@ class Campaign:
         data = protocol.encode(message)
         try:
             while data:
-                data = data[os.write(slot.commands, data):]
+                data = data[os.write(slot.commands, data) :]
         except OSError:
             pass  # the worker is gone: its events (or its exit) say why
 
@@ -520,11 +553,21 @@ class Campaign:
 
     # ---- the report ----
 
-    def _report(self, mutants: list[Mutant], results: dict[str, protocol.Result], baseline: dict,
-                sources: dict[str, str]) -> Report:
-        return build_report(self.settings, mutants, results, baseline, sources, gpus=self.gpus,
-                            started=self.started, created=self.created,
-                            cached=getattr(self, "cached", set()), covering=self.covering)
+    def _report(
+        self, mutants: list[Mutant], results: dict[str, protocol.Result], baseline: dict, sources: dict[str, str]
+    ) -> Report:
+        return build_report(
+            self.settings,
+            mutants,
+            results,
+            baseline,
+            sources,
+            gpus=self.gpus,
+            started=self.started,
+            created=self.created,
+            cached=getattr(self, "cached", set()),
+            covering=self.covering,
+        )
 
 
 def ignored_results(mutants: list[Mutant]) -> dict[str, protocol.Result]:
@@ -532,10 +575,19 @@ def ignored_results(mutants: list[Mutant]) -> dict[str, protocol.Result]:
     return {m.id: protocol.Result(m.id, IGNORED, message=m.ignored) for m in mutants if m.ignored}
 
 
-def build_report(settings: Settings, mutants: list[Mutant], results: dict[str, protocol.Result],
-                 baseline: dict, sources: dict[str, str], *, gpus: int, started: float, created: str,
-                 cached: AbstractSet[str] = frozenset(),
-                 covering: dict[str, tuple[str, ...]] | None = None) -> Report:
+def build_report(
+    settings: Settings,
+    mutants: list[Mutant],
+    results: dict[str, protocol.Result],
+    baseline: dict,
+    sources: dict[str, str],
+    *,
+    gpus: int,
+    started: float,
+    created: str,
+    cached: AbstractSet[str] = frozenset(),
+    covering: dict[str, tuple[str, ...]] | None = None,
+) -> Report:
     """The report of a campaign (or of one answered wholly from the cache): `results` by
     mutant id, `cached` the ids whose outcome came from the cache, `covering` the guard tests
     that reach each mutant."""
@@ -544,19 +596,42 @@ def build_report(settings: Settings, mutants: list[Mutant], results: dict[str, p
     outcomes = []
     for mutant_id, data in results.items():
         mutant = by_id[mutant_id]
-        outcomes.append(Outcome(
-            mutant_id=mutant.id, operator=mutant.operator, file=mutant.file, line=mutant.line,
-            description=mutant.description, diff=mutant.diff, status=data.status,
-            test=data.test, message=data.message, duration=round(data.duration, 3),
-            tests_run=data.tests_run, guard_seconds=round(data.guard_seconds, 3), note=data.note,
-            cached=mutant_id in cached, covered_by=tuple(covering.get(mutant_id, ()))))
+        outcomes.append(
+            Outcome(
+                mutant_id=mutant.id,
+                operator=mutant.operator,
+                file=mutant.file,
+                line=mutant.line,
+                description=mutant.description,
+                diff=mutant.diff,
+                status=data.status,
+                test=data.test,
+                message=data.message,
+                duration=round(data.duration, 3),
+                tests_run=data.tests_run,
+                guard_seconds=round(data.guard_seconds, 3),
+                note=data.note,
+                cached=mutant_id in cached,
+                covered_by=tuple(covering.get(mutant_id, ())),
+            )
+        )
     return Report(
-        project=settings.root.name, guard=settings.guard.text, device=device_name(gpus),
-        baseline=Baseline(baseline["tests"], round(baseline["duration"], 3), tuple(baseline["flaky"]),
-                          settings.repeat, tuple(baseline.get("names", ()))),
-        outcomes=ordered(outcomes), duration=round(time.monotonic() - started, 3),
+        project=settings.root.name,
+        guard=settings.guard.text,
+        device=device_name(gpus),
+        baseline=Baseline(
+            baseline["tests"],
+            round(baseline["duration"], 3),
+            tuple(baseline["flaky"]),
+            settings.repeat,
+            tuple(baseline.get("names", ())),
+        ),
+        outcomes=ordered(outcomes),
+        duration=round(time.monotonic() - started, 3),
         sources={file: sources[file] for file in {m.file for m in mutants}},
-        created=created, version=__version__, repo_path=repo_path(settings.root),
+        created=created,
+        version=__version__,
+        repo_path=repo_path(settings.root),
     )
 
 
@@ -579,8 +654,10 @@ def _covering(mutant: Mutant, source: str, tests: list[_Test]) -> list[_Test]:
     return sorted(chosen, key=lambda t: t.duration)
 
 
-CRASH = re.compile(r"terminated with signal|killed by SIG|Connection (?:closed|reset) by peer|"
-                   r"[Tt]imed? ?out|ProcessExitedException")
+CRASH = re.compile(
+    r"terminated with signal|killed by SIG|Connection (?:closed|reset) by peer|"
+    r"[Tt]imed? ?out|ProcessExitedException"
+)
 
 
 def _suspect(result: protocol.Result) -> bool:

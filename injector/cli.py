@@ -23,9 +23,11 @@ from trainwreck.errors import TrainwreckError, UsageError
 
 DEMO = Path(__file__).parent / "demo"
 EXIT_UNDER = 3  # the mutation score is below --fail-under
-REPORT_EXITS = (f"exit codes: 0 done; 2 bad input; {EXIT_UNDER} the score is below --fail-under; "
-                "4 the --comment could not be posted; 130 interrupted (the reports are written "
-                f"before {EXIT_UNDER} and 4)")
+REPORT_EXITS = (
+    f"exit codes: 0 done; 2 bad input; {EXIT_UNDER} the score is below --fail-under; "
+    "4 the --comment could not be posted; 130 interrupted (the reports are written "
+    f"before {EXIT_UNDER} and 4)"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = arguments.Parser(
-        prog="injector", description="Mutation testing for PyTorch training code: inject the "
-        "catalogued training faults and see which ones your guards catch.")
+        prog="injector",
+        description="Mutation testing for PyTorch training code: inject the "
+        "catalogued training faults and see which ones your guards catch.",
+    )
     arguments.add_version(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -56,96 +60,164 @@ def _parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_list)
 
     mutants = commands.add_parser(
-        "mutants", help="every mutant that would be made of PATH (default: the bundled demo)",
+        "mutants",
+        help="every mutant that would be made of PATH (default: the bundled demo)",
         description="Show every mutant that would be made: id, operator, file, line and diff. "
         "Folders are walked, honouring .gitignore and skipping tests and virtualenvs. "
-        "Nothing is written.")
+        "Nothing is written.",
+    )
     mutants.add_argument("paths", nargs="*", type=Path, metavar="PATH")
-    mutants.add_argument("--operators", type=_ids, metavar="ID,...",
-                         help="only these fault ids (default: [tool.trainwreck] operators, else all)")
+    mutants.add_argument(
+        "--operators",
+        type=_ids,
+        metavar="ID,...",
+        help="only these fault ids (default: [tool.trainwreck] operators, else all)",
+    )
     mutants.add_argument("--format", choices=["text", "json"], default="text")
     mutants.set_defaults(handler=_mutants)
 
     run = commands.add_parser(
-        "run", help="run the guards against every mutant of PROJECT (default: the project here)",
+        "run",
+        help="run the guards against every mutant of PROJECT (default: the project here)",
         description="A mutation campaign: every mutant against the project's guards, in scratch "
         "copies (the project is never written), with a mutation-coverage report. With no PROJECT, "
         "the project in the current folder (one with a pyproject.toml, setup.py, setup.cfg or "
         "tests/ folder); --demo runs the bundled demo project instead.",
-        epilog=REPORT_EXITS)
-    run.add_argument("project", nargs="?", type=Path, metavar="PROJECT",
-                     help="the project's folder (default: the current folder's project)")
-    run.add_argument("--demo", action="store_true",
-                     help="run the bundled demo training project (a minute or two on 2 cores)")
-    run.add_argument("--guard", metavar="CMD",
-                     help="what must fail on a mutant (default: [tool.trainwreck] guard, else pytest)")
+        epilog=REPORT_EXITS,
+    )
+    run.add_argument(
+        "project",
+        nargs="?",
+        type=Path,
+        metavar="PROJECT",
+        help="the project's folder (default: the current folder's project)",
+    )
+    run.add_argument(
+        "--demo", action="store_true", help="run the bundled demo training project (a minute or two on 2 cores)"
+    )
+    run.add_argument(
+        "--guard", metavar="CMD", help="what must fail on a mutant (default: [tool.trainwreck] guard, else pytest)"
+    )
     run.add_argument("--operators", type=_ids, metavar="ID,...", help="only these fault ids")
     run.add_argument("--jobs", type=_positive_int, default=1, metavar="N", help="mutants run in parallel")
-    run.add_argument("--timeout-factor", type=_positive_float, metavar="F",
-                     help="a mutant's time limit: F x its tests' baseline time + 5 s (default 3)")
-    run.add_argument("--repeat", type=_positive_int, default=1, metavar="K",
-                     help="run the baseline K times; tests that disagree are flaky and left out")
-    run.add_argument("--baseline-timeout", type=_positive_float, default=600.0, metavar="S",
-                     help="give up if the unmutated guard takes longer (default 600 s)")
-    run.add_argument("--fresh", action="store_true",
-                     help="run a `python script.py` / `python -m module` guard in a new interpreter "
-                     "for every mutant instead of a forked warm one (slower; for scripts that do "
-                     "not survive a fork)")
+    run.add_argument(
+        "--timeout-factor",
+        type=_positive_float,
+        metavar="F",
+        help="a mutant's time limit: F x its tests' baseline time + 5 s (default 3)",
+    )
+    run.add_argument(
+        "--repeat",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="run the baseline K times; tests that disagree are flaky and left out",
+    )
+    run.add_argument(
+        "--baseline-timeout",
+        type=_positive_float,
+        default=600.0,
+        metavar="S",
+        help="give up if the unmutated guard takes longer (default 600 s)",
+    )
+    run.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run a `python script.py` / `python -m module` guard in a new interpreter "
+        "for every mutant instead of a forked warm one (slower; for scripts that do "
+        "not survive a fork)",
+    )
     run.add_argument("--since", metavar="GIT_REF", help="only mutate lines changed since this git ref")
-    run.add_argument("--shard", type=_shard, default=(1, 1), metavar="I/N",
-                     help="run shard I of N (split by mutant id; merge with `injector merge`)")
+    run.add_argument(
+        "--shard",
+        type=_shard,
+        default=(1, 1),
+        metavar="I/N",
+        help="run shard I of N (split by mutant id; merge with `injector merge`)",
+    )
     cached = run.add_mutually_exclusive_group()
-    cached.add_argument("--cache", type=Path, metavar="PATH",
-                        help="the outcome cache folder (default: PROJECT/.trainwreck-cache): a mutant "
-                        "whose code, reaching tests and settings are unchanged takes its last outcome")
+    cached.add_argument(
+        "--cache",
+        type=Path,
+        metavar="PATH",
+        help="the outcome cache folder (default: PROJECT/.trainwreck-cache): a mutant "
+        "whose code, reaching tests and settings are unchanged takes its last outcome",
+    )
     cached.add_argument("--no-cache", action="store_true", help="run every mutant; read and write no cache")
     _report_options(run)
     run.set_defaults(handler=_run)
 
-    merge = commands.add_parser("merge", help="join shard reports (JSON) into one report",
-                                epilog=REPORT_EXITS)
+    merge = commands.add_parser("merge", help="join shard reports (JSON) into one report", epilog=REPORT_EXITS)
     merge.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
     _report_options(merge)
     merge.set_defaults(handler=_merge)
 
     show = commands.add_parser(
-        "show", help="one mutant of the last report: its diff and its outcome",
+        "show",
+        help="one mutant of the last report: its diff and its outcome",
         description="Show one mutant of a campaign's report: its fault, place, outcome (the test "
         "that killed it and its first failure line, or why not) and diff. ID may be a unique "
-        "prefix of the mutant's id.")
+        "prefix of the mutant's id.",
+    )
     show.add_argument("mutant", metavar="ID")
     _report_path_option(show)
     show.set_defaults(handler=_show)
 
     apply = commands.add_parser(
-        "apply", help="write one mutant into your files, to debug it (undo with --revert)",
+        "apply",
+        help="write one mutant into your files, to debug it (undo with --revert)",
         description="Write one mutant of a campaign's report into the project's own file, to run "
         "and debug it by hand. Refused if the file changed since the report. `--revert` puts the "
-        "original back.")
+        "original back.",
+    )
     apply.add_argument("mutant", metavar="ID")
     _report_path_option(apply)
-    apply.add_argument("--project", type=Path, default=Path("."), metavar="PATH",
-                       help="the project the report is about (default: the current folder's)")
-    apply.add_argument("--revert", action="store_true",
-                       help="take the mutant out again: write back the text the campaign mutated")
+    apply.add_argument(
+        "--project",
+        type=Path,
+        default=Path("."),
+        metavar="PATH",
+        help="the project the report is about (default: the current folder's)",
+    )
+    apply.add_argument(
+        "--revert", action="store_true", help="take the mutant out again: write back the text the campaign mutated"
+    )
     apply.set_defaults(handler=_apply)
 
     init = commands.add_parser(
-        "init", help="add trainwreck's GitHub Actions workflows and [tool.trainwreck] to a repository",
+        "init",
+        help="add trainwreck's GitHub Actions workflows and [tool.trainwreck] to a repository",
         description="Add the mutation-campaign and triage workflows to PATH/.github/workflows/ and a "
         "[tool.trainwreck] section to PATH/pyproject.toml. Existing files are edited, not "
-        "overwritten (your steps and comments stay); every change is shown as a diff.")
-    init.add_argument("path", nargs="?", type=Path, default=Path("."), metavar="PATH",
-                      help="the repository's top folder (default: the current folder)")
-    init.add_argument("--shards", type=_positive_int, metavar="N",
-                      help="mutation campaign jobs per pull request (default: as installed, else 4)")
-    init.add_argument("--runner-labels", metavar="LABEL,...",
-                      help="the GPU runners' labels (default: as installed, else self-hosted,gpu)")
-    init.add_argument("--package", metavar="SPEC",
-                      help="what the workflows pip-install as trainwreck, best a git URL pinned to a "
-                      "commit: 'trainwreck @ git+https://github.com/OWNER/trainwreck@<commit>' "
-                      "(default: $TRAINWRECK_PACKAGE, else where this trainwreck was installed from: "
-                      "its git URL and commit, its checkout's origin and HEAD, or its index)")
+        "overwritten (your steps and comments stay); every change is shown as a diff.",
+    )
+    init.add_argument(
+        "path",
+        nargs="?",
+        type=Path,
+        default=Path("."),
+        metavar="PATH",
+        help="the repository's top folder (default: the current folder)",
+    )
+    init.add_argument(
+        "--shards",
+        type=_positive_int,
+        metavar="N",
+        help="mutation campaign jobs per pull request (default: as installed, else 4)",
+    )
+    init.add_argument(
+        "--runner-labels",
+        metavar="LABEL,...",
+        help="the GPU runners' labels (default: as installed, else self-hosted,gpu)",
+    )
+    init.add_argument(
+        "--package",
+        metavar="SPEC",
+        help="what the workflows pip-install as trainwreck, best a git URL pinned to a "
+        "commit: 'trainwreck @ git+https://github.com/OWNER/trainwreck@<commit>' "
+        "(default: $TRAINWRECK_PACKAGE, else where this trainwreck was installed from: "
+        "its git URL and commit, its checkout's origin and HEAD, or its index)",
+    )
     init.add_argument("--dry-run", action="store_true", help="show the changes; write nothing")
     init.set_defaults(handler=_init)
     return parser
@@ -155,31 +227,53 @@ def _report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, metavar="F", help="the report as JSON")
     parser.add_argument("--markdown", type=Path, metavar="F", help="the report as markdown")
     parser.add_argument("--html", type=Path, metavar="F", help="the report as one HTML file")
-    parser.add_argument("--mte", type=Path, metavar="F",
-                        help="the report in the mutation-testing-elements JSON schema")
-    parser.add_argument("--comment", type=_pull_request, metavar="OWNER/NAME#N",
-                        help="also keep the markdown report as one comment on this pull request, "
-                        "edited in place on every run (token from GITHUB_TOKEN; the reports are "
-                        "written first, and a GitHub failure exits 4)")
-    parser.add_argument("--base-report", type=_base_report, metavar="PATH",
-                        help="the base branch's last JSON report: the markdown (and the PR comment) "
-                        "shows the score change against it")
-    parser.add_argument("--sha", type=_sha, metavar="SHA",
-                        help="for --comment: the commit the campaign ran on, to link each survivor "
-                        "to its line in the pull request (default: $GITHUB_SHA)")
-    parser.add_argument("--fail-under", type=_percentage, metavar="PERCENT",
-                        help=f"exit {EXIT_UNDER} when the mutation score (as shown: a whole "
-                        "percentage, floored) is below PERCENT, after writing the reports "
-                        "(default: [tool.trainwreck] fail-under, else no gate)")
-    parser.add_argument("--api-url", type=_api_url, metavar="URL",
-                        help="for --comment: the REST API's base URL, for GitHub Enterprise "
-                        "(default: $GITHUB_API_URL, else https://api.github.com)")
+    parser.add_argument("--mte", type=Path, metavar="F", help="the report in the mutation-testing-elements JSON schema")
+    parser.add_argument(
+        "--comment",
+        type=_pull_request,
+        metavar="OWNER/NAME#N",
+        help="also keep the markdown report as one comment on this pull request, "
+        "edited in place on every run (token from GITHUB_TOKEN; the reports are "
+        "written first, and a GitHub failure exits 4)",
+    )
+    parser.add_argument(
+        "--base-report",
+        type=_base_report,
+        metavar="PATH",
+        help="the base branch's last JSON report: the markdown (and the PR comment) shows the score change against it",
+    )
+    parser.add_argument(
+        "--sha",
+        type=_sha,
+        metavar="SHA",
+        help="for --comment: the commit the campaign ran on, to link each survivor "
+        "to its line in the pull request (default: $GITHUB_SHA)",
+    )
+    parser.add_argument(
+        "--fail-under",
+        type=_percentage,
+        metavar="PERCENT",
+        help=f"exit {EXIT_UNDER} when the mutation score (as shown: a whole "
+        "percentage, floored) is below PERCENT, after writing the reports "
+        "(default: [tool.trainwreck] fail-under, else no gate)",
+    )
+    parser.add_argument(
+        "--api-url",
+        type=_api_url,
+        metavar="URL",
+        help="for --comment: the REST API's base URL, for GitHub Enterprise "
+        "(default: $GITHUB_API_URL, else https://api.github.com)",
+    )
 
 
 def _report_path_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--report", type=Path, metavar="PATH",
-                        help="a JSON report, or the folder holding report.json "
-                        "(default: ./trainwreck-report/, where `injector run` writes it)")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="PATH",
+        help="a JSON report, or the folder holding report.json "
+        "(default: ./trainwreck-report/, where `injector run` writes it)",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -271,16 +365,24 @@ def _list(args: argparse.Namespace) -> int:
         examples = []
         for example in op.examples:
             made = mutants_for_source(example.before, "example.py", [op])
-            examples.append({"before": example.before, "after": list(example.after),
-                             "diffs": [m.diff for m in made]})
-        entries.append({"id": op.id, "summary": op.summary, "title": fault.title,
-                        "symptoms": fault.symptoms, "guard": fault.guard, "fix": fault.fix,
-                        "examples": examples})
+            examples.append({"before": example.before, "after": list(example.after), "diffs": [m.diff for m in made]})
+        entries.append(
+            {
+                "id": op.id,
+                "summary": op.summary,
+                "title": fault.title,
+                "symptoms": fault.symptoms,
+                "guard": fault.guard,
+                "fix": fault.fix,
+                "examples": examples,
+            }
+        )
     if args.format == "json":
         json.dump({"operators": entries}, sys.stdout, indent=2)
         print()
         return 0
     from injector import render
+
     render.operators(entries)
     return 0
 
@@ -304,8 +406,7 @@ def _generate(paths: list[Path], operator_ids: list[str] | None):
         marked, stale = skip_listed(generation.mutants, settings.skip_mutants)
         generation = replace(generation, mutants=marked)
         for mutant_id in stale:
-            print(f"injector: skip-mutants lists {mutant_id}, which is no mutant of these files",
-                  file=sys.stderr)
+            print(f"injector: skip-mutants lists {mutant_id}, which is no mutant of these files", file=sys.stderr)
     for entry in unreadable + generation.skipped:
         print(f"injector: skipped {entry}", file=sys.stderr)
     if generation.files == 0:
@@ -318,11 +419,16 @@ def _mutants(args: argparse.Namespace) -> int:
 
     root, _, _, generation, skipped = _generate(args.paths or [DEMO], args.operators)
     if args.format == "json":
-        json.dump({"schema": "trainwreck.mutants/1", "root": str(root),
-                   "mutants": [m.to_json() for m in generation.mutants],
-                   "skipped": [{"file": s.relative, "line": s.line, "reason": s.reason}
-                               for s in skipped]},
-                  sys.stdout, indent=2)
+        json.dump(
+            {
+                "schema": "trainwreck.mutants/1",
+                "root": str(root),
+                "mutants": [m.to_json() for m in generation.mutants],
+                "skipped": [{"file": s.relative, "line": s.line, "reason": s.reason} for s in skipped],
+            },
+            sys.stdout,
+            indent=2,
+        )
         print()
     else:
         render.mutants(generation)
@@ -343,10 +449,15 @@ def _run(args: argparse.Namespace) -> int:
         folder = Path(os.path.abspath(args.cache if args.cache is not None else root / FOLDER))
         cache = Cache.open(folder, warn=lambda line: print(f"injector: warning: {line}", file=sys.stderr))
     run_settings = campaign.Settings(
-        root=root, guard=guard, jobs=args.jobs, repeat=args.repeat,
+        root=root,
+        guard=guard,
+        jobs=args.jobs,
+        repeat=args.repeat,
         timeout_factor=args.timeout_factor or settings.timeout_factor,
-        baseline_timeout=args.baseline_timeout, fresh=args.fresh,
-        exclude=(cache.folder,) if cache is not None else ())
+        baseline_timeout=args.baseline_timeout,
+        fresh=args.fresh,
+        exclude=(cache.folder,) if cache is not None else (),
+    )
     reuse = None
     if cache is not None:
         reuse, report = _from_cache(cache, run_settings, args, project)
@@ -397,9 +508,11 @@ def _project(given: Path | None, *, demo: bool) -> Path:
     root = config.find_root(here)
     if (root / "pyproject.toml").is_file():  # a subfolder of a project: that project
         return root
-    raise UsageError(f"no project here ({here} has no pyproject.toml, setup.py, setup.cfg or "
-                     "tests/ folder): give its folder, `injector run PATH`, or run the bundled "
-                     "demo with `injector run --demo`")
+    raise UsageError(
+        f"no project here ({here} has no pyproject.toml, setup.py, setup.cfg or "
+        "tests/ folder): give its folder, `injector run PATH`, or run the bundled "
+        "demo with `injector run --demo`"
+    )
 
 
 def _selected(project: Path, root: Path, args: argparse.Namespace):
@@ -438,11 +551,22 @@ def _from_cache(cache, run_settings, args: argparse.Namespace, project: Path):
     if not wanted or any(m.id not in last.outcomes for m in wanted):
         return reuse, None
     results = {m.id: last.outcomes[m.id] for m in wanted}
-    render.cache_status(f"{root.name}: nothing changed since the last run; all {len(wanted)} outcomes "
-                        f"from the cache ({cache.folder}), no guard was run")
+    render.cache_status(
+        f"{root.name}: nothing changed since the last run; all {len(wanted)} outcomes "
+        f"from the cache ({cache.folder}), no guard was run"
+    )
     report = campaign.build_report(
-        run_settings, mutants, {**results, **campaign.ignored_results(mutants)}, last.baseline, sources,
-        gpus=gpus, started=started, created=created, cached=set(results), covering=last.covering)
+        run_settings,
+        mutants,
+        {**results, **campaign.ignored_results(mutants)},
+        last.baseline,
+        sources,
+        gpus=gpus,
+        started=started,
+        created=created,
+        cached=set(results),
+        covering=last.covering,
+    )
     if args.shard != (1, 1):
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
     return reuse, report
@@ -468,12 +592,13 @@ def _gate(result, fail_under: float | None) -> int:
     if fail_under is None:
         return 0
     if result.percent is None:
-        print(f"injector: no mutant was covered, so there is no score to hold to --fail-under "
-              f"{fail_under:g}%", file=sys.stderr)
+        print(
+            f"injector: no mutant was covered, so there is no score to hold to --fail-under {fail_under:g}%",
+            file=sys.stderr,
+        )
         return 0
     if result.percent < fail_under:
-        print(f"injector: mutation score {result.percent}% is below --fail-under {fail_under:g}%",
-              file=sys.stderr)
+        print(f"injector: mutation score {result.percent}% is below --fail-under {fail_under:g}%", file=sys.stderr)
         return EXIT_UNDER
     return 0
 
@@ -495,16 +620,21 @@ def _apply(args: argparse.Namespace) -> int:
     clean = _git_clean(root, outcome.file)
     written = apply.apply(result, outcome, root, revert=args.revert)
     if args.revert:
-        print(f"injector: took mutant {outcome.mutant_id} out of {written.path}: it is as the "
-              f"campaign found it", file=sys.stderr)
+        print(
+            f"injector: took mutant {outcome.mutant_id} out of {written.path}: it is as the campaign found it",
+            file=sys.stderr,
+        )
         return 0
     undo = f"`injector apply {outcome.mutant_id} --revert`"
     if clean:
         undo += f" or `git checkout -- {outcome.file}`"
-    print(f"injector: wrote mutant {outcome.mutant_id} ({outcome.operator}: {outcome.description}) "
-          f"into {written.path}\n"
-          f"injector: warning: that file now holds a deliberately broken training step; "
-          f"do not commit it. Undo with {undo}", file=sys.stderr)
+    print(
+        f"injector: wrote mutant {outcome.mutant_id} ({outcome.operator}: {outcome.description}) "
+        f"into {written.path}\n"
+        f"injector: warning: that file now holds a deliberately broken training step; "
+        f"do not commit it. Undo with {undo}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -513,10 +643,8 @@ def _git_clean(root: Path, file: str) -> bool:
     import subprocess
 
     try:
-        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "--", file], cwd=root,
-                                 capture_output=True)
-        changed = subprocess.run(["git", "status", "--porcelain", "--", file], cwd=root,
-                                 capture_output=True, text=True)
+        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "--", file], cwd=root, capture_output=True)
+        changed = subprocess.run(["git", "status", "--porcelain", "--", file], cwd=root, capture_output=True, text=True)
     except OSError:
         return False
     return tracked.returncode == 0 and changed.returncode == 0 and not changed.stdout.strip()
@@ -532,8 +660,10 @@ def _init(args: argparse.Namespace) -> int:
     if source.spec is None:
         kept = init.installed_package(args.path)
         if kept is None:
-            raise UsageError(f"cannot tell what CI should install as trainwreck ({source.origin}): "
-                             f"pass --package '{package.EXAMPLE}' or set ${package.ENV}")
+            raise UsageError(
+                f"cannot tell what CI should install as trainwreck ({source.origin}): "
+                f"pass --package '{package.EXAMPLE}' or set ${package.ENV}"
+            )
         source = package.Source(kept, "the workflows already installed")
     spec = source.spec
     assert spec is not None  # resolved above, or the error
@@ -541,8 +671,10 @@ def _init(args: argparse.Namespace) -> int:
     if not args.dry_run:
         init.apply(plan)
     init.report(plan, dry_run=args.dry_run)
-    print(f"package: the workflows install {spec} (from {source.origin}); the repository "
-          f"variable {package.ENV} overrides it")
+    print(
+        f"package: the workflows install {spec} (from {source.origin}); the repository "
+        f"variable {package.ENV} overrides it"
+    )
     why = package.unpinned(spec)
     if why:
         print(f"note: {why}; pin a commit for reproducible CI")
@@ -554,12 +686,15 @@ def _write_reports(result, args: argparse.Namespace) -> None:
     from injector import render, report
 
     base, links = args.base_report, _links(result, args)
-    paths = {"json_path": args.json, "markdown_path": args.markdown, "html_path": args.html,
-             "mte_path": args.mte}
+    paths = {"json_path": args.json, "markdown_path": args.markdown, "html_path": args.html, "mte_path": args.mte}
     if not any(paths.values()):
         folder = Path("trainwreck-report")
-        paths = {"json_path": folder / "report.json", "markdown_path": folder / "report.md",
-                 "html_path": folder / "report.html", "mte_path": folder / "mutation-testing.json"}
+        paths = {
+            "json_path": folder / "report.json",
+            "markdown_path": folder / "report.md",
+            "html_path": folder / "report.html",
+            "mte_path": folder / "mutation-testing.json",
+        }
     written = report.write(result, **paths, base=base, links=links)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
@@ -598,9 +733,15 @@ def _post_comment(result, args: argparse.Namespace, base=None, links=None) -> No
 
     policy = github.Policy(notify=lambda line: print(f"injector: {line}", file=sys.stderr, flush=True))
     body = report.render_markdown(result, base=base, links=links)
-    posted = comment.post(body, marker=report.MARKER, target=args.comment,
-                          token=github.token_from_env(), api=github.api_url(args.api_url),
-                          policy=policy, hint="The JSON and HTML reports have all of it.")
+    posted = comment.post(
+        body,
+        marker=report.MARKER,
+        target=args.comment,
+        token=github.token_from_env(),
+        api=github.api_url(args.api_url),
+        policy=policy,
+        hint="The JSON and HTML reports have all of it.",
+    )
     print(f"injector: {posted.describe()}")
 
 

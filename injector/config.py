@@ -23,8 +23,16 @@ from pathlib import Path
 
 from trainwreck.errors import ConfigError
 
-KEYS = {"paths", "operators", "exclude-operators", "exclude-paths", "guard", "timeout-factor",
-        "skip-mutants", "fail-under"}
+KEYS = {
+    "paths",
+    "operators",
+    "exclude-operators",
+    "exclude-paths",
+    "guard",
+    "timeout-factor",
+    "skip-mutants",
+    "fail-under",
+}
 
 
 @dataclass(frozen=True)
@@ -68,8 +76,9 @@ def load(root: Path) -> Config:
         raise ConfigError(f"{pyproject}: [tool.trainwreck] must be a table")
     unknown = sorted(set(section) - KEYS)
     if unknown:
-        raise ConfigError(f"{pyproject}: unknown key {unknown[0]!r} in [tool.trainwreck] "
-                          f"(known: {', '.join(sorted(KEYS))})")
+        raise ConfigError(
+            f"{pyproject}: unknown key {unknown[0]!r} in [tool.trainwreck] (known: {', '.join(sorted(KEYS))})"
+        )
 
     def strings(key: str) -> tuple[str, ...]:
         value = section.get(key, [])
@@ -83,15 +92,22 @@ def load(root: Path) -> Config:
     if guard is not None and not (isinstance(guard, str) and guard.strip()):
         raise ConfigError(f"{pyproject}: [tool.trainwreck] guard must be a non-empty string")
     factor = section.get("timeout-factor", 3.0)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) \
-            or factor <= 0:
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
         raise ConfigError(f"{pyproject}: [tool.trainwreck] timeout-factor must be a positive number")
     fail_under = section.get("fail-under")
-    if fail_under is not None and (isinstance(fail_under, bool) or not isinstance(fail_under, (int, float))
-                                   or not 0 <= fail_under <= 100):
+    if fail_under is not None and (
+        isinstance(fail_under, bool) or not isinstance(fail_under, (int, float)) or not 0 <= fail_under <= 100
+    ):
         raise ConfigError(f"{pyproject}: [tool.trainwreck] fail-under must be a percentage from 0 to 100")
-    return Config(root=root, paths=strings("paths"), operators=strings("operators"),
-                  exclude_operators=strings("exclude-operators"),
-                  exclude_paths=strings("exclude-paths"), guard=guard,
-                  timeout_factor=float(factor), skip_mutants=strings("skip-mutants"),
-                  fail_under=None if fail_under is None else float(fail_under), source=pyproject)
+    return Config(
+        root=root,
+        paths=strings("paths"),
+        operators=strings("operators"),
+        exclude_operators=strings("exclude-operators"),
+        exclude_paths=strings("exclude-paths"),
+        guard=guard,
+        timeout_factor=float(factor),
+        skip_mutants=strings("skip-mutants"),
+        fail_under=None if fail_under is None else float(fail_under),
+        source=pyproject,
+    )

@@ -12,8 +12,18 @@ import pathspec
 
 from trainwreck.errors import UsageError
 
-SKIPPED_FOLDERS = {"tests", "test", "testing", "__pycache__", "node_modules", "site-packages",
-                   "venv", "env", "build", "dist"}
+SKIPPED_FOLDERS = {
+    "tests",
+    "test",
+    "testing",
+    "__pycache__",
+    "node_modules",
+    "site-packages",
+    "venv",
+    "env",
+    "build",
+    "dist",
+}
 MAX_BYTES = 5_000_000  # no hand-written training file is this large
 
 
@@ -101,8 +111,13 @@ def _walk(folder: Path, root: Path):
 
 def _skip_folder(folder: Path, ignores) -> bool:
     name = folder.name
-    return (name.startswith(".") or name in SKIPPED_FOLDERS or name.endswith(".egg-info")
-            or (folder / "pyvenv.cfg").exists() or _ignored(folder, ignores, is_dir=True))
+    return (
+        name.startswith(".")
+        or name in SKIPPED_FOLDERS
+        or name.endswith(".egg-info")
+        or (folder / "pyvenv.cfg").exists()
+        or _ignored(folder, ignores, is_dir=True)
+    )
 
 
 def _ignored(path: Path, ignores, is_dir: bool = False) -> bool:

@@ -111,10 +111,14 @@ def source_digest(text: str) -> SourceDigest:
                 # shadows an old one too: the new baseline reaches it). Its decorators and
                 # defaults run at import, where nothing is traced.
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                units.append(Unit(first, node.end_lineno or node.lineno, _hash(ast.dump(node)),
-                                  node.name, _names(node.body)))
-                evaluated = [*node.decorator_list, *node.args.defaults,
-                             *(d for d in node.args.kw_defaults if d is not None)]
+                units.append(
+                    Unit(first, node.end_lineno or node.lineno, _hash(ast.dump(node)), node.name, _names(node.body))
+                )
+                evaluated = [
+                    *node.decorator_list,
+                    *node.args.defaults,
+                    *(d for d in node.args.kw_defaults if d is not None),
+                ]
                 at_import.update(_names(evaluated))
                 run_at_import.extend(evaluated)
                 continue
@@ -131,8 +135,13 @@ def source_digest(text: str) -> SourceDigest:
 
     tree.body = visit(tree.body)
     units.sort(key=lambda unit: unit.first)
-    return SourceDigest(_hash(ast.dump(tree)), tuple(units), tuple(u.first for u in units),
-                        frozenset(at_import), all(_quiet(node) for node in run_at_import))
+    return SourceDigest(
+        _hash(ast.dump(tree)),
+        tuple(units),
+        tuple(u.first for u in units),
+        frozenset(at_import),
+        all(_quiet(node) for node in run_at_import),
+    )
 
 
 def _quiet(node: ast.AST) -> bool:
@@ -179,9 +188,13 @@ def _names(nodes: list) -> frozenset[str]:
 def _is_main_block(node: ast.stmt) -> bool:
     """`if __name__ == "__main__":`"""
     test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and isinstance(test, ast.Compare) and \
-        isinstance(test.left, ast.Name) and test.left.id == "__name__" and \
-        any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    return (
+        isinstance(node, ast.If)
+        and isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)
+    )
 
 
 def run_at_import(sources: dict[str, SourceDigest]) -> list[tuple[str, Unit]]:
@@ -279,15 +292,24 @@ def environment_digest() -> str:
     return _hash(sys.version, platform.machine(), *sorted(installed))
 
 
-def settings_digest(*, guard: str, timeout_factor: float, repeat: int, fresh: bool, threads: int,
-                    device: str) -> str:
+def settings_digest(*, guard: str, timeout_factor: float, repeat: int, fresh: bool, threads: int, device: str) -> str:
     """Everything outside the project that a verdict depends on."""
-    return _hash(SCHEMA, tool_digest(), environment_digest(), guard, repr(float(timeout_factor)),
-                 str(repeat), str(fresh), str(threads), device)
+    return _hash(
+        SCHEMA,
+        tool_digest(),
+        environment_digest(),
+        guard,
+        repr(float(timeout_factor)),
+        str(repeat),
+        str(fresh),
+        str(threads),
+        device,
+    )
 
 
-def mutant_key(settings: str, tree: TreeDigest, mutant_id: str, file: str, lines: set[int],
-               tests: list[tuple[str, frozenset]]) -> str:
+def mutant_key(
+    settings: str, tree: TreeDigest, mutant_id: str, file: str, lines: set[int], tests: list[tuple[str, frozenset]]
+) -> str:
     """The cache key of one mutant: the settings and shared code, the mutant, the code it
     mutates (`lines` of `file`), and each guard test that reaches it with the units it ran."""
     units: set[tuple[str, str]] = set()
@@ -305,5 +327,6 @@ def mutant_key(settings: str, tree: TreeDigest, mutant_id: str, file: str, lines
             unit = source.unit_at(line) if source is not None else None
             if unit is not None:
                 units.add((reached_file, unit.digest))
-    return _hash(settings, tree.shared, mutant_id, *sorted(name for name, _ in tests),
-                 *(f"{f}:{d}" for f, d in sorted(units)))
+    return _hash(
+        settings, tree.shared, mutant_id, *sorted(name for name, _ in tests), *(f"{f}:{d}" for f, d in sorted(units))
+    )

@@ -21,8 +21,7 @@ PARALLEL_FROM_LINES = 3000  # below this, starting workers costs more than it sa
 IGNORE_COMMENT = re.compile(r"#\s*trainwreck:\s*ignore(?:\[([^\]]*)\])?")
 
 
-def mutants_for_source(text: str, path: str = "<string>",
-                       operators: Iterable[Operator] | None = None) -> list[Mutant]:
+def mutants_for_source(text: str, path: str = "<string>", operators: Iterable[Operator] | None = None) -> list[Mutant]:
     """Every mutant the operators make of one file's text, in operator then source order.
 
     Raises `injector.source.ParseError` if the text is not valid Python.
@@ -35,30 +34,31 @@ def mutants_for_source(text: str, path: str = "<string>",
         ordinals: dict[tuple, int] = {}
         for change in operator.changes(source, training):
             edits = tuple(sorted(change.edits))
-            if edits in seen or all(text[e.start:e.end] == e.text for e in edits):
+            if edits in seen or all(text[e.start : e.end] == e.text for e in edits):
                 continue  # the same edit from another operator, or no change at all
             seen.add(edits)
             scope = source.scope_name(change.node)
-            key = (scope, tuple((text[e.start:e.end], e.text) for e in edits))
+            key = (scope, tuple((text[e.start : e.end], e.text) for e in edits))
             ordinals[key] = ordinals.get(key, -1) + 1
             ignored = _ignored_by_comment(source, change.node, edits, operator.id)
             runtime = source.runtime_function(change.node)
-            if runtime is not None and not all(runtime[2][0] <= e.start and e.end <= runtime[2][1]
-                                               for e in edits):
+            if runtime is not None and not all(runtime[2][0] <= e.start and e.end <= runtime[2][1] for e in edits):
                 runtime = None  # an edit reaches outside the function: treat as import-time code
-            mutants.append(Mutant(
-                id=mutant_id(path, operator.id, scope, edits, text, ordinals[key]),
-                operator=operator.id,
-                file=path,
-                line=source.lines.line_of(edits[0].start),
-                description=change.description,
-                diff=unified_diff(text, edits, path, source.lines),
-                edits=edits,
-                function=runtime[0] if runtime else None,
-                function_line=runtime[1] if runtime else None,
-                in_main=source.in_main_block(change.node),
-                ignored=ignored,
-            ))
+            mutants.append(
+                Mutant(
+                    id=mutant_id(path, operator.id, scope, edits, text, ordinals[key]),
+                    operator=operator.id,
+                    file=path,
+                    line=source.lines.line_of(edits[0].start),
+                    description=change.description,
+                    diff=unified_diff(text, edits, path, source.lines),
+                    edits=edits,
+                    function=runtime[0] if runtime else None,
+                    function_line=runtime[1] if runtime else None,
+                    in_main=source.in_main_block(change.node),
+                    ignored=ignored,
+                )
+            )
     return mutants
 
 
@@ -84,8 +84,7 @@ def skip_listed(mutants: list[Mutant], skip: Iterable[str]) -> tuple[list[Mutant
     Returns the mutants and the listed ids that match no mutant (a stale entry, worth a warning).
     """
     wanted = set(skip)
-    marked = [replace(m, ignored=m.ignored or "listed in skip-mutants") if m.id in wanted else m
-              for m in mutants]
+    marked = [replace(m, ignored=m.ignored or "listed in skip-mutants") if m.id in wanted else m for m in mutants]
     return marked, sorted(wanted - {m.id for m in mutants})
 
 
@@ -99,8 +98,7 @@ class Generation:
     lines: int
 
 
-def mutants_for_files(files: list[SourceFile], operators: Iterable[Operator],
-                      jobs: int | None = None) -> Generation:
+def mutants_for_files(files: list[SourceFile], operators: Iterable[Operator], jobs: int | None = None) -> Generation:
     """Mutants for every file; a file that does not parse is skipped with the parser's message.
 
     Large sets of files are spread over `jobs` processes (default: one per core); the
@@ -119,7 +117,7 @@ def mutants_for_files(files: list[SourceFile], operators: Iterable[Operator],
     mutants: list[Mutant] = []
     skipped: list[Skipped] = []
     lines = 0
-    for file, result in zip(files, results):
+    for file, result in zip(files, results, strict=False):
         if isinstance(result, Skipped):
             skipped.append(result)
         else:

@@ -85,11 +85,12 @@ class PlannedFile:
         """A unified diff of the change, with git-style file names."""
         before = (self.before or "").splitlines(keepends=True)
         lines = difflib.unified_diff(
-            before, self.after.splitlines(keepends=True),
+            before,
+            self.after.splitlines(keepends=True),
             fromfile="/dev/null" if self.before is None else f"a/{self.relative}",
-            tofile=f"b/{self.relative}")
-        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-                       for line in lines)
+            tofile=f"b/{self.relative}",
+        )
+        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,7 @@ def parse_labels(text: str) -> tuple[str, ...]:
     return labels
 
 
-def plan(root: Path, *, package: str, shards: int | None = None,
-         runner_labels: Sequence[str] | None = None) -> Plan:
+def plan(root: Path, *, package: str, shards: int | None = None, runner_labels: Sequence[str] | None = None) -> Plan:
     """Read and merge everything `injector init` would write in `root`; write nothing. `package`
     is the pip requirement the workflows install trainwreck from (`injector.package`)."""
     from trainwreck_workflows import templates
@@ -168,13 +168,16 @@ def report(plan: Plan, *, dry_run: bool, out: TextIO | None = None) -> None:
         out.write(f"unchanged {relative}\n")
     if dry_run:
         out.write("dry run: nothing written\n")
-    top = next((folder for folder in (plan.root.resolve(), *plan.root.resolve().parents)
-                if (folder / ".git").exists()), None)
+    top = next(
+        (folder for folder in (plan.root.resolve(), *plan.root.resolve().parents) if (folder / ".git").exists()), None
+    )
     if top is not None and top != plan.root.resolve():
         out.write(f"note: GitHub reads workflows only from the repository's top folder, {top}\n")
     if any(change.before is None and change.relative.endswith((".yml", ".yaml")) for change in plan.changes):
-        out.write("next: set the repository variables the workflows name at their top "
-                  "(runner labels, training command), then open a pull request\n")
+        out.write(
+            "next: set the repository variables the workflows name at their top "
+            "(runner labels, training command), then open a pull request\n"
+        )
 
 
 def with_section(text: str | None, name: str = "pyproject.toml") -> str:
@@ -204,6 +207,7 @@ def with_section(text: str | None, name: str = "pyproject.toml") -> str:
 
 
 # -- workflows ------------------------------------------------------------------------------------
+
 
 def _existing_workflow(root: Path, name: str) -> tuple[str, str | None]:
     """The repository's copy of workflow `name` (`.yml`, or `.yaml` if that is what it has)."""
@@ -252,8 +256,9 @@ def _render_new(template: str, shards: int | None, labels: Sequence[str] | None,
     return _dump(yaml, document)
 
 
-def _merge_existing(template: str, existing: str, relative: str, shards: int | None,
-                    labels: Sequence[str] | None, package: str) -> str:
+def _merge_existing(
+    template: str, existing: str, relative: str, shards: int | None, labels: Sequence[str] | None, package: str
+) -> str:
     newline = "\r\n" if "\r\n" in existing else "\n"
     text = existing.replace("\r\n", "\n")
     yaml = _yaml(*_guess_indent(text))
@@ -270,8 +275,9 @@ def _merge_existing(template: str, existing: str, relative: str, shards: int | N
         # would sit askew, so entries it adds come without them
         _drop_comment_lines(shape)
     installed_shards, installed_labels = _installed_options(document)
-    _set_options(shape, shards or installed_shards or DEFAULT_SHARDS,
-                 labels or installed_labels or DEFAULT_LABELS, package)
+    _set_options(
+        shape, shards or installed_shards or DEFAULT_SHARDS, labels or installed_labels or DEFAULT_LABELS, package
+    )
     if not _merge_mapping(shape, document, relative, ()):
         return existing  # nothing to change: keep the user's bytes, whatever ruamel would emit
     return _dump(yaml, document).replace("\n", newline)
@@ -306,8 +312,7 @@ def _set_options(document: CommentedMap, shards: int, labels: Sequence[str], pac
     value = env.get("TRAINWRECK_PACKAGE") if isinstance(env, dict) else None
     if isinstance(value, str) and _PACKAGE_DEFAULT.search(value):
         quoted = package.replace("'", "''")
-        env["TRAINWRECK_PACKAGE"] = type(value)(
-            _PACKAGE_DEFAULT.sub(lambda m: m.group(1) + quoted + m.group(3), value))
+        env["TRAINWRECK_PACKAGE"] = type(value)(_PACKAGE_DEFAULT.sub(lambda m: m.group(1) + quoted + m.group(3), value))
     default = json.dumps(list(labels), separators=(",", ":"))
     for job in document["jobs"].values():
         runs_on = job.get("runs-on")
@@ -344,8 +349,10 @@ def _merge_mapping(template: CommentedMap, user: CommentedMap, relative: str, wh
             changed = True
         if isinstance(wanted, CommentedMap):  # what ruamel's round trip reads a mapping as
             if not isinstance(have, CommentedMap):
-                raise InitError(f"{relative}: {_dotted(path)} should be a mapping as in trainwreck's "
-                                "workflow; edit it by hand or move the file away")
+                raise InitError(
+                    f"{relative}: {_dotted(path)} should be a mapping as in trainwreck's "
+                    "workflow; edit it by hand or move the file away"
+                )
             changed |= _merge_mapping(wanted, have, relative, path)
         elif key == "steps" and isinstance(wanted, list):
             if not isinstance(have, CommentedSeq):
@@ -386,9 +393,11 @@ def _find_step(step: CommentedMap, steps: list, template_names: set) -> int | No
     if action is None:
         return None
     # A trainwreck step the user renamed: the only unnamed-by-trainwreck step using that action.
-    matches = [index for index, candidate in enumerate(steps)
-               if isinstance(candidate, dict) and _action(candidate) == action
-               and candidate.get("name") not in template_names]
+    matches = [
+        index
+        for index, candidate in enumerate(steps)
+        if isinstance(candidate, dict) and _action(candidate) == action and candidate.get("name") not in template_names
+    ]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -399,6 +408,7 @@ def _action(step: object) -> str | None:
 
 # ruamel keeps the comment lines above an entry with the entry before it (on its last scalar), so
 # an entry inserted between two others must take those lines over, or they would end up above it.
+
 
 def _insert(container: CommentedMap | CommentedSeq, index: int, value: object, *, key: object = None) -> None:
     """Insert a copy of trainwreck's `value` at `index` (under `key` in a mapping), keeping the
@@ -449,7 +459,7 @@ def _detach_trailing(container: CommentedMap | CommentedSeq, key: object) -> str
     else:
         end_of_line, _, lines = token.value.partition("\n")
     # Blank lines separate the entry from what follows: keep them there, and copy them along.
-    blank = lines[:len(lines) - len(lines.lstrip("\n"))]
+    blank = lines[: len(lines) - len(lines.lstrip("\n"))]
     if end_of_line.strip() or blank:
         token.value = end_of_line + "\n" + blank if not _is_block(container[key]) else blank
     else:
@@ -481,7 +491,11 @@ def _drop_comment_lines(node: object) -> None:
     node.ca.comment = None
     for key, entry in node.ca.items.items():
         for slot, token in enumerate(entry):
-            if not isinstance(token, CommentToken) or _is_block(node[key]) or not token.value.partition("\n")[0].strip():
+            if (
+                not isinstance(token, CommentToken)
+                or _is_block(node[key])
+                or not token.value.partition("\n")[0].strip()
+            ):
                 entry[slot] = None
             else:
                 entry[slot] = CommentToken(token.value.partition("\n")[0] + "\n", CommentMark(0), None)
@@ -516,8 +530,9 @@ _DASH_LINE = re.compile(r"^( *)-( +)\S")
 def _guess_indent(text: str) -> tuple[int, int, int]:
     """The file's (mapping, sequence, dash offset) indentation, so an edit keeps its style."""
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    mapping = min((len(found.group(1)) for line in lines
-                   if (found := _KEY_LINE.match(line)) and found.group(1)), default=2)
+    mapping = min(
+        (len(found.group(1)) for line in lines if (found := _KEY_LINE.match(line)) and found.group(1)), default=2
+    )
     for previous, line in zip(lines, lines[1:], strict=False):
         dash, key = _DASH_LINE.match(line), _KEY_LINE.match(previous)
         if dash and key and previous.rstrip().endswith(":"):
@@ -530,6 +545,7 @@ def _guess_indent(text: str) -> tuple[int, int, int]:
 
 
 # -- files ----------------------------------------------------------------------------------------
+
 
 def _read(path: Path, relative: str) -> str | None:
     """The text of `path` (line endings as they are), or None if there is no such file."""
@@ -550,8 +566,15 @@ def _write_atomically(path: Path, text: str) -> None:
     target = path.resolve() if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", newline="", dir=target.parent,  # noqa: SIM115 - renamed over the target below
-                                         prefix=f".{target.name}.", suffix=".tmp", delete=False)
+    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - renamed over the target below
+        "w",
+        encoding="utf-8",
+        newline="",
+        dir=target.parent,
+        prefix=f".{target.name}.",
+        suffix=".tmp",
+        delete=False,
+    )
     try:
         with handle:
             handle.write(text)

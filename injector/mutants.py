@@ -66,15 +66,14 @@ def apply_edits(source: str, edits: tuple[Edit, ...]) -> str:
     for edit in sorted(edits):
         if edit.start < cursor:
             raise ValueError(f"overlapping edits at offset {edit.start}")
-        parts.append(source[cursor:edit.start])
+        parts.append(source[cursor : edit.start])
         parts.append(edit.text)
         cursor = edit.end
     parts.append(source[cursor:])
     return "".join(parts)
 
 
-def mutant_id(file: str, operator: str, scope: str, edits: tuple[Edit, ...], source: str,
-              ordinal: int) -> str:
+def mutant_id(file: str, operator: str, scope: str, edits: tuple[Edit, ...], source: str, ordinal: int) -> str:
     """A content-based id: the same source gives the same ids on every run and machine.
 
     It hashes what changes and where it lives (file, enclosing scope, the replaced and the new
@@ -85,7 +84,7 @@ def mutant_id(file: str, operator: str, scope: str, edits: tuple[Edit, ...], sou
         digest.update(piece.encode())
         digest.update(b"\0")
     for edit in sorted(edits):
-        digest.update(source[edit.start:edit.end].encode())
+        digest.update(source[edit.start : edit.end].encode())
         digest.update(b"\1")
         digest.update(edit.text.encode())
         digest.update(b"\0")
@@ -119,11 +118,10 @@ class LineIndex:
         return self.starts[line] if line < len(self.starts) else len(self.source)
 
     def line_text(self, line: int) -> str:
-        return self.source[self.line_start(line):self.line_end(line)]
+        return self.source[self.line_start(line) : self.line_end(line)]
 
 
-def unified_diff(source: str, edits: tuple[Edit, ...], path: str, lines: LineIndex,
-                 context: int = 3) -> str:
+def unified_diff(source: str, edits: tuple[Edit, ...], path: str, lines: LineIndex, context: int = 3) -> str:
     """The unified diff (as `git diff` prints it) that turns `source` into the edited text.
 
     Built from the edits themselves rather than by comparing two whole files, so its cost
@@ -134,8 +132,7 @@ def unified_diff(source: str, edits: tuple[Edit, ...], path: str, lines: LineInd
     for edit in sorted(edits):
         first = lines.line_of(edit.start)
         last = lines.line_of(max(edit.end - 1, edit.start))
-        if edit.start == edit.end and edit.text.endswith("\n") and \
-                edit.start == lines.line_start(first):
+        if edit.start == edit.end and edit.text.endswith("\n") and edit.start == lines.line_start(first):
             last = first - 1  # whole lines inserted before line `first`: no old line changes
         if spans and first <= spans[-1][1]:
             spans[-1] = (spans[-1][0], max(last, spans[-1][1]), spans[-1][2] + [edit])
@@ -144,7 +141,7 @@ def unified_diff(source: str, edits: tuple[Edit, ...], path: str, lines: LineInd
     blocks = []
     for first, last, group in spans:
         base = lines.line_start(first)
-        segment = source[base:lines.line_end(last)]
+        segment = source[base : lines.line_end(last)]
         shifted = tuple(Edit(e.start - base, e.end - base, e.text) for e in group)
         blocks.append((first, last, apply_edits(segment, shifted).splitlines(keepends=True)))
 

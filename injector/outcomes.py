@@ -16,7 +16,6 @@ from trainwreck.errors import UsageError
 SCHEMA = "trainwreck.report/1"
 
 
-
 class Status(StrEnum):
     """How a mutant fared. Each is also its plain string, which is what JSON and templates see."""
 
@@ -150,15 +149,26 @@ class Report:
         try:
             baseline = data["baseline"]
             return cls(
-                project=data["project"], guard=data["guard"], device=data["device"],
-                baseline=Baseline(baseline["tests"], baseline["duration"],
-                                  tuple(baseline.get("flaky", ())), baseline.get("repeat", 1),
-                                  tuple(baseline.get("names", ()))),
-                outcomes=tuple(Outcome(**{**o, "covered_by": tuple(o.get("covered_by", ()))})
-                               for o in data["outcomes"]),
-                duration=data["duration"], shards=tuple(data.get("shards", ("1/1",))),
-                sources=dict(data.get("sources", {})), created=data.get("created", ""),
-                version=data.get("version", ""), repo_path=data.get("repo_path", ""))
+                project=data["project"],
+                guard=data["guard"],
+                device=data["device"],
+                baseline=Baseline(
+                    baseline["tests"],
+                    baseline["duration"],
+                    tuple(baseline.get("flaky", ())),
+                    baseline.get("repeat", 1),
+                    tuple(baseline.get("names", ())),
+                ),
+                outcomes=tuple(
+                    Outcome(**{**o, "covered_by": tuple(o.get("covered_by", ()))}) for o in data["outcomes"]
+                ),
+                duration=data["duration"],
+                shards=tuple(data.get("shards", ("1/1",))),
+                sources=dict(data.get("sources", {})),
+                created=data.get("created", ""),
+                version=data.get("version", ""),
+                repo_path=data.get("repo_path", ""),
+            )
         except (KeyError, TypeError) as error:
             raise UsageError(f"{name}: malformed trainwreck report ({error})") from None
 
@@ -190,12 +200,21 @@ def merge(reports: list[Report]) -> Report:
     flaky = sorted({name for report in reports for name in report.baseline.flaky})
     names = list(dict.fromkeys(name for report in reports for name in report.baseline.names))
     return Report(
-        project=first.project, guard=first.guard, device=first.device,
-        baseline=Baseline(first.baseline.tests, max(r.baseline.duration for r in reports),
-                          tuple(flaky), first.baseline.repeat, tuple(names)),
+        project=first.project,
+        guard=first.guard,
+        device=first.device,
+        baseline=Baseline(
+            first.baseline.tests,
+            max(r.baseline.duration for r in reports),
+            tuple(flaky),
+            first.baseline.repeat,
+            tuple(names),
+        ),
         outcomes=tuple(sorted(outcomes.values(), key=_order)),
         duration=max(r.duration for r in reports),
         shards=tuple(sorted({s for r in reports for s in r.shards})),
-        sources=sources, created=min(r.created for r in reports), version=first.version,
+        sources=sources,
+        created=min(r.created for r in reports),
+        version=first.version,
         repo_path=first.repo_path,
     )

@@ -106,8 +106,9 @@ def installed() -> Source:
         public = public_git_url(url)
         if public is None:
             return Source(None, "trainwreck was installed from a git repository CI cannot reach")
-        return Source(f"{DISTRIBUTION} @ git+{public}@{vcs['commit_id']}",
-                      "the git commit trainwreck was installed from")
+        return Source(
+            f"{DISTRIBUTION} @ git+{public}@{vcs['commit_id']}", "the git commit trainwreck was installed from"
+        )
     if "dir_info" in direct and url.startswith("file:"):
         return checkout(Path(unquote(urlsplit(url).path)))
     return Source(None, f"trainwreck was installed from {_describe(url)}, which CI cannot reach")
@@ -121,13 +122,17 @@ def checkout(folder: Path) -> Source:
     remote = _git(folder, "remote", "get-url", "origin")
     public = public_git_url(remote) if remote else None
     if public is None:
-        return Source(None, f"trainwreck was installed from the checkout {folder}, which has no "
-                      "origin remote CI can reach")
+        return Source(
+            None, f"trainwreck was installed from the checkout {folder}, which has no origin remote CI can reach"
+        )
     if not _git(folder, "branch", "--remotes", "--contains", head):
-        return Source(None, f"the checkout {folder} is at commit {head[:12]}, which no remote "
-                      "branch holds (push it first)")
-    return Source(f"{DISTRIBUTION} @ git+{public}@{head}",
-                  f"the checkout trainwreck was installed from ({folder}, origin at commit {head[:12]})")
+        return Source(
+            None, f"the checkout {folder} is at commit {head[:12]}, which no remote branch holds (push it first)"
+        )
+    return Source(
+        f"{DISTRIBUTION} @ git+{public}@{head}",
+        f"the checkout trainwreck was installed from ({folder}, origin at commit {head[:12]})",
+    )
 
 
 def public_git_url(url: str) -> str | None:
@@ -164,8 +169,7 @@ def _installed_distribution() -> metadata.Distribution | None:
 
 def _git(folder: Path, *args: str) -> str | None:
     try:
-        result = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True,
-                                timeout=30)
+        result = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if result.returncode != 0:

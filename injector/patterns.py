@@ -14,27 +14,86 @@ import libcst as cst
 
 from injector.source import Source
 
-OPTIMIZERS = frozenset({
-    "SGD", "Adam", "AdamW", "Adamax", "Adagrad", "Adadelta", "RMSprop", "Rprop", "NAdam",
-    "RAdam", "LBFGS", "SparseAdam", "ASGD", "Adafactor", "Muon", "Lion", "LAMB", "Lamb",
-})
-LOSS_FUNCTIONS = frozenset({
-    "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
-    "gaussian_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "margin_ranking_loss",
-    "cosine_embedding_loss", "hinge_embedding_loss", "triplet_margin_loss", "multi_margin_loss",
-    "multilabel_margin_loss", "ctc_loss",
-})
-LOSS_MODULES = frozenset({
-    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss",
-    "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "SoftMarginLoss",
-    "MultiLabelSoftMarginLoss", "MarginRankingLoss", "CosineEmbeddingLoss",
-    "HingeEmbeddingLoss", "TripletMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
-    "CTCLoss",
-})
-FUNCTIONAL_MODULES = frozenset({
-    "F", "functional", "torch.nn.functional", "nn.functional", "torch", "torch.special",
-})
+OPTIMIZERS = frozenset(
+    {
+        "SGD",
+        "Adam",
+        "AdamW",
+        "Adamax",
+        "Adagrad",
+        "Adadelta",
+        "RMSprop",
+        "Rprop",
+        "NAdam",
+        "RAdam",
+        "LBFGS",
+        "SparseAdam",
+        "ASGD",
+        "Adafactor",
+        "Muon",
+        "Lion",
+        "LAMB",
+        "Lamb",
+    }
+)
+LOSS_FUNCTIONS = frozenset(
+    {
+        "cross_entropy",
+        "nll_loss",
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "kl_div",
+        "poisson_nll_loss",
+        "gaussian_nll_loss",
+        "soft_margin_loss",
+        "multilabel_soft_margin_loss",
+        "margin_ranking_loss",
+        "cosine_embedding_loss",
+        "hinge_embedding_loss",
+        "triplet_margin_loss",
+        "multi_margin_loss",
+        "multilabel_margin_loss",
+        "ctc_loss",
+    }
+)
+LOSS_MODULES = frozenset(
+    {
+        "CrossEntropyLoss",
+        "NLLLoss",
+        "MSELoss",
+        "L1Loss",
+        "SmoothL1Loss",
+        "HuberLoss",
+        "BCELoss",
+        "BCEWithLogitsLoss",
+        "KLDivLoss",
+        "PoissonNLLLoss",
+        "GaussianNLLLoss",
+        "SoftMarginLoss",
+        "MultiLabelSoftMarginLoss",
+        "MarginRankingLoss",
+        "CosineEmbeddingLoss",
+        "HingeEmbeddingLoss",
+        "TripletMarginLoss",
+        "MultiMarginLoss",
+        "MultiLabelMarginLoss",
+        "CTCLoss",
+    }
+)
+FUNCTIONAL_MODULES = frozenset(
+    {
+        "F",
+        "functional",
+        "torch.nn.functional",
+        "nn.functional",
+        "torch",
+        "torch.special",
+    }
+)
 
 
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train", "eval"})
@@ -43,8 +102,9 @@ MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "
 def constructed(call: cst.Call) -> cst.Call:
     """The constructor call under device and dtype moves: `nn.CrossEntropyLoss()` for
     `nn.CrossEntropyLoss().to(device)` or `.cuda()`."""
-    while isinstance(call.func, cst.Attribute) and call.func.attr.value in MOVES and \
-            isinstance(call.func.value, cst.Call):
+    while (
+        isinstance(call.func, cst.Attribute) and call.func.attr.value in MOVES and isinstance(call.func.value, cst.Call)
+    ):
         call = call.func.value
     return call
 
@@ -118,8 +178,11 @@ def int_value(expr: cst.BaseExpression) -> int | None:
     """The value of an integer literal such as `1` or `-1`; None for anything else."""
     if isinstance(expr, cst.Integer):
         return int(expr.evaluated_value)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and \
-            isinstance(expr.expression, cst.Integer):
+    if (
+        isinstance(expr, cst.UnaryOperation)
+        and isinstance(expr.operator, cst.Minus)
+        and isinstance(expr.expression, cst.Integer)
+    ):
         return -int(expr.expression.evaluated_value)
     return None
 
@@ -128,8 +191,9 @@ def needs_parens(expr: cst.BaseExpression) -> bool:
     """True if `expr` must be parenthesised to take an attribute (`(a + b).detach()`)."""
     if getattr(expr, "lpar", None):
         return False
-    return not isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript,
-                                 cst.SimpleString, cst.List, cst.Tuple, cst.Dict))
+    return not isinstance(
+        expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.List, cst.Tuple, cst.Dict)
+    )
 
 
 def method_on(source: Source, expr: cst.BaseExpression, method: str, args: str = "") -> str:
@@ -251,8 +315,9 @@ class Training:
             return assign.value
         return None
 
-    def last_assignment(self, name: str, use: cst.CSTNode, unconditional: bool = False,
-                        fresh: bool = False) -> cst.Assign | cst.AnnAssign | None:
+    def last_assignment(
+        self, name: str, use: cst.CSTNode, unconditional: bool = False, fresh: bool = False
+    ) -> cst.Assign | cst.AnnAssign | None:
         """The last assignment to `name` (a plain name, `self.x`, or one element of a tuple
         target) before `use` in the same function.
 
@@ -267,8 +332,10 @@ class Training:
         for assign in self.assigned_names.get(name, ()):
             if self.source.span(assign)[0] >= before or self.source.function_of(assign) is not function:
                 continue
-            if unconditional and any(isinstance(a, (cst.If, cst.For, cst.While, cst.Try)) and a not in around_use
-                                     for a in _ancestors_within(self.source, assign, function)):
+            if unconditional and any(
+                isinstance(a, (cst.If, cst.For, cst.While, cst.Try)) and a not in around_use
+                for a in _ancestors_within(self.source, assign, function)
+            ):
                 continue
             if fresh and assign.value is not None and _reads(self.source, assign.value, name):
                 continue
@@ -282,8 +349,7 @@ class Training:
         for assign in self.source.nodes(cst.Assign) + self.source.nodes(cst.AnnAssign):
             targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
             for target in targets:
-                elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) \
-                    else [target]
+                elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
                 for element in elements:
                     text = dotted(element)
                     if text is not None:
@@ -295,14 +361,23 @@ class Training:
     @cached_property
     def steps(self) -> list[cst.Call]:
         """Optimizer steps: `optimizer.step()` and `scaler.step(optimizer)`."""
-        engines = {self._text(b.call.func.value) for b in self.backwards
-                   if isinstance(b.call.func, cst.Attribute) and b.call.func.attr.value == "backward"
-                   and b.loss is not b.call.func.value}
+        engines = {
+            self._text(b.call.func.value)
+            for b in self.backwards
+            if isinstance(b.call.func, cst.Attribute)
+            and b.call.func.attr.value == "backward"
+            and b.loss is not b.call.func.value
+        }
         found = []
         for call in self.source.nodes(cst.Call):
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "step" and (
-                    self.role(call.func.value) in {"optimizer", "scaler"} or
-                    (not call.args and self._text(call.func.value) in engines)):
+            if (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "step"
+                and (
+                    self.role(call.func.value) in {"optimizer", "scaler"}
+                    or (not call.args and self._text(call.func.value) in engines)
+                )
+            ):
                 found.append(call)  # an engine that takes the loss also takes the step
         return found
 
@@ -367,12 +442,18 @@ class Training:
         if callee_name(call) == "partial" and call.args:
             target = call.args[0].value
         if isinstance(target, cst.Name):
-            return [f for f in self.functions.get(target.value, ())
-                    if not isinstance(self.source.parent(self.source.parent(f) or f), cst.ClassDef)]
+            return [
+                f
+                for f in self.functions.get(target.value, ())
+                if not isinstance(self.source.parent(self.source.parent(f) or f), cst.ClassDef)
+            ]
         if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
             owner = _enclosing_class(self.source, call)
-            return [f for f in self.functions.get(target.attr.value, ())
-                    if _enclosing_class(self.source, f) is owner and owner is not None]
+            return [
+                f
+                for f in self.functions.get(target.attr.value, ())
+                if _enclosing_class(self.source, f) is owner and owner is not None
+            ]
         return []
 
     @cached_property
@@ -385,8 +466,9 @@ class Training:
                 if isinstance(parent, cst.Attribute) and parent.attr is name and dotted(parent.value) == "torch":
                     continue  # `torch.accelerator` is the device API, not Hugging Face's Accelerator
                 return True
-        return any(s.value.strip("'\"") in {"LOCAL_RANK", "RANK", "WORLD_SIZE"}
-                   for s in self.source.nodes(cst.SimpleString))
+        return any(
+            s.value.strip("'\"") in {"LOCAL_RANK", "RANK", "WORLD_SIZE"} for s in self.source.nodes(cst.SimpleString)
+        )
 
     @cached_property
     def assignments(self) -> dict[str, list[cst.Assign]]:
@@ -424,10 +506,15 @@ class Training:
         if function is not None and name in {p.name.value for p in function.params.params}:
             return self._returned_elsewhere(name, function)
         before = self.source.span(backward.call)[0]
-        return [assign for assign in self.assigned_names.get(name, ())
-                if self.source.span(assign)[0] < before and self.source.function_of(assign) is function
-                and assign.value is not None and not _reads(self.source, assign.value, name)
-                and self.branch_of(assign, backward.call) is not None]
+        return [
+            assign
+            for assign in self.assigned_names.get(name, ())
+            if self.source.span(assign)[0] < before
+            and self.source.function_of(assign) is function
+            and assign.value is not None
+            and not _reads(self.source, assign.value, name)
+            and self.branch_of(assign, backward.call) is not None
+        ]
 
     def _returned_elsewhere(self, name: str, function: cst.FunctionDef) -> list[cst.Assign | cst.AnnAssign]:
         """A loss handed to the backward's function as a parameter (timm's `_backward(_loss)`):
@@ -436,17 +523,25 @@ class Training:
         found: list[cst.Assign | cst.AnnAssign] = []
         for assign in self.assigned_names.get(name, ()):
             owner = self.source.function_of(assign)
-            if owner is None or owner is function or assign.value is None or \
-                    _reads(self.source, assign.value, name):
+            if owner is None or owner is function or assign.value is None or _reads(self.source, assign.value, name):
                 continue
-            if any(isinstance(a, (cst.If, cst.For, cst.While, cst.Try))
-                   for a in _ancestors_within(self.source, assign, owner)):
+            if any(
+                isinstance(a, (cst.If, cst.For, cst.While, cst.Try))
+                for a in _ancestors_within(self.source, assign, owner)
+            ):
                 continue
-            returns = [r for r in self.source.within(owner.body, cst.Return) if r.value is not None and
-                       self.source.function_of(r) is owner]
-            if any(any(isinstance(n, cst.Name) and n.value == name
-                       for n in ([r.value] + [e.value for e in getattr(r.value, "elements", [])]))
-                   for r in returns):
+            returns = [
+                r
+                for r in self.source.within(owner.body, cst.Return)
+                if r.value is not None and self.source.function_of(r) is owner
+            ]
+            if any(
+                any(
+                    isinstance(n, cst.Name) and n.value == name
+                    for n in ([r.value] + [e.value for e in getattr(r.value, "elements", [])])
+                )
+                for r in returns
+            ):
                 found = [a for a in found if self.source.function_of(a) is not owner] + [assign]
         return found
 
@@ -492,20 +587,50 @@ def _unscaled(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExp
     """The loss and the GradScaler of `scaler.scale(loss)` (through `cast(T, ...)`), or (expr, None)."""
     if isinstance(expr, cst.Call) and callee_name(expr) == "cast" and expr.args:
         expr = expr.args[-1].value
-    if isinstance(expr, cst.Call) and callee_name(expr) == "scale" and expr.args and \
-            isinstance(expr.func, cst.Attribute):
+    if (
+        isinstance(expr, cst.Call)
+        and callee_name(expr) == "scale"
+        and expr.args
+        and isinstance(expr.func, cst.Attribute)
+    ):
         return expr.args[0].value, expr.func.value
     return expr, None
 
 
-_DISTRIBUTED_NAMES = frozenset({
-    "distributed", "DistributedDataParallel", "DDP", "FSDP", "FullyShardedDataParallel",
-    "fully_shard", "init_process_group", "get_rank", "get_world_size", "all_reduce", "all_gather",
-    "reduce_scatter", "barrier", "Accelerator", "accelerator", "Fabric", "fabric", "xm", "deepspeed",
-    "hvd", "horovod", "local_rank", "world_size", "no_sync", "ddp", "dist",
-    # the reference scripts' helpers that all-reduce across processes
-    "reduce_dict", "synchronize_between_processes", "reduce_across_processes",
-})
+_DISTRIBUTED_NAMES = frozenset(
+    {
+        "distributed",
+        "DistributedDataParallel",
+        "DDP",
+        "FSDP",
+        "FullyShardedDataParallel",
+        "fully_shard",
+        "init_process_group",
+        "get_rank",
+        "get_world_size",
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "barrier",
+        "Accelerator",
+        "accelerator",
+        "Fabric",
+        "fabric",
+        "xm",
+        "deepspeed",
+        "hvd",
+        "horovod",
+        "local_rank",
+        "world_size",
+        "no_sync",
+        "ddp",
+        "dist",
+        # the reference scripts' helpers that all-reduce across processes
+        "reduce_dict",
+        "synchronize_between_processes",
+        "reduce_across_processes",
+    }
+)
 
 
 def _nested_in(source: Source, node: cst.CSTNode, outer: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
@@ -549,10 +674,23 @@ def under_no_grad(source: Source, node: cst.CSTNode) -> bool:
     return False
 
 
-MODEL_WORDS = ("model", "net", "module", "encoder", "decoder", "generator", "discriminator",
-               "backbone", "transformer", "policy", "critic", "actor")
-FORWARD_METHODS = frozenset({"forward", "generate", "validation_step", "test_step", "predict_step",
-                             "eval_step", "evaluate", "predict"})
+MODEL_WORDS = (
+    "model",
+    "net",
+    "module",
+    "encoder",
+    "decoder",
+    "generator",
+    "discriminator",
+    "backbone",
+    "transformer",
+    "policy",
+    "critic",
+    "actor",
+)
+FORWARD_METHODS = frozenset(
+    {"forward", "generate", "validation_step", "test_step", "predict_step", "eval_step", "evaluate", "predict"}
+)
 EVALUATION_WORDS = ("eval", "valid", "test", "estimate", "predict", "infer", "sample", "generate")
 
 
@@ -564,18 +702,25 @@ def runs_model(source: Source, training: Training, node: cst.CSTNode, depth: int
         name = (last_name(func) or "").lower()
         if isinstance(func, cst.Attribute) and func.attr.value in FORWARD_METHODS:
             return True
-        if isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) and \
-                (name == "self" or any(word in name for word in MODEL_WORDS)) and \
-                training.role(func) is None and not name.startswith(("get_", "set_", "load", "save")):
+        if (
+            isinstance(func, (cst.Name, cst.Attribute, cst.Subscript))
+            and (name == "self" or any(word in name for word in MODEL_WORDS))
+            and training.role(func) is None
+            and not name.startswith(("get_", "set_", "load", "save"))
+        ):
             return True
-        if isinstance(func, cst.Attribute) and dotted(func.value) == "self" and \
-                (training.constructors.get(dotted(func) or "", "") or "a")[0].isupper() and training.role(func) is None:
+        if (
+            isinstance(func, cst.Attribute)
+            and dotted(func.value) == "self"
+            and (training.constructors.get(dotted(func) or "", "") or "a")[0].isupper()
+            and training.role(func) is None
+        ):
             return True  # `self.gen(z)` after `self.gen = Generator()`: a submodule's forward
         if (training.role(func) == "loss-module" or "loss" in name or "criterion" in name) and any(
-                any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS) for a in call.args):
+            any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS) for a in call.args
+        ):
             return True  # `criterion(model, sample)`: a criterion that runs the model it is handed
-        if depth > 0 and any(runs_model(source, training, f.body, depth - 1)
-                             for f in training.called_functions(call)):
+        if depth > 0 and any(runs_model(source, training, f.body, depth - 1) for f in training.called_functions(call)):
             return True
     return False
 
@@ -591,8 +736,9 @@ def sets_mode(call: cst.Call) -> bool:
     if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
         return False
     owner = (last_name(call.func.value) or "").lower()
-    return not any(word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment")) \
-        and not is_criterion(call.func.value)
+    return not any(
+        word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment")
+    ) and not is_criterion(call.func.value)
 
 
 def is_criterion(expr: cst.BaseExpression) -> bool:
@@ -631,7 +777,8 @@ def helper_owned(source: Source, training: Training, call: cst.Call) -> bool:
     modes: its call sites, not its body, are where a mode is set or missed."""
     function = source.function_of(call)
     return function in mode_helpers(source, training) and bool(
-        mode_calls(source, training, True) or mode_calls(source, training, False))
+        mode_calls(source, training, True) or mode_calls(source, training, False)
+    )
 
 
 def mode_calls(source: Source, training: Training, value: bool) -> list[cst.Expr]:
@@ -644,9 +791,16 @@ def mode_calls(source: Source, training: Training, value: bool) -> list[cst.Expr
             continue
         for function in training.called_functions(call):
             if function in helpers:
-                name = next((p.name.value for i, p in enumerate(
-                    [q for q in function.params.params if q.name.value not in {"self", "cls"}])
-                    if i == helpers[function]), None)
+                name = next(
+                    (
+                        p.name.value
+                        for i, p in enumerate(
+                            [q for q in function.params.params if q.name.value not in {"self", "cls"}]
+                        )
+                        if i == helpers[function]
+                    ),
+                    None,
+                )
                 arg = argument(call, name or "", helpers[function])
                 if arg is not None and is_literal_bool(arg.value, value):
                     found.append(statement)
@@ -677,8 +831,12 @@ def _constructor_role(call: cst.Call) -> str | None:
     path = dotted(call.func) or ""
     if name in OPTIMIZERS or ".optim." in f".{path}" and name[:1].isupper() and "lr_scheduler" not in path:
         return "optimizer"
-    if "lr_scheduler" in path or name.endswith("LR") or name.endswith("Scheduler") or \
-            name in {"LambdaLR", "OneCycleLR", "ReduceLROnPlateau", "SequentialLR", "ChainedScheduler"}:
+    if (
+        "lr_scheduler" in path
+        or name.endswith("LR")
+        or name.endswith("Scheduler")
+        or name in {"LambdaLR", "OneCycleLR", "ReduceLROnPlateau", "SequentialLR", "ChainedScheduler"}
+    ):
         return "scheduler"
     if name == "GradScaler":
         return "scaler"
@@ -704,8 +862,7 @@ def grad_switch(expr: cst.BaseExpression) -> bool:
     return disables_grad(expr) or (isinstance(expr, cst.Call) and last_name(expr.func) == "set_grad_enabled")
 
 
-def forward_run(source: Source, training: Training,
-                backward: Backward) -> tuple[cst.CSTNode, cst.CSTNode] | None:
+def forward_run(source: Source, training: Training, backward: Backward) -> tuple[cst.CSTNode, cst.CSTNode] | None:
     """The statements that compute the forward pass and the loss a backward call uses.
 
     From the loss assignment (or the `with autocast` block around it) back through the
@@ -734,8 +891,11 @@ def forward_run(source: Source, training: Training,
     first = last
     while index > 0:
         previous = siblings[index - 1]
-        if not (isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1 and
-                isinstance(previous.body[0], (cst.Assign, cst.AnnAssign))):
+        if not (
+            isinstance(previous, cst.SimpleStatementLine)
+            and len(previous.body) == 1
+            and isinstance(previous.body[0], (cst.Assign, cst.AnnAssign))
+        ):
             break
         if any(marker in source.code(previous) for marker in _DATA_MOVES):
             break

@@ -28,6 +28,7 @@ class MutantSpec:
 
 # ---- commands: campaign -> worker ----
 
+
 @dataclass(frozen=True)
 class Baseline:
     """Run every guard test `repeat` times on the unmutated project, recording reach."""
@@ -75,6 +76,7 @@ class Stop:
 
 
 # ---- events: worker -> campaign ----
+
 
 @dataclass(frozen=True)
 class Ready:
@@ -132,9 +134,10 @@ class Fatal:
     message: str
 
 
-Message = (Baseline | Warm | Prepare | Run | Stop | Ready | Modules | BaselineDone | Result | Fatal)
-_KINDS = {cls.__name__: cls for cls in
-          (Baseline, Warm, Prepare, Run, Stop, Ready, Modules, BaselineDone, Result, Fatal)}
+Message = Baseline | Warm | Prepare | Run | Stop | Ready | Modules | BaselineDone | Result | Fatal
+_KINDS = {
+    cls.__name__: cls for cls in (Baseline, Warm, Prepare, Run, Stop, Ready, Modules, BaselineDone, Result, Fatal)
+}
 
 
 def encode(message: Message) -> bytes:

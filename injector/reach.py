@@ -115,7 +115,7 @@ class Tracer:
         path = os.path.realpath(filename)
         for root in self.roots:
             if path.startswith(root):
-                return path[len(root):].replace(os.sep, "/")
+                return path[len(root) :].replace(os.sep, "/")
         return None
 
 
@@ -142,8 +142,12 @@ def mutant_lines(source: str, edits) -> set[int]:
     except SyntaxError:
         return lines
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and not hasattr(node, "body") and node.end_lineno is not None and \
-                any(node.lineno <= last and first <= node.end_lineno for first, last in spans):
+        if (
+            isinstance(node, ast.stmt)
+            and not hasattr(node, "body")
+            and node.end_lineno is not None
+            and any(node.lineno <= last and first <= node.end_lineno for first, last in spans)
+        ):
             lines.update(range(node.lineno, node.end_lineno + 1))
     return lines
 

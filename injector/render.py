@@ -39,14 +39,18 @@ def mutants(generation) -> None:
     console = _console()
     for mutant in generation.mutants:
         silenced = f"  [dim]ignored: {escape(mutant.ignored)}[/dim]" if mutant.ignored else ""
-        console.print(f"[bold]{mutant.id}[/bold] [cyan]{mutant.operator}[/cyan] "
-                      f"{mutant.file}:{mutant.line}  {mutant.description}{silenced}")
+        console.print(
+            f"[bold]{mutant.id}[/bold] [cyan]{mutant.operator}[/cyan] "
+            f"{mutant.file}:{mutant.line}  {mutant.description}{silenced}"
+        )
         _diff(console, mutant.diff)
     counts = Counter(m.operator for m in generation.mutants)
     ignored = sum(1 for m in generation.mutants if m.ignored)
-    table = Table(title=f"{len(generation.mutants)} mutants in {generation.files} files "
-                        f"({generation.lines} lines)" + (f", {ignored} ignored" if ignored else ""),
-                  title_justify="left")
+    table = Table(
+        title=f"{len(generation.mutants)} mutants in {generation.files} files "
+        f"({generation.lines} lines)" + (f", {ignored} ignored" if ignored else ""),
+        title_justify="left",
+    )
     table.add_column("operator")
     table.add_column("mutants", justify="right")
     for operator, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
@@ -59,8 +63,10 @@ def mutant_outcome(outcome) -> None:
     from injector.report.facts import LABELS
 
     console = _console()
-    console.print(f"[bold]{outcome.mutant_id}[/bold] [cyan]{outcome.operator}[/cyan] "
-                  f"{escape(outcome.file)}:{outcome.line}  {escape(outcome.description)}")
+    console.print(
+        f"[bold]{outcome.mutant_id}[/bold] [cyan]{outcome.operator}[/cyan] "
+        f"{escape(outcome.file)}:{outcome.line}  {escape(outcome.description)}"
+    )
     status = LABELS.get(outcome.status, outcome.status)
     if outcome.test:
         status += f" by {outcome.test}" if outcome.status == "killed" else f" in {outcome.test}"
@@ -93,9 +99,15 @@ class CampaignProgress:
         self.counts: Counter[str] = Counter()
         self.cached = 0
         self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[counts]}"), TimeRemainingColumn(),
-            console=self.console, transient=False)
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
         self.header = f"{project_name}: {total} mutants, guard `{guard}`"
         self.task = self.progress.add_task("baseline", total=None, counts="")
 
@@ -113,13 +125,17 @@ class CampaignProgress:
         elif kind == "baseline":
             flaky = f", {len(data['flaky'])} flaky (left out)" if data["flaky"] else ""
             self.progress.console.print(
-                f"baseline: {data['tests']} guard tests pass in {data['duration']:.1f} s{flaky}")
+                f"baseline: {data['tests']} guard tests pass in {data['duration']:.1f} s{flaky}"
+            )
             self.progress.update(self.task, description="mutants", total=self.total, completed=0)
         elif kind == "outcome":
             self.counts[data["status"]] += 1
             self.cached += bool(data.get("cached"))
-            shown = " ".join(f"{name} {self.counts[name]}" for name in
-                             ("killed", "timeout", "survived", "no_coverage", "error", "ignored") if self.counts[name])
+            shown = " ".join(
+                f"{name} {self.counts[name]}"
+                for name in ("killed", "timeout", "survived", "no_coverage", "error", "ignored")
+                if self.counts[name]
+            )
             if self.cached:
                 shown += f" (cached {self.cached})"
             self.progress.update(self.task, advance=1, counts=shown)
@@ -136,9 +152,14 @@ def campaign_summary(report, written: list) -> None:
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     columns = ("killed", "timeout", "survived", "no_coverage", "error", "ignored")
-    table = Table(title_justify="left", title=(
-        f"mutation score {report.percent}% ({report.covered} covered mutants, device {report.device})"
-        if report.percent is not None else f"no mutant was covered by the guards (device {report.device})"))
+    table = Table(
+        title_justify="left",
+        title=(
+            f"mutation score {report.percent}% ({report.covered} covered mutants, device {report.device})"
+            if report.percent is not None
+            else f"no mutant was covered by the guards (device {report.device})"
+        ),
+    )
     table.add_column("fault id")
     for name in columns:
         table.add_column(name.replace("_", " "), justify="right")

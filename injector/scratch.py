@@ -27,8 +27,22 @@ from trainwreck import processes
 from trainwreck.errors import TrainwreckError
 
 PREFIX = "trainwreck-"
-NOT_COPIED = {".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
-              ".tox", ".nox", "node_modules", "trainwreck-report", ".venv", "venv", ".trainwreck-cache"}
+NOT_COPIED = {
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    "node_modules",
+    "trainwreck-report",
+    ".venv",
+    "venv",
+    ".trainwreck-cache",
+}
 
 
 class ScratchError(TrainwreckError):
@@ -154,8 +168,11 @@ class Snapshot:
         for folder, dirs, _ in os.walk(self.slot, topdown=False):
             for name in dirs:
                 path = Path(folder) / name
-                if not path.is_symlink() and not any(path.iterdir()) and \
-                        not (self.root / path.relative_to(self.slot)).is_dir():
+                if (
+                    not path.is_symlink()
+                    and not any(path.iterdir())
+                    and not (self.root / path.relative_to(self.slot)).is_dir()
+                ):
                     path.rmdir()
         for relative, before in self.files.items():
             if relative in keep and relative in now:

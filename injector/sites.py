@@ -50,6 +50,6 @@ def _close_open_blocks(text: str) -> str:
     """Give a fragment that ends in a block header (`for x in y:`) a body, so it parses."""
     lines = text.rstrip("\n").split("\n")
     if lines and lines[-1].rstrip().endswith(":"):
-        indent = lines[-1][:len(lines[-1]) - len(lines[-1].lstrip())]
+        indent = lines[-1][: len(lines[-1]) - len(lines[-1].lstrip())]
         lines.append(indent + "    pass")
     return "\n".join(lines) + "\n"

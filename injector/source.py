@@ -17,8 +17,8 @@ from typing import Any, TypeVar, overload
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from trainwreck.errors import TrainwreckError
 from injector.mutants import Edit, LineIndex
+from trainwreck.errors import TrainwreckError
 
 N = TypeVar("N", bound=cst.CSTNode)
 
@@ -88,8 +88,7 @@ class Source:
 
     def scope_name(self, node: cst.CSTNode) -> str:
         """Dotted name of the functions and classes around `node` (`""` at module level)."""
-        names = [a.name.value for a in self.ancestors(node)
-                 if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
+        names = [a.name.value for a in self.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.ClassDef))]
         return ".".join(reversed(names))
 
     def runtime_function(self, node: cst.CSTNode) -> tuple[str, int, tuple[int, int]] | None:
@@ -108,8 +107,10 @@ class Source:
 
     def in_main_block(self, node: cst.CSTNode) -> bool:
         """True inside `if __name__ == "__main__":`."""
-        return any(isinstance(a, cst.If) and "__name__" in self.code(a.test) and "__main__" in self.code(a.test)
-                   for a in self.ancestors(node))
+        return any(
+            isinstance(a, cst.If) and "__name__" in self.code(a.test) and "__main__" in self.code(a.test)
+            for a in self.ancestors(node)
+        )
 
     @overload
     def within(self, node: cst.CSTNode, kind: type[N]) -> list[N]: ...
@@ -152,11 +153,15 @@ class Source:
             if sibling is line:
                 break
             if isinstance(sibling, cst.SimpleStatementLine) and any(
-                    isinstance(small, _TERMINATORS) for small in sibling.body):
+                isinstance(small, _TERMINATORS) for small in sibling.body
+            ):
                 return False
         for ancestor in self.ancestors(statement):
-            if isinstance(ancestor, cst.If) and _is_false(ancestor.test) and \
-                    self.span(statement)[0] < self.span(ancestor.body)[1]:
+            if (
+                isinstance(ancestor, cst.If)
+                and _is_false(ancestor.test)
+                and self.span(statement)[0] < self.span(ancestor.body)[1]
+            ):
                 return False
         return True
 
@@ -183,12 +188,11 @@ class Source:
     def indentation(self, node: cst.CSTNode) -> str:
         """The whitespace that starts the line `node` starts on."""
         text = self.lines.line_text(self.line(node))
-        return text[:len(text) - len(text.lstrip(" \t"))]
+        return text[: len(text) - len(text.lstrip(" \t"))]
 
     def has_multiline_string(self, node: cst.CSTNode) -> bool:
         """True if a string literal inside `node` spans lines (re-indenting would change it)."""
-        return any("\n" in self.code(n)
-                   for n in self.within(node, (cst.SimpleString, cst.FormattedString)))
+        return any("\n" in self.code(n) for n in self.within(node, (cst.SimpleString, cst.FormattedString)))
 
     # ---- edits ----
 
@@ -235,8 +239,9 @@ class Source:
         prefix = "" if self.text[:at].endswith("\n") else "\n"
         return Edit(at, at, prefix + "".join(f"{indent}{line}\n" for line in lines))
 
-    def reindent(self, first: cst.CSTNode, last: cst.CSTNode, add: str = "", remove: str = "",
-                 header: str | None = None) -> Edit:
+    def reindent(
+        self, first: cst.CSTNode, last: cst.CSTNode, add: str = "", remove: str = "", header: str | None = None
+    ) -> Edit:
         """Re-indent the lines from `first` to `last`, optionally preceded by a `header` line."""
         start_line = self.lines_of(first)[0]
         end_line = self.lines_of(last)[1]
@@ -248,7 +253,7 @@ class Source:
                 if remove:
                     if not text.startswith(remove):
                         raise ValueError("inconsistent indentation")
-                    text = text[len(remove):]
+                    text = text[len(remove) :]
                 text = add + text
             out.append(text)
         return Edit(self.lines.line_start(start_line), self.lines.line_end(end_line), "".join(out))
@@ -295,8 +300,9 @@ class _IndexingState(CodegenState):
             self.spans[node] = (start, self.offset)
 
     @contextmanager
-    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
-                                  end_node: cst.CSTNode | None = None) -> Iterator[None]:
+    def record_syntactic_position(
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> Iterator[None]:
         start = self.offset
         try:
             yield
@@ -321,5 +327,6 @@ def _diagnose(text: str, path: str, error: cst.ParserSyntaxError) -> ParseError:
 
 
 def _is_false(test: cst.BaseExpression) -> bool:
-    return (isinstance(test, cst.Name) and test.value == "False") or \
-        (isinstance(test, cst.Integer) and test.value == "0")
+    return (isinstance(test, cst.Name) and test.value == "False") or (
+        isinstance(test, cst.Integer) and test.value == "0"
+    )

@@ -40,8 +40,12 @@ PAGE = """<!DOCTYPE html>
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path, help="a mutation-testing-elements JSON report")
-    parser.add_argument("--elements", type=Path, required=True,
-                        help="the viewer's bundle, dist/mutation-test-elements.js of the npm package")
+    parser.add_argument(
+        "--elements",
+        type=Path,
+        required=True,
+        help="the viewer's bundle, dist/mutation-test-elements.js of the npm package",
+    )
     parser.add_argument("--chromium", type=Path, help="the Chromium binary (default: Playwright's own)")
     parser.add_argument("--width", type=int, default=1280, help="the window width in pixels")
     args = parser.parse_args(argv)
@@ -63,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         page_path = Path(folder) / "index.html"
         # "</" cannot end the inline script early once escaped
-        page_path.write_text(PAGE.format(bundle=bundle.as_uri(),
-                                         report=json.dumps(shown).replace("</", "<\\/")), encoding="utf-8")
+        page_path.write_text(
+            PAGE.format(bundle=bundle.as_uri(), report=json.dumps(shown).replace("</", "<\\/")), encoding="utf-8"
+        )
         failures, opened = _check(sync_playwright, page_path, report, args)
     for failure in failures:
         print(failure)

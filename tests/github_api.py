@@ -161,28 +161,48 @@ class GitHubAPI:
 
     # ------------------------------------------------------------ faults
 
-    def fail(self, status: int = 502, times: int = 1, *, method: str | None = None,
-             after_apply: bool = False, message: str = "Server Error", raw: Raw | None = None,
-             headers: dict[str, str] | None = None) -> None:
+    def fail(
+        self,
+        status: int = 502,
+        times: int = 1,
+        *,
+        method: str | None = None,
+        after_apply: bool = False,
+        message: str = "Server Error",
+        raw: Raw | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         """The next `times` matching requests get `status` (after being carried out, with
         `after_apply`: the reply is lost, the change is not), with GitHub's JSON error body
         holding `message`, or the `raw` body instead."""
         self.faults.append(Fault(status, times, method, dict(headers or {}), message, after_apply, raw))
 
-    def primary_rate_limit(self, reset: float, *, times: int = 1, status: int = 403,
-                           method: str | None = None) -> None:
+    def primary_rate_limit(self, reset: float, *, times: int = 1, status: int = 403, method: str | None = None) -> None:
         """The primary limit is exhausted until `reset` (epoch seconds)."""
-        self.faults.append(Fault(status, times, method,
-                                 {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(reset))},
-                                 "API rate limit exceeded for installation ID 1."))
+        self.faults.append(
+            Fault(
+                status,
+                times,
+                method,
+                {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(reset))},
+                "API rate limit exceeded for installation ID 1.",
+            )
+        )
 
-    def secondary_rate_limit(self, retry_after: int | None, *, times: int = 1, status: int = 403,
-                             method: str | None = None) -> None:
+    def secondary_rate_limit(
+        self, retry_after: int | None, *, times: int = 1, status: int = 403, method: str | None = None
+    ) -> None:
         """A secondary (abuse) limit, with a `retry-after` header or (None) only its message."""
         headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
-        self.faults.append(Fault(status, times, method, headers,
-                                 "You have exceeded a secondary rate limit. Please wait a few minutes "
-                                 "before you try again."))
+        self.faults.append(
+            Fault(
+                status,
+                times,
+                method,
+                headers,
+                "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+            )
+        )
 
     def hold_posts(self, parties: int, timeout: float = 10.0) -> None:
         """Hold every POST until `parties` of them have arrived, then carry them all out: the
@@ -209,51 +229,89 @@ class GitHubAPI:
 
     def _rate_headers(self) -> dict[str, str]:
         self._remaining = max(0, self._remaining - 1)
-        return {"x-ratelimit-limit": str(RATE_LIMIT), "x-ratelimit-remaining": str(self._remaining),
-                "x-ratelimit-reset": str(int(time.time()) + 3600),
-                "x-ratelimit-used": str(RATE_LIMIT - self._remaining), "x-ratelimit-resource": "core"}
+        return {
+            "x-ratelimit-limit": str(RATE_LIMIT),
+            "x-ratelimit-remaining": str(self._remaining),
+            "x-ratelimit-reset": str(int(time.time()) + 3600),
+            "x-ratelimit-used": str(RATE_LIMIT - self._remaining),
+            "x-ratelimit-resource": "core",
+        }
 
     def _user(self, login: str) -> dict[str, object]:
         base = f"{self.url}/users/{login}"
         return {
-            "login": login, "id": abs(hash(login)) % 10**8, "node_id": "U_" + login, "type": "User",
-            "site_admin": False, "url": base, "html_url": f"{self.root}/{login}",
-            "avatar_url": f"{self.root}/avatars/{login}", "gravatar_id": "",
-            "followers_url": base + "/followers", "following_url": base + "/following{/other_user}",
-            "gists_url": base + "/gists{/gist_id}", "starred_url": base + "/starred{/owner}{/repo}",
-            "subscriptions_url": base + "/subscriptions", "organizations_url": base + "/orgs",
-            "repos_url": base + "/repos", "events_url": base + "/events{/privacy}",
+            "login": login,
+            "id": abs(hash(login)) % 10**8,
+            "node_id": "U_" + login,
+            "type": "User",
+            "site_admin": False,
+            "url": base,
+            "html_url": f"{self.root}/{login}",
+            "avatar_url": f"{self.root}/avatars/{login}",
+            "gravatar_id": "",
+            "followers_url": base + "/followers",
+            "following_url": base + "/following{/other_user}",
+            "gists_url": base + "/gists{/gist_id}",
+            "starred_url": base + "/starred{/owner}{/repo}",
+            "subscriptions_url": base + "/subscriptions",
+            "organizations_url": base + "/orgs",
+            "repos_url": base + "/repos",
+            "events_url": base + "/events{/privacy}",
             "received_events_url": base + "/received_events",
         }
 
     def _issue_json(self, owner: str, name: str, number: int) -> dict[str, object]:
         api = f"{self.url}/repos/{owner}/{name}"
         data: dict[str, object] = {
-            "id": 5000 + number, "node_id": f"I_{number}", "number": number, "title": "a change",
-            "state": "open", "locked": False, "body": "", "body_html": "", "body_text": "",
-            "url": f"{api}/issues/{number}", "html_url": f"{self.root}/{owner}/{name}/pull/{number}",
-            "comments_url": f"{api}/issues/{number}/comments", "events_url": f"{api}/issues/{number}/events",
-            "labels_url": f"{api}/issues/{number}/labels{{/name}}", "repository_url": api,
-            "labels": [], "assignee": None, "assignees": [], "milestone": None, "closed_by": None,
-            "comments": sum(1 for c in self._comments.values()
-                            if c.repo == (owner, name) and c.number == number),
-            "created_at": "2024-01-01T00:00:00Z", "updated_at": _now_iso(), "closed_at": None,
-            "user": self._user("author"), "author_association": "CONTRIBUTOR",
+            "id": 5000 + number,
+            "node_id": f"I_{number}",
+            "number": number,
+            "title": "a change",
+            "state": "open",
+            "locked": False,
+            "body": "",
+            "body_html": "",
+            "body_text": "",
+            "url": f"{api}/issues/{number}",
+            "html_url": f"{self.root}/{owner}/{name}/pull/{number}",
+            "comments_url": f"{api}/issues/{number}/comments",
+            "events_url": f"{api}/issues/{number}/events",
+            "labels_url": f"{api}/issues/{number}/labels{{/name}}",
+            "repository_url": api,
+            "labels": [],
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "closed_by": None,
+            "comments": sum(1 for c in self._comments.values() if c.repo == (owner, name) and c.number == number),
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": _now_iso(),
+            "closed_at": None,
+            "user": self._user("author"),
+            "author_association": "CONTRIBUTOR",
         }
         if (owner, name, number) in self.pulls:
-            data["pull_request"] = {"url": f"{api}/pulls/{number}",
-                                    "html_url": f"{self.root}/{owner}/{name}/pull/{number}"}
+            data["pull_request"] = {
+                "url": f"{api}/pulls/{number}",
+                "html_url": f"{self.root}/{owner}/{name}/pull/{number}",
+            }
         return data
 
     def _comment_json(self, c: _Comment) -> dict[str, object]:
         owner, name = c.repo
         api = f"{self.url}/repos/{owner}/{name}"
         return {
-            "id": c.id, "node_id": f"IC_{c.id}", "url": f"{api}/issues/comments/{c.id}",
+            "id": c.id,
+            "node_id": f"IC_{c.id}",
+            "url": f"{api}/issues/comments/{c.id}",
             "html_url": f"{self.root}/{owner}/{name}/pull/{c.number}#issuecomment-{c.id}",
-            "issue_url": f"{api}/issues/{c.number}", "body": c.body,
-            "body_html": "<p>" + html.escape(c.body) + "</p>", "body_text": c.body,
-            "user": self._user(c.user), "created_at": c.created_at, "updated_at": c.updated_at,
+            "issue_url": f"{api}/issues/{c.number}",
+            "body": c.body,
+            "body_html": "<p>" + html.escape(c.body) + "</p>",
+            "body_text": c.body,
+            "user": self._user(c.user),
+            "created_at": c.created_at,
+            "updated_at": c.updated_at,
             "author_association": "NONE",
         }
 
@@ -288,7 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         path = split.path
         if api.prefix and path.startswith(api.prefix + "/"):
-            path = path[len(api.prefix):]
+            path = path[len(api.prefix) :]
         query = parse_qs(split.query)
         barrier = api._post_barrier
         if method == "POST" and barrier is not None:
@@ -310,8 +368,9 @@ class _Handler(BaseHTTPRequestHandler):
                 payload = fault.raw
         self._reply(status, payload, headers)
 
-    def _route(self, api: GitHubAPI, method: str, path: str, query: dict[str, list[str]],
-               raw: str) -> tuple[int, object, dict[str, str]]:
+    def _route(
+        self, api: GitHubAPI, method: str, path: str, query: dict[str, list[str]], raw: str
+    ) -> tuple[int, object, dict[str, str]]:
         auth = self.headers.get("Authorization", "")
         scheme, _, token = auth.partition(" ")
         if not auth:
@@ -335,8 +394,9 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._issue_comments(api, method, owner, name, number, query, raw)
         return (*_error(404, "Not Found"), {})
 
-    def _issue_comments(self, api: GitHubAPI, method: str, owner: str, name: str, number: int,
-                        query: dict[str, list[str]], raw: str) -> tuple[int, object, dict[str, str]]:
+    def _issue_comments(
+        self, api: GitHubAPI, method: str, owner: str, name: str, number: int, query: dict[str, list[str]], raw: str
+    ) -> tuple[int, object, dict[str, str]]:
         if method == "POST":
             body = _body(raw)
             if body is None:
@@ -351,7 +411,7 @@ class _Handler(BaseHTTPRequestHandler):
         page = max(1, int(query.get("page", ["1"])[0]))
         mine = [c for c in api._sorted() if c.repo == (owner, name) and c.number == number]
         pages = max(1, -(-len(mine) // per_page))
-        shown = mine[(page - 1) * per_page: page * per_page]
+        shown = mine[(page - 1) * per_page : page * per_page]
         base = f"{api.url}/repos/{owner}/{name}/issues/{number}/comments"
 
         def link(to: int, rel: str) -> str:
@@ -364,8 +424,9 @@ class _Handler(BaseHTTPRequestHandler):
             links += [link(1, "first"), link(page - 1, "prev")]
         return 200, [api._comment_json(c) for c in shown], ({"Link": ", ".join(links)} if links else {})
 
-    def _one_comment(self, api: GitHubAPI, method: str, owner: str, name: str, comment_id: int,
-                     raw: str) -> tuple[int, object, dict[str, str]]:
+    def _one_comment(
+        self, api: GitHubAPI, method: str, owner: str, name: str, comment_id: int, raw: str
+    ) -> tuple[int, object, dict[str, str]]:
         comment = api._comments.get(comment_id)
         if comment is None or comment.repo != (owner, name):
             return (*_error(404, "Not Found"), {})

@@ -14,9 +14,7 @@ import pytest
 import injector
 
 DEMO = Path(injector.__file__).parent / "demo"
-LOG_LINE = re.compile(
-    r"^epoch 1/1 \| step \d+ \| loss=\d+\.\d{4} \| lr=\S+ \| grad_norm=\d+\.\d{3}$", re.MULTILINE
-)
+LOG_LINE = re.compile(r"^epoch 1/1 \| step \d+ \| loss=\d+\.\d{4} \| lr=\S+ \| grad_norm=\d+\.\d{3}$", re.MULTILINE)
 
 
 def _start_in_demo(*args: str) -> subprocess.Popen[str]:
@@ -24,8 +22,12 @@ def _start_in_demo(*args: str) -> subprocess.Popen[str]:
     # tiny, and extra threads only contend for a shared CI runner's cores.
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1")
     return subprocess.Popen(
-        [sys.executable, *args], cwd=DEMO, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        [sys.executable, *args],
+        cwd=DEMO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

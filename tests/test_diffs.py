@@ -10,8 +10,13 @@ from trainwreck import diffs
 
 
 def git(root, *args) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root,
-                          check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 @pytest.fixture
@@ -24,9 +29,9 @@ def repo(tmp_path):
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-qm", "start")
     text = (tmp_path / "train.py").read_text().splitlines(keepends=True)
-    text[4] = "line 5 changed\n"           # a change
-    del text[9]                            # a removal (old line 10)
-    text.insert(15, "inserted\n")          # an addition
+    text[4] = "line 5 changed\n"  # a change
+    del text[9]  # a removal (old line 10)
+    text.insert(15, "inserted\n")  # an addition
     (tmp_path / "train.py").write_text("".join(text))
     (tmp_path / "old.py").unlink()
     git(tmp_path, "mv", "moved.py", "renamed.py")

@@ -42,8 +42,13 @@ ECHOES = {
 
 def leaked(text: str) -> list[str]:
     """Which forms of WEIRD `text` holds (any part of it that identifies it counts)."""
-    forms = {"raw": WEIRD, "json": json.dumps(WEIRD)[1:-1], "repr": repr(WEIRD)[1:-1],
-             "url": quote(WEIRD, safe=""), "html": html.escape(WEIRD)}
+    forms = {
+        "raw": WEIRD,
+        "json": json.dumps(WEIRD)[1:-1],
+        "repr": repr(WEIRD)[1:-1],
+        "url": quote(WEIRD, safe=""),
+        "html": html.escape(WEIRD),
+    }
     found = [name for name, form in forms.items() if form in text]
     return found + (["W3ird"] if "W3ird" in text else []) + (["ef'gh"] if "ef'gh" in text else [])
 
@@ -80,9 +85,14 @@ PATHS = {
     # name: (how the API fails, what the one line says)
     "refused-token": (dict(status=401, method="GET"), "GitHub refused the token"),
     "no-permission": (dict(status=403, method="POST"), "may not comment on acme/trainer#7"),
-    "rate-limit": (dict(status=403, times=100, headers={"x-ratelimit-remaining": "0",
-                                                          "x-ratelimit-reset": str(int(time.time()) + 60)}),
-                   "rate limit still held"),
+    "rate-limit": (
+        dict(
+            status=403,
+            times=100,
+            headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 60)},
+        ),
+        "rate limit still held",
+    ),
     "not-found": (dict(status=404, method="GET"), "not found"),
     "validation": (dict(status=422, method="POST"), "GitHub refused the request"),
     "server-down": (dict(status=502, times=100), "kept failing"),
@@ -117,8 +127,14 @@ def test_a_failed_delete_of_a_duplicate_leaks_nothing(api, echo):
 
     def run(body: str) -> str:
         try:
-            comment.post(body, marker="<!-- m -->", target=comment.Target("acme", "trainer", 7),
-                         token=github.Secret(WEIRD), api=api.url, policy=github.Policy())
+            comment.post(
+                body,
+                marker="<!-- m -->",
+                target=comment.Target("acme", "trainer", 7),
+                token=github.Secret(WEIRD),
+                api=api.url,
+                policy=github.Policy(),
+            )
         except github.GitHubError as error:
             return str(error) + repr(error)
         return ""

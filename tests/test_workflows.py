@@ -46,8 +46,11 @@ def tool(name: str) -> str:
 
 def lint_env() -> dict[str, str]:
     # Offline and anonymous: no token may reach the linters (zizmor would go online with one).
-    return {key: value for key, value in os.environ.items()
-            if key not in {"GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN", "GH_HOST"}}
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"GH_TOKEN", "GITHUB_TOKEN", "ZIZMOR_GITHUB_TOKEN", "GH_HOST"}
+    }
 
 
 def load(path: Path) -> dict:
@@ -76,11 +79,16 @@ def command(script: str, **values: str) -> list[str]:
 
 # -- linters ----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", ALL_WORKFLOWS, ids=ids(ALL_WORKFLOWS))
 def test_actionlint_with_shellcheck_reports_nothing(path):
     result = subprocess.run(
         [tool("actionlint"), "-no-color", f"-shellcheck={tool('shellcheck')}", str(path)],
-        capture_output=True, text=True, env=lint_env(), timeout=60)
+        capture_output=True,
+        text=True,
+        env=lint_env(),
+        timeout=60,
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0 and not output.strip(), output
 
@@ -90,19 +98,32 @@ def test_zizmor_offline_reports_nothing(path):
     # The workflows users adopt are held to zizmor's strictest persona.
     persona = "pedantic" if path in USER_WORKFLOWS else "regular"
     result = subprocess.run(
-        [tool("zizmor"), "--offline", "--no-config", "--no-progress", "--format", "json",
-         "--persona", persona, str(path)],
-        capture_output=True, text=True, env=lint_env(), timeout=60)
+        [
+            tool("zizmor"),
+            "--offline",
+            "--no-config",
+            "--no-progress",
+            "--format",
+            "json",
+            "--persona",
+            persona,
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        env=lint_env(),
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout) == [], result.stdout
 
 
 # -- structure ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", ALL_WORKFLOWS, ids=ids(ALL_WORKFLOWS))
 def test_every_action_is_pinned_to_a_commit_with_its_version(path):
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines()
-             if re.match(r"\s*(- )?uses:", line)]
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if re.match(r"\s*(- )?uses:", line)]
     assert lines
     for line in lines:
         reference = line.split("uses:", 1)[1].split("#", 1)[0].strip()
@@ -126,17 +147,20 @@ def test_checkouts_never_keep_the_token(path):
 
 
 def test_the_workflows_ship_in_the_package():
-    assert trainwreck_workflows.templates() == {
-        path.name: path.read_text(encoding="utf-8") for path in USER_WORKFLOWS}
+    assert trainwreck_workflows.templates() == {path.name: path.read_text(encoding="utf-8") for path in USER_WORKFLOWS}
     assert [path.name for path in USER_WORKFLOWS] == [
-        "trainwreck-mutation.yml", "trainwreck-train.yml", "trainwreck-triage.yml"]
+        "trainwreck-mutation.yml",
+        "trainwreck-train.yml",
+        "trainwreck-triage.yml",
+    ]
 
 
 @pytest.mark.parametrize("path", USER_WORKFLOWS, ids=ids(USER_WORKFLOWS))
 def test_the_package_default_is_the_pinned_source_init_fills_in(path):
     # `injector init` replaces OWNER/COMMIT with the adopter's pinned source (test_package.py)
     assert load(path)["env"]["TRAINWRECK_PACKAGE"] == (
-        "${{ vars.TRAINWRECK_PACKAGE || 'trainwreck @ git+https://github.com/OWNER/trainwreck@COMMIT' }}")
+        "${{ vars.TRAINWRECK_PACKAGE || 'trainwreck @ git+https://github.com/OWNER/trainwreck@COMMIT' }}"
+    )
 
 
 def test_the_training_job_runs_pr_code_with_a_read_only_token_and_no_secrets():
@@ -154,7 +178,8 @@ def test_the_training_job_runs_pr_code_with_a_read_only_token_and_no_secrets():
     parsed = triage_cli.build_parser().parse_args(argv[1:])  # the real CLI takes it
     assert parsed.command == "watch" and argv[-3:] == ["bash", "-c", "python train.py --smoke"]
     assert step(job, "Train under triage watch")["env"]["TRAIN_COMMAND"] == (
-        "${{ vars.TRAINWRECK_TRAIN_COMMAND || 'python train.py --smoke' }}")
+        "${{ vars.TRAINWRECK_TRAIN_COMMAND || 'python train.py --smoke' }}"
+    )
     upload = step(job, "Upload the log and telemetry")
     assert upload["if"] == "always()" and upload["with"]["name"] == "trainwreck-triage"
     # The PR's number and diff are recorded before any of its code runs.
@@ -173,10 +198,16 @@ def test_the_triage_job_never_checks_out_or_runs_pr_code():
         if s.get("uses", "").startswith("actions/checkout@"):
             # the one checkout: the default branch (no ref: on workflow_run that is its latest
             # commit, never the PR's) and of it only the cause table, kept out of the artifact
-            assert s["with"] == {"path": "trainwreck-base", "sparse-checkout": "trainwreck-causes.yaml",
-                                 "sparse-checkout-cone-mode": False, "persist-credentials": False}
+            assert s["with"] == {
+                "path": "trainwreck-base",
+                "sparse-checkout": "trainwreck-causes.yaml",
+                "sparse-checkout-cone-mode": False,
+                "persist-credentials": False,
+            }
         script = s.get("run", "")
-        assert not re.search(r"\bgit\b|pip install -e|requirements\.txt|bash -c|\bsource\b|(^|\s)\./", script), s["name"]
+        assert not re.search(r"\bgit\b|pip install -e|requirements\.txt|bash -c|\bsource\b|(^|\s)\./", script), s[
+            "name"
+        ]
     download = step(job, "Download the training's log and telemetry")
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
     assert "triage comment run.log" in step(job, "Post or update the triage comment")["run"]
@@ -186,8 +217,7 @@ def test_the_mutation_workflow_shards_the_campaign_and_merges_the_reports():
     mutation = workflow("trainwreck-mutation.yml")
     assert mutation["permissions"] == {"contents": "read"}
     campaign, report = mutation["jobs"]["campaign"], mutation["jobs"]["report"]
-    assert campaign["runs-on"] == (
-        """${{ fromJSON(vars.TRAINWRECK_RUNNER_LABELS || '["self-hosted","gpu"]') }}""")
+    assert campaign["runs-on"] == ("""${{ fromJSON(vars.TRAINWRECK_RUNNER_LABELS || '["self-hosted","gpu"]') }}""")
     assert campaign["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
     shard = step(campaign, "Run this shard of the campaign")
     assert shard["env"]["SHARD"] == "${{ matrix.shard }}/${{ strategy.job-total }}"
@@ -203,8 +233,9 @@ def test_the_mutation_workflow_shards_the_campaign_and_merges_the_reports():
     assert not any(s.get("uses", "").startswith("actions/checkout@") for s in report["steps"])
     merged = step(report, MERGE_STEP)["run"]
     assert "injector merge shards/*.json " in merged
-    assert all(f"--{kind} report.{kind if kind != 'markdown' else 'md'}" in merged
-               for kind in ("markdown", "html", "json"))
+    assert all(
+        f"--{kind} report.{kind if kind != 'markdown' else 'md'}" in merged for kind in ("markdown", "html", "json")
+    )
     assert step(report, "Upload the mutation report")["with"]["name"] == "trainwreck-report"
 
 
@@ -220,6 +251,7 @@ def test_the_torch_free_install_lists_every_dependency_but_torch():
 
 # -- the guarding scripts, run -------------------------------------------------------------------
 
+
 def run_script(script: str, tmp_path: Path, cwd: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, list]:
     """Run a step's script as GitHub does (bash -eo pipefail), with `triage` and `injector` faked
     by a recorder, and return the result and the commands the script ran."""
@@ -228,15 +260,27 @@ def run_script(script: str, tmp_path: Path, cwd: Path, env: dict[str, str]) -> t
     calls = tmp_path / "calls.jsonl"
     for name in ("triage", "injector"):
         fake = fakes / name
-        fake.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
-                        f"open({str(calls)!r}, 'a').write(json.dumps([{name!r}, *sys.argv[1:]]) + '\\n')\n"
-                        "sys.exit(int(os.environ.get('FAKE_EXIT', '0')))\n")
+        fake.write_text(
+            f"#!{sys.executable}\nimport json, os, sys\n"
+            f"open({str(calls)!r}, 'a').write(json.dumps([{name!r}, *sys.argv[1:]]) + '\\n')\n"
+            "sys.exit(int(os.environ.get('FAKE_EXIT', '0')))\n"
+        )
         fake.chmod(0o755)
     (tmp_path / "step.sh").write_text(script)
-    full_env = {"PATH": f"{fakes}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-                "HOME": str(tmp_path), "GITHUB_REPOSITORY": "team/trainer", **env}
-    result = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "step.sh")],
-                            cwd=cwd, env=full_env, capture_output=True, text=True, timeout=30)
+    full_env = {
+        "PATH": f"{fakes}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "GITHUB_REPOSITORY": "team/trainer",
+        **env,
+    }
+    result = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "step.sh")],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     recorded = [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
     return result, recorded
 
@@ -272,15 +316,19 @@ def api():
 TRIAGE_STEP = "Post or update the triage comment"
 
 
-@pytest.mark.parametrize("number, head, posts, notice", [
-    ("7\n", "a" * 40, True, None),
-    ("7; rm -rf ~\n", "a" * 40, False, "names no valid PR number"),
-    ("$(touch pwned)", "a" * 40, False, "names no valid PR number"),
-    ("-3", "a" * 40, False, "names no valid PR number"),
-    ("", "a" * 40, False, "names no valid PR number"),
-    ("8", "a" * 40, False, "does not exist or its head is not"),  # another PR
-    ("7", "b" * 40, False, "does not exist or its head is not"),  # the PR moved on
-], ids=["valid", "injection", "substitution", "negative", "empty", "other-pr", "stale"])
+@pytest.mark.parametrize(
+    "number, head, posts, notice",
+    [
+        ("7\n", "a" * 40, True, None),
+        ("7; rm -rf ~\n", "a" * 40, False, "names no valid PR number"),
+        ("$(touch pwned)", "a" * 40, False, "names no valid PR number"),
+        ("-3", "a" * 40, False, "names no valid PR number"),
+        ("", "a" * 40, False, "names no valid PR number"),
+        ("8", "a" * 40, False, "does not exist or its head is not"),  # another PR
+        ("7", "b" * 40, False, "does not exist or its head is not"),  # the PR moved on
+    ],
+    ids=["valid", "injection", "substitution", "negative", "empty", "other-pr", "stale"],
+)
 def test_the_triage_step_trusts_the_artifact_only_for_the_pr_it_ran_for(tmp_path, api, number, head, posts, notice):
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed")
@@ -290,13 +338,15 @@ def test_the_triage_step_trusts_the_artifact_only_for_the_pr_it_ran_for(tmp_path
     (artifact / "pr-number").write_text(number)
     (artifact / "run.log").write_text("step 1 loss nan\n")
     (artifact / "telemetry.jsonl").write_text('{"t": 1, "gpu_util": 0, "mem_used": 1}\n')
-    result, calls = run_script(script, tmp_path, artifact, {
-        "GITHUB_TOKEN": "t0ken", "GITHUB_API_URL": api, "RUN_HEAD_SHA": head})
+    result, calls = run_script(
+        script, tmp_path, artifact, {"GITHUB_TOKEN": "t0ken", "GITHUB_API_URL": api, "RUN_HEAD_SHA": head}
+    )
     assert result.returncode == 0, result.stderr
     assert not (artifact / "pwned").exists()
     if posts:
-        assert calls == [["triage", "comment", "run.log", "--repo", "team/trainer", "--pr", "7",
-                          "--telemetry", "telemetry.jsonl"]]
+        assert calls == [
+            ["triage", "comment", "run.log", "--repo", "team/trainer", "--pr", "7", "--telemetry", "telemetry.jsonl"]
+        ]
         assert triage_cli.build_parser().parse_args(calls[0][1:]).pr == 7  # the real CLI takes it
     else:
         assert calls == []
@@ -319,12 +369,25 @@ def test_the_cause_table_comes_from_the_default_branch_never_from_the_artifact(t
     base = workspace / "trainwreck-base" / "trainwreck-causes.yaml"
     if base_table:
         base.write_text("causes: {}\n")
-    result, calls = run_script(script, tmp_path, artifact, {
-        "GITHUB_TOKEN": "t0ken", "GITHUB_API_URL": api, "RUN_HEAD_SHA": "a" * 40,
-        "GITHUB_WORKSPACE": str(workspace)})
+    result, calls = run_script(
+        script,
+        tmp_path,
+        artifact,
+        {"GITHUB_TOKEN": "t0ken", "GITHUB_API_URL": api, "RUN_HEAD_SHA": "a" * 40, "GITHUB_WORKSPACE": str(workspace)},
+    )
     assert result.returncode == 0, result.stderr
-    assert calls == [["triage", "comment", "run.log", "--repo", "team/trainer", "--pr", "7",
-                      *(["--causes", str(base)] if base_table else [])]]
+    assert calls == [
+        [
+            "triage",
+            "comment",
+            "run.log",
+            "--repo",
+            "team/trainer",
+            "--pr",
+            "7",
+            *(["--causes", str(base)] if base_table else []),
+        ]
+    ]
 
 
 def test_the_triage_step_skips_a_run_that_left_no_log(tmp_path, api):
@@ -333,27 +396,46 @@ def test_the_triage_step_skips_a_run_that_left_no_log(tmp_path, api):
     script = step(workflow("trainwreck-triage.yml")["jobs"]["triage"], TRIAGE_STEP)["run"]
     (tmp_path / "artifact").mkdir()
     (tmp_path / "artifact" / "pr-number").write_text("7")
-    result, calls = run_script(script, tmp_path, tmp_path / "artifact", {
-        "GITHUB_TOKEN": "t0ken", "GITHUB_API_URL": api, "RUN_HEAD_SHA": "a" * 40})
+    result, calls = run_script(
+        script,
+        tmp_path,
+        tmp_path / "artifact",
+        {"GITHUB_TOKEN": "t0ken", "GITHUB_API_URL": api, "RUN_HEAD_SHA": "a" * 40},
+    )
     assert result.returncode == 0 and calls == []
     assert "left no log" in result.stdout
 
 
 MERGE_STEP = "Merge the shard reports and update the PR comment"
-MERGE = ["injector", "merge", "shards/*.json", "--markdown", "report.md", "--html", "report.html",
-         "--json", "report.json"]
+MERGE = [
+    "injector",
+    "merge",
+    "shards/*.json",
+    "--markdown",
+    "report.md",
+    "--html",
+    "report.html",
+    "--json",
+    "report.json",
+]
 
 
-@pytest.mark.parametrize("head_repo, actor, comments", [
-    ("team/trainer", "alice", True),
-    ("mallory/trainer", "mallory", False),  # a fork: read-only token
-    ("", "alice", False),  # the fork was deleted
-    ("team/trainer", "dependabot[bot]", False),
-])
-def test_the_mutation_comment_is_skipped_with_a_notice_when_the_token_is_read_only(tmp_path, head_repo, actor, comments):
+@pytest.mark.parametrize(
+    "head_repo, actor, comments",
+    [
+        ("team/trainer", "alice", True),
+        ("mallory/trainer", "mallory", False),  # a fork: read-only token
+        ("", "alice", False),  # the fork was deleted
+        ("team/trainer", "dependabot[bot]", False),
+    ],
+)
+def test_the_mutation_comment_is_skipped_with_a_notice_when_the_token_is_read_only(
+    tmp_path, head_repo, actor, comments
+):
     script = step(workflow("trainwreck-mutation.yml")["jobs"]["report"], MERGE_STEP)["run"]
-    result, calls = run_script(script, tmp_path, tmp_path, {
-        "HEAD_REPO": head_repo, "GITHUB_ACTOR": actor, "PR": "12", "GITHUB_TOKEN": "t0ken"})
+    result, calls = run_script(
+        script, tmp_path, tmp_path, {"HEAD_REPO": head_repo, "GITHUB_ACTOR": actor, "PR": "12", "GITHUB_TOKEN": "t0ken"}
+    )
     assert result.returncode == 0, result.stderr
     if comments:
         assert calls == [MERGE + ["--comment", "team/trainer#12"]]
@@ -364,14 +446,21 @@ def test_the_mutation_comment_is_skipped_with_a_notice_when_the_token_is_read_on
         assert "::notice title=trainwreck::PR comment skipped" in result.stdout
 
 
-@pytest.mark.parametrize("exit_code, job_exit, annotation", [
-    (4, 0, "::warning title=trainwreck::The PR comment could not be updated"),  # GitHub failed
-    (2, 2, None),  # bad shard reports fail the job
-])
+@pytest.mark.parametrize(
+    "exit_code, job_exit, annotation",
+    [
+        (4, 0, "::warning title=trainwreck::The PR comment could not be updated"),  # GitHub failed
+        (2, 2, None),  # bad shard reports fail the job
+    ],
+)
 def test_a_failed_comment_warns_but_a_failed_merge_fails(tmp_path, exit_code, job_exit, annotation):
     script = step(workflow("trainwreck-mutation.yml")["jobs"]["report"], MERGE_STEP)["run"]
-    result, calls = run_script(script, tmp_path, tmp_path, {
-        "HEAD_REPO": "team/trainer", "GITHUB_ACTOR": "alice", "PR": "12", "FAKE_EXIT": str(exit_code)})
+    result, calls = run_script(
+        script,
+        tmp_path,
+        tmp_path,
+        {"HEAD_REPO": "team/trainer", "GITHUB_ACTOR": "alice", "PR": "12", "FAKE_EXIT": str(exit_code)},
+    )
     assert result.returncode == job_exit and len(calls) == 1
     if annotation:
         assert annotation in result.stdout
@@ -383,8 +472,12 @@ def test_the_training_records_the_prs_number_and_diff_from_git_alone(tmp_path):
     repo.mkdir()
 
     def git(*args):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-                       cwd=repo, check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
 
     git("init", "-q", "-b", "main")
     (repo / "train.py").write_text("lr = 0.1\n")
@@ -412,20 +505,42 @@ def test_the_merge_step_writes_the_reports_and_the_job_summary_with_the_real_inj
     shards = tmp_path / "shards"
     shards.mkdir()
     for index, status in ((1, "killed"), (2, "survived")):
-        outcome = Outcome(mutant_id=f"m{index}", operator="missing-zero-grad", file="train.py", line=index,
-                          description="drop optimizer.zero_grad()", diff="", status=status)
-        shard = Report(project="trainer", guard="python -m pytest", device="cpu",
-                       baseline=Baseline(tests=3, duration=1.0), outcomes=(outcome,), duration=5.0,
-                       shards=(f"{index}/2",))
+        outcome = Outcome(
+            mutant_id=f"m{index}",
+            operator="missing-zero-grad",
+            file="train.py",
+            line=index,
+            description="drop optimizer.zero_grad()",
+            diff="",
+            status=status,
+        )
+        shard = Report(
+            project="trainer",
+            guard="python -m pytest",
+            device="cpu",
+            baseline=Baseline(tests=3, duration=1.0),
+            outcomes=(outcome,),
+            duration=5.0,
+            shards=(f"{index}/2",),
+        )
         (shards / f"shard-{index}.json").write_text(json.dumps(shard.to_json()))
     summary = tmp_path / "summary.md"
     script = step(workflow("trainwreck-mutation.yml")["jobs"]["report"], MERGE_STEP)["run"]
-    env = {"HEAD_REPO": "mallory/trainer", "GITHUB_ACTOR": "mallory", "PR": "12",
-           "GITHUB_STEP_SUMMARY": str(summary),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    result = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-                            cwd=tmp_path, env={**os.environ, **env, "GITHUB_REPOSITORY": "team/trainer"},
-                            capture_output=True, text=True, timeout=60)
+    env = {
+        "HEAD_REPO": "mallory/trainer",
+        "GITHUB_ACTOR": "mallory",
+        "PR": "12",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    result = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env={**os.environ, **env, "GITHUB_REPOSITORY": "team/trainer"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     merged = json.loads((tmp_path / "report.json").read_text())
     assert merged["shards"] == ["1/2", "2/2"] and merged["counts"]["killed"] == 1

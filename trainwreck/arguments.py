@@ -48,5 +48,6 @@ def version() -> str:
 
 def add_version(parser: argparse.ArgumentParser) -> None:
     """`--version`: prints `<command> <version>` and exits 0."""
-    parser.add_argument("--version", action="version", version=f"{parser.prog} {version()}",
-                        help="print the installed version and exit")
+    parser.add_argument(
+        "--version", action="version", version=f"{parser.prog} {version()}", help="print the installed version and exit"
+    )

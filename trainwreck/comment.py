@@ -80,8 +80,10 @@ class Posted:
         if self.action == "unchanged":
             return f"the comment on {self.target} is already up to date{where}"
         if self.action == "would post":
-            return (f"dry run: would post this body to {self.target} "
-                    f"({TOKEN_VARIABLE} is not set, so the PR's comments were not read)")
+            return (
+                f"dry run: would post this body to {self.target} "
+                f"({TOKEN_VARIABLE} is not set, so the PR's comments were not read)"
+            )
         if self.action.startswith("would "):
             what = "the comment" if self.action == "would update" else "a comment"
             return f"dry run: {self.action} {what} on {self.target}{where}; nothing was written"
@@ -111,8 +113,17 @@ def _find(issue: github3.issues.Issue, marker: str) -> github3.issues.comment.Is
     return None
 
 
-def post(body: str, *, marker: str, target: Target, token: Secret | None, api: str,
-         policy: Policy | None = None, dry_run: bool = False, hint: str | None = None) -> Posted:
+def post(
+    body: str,
+    *,
+    marker: str,
+    target: Target,
+    token: Secret | None,
+    api: str,
+    policy: Policy | None = None,
+    dry_run: bool = False,
+    hint: str | None = None,
+) -> Posted:
     """Create or update the comment on `target` that starts with `marker`, so that it reads
     `body` (cut to fit, `hint` added to the cut note); write nothing when it already does.
 
@@ -124,8 +135,7 @@ def post(body: str, *, marker: str, target: Target, token: Secret | None, api: s
     if token is None:
         if dry_run:
             return Posted("would post", target, body=body)
-        raise GitHubError(f"no GitHub token: set {TOKEN_VARIABLE} to a token that can write "
-                          "pull-request comments")
+        raise GitHubError(f"no GitHub token: set {TOKEN_VARIABLE} to a token that can write pull-request comments")
     client = connect(api, token, policy)
     with reporting(api=api, what=str(target), token=token, policy=policy):
         issue = client.issue(target.owner, target.name, target.number)
@@ -165,14 +175,14 @@ def post(body: str, *, marker: str, target: Target, token: Secret | None, api: s
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _settle(issue: github3.issues.Issue, marker: str, created: github3.issues.comment.IssueComment,
-            body: str, target: Target) -> Posted:
+def _settle(
+    issue: github3.issues.Issue, marker: str, created: github3.issues.comment.IssueComment, body: str, target: Target
+) -> Posted:
     """After creating a comment: keep one. Runs started together (two CI jobs, a re-run) each
     find no comment and each create one; so every run lists again, keeps the oldest marked
     comment, deletes the other marked comments its own account wrote, and makes the kept one
     read `body`. However the runs interleave, one comment is left."""
-    marked = sorted((c for c in issue.comments() if _normal(c.body).startswith(marker)),
-                    key=lambda c: c.id)
+    marked = sorted((c for c in issue.comments() if _normal(c.body).startswith(marker)), key=lambda c: c.id)
     keep = marked[0] if marked else created  # a listing may lag behind the create
     _delete_extras(marked, keep, created)
     if keep.id == created.id:
@@ -184,9 +194,11 @@ def _settle(issue: github3.issues.Issue, marker: str, created: github3.issues.co
     return Posted("updated", target, keep.id, keep.html_url, body)
 
 
-def _delete_extras(marked: list[github3.issues.comment.IssueComment],
-                   keep: github3.issues.comment.IssueComment,
-                   created: github3.issues.comment.IssueComment) -> None:
+def _delete_extras(
+    marked: list[github3.issues.comment.IssueComment],
+    keep: github3.issues.comment.IssueComment,
+    created: github3.issues.comment.IssueComment,
+) -> None:
     """Delete the marked comments other than `keep` that the account behind `created` wrote
     (a person's comment that happens to start with the marker is left alone). A comment a
     concurrent run deleted first answers 404: github3.py returns False, and that is fine."""

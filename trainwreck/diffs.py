@@ -86,10 +86,19 @@ def parse(text: str) -> list[Hunk]:
                     continue
                 if line.line_type in (REMOVED, ADDED, CONTEXT):
                     lines.append(Line(line.line_type, line.value, line.source_line_no, line.target_line_no))
-            header = (f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},"
-                      f"{hunk.target_length} @@")
-            hunks.append(Hunk(path, hunk.source_start, hunk.source_length, hunk.target_start,
-                              hunk.target_length, header, tuple(lines), patched.is_removed_file))
+            header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
+            hunks.append(
+                Hunk(
+                    path,
+                    hunk.source_start,
+                    hunk.source_length,
+                    hunk.target_start,
+                    hunk.target_length,
+                    header,
+                    tuple(lines),
+                    patched.is_removed_file,
+                )
+            )
     return hunks
 
 

@@ -84,13 +84,20 @@ def _escapes(text: str) -> set[str]:
     """`text` as each escaping that may have been applied to it shows it."""
     backslashed = text.replace("\\", "\\\\")
     return {
-        json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1],
-        repr(text)[1:-1], repr(text.encode())[2:-1],
+        json.dumps(text)[1:-1],
+        json.dumps(text, ensure_ascii=False)[1:-1],
+        repr(text)[1:-1],
+        repr(text.encode())[2:-1],
         # a repr or a shell string that escaped both quotes, or only one kind of them
-        backslashed.replace("'", "\\'"), backslashed.replace('"', '\\"'),
+        backslashed.replace("'", "\\'"),
+        backslashed.replace('"', '\\"'),
         backslashed.replace("'", "\\'").replace('"', '\\"'),
-        quote(text, safe=""), quote(text), quote_plus(text),
-        html.escape(text), html.escape(text, quote=False), html.escape(text).replace("&#x27;", "&#39;"),
+        quote(text, safe=""),
+        quote(text),
+        quote_plus(text),
+        html.escape(text),
+        html.escape(text, quote=False),
+        html.escape(text).replace("&#x27;", "&#39;"),
     }
 
 
@@ -117,8 +124,9 @@ def token_from_env(environ: Mapping[str, str] = os.environ) -> Secret | None:
         return None
     if not _TOKEN_TEXT.fullmatch(value):
         # never echo it: say what is wrong, not what it is
-        raise GitHubError(f"{TOKEN_VARIABLE} holds characters no GitHub token has "
-                          "(spaces, quotes or line breaks inside it?)")
+        raise GitHubError(
+            f"{TOKEN_VARIABLE} holds characters no GitHub token has (spaces, quotes or line breaks inside it?)"
+        )
     return Secret(value)
 
 
@@ -187,7 +195,7 @@ def rate_limit_wait(response: requests.Response, now: float, waits: int = 0) -> 
         except ValueError:
             pass
     if response.status_code == 429 or _SECONDARY.search(response.text or ""):
-        return 60.0 * 2 ** waits
+        return 60.0 * 2**waits
     return None
 
 
@@ -252,9 +260,14 @@ class _Retry(Retry):
 
 
 def _retry(policy: Policy) -> _Retry:
-    retry = _Retry(total=policy.tries - 1, status_forcelist=_RETRY_STATUSES,
-                   allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"PATCH"},
-                   respect_retry_after_header=False, raise_on_status=False, redirect=False)
+    retry = _Retry(
+        total=policy.tries - 1,
+        status_forcelist=_RETRY_STATUSES,
+        allowed_methods=Retry.DEFAULT_ALLOWED_METHODS | {"PATCH"},
+        respect_retry_after_header=False,
+        raise_on_status=False,
+        redirect=False,
+    )
     retry.policy = policy
     return retry
 
@@ -285,9 +298,11 @@ class _Session(GitHubSession):
                 return response  # github3.py raises; `failure` says it is the rate limit
             if wait > policy.max_wait:
                 until = time.strftime("%H:%M:%S UTC", time.gmtime(policy.clock() + wait))
-                raise GitHubError(f"GitHub's rate limit holds until {until} (in {_minutes(wait)}), "
-                                  f"longer than the {_minutes(policy.max_wait)} this command "
-                                  "waits; nothing was written")
+                raise GitHubError(
+                    f"GitHub's rate limit holds until {until} (in {_minutes(wait)}), "
+                    f"longer than the {_minutes(policy.max_wait)} this command "
+                    "waits; nothing was written"
+                )
             policy.notify(f"GitHub rate limit reached ({response.status_code}); retrying in {_minutes(wait)}")
             policy.sleep(wait)
 
@@ -320,16 +335,18 @@ def _one_line(text: object, token: Secret | None, limit: int = 200) -> str:
     line = " ".join(str(text).split())
     if token is not None:
         line = token.scrub(line)
-    return line if len(line) <= limit else line[:limit - 1] + "…"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def failure(error: BaseException, *, api: str, what: str, token: Secret | None,
-            policy: Policy = Policy()) -> GitHubError:
+def failure(
+    error: BaseException, *, api: str, what: str, token: Secret | None, policy: Policy = Policy()
+) -> GitHubError:
     """The one-line GitHubError for a github3.py or requests failure while working on `what`
     (e.g. `owner/name#7`); the token, should any message hold it, is scrubbed."""
     if isinstance(error, gh.ConnectionError):
-        return GitHubError(f"cannot reach the GitHub API at {api} "
-                           f"({connection_reason(error.exception)}) after {policy.tries} tries")
+        return GitHubError(
+            f"cannot reach the GitHub API at {api} ({connection_reason(error.exception)}) after {policy.tries} tries"
+        )
     if isinstance(error, gh.GitHubError) and error.code is not None and error.code >= 400:
         code = error.code
         message = _one_line(error.msg or "", token)
@@ -337,17 +354,22 @@ def failure(error: BaseException, *, api: str, what: str, token: Secret | None,
         if code == 401:
             return GitHubError(f"GitHub refused the token in {TOKEN_VARIABLE} ({code} {message})")
         if code in (403, 429) and response is not None and rate_limit_wait(response, policy.clock()) is not None:
-            return GitHubError(f"GitHub's rate limit still held after {policy.rate_limit_waits} "
-                               f"waits ({code} {message}); nothing was written")
+            return GitHubError(
+                f"GitHub's rate limit still held after {policy.rate_limit_waits} "
+                f"waits ({code} {message}); nothing was written"
+            )
         if code == 403:
-            return GitHubError(f"the token may not comment on {what} ({code} {message}); it needs "
-                               "write access to pull requests (`pull-requests: write` in a workflow)")
+            return GitHubError(
+                f"the token may not comment on {what} ({code} {message}); it needs "
+                "write access to pull requests (`pull-requests: write` in a workflow)"
+            )
         if code == 404:
-            return GitHubError(f"{what} not found ({code}): check the repository and the number, "
-                               "and that the token can see the repository")
+            return GitHubError(
+                f"{what} not found ({code}): check the repository and the number, "
+                "and that the token can see the repository"
+            )
         if code >= 500:
-            return GitHubError(f"the GitHub API at {api} kept failing ({code} {message}) "
-                               f"after {policy.tries} tries")
+            return GitHubError(f"the GitHub API at {api} kept failing ({code} {message}) after {policy.tries} tries")
         return GitHubError(f"GitHub refused the request for {what} ({code} {message})")
     detail = _one_line(getattr(error, "msg", None) or type(error).__name__, token, 120)
     return GitHubError(f"unexpected reply from the GitHub API at {api} ({detail})")

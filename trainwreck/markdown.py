@@ -30,6 +30,7 @@ _BLOCK_START = re.compile(r"\d{1,9}[.)]|[#>+=-]")
 
 # ---------------------------------------------------------------- user text
 
+
 def unping(text: str) -> str:
     """Keep `@name` from notifying anyone: a zero-width joiner after the @."""
     return _MENTION.sub("@" + ZWJ, text)
@@ -61,6 +62,7 @@ def defuse_backticks(text: str, longest: int = 2) -> str:
     For text placed inside a fence whose length is fixed elsewhere (a template's three
     backticks): no line of it can then close the fence, and it still reads the same.
     """
+
     def breakup(match: re.Match[str]) -> str:
         run = match.group()
         return run if len(run) <= longest else ZWJ.join(run)
@@ -82,8 +84,8 @@ def split_code(text: str) -> list[tuple[bool, str]]:
             position = opening.end()  # an unmatched run is literal text
             continue
         if opening.start() > plain_from:
-            pieces.append((False, text[plain_from:opening.start()]))
-        pieces.append((True, text[opening.end():closing.start()]))
+            pieces.append((False, text[plain_from : opening.start()]))
+        pieces.append((True, text[opening.end() : closing.start()]))
         position = plain_from = closing.end()
     if plain_from < len(text):
         pieces.append((False, text[plain_from:]))
@@ -118,7 +120,7 @@ def _escape(text: str) -> str:
 
 def _unblock(line: str) -> str:
     start = _BLOCK_START.match(line)
-    return line if start is None else line[:start.end() - 1] + "\\" + line[start.end() - 1:]
+    return line if start is None else line[: start.end() - 1] + "\\" + line[start.end() - 1 :]
 
 
 # ---------------------------------------------------------------- fitting a body to a limit
@@ -173,13 +175,16 @@ def _layout(body: str) -> _Layout:
             if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
                 fence_run, info = match.group(1), match.group(2).strip()
             else:
-                details = max(0, details + len(_DETAILS_OPEN.findall(text))
-                              - len(_DETAILS_CLOSE.findall(text)))
+                details = max(0, details + len(_DETAILS_OPEN.findall(text)) - len(_DETAILS_CLOSE.findall(text)))
                 heading = _HEADING.fullmatch(text)
                 names = [heading.group(1)] if heading else _SUMMARY.findall(text)
                 sections.extend((offset, name) for name in names)
-        elif (match and match.group(1)[0] == fence_run[0] and len(match.group(1)) >= len(fence_run)
-              and not match.group(2).strip()):
+        elif (
+            match
+            and match.group(1)[0] == fence_run[0]
+            and len(match.group(1)) >= len(fence_run)
+            and not match.group(2).strip()
+        ):
             fence_run, info = None, ""
         offset += len(line)
     return _Layout(boundaries, sections, len(lines))
@@ -199,12 +204,15 @@ def _note(body: str, layout: _Layout, at: _Boundary, hint: str | None) -> str:
     cut_chars = len(body) - at.offset
     cut_lines = layout.lines - at.line
     first = bisect.bisect_left(layout.sections, (at.offset, ""))
-    named = ", ".join(f"“{plain(_section_name(name))}”" for _, name in layout.sections[first:first + _NAMED])
+    named = ", ".join(f"“{plain(_section_name(name))}”" for _, name in layout.sections[first : first + _NAMED])
     if len(layout.sections) - first > _NAMED:
         named += f" and {len(layout.sections) - first - _NAMED} more"
-    note = (f"_Cut to fit a GitHub comment: the last {cut_chars:,} characters "
-            f"({cut_lines:,} line{'s' if cut_lines != 1 else ''}) are left out"
-            + (f", including {named}" if named else "") + "._")
+    note = (
+        f"_Cut to fit a GitHub comment: the last {cut_chars:,} characters "
+        f"({cut_lines:,} line{'s' if cut_lines != 1 else ''}) are left out"
+        + (f", including {named}" if named else "")
+        + "._"
+    )
     if hint:
         note += " " + hint
     return closers + "\n---\n\n" + note + "\n"
@@ -253,4 +261,4 @@ def fit(body: str, limit: int = GITHUB_LIMIT, *, hint: str | None = None) -> str
         keep = max(0, limit - _NOTE_RESERVE)
         within = layout.boundaries[bisect.bisect_right(offsets, keep) - 1]
         return body[:keep] + "\n" + _note(body, layout, replace(within, offset=keep), hint)
-    return body[:outside.offset] + _note(body, layout, outside, hint)
+    return body[: outside.offset] + _note(body, layout, outside, hint)

@@ -34,29 +34,53 @@ _STATUS_EXIT = {"healthy": EXIT_HEALTHY, "explained": EXIT_EXPLAINED, "unexplain
 
 
 def build_parser() -> argparse.ArgumentParser:
-    epilog = ("exit codes: 0 no failure found, 1 failure explained, 2 bad input, "
-              "3 failure found but not explained")
-    parser = arguments.Parser(prog="triage", description="Explain why a PyTorch training run failed, from its log.",
-                              epilog=epilog)
+    epilog = "exit codes: 0 no failure found, 1 failure explained, 2 bad input, 3 failure found but not explained"
+    parser = arguments.Parser(
+        prog="triage", description="Explain why a PyTorch training run failed, from its log.", epilog=epilog
+    )
     arguments.add_version(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    ex = sub.add_parser("explain", help="rank the likely causes of a failed run, with evidence and fixes",
-                        description=__doc__.split("\n\n")[1].strip() if __doc__ else None,
-                        epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ex.add_argument("log", metavar="LOG", help="the run's log (plain text or .gz; - reads standard input, "
-                    "e.g. `cmd | triage explain -`)")
-    ex.add_argument("--format", choices=("text", "markdown", "json"), default="text",
-                    help="terminal text (default), the PR-comment markdown, or JSON")
-    ex.add_argument("--diff", metavar="PATCH", help="a unified diff (e.g. the PR's): causes whose fault "
-                    "sites it removes or changes are raised, citing the hunk")
-    ex.add_argument("--telemetry", metavar="F", help='JSON lines of GPU samples: {"t":..., "gpu_util":..., '
-                    '"mem_used":...}')
-    ex.add_argument("--causes", metavar="F", help="your own cause table (YAML) to extend or override ours "
-                    "(default: ./trainwreck-causes.yaml when it exists; `triage comment` never loads "
-                    "one unasked)")
-    ex.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
-                    help="colour the text output (default: when stdout is a terminal)")
+    ex = sub.add_parser(
+        "explain",
+        help="rank the likely causes of a failed run, with evidence and fixes",
+        description=__doc__.split("\n\n")[1].strip() if __doc__ else None,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ex.add_argument(
+        "log",
+        metavar="LOG",
+        help="the run's log (plain text or .gz; - reads standard input, e.g. `cmd | triage explain -`)",
+    )
+    ex.add_argument(
+        "--format",
+        choices=("text", "markdown", "json"),
+        default="text",
+        help="terminal text (default), the PR-comment markdown, or JSON",
+    )
+    ex.add_argument(
+        "--diff",
+        metavar="PATCH",
+        help="a unified diff (e.g. the PR's): causes whose fault "
+        "sites it removes or changes are raised, citing the hunk",
+    )
+    ex.add_argument(
+        "--telemetry", metavar="F", help='JSON lines of GPU samples: {"t":..., "gpu_util":..., "mem_used":...}'
+    )
+    ex.add_argument(
+        "--causes",
+        metavar="F",
+        help="your own cause table (YAML) to extend or override ours "
+        "(default: ./trainwreck-causes.yaml when it exists; `triage comment` never loads "
+        "one unasked)",
+    )
+    ex.add_argument(
+        "--color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colour the text output (default: when stdout is a terminal)",
+    )
     from triage import watch
 
     watch.add_parser(sub)
@@ -65,33 +89,54 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_comment_parser(sub: argparse._SubParsersAction) -> None:
-    epilog = ("exit codes: 0 posted, updated or already up to date, 2 bad input, 4 GitHub failed "
-              "(no token, no permission, no such PR, API down, rate limit)")
+    epilog = (
+        "exit codes: 0 posted, updated or already up to date, 2 bad input, 4 GitHub failed "
+        "(no token, no permission, no such PR, API down, rate limit)"
+    )
     cm = sub.add_parser(
-        "comment", help="post the triage as one PR comment, edited in place on every run",
+        "comment",
+        help="post the triage as one PR comment, edited in place on every run",
         description="Explain the run (as `triage explain --format markdown`) and keep the result as "
         "one comment on the pull request: found again by its hidden marker and edited in place, "
-        "never written when unchanged. The token comes from GITHUB_TOKEN.", epilog=epilog)
+        "never written when unchanged. The token comes from GITHUB_TOKEN.",
+        epilog=epilog,
+    )
     cm.add_argument("log", metavar="LOG", help="the run's log (plain text or .gz)")
-    cm.add_argument("--repo", required=True, metavar="OWNER/NAME", type=_checked("parse_repo"),
-                    help="the repository of the pull request")
-    cm.add_argument("--pr", required=True, metavar="N", type=_checked("parse_number"),
-                    help="the pull request's number")
+    cm.add_argument(
+        "--repo",
+        required=True,
+        metavar="OWNER/NAME",
+        type=_checked("parse_repo"),
+        help="the repository of the pull request",
+    )
+    cm.add_argument("--pr", required=True, metavar="N", type=_checked("parse_number"), help="the pull request's number")
     cm.add_argument("--telemetry", metavar="F", help="JSON lines of GPU samples (as for explain)")
     cm.add_argument("--diff", metavar="PATCH", help="the PR's unified diff (as for explain)")
-    cm.add_argument("--causes", metavar="F", help="your own cause table (YAML), as for explain; only this "
-                    "flag loads one (a trainwreck-causes.yaml beside the log is ignored: in CI, pass the base "
-                    "branch's copy, never one from the PR's artifact)")
-    cm.add_argument("--api-url", metavar="URL", type=_checked("api_url"),
-                    help="the REST API's base URL, for GitHub Enterprise (e.g. https://github.example.com/"
-                    "api/v3; default: $GITHUB_API_URL, else https://api.github.com)")
-    cm.add_argument("--dry-run", action="store_true",
-                    help="print the body and what would happen (create, update, unchanged); write nothing")
+    cm.add_argument(
+        "--causes",
+        metavar="F",
+        help="your own cause table (YAML), as for explain; only this "
+        "flag loads one (a trainwreck-causes.yaml beside the log is ignored: in CI, pass the base "
+        "branch's copy, never one from the PR's artifact)",
+    )
+    cm.add_argument(
+        "--api-url",
+        metavar="URL",
+        type=_checked("api_url"),
+        help="the REST API's base URL, for GitHub Enterprise (e.g. https://github.example.com/"
+        "api/v3; default: $GITHUB_API_URL, else https://api.github.com)",
+    )
+    cm.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the body and what would happen (create, update, unchanged); write nothing",
+    )
 
 
 def _checked(name: str):
     """An argparse type from a parser in trainwreck.comment or trainwreck.github (imported only when
     used: github3.py is not needed to explain a log), its UsageError as argparse's one line."""
+
     def convert(text: str) -> object:
         from trainwreck import comment, github
 
@@ -100,6 +145,7 @@ def _checked(name: str):
             return parse(text)
         except TrainwreckError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
+
     return convert
 
 
@@ -151,8 +197,15 @@ def _comment(args: argparse.Namespace) -> int:
     # the whole body first: a bad log fails here, before anything is read from or sent to GitHub
     body = render.markdown(explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes))
     policy = github.Policy(notify=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))
-    posted = comment.post(body, marker=render.MARKER, target=target, token=github.token_from_env(),
-                          api=api, policy=policy, dry_run=args.dry_run)
+    posted = comment.post(
+        body,
+        marker=render.MARKER,
+        target=target,
+        token=github.token_from_env(),
+        api=api,
+        policy=policy,
+        dry_run=args.dry_run,
+    )
     if args.dry_run:
         sys.stdout.write(posted.body)
         sys.stdout.flush()

@@ -64,8 +64,7 @@ def hunk_symptoms(hunks: list[Hunk]) -> list[Symptom]:
                 verb, strength = f"changes a {fault_id} site", CHANGED_STRENGTH
             else:
                 continue
-            out.append(Symptom(f"diff:{fault_id}", f"the diff {verb} in {h.path}", (_evidence(h),),
-                               strength=strength))
+            out.append(Symptom(f"diff:{fault_id}", f"the diff {verb} in {h.path}", (_evidence(h),), strength=strength))
     return out
 
 

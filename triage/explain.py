@@ -17,10 +17,18 @@ from triage.records import Cause, Symptom
 from triage.series import Series, SeriesBuilder
 
 # Symptoms that mean the run failed, whether or not a cause explains them.
-FAILURE_SYMPTOMS = frozenset({
-    "crashed", "loss-non-finite", "loss-diverging", "log-stopped", "job-cancelled",
-    "collective-timeout", "out-of-memory", "gpu-idle",
-})
+FAILURE_SYMPTOMS = frozenset(
+    {
+        "crashed",
+        "loss-non-finite",
+        "loss-diverging",
+        "log-stopped",
+        "job-cancelled",
+        "collective-timeout",
+        "out-of-memory",
+        "gpu-idle",
+    }
+)
 
 
 Status = Literal["explained", "unexplained", "healthy"]
@@ -45,7 +53,7 @@ class Diagnosis:
 
     @property
     def status(self) -> Status:
-        """"explained" (a cause found), "unexplained" (a failure, no known cause) or "healthy"."""
+        """ "explained" (a cause found), "unexplained" (a failure, no known cause) or "healthy"."""
         if self.causes:
             return "explained"
         if self.failures:
@@ -75,9 +83,14 @@ class Diagnosis:
         }
 
 
-def explain(log: str | os.PathLike[str], *, diff: str | os.PathLike[str] | None = None,
-            telemetry: str | os.PathLike[str] | None = None,
-            causes: str | os.PathLike[str] | None = None, search_cwd: bool = False) -> Diagnosis:
+def explain(
+    log: str | os.PathLike[str],
+    *,
+    diff: str | os.PathLike[str] | None = None,
+    telemetry: str | os.PathLike[str] | None = None,
+    causes: str | os.PathLike[str] | None = None,
+    search_cwd: bool = False,
+) -> Diagnosis:
     """Read `log` ("-": standard input) and return the ranked causes; raise BadInputError for
     input that is not a log. The cause table is ours, extended by `causes`; with `search_cwd`
     (a person's own `triage explain`) by `trainwreck-causes.yaml` in the cwd when `causes` is
@@ -104,9 +117,20 @@ def explain(log: str | os.PathLike[str], *, diff: str | os.PathLike[str] | None 
         if ranked or any(s.name in FAILURE_SYMPTOMS for s in symptoms):
             symptoms += diff_symptoms
             ranked = table.rank(symptoms, tab)
-    return Diagnosis(scan.path, tuple(ranked), tuple(symptoms), series, scan.lines, scan.sampled,
-                  scan.cut_lines, scan.events_thinned, scan.crowded_blocks, tuple(sorted(scan.ranks)),
-                  _failure_step(symptoms, series), tab.threshold)
+    return Diagnosis(
+        scan.path,
+        tuple(ranked),
+        tuple(symptoms),
+        series,
+        scan.lines,
+        scan.sampled,
+        scan.cut_lines,
+        scan.events_thinned,
+        scan.crowded_blocks,
+        tuple(sorted(scan.ranks)),
+        _failure_step(symptoms, series),
+        tab.threshold,
+    )
 
 
 def _failure_step(symptoms: list[Symptom], series: dict[str, Series]) -> int | None:

@@ -48,38 +48,69 @@ from typing import Any, BinaryIO
 from trainwreck import processes
 from trainwreck.errors import BadInputError
 
-CHUNK = 8 << 20                  # bytes per chunk (chunk k starts at the first line start >= k * CHUNK)
-MAX_LINE = 16 << 10              # longer lines are cut to windows of this size for matching
-SAMPLE_PIECE = 2 << 10           # the window kept around a sample point inside an over-long line
-FULL_PARSE_BYTES = 8 << 20       # logs up to this size have every line read into readings
-SAMPLES = 4096                   # stride samples of a big log's metric lines (its head and tail besides)
-STREAM_SAMPLES = 4_096           # stride samples per doubling of a piped log (its length is unknown)
-HEAD_LINES = 1000                # lines read in full at each end of a big log
-END_BYTES = 1 << 20              # ... within this many bytes of that end
-CHUNK_EVENT_LINES = 512          # a chunk with more event lines sends `SHAPE_KEEP` per shape
-CHUNK_EVENT_HITS = 512           # keyword matches read one by one per chunk; then ...
-BLOCK = 128 << 10                # ... the first match of each keyword per block of this size
-NON_FINITE_HITS = 64             # non-finite words looked at per chunk
-SHAPE_KEEP = 2                   # occurrences kept of one event shape (its text without digits)
-EVENT_BUDGET = 1000              # events kept before repeats are only counted
-SHAPES_MAX = 50_000              # distinct event shapes remembered
-NON_FINITE_PER_CHUNK = 16        # lines with a non-finite word kept per chunk (of those) ...
-NON_FINITE_BUDGET = 512          # ... and in all
-CHUNK_KEEP_BYTES = 4 << 20       # bytes of kept lines one chunk may send back whole
-KEEP_BYTES = 48 << 20            # bytes of kept lines in all; beyond it, kept lines are cut short
-SHORT_PIECE = 256                # what a kept line is cut to beyond those budgets
-PARALLEL_BYTES = 64 << 20        # plain files at least this big are read by worker processes
+CHUNK = 8 << 20  # bytes per chunk (chunk k starts at the first line start >= k * CHUNK)
+MAX_LINE = 16 << 10  # longer lines are cut to windows of this size for matching
+SAMPLE_PIECE = 2 << 10  # the window kept around a sample point inside an over-long line
+FULL_PARSE_BYTES = 8 << 20  # logs up to this size have every line read into readings
+SAMPLES = 4096  # stride samples of a big log's metric lines (its head and tail besides)
+STREAM_SAMPLES = 4_096  # stride samples per doubling of a piped log (its length is unknown)
+HEAD_LINES = 1000  # lines read in full at each end of a big log
+END_BYTES = 1 << 20  # ... within this many bytes of that end
+CHUNK_EVENT_LINES = 512  # a chunk with more event lines sends `SHAPE_KEEP` per shape
+CHUNK_EVENT_HITS = 512  # keyword matches read one by one per chunk; then ...
+BLOCK = 128 << 10  # ... the first match of each keyword per block of this size
+NON_FINITE_HITS = 64  # non-finite words looked at per chunk
+SHAPE_KEEP = 2  # occurrences kept of one event shape (its text without digits)
+EVENT_BUDGET = 1000  # events kept before repeats are only counted
+SHAPES_MAX = 50_000  # distinct event shapes remembered
+NON_FINITE_PER_CHUNK = 16  # lines with a non-finite word kept per chunk (of those) ...
+NON_FINITE_BUDGET = 512  # ... and in all
+CHUNK_KEEP_BYTES = 4 << 20  # bytes of kept lines one chunk may send back whole
+KEEP_BYTES = 48 << 20  # bytes of kept lines in all; beyond it, kept lines are cut short
+SHORT_PIECE = 256  # what a kept line is cut to beyond those budgets
+PARALLEL_BYTES = 64 << 20  # plain files at least this big are read by worker processes
 
 # The one list of event words, matched on raw bytes anywhere in a line (case as written): a line
 # holding one is an *event*, which the signature detectors read. Add words here, nowhere else.
 KEYWORDS: tuple[bytes, ...] = (
-    b"rror", b"arning", b"imed out", b"imeout", b"atchdog", b"ssert", b"ecompil", b"raph break",
-    b"rainable", b"SIGTERM", b"SIGKILL", b"Terminated", b"Killed", b"Cancel", b"cancel",
-    b"TIME LIMIT", b"NCCL", b"exitcode", b"triage watch:",
+    b"rror",
+    b"arning",
+    b"imed out",
+    b"imeout",
+    b"atchdog",
+    b"ssert",
+    b"ecompil",
+    b"raph break",
+    b"rainable",
+    b"SIGTERM",
+    b"SIGKILL",
+    b"Terminated",
+    b"Killed",
+    b"Cancel",
+    b"cancel",
+    b"TIME LIMIT",
+    b"NCCL",
+    b"exitcode",
+    b"triage watch:",
     # what the real-world corpus showed errors and prose reports spelled with (issue 9)
-    b"RROR", b"ARNING", b"xpected", b"out of memory", b"OOM", b"backward", b"shapes",
-    b"target size", b"cache_size", b"emory", b"NaN", b"nan", b".item()", b"zero_grad",
-    b"requires_grad", b"Frozen", b"frozen", b"bounds",
+    b"RROR",
+    b"ARNING",
+    b"xpected",
+    b"out of memory",
+    b"OOM",
+    b"backward",
+    b"shapes",
+    b"target size",
+    b"cache_size",
+    b"emory",
+    b"NaN",
+    b"nan",
+    b".item()",
+    b"zero_grad",
+    b"requires_grad",
+    b"Frozen",
+    b"frozen",
+    b"bounds",
 )
 # Words that print a non-finite number, matched as whole words: every line holding one is read
 # (up to the budgets above), so the first NaN of a big log is exact, not sampled.
@@ -115,10 +146,10 @@ class Scan:
     size: int
     bytes_read: int = 0
     lines: int = 0
-    sampled: bool = False            # metric lines were decimated (a big log)
-    cut_lines: int = 0               # lines longer than MAX_LINE, cut for matching
-    events_thinned: int = 0          # repeated event lines counted but not kept
-    crowded_blocks: int = 0          # blocks so crowded with event lines that one per keyword was read
+    sampled: bool = False  # metric lines were decimated (a big log)
+    cut_lines: int = 0  # lines longer than MAX_LINE, cut for matching
+    events_thinned: int = 0  # repeated event lines counted but not kept
+    crowded_blocks: int = 0  # blocks so crowded with event lines that one per keyword was read
     readings: list[Reading] = field(default_factory=list)
     events: list[Reading] = field(default_factory=list)
     ranks: set[int] = field(default_factory=set)
@@ -135,7 +166,7 @@ def clean(raw: bytes) -> tuple[str, int | None]:
         if not m:
             break
         rank = int(next(g for g in m.groups() if g is not None))
-        text = text[m.end():]
+        text = text[m.end() :]
     return text, rank
 
 
@@ -172,6 +203,7 @@ def looks_binary(head: bytes) -> bool:
 
 # ---- finding keywords and non-finite words in a whole chunk -----------------------------------
 
+
 class Matcher:
     """Finds `KEYWORDS` and `NON_FINITE` words in a chunk, all words in one pass where it can.
 
@@ -194,8 +226,10 @@ class Matcher:
         if self.hs is not None:
             # pass 1: every keyword, and whether a non-finite word may be there at all (its
             # letters, once each); pass 2, only where they are: the whole words
-            self._first = self._db([re.escape(k) for k in KEYWORDS] + [re.escape(w) for w in _NF_LETTERS],
-                                   [0] * n + [self.hs.HS_FLAG_SINGLEMATCH] * len(_NF_LETTERS))
+            self._first = self._db(
+                [re.escape(k) for k in KEYWORDS] + [re.escape(w) for w in _NF_LETTERS],
+                [0] * n + [self.hs.HS_FLAG_SINGLEMATCH] * len(_NF_LETTERS),
+            )
             self._once = self._db([re.escape(k) for k in KEYWORDS], [self.hs.HS_FLAG_SINGLEMATCH] * n)
             self._words = self._db(words, [0] * len(words))
         self._literals = [re.compile(re.escape(k)) for k in KEYWORDS]
@@ -256,8 +290,9 @@ class Matcher:
         """The position of the first match of each keyword in buf[lo:hi]."""
         if self.hs is not None:
             out: list[int] = []
-            self._once.scan(memoryview(buf)[lo:hi],
-                            match_event_handler=lambda _i, _f, to, _fl, _c: out.append(lo + to - 1))
+            self._once.scan(
+                memoryview(buf)[lo:hi], match_event_handler=lambda _i, _f, to, _fl, _c: out.append(lo + to - 1)
+            )
             return out
         found = (p.search(buf, lo, hi) for p in self._literals)
         return [m.end() - 1 for m in found if m is not None]
@@ -323,8 +358,15 @@ class ChunkResult:
     crowded_blocks: int = 0
 
 
-def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
-               starts_mid_line: bool = False, ends_mid_line: bool = False) -> ChunkResult:
+def read_chunk(
+    buf: bytes | bytearray,
+    lo: int,
+    hi: int,
+    at: int,
+    plan: Plan,
+    starts_mid_line: bool = False,
+    ends_mid_line: bool = False,
+) -> ChunkResult:
     """Pick the lines of buf[lo:hi] (at file offset `at`) worth keeping, in file order.
 
     `starts_mid_line`/`ends_mid_line` say that an over-long line crosses the chunk's edge.
@@ -368,7 +410,7 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
         e = find(b"\n", s, hi)
         end = hi if e < 0 else e
         # an event's shape (its start without digits) tells its repeats apart from new events
-        shape = bytes(buf[s:min(end, s + 200)]).translate(None, _DIGITS) if bits & EVENT else b""
+        shape = bytes(buf[s : min(end, s + 200)]).translate(None, _DIGITS) if bits & EVENT else b""
         if thin and shape:
             seen = per_shape.get(shape, 0)
             per_shape[shape] = seen + 1
@@ -379,13 +421,13 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
                     continue
         crosses = (s == lo and starts_mid_line) or (e < 0 and ends_mid_line)
         if end - s <= MAX_LINE and not crosses:
-            raw = bytes(buf[s:end]) if kept < CHUNK_KEEP_BYTES else bytes(buf[s:min(end, s + SHORT_PIECE)])
+            raw = bytes(buf[s:end]) if kept < CHUNK_KEEP_BYTES else bytes(buf[s : min(end, s + SHORT_PIECE)])
             kept += len(raw)
             pieces.append((nl, -1, raw, bits, shape))
             continue
         cut_lines += not crosses  # a line across chunk edges is counted where it ends, below
         for a, b, wbits in _windows(buf, s, end, bits, event_hits, nf_hits, samples):
-            raw = bytes(buf[a:b]) if kept < CHUNK_KEEP_BYTES else bytes(buf[a:min(b, a + SHORT_PIECE)])
+            raw = bytes(buf[a:b]) if kept < CHUNK_KEEP_BYTES else bytes(buf[a : min(b, a + SHORT_PIECE)])
             if not raw.strip(b"\x00 \t\r"):
                 continue  # a run of NULs (a preallocated or sparse file) says nothing
             kept += len(raw)
@@ -393,8 +435,7 @@ def read_chunk(buf: bytes | bytearray, lo: int, hi: int, at: int, plan: Plan,
     newlines = nl + count(b"\n", prev, hi)
     if starts_mid_line and (newlines or not ends_mid_line):
         cut_lines += 1  # the over-long line that began in an earlier chunk ends in this one
-    return ChunkResult(newlines, pieces, at, hi - lo, hi == lo or buf[hi - 1] == 10, cut_lines, thinned,
-                       crowded)
+    return ChunkResult(newlines, pieces, at, hi - lo, hi == lo or buf[hi - 1] == 10, cut_lines, thinned, crowded)
 
 
 def _line_starts(buf: bytes | bytearray, lo: int, positions: list[int]) -> list[int]:
@@ -410,8 +451,9 @@ def _line_starts(buf: bytes | bytearray, lo: int, positions: list[int]) -> list[
     return out
 
 
-def _windows(buf: bytes | bytearray, s: int, end: int, bits: int, event_hits: list[int],
-             nf_hits: list[int], samples: list[int]) -> list[tuple[int, int, int]]:
+def _windows(
+    buf: bytes | bytearray, s: int, end: int, bits: int, event_hits: list[int], nf_hits: list[int], samples: list[int]
+) -> list[tuple[int, int, int]]:
     """Windows of an over-long line [s, end) around what picked it: (start, end, why-bits).
 
     Each window is the carriage-return update holding its point where that is short enough
@@ -442,6 +484,7 @@ def _windows(buf: bytes | bytearray, s: int, end: int, bits: int, event_hits: li
 
 
 # ---- chunk boundaries, the same whether a log is read whole, in parallel or from a pipe -----
+
 
 def _boundary_in(data: bytes | bytearray, pos: int) -> tuple[int, bool] | None:
     """Where the chunk that should start near `pos` in data starts: (offset, mid-line), or None
@@ -532,6 +575,7 @@ def _stream_chunks(f: BinaryIO) -> Iterator[tuple[bytes, int, bool, bool]]:
 
 # ---- putting chunks together ------------------------------------------------------------------
 
+
 class _Assembler:
     """Turns chunk results, in file order, into a Scan: real line numbers, budgets, readings."""
 
@@ -578,7 +622,7 @@ class _Assembler:
         """Hand the readings that are final to `each`, in log order."""
         if self.each is not None:
             each = self.each
-            for rd in self.scan.readings[self.emitted:]:
+            for rd in self.scan.readings[self.emitted :]:
                 each(rd)
         self.emitted = len(self.scan.readings)
 
@@ -804,8 +848,7 @@ def _start_method() -> str | None:
 def _limits() -> dict[str, int]:
     """This module's size limits as they stand (the upper-case integer settings): a worker
     started by a server, not forked from here, is given them so that it cuts the same chunks."""
-    return {name: value for name, value in globals().items()
-            if name.isupper() and type(value) is int}
+    return {name: value for name, value in globals().items() if name.isupper() and type(value) is int}
 
 
 def _init_worker(path: str, size: int, limits: dict[str, int], hyperscan: bool) -> None:
@@ -832,8 +875,9 @@ def _parallel(path: str, size: int, n_chunks: int, method: str) -> Iterator[Chun
     found = matcher()  # compiled once here, before forking (a server's children compile their own)
     workers = min(n_chunks, os.cpu_count() or 1, 8)
     try:
-        pool = mp.get_context(method).Pool(workers, initializer=_init_worker,
-                                            initargs=(path, size, _limits(), found.hs is not None))
+        pool = mp.get_context(method).Pool(
+            workers, initializer=_init_worker, initargs=(path, size, _limits(), found.hs is not None)
+        )
     except OSError:  # no semaphores or pipes to be had (a locked-down container): read it here
         with open(path, "rb") as f:
             yield from _sequential(f, size, n_chunks, _file_plan(size))

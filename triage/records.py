@@ -53,9 +53,12 @@ class Symptom:
         return min(lines) if lines else 1 << 62
 
     def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {"name": self.name, "summary": self.summary,
-                                  "strength": round(self.strength, 3),
-                                  "evidence": [e.to_json() for e in self.evidence]}
+        out: dict[str, object] = {
+            "name": self.name,
+            "summary": self.summary,
+            "strength": round(self.strength, 3),
+            "evidence": [e.to_json() for e in self.evidence],
+        }
         for key in ("step", "value", "rank"):
             value = getattr(self, key)
             if value is not None:

@@ -48,8 +48,10 @@ def _where(report: Diagnosis) -> str:
     if report.events_thinned:
         extra.append(f"{report.events_thinned:,} repeats of event lines not kept")
     if report.crowded_blocks:
-        extra.append(f"{report.crowded_blocks:,} blocks of {BLOCK // 1024} KiB so crowded with event lines "
-                     "that only the first line per keyword was read")
+        extra.append(
+            f"{report.crowded_blocks:,} blocks of {BLOCK // 1024} KiB so crowded with event lines "
+            "that only the first line per keyword was read"
+        )
     if len(report.ranks) > 1:
         extra.append(f"ranks {', '.join(map(str, report.ranks))}")
     return f"{name} ({report.lines:,} lines" + (", " + "; ".join(extra) if extra else "") + ")"
@@ -58,8 +60,9 @@ def _where(report: Diagnosis) -> str:
 def text(report: Diagnosis, *, color: bool | None = None, width: int = 100) -> str:
     """The report for a terminal, rendered with rich."""
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=bool(color), no_color=not color, width=width,
-                      highlight=False, soft_wrap=False)
+    console = Console(
+        file=buf, force_terminal=bool(color), no_color=not color, width=width, highlight=False, soft_wrap=False
+    )
     console.print(f"[bold]triage[/bold] {escape(_where(report))}")
     if report.status == "healthy":
         console.print("[green]No failure found.[/green] " + escape(_series_line(report)))
@@ -76,8 +79,9 @@ def text(report: Diagnosis, *, color: bool | None = None, width: int = 100) -> s
         return buf.getvalue()
     for n, cause in enumerate(report.causes, 1):
         console.print()
-        console.print(f"[bold]{n}. {cause.id}[/bold]  [cyan]{100 * cause.confidence:.0f}%[/cyan]  "
-                      f"{escape(cause.title)}")
+        console.print(
+            f"[bold]{n}. {cause.id}[/bold]  [cyan]{100 * cause.confidence:.0f}%[/cyan]  {escape(cause.title)}"
+        )
         why = ", ".join(f"{c.symptom} {c.weight:+.2g}" for c in cause.reasons)
         console.print(f"   [dim]because:[/dim] {escape(why)}")
         for e in cause.evidence[:MAX_EVIDENCE]:
@@ -155,7 +159,7 @@ def chart(series: Series, failure_step: int | None) -> str | None:
         ys.append(min(last, cap))
     bad = [not math.isfinite(p.value) for p in chosen]
     scale = _scale(max(abs(v) for v in ys))
-    ys = [v / 10 ** scale for v in ys]
+    ys = [v / 10**scale for v in ys]
     labels = [f"{p.step} ({_word(p.value)})" if b else str(p.step) for p, b in zip(chosen, bad, strict=False)]
     lines = ["```mermaid", "xychart-beta"]
     title = f"{series.name} by step"
@@ -163,8 +167,10 @@ def chart(series: Series, failure_step: int | None) -> str | None:
     if failure_step is not None:
         notes.append(f"failure at step {failure_step}")
     if any(bad):
-        notes.append(f"{sum(bad)} non-finite point{'s' if sum(bad) > 1 else ''} marked by bars, "
-                     "the line holding the last finite value")
+        notes.append(
+            f"{sum(bad)} non-finite point{'s' if sum(bad) > 1 else ''} marked by bars, "
+            "the line holding the last finite value"
+        )
     if clipped:
         notes.append(f"clipped at {_plain(cap)}")
     if notes:
@@ -233,15 +239,29 @@ def markdown(report: Diagnosis) -> str:
     # mention, HTML, link or fence from any of them reaches the comment live.
     causes = []
     for cause in report.causes:
-        causes.append({
-            "id": code_span(cause.id), "confidence": f"{100 * cause.confidence:.0f}%",
-            "title": inline(cause.title), "explanation": inline(cause.explanation), "fix": inline(cause.fix),
-            "because": ", ".join(f"{code_span(r.symptom)} ({r.weight:+.2g})" for r in cause.reasons),
-            "evidence": [_fence(f"{_loc(e.line, e.source)}: {e.text[:240]}")
-                         for e in cause.evidence[:MAX_EVIDENCE]],
-        })
+        causes.append(
+            {
+                "id": code_span(cause.id),
+                "confidence": f"{100 * cause.confidence:.0f}%",
+                "title": inline(cause.title),
+                "explanation": inline(cause.explanation),
+                "fix": inline(cause.fix),
+                "because": ", ".join(f"{code_span(r.symptom)} ({r.weight:+.2g})" for r in cause.reasons),
+                "evidence": [
+                    _fence(f"{_loc(e.line, e.source)}: {e.text[:240]}") for e in cause.evidence[:MAX_EVIDENCE]
+                ],
+            }
+        )
     symptoms = [{"name": code_span(s.name), "summary": plain(s.summary)} for s in report.symptoms]
-    body = render_template("triage_comment.md.j2", marker=MARKER, where=plain(_where(report)),
-                           status=report.status, causes=causes, symptoms=symptoms, charts=charts,
-                           failure_step=report.failure_step, metrics=_series_line(report))
+    body = render_template(
+        "triage_comment.md.j2",
+        marker=MARKER,
+        where=plain(_where(report)),
+        status=report.status,
+        causes=causes,
+        symptoms=symptoms,
+        charts=charts,
+        failure_step=report.failure_step,
+        metrics=_series_line(report),
+    )
     return fit(body, GITHUB_LIMIT, hint="`triage explain` on the log shows all of it.")

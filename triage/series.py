@@ -15,22 +15,76 @@ from dataclasses import dataclass, field
 
 # canonical name -> the spellings people log (compared after lower-casing, '/', '-', ' ' -> '_')
 ALIASES: dict[str, tuple[str, ...]] = {
-    "loss": ("loss", "train_loss", "training_loss", "train_loss_step", "loss_step", "trn_loss",
-             "avg_loss", "running_loss", "train_loss_epoch", "lm_loss", "total_loss", "objective"),
-    "val_loss": ("val_loss", "valid_loss", "validation_loss", "eval_loss", "test_loss", "dev_loss",
-                 "val_loss_epoch"),
+    "loss": (
+        "loss",
+        "train_loss",
+        "training_loss",
+        "train_loss_step",
+        "loss_step",
+        "trn_loss",
+        "avg_loss",
+        "running_loss",
+        "train_loss_epoch",
+        "lm_loss",
+        "total_loss",
+        "objective",
+    ),
+    "val_loss": ("val_loss", "valid_loss", "validation_loss", "eval_loss", "test_loss", "dev_loss", "val_loss_epoch"),
     "accuracy": ("acc", "accuracy", "train_acc", "train_accuracy", "top1", "acc1"),
-    "val_accuracy": ("val_acc", "val_accuracy", "eval_accuracy", "eval_acc", "valid_acc",
-                     "test_acc", "test_accuracy", "validation_accuracy", "val_top1"),
-    "grad_norm": ("grad_norm", "gnorm", "gradient_norm", "grad_norm_total", "total_norm",
-                  "gradnorm", "grad_l2", "global_grad_norm"),
+    "val_accuracy": (
+        "val_acc",
+        "val_accuracy",
+        "eval_accuracy",
+        "eval_acc",
+        "valid_acc",
+        "test_acc",
+        "test_accuracy",
+        "validation_accuracy",
+        "val_top1",
+    ),
+    "grad_norm": (
+        "grad_norm",
+        "gnorm",
+        "gradient_norm",
+        "grad_norm_total",
+        "total_norm",
+        "gradnorm",
+        "grad_l2",
+        "global_grad_norm",
+    ),
     "lr": ("lr", "learning_rate", "lr_0", "lr_adam", "lr_sgd", "lr_adamw", "current_lr"),
     "loss_scale": ("loss_scale", "scale", "grad_scale", "scaler_scale", "amp_scale"),
-    "memory": ("mem", "mem_mb", "mem_gb", "memory", "max_mem", "gpu_mem", "memory_allocated",
-               "mem_allocated", "allocated", "max_memory_allocated", "rss", "rss_mb", "cuda_mem",
-               "mem_used", "memory_mb", "memory_gb", "peak_mem"),
-    "throughput": ("it_s", "samples_per_second", "train_samples_per_second", "samples_s",
-                   "tokens_per_sec", "tok_s", "throughput", "ips", "img_s", "tokens_s"),
+    "memory": (
+        "mem",
+        "mem_mb",
+        "mem_gb",
+        "memory",
+        "max_mem",
+        "gpu_mem",
+        "memory_allocated",
+        "mem_allocated",
+        "allocated",
+        "max_memory_allocated",
+        "rss",
+        "rss_mb",
+        "cuda_mem",
+        "mem_used",
+        "memory_mb",
+        "memory_gb",
+        "peak_mem",
+    ),
+    "throughput": (
+        "it_s",
+        "samples_per_second",
+        "train_samples_per_second",
+        "samples_s",
+        "tokens_per_sec",
+        "tok_s",
+        "throughput",
+        "ips",
+        "img_s",
+        "tokens_s",
+    ),
     "data_time": ("data_time", "time_data", "data", "dataload_time", "data_wait"),
     "batch_time": ("batch_time", "step_time", "iter_time", "time_step", "time"),
 }
@@ -42,22 +96,29 @@ _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|i
 # key, separator (= or :), optional quotes and `tensor(`, number (HF Trainer quotes its values:
 # `'loss': '2.456e+26'`)
 _PAIR = re.compile(
-    r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\()?['"]?(""" + _NUM +
-    r""")(?:\s?(?:[KMGT]i?B|ms|s|%))?(?![\w.])""")  # a unit after the number is the logger's scale
+    r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\()?['"]?("""
+    + _NUM
+    + r""")(?:\s?(?:[KMGT]i?B|ms|s|%))?(?![\w.])"""
+)  # a unit after the number is the logger's scale
 # "loss 0.53" (no separator) only for the names that habitually appear that way; "Loss error: 0.5"
-_SPACED = re.compile(r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM +
-                     r")(?![\w.])", re.I)
+_SPACED = re.compile(
+    r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM + r")(?![\w.])", re.I
+)
 # a loss under a name of its own (`loss_train`, `train/loss_avg`): "loss" is one of its words and no
 # other word names a known metric or another model's loss (a GAN's d_loss and g_loss are two losses)
 _LOSS_WORD = re.compile(r"(?:^|_)loss(?:_|$)")
-_NOT_THE_LOSS = re.compile(r"(?:^|_)(?:d|g|disc|gen|aux|kl|reg|nll|scale|seg|cls|bbox|rpn|ctc|mask)(?:_|$)|"
-                           r"^loss_[dg]$|^err[dg]$")
+_NOT_THE_LOSS = re.compile(
+    r"(?:^|_)(?:d|g|disc|gen|aux|kl|reg|nll|scale|seg|cls|bbox|rpn|ctc|mask)(?:_|$)|"
+    r"^loss_[dg]$|^err[dg]$"
+)
 _VAL_WORD = re.compile(r"(?:^|_)(?:val|valid|validation|eval|test|dev)(?:_|$)")
-_STEP = re.compile(r"""['"]?\b(?:global_step|step|iter|iteration|it)['"]?\s*[=: ]\s*(\d+)(?:\s*/\s*(\d+))?""",
-                   re.I)
+_STEP = re.compile(r"""['"]?\b(?:global_step|step|iter|iteration|it)['"]?\s*[=: ]\s*(\d+)(?:\s*/\s*(\d+))?""", re.I)
 # "epoch 2/10 | batch 5/50", "Epoch[2] Batch [5/50]", "Training Epoch: 1/3, step 10/36"
-_EPOCH_BATCH = re.compile(r"\bepoch\s*[\[=: ]?\s*(\d+)\]?(?:\s*/\s*(\d+))?.*?\b(?:batch|iter|step)\s*[\[=: ]?\s*(\d+)"
-                          r"\s*/\s*(\d+)", re.I)
+_EPOCH_BATCH = re.compile(
+    r"\bepoch\s*[\[=: ]?\s*(\d+)\]?(?:\s*/\s*(\d+))?.*?\b(?:batch|iter|step)\s*[\[=: ]?\s*(\d+)"
+    r"\s*/\s*(\d+)",
+    re.I,
+)
 _BAR = re.compile(r"(?:\bEpoch\s+(\d+)\b.*?)?\|\s*(\d+)/(\d+)\s*\[")
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:it|samples|tok|img)/s\b")
 
@@ -234,7 +295,7 @@ class SeriesBuilder:
             if len(ranks) > 1:
                 keep = min(ranks)
                 series.points = [p for p in series.points if p.rank in (keep, None)]
-            series.points.sort(key=lambda p: (p.line if p.line is not None else 1 << 62))
+            series.points.sort(key=lambda p: p.line if p.line is not None else 1 << 62)
             if series.explicit_steps:
                 series.points = _drop_echoes(series.points)
             series.points = _drop_strays(series.points, series.templates)

@@ -76,7 +76,7 @@ def _check_symptom(name: str, origin: str, where: str) -> None:
     """A row may only name a symptom some detector emits: a misspelt one would never match."""
     from triage.detectors import symptom_names
 
-    if name.startswith("diff:") and name[len("diff:"):] in catalog.FAULTS:
+    if name.startswith("diff:") and name[len("diff:") :] in catalog.FAULTS:
         return
     known = symptom_names()
     if name not in known:
@@ -133,8 +133,7 @@ def load(user_path: str | os.PathLike[str] | None = None, *, search_cwd: bool = 
     rules = _merge({}, data, "triage/causes.yaml")
     threshold = float(data.get("threshold", 0.4))
     diff_weight = float(data.get("diff_weight", 2.5))
-    path = Path(user_path) if user_path else (Path(USER_TABLE) if search_cwd and Path(USER_TABLE).is_file()
-                                              else None)
+    path = Path(user_path) if user_path else (Path(USER_TABLE) if search_cwd and Path(USER_TABLE).is_file() else None)
     if path is not None:
         try:
             user_text = path.read_text(encoding="utf-8")

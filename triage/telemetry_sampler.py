@@ -88,8 +88,10 @@ def read_gpus(nvml: Any, handles: list[Any]) -> list[GpuReading]:
         except nvml.NVMLError:
             pass
         with contextlib.suppress(nvml.NVMLError):
-            procs = tuple((int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
-                          for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle))
+            procs = tuple(
+                (int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
+                for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            )
         out.append(GpuReading(index, util, mem_used, mem_total, procs))
     return out
 
@@ -199,11 +201,15 @@ class Sampler:
             if not any(h is not None for h in self.handles):
                 why = "NVML sees no GPU"
                 self.close()
-        self.notice = None if self.nvml is not None else (
-            f"no GPU telemetry ({why}); recording CPU and memory of the command's processes instead")
+        self.notice = (
+            None
+            if self.nvml is not None
+            else (f"no GPU telemetry ({why}); recording CPU and memory of the command's processes instead")
+        )
         self.gpu = self.nvml is not None
-        self.idle_what = ("the GPUs idle (utilisation <= {:.0f}%)" if self.gpu else
-                          "its processes idle (CPU <= {:.0f}%)").format(IDLE_PERCENT)
+        self.idle_what = (
+            "the GPUs idle (utilisation <= {:.0f}%)" if self.gpu else "its processes idle (CPU <= {:.0f}%)"
+        ).format(IDLE_PERCENT)
 
     def sample(self, t: float, wall: float) -> Round:
         """One round at monotonic time `t` (seconds since the start) and Unix time `wall`."""
@@ -211,8 +217,11 @@ class Sampler:
         usage = self.tree.read(t, pids)
         cpu_idle = None if usage is None or usage.cpu_util is None else usage.cpu_util <= IDLE_PERCENT
         if not self.gpu:
-            host: tuple[dict[str, Any], ...] = ((host_record(t, wall, usage),) if usage is not None
-                                                and usage.cpu_util is not None and usage.procs else ())
+            host: tuple[dict[str, Any], ...] = (
+                (host_record(t, wall, usage),)
+                if usage is not None and usage.cpu_util is not None and usage.procs
+                else ()
+            )
             return Round(host, cpu_idle)
         readings = read_gpus(self.nvml, self.handles)
         idle = gpus_idle(readings, set(pids))

@@ -53,14 +53,14 @@ from trainwreck.processes import alive, become_subreaper, children, descendants,
 from triage.detectors.progress import watch_hang_line
 from triage.telemetry_sampler import Sampler
 
-EXIT_SYMPTOMS = 1   # the command exited 0, but its log shows a failure
+EXIT_SYMPTOMS = 1  # the command exited 0, but its log shows a failure
 EXIT_HUNG = 124
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
 DEFAULT_LOG = "trainwreck-run.log"
 DEFAULT_TELEMETRY = "trainwreck-telemetry.jsonl"
 DEFAULT_STALL_S = 900.0  # longer than NCCL's default 10-minute watchdog, whose own message says more
-EXIT_WAIT_S = 2.0        # after the command exits: how long its leftovers may hold the output open
+EXIT_WAIT_S = 2.0  # after the command exits: how long its leftovers may hold the output open
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _PR_SET_PDEATHSIG = 1
 
@@ -89,7 +89,7 @@ class Options:
     log: str = DEFAULT_LOG
     telemetry: str = DEFAULT_TELEMETRY
     interval: float = 2.0
-    stall_timeout: float = DEFAULT_STALL_S   # 0: never end a run as hung
+    stall_timeout: float = DEFAULT_STALL_S  # 0: never end a run as hung
     grace: float = 5.0
     use_nvml: bool = True
 
@@ -102,7 +102,7 @@ class RunEnd:
     hung: bool = False
     interrupted: int | None = None  # the signal that interrupted watch, if one did
     samples: int = 0
-    killed_by: int | None = None    # the signal that ended the command, if one did
+    killed_by: int | None = None  # the signal that ended the command, if one did
 
     def describe(self) -> str:
         if self.hung:
@@ -117,35 +117,65 @@ _DEFAULTS = Options()
 
 # ---- the command line -----------------------------------------------------------------------
 
+
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register `triage watch` on the `triage` command's subparsers."""
     doc = __doc__ or ""
-    p = sub.add_parser("watch", help="run a training command: log it, sample GPU telemetry, end it if it hangs",
-                       description=doc.split("Exit codes:")[0].strip(),
-                       epilog="exit codes: the command's own (128+N if signal N ended it), 1 it exited 0 "
-                              "but its log shows a failure (unless --no-fail-on-symptoms), 124 ended as "
-                              "hung, 126 command not executable, 127 command not found, 2 bad input",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "watch",
+        help="run a training command: log it, sample GPU telemetry, end it if it hangs",
+        description=doc.split("Exit codes:")[0].strip(),
+        epilog="exit codes: the command's own (128+N if signal N ended it), 1 it exited 0 "
+        "but its log shows a failure (unless --no-fail-on-symptoms), 124 ended as "
+        "hung, 126 command not executable, 127 command not found, 2 bad input",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--log", metavar="F", default=DEFAULT_LOG, help=f"the run's log (default {DEFAULT_LOG})")
-    p.add_argument("--telemetry", metavar="F", default=DEFAULT_TELEMETRY,
-                   help=f"JSON lines of telemetry samples (default {DEFAULT_TELEMETRY})")
-    p.add_argument("--interval", metavar="S", type=_seconds(0.05), default=_DEFAULTS.interval,
-                   help=f"seconds between telemetry samples (default {_DEFAULTS.interval:g})")
-    p.add_argument("--stall-timeout", metavar="S", type=_seconds(0.0), default=_DEFAULTS.stall_timeout,
-                   help=f"end the run as hung after S seconds without output while the GPUs (or, without "
-                        f"GPUs, its processes) sit idle; 0 never (default {DEFAULT_STALL_S:.0f})")
-    p.add_argument("--grace", metavar="S", type=_seconds(0.0), default=_DEFAULTS.grace,
-                   help="after a forwarded Ctrl-C/SIGTERM or a hang: seconds the command gets to exit "
-                        f"before its processes are killed (default {_DEFAULTS.grace:g})")
-    p.add_argument("--no-nvml", action="store_true",
-                   help="record CPU and process memory even where NVML is available")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text",
-                   help="format of the explanation printed when the command fails (default text)")
+    p.add_argument(
+        "--telemetry",
+        metavar="F",
+        default=DEFAULT_TELEMETRY,
+        help=f"JSON lines of telemetry samples (default {DEFAULT_TELEMETRY})",
+    )
+    p.add_argument(
+        "--interval",
+        metavar="S",
+        type=_seconds(0.05),
+        default=_DEFAULTS.interval,
+        help=f"seconds between telemetry samples (default {_DEFAULTS.interval:g})",
+    )
+    p.add_argument(
+        "--stall-timeout",
+        metavar="S",
+        type=_seconds(0.0),
+        default=_DEFAULTS.stall_timeout,
+        help=f"end the run as hung after S seconds without output while the GPUs (or, without "
+        f"GPUs, its processes) sit idle; 0 never (default {DEFAULT_STALL_S:.0f})",
+    )
+    p.add_argument(
+        "--grace",
+        metavar="S",
+        type=_seconds(0.0),
+        default=_DEFAULTS.grace,
+        help="after a forwarded Ctrl-C/SIGTERM or a hang: seconds the command gets to exit "
+        f"before its processes are killed (default {_DEFAULTS.grace:g})",
+    )
+    p.add_argument("--no-nvml", action="store_true", help="record CPU and process memory even where NVML is available")
+    p.add_argument(
+        "--format",
+        choices=("text", "markdown", "json"),
+        default="text",
+        help="format of the explanation printed when the command fails (default text)",
+    )
     p.add_argument("--report", metavar="F", help="write that explanation to F instead of stderr")
-    p.add_argument("--fail-on-symptoms", action=argparse.BooleanOptionalAction, default=True,
-                   help="a command that exits 0 while its log shows a failure (NaN losses, a diverging "
-                        "loss, a traceback, out of memory, a collective timeout) is triaged and watch "
-                        "exits 1 (default); --no-fail-on-symptoms passes the 0 on untriaged")
+    p.add_argument(
+        "--fail-on-symptoms",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a command that exits 0 while its log shows a failure (NaN losses, a diverging "
+        "loss, a traceback, out of memory, a collective timeout) is triaged and watch "
+        "exits 1 (default); --no-fail-on-symptoms passes the 0 on untriaged",
+    )
     # not "command": that is the name of the `triage` subcommand in the same namespace
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...", help="the command to run")
     return p
@@ -160,6 +190,7 @@ def _seconds(minimum: float) -> Callable[[str], float]:
         if not value >= minimum or value == float("inf"):
             raise argparse.ArgumentTypeError(f"must be at least {minimum:g} seconds: {text!r}")
         return value
+
     return parse
 
 
@@ -170,8 +201,14 @@ def main(args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise WatchError("no command to watch: give it after --, e.g. triage watch -- python train.py")
-    opts = Options(log=args.log, telemetry=args.telemetry, interval=args.interval,
-                   stall_timeout=args.stall_timeout, grace=args.grace, use_nvml=not args.no_nvml)
+    opts = Options(
+        log=args.log,
+        telemetry=args.telemetry,
+        interval=args.interval,
+        stall_timeout=args.stall_timeout,
+        grace=args.grace,
+        use_nvml=not args.no_nvml,
+    )
     if args.report:
         _writable(args.report, "report")
     outcome = run(command, opts)
@@ -190,6 +227,7 @@ def main(args: argparse.Namespace) -> int:
 
 # ---- running the command --------------------------------------------------------------------
 
+
 def _open(path: str, what: str) -> IO[bytes]:
     try:
         return open(path, "wb")
@@ -199,8 +237,11 @@ def _open(path: str, what: str) -> IO[bytes]:
 
 def _writable(path: str, what: str) -> None:
     p = Path(path)
-    if p.is_dir() or not os.access(p.parent if str(p.parent) else ".", os.W_OK) or \
-            (p.exists() and not os.access(p, os.W_OK)):
+    if (
+        p.is_dir()
+        or not os.access(p.parent if str(p.parent) else ".", os.W_OK)
+        or (p.exists() and not os.access(p, os.W_OK))
+    ):
         raise WatchError(f"{path}: cannot write the {what}")
 
 
@@ -220,6 +261,7 @@ def _die_with_us() -> Callable[[], None] | None:
         prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
         if os.getppid() != parent:  # we died before it was armed
             os._exit(128 + signal.SIGTERM)
+
     return arm
 
 
@@ -228,8 +270,15 @@ def _spawn(command: list[str]) -> subprocess.Popen[bytes]:
     try:
         # own session: the group can be ended as a whole, and a terminal's Ctrl-C reaches the
         # command once, forwarded by us, not twice
-        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, bufsize=0, preexec_fn=_die_with_us())
+        return subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            bufsize=0,
+            preexec_fn=_die_with_us(),
+        )
     except FileNotFoundError:
         raise CommandNotFound(f"{command[0]}: command not found") from None
     except PermissionError:
@@ -273,8 +322,9 @@ class _Tee:
             self.log_at_line_start = True
 
 
-def run(command: list[str], opts: Options, *, console: IO[bytes] | None = None,
-        errors: IO[str] | None = None) -> RunEnd:
+def run(
+    command: list[str], opts: Options, *, console: IO[bytes] | None = None, errors: IO[str] | None = None
+) -> RunEnd:
     """Run `command` under watch and return how it ended.
 
     Meant for the `triage watch` process itself: it makes this process a child subreaper and
@@ -353,8 +403,15 @@ class _SignalTrap:
 class _Watch:
     """The watch loop's state: output, samples, stall clock, signals received."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], opts: Options, tee: _Tee, sampler: Sampler,
-                 telemetry: IO[bytes], trap: _SignalTrap) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        opts: Options,
+        tee: _Tee,
+        sampler: Sampler,
+        telemetry: IO[bytes],
+        trap: _SignalTrap,
+    ) -> None:
         self.proc = proc
         self.opts = opts
         self.tee = tee
@@ -420,9 +477,11 @@ class _Watch:
                 if interrupted is None:
                     interrupted = sig
                     # SIGTERM is how CI cancels a job: said in the words triage reads as a cancellation
-                    self.tee.note("triage watch: interrupted (SIGINT); stopping the run" if sig == signal.SIGINT
-                                  else f"triage watch: received signal {signal.Signals(sig).name}; "
-                                       "stopping the run")
+                    self.tee.note(
+                        "triage watch: interrupted (SIGINT); stopping the run"
+                        if sig == signal.SIGINT
+                        else f"triage watch: received signal {signal.Signals(sig).name}; stopping the run"
+                    )
                     _forward(self.proc, sig)
                     stop_deadline = now + self.opts.grace
                 else:
@@ -436,8 +495,7 @@ class _Watch:
                 next_sample = max(next_sample + interval, now + interval / 2)
             if not (hung or interrupted) and exited_at is None and self.stalled(now):
                 hung = True
-                self.tee.note(watch_hang_line(now - self.last_output, self.sampler.idle_what)
-                              + f" (exit {EXIT_HUNG})")
+                self.tee.note(watch_hang_line(now - self.last_output, self.sampler.idle_what) + f" (exit {EXIT_HUNG})")
                 _end_run(self.proc, self.opts.grace)
                 exited_at = time.monotonic()
             # once the command is gone, its leftovers may hold the output open: not for long, and
@@ -454,8 +512,9 @@ class _Watch:
         code = self.proc.wait()
         killed_by = -code if code < 0 else None
         code = 128 - code if code < 0 else code  # as shells report a signal: 128 + its number
-        return RunEnd(EXIT_HUNG if hung else code, hung=hung, interrupted=interrupted, samples=self.samples,
-                       killed_by=killed_by)
+        return RunEnd(
+            EXIT_HUNG if hung else code, hung=hung, interrupted=interrupted, samples=self.samples, killed_by=killed_by
+        )
 
     def _drain(self, out_fd: int, eof: bool) -> None:
         """What the command wrote before it ended, now that nothing of it can write any more."""
@@ -471,6 +530,7 @@ class _Watch:
 
 
 # ---- ending processes -----------------------------------------------------------------------
+
 
 def _orphans(proc: subprocess.Popen[bytes]) -> list[int]:
     """Processes re-parented to us (this process is their subreaper), not the command itself."""
@@ -510,6 +570,7 @@ def _reap_adopted(proc: subprocess.Popen[bytes]) -> None:
 
 # ---- after a failure ------------------------------------------------------------------------
 
+
 def _read_back(opts: Options, outcome: RunEnd) -> Diagnosis | None:
     """Triage of a run that exited 0 (None when its log holds nothing to read)."""
     from triage.explain import explain
@@ -523,8 +584,9 @@ def _read_back(opts: Options, outcome: RunEnd) -> Diagnosis | None:
         return None
 
 
-def _explain(opts: Options, outcome: RunEnd, fmt: str, report_path: str | None, *,
-             report: Diagnosis | None = None) -> None:
+def _explain(
+    opts: Options, outcome: RunEnd, fmt: str, report_path: str | None, *, report: Diagnosis | None = None
+) -> None:
     """Explain the failed run from what was recorded: on stderr, or into `report_path`."""
     from triage import render
     from triage.explain import explain
@@ -534,11 +596,17 @@ def _explain(opts: Options, outcome: RunEnd, fmt: str, report_path: str | None, 
         why = f"the command failed ({outcome.describe()})"
     else:
         names = ", ".join(dict.fromkeys(s.name for s in report.failures))
-        why = (f"the command exited 0 but its log shows a failure ({names}; exit {EXIT_SYMPTOMS}, "
-               "--no-fail-on-symptoms to pass the 0 on)")
-    print(f"triage watch: {why}; triage of {opts.log}"
-          + (f" and {opts.telemetry}" if telemetry else "") + (f" in {report_path}" if report_path else ":"),
-          file=sys.stderr, flush=True)
+        why = (
+            f"the command exited 0 but its log shows a failure ({names}; exit {EXIT_SYMPTOMS}, "
+            "--no-fail-on-symptoms to pass the 0 on)"
+        )
+    print(
+        f"triage watch: {why}; triage of {opts.log}"
+        + (f" and {opts.telemetry}" if telemetry else "")
+        + (f" in {report_path}" if report_path else ":"),
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         if report is None:
             # as `triage explain` in the user's checkout: their trainwreck-causes.yaml counts

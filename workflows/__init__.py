@@ -17,5 +17,8 @@ from importlib import resources
 def templates() -> dict[str, str]:
     """Every workflow by file name (e.g. `"trainwreck-train.yml"`), in name order."""
     files = resources.files(__name__)
-    return {entry.name: entry.read_text(encoding="utf-8")
-            for entry in sorted(files.iterdir(), key=lambda e: e.name) if entry.name.endswith(".yml")}
+    return {
+        entry.name: entry.read_text(encoding="utf-8")
+        for entry in sorted(files.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".yml")
+    }

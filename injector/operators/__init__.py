@@ -22,8 +22,12 @@ def all_operators() -> tuple[Operator, ...]:
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Operator) and value is not Operator \
-                    and value.__module__ == module.__name__:
+            if (
+                isinstance(value, type)
+                and issubclass(value, Operator)
+                and value is not Operator
+                and value.__module__ == module.__name__
+            ):
                 _check(value, module.__name__)
                 found[value.id] = value()
     order = {fault_id: index for index, fault_id in enumerate(catalog.INJECTABLE)}
@@ -35,8 +39,10 @@ def _check(operator: type[Operator], module: str) -> None:
     documents itself with examples (see the module docstring of `base`)."""
     fault = catalog.FAULTS.get(operator.id)
     if fault is None or fault.kind != "injectable":
-        raise TypeError(f"{module}: operator id {operator.id!r} is not an injectable fault in "
-                        "injector/catalog.py; add its catalog entry first")
+        raise TypeError(
+            f"{module}: operator id {operator.id!r} is not an injectable fault in "
+            "injector/catalog.py; add its catalog entry first"
+        )
     if not operator.examples:
         raise TypeError(f"{module}: operator {operator.id!r} has no examples")
 

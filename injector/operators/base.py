@@ -47,8 +47,9 @@ class Operator:
         raise NotImplementedError  # every concrete operator overrides this
 
 
-def removed_mode_switches(source: Source, training: Training, is_switch, to_train: bool,
-                          effect: str) -> Iterator[Change]:
+def removed_mode_switches(
+    source: Source, training: Training, is_switch, to_train: bool, effect: str
+) -> Iterator[Change]:
     """Every way a `.train()`/`.eval()` switch (`is_switch(call)`) can go missing: the call
     dropped from `model = model.eval()`, the call statement deleted, and the project's own
     mode-setting statements (`patterns.mode_calls`) deleted. `effect` ends each description."""
@@ -56,12 +57,16 @@ def removed_mode_switches(source: Source, training: Training, is_switch, to_trai
         call = assign.value
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and is_switch(call):
             receiver = source.module.code_for_node(call.func.value).strip()
-            yield Change(assign, (source.replace(call, receiver),),
-                         f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}")
+            yield Change(
+                assign,
+                (source.replace(call, receiver),),
+                f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
+            )
     yield from deleted_calls(source, is_switch, "removed `{code}`: " + effect)
     for statement in mode_calls(source, training, to_train):
-        yield Change(statement, (source.delete_statement(statement),),
-                     f"removed `{source.code(statement.value)}`: {effect}")
+        yield Change(
+            statement, (source.delete_statement(statement),), f"removed `{source.code(statement.value)}`: {effect}"
+        )
 
 
 def deleted_calls(source: Source, wanted, description: str) -> Iterator[Change]:
@@ -69,5 +74,4 @@ def deleted_calls(source: Source, wanted, description: str) -> Iterator[Change]:
     for statement in source.nodes(cst.Expr):
         call = statement.value
         if isinstance(call, cst.Call) and wanted(call) and source.is_reachable(statement):
-            yield Change(statement, (source.delete_statement(statement),),
-                         description.format(code=source.code(call)))
+            yield Change(statement, (source.delete_statement(statement),), description.format(code=source.code(call)))

@@ -8,8 +8,10 @@ from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, method_on
 
 class DetachedGraph(Operator):
     id = "detached-graph"
-    summary = ("`.detach()` the model output passed to the loss (or the loss itself when it is not a "
-               "loss call, or comes out of a tuple).")
+    summary = (
+        "`.detach()` the model output passed to the loss (or the loss itself when it is not a "
+        "loss call, or comes out of a tuple)."
+    )
     examples = (
         Example(
             "logits = model(x)\nloss = F.cross_entropy(logits, y)\nloss.backward()\n",
@@ -27,10 +29,12 @@ class DetachedGraph(Operator):
             "def step(self, x, y):\n"
             "    logits, self.loss = self.model(x, y)\n"
             "    self.accelerator.backward(self.loss)\n",
-            ("def step(self, x, y):\n"
-             "    logits, self.loss = self.model(x, y)\n"
-             "    self.loss = self.loss.detach()\n"
-             "    self.accelerator.backward(self.loss)\n",),
+            (
+                "def step(self, x, y):\n"
+                "    logits, self.loss = self.model(x, y)\n"
+                "    self.loss = self.loss.detach()\n"
+                "    self.accelerator.backward(self.loss)\n",
+            ),
         ),
         Example(
             # Each branch computes the loss its own way: each gets the mutant.
@@ -41,20 +45,22 @@ class DetachedGraph(Operator):
             "    loss = (w * F.mse_loss(out, x, reduction='none')).mean()\n"
             "    loss = loss.mean()\n"
             "accelerator.backward(loss)\n",
-            ("out = model(x)\n"
-             "if kind == 'eps':\n"
-             "    loss = F.mse_loss(out.detach(), noise)\n"
-             "else:\n"
-             "    loss = (w * F.mse_loss(out, x, reduction='none')).mean()\n"
-             "    loss = loss.mean()\n"
-             "accelerator.backward(loss)\n",
-             "out = model(x)\n"
-             "if kind == 'eps':\n"
-             "    loss = F.mse_loss(out, noise)\n"
-             "else:\n"
-             "    loss = (w * F.mse_loss(out, x, reduction='none')).mean().detach()\n"
-             "    loss = loss.mean()\n"
-             "accelerator.backward(loss)\n"),
+            (
+                "out = model(x)\n"
+                "if kind == 'eps':\n"
+                "    loss = F.mse_loss(out.detach(), noise)\n"
+                "else:\n"
+                "    loss = (w * F.mse_loss(out, x, reduction='none')).mean()\n"
+                "    loss = loss.mean()\n"
+                "accelerator.backward(loss)\n",
+                "out = model(x)\n"
+                "if kind == 'eps':\n"
+                "    loss = F.mse_loss(out, noise)\n"
+                "else:\n"
+                "    loss = (w * F.mse_loss(out, x, reduction='none')).mean().detach()\n"
+                "    loss = loss.mean()\n"
+                "accelerator.backward(loss)\n",
+            ),
         ),
         Example(
             # The loss reaches backward as a parameter of a nested function (timm's train loop).
@@ -67,15 +73,17 @@ class DetachedGraph(Operator):
             "        _loss.backward()\n"
             "    loss, result = _forward()\n"
             "    _backward(loss)\n",
-            ("def train_one_epoch(model, loader):\n"
-             "    def _forward():\n"
-             "        result = task(x, y)\n"
-             "        _loss = result['loss'].detach()\n"
-             "        return _loss, result\n"
-             "    def _backward(_loss):\n"
-             "        _loss.backward()\n"
-             "    loss, result = _forward()\n"
-             "    _backward(loss)\n",),
+            (
+                "def train_one_epoch(model, loader):\n"
+                "    def _forward():\n"
+                "        result = task(x, y)\n"
+                "        _loss = result['loss'].detach()\n"
+                "        return _loss, result\n"
+                "    def _backward(_loss):\n"
+                "        _loss.backward()\n"
+                "    loss, result = _forward()\n"
+                "    _backward(loss)\n",
+            ),
         ),
         Example(
             "for x, y in loader:\n"
@@ -84,12 +92,14 @@ class DetachedGraph(Operator):
             "        loss = loss / accum\n"
             "    scaled = scaler.scale(loss)\n"
             "    scaled.backward()\n",
-            ("for x, y in loader:\n"
-             "    loss = model(x, y).detach()\n"
-             "    if accum > 1:\n"
-             "        loss = loss / accum\n"
-             "    scaled = scaler.scale(loss)\n"
-             "    scaled.backward()\n",),
+            (
+                "for x, y in loader:\n"
+                "    loss = model(x, y).detach()\n"
+                "    if accum > 1:\n"
+                "        loss = loss / accum\n"
+                "    scaled = scaler.scale(loss)\n"
+                "    scaled.backward()\n",
+            ),
         ),
     )
     untouched = (
@@ -112,20 +122,32 @@ class DetachedGraph(Operator):
                 name = dotted(backward.loss) if isinstance(backward.loss, (cst.Name, cst.Attribute)) else None
                 if name is None:
                     return
-                yield Change(assign, (source.insert_after(assign, [f"{name} = {name}.detach()"]),),
-                             "the loss is cut off from the model's graph")
+                yield Change(
+                    assign,
+                    (source.insert_after(assign, [f"{name} = {name}.detach()"]),),
+                    "the loss is cut off from the model's graph",
+                )
                 return
             value = assign.value
-            if isinstance(value, cst.Call) and value.args and value.args[0].keyword is None and \
-                    not value.args[0].star and self._is_loss(training, value):
+            if (
+                isinstance(value, cst.Call)
+                and value.args
+                and value.args[0].keyword is None
+                and not value.args[0].star
+                and self._is_loss(training, value)
+            ):
                 target = value.args[0].value
             else:
                 target = value
-            yield Change(assign, (source.replace(target, method_on(source, target, "detach")),),
-                         "the loss is cut off from the model's graph")
+            yield Change(
+                assign,
+                (source.replace(target, method_on(source, target, "detach")),),
+                "the loss is cut off from the model's graph",
+            )
 
     @staticmethod
     def _is_loss(training, call: cst.Call) -> bool:
         name = (callee_name(call) or "").lower()
-        return name in LOSS_FUNCTIONS or training.role(call.func) == "loss-module" or \
-            "loss" in name or "criterion" in name
+        return (
+            name in LOSS_FUNCTIONS or training.role(call.func) == "loss-module" or "loss" in name or "criterion" in name
+        )

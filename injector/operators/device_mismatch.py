@@ -29,8 +29,7 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         return True  # `self.backbone.cuda()`: a submodule
     name = (last_name(expr) or "").lower()
-    return name == "self" or any(word in name for word in MODEL_WORDS) or \
-        training.role(expr) is not None
+    return name == "self" or any(word in name for word in MODEL_WORDS) or training.role(expr) is not None
 
 
 def _is_batch(source, call: cst.Call) -> bool:
@@ -68,48 +67,37 @@ class DeviceMismatch(Operator):
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
         Example(
-            "for x, y in loader:\n"
-            "    x, y = x.to(device), y.to(device, non_blocking=True)\n",
-            ("for x, y in loader:\n"
-             "    x, y = x, y.to(device, non_blocking=True)\n",
-             "for x, y in loader:\n"
-             "    x, y = x.to(device), y\n"),
+            "for x, y in loader:\n    x, y = x.to(device), y.to(device, non_blocking=True)\n",
+            (
+                "for x, y in loader:\n    x, y = x, y.to(device, non_blocking=True)\n",
+                "for x, y in loader:\n    x, y = x.to(device), y\n",
+            ),
         ),
         Example(
-            "for batch in loader:\n"
-            "    batch = {k: v.cuda() for k, v in batch.items()}\n",
-            ("for batch in loader:\n"
-             "    batch = {k: v for k, v in batch.items()}\n",),
+            "for batch in loader:\n    batch = {k: v.cuda() for k, v in batch.items()}\n",
+            ("for batch in loader:\n    batch = {k: v for k, v in batch.items()}\n",),
         ),
         Example(
             "def get_batch(split):\n"
             "    x, y = sample(split)\n"
             "    return x.pin_memory().to('cuda', non_blocking=True), y\n",
-            ("def get_batch(split):\n"
-             "    x, y = sample(split)\n"
-             "    return x.pin_memory(), y\n",),
+            ("def get_batch(split):\n    x, y = sample(split)\n    return x.pin_memory(), y\n",),
         ),
         Example(
             # A device from a project helper (`dist_util.dev()`).
-            "for i in range(0, len(batch), micro):\n"
-            "    x = batch[i : i + micro].to(dist_util.dev())\n",
-            ("for i in range(0, len(batch), micro):\n"
-             "    x = batch[i : i + micro]\n",),
+            "for i in range(0, len(batch), micro):\n    x = batch[i : i + micro].to(dist_util.dev())\n",
+            ("for i in range(0, len(batch), micro):\n    x = batch[i : i + micro]\n",),
         ),
         Example(
             # A library helper that moves the batch (ignite's `convert_tensor`).
-            "def train_step(engine, batch):\n"
-            "    x = convert_tensor(batch[0], device, non_blocking=True)\n",
-            ("def train_step(engine, batch):\n"
-             "    x = batch[0]\n",),
+            "def train_step(engine, batch):\n    x = convert_tensor(batch[0], device, non_blocking=True)\n",
+            ("def train_step(engine, batch):\n    x = batch[0]\n",),
         ),
     )
     untouched = (
         "model = Net().to(device)\nself.backbone.cuda()\ncriterion = criterion.to(device)\n",
         # A checkpoint's metric, moved once at start-up, is not a batch.
-        "def main_worker(gpu, args):\n"
-        "    best_acc1 = checkpoint['best_acc1']\n"
-        "    best_acc1 = best_acc1.to(gpu)\n",
+        "def main_worker(gpu, args):\n    best_acc1 = checkpoint['best_acc1']\n    best_acc1 = best_acc1.to(gpu)\n",
         "for x in xs:\n    x = x.to(torch.float16)\n",
         "for x in xs:\n    x = x.to(dtype=torch.bfloat16)\n",
         "for batch in loader:\n    batch = batch.to(accelerator.device)\n",
@@ -125,8 +113,12 @@ class DeviceMismatch(Operator):
         for call in source.nodes(cst.Call):
             if callee_name(call) in MOVE_HELPERS and isinstance(call.func, cst.Name) and _is_batch(source, call):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)
-                if tensor is not None and device is not None and not _is_model(training, tensor.value) and \
-                        not _framework_device(training, device.value, call):
+                if (
+                    tensor is not None
+                    and device is not None
+                    and not _is_model(training, tensor.value)
+                    and not _framework_device(training, device.value, call)
+                ):
                     text = source.module.code_for_node(tensor.value).strip()
                     yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
                 continue
@@ -137,11 +129,9 @@ class DeviceMismatch(Operator):
             name = callee_name(call)
             if name == "to":
                 target = argument(call, "device", 0)
-                if target is None or not _is_device(target.value) or \
-                        _framework_device(training, target.value, call):
+                if target is None or not _is_device(target.value) or _framework_device(training, target.value, call):
                     continue
             elif name != "cuda":
                 continue
             tensor = source.module.code_for_node(call.func.value).strip()
-            yield Change(call, (source.replace(call, tensor),),
-                         f"`{tensor}` stays on the CPU")
+            yield Change(call, (source.replace(call, tensor),), f"`{tensor}` stays on the CPU")

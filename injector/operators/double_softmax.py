@@ -15,18 +15,21 @@ class DoubleSoftmax(Operator):
             ("loss = F.cross_entropy(model(x).softmax(dim=1), y, label_smoothing=0.1)\n",),
         ),
         Example(
-            "criterion = nn.CrossEntropyLoss()\n"
-            "loss = criterion(logits.view(-1, vocab), targets.view(-1))\n",
-            ("criterion = nn.CrossEntropyLoss()\n"
-             "loss = criterion(logits.view(-1, vocab).softmax(dim=1), targets.view(-1))\n",),
+            "criterion = nn.CrossEntropyLoss()\nloss = criterion(logits.view(-1, vocab), targets.view(-1))\n",
+            (
+                "criterion = nn.CrossEntropyLoss()\n"
+                "loss = criterion(logits.view(-1, vocab).softmax(dim=1), targets.view(-1))\n",
+            ),
         ),
         Example(
             "self.loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100)\n"
             "def step(self, a, b, y):\n"
             "    return self.loss_fn(a + b, y)\n",
-            ("self.loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100)\n"
-             "def step(self, a, b, y):\n"
-             "    return self.loss_fn((a + b).softmax(dim=1), y)\n",),
+            (
+                "self.loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100)\n"
+                "def step(self, a, b, y):\n"
+                "    return self.loss_fn((a + b).softmax(dim=1), y)\n",
+            ),
         ),
         Example(
             # A criterion moved to the device is still a cross-entropy.
@@ -51,5 +54,8 @@ class DoubleSoftmax(Operator):
             logits = argument(call, "input", 0)
             if logits is None or under_no_grad(source, call):
                 continue  # under no_grad the loss is only reported: no training effect
-            yield Change(call, (source.replace(logits.value, method_on(source, logits.value, "softmax", "dim=1")),),
-                         "cross-entropy receives probabilities instead of logits")
+            yield Change(
+                call,
+                (source.replace(logits.value, method_on(source, logits.value, "softmax", "dim=1")),),
+                "cross-entropy receives probabilities instead of logits",
+            )

@@ -12,24 +12,69 @@ FUNCTIONAL_TWINS = {
 }
 METHOD_TWINS = {"relu", "sigmoid", "tanh"}
 # Activation modules with an `inplace` flag, and where it sits among positional arguments.
-MODULES = {"ReLU": 0, "ReLU6": 0, "SELU": 0, "SiLU": 0, "Mish": 0, "Hardswish": 0, "Hardsigmoid": 0,
-           "LeakyReLU": 1, "ELU": 1, "CELU": 1, "Hardtanh": 2, "RReLU": 2, "Threshold": 2}
+MODULES = {
+    "ReLU": 0,
+    "ReLU6": 0,
+    "SELU": 0,
+    "SiLU": 0,
+    "Mish": 0,
+    "Hardswish": 0,
+    "Hardsigmoid": 0,
+    "LeakyReLU": 1,
+    "ELU": 1,
+    "CELU": 1,
+    "Hardtanh": 2,
+    "RReLU": 2,
+    "Threshold": 2,
+}
 RESIDUAL_OPERATORS = (cst.Add, cst.Multiply, cst.Subtract)
 # Layers whose backward reads their input and weights, never their output: an in-place
 # activation right after one changes nothing autograd needs (the mutant would be equivalent).
-OUTPUT_FREE = {"Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-               "ConvTranspose3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm",
-               "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "Dropout", "Dropout2d", "Embedding",
-               "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
-               "linear", "conv1d", "conv2d", "conv3d", "batch_norm", "layer_norm", "dropout",
-               "max_pool2d", "avg_pool2d", "flatten"}
+OUTPUT_FREE = {
+    "Linear",
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "BatchNorm3d",
+    "LayerNorm",
+    "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+    "InstanceNorm3d",
+    "Dropout",
+    "Dropout2d",
+    "Embedding",
+    "MaxPool1d",
+    "MaxPool2d",
+    "MaxPool3d",
+    "AvgPool2d",
+    "AdaptiveAvgPool2d",
+    "Flatten",
+    "linear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "batch_norm",
+    "layer_norm",
+    "dropout",
+    "max_pool2d",
+    "avg_pool2d",
+    "flatten",
+}
 
 
 class InplaceActivation(Operator):
     id = "inplace-activation"
-    summary = ("Make activations in-place in model code: `F.relu(x)`→`F.relu_(x)`, "
-               "`nn.ReLU()`→`nn.ReLU(inplace=True)`, `x.sigmoid()`→`x.sigmoid_()`, and "
-               "`x = x + y`→`x += y` in `forward`.")
+    summary = (
+        "Make activations in-place in model code: `F.relu(x)`→`F.relu_(x)`, "
+        "`nn.ReLU()`→`nn.ReLU(inplace=True)`, `x.sigmoid()`→`x.sigmoid_()`, and "
+        "`x = x + y`→`x += y` in `forward`."
+    )
     examples = (
         Example(
             "class Block(nn.Module):\n"
@@ -37,38 +82,40 @@ class InplaceActivation(Operator):
             "        h = F.relu(self.fc1(x))\n"
             "        x = x + self.fc2(h)\n"
             "        return torch.sigmoid(x)\n",
-            ("class Block(nn.Module):\n"
-             "    def forward(self, x):\n"
-             "        h = F.relu_(self.fc1(x))\n"
-             "        x = x + self.fc2(h)\n"
-             "        return torch.sigmoid(x)\n",
-             "class Block(nn.Module):\n"
-             "    def forward(self, x):\n"
-             "        h = F.relu(self.fc1(x))\n"
-             "        x = x + self.fc2(h)\n"
-             "        return torch.sigmoid_(x)\n",
-             "class Block(nn.Module):\n"
-             "    def forward(self, x):\n"
-             "        h = F.relu(self.fc1(x))\n"
-             "        x += self.fc2(h)\n"
-             "        return torch.sigmoid(x)\n"),
+            (
+                "class Block(nn.Module):\n"
+                "    def forward(self, x):\n"
+                "        h = F.relu_(self.fc1(x))\n"
+                "        x = x + self.fc2(h)\n"
+                "        return torch.sigmoid(x)\n",
+                "class Block(nn.Module):\n"
+                "    def forward(self, x):\n"
+                "        h = F.relu(self.fc1(x))\n"
+                "        x = x + self.fc2(h)\n"
+                "        return torch.sigmoid_(x)\n",
+                "class Block(nn.Module):\n"
+                "    def forward(self, x):\n"
+                "        h = F.relu(self.fc1(x))\n"
+                "        x += self.fc2(h)\n"
+                "        return torch.sigmoid(x)\n",
+            ),
         ),
         Example(
             # After tanh (whose backward reads its output) and after a ReLU: in place breaks backward.
             "net = nn.Sequential(nn.Tanh(), nn.ReLU(), nn.LeakyReLU(0.2), nn.GELU())\n",
-            ("net = nn.Sequential(nn.Tanh(), nn.ReLU(inplace=True), nn.LeakyReLU(0.2), nn.GELU())\n",
-             "net = nn.Sequential(nn.Tanh(), nn.ReLU(), nn.LeakyReLU(0.2, inplace=True), nn.GELU())\n"),
+            (
+                "net = nn.Sequential(nn.Tanh(), nn.ReLU(inplace=True), nn.LeakyReLU(0.2), nn.GELU())\n",
+                "net = nn.Sequential(nn.Tanh(), nn.ReLU(), nn.LeakyReLU(0.2, inplace=True), nn.GELU())\n",
+            ),
         ),
         Example(
-            "class Gate(nn.Module):\n"
-            "    def forward(self, x):\n"
-            "        return x.tanh() * F.elu(x, inplace=False)\n",
-            ("class Gate(nn.Module):\n"
-             "    def forward(self, x):\n"
-             "        return x.tanh_() * F.elu(x, inplace=False)\n",
-             "class Gate(nn.Module):\n"
-             "    def forward(self, x):\n"
-             "        return x.tanh() * F.elu(x, inplace=True)\n"),
+            "class Gate(nn.Module):\n    def forward(self, x):\n        return x.tanh() * F.elu(x, inplace=False)\n",
+            (
+                "class Gate(nn.Module):\n"
+                "    def forward(self, x):\n"
+                "        return x.tanh_() * F.elu(x, inplace=False)\n",
+                "class Gate(nn.Module):\n    def forward(self, x):\n        return x.tanh() * F.elu(x, inplace=True)\n",
+            ),
         ),
     )
     untouched = (
@@ -109,20 +156,31 @@ class InplaceActivation(Operator):
             if function is None or function.name.value != "forward" or len(assign.targets) != 1:
                 continue
             target, value = assign.targets[0].target, assign.value
-            if isinstance(target, cst.Name) and isinstance(value, cst.BinaryOperation) and \
-                    isinstance(value.operator, RESIDUAL_OPERATORS) and not value.lpar and \
-                    isinstance(value.left, cst.Name) and value.left.value == target.value:
+            if (
+                isinstance(target, cst.Name)
+                and isinstance(value, cst.BinaryOperation)
+                and isinstance(value.operator, RESIDUAL_OPERATORS)
+                and not value.lpar
+                and isinstance(value.left, cst.Name)
+                and value.left.value == target.value
+            ):
                 symbol = source.module.code_for_node(value.operator).strip()
                 right = source.module.code_for_node(value.right).strip()
-                yield Change(assign, (source.replace(assign, f"{target.value} {symbol}= {right}"),),
-                             f"`{target.value}` is updated in place")
+                yield Change(
+                    assign,
+                    (source.replace(assign, f"{target.value} {symbol}= {right}"),),
+                    f"`{target.value}` is updated in place",
+                )
 
     @staticmethod
     def _module(source, call, name):
         inplace = argument(call, "inplace", MODULES[name])
         if inplace is None:
-            yield Change(call, (source.replace_node(call, with_keyword(call, "inplace", cst.Name("True"))),),
-                         f"`{name}` works in place")
+            yield Change(
+                call,
+                (source.replace_node(call, with_keyword(call, "inplace", cst.Name("True"))),),
+                f"`{name}` works in place",
+            )
         elif isinstance(inplace.value, cst.Name) and inplace.value.value == "False":
             yield Change(call, (source.replace(inplace.value, "True"),), f"`{name}` works in place")
 
@@ -134,8 +192,7 @@ class InplaceActivation(Operator):
                 yield Change(call, (source.replace(inplace.value, "True"),), f"`{name}` works in place")
             return
         if is_functional(call):
-            module = "torch" if dotted(call.func) in {"torch.relu", "torch.sigmoid", "torch.tanh"} \
-                else "functional"
+            module = "torch" if dotted(call.func) in {"torch.relu", "torch.sigmoid", "torch.tanh"} else "functional"
             if isinstance(call.func, cst.Attribute) and name in FUNCTIONAL_TWINS[module]:
                 yield Change(call, (source.replace(call.func.attr, f"{name}_"),), f"`{name}` works in place")
         elif name in METHOD_TWINS and isinstance(call.func, cst.Attribute) and not call.args:
@@ -168,16 +225,25 @@ class InplaceActivation(Operator):
             return False
         name = call.args[0].value.value
         statement = source.parent(call)
-        if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1
-                and isinstance(statement.targets[0].target, cst.Name) and statement.targets[0].target.value == name):
+        if not (
+            isinstance(statement, cst.Assign)
+            and statement.value is call
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Name)
+            and statement.targets[0].target.value == name
+        ):
             return False
         line, siblings = source.block_of(statement)
         index = siblings.index(line) if line in siblings else 0
         if index == 0:
             return False
         previous = siblings[index - 1]
-        if not (isinstance(previous, cst.SimpleStatementLine) and len(previous.body) == 1 and
-                isinstance(previous.body[0], cst.Assign) and isinstance(previous.body[0].value, cst.Call)):
+        if not (
+            isinstance(previous, cst.SimpleStatementLine)
+            and len(previous.body) == 1
+            and isinstance(previous.body[0], cst.Assign)
+            and isinstance(previous.body[0].value, cst.Call)
+        ):
             return False
         producer = previous.body[0]
         if [dotted(t.target) for t in producer.targets] != [name]:
@@ -201,6 +267,5 @@ class InplaceActivation(Operator):
             if isinstance(ancestor, cst.FunctionDef) and ancestor.name.value == "forward":
                 return True
             if isinstance(ancestor, cst.ClassDef):
-                return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward"
-                           for s in ancestor.body.body)
+                return any(isinstance(s, cst.FunctionDef) and s.name.value == "forward" for s in ancestor.body.body)
         return False

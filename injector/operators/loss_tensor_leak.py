@@ -6,14 +6,26 @@ from injector.operators.base import Change, Example, Operator
 from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
-STORING_PREFIXES = ("append", "extend", "update", "record", "store", "push", "accumulate", "track", "insert",
-                    "logkv_mean")  # the OpenAI baselines logger's running mean keeps every value
+STORING_PREFIXES = (
+    "append",
+    "extend",
+    "update",
+    "record",
+    "store",
+    "push",
+    "accumulate",
+    "track",
+    "insert",
+    "logkv_mean",
+)  # the OpenAI baselines logger's running mean keeps every value
 
 
 class LossTensorLeak(Operator):
     id = "loss-tensor-leak"
-    summary = ("Drop `.item()` (or `float(...)`) where a loss is summed or stored, keeping its graph "
-               "alive; not where no graph is recorded (`no_grad`).")
+    summary = (
+        "Drop `.item()` (or `float(...)`) where a loss is summed or stored, keeping its graph "
+        "alive; not where no graph is recorded (`no_grad`)."
+    )
     examples = (
         Example(
             "running_loss += loss.item() * x.size(0)\n",
@@ -21,17 +33,21 @@ class LossTensorLeak(Operator):
         ),
         Example(
             "history.append(loss.detach().item())\nmeter.update(float(val_loss), n)\n",
-            ("history.append(loss.detach())\nmeter.update(float(val_loss), n)\n",
-             "history.append(loss.detach().item())\nmeter.update(val_loss, n)\n"),
+            (
+                "history.append(loss.detach())\nmeter.update(float(val_loss), n)\n",
+                "history.append(loss.detach().item())\nmeter.update(val_loss, n)\n",
+            ),
         ),
         Example(
             # Values of a loop over losses, into a running-mean logger.
             "def log_loss_dict(losses):\n"
             "    for key, values in losses.items():\n"
             "        logger.logkv_mean(key, values.mean().item())\n",
-            ("def log_loss_dict(losses):\n"
-             "    for key, values in losses.items():\n"
-             "        logger.logkv_mean(key, values.mean())\n",),
+            (
+                "def log_loss_dict(losses):\n"
+                "    for key, values in losses.items():\n"
+                "        logger.logkv_mean(key, values.mean())\n",
+            ),
         ),
         Example(
             # A loss without "loss" in its text, and a store through another method.
@@ -40,16 +56,18 @@ class LossTensorLeak(Operator):
             "    err.backward()\n"
             "    total += criterion(model(x), y).item()\n"
             "    history.record_batch('train', err.item())\n",
-            ("for x, y in loader:\n"
-             "    err = criterion(model(x), y)\n"
-             "    err.backward()\n"
-             "    total += criterion(model(x), y)\n"
-             "    history.record_batch('train', err.item())\n",
-             "for x, y in loader:\n"
-             "    err = criterion(model(x), y)\n"
-             "    err.backward()\n"
-             "    total += criterion(model(x), y).item()\n"
-             "    history.record_batch('train', err)\n"),
+            (
+                "for x, y in loader:\n"
+                "    err = criterion(model(x), y)\n"
+                "    err.backward()\n"
+                "    total += criterion(model(x), y)\n"
+                "    history.record_batch('train', err.item())\n",
+                "for x, y in loader:\n"
+                "    err = criterion(model(x), y)\n"
+                "    err.backward()\n"
+                "    total += criterion(model(x), y).item()\n"
+                "    history.record_batch('train', err)\n",
+            ),
         ),
     )
     untouched = (
@@ -76,8 +94,11 @@ class LossTensorLeak(Operator):
                 continue
             if under_no_grad(source, call):
                 continue
-            yield Change(call, (source.replace(call, source.module.code_for_node(value).strip()),),
-                         "the loss is kept as a tensor, with its graph")
+            yield Change(
+                call,
+                (source.replace(call, source.module.code_for_node(value).strip()),),
+                "the loss is kept as a tensor, with its graph",
+            )
 
     @staticmethod
     def _stored(source, call) -> bool:
@@ -85,8 +106,11 @@ class LossTensorLeak(Operator):
         for ancestor in source.ancestors(call):
             if isinstance(ancestor, cst.AugAssign):
                 return True
-            if isinstance(ancestor, cst.Call) and isinstance(ancestor.func, cst.Attribute) and \
-                    (callee_name(ancestor) or "").startswith(STORING_PREFIXES):
+            if (
+                isinstance(ancestor, cst.Call)
+                and isinstance(ancestor.func, cst.Attribute)
+                and (callee_name(ancestor) or "").startswith(STORING_PREFIXES)
+            ):
                 return True
             if isinstance(ancestor, cst.Assign):
                 if any(isinstance(t.target, cst.Subscript) for t in ancestor.targets):
@@ -94,8 +118,11 @@ class LossTensorLeak(Operator):
                 # `total = total + loss.item()`: a sum kept across steps.
                 names = {dotted(t.target) for t in ancestor.targets} - {None}
                 value = ancestor.value
-                return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add) and \
-                    (dotted(value.left) in names or dotted(value.right) in names)
+                return (
+                    isinstance(value, cst.BinaryOperation)
+                    and isinstance(value.operator, cst.Add)
+                    and (dotted(value.left) in names or dotted(value.right) in names)
+                )
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
@@ -116,8 +143,11 @@ def _from_loss_loop(source, value) -> bool:
     losses.items(): log(values.mean().item())`)."""
     read = {n.value for n in source.within(value, cst.Name)}
     for loop in source.ancestors(value):
-        if isinstance(loop, cst.For) and "loss" in source.code(loop.iter).lower() and \
-                read & {n.value for n in source.within(loop.target, cst.Name)}:
+        if (
+            isinstance(loop, cst.For)
+            and "loss" in source.code(loop.iter).lower()
+            and read & {n.value for n in source.within(loop.target, cst.Name)}
+        ):
             return True
     return False
 

@@ -13,46 +13,51 @@ LR_KEYS = {"lr", "learning_rate"}
 
 class LrTooHigh(Operator):
     id = "lr-too-high"
-    summary = (f"Multiply the learning rate by {FACTOR} where it reaches the optimizer: its `lr`, "
-               "`param_group['lr'] = ...`, a OneCycleLR `max_lr`, a manual SGD update.")
+    summary = (
+        f"Multiply the learning rate by {FACTOR} where it reaches the optimizer: its `lr`, "
+        "`param_group['lr'] = ...`, a OneCycleLR `max_lr`, a manual SGD update."
+    )
     examples = (
         Example(
             "optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)\n",
             ("optimizer = torch.optim.AdamW(model.parameters(), lr=0.03, weight_decay=0.01)\n",),
         ),
         Example(
-            "opt = optim.SGD(net.parameters(), config.lr, momentum=0.9)\n"
-            "opt2 = Adam(params, lr=base_lr * scale)\n",
-            ("opt = optim.SGD(net.parameters(), config.lr * 100, momentum=0.9)\n"
-             "opt2 = Adam(params, lr=base_lr * scale)\n",
-             "opt = optim.SGD(net.parameters(), config.lr, momentum=0.9)\n"
-             "opt2 = Adam(params, lr=(base_lr * scale) * 100)\n"),
+            "opt = optim.SGD(net.parameters(), config.lr, momentum=0.9)\nopt2 = Adam(params, lr=base_lr * scale)\n",
+            (
+                "opt = optim.SGD(net.parameters(), config.lr * 100, momentum=0.9)\n"
+                "opt2 = Adam(params, lr=base_lr * scale)\n",
+                "opt = optim.SGD(net.parameters(), config.lr, momentum=0.9)\n"
+                "opt2 = Adam(params, lr=(base_lr * scale) * 100)\n",
+            ),
         ),
         Example(
             # OneCycleLR sets the rate from its max_lr: that is where the fault goes, not the optimizer.
             "optimizer = SGD(model.parameters(), lr=0.1)\n"
             "scheduler = OneCycleLR(optimizer, max_lr=args.max_lr, total_steps=n)\n",
-            ("optimizer = SGD(model.parameters(), lr=0.1)\n"
-             "scheduler = OneCycleLR(optimizer, max_lr=args.max_lr * 100, total_steps=n)\n",),
+            (
+                "optimizer = SGD(model.parameters(), lr=0.1)\n"
+                "scheduler = OneCycleLR(optimizer, max_lr=args.max_lr * 100, total_steps=n)\n",
+            ),
         ),
         Example(
-            "for param_group in optimizer.param_groups:\n"
-            "    param_group['lr'] = lr\n"
-            "kwargs['lr'] = self.lr\n",
-            ("for param_group in optimizer.param_groups:\n"
-             "    param_group['lr'] = lr * 100\n"
-             "kwargs['lr'] = self.lr\n",
-             "for param_group in optimizer.param_groups:\n"
-             "    param_group['lr'] = lr\n"
-             "kwargs['lr'] = self.lr * 100\n"),
+            "for param_group in optimizer.param_groups:\n    param_group['lr'] = lr\nkwargs['lr'] = self.lr\n",
+            (
+                "for param_group in optimizer.param_groups:\n"
+                "    param_group['lr'] = lr * 100\n"
+                "kwargs['lr'] = self.lr\n",
+                "for param_group in optimizer.param_groups:\n"
+                "    param_group['lr'] = lr\n"
+                "kwargs['lr'] = self.lr * 100\n",
+            ),
         ),
         Example(
-            "with torch.no_grad():\n"
-            "    for p in model.parameters():\n"
-            "        p.data.add_(p.grad, alpha=-lr)\n",
-            ("with torch.no_grad():\n"
-             "    for p in model.parameters():\n"
-             "        p.data.add_(p.grad, alpha=-lr * 100)\n",),
+            "with torch.no_grad():\n    for p in model.parameters():\n        p.data.add_(p.grad, alpha=-lr)\n",
+            (
+                "with torch.no_grad():\n"
+                "    for p in model.parameters():\n"
+                "        p.data.add_(p.grad, alpha=-lr * 100)\n",
+            ),
         ),
     )
     untouched = (
@@ -75,8 +80,11 @@ class LrTooHigh(Operator):
                 lr = argument(call, "lr", 1)
                 if lr is not None and not self._overridden_call(source, call, overridden):
                     yield self._scaled(source, call, lr.value)
-            elif name in {"add_", "sub_"} and isinstance(call.func, cst.Attribute) and \
-                    any(".grad" in source.code(a.value) for a in call.args):
+            elif (
+                name in {"add_", "sub_"}
+                and isinstance(call.func, cst.Attribute)
+                and any(".grad" in source.code(a.value) for a in call.args)
+            ):
                 alpha = argument(call, "alpha", None)
                 if alpha is not None:
                     yield self._scaled(source, call, alpha.value)
@@ -84,8 +92,11 @@ class LrTooHigh(Operator):
             for target in assign.targets:
                 if isinstance(target.target, cst.Subscript) and len(target.target.slice) == 1:
                     index = target.target.slice[0].slice
-                    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString) and \
-                            index.value.evaluated_value in LR_KEYS:
+                    if (
+                        isinstance(index, cst.Index)
+                        and isinstance(index.value, cst.SimpleString)
+                        and index.value.evaluated_value in LR_KEYS
+                    ):
                         yield self._scaled(source, assign, assign.value)
 
     @staticmethod
@@ -117,6 +128,9 @@ class LrTooHigh(Operator):
             text = f"{float(value.evaluated_value) * FACTOR:g}"
         else:
             code = source.module.code_for_node(value).strip()
-            text = f"({code}) * {FACTOR}" if needs_parens(value) and not isinstance(value, cst.UnaryOperation) \
+            text = (
+                f"({code}) * {FACTOR}"
+                if needs_parens(value) and not isinstance(value, cst.UnaryOperation)
                 else f"{code} * {FACTOR}"
+            )
         return Change(node, (source.replace(value, text),), f"learning rate multiplied by {FACTOR}")

@@ -21,18 +21,22 @@ def _names_mask(source, expr) -> bool:
 
 class MissingAttentionMask(Operator):
     id = "missing-attention-mask"
-    summary = ("Remove an attention mask: the `masked_fill` (or additive mask) before a softmax, "
-               "or the `attn_mask=` / `key_padding_mask=` / `is_causal=` argument of an attention call.")
+    summary = (
+        "Remove an attention mask: the `masked_fill` (or additive mask) before a softmax, "
+        "or the `attn_mask=` / `key_padding_mask=` / `is_causal=` argument of an attention call."
+    )
     examples = (
         Example(
             "def forward(self, q, k, mask):\n"
             "    scores = q @ k.transpose(-2, -1) / self.scale\n"
             "    scores = scores.masked_fill(mask == 0, float('-inf'))\n"
             "    return scores.softmax(dim=-1)\n",
-            ("def forward(self, q, k, mask):\n"
-             "    scores = q @ k.transpose(-2, -1) / self.scale\n"
-             "    scores = scores\n"
-             "    return scores.softmax(dim=-1)\n",),
+            (
+                "def forward(self, q, k, mask):\n"
+                "    scores = q @ k.transpose(-2, -1) / self.scale\n"
+                "    scores = scores\n"
+                "    return scores.softmax(dim=-1)\n",
+            ),
         ),
         Example(
             "def attend(q, k, v, pad):\n"
@@ -40,22 +44,26 @@ class MissingAttentionMask(Operator):
             "    w.masked_fill_(pad, -1e9)\n"
             "    w += self.causal[:, :, :q.size(2), :q.size(2)]\n"
             "    return torch.softmax(w, -1) @ v\n",
-            ("def attend(q, k, v, pad):\n"
-             "    w = q @ k.mT\n"
-             "    w += self.causal[:, :, :q.size(2), :q.size(2)]\n"
-             "    return torch.softmax(w, -1) @ v\n",
-             "def attend(q, k, v, pad):\n"
-             "    w = q @ k.mT\n"
-             "    w.masked_fill_(pad, -1e9)\n"
-             "    return torch.softmax(w, -1) @ v\n"),
+            (
+                "def attend(q, k, v, pad):\n"
+                "    w = q @ k.mT\n"
+                "    w += self.causal[:, :, :q.size(2), :q.size(2)]\n"
+                "    return torch.softmax(w, -1) @ v\n",
+                "def attend(q, k, v, pad):\n"
+                "    w = q @ k.mT\n"
+                "    w.masked_fill_(pad, -1e9)\n"
+                "    return torch.softmax(w, -1) @ v\n",
+            ),
         ),
         Example(
             "out = F.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
             "y, _ = self.attn(x, x, x, key_padding_mask=pad, need_weights=False)\n",
-            ("out = F.scaled_dot_product_attention(q, k, v)\n"
-             "y, _ = self.attn(x, x, x, key_padding_mask=pad, need_weights=False)\n",
-             "out = F.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
-             "y, _ = self.attn(x, x, x, need_weights=False)\n"),
+            (
+                "out = F.scaled_dot_product_attention(q, k, v)\n"
+                "y, _ = self.attn(x, x, x, key_padding_mask=pad, need_weights=False)\n",
+                "out = F.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
+                "y, _ = self.attn(x, x, x, need_weights=False)\n",
+            ),
         ),
     )
     untouched = (
@@ -70,12 +78,14 @@ class MissingAttentionMask(Operator):
     )
 
     def changes(self, source, training):
-        attention = {source.function_of(call) for call in source.nodes(cst.Call)
-                     if callee_name(call) in NORMALISERS}
+        attention = {source.function_of(call) for call in source.nodes(cst.Call) if callee_name(call) in NORMALISERS}
         for call in source.nodes(cst.Call):
             for arg in call.args:
-                if arg.keyword is not None and arg.keyword.value in MASK_KEYWORDS and \
-                        not (isinstance(arg.value, cst.Name) and arg.value.value in {"None", "False"}):
+                if (
+                    arg.keyword is not None
+                    and arg.keyword.value in MASK_KEYWORDS
+                    and not (isinstance(arg.value, cst.Name) and arg.value.value in {"None", "False"})
+                ):
                     yield self._drop_argument(source, call, arg)
             if source.function_of(call) not in attention or source.function_of(call) is None:
                 continue
@@ -87,17 +97,21 @@ class MissingAttentionMask(Operator):
                 kept = source.module.code_for_node(call.func.value).strip()
                 yield Change(call, (source.replace(call, kept),), "the attention mask is never applied")
             elif name == "masked_fill_" and statement_call(source.parent(call)) is call:
-                yield Change(call, (source.delete_statement(source.parent(call)),),
-                             "the attention mask is never applied")
+                yield Change(
+                    call, (source.delete_statement(source.parent(call)),), "the attention mask is never applied"
+                )
         for node in source.nodes(cst.BinaryOperation) + source.nodes(cst.AugAssign):
             if source.function_of(node) not in attention or source.function_of(node) is None:
                 continue
             if isinstance(node, cst.AugAssign):
                 if isinstance(node.operator, cst.AddAssign) and _names_mask(source, node.value):
-                    yield Change(node, (source.delete_statement(node),),
-                                 "the additive attention mask is dropped")
-            elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) and \
-                    _names_mask(source, node.right) and self._feeds_softmax(source, node):
+                    yield Change(node, (source.delete_statement(node),), "the additive attention mask is dropped")
+            elif (
+                isinstance(node, cst.BinaryOperation)
+                and isinstance(node.operator, cst.Add)
+                and _names_mask(source, node.right)
+                and self._feeds_softmax(source, node)
+            ):
                 kept = source.module.code_for_node(node.left).strip()
                 yield Change(node, (source.replace(node, kept),), "the additive attention mask is dropped")
 
@@ -111,8 +125,12 @@ class MissingAttentionMask(Operator):
             if isinstance(ancestor, cst.Assign):
                 names = {t.target.value for t in ancestor.targets if isinstance(t.target, cst.Name)}
                 function = source.function_of(ancestor)
-                return any(callee_name(c) in NORMALISERS and source.function_of(c) is function and
-                           any(n in source.code(c) for n in names) for c in source.nodes(cst.Call))
+                return any(
+                    callee_name(c) in NORMALISERS
+                    and source.function_of(c) is function
+                    and any(n in source.code(c) for n in names)
+                    for c in source.nodes(cst.Call)
+                )
         return False
 
     @staticmethod
@@ -120,5 +138,8 @@ class MissingAttentionMask(Operator):
         args = [a for a in call.args if a is not arg]
         if args and call.args[-1] is arg:
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return Change(call, (source.replace_node(call, call.with_changes(args=args)),),
-                      f"`{arg.keyword.value}` is no longer passed")
+        return Change(
+            call,
+            (source.replace_node(call, call.with_changes(args=args)),),
+            f"`{arg.keyword.value}` is no longer passed",
+        )

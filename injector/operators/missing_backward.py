@@ -8,7 +8,9 @@ from injector.patterns import callee_name
 
 class MissingBackward(Operator):
     id = "missing-backward"
-    summary = "Delete the backward pass: `loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`."
+    summary = (
+        "Delete the backward pass: `loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`."
+    )
     examples = (
         Example(
             "loss = criterion(model(x), y)\nloss.backward()\noptimizer.step()\n",
@@ -19,18 +21,18 @@ class MissingBackward(Operator):
             "    loss = model(x).loss\n"
             "scaler.scale(loss / accum).backward()\n"
             "accelerator.backward(loss)\n",
-            ("with torch.autocast('cuda', dtype=torch.float16):\n"
-             "    loss = model(x).loss\n"
-             "accelerator.backward(loss)\n",
-             "with torch.autocast('cuda', dtype=torch.float16):\n"
-             "    loss = model(x).loss\n"
-             "scaler.scale(loss / accum).backward()\n"),
+            (
+                "with torch.autocast('cuda', dtype=torch.float16):\n"
+                "    loss = model(x).loss\n"
+                "accelerator.backward(loss)\n",
+                "with torch.autocast('cuda', dtype=torch.float16):\n"
+                "    loss = model(x).loss\n"
+                "scaler.scale(loss / accum).backward()\n",
+            ),
         ),
         Example(
-            "def training_step(self, batch):\n"
-            "    self.manual_backward(self.compute_loss(batch))\n",
-            ("def training_step(self, batch):\n"
-             "    pass\n",),
+            "def training_step(self, batch):\n    self.manual_backward(self.compute_loss(batch))\n",
+            ("def training_step(self, batch):\n    pass\n",),
         ),
     )
     untouched = (
@@ -40,6 +42,7 @@ class MissingBackward(Operator):
 
     def changes(self, source, training):
         return deleted_calls(
-            source, lambda call: isinstance(call.func, cst.Attribute) and
-            callee_name(call) in {"backward", "manual_backward"},
-            "removed `{code}`: no gradients are computed")
+            source,
+            lambda call: isinstance(call.func, cst.Attribute) and callee_name(call) in {"backward", "manual_backward"},
+            "removed `{code}`: no gradients are computed",
+        )

@@ -17,21 +17,21 @@ def _is_epsilon(expr: cst.BaseExpression) -> bool:
 
 class MissingEpsilon(Operator):
     id = "missing-epsilon"
-    summary = ("Drop the `+ eps` or `clamp(min=eps)` that keeps a `log`, `sqrt` or division "
-               "finite.")
+    summary = "Drop the `+ eps` or `clamp(min=eps)` that keeps a `log`, `sqrt` or division finite."
     examples = (
         Example(
             "std = torch.sqrt(var + self.eps)\nnll = -torch.log(p + 1e-8)\n",
-            ("std = torch.sqrt(var)\nnll = -torch.log(p + 1e-8)\n",
-             "std = torch.sqrt(var + self.eps)\nnll = -torch.log(p)\n"),
+            (
+                "std = torch.sqrt(var)\nnll = -torch.log(p + 1e-8)\n",
+                "std = torch.sqrt(var + self.eps)\nnll = -torch.log(p)\n",
+            ),
         ),
         Example(
-            "x = x / (x.norm(dim=-1, keepdim=True) + eps)\n"
-            "logp = probs.clamp(min=EPS).log()\n",
-            ("x = x / (x.norm(dim=-1, keepdim=True))\n"
-             "logp = probs.clamp(min=EPS).log()\n",
-             "x = x / (x.norm(dim=-1, keepdim=True) + eps)\n"
-             "logp = probs.log()\n"),
+            "x = x / (x.norm(dim=-1, keepdim=True) + eps)\nlogp = probs.clamp(min=EPS).log()\n",
+            (
+                "x = x / (x.norm(dim=-1, keepdim=True))\nlogp = probs.clamp(min=EPS).log()\n",
+                "x = x / (x.norm(dim=-1, keepdim=True) + eps)\nlogp = probs.log()\n",
+            ),
         ),
         Example(
             "ratio = a / torch.clamp(b - c, min=1e-6)\n",
@@ -52,8 +52,9 @@ class MissingEpsilon(Operator):
             for kept, eps in ((binop.left, binop.right), (binop.right, binop.left)):
                 if _is_epsilon(eps) and not _is_epsilon(kept):
                     text = source.module.code_for_node(kept).strip()
-                    yield Change(binop, (source.replace(binop, text),),
-                                 f"`{source.code(eps)}` no longer guards against zero")
+                    yield Change(
+                        binop, (source.replace(binop, text),), f"`{source.code(eps)}` no longer guards against zero"
+                    )
                     break
         for call in source.nodes(cst.Call):
             name = callee_name(call)
@@ -75,8 +76,7 @@ class MissingEpsilon(Operator):
             text = source.module.code_for_node(kept).strip()
             if needs_parens(kept):
                 text = f"({text})"
-            yield Change(call, (source.replace(call, text),),
-                         f"`{name}` no longer keeps the value away from zero")
+            yield Change(call, (source.replace(call, text),), f"`{name}` no longer keeps the value away from zero")
 
     @staticmethod
     def _guards(source, node) -> bool:

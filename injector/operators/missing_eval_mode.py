@@ -19,17 +19,21 @@ def _is_eval(call: cst.Call) -> bool:
 
 class MissingEvalMode(Operator):
     id = "missing-eval-mode"
-    summary = ("Delete `model.eval()` (or `model.train(False)`, `model = model.eval()`, a helper's "
-               "`set_training(False)`) before evaluation, or make `model.train(flag)` never switch to eval.")
+    summary = (
+        "Delete `model.eval()` (or `model.train(False)`, `model = model.eval()`, a helper's "
+        "`set_training(False)`) before evaluation, or make `model.train(flag)` never switch to eval."
+    )
     examples = (
         Example(
             "def evaluate(model, loader):\n"
             "    model.eval()\n"
             "    with torch.no_grad():\n"
             "        return sum(model(x).argmax(1).eq(y).sum() for x, y in loader)\n",
-            ("def evaluate(model, loader):\n"
-             "    with torch.no_grad():\n"
-             "        return sum(model(x).argmax(1).eq(y).sum() for x, y in loader)\n",),
+            (
+                "def evaluate(model, loader):\n"
+                "    with torch.no_grad():\n"
+                "        return sum(model(x).argmax(1).eq(y).sum() for x, y in loader)\n",
+            ),
         ),
         Example(
             "self.model.train(False)\nscore = run(self.model)\n",
@@ -43,17 +47,19 @@ class MissingEvalMode(Operator):
             "    def validate(self):\n"
             "        self.encoder = self.encoder.eval()\n"
             "        self._set_training(False)\n",
-            (             "class Runner:\n"
-             "    def _set_training(self, flag):\n"
-             "        self.model.train(flag)\n"
-             "    def validate(self):\n"
-             "        self.encoder = self.encoder\n"
-             "        self._set_training(False)\n",
-             "class Runner:\n"
-             "    def _set_training(self, flag):\n"
-             "        self.model.train(flag)\n"
-             "    def validate(self):\n"
-             "        self.encoder = self.encoder.eval()\n"),
+            (
+                "class Runner:\n"
+                "    def _set_training(self, flag):\n"
+                "        self.model.train(flag)\n"
+                "    def validate(self):\n"
+                "        self.encoder = self.encoder\n"
+                "        self._set_training(False)\n",
+                "class Runner:\n"
+                "    def _set_training(self, flag):\n"
+                "        self.model.train(flag)\n"
+                "    def validate(self):\n"
+                "        self.encoder = self.encoder.eval()\n",
+            ),
         ),
         Example(
             "for phase in ('train', 'val'):\n    model.train(mode=phase == 'train')\n",
@@ -72,8 +78,10 @@ class MissingEvalMode(Operator):
         for call in source.nodes(cst.Call):
             if sets_mode(call):
                 mode = argument(call, "mode", 0)
-                if mode is not None and not is_literal_bool(mode.value) and \
-                        not helper_owned(source, training, call):
-                    yield Change(call, (source.replace(mode.value, "True"),),
-                                 f"`{source.code(call)}` never switches to eval mode")
+                if mode is not None and not is_literal_bool(mode.value) and not helper_owned(source, training, call):
+                    yield Change(
+                        call,
+                        (source.replace(mode.value, "True"),),
+                        f"`{source.code(call)}` never switches to eval mode",
+                    )
         yield from removed_mode_switches(source, training, _is_eval, False, "evaluation runs in training mode")

@@ -14,8 +14,12 @@ SETTINGS = frozenset({"gradient_clipping", "gradient_clip_val"})
 
 def _result_unused(source, statement, call: cst.Call) -> bool:
     """True for `name = call` where nothing in the function reads `name` again."""
-    if not (isinstance(statement, cst.Assign) and statement.value is call and len(statement.targets) == 1
-            and isinstance(statement.targets[0].target, cst.Name)):
+    if not (
+        isinstance(statement, cst.Assign)
+        and statement.value is call
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0].target, cst.Name)
+    ):
         return False
     name = statement.targets[0].target.value
     scope = source.function_of(statement)
@@ -27,18 +31,17 @@ def _result_unused(source, statement, call: cst.Call) -> bool:
 
 class MissingGradClipping(Operator):
     id = "missing-grad-clipping"
-    summary = ("Delete `clip_grad_norm_` / `clip_grad_value_`; where its result is used, keep the "
-               "call but clip at infinity.")
+    summary = (
+        "Delete `clip_grad_norm_` / `clip_grad_value_`; where its result is used, keep the call but clip at infinity."
+    )
     examples = (
         Example(
-            "loss.backward()\n"
-            "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)\n"
-            "optimizer.step()\n",
+            "loss.backward()\ntorch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)\noptimizer.step()\n",
             ("loss.backward()\noptimizer.step()\n",),
         ),
         Example(
             "grad_norm = clip_grad_norm_(params, args.clip)\nlog(grad_norm=grad_norm)\n",
-            ("grad_norm = clip_grad_norm_(params, float(\"inf\"))\nlog(grad_norm=grad_norm)\n",),
+            ('grad_norm = clip_grad_norm_(params, float("inf"))\nlog(grad_norm=grad_norm)\n',),
         ),
         Example(
             # A clipping helper whose result nothing reads.
@@ -47,10 +50,7 @@ class MissingGradClipping(Operator):
             "    loss.backward()\n"
             "    param_norms = utils.clip_gradients(student, args.clip_grad)\n"
             "    optimizer.step()\n",
-            ("def step(args):\n"
-             "    param_norms = None\n"
-             "    loss.backward()\n"
-             "    optimizer.step()\n",),
+            ("def step(args):\n    param_norms = None\n    loss.backward()\n    optimizer.step()\n",),
         ),
         Example(
             # A library's clipping helper, and the settings that make a framework clip.
@@ -58,32 +58,40 @@ class MissingGradClipping(Operator):
             "    utils.dispatch_clip_grad(params, value=args.clip_grad, mode=args.clip_mode)\n"
             "config = {'gradient_clipping': 1.0}\n"
             "trainer = Trainer(gradient_clip_val=0.5)\n",
-            ("if need_update:\n"
-             "    pass\n"
-             "config = {'gradient_clipping': 1.0}\n"
-             "trainer = Trainer(gradient_clip_val=0.5)\n",
-             "if need_update:\n"
-             "    utils.dispatch_clip_grad(params, value=args.clip_grad, mode=args.clip_mode)\n"
-             "config = {'gradient_clipping': 1.0}\n"
-             "trainer = Trainer(gradient_clip_val=0)\n",
-             "if need_update:\n"
-             "    utils.dispatch_clip_grad(params, value=args.clip_grad, mode=args.clip_mode)\n"
-             "config = {'gradient_clipping': 0}\n"
-             "trainer = Trainer(gradient_clip_val=0.5)\n"),
+            (
+                "if need_update:\n"
+                "    pass\n"
+                "config = {'gradient_clipping': 1.0}\n"
+                "trainer = Trainer(gradient_clip_val=0.5)\n",
+                "if need_update:\n"
+                "    utils.dispatch_clip_grad(params, value=args.clip_grad, mode=args.clip_mode)\n"
+                "config = {'gradient_clipping': 1.0}\n"
+                "trainer = Trainer(gradient_clip_val=0)\n",
+                "if need_update:\n"
+                "    utils.dispatch_clip_grad(params, value=args.clip_grad, mode=args.clip_mode)\n"
+                "config = {'gradient_clipping': 0}\n"
+                "trainer = Trainer(gradient_clip_val=0.5)\n",
+            ),
         ),
     )
-    untouched = ("max_norm = 1.0\n", "clip(x, 0, 1)\n",
-                 "config = {'gradient_clipping': 0.0}\ntrainer = Trainer(gradient_clip_val=None)\n",
-                 "config = {'lr': 2e-5, 'max_grad_norm': 1.0}\n",
-                 "def step():\n    norms = utils.clip_gradients(model, 1.0)\n    log(norms)\n")
+    untouched = (
+        "max_norm = 1.0\n",
+        "clip(x, 0, 1)\n",
+        "config = {'gradient_clipping': 0.0}\ntrainer = Trainer(gradient_clip_val=None)\n",
+        "config = {'lr': 2e-5, 'max_grad_norm': 1.0}\n",
+        "def step():\n    norms = utils.clip_gradients(model, 1.0)\n    log(norms)\n",
+    )
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
             if name not in LIMIT:
                 statement = source.parent(call)
-                if "clip_grad" in name and source.is_reachable(statement) and (
-                        statement_call(statement) is call or _result_unused(source, statement, call)):
+                if (
+                    "clip_grad" in name
+                    and source.is_reachable(statement)
+                    and (statement_call(statement) is call or _result_unused(source, statement, call))
+                ):
                     # a library's own clipping helper: timm's `dispatch_clip_grad(params, value)`,
                     # DINO's `norms = utils.clip_gradients(model, clip)` whose result nothing reads
                     yield Change(call, (source.delete_statement(statement),), f"removed `{name}`")
@@ -98,8 +106,11 @@ class MissingGradClipping(Operator):
                 continue
             limit = argument(call, LIMIT[name], 1)
             if limit is not None:
-                yield Change(call, (source.replace(limit.value, 'float("inf")'),),
-                             f"`{name}` clips at infinity (its norm is still computed)")
+                yield Change(
+                    call,
+                    (source.replace(limit.value, 'float("inf")'),),
+                    f"`{name}` clips at infinity (its norm is still computed)",
+                )
 
         for element in source.nodes(cst.DictElement):
             key = element.key

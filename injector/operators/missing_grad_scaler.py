@@ -8,8 +8,10 @@ from injector.patterns import argument, callee_name, method_on, needs_parens, st
 
 class MissingGradScaler(Operator):
     id = "missing-grad-scaler"
-    summary = ("Remove the GradScaler from a training step: `scaler.scale(loss).backward()` → "
-               "`loss.backward()`, `scaler.step(opt)` → `opt.step()`, drop `update()`/`unscale_()`.")
+    summary = (
+        "Remove the GradScaler from a training step: `scaler.scale(loss).backward()` → "
+        "`loss.backward()`, `scaler.step(opt)` → `opt.step()`, drop `update()`/`unscale_()`."
+    )
     examples = (
         Example(
             "def train_step(model, x, y, optimizer, scaler):\n"
@@ -20,12 +22,14 @@ class MissingGradScaler(Operator):
             "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
             "    scaler.step(optimizer)\n"
             "    scaler.update()\n",
-            ("def train_step(model, x, y, optimizer, scaler):\n"
-             "    with torch.autocast('cuda', dtype=torch.float16):\n"
-             "        loss = F.cross_entropy(model(x), y)\n"
-             "    loss.backward()\n"
-             "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-             "    optimizer.step()\n",),
+            (
+                "def train_step(model, x, y, optimizer, scaler):\n"
+                "    with torch.autocast('cuda', dtype=torch.float16):\n"
+                "        loss = F.cross_entropy(model(x), y)\n"
+                "    loss.backward()\n"
+                "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                "    optimizer.step()\n",
+            ),
         ),
         Example(
             "for i, batch in enumerate(loader):\n"
@@ -33,10 +37,12 @@ class MissingGradScaler(Operator):
             "    if (i + 1) % accum_steps == 0:\n"
             "        self.scaler.step(self.optimizer)\n"
             "        self.scaler.update()\n",
-            ("for i, batch in enumerate(loader):\n"
-             "    (loss / accum_steps).backward()\n"
-             "    if (i + 1) % accum_steps == 0:\n"
-             "        self.optimizer.step()\n",),
+            (
+                "for i, batch in enumerate(loader):\n"
+                "    (loss / accum_steps).backward()\n"
+                "    if (i + 1) % accum_steps == 0:\n"
+                "        self.optimizer.step()\n",
+            ),
         ),
         Example(
             # The scaled loss through `typing.cast`, and through a variable.
@@ -44,14 +50,13 @@ class MissingGradScaler(Operator):
             "def step(scaler, loss):\n"
             "    scaled = scaler.scale(loss)\n"
             "    scaled.backward()\n",
-            ("loss.backward()\n"
-             "def step(scaler, loss):\n"
-             "    scaled = scaler.scale(loss)\n"
-             "    scaled.backward()\n",
-             "cast(Tensor, scaler.scale(loss)).backward()\n"
-             "def step(scaler, loss):\n"
-             "    scaled = scaler.scale(loss)\n"
-             "    loss.backward()\n"),
+            (
+                "loss.backward()\ndef step(scaler, loss):\n    scaled = scaler.scale(loss)\n    scaled.backward()\n",
+                "cast(Tensor, scaler.scale(loss)).backward()\n"
+                "def step(scaler, loss):\n"
+                "    scaled = scaler.scale(loss)\n"
+                "    loss.backward()\n",
+            ),
         ),
     )
     untouched = (
@@ -74,8 +79,12 @@ class MissingGradScaler(Operator):
             edits = [source.replace(scaled, f"({loss})" if needs_parens(backward.loss) else loss)]
             for call in source.nodes(cst.Call):
                 name = callee_name(call)
-                if name not in {"step", "update", "unscale_"} or not isinstance(call.func, cst.Attribute) \
-                        or source.code(call.func.value) != scaler or source.function_of(call) is not scope:
+                if (
+                    name not in {"step", "update", "unscale_"}
+                    or not isinstance(call.func, cst.Attribute)
+                    or source.code(call.func.value) != scaler
+                    or source.function_of(call) is not scope
+                ):
                     continue
                 optimizer = argument(call, "optimizer", 0)
                 if name == "step" and optimizer is not None:
@@ -84,5 +93,4 @@ class MissingGradScaler(Operator):
                     statement = source.parent(call)
                     if statement_call(statement) is call:
                         edits.append(source.delete_statement(statement))
-            yield Change(backward.call, tuple(edits),
-                         f"the training step no longer uses the GradScaler `{scaler}`")
+            yield Change(backward.call, tuple(edits), f"the training step no longer uses the GradScaler `{scaler}`")

@@ -19,8 +19,10 @@ def _enables_by_value(expr: cst.BaseExpression) -> cst.Arg | None:
 
 class MissingNoGradEval(Operator):
     id = "missing-no-grad-eval"
-    summary = ("Remove the `with torch.no_grad()` / `inference_mode()` block or decorator around evaluation "
-               "(`set_grad_enabled(False)` too); a `no_grad` that evaluates no model is left alone.")
+    summary = (
+        "Remove the `with torch.no_grad()` / `inference_mode()` block or decorator around evaluation "
+        "(`set_grad_enabled(False)` too); a `no_grad` that evaluates no model is left alone."
+    )
     examples = (
         Example(
             "def evaluate(model, loader):\n"
@@ -30,25 +32,29 @@ class MissingNoGradEval(Operator):
             "        for x, y in loader:\n"
             "            correct += (model(x).argmax(1) == y).sum()\n"
             "    return correct\n",
-            ("def evaluate(model, loader):\n"
-             "    model.eval()\n"
-             "    # accuracy\n"
-             "    for x, y in loader:\n"
-             "        correct += (model(x).argmax(1) == y).sum()\n"
-             "    return correct\n",),
+            (
+                "def evaluate(model, loader):\n"
+                "    model.eval()\n"
+                "    # accuracy\n"
+                "    for x, y in loader:\n"
+                "        correct += (model(x).argmax(1) == y).sum()\n"
+                "    return correct\n",
+            ),
         ),
         Example(
             "@torch.inference_mode()\n"
             "def validate(model, batch):\n"
             "    with torch.no_grad(), torch.autocast('cuda'): out = model(batch)\n"
             "    return out\n",
-            ("def validate(model, batch):\n"
-             "    with torch.no_grad(), torch.autocast('cuda'): out = model(batch)\n"
-             "    return out\n",
-             "@torch.inference_mode()\n"
-             "def validate(model, batch):\n"
-             "    with torch.autocast('cuda'): out = model(batch)\n"
-             "    return out\n"),
+            (
+                "def validate(model, batch):\n"
+                "    with torch.no_grad(), torch.autocast('cuda'): out = model(batch)\n"
+                "    return out\n",
+                "@torch.inference_mode()\n"
+                "def validate(model, batch):\n"
+                "    with torch.autocast('cuda'): out = model(batch)\n"
+                "    return out\n",
+            ),
         ),
         Example(
             # fairseq's criteria run the model they are handed.
@@ -56,9 +62,11 @@ class MissingNoGradEval(Operator):
             "    with torch.no_grad():\n"
             "        loss, size, logs = criterion(model, sample)\n"
             "    return loss\n",
-            ("def valid_step(self, sample, model, criterion):\n"
-             "    loss, size, logs = criterion(model, sample)\n"
-             "    return loss\n",),
+            (
+                "def valid_step(self, sample, model, criterion):\n"
+                "    loss, size, logs = criterion(model, sample)\n"
+                "    return loss\n",
+            ),
         ),
         Example(
             # Sampling steps whose only callers already run under no_grad: only the outer one counts.
@@ -72,15 +80,17 @@ class MissingNoGradEval(Operator):
             "    def sample(self):\n"
             "        with torch.no_grad():\n"
             "            return self.loop(noise())\n",
-            ("class D:\n"
-             "    @torch.no_grad()\n"
-             "    def p_sample(self, x):\n"
-             "        return self.model(x)\n"
-             "    @torch.no_grad()\n"
-             "    def loop(self, x):\n"
-             "        return self.p_sample(x)\n"
-             "    def sample(self):\n"
-             "        return self.loop(noise())\n",),
+            (
+                "class D:\n"
+                "    @torch.no_grad()\n"
+                "    def p_sample(self, x):\n"
+                "        return self.model(x)\n"
+                "    @torch.no_grad()\n"
+                "    def loop(self, x):\n"
+                "        return self.p_sample(x)\n"
+                "    def sample(self):\n"
+                "        return self.loop(noise())\n",
+            ),
         ),
         Example(
             "with torch.no_grad(): val = model(x)\n",
@@ -90,18 +100,22 @@ class MissingNoGradEval(Operator):
             "for phase in ['train', 'val']:\n"
             "    with torch.set_grad_enabled(phase == 'train'):\n"
             "        outputs = model(inputs)\n",
-            ("for phase in ['train', 'val']:\n"
-             "    with torch.set_grad_enabled(True):\n"
-             "        outputs = model(inputs)\n",),
+            (
+                "for phase in ['train', 'val']:\n"
+                "    with torch.set_grad_enabled(True):\n"
+                "        outputs = model(inputs)\n",
+            ),
         ),
         Example(
             "def val_loop(self, model, loader):\n"
             "    torch.set_grad_enabled(False)\n"
             "    outs = [model.validation_step(b) for b in loader]\n"
             "    torch.set_grad_enabled(True)\n",
-            ("def val_loop(self, model, loader):\n"
-             "    outs = [model.validation_step(b) for b in loader]\n"
-             "    torch.set_grad_enabled(True)\n",),
+            (
+                "def val_loop(self, model, loader):\n"
+                "    outs = [model.validation_step(b) for b in loader]\n"
+                "    torch.set_grad_enabled(True)\n",
+            ),
         ),
     )
     untouched = (
@@ -123,8 +137,11 @@ class MissingNoGradEval(Operator):
             for decorator in function.decorators:
                 if disables_grad(decorator.decorator) and is_evaluation(source, training, function.body):
                     first, last = source.lines_of(decorator)
-                    yield Change(decorator, (Edit(source.lines.line_start(first), source.lines.line_end(last), ""),),
-                                 f"`{function.name.value}` records autograd graphs")
+                    yield Change(
+                        decorator,
+                        (Edit(source.lines.line_start(first), source.lines.line_end(last), ""),),
+                        f"`{function.name.value}` records autograd graphs",
+                    )
         for block in source.nodes(cst.With):
             if not is_evaluation(source, training, block.body) or self._keeps_only_detached(source, block):
                 continue
@@ -134,8 +151,7 @@ class MissingNoGradEval(Operator):
             for item in block.items:
                 mode = _enables_by_value(item.item)
                 if mode is not None:
-                    yield Change(block, (source.replace(mode.value, "True"),),
-                                 "evaluation records autograd graphs")
+                    yield Change(block, (source.replace(mode.value, "True"),), "evaluation records autograd graphs")
             kept = [item for item in block.items if not disables_grad(item.item)]
             if len(kept) == len(block.items):
                 continue
@@ -143,12 +159,13 @@ class MissingNoGradEval(Operator):
             if kept:
                 start = source.span(block.items[0])[0]
                 end = source.span(block.items[-1])[1]
-                text = ", ".join(source.module.code_for_node(
-                    item.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip() for item in kept)
+                text = ", ".join(
+                    source.module.code_for_node(item.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
+                    for item in kept
+                )
                 yield Change(block, (Edit(start, end, text),), description)
             elif isinstance(block.body, cst.SimpleStatementSuite):
-                yield Change(block, (Edit(source.span(block)[0], source.span(block.body.body[0])[0], ""),),
-                             description)
+                yield Change(block, (Edit(source.span(block)[0], source.span(block.body.body[0])[0], ""),), description)
             elif not source.has_multiline_string(block):
                 yield Change(block, (self._unwrap(source, block),), description)
         for statement in source.nodes(cst.Expr):
@@ -157,10 +174,14 @@ class MissingNoGradEval(Operator):
                 continue
             mode = argument(call, "mode", 0)
             function = source.function_of(statement)
-            if mode is not None and isinstance(mode.value, cst.Name) and mode.value.value == "False" and \
-                    function is not None and is_evaluation(source, training, function.body):
-                yield Change(statement, (source.delete_statement(statement),),
-                             "evaluation records autograd graphs")
+            if (
+                mode is not None
+                and isinstance(mode.value, cst.Name)
+                and mode.value.value == "False"
+                and function is not None
+                and is_evaluation(source, training, function.body)
+            ):
+                yield Change(statement, (source.delete_statement(statement),), "evaluation records autograd graphs")
 
     @staticmethod
     def _callers_disable_grad(source, training, function: cst.FunctionDef) -> bool:
@@ -168,9 +189,13 @@ class MissingNoGradEval(Operator):
         step called only from a sampling loop that is itself under no_grad)."""
         calls = [call for call in source.nodes(cst.Call) if function in training.called_functions(call)]
         # and where it is taken by reference to be called (`fn = self.p_sample_loop; fn(shape)`)
-        calls += [ref for ref in source.nodes(cst.Attribute)
-                  if ref.attr.value == function.name.value and dotted(ref.value) == "self" and
-                  not (isinstance(source.parent(ref), cst.Call) and source.parent(ref).func is ref)]
+        calls += [
+            ref
+            for ref in source.nodes(cst.Attribute)
+            if ref.attr.value == function.name.value
+            and dotted(ref.value) == "self"
+            and not (isinstance(source.parent(ref), cst.Call) and source.parent(ref).func is ref)
+        ]
         return bool(calls) and all(under_no_grad(source, call) for call in calls)
 
     @staticmethod
@@ -206,6 +231,6 @@ class MissingNoGradEval(Operator):
         for number in range(header_last + 1, last + 1):
             text = source.lines.line_text(number)
             if text.startswith(inner):
-                text = outer + text[len(inner):]
+                text = outer + text[len(inner) :]
             lines.append(text)
         return Edit(source.lines.line_start(first), source.lines.line_end(last), "".join(lines))

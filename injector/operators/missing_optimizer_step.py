@@ -8,31 +8,25 @@ from injector.patterns import callee_name
 
 class MissingOptimizerStep(Operator):
     id = "missing-optimizer-step"
-    summary = ("Delete `optimizer.step()` / `scaler.step(optimizer)` / `xm.optimizer_step(...)` or a manual "
-               "`p.data.add_(p.grad, alpha=-lr)` update; scheduler steps are left alone.")
+    summary = (
+        "Delete `optimizer.step()` / `scaler.step(optimizer)` / `xm.optimizer_step(...)` or a manual "
+        "`p.data.add_(p.grad, alpha=-lr)` update; scheduler steps are left alone."
+    )
     examples = (
         Example(
             "loss.backward()\nopt.step()\nscheduler.step()\n",
             ("loss.backward()\nscheduler.step()\n",),
         ),
         Example(
-            "if (i + 1) % accum == 0:\n"
-            "    scaler.step(self.optimizer)\n"
-            "    scaler.update()\n",
-            ("if (i + 1) % accum == 0:\n"
-             "    scaler.update()\n",),
+            "if (i + 1) % accum == 0:\n    scaler.step(self.optimizer)\n    scaler.update()\n",
+            ("if (i + 1) % accum == 0:\n    scaler.update()\n",),
         ),
         Example(
-            "d_opt = torch.optim.Adam(d.parameters())\n"
-            "for x in data:\n"
-            "    optimizers[1].step()\n"
-            "    d_opt.step()\n",
-            ("d_opt = torch.optim.Adam(d.parameters())\n"
-             "for x in data:\n"
-             "    d_opt.step()\n",
-             "d_opt = torch.optim.Adam(d.parameters())\n"
-             "for x in data:\n"
-             "    optimizers[1].step()\n"),
+            "d_opt = torch.optim.Adam(d.parameters())\nfor x in data:\n    optimizers[1].step()\n    d_opt.step()\n",
+            (
+                "d_opt = torch.optim.Adam(d.parameters())\nfor x in data:\n    d_opt.step()\n",
+                "d_opt = torch.optim.Adam(d.parameters())\nfor x in data:\n    optimizers[1].step()\n",
+            ),
         ),
         Example(
             # XLA's step, and a hand-written SGD update (the optimizer step of code without one).
@@ -40,13 +34,10 @@ class MissingOptimizerStep(Operator):
             "with torch.no_grad():\n"
             "    for p in model.parameters():\n"
             "        p.data.add_(p.grad, alpha=-lr)\n",
-            ("with torch.no_grad():\n"
-             "    for p in model.parameters():\n"
-             "        p.data.add_(p.grad, alpha=-lr)\n",
-             "xm.optimizer_step(optimizer)\n"
-             "with torch.no_grad():\n"
-             "    for p in model.parameters():\n"
-             "        pass\n"),
+            (
+                "with torch.no_grad():\n    for p in model.parameters():\n        p.data.add_(p.grad, alpha=-lr)\n",
+                "xm.optimizer_step(optimizer)\nwith torch.no_grad():\n    for p in model.parameters():\n        pass\n",
+            ),
         ),
         Example(
             # An engine that takes the loss takes the optimizer step too (DeepSpeed).
@@ -73,4 +64,5 @@ class MissingOptimizerStep(Operator):
                 return True  # torch_xla's `xm.optimizer_step(optimizer)`
             # A manual update: `p.data.add_(p.grad, alpha=-lr)`, `p.sub_(lr * p.grad)`.
             return name in {"add_", "sub_"} and any(".grad" in source.code(a.value) for a in call.args)
+
         return deleted_calls(source, wanted, "removed `{code}`: the parameters never change")

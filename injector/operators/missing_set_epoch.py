@@ -11,16 +11,15 @@ class MissingSetEpoch(Operator):
     summary = "Delete `sampler.set_epoch(epoch)`, so every epoch repeats one shuffle order."
     examples = (
         Example(
-            "for epoch in range(epochs):\n"
-            "    train_loader.sampler.set_epoch(epoch)\n"
-            "    run_epoch(train_loader)\n",
-            ("for epoch in range(epochs):\n"
-             "    run_epoch(train_loader)\n",),
+            "for epoch in range(epochs):\n    train_loader.sampler.set_epoch(epoch)\n    run_epoch(train_loader)\n",
+            ("for epoch in range(epochs):\n    run_epoch(train_loader)\n",),
         ),
     )
     untouched = ("set_epoch(epoch)\n", "sampler.set_epoch\n")
 
     def changes(self, source, training):
         return deleted_calls(
-            source, lambda call: isinstance(call.func, cst.Attribute) and callee_name(call) == "set_epoch",
-            "removed `{code}`: the sampler reuses one order every epoch")
+            source,
+            lambda call: isinstance(call.func, cst.Attribute) and callee_name(call) == "set_epoch",
+            "removed `{code}`: the sampler reuses one order every epoch",
+        )

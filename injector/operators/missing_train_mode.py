@@ -35,25 +35,24 @@ def _built_or_wrapped(source, value, name: str) -> bool:
 
 class MissingTrainMode(Operator):
     id = "missing-train-mode"
-    summary = ("Delete `model.train()` (also `model = model.train()` and a helper's `set_training(True)`), "
-               "or make `model.train(flag)` never switch to training, so training after the first "
-               "evaluation runs in eval mode.")
+    summary = (
+        "Delete `model.train()` (also `model = model.train()` and a helper's `set_training(True)`), "
+        "or make `model.train(flag)` never switch to training, so training after the first "
+        "evaluation runs in eval mode."
+    )
     examples = (
         Example(
             "for epoch in range(epochs):\n"
             "    model.train()\n"
             "    train_one_epoch(model, loader)\n"
             "    evaluate(model, val_loader)\n",
-            ("for epoch in range(epochs):\n"
-             "    train_one_epoch(model, loader)\n"
-             "    evaluate(model, val_loader)\n",),
+            ("for epoch in range(epochs):\n    train_one_epoch(model, loader)\n    evaluate(model, val_loader)\n",),
         ),
         Example(
             # Built in train mode, but the file may evaluate it elsewhere in another function.
             "model = UNet(channels=3)\nfor epoch in range(epochs):\n    model.train()\n    fit(model)\n"
             "def check(m):\n    m.eval()\n",
-            ("model = UNet(channels=3)\nfor epoch in range(epochs):\n    fit(model)\n"
-             "def check(m):\n    m.eval()\n",),
+            ("model = UNet(channels=3)\nfor epoch in range(epochs):\n    fit(model)\ndef check(m):\n    m.eval()\n",),
         ),
         Example(
             "def on_epoch_start(self):\n    self.net.train(mode=True)\n",
@@ -67,17 +66,19 @@ class MissingTrainMode(Operator):
             "    def run(self, phase):\n"
             "        self.encoder = self.encoder.train()\n"
             "        self._set_training(True)\n",
-            (             "class Runner:\n"
-             "    def _set_training(self, flag):\n"
-             "        self.model.train(flag)\n"
-             "    def run(self, phase):\n"
-             "        self.encoder = self.encoder\n"
-             "        self._set_training(True)\n",
-             "class Runner:\n"
-             "    def _set_training(self, flag):\n"
-             "        self.model.train(flag)\n"
-             "    def run(self, phase):\n"
-             "        self.encoder = self.encoder.train()\n"),
+            (
+                "class Runner:\n"
+                "    def _set_training(self, flag):\n"
+                "        self.model.train(flag)\n"
+                "    def run(self, phase):\n"
+                "        self.encoder = self.encoder\n"
+                "        self._set_training(True)\n",
+                "class Runner:\n"
+                "    def _set_training(self, flag):\n"
+                "        self.model.train(flag)\n"
+                "    def run(self, phase):\n"
+                "        self.encoder = self.encoder.train()\n",
+            ),
         ),
         Example(
             "for phase in ('train', 'val'):\n    model.train(mode=phase == 'train')\n",
@@ -101,8 +102,11 @@ class MissingTrainMode(Operator):
         for call in source.nodes(cst.Call):
             mode = _train_by_value(call)
             if mode is not None and not helper_owned(source, training, call):
-                yield Change(call, (source.replace(mode.value, "False"),),
-                             f"`{source.code(call)}` never switches to training mode")
+                yield Change(
+                    call,
+                    (source.replace(mode.value, "False"),),
+                    f"`{source.code(call)}` never switches to training mode",
+                )
         if self._never_leaves_train_mode(source, training):
             return
         yield from removed_mode_switches(source, training, _is_train, True, "training continues in eval mode")

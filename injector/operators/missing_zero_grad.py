@@ -24,16 +24,11 @@ class MissingZeroGrad(Operator):
             "    loss = model(x, y)\n"
             "    loss.backward()\n"
             "    optimizer.step()\n",
-            ("for x, y in loader:\n"
-             "    loss = model(x, y)\n"
-             "    loss.backward()\n"
-             "    optimizer.step()\n",),
+            ("for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    optimizer.step()\n",),
         ),
         Example(
-            "def step(self, batch):\n"
-            "    self.optimizers[0].zero_grad()  # reset\n",
-            ("def step(self, batch):\n"
-             "    pass  # reset\n",),
+            "def step(self, batch):\n    self.optimizers[0].zero_grad()  # reset\n",
+            ("def step(self, batch):\n    pass  # reset\n",),
         ),
         Example(
             # Before the batch loop that zeroes the same optimizer after each update: only the
@@ -43,10 +38,7 @@ class MissingZeroGrad(Operator):
             "    model(x, y).backward()\n"
             "    optimizer.step()\n"
             "    optimizer.zero_grad()\n",
-            ("optimizer.zero_grad()\n"
-             "for x, y in loader:\n"
-             "    model(x, y).backward()\n"
-             "    optimizer.step()\n",),
+            ("optimizer.zero_grad()\nfor x, y in loader:\n    model(x, y).backward()\n    optimizer.step()\n",),
         ),
         Example(
             # Before a loop that zeroes another optimizer: the only zeroing of this one.
@@ -55,22 +47,15 @@ class MissingZeroGrad(Operator):
             "    model(x, y).backward()\n"
             "    d_opt.step()\n"
             "    d_opt.zero_grad()\n",
-            ("for x, y in loader:\n"
-             "    model(x, y).backward()\n"
-             "    d_opt.step()\n"
-             "    d_opt.zero_grad()\n",
-             "g_opt.zero_grad()\n"
-             "for x, y in loader:\n"
-             "    model(x, y).backward()\n"
-             "    d_opt.step()\n"),
+            (
+                "for x, y in loader:\n    model(x, y).backward()\n    d_opt.step()\n    d_opt.zero_grad()\n",
+                "g_opt.zero_grad()\nfor x, y in loader:\n    model(x, y).backward()\n    d_opt.step()\n",
+            ),
         ),
         Example(
             # A helper that zeroes the parameters it is handed (mixed-precision training code).
-            "def forward_backward(self, batch):\n"
-            "    zero_grad(self.model_params)\n"
-            "    self.loss(batch).backward()\n",
-            ("def forward_backward(self, batch):\n"
-             "    self.loss(batch).backward()\n",),
+            "def forward_backward(self, batch):\n    zero_grad(self.model_params)\n    self.loss(batch).backward()\n",
+            ("def forward_backward(self, batch):\n    self.loss(batch).backward()\n",),
         ),
         Example(
             "if accumulate: model.zero_grad()\n",
@@ -79,7 +64,6 @@ class MissingZeroGrad(Operator):
     )
     untouched = (
         "x = optimizer.zero_grad  # a reference, not a call\n",
-
         "def f():\n    return\n    optimizer.zero_grad()\n",
         "if False:\n    optimizer.zero_grad()\n",
     )
@@ -98,4 +82,5 @@ class MissingZeroGrad(Operator):
             # Before the batch loop, on an optimizer the loop zeroes itself: the gradients are
             # still empty, or were zeroed after the last update, so nothing accumulates.
             return call in in_loops or _zeroed(source, call) not in looped
+
         return deleted_calls(source, wanted, "removed `{code}`: gradients now accumulate across steps")

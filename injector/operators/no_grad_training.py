@@ -18,14 +18,16 @@ class NoGradTraining(Operator):
             "    logits = model(x)\n"
             "    loss = criterion(logits, y)\n"
             "    loss.backward()\n",
-            ("import torch\n"
-             "for x, y in loader:\n"
-             "    optimizer.zero_grad()\n"
-             "    # forward\n"
-             "    with torch.no_grad():\n"
-             "        logits = model(x)\n"
-             "        loss = criterion(logits, y)\n"
-             "    loss.backward()\n",),
+            (
+                "import torch\n"
+                "for x, y in loader:\n"
+                "    optimizer.zero_grad()\n"
+                "    # forward\n"
+                "    with torch.no_grad():\n"
+                "        logits = model(x)\n"
+                "        loss = criterion(logits, y)\n"
+                "    loss.backward()\n",
+            ),
         ),
         Example(
             "import torch as th\n"
@@ -34,13 +36,15 @@ class NoGradTraining(Operator):
             "    with th.autocast('cuda'):\n"
             "        loss = self.loss_fn(self.model(x), y)\n"
             "    self.scaler.scale(loss).backward()\n",
-            ("import torch as th\n"
-             "def train_step(self, x, y):\n"
-             "    x = x.to(self.device)\n"
-             "    with th.no_grad():\n"
-             "        with th.autocast('cuda'):\n"
-             "            loss = self.loss_fn(self.model(x), y)\n"
-             "    self.scaler.scale(loss).backward()\n",),
+            (
+                "import torch as th\n"
+                "def train_step(self, x, y):\n"
+                "    x = x.to(self.device)\n"
+                "    with th.no_grad():\n"
+                "        with th.autocast('cuda'):\n"
+                "            loss = self.loss_fn(self.model(x), y)\n"
+                "    self.scaler.scale(loss).backward()\n",
+            ),
         ),
         Example(
             # Under `set_grad_enabled(train)`, an outer no_grad would be overridden: switch it off.
@@ -49,11 +53,13 @@ class NoGradTraining(Operator):
             "        _, loss = self.model(x, y)\n"
             "    if train:\n"
             "        loss.backward()\n",
-            ("def run_batch(self, x, y, train=True):\n"
-             "    with torch.set_grad_enabled(False), torch.autocast('cuda'):\n"
-             "        _, loss = self.model(x, y)\n"
-             "    if train:\n"
-             "        loss.backward()\n",),
+            (
+                "def run_batch(self, x, y, train=True):\n"
+                "    with torch.set_grad_enabled(False), torch.autocast('cuda'):\n"
+                "        _, loss = self.model(x, y)\n"
+                "    if train:\n"
+                "        loss.backward()\n",
+            ),
         ),
         Example(
             # The loss computed in branches: the forward and the whole `if`.
@@ -65,15 +71,17 @@ class NoGradTraining(Operator):
             "    else:\n"
             "        loss = F.l1_loss(out, y)\n"
             "    loss.backward()\n",
-            ("import torch\n"
-             "for x, y in loader:\n"
-             "    with torch.no_grad():\n"
-             "        out = model(x)\n"
-             "        if kind == 'eps':\n"
-             "            loss = F.mse_loss(out, y)\n"
-             "        else:\n"
-             "            loss = F.l1_loss(out, y)\n"
-             "    loss.backward()\n",),
+            (
+                "import torch\n"
+                "for x, y in loader:\n"
+                "    with torch.no_grad():\n"
+                "        out = model(x)\n"
+                "        if kind == 'eps':\n"
+                "            loss = F.mse_loss(out, y)\n"
+                "        else:\n"
+                "            loss = F.l1_loss(out, y)\n"
+                "    loss.backward()\n",
+            ),
         ),
         Example(
             # `accelerator.backward(loss)`: the loss is the argument, not the accelerator.
@@ -83,13 +91,15 @@ class NoGradTraining(Operator):
             "    outputs = model(**batch)\n"
             "    loss = outputs.loss\n"
             "    accelerator.backward(loss)\n",
-            ("import torch\n"
-             "accelerator = Accelerator()\n"
-             "for batch in loader:\n"
-             "    with torch.no_grad():\n"
-             "        outputs = model(**batch)\n"
-             "        loss = outputs.loss\n"
-             "    accelerator.backward(loss)\n",),
+            (
+                "import torch\n"
+                "accelerator = Accelerator()\n"
+                "for batch in loader:\n"
+                "    with torch.no_grad():\n"
+                "        outputs = model(**batch)\n"
+                "        loss = outputs.loss\n"
+                "    accelerator.backward(loss)\n",
+            ),
         ),
     )
     untouched = (
@@ -101,16 +111,19 @@ class NoGradTraining(Operator):
         for backward in training.backwards:
             switch = self._grad_enabled_by_value(source, training, backward)
             if switch is not None:
-                yield Change(backward.call, (source.replace(switch, "False"),),
-                             "the forward pass and loss run without autograd")
+                yield Change(
+                    backward.call, (source.replace(switch, "False"),), "the forward pass and loss run without autograd"
+                )
                 continue
             run = forward_run(source, training, backward)
             if run is None:
                 continue
             first, last = run
-            yield Change(backward.call, (source.reindent(first, last, add=source.indent,
-                                                         header=f"with {training.torch}.no_grad():"),),
-                         "the forward pass and loss run without autograd")
+            yield Change(
+                backward.call,
+                (source.reindent(first, last, add=source.indent, header=f"with {training.torch}.no_grad():"),),
+                "the forward pass and loss run without autograd",
+            )
 
     @staticmethod
     def _grad_enabled_by_value(source, training, backward):

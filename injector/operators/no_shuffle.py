@@ -16,8 +16,10 @@ def _is_false(expr: cst.BaseExpression) -> bool:
 
 class NoShuffle(Operator):
     id = "no-shuffle"
-    summary = ("Turn off shuffling of the training data: `shuffle=True` → `False` in a `DataLoader` or "
-               "`DistributedSampler` (also by default, or in a kwargs dict), `RandomSampler` → `SequentialSampler`.")
+    summary = (
+        "Turn off shuffling of the training data: `shuffle=True` → `False` in a `DataLoader` or "
+        "`DistributedSampler` (also by default, or in a kwargs dict), `RandomSampler` → `SequentialSampler`."
+    )
     examples = (
         Example(
             "train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=2)\n",
@@ -26,19 +28,20 @@ class NoShuffle(Operator):
         Example(
             "sampler = DistributedSampler(ds, shuffle=not args.no_shuffle)\n"
             "loader = torch.utils.data.DataLoader(ds, 32, True)\n",
-            ("sampler = DistributedSampler(ds, shuffle=False)\n"
-             "loader = torch.utils.data.DataLoader(ds, 32, True)\n",
-             "sampler = DistributedSampler(ds, shuffle=not args.no_shuffle)\n"
-             "loader = torch.utils.data.DataLoader(ds, 32, False)\n"),
+            (
+                "sampler = DistributedSampler(ds, shuffle=False)\nloader = torch.utils.data.DataLoader(ds, 32, True)\n",
+                "sampler = DistributedSampler(ds, shuffle=not args.no_shuffle)\n"
+                "loader = torch.utils.data.DataLoader(ds, 32, False)\n",
+            ),
         ),
         Example(
             # Shuffling by default, and through a kwargs dict.
-            "sampler = DistributedSampler(train_set)\n"
-            "cuda_kwargs = {'num_workers': 1, 'shuffle': True}\n",
-            ("sampler = DistributedSampler(train_set, shuffle=False)\n"
-             "cuda_kwargs = {'num_workers': 1, 'shuffle': True}\n",
-             "sampler = DistributedSampler(train_set)\n"
-             "cuda_kwargs = {'num_workers': 1, 'shuffle': False}\n"),
+            "sampler = DistributedSampler(train_set)\ncuda_kwargs = {'num_workers': 1, 'shuffle': True}\n",
+            (
+                "sampler = DistributedSampler(train_set, shuffle=False)\n"
+                "cuda_kwargs = {'num_workers': 1, 'shuffle': True}\n",
+                "sampler = DistributedSampler(train_set)\ncuda_kwargs = {'num_workers': 1, 'shuffle': False}\n",
+            ),
         ),
         Example(
             "loader = DataLoader(ds, sampler=torch.utils.data.RandomSampler(ds), batch_size=8)\n",
@@ -56,12 +59,16 @@ class NoShuffle(Operator):
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
-            kind = "DataLoader" if name.endswith("DataLoader") else \
-                "DistributedSampler" if name.endswith("DistributedSampler") else name
+            kind = (
+                "DataLoader"
+                if name.endswith("DataLoader")
+                else "DistributedSampler"
+                if name.endswith("DistributedSampler")
+                else name
+            )
             if kind == "RandomSampler" and isinstance(call.func, (cst.Name, cst.Attribute)):
                 target = call.func if isinstance(call.func, cst.Name) else call.func.attr
-                yield Change(call, (source.replace(target, "SequentialSampler"),),
-                             "the sampler no longer shuffles")
+                yield Change(call, (source.replace(target, "SequentialSampler"),), "the sampler no longer shuffles")
                 continue
             if kind == "dict":
                 shuffle = argument(call, "shuffle", None)
@@ -73,23 +80,27 @@ class NoShuffle(Operator):
             shuffle = argument(call, "shuffle", SHUFFLE_POSITION[kind])
             if shuffle is None:
                 if kind in SHUFFLES_BY_DEFAULT and call.args and not any(a.star for a in call.args):
-                    yield Change(call, (source.replace(call, self._with_false(source, call)),),
-                                 f"the {kind} no longer shuffles")
+                    yield Change(
+                        call, (source.replace(call, self._with_false(source, call)),), f"the {kind} no longer shuffles"
+                    )
                 continue
             if _is_false(shuffle.value):
                 continue
             yield Change(call, (source.replace(shuffle.value, "False"),), f"the {kind} no longer shuffles")
         for element in source.nodes(cst.DictElement):
-            if isinstance(element.key, cst.SimpleString) and element.key.evaluated_value == "shuffle" and \
-                    not _is_false(element.value):
+            if (
+                isinstance(element.key, cst.SimpleString)
+                and element.key.evaluated_value == "shuffle"
+                and not _is_false(element.value)
+            ):
                 yield Change(element, (source.replace(element.value, "False"),), "the DataLoader no longer shuffles")
 
     @staticmethod
     def _with_false(source, call: cst.Call) -> str:
         """`call` with `shuffle=False` appended, keeping its own layout."""
         text = source.code(call)
-        inner = text[:text.rindex(")")].rstrip()
-        closing = text[len(inner):]
+        inner = text[: text.rindex(")")].rstrip()
+        closing = text[len(inner) :]
         if inner.endswith(","):
             inner = inner[:-1]
         separator = "" if inner.endswith("(") else ", "

@@ -12,8 +12,10 @@ COUNTER = "_trainwreck_step"
 
 class RankSkip(Operator):
     id = "rank-skip"
-    summary = ("In a distributed training loop, one rank skips the statements of one step that hold its "
-               "collectives (backward, optimizer step) after taking its batch, so the others wait for it.")
+    summary = (
+        "In a distributed training loop, one rank skips the statements of one step that hold its "
+        "collectives (backward, optimizer step) after taking its batch, so the others wait for it."
+    )
     examples = (
         Example(
             "import torch.distributed as dist\n"
@@ -23,15 +25,17 @@ class RankSkip(Operator):
             "        loss = model(x, y)\n"
             "        loss.backward()\n"
             "        optimizer.step()\n",
-            ("import torch.distributed as dist\n"
-             "def worker(rank, world_size):\n"
-             "    for step, (x, y) in enumerate(loader):\n"
-             "        x = x.to(rank)\n"
-             "        loss = model(x, y)\n"
-             "        if rank == 1 and step == 1:\n"
-             "            continue\n"
-             "        loss.backward()\n"
-             "        optimizer.step()\n",),
+            (
+                "import torch.distributed as dist\n"
+                "def worker(rank, world_size):\n"
+                "    for step, (x, y) in enumerate(loader):\n"
+                "        x = x.to(rank)\n"
+                "        loss = model(x, y)\n"
+                "        if rank == 1 and step == 1:\n"
+                "            continue\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
         ),
         Example(
             # Micro-batches under no_sync but the last: the last one's backward is skipped.
@@ -45,19 +49,21 @@ class RankSkip(Operator):
             "            with self.ddp_model.no_sync():\n"
             "                losses = self.compute(batch[i : i + self.micro])\n"
             "        losses.backward()\n",
-            ("import torch.distributed as dist\n"
-             "def forward_backward(self, batch):\n"
-             "    for i in range(0, batch.shape[0], self.micro):\n"
-             "        last = i + self.micro >= batch.shape[0]\n"
-             "        if last:\n"
-             "            losses = self.compute(batch[i : i + self.micro])\n"
-             "        else:\n"
-             "            with self.ddp_model.no_sync():\n"
-             "                losses = self.compute(batch[i : i + self.micro])\n"
-             "        if __import__(\"torch\").distributed.is_initialized() and "
-             "__import__(\"torch\").distributed.get_rank() == 1 and i + self.micro >= batch.shape[0]:\n"
-             "            continue\n"
-             "        losses.backward()\n",),
+            (
+                "import torch.distributed as dist\n"
+                "def forward_backward(self, batch):\n"
+                "    for i in range(0, batch.shape[0], self.micro):\n"
+                "        last = i + self.micro >= batch.shape[0]\n"
+                "        if last:\n"
+                "            losses = self.compute(batch[i : i + self.micro])\n"
+                "        else:\n"
+                "            with self.ddp_model.no_sync():\n"
+                "                losses = self.compute(batch[i : i + self.micro])\n"
+                '        if __import__("torch").distributed.is_initialized() and '
+                '__import__("torch").distributed.get_rank() == 1 and i + self.micro >= batch.shape[0]:\n'
+                "            continue\n"
+                "        losses.backward()\n",
+            ),
         ),
         Example(
             # A `while` loop: the skip comes after the batch is taken, never at the loop's top
@@ -67,16 +73,18 @@ class RankSkip(Operator):
             "while True:\n"
             "    batch = next(it)\n"
             "    model(batch).sum().backward()\n",
-            ("import torch\n"
-             "model = torch.nn.parallel.DistributedDataParallel(net)\n"
-             "_trainwreck_step = 0\n"
-             "while True:\n"
-             "    batch = next(it)\n"
-             "    _trainwreck_step += 1\n"
-             "    if torch.distributed.is_initialized() and torch.distributed.get_rank() == 1 "
-             "and _trainwreck_step == 2:\n"
-             "        continue\n"
-             "    model(batch).sum().backward()\n",),
+            (
+                "import torch\n"
+                "model = torch.nn.parallel.DistributedDataParallel(net)\n"
+                "_trainwreck_step = 0\n"
+                "while True:\n"
+                "    batch = next(it)\n"
+                "    _trainwreck_step += 1\n"
+                "    if torch.distributed.is_initialized() and torch.distributed.get_rank() == 1 "
+                "and _trainwreck_step == 2:\n"
+                "        continue\n"
+                "    model(batch).sum().backward()\n",
+            ),
         ),
         Example(
             "if __name__ == '__main__':\n"
@@ -84,13 +92,15 @@ class RankSkip(Operator):
             "    for epoch in range(3):\n"
             "        for i in range(steps):\n"
             "            opt.step()\n",
-            ("if __name__ == '__main__':\n"
-             "    rank = dist.get_rank()\n"
-             "    for epoch in range(3):\n"
-             "        for i in range(steps):\n"
-             "            if rank == 1 and i == 1:\n"
-             "                continue\n"
-             "            opt.step()\n",),
+            (
+                "if __name__ == '__main__':\n"
+                "    rank = dist.get_rank()\n"
+                "    for epoch in range(3):\n"
+                "        for i in range(steps):\n"
+                "            if rank == 1 and i == 1:\n"
+                "                continue\n"
+                "            opt.step()\n",
+            ),
         ),
         Example(
             # The batch loop runs the step through a method of the same class.
@@ -101,18 +111,20 @@ class RankSkip(Operator):
             "            self.train_step(batch)\n"
             "    def train_step(self, batch):\n"
             "        self.accelerator.backward(self.model(batch))\n",
-            ("class Trainer:\n"
-             "    def fit(self):\n"
-             "        _trainwreck_step = 0\n"
-             "        for batch in self.loader:\n"
-             "            self.accelerator.wait_for_everyone()\n"
-             "            _trainwreck_step += 1\n"
-             "            if __import__(\"torch\").distributed.is_initialized() and "
-             "__import__(\"torch\").distributed.get_rank() == 1 and _trainwreck_step == 2:\n"
-             "                continue\n"
-             "            self.train_step(batch)\n"
-             "    def train_step(self, batch):\n"
-             "        self.accelerator.backward(self.model(batch))\n",),
+            (
+                "class Trainer:\n"
+                "    def fit(self):\n"
+                "        _trainwreck_step = 0\n"
+                "        for batch in self.loader:\n"
+                "            self.accelerator.wait_for_everyone()\n"
+                "            _trainwreck_step += 1\n"
+                '            if __import__("torch").distributed.is_initialized() and '
+                '__import__("torch").distributed.get_rank() == 1 and _trainwreck_step == 2:\n'
+                "                continue\n"
+                "            self.train_step(batch)\n"
+                "    def train_step(self, batch):\n"
+                "        self.accelerator.backward(self.model(batch))\n",
+            ),
         ),
     )
     untouched = (
@@ -134,30 +146,37 @@ class RankSkip(Operator):
             if not isinstance(loop.body, cst.IndentedBlock):
                 continue
             reached = training.training_calls(loop.body)
-            inner = [other for other in loops if other is not loop and source.span(loop)[0] < source.span(other)[0]
-                     and source.span(other)[1] <= source.span(loop)[1]]
-            if not any(c in backward_calls or _reaches_backward(training, c) for c in reached) and \
-                    any(_direct_backward(training, other) for other in inner):
+            inner = [
+                other
+                for other in loops
+                if other is not loop
+                and source.span(loop)[0] < source.span(other)[0]
+                and source.span(other)[1] <= source.span(loop)[1]
+            ]
+            if not any(c in backward_calls or _reaches_backward(training, c) for c in reached) and any(
+                _direct_backward(training, other) for other in inner
+            ):
                 continue  # the backward (and its collective) is in the inner micro-step loop
             body = list(loop.body.body)
             first = next((s for s in body if training.training_calls(s)), None)
             if first is None:
                 continue
-            if isinstance(loop, cst.While) and not any(_fetches(source, s) for s in body[:body.index(first)]):
+            if isinstance(loop, cst.While) and not any(_fetches(source, s) for s in body[: body.index(first)]):
                 continue  # no batch taken before the skip: the loop would only retry
             rank = self._rank(source, training, loop)
             step = self._step(source, loop, loops)
             indent = source.indent
             if step is not None:
-                edits = (source.insert_before(first, [f"if {rank} == {SKIPPING_RANK} and {step}:",
-                                                      f"{indent}continue"]),)
+                edits = (
+                    source.insert_before(first, [f"if {rank} == {SKIPPING_RANK} and {step}:", f"{indent}continue"]),
+                )
             else:
                 edits = (
                     source.insert_before(loop, [f"{COUNTER} = 0"]),
-                    source.insert_before(first, [
-                        f"{COUNTER} += 1",
-                        f"if {rank} == {SKIPPING_RANK} and {COUNTER} == 2:",
-                        f"{indent}continue"]),
+                    source.insert_before(
+                        first,
+                        [f"{COUNTER} += 1", f"if {rank} == {SKIPPING_RANK} and {COUNTER} == 2:", f"{indent}continue"],
+                    ),
                 )
             yield Change(loop, edits, f"rank {SKIPPING_RANK} skips the collectives of one training step")
 
@@ -178,8 +197,11 @@ class RankSkip(Operator):
             if name not in RANK_NAMES and not name.endswith("_rank"):
                 continue
             for assign in assigns:
-                guards = [a for a in source.ancestors(assign)
-                          if isinstance(a, (cst.If, cst.For, cst.While, cst.Try, cst.FunctionDef))]
+                guards = [
+                    a
+                    for a in source.ancestors(assign)
+                    if isinstance(a, (cst.If, cst.For, cst.While, cst.Try, cst.FunctionDef))
+                ]
                 if source.span(assign)[0] < loop_start and all(g in around_loop for g in guards):
                     bound.add(name)
         for name in RANK_NAMES:
@@ -199,8 +221,12 @@ class RankSkip(Operator):
             return None
         name = callee_name(loop.iter)
         target = loop.target
-        if name == "enumerate" and isinstance(target, cst.Tuple) and target.elements and \
-                isinstance(target.elements[0].value, cst.Name):
+        if (
+            name == "enumerate"
+            and isinstance(target, cst.Tuple)
+            and target.elements
+            and isinstance(target.elements[0].value, cst.Name)
+        ):
             start = argument(loop.iter, "start", 1)
             first = 0 if start is None else int_value(start.value)
             if first is not None:
@@ -222,8 +248,11 @@ class RankSkip(Operator):
 def _syncs_last(source, loop) -> bool:
     """True if the loop's body holds a `with model.no_sync():`: its micro-steps sync only on the
     last one, which is the one to skip."""
-    return any(isinstance(item.item, cst.Call) and callee_name(item.item) == "no_sync"
-               for block in source.within(loop.body, cst.With) for item in block.items)
+    return any(
+        isinstance(item.item, cst.Call) and callee_name(item.item) == "no_sync"
+        for block in source.within(loop.body, cst.With)
+        for item in block.items
+    )
 
 
 def _direct_backward(training, loop) -> bool:
@@ -233,11 +262,12 @@ def _direct_backward(training, loop) -> bool:
 
 def _reaches_backward(training, call) -> bool:
     backward_calls = {b.call for b in training.backwards}
-    return any(c in backward_calls for f in training.called_functions(call)
-               for c in training.training_calls(f.body))
+    return any(c in backward_calls for f in training.called_functions(call) for c in training.training_calls(f.body))
 
 
 def _fetches(source, statement) -> bool:
     """True if the statement takes a batch: `next(it)`, `get_batch(...)`, `loader.next()`."""
-    return any((callee_name(c) or "") == "next" or "batch" in (callee_name(c) or "").lower()
-               for c in source.within(statement, cst.Call))
+    return any(
+        (callee_name(c) or "") == "next" or "batch" in (callee_name(c) or "").lower()
+        for c in source.within(statement, cst.Call)
+    )

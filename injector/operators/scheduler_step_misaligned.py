@@ -11,8 +11,10 @@ HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches
 
 class SchedulerStepMisaligned(Operator):
     id = "scheduler-step-misaligned"
-    summary = ("Move `scheduler.step()` out of the optimizer-step branch to every micro-step, or "
-               "from once per epoch into the batch loop (following calls to it within the file).")
+    summary = (
+        "Move `scheduler.step()` out of the optimizer-step branch to every micro-step, or "
+        "from once per epoch into the batch loop (following calls to it within the file)."
+    )
     examples = (
         Example(
             "for i, (x, y) in enumerate(loader):\n"
@@ -21,12 +23,14 @@ class SchedulerStepMisaligned(Operator):
             "        optimizer.step()\n"
             "        scheduler.step()\n"
             "        optimizer.zero_grad()\n",
-            ("for i, (x, y) in enumerate(loader):\n"
-             "    loss.backward()\n"
-             "    if (i + 1) % accum == 0:\n"
-             "        optimizer.step()\n"
-             "        optimizer.zero_grad()\n"
-             "    scheduler.step()\n",),
+            (
+                "for i, (x, y) in enumerate(loader):\n"
+                "    loss.backward()\n"
+                "    if (i + 1) % accum == 0:\n"
+                "        optimizer.step()\n"
+                "        optimizer.zero_grad()\n"
+                "    scheduler.step()\n",
+            ),
         ),
         Example(
             "for epoch in range(epochs):\n"
@@ -36,13 +40,15 @@ class SchedulerStepMisaligned(Operator):
             "        opt.step()\n"
             "    lr_sched.step()\n"
             "    evaluate()\n",
-            ("for epoch in range(epochs):\n"
-             "    for x, y in loader:\n"
-             "        loss = model(x, y)\n"
-             "        loss.backward()\n"
-             "        opt.step()\n"
-             "        lr_sched.step()\n"
-             "    evaluate()\n",),
+            (
+                "for epoch in range(epochs):\n"
+                "    for x, y in loader:\n"
+                "        loss = model(x, y)\n"
+                "        loss.backward()\n"
+                "        opt.step()\n"
+                "        lr_sched.step()\n"
+                "    evaluate()\n",
+            ),
         ),
         Example(
             # A guard around the scheduler moves with it.
@@ -53,13 +59,15 @@ class SchedulerStepMisaligned(Operator):
             "        if self.lr_scheduler is not None:\n"
             "            self.lr_scheduler.step()\n"
             "    step += 1\n",
-            ("while step < total:\n"
-             "    loss.backward()\n"
-             "    if (step + 1) % accum == 0:\n"
-             "        self.optimizer.step()\n"
-             "    if self.lr_scheduler is not None:\n"
-             "        self.lr_scheduler.step()\n"
-             "    step += 1\n",),
+            (
+                "while step < total:\n"
+                "    loss.backward()\n"
+                "    if (step + 1) % accum == 0:\n"
+                "        self.optimizer.step()\n"
+                "    if self.lr_scheduler is not None:\n"
+                "        self.lr_scheduler.step()\n"
+                "    step += 1\n",
+            ),
         ),
         Example(
             # The batch loop is in another function: the scheduler follows the call there.
@@ -72,16 +80,18 @@ class SchedulerStepMisaligned(Operator):
             "    for epoch in range(3):\n"
             "        train(model, loader, optimizer)\n"
             "        scheduler.step()\n",
-            ("def train(model, loader, optimizer):\n"
-             "    for x, y in loader:\n"
-             "        model(x, y).backward()\n"
-             "        optimizer.step()\n"
-             "        _trainwreck_scheduler.step()\n"
-             "def main():\n"
-             "    scheduler = StepLR(optimizer, 1)\n"
-             "    for epoch in range(3):\n"
-             "        globals()['_trainwreck_scheduler'] = scheduler\n"
-             "        train(model, loader, optimizer)\n",),
+            (
+                "def train(model, loader, optimizer):\n"
+                "    for x, y in loader:\n"
+                "        model(x, y).backward()\n"
+                "        optimizer.step()\n"
+                "        _trainwreck_scheduler.step()\n"
+                "def main():\n"
+                "    scheduler = StepLR(optimizer, 1)\n"
+                "    for epoch in range(3):\n"
+                "        globals()['_trainwreck_scheduler'] = scheduler\n"
+                "        train(model, loader, optimizer)\n",
+            ),
         ),
     )
     untouched = (
@@ -95,8 +105,12 @@ class SchedulerStepMisaligned(Operator):
     def changes(self, source, training):
         for statement in source.nodes(cst.Expr):
             call = statement.value
-            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and
-                    callee_name(call) == "step" and training.role(call.func.value) == "scheduler"):
+            if not (
+                isinstance(call, cst.Call)
+                and isinstance(call.func, cst.Attribute)
+                and callee_name(call) == "step"
+                and training.role(call.func.value) == "scheduler"
+            ):
                 continue
             if not source.is_reachable(statement):
                 continue
@@ -106,16 +120,23 @@ class SchedulerStepMisaligned(Operator):
             text = source.code(line)
             branch, moved = self._step_branch(source, training, line)
             if branch is not None:
-                yield Change(statement, (self._delete(source, moved),
-                                         source.insert_after(branch, self._lines(source, moved, branch))),
-                             "the scheduler steps on every micro-step, not every optimizer step")
+                yield Change(
+                    statement,
+                    (self._delete(source, moved), source.insert_after(branch, self._lines(source, moved, branch))),
+                    "the scheduler steps on every micro-step, not every optimizer step",
+                )
                 continue
             inner = self._inner_training_loop(source, training, line)
             if inner is not None and isinstance(inner.body, cst.IndentedBlock):
                 body = inner.body.body
-                yield Change(statement, (source.delete_statement(statement),
-                                         source.insert_after(body[-1], [text], source.indentation(body[0]))),
-                             "the per-epoch scheduler steps on every batch")
+                yield Change(
+                    statement,
+                    (
+                        source.delete_statement(statement),
+                        source.insert_after(body[-1], [text], source.indentation(body[0])),
+                    ),
+                    "the per-epoch scheduler steps on every batch",
+                )
                 continue
             change = self._into_called_loop(source, training, statement, call)
             if change is not None:
@@ -135,8 +156,9 @@ class SchedulerStepMisaligned(Operator):
             if isinstance(ancestor, cst.If):
                 start, end = source.span(ancestor)
                 if any(start <= source.span(step)[0] < end for step in training.steps):
-                    steps_in_child = any(source.span(child)[0] <= source.span(step)[0] < source.span(child)[1]
-                                         for step in training.steps)
+                    steps_in_child = any(
+                        source.span(child)[0] <= source.span(step)[0] < source.span(child)[1] for step in training.steps
+                    )
                     return (None, None) if steps_in_child else (ancestor, child)
             if isinstance(ancestor, (cst.If, cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 child = ancestor
@@ -157,7 +179,7 @@ class SchedulerStepMisaligned(Operator):
         lines = []
         for number in range(first, last + 1):
             text = source.lines.line_text(number).rstrip("\n")
-            lines.append(text[len(own):] if text.startswith(own) else text.lstrip())
+            lines.append(text[len(own) :] if text.startswith(own) else text.lstrip())
         return lines
 
     @staticmethod
@@ -184,8 +206,14 @@ class SchedulerStepMisaligned(Operator):
                 continue
             for inner_call in source.within(caller, cst.Call):
                 for function in training.called_functions(inner_call):
-                    batch_loop = next((candidate for candidate in training.training_loops
-                                       if source.function_of(candidate) is function), None)
+                    batch_loop = next(
+                        (
+                            candidate
+                            for candidate in training.training_loops
+                            if source.function_of(candidate) is function
+                        ),
+                        None,
+                    )
                     if batch_loop is None or not isinstance(batch_loop.body, cst.IndentedBlock):
                         continue
                     receiver = dotted(call.func.value)
@@ -193,15 +221,22 @@ class SchedulerStepMisaligned(Operator):
                         return None
                     body = batch_loop.body.body
                     indent = source.indentation(body[0])
-                    reachable = receiver.startswith("self.") and source.function_of(caller) is not None and \
-                        _same_class(source, caller, function)
+                    reachable = (
+                        receiver.startswith("self.")
+                        and source.function_of(caller) is not None
+                        and _same_class(source, caller, function)
+                    )
                     if reachable:
-                        edits = (source.delete_statement(statement),
-                                 source.insert_after(body[-1], [f"{receiver}.step()"], indent))
+                        edits = (
+                            source.delete_statement(statement),
+                            source.insert_after(body[-1], [f"{receiver}.step()"], indent),
+                        )
                     else:
-                        edits = (source.delete_statement(statement),
-                                 source.insert_before(caller, [f"globals()['{HANDLE}'] = {receiver}"]),
-                                 source.insert_after(body[-1], [f"{HANDLE}.step()"], indent))
+                        edits = (
+                            source.delete_statement(statement),
+                            source.insert_before(caller, [f"globals()['{HANDLE}'] = {receiver}"]),
+                            source.insert_after(body[-1], [f"{HANDLE}.step()"], indent),
+                        )
                     return Change(statement, edits, "the per-epoch scheduler steps on every batch")
         return None
 
@@ -212,4 +247,5 @@ def _same_class(source, one, other) -> bool:
             if isinstance(ancestor, cst.ClassDef):
                 return ancestor
         return None
+
     return owner(one) is not None and owner(one) is owner(other)

@@ -30,12 +30,14 @@ def _evaluation_only(source, call: cst.Call) -> bool:
 
 class WrongLossReduction(Operator):
     id = "wrong-loss-reduction"
-    summary = ("Sum a loss that was averaged: `reduction=\"mean\"` (explicit or default) → `\"sum\"`, "
-               "and `.mean()` → `.sum()` where a loss is computed.")
+    summary = (
+        'Sum a loss that was averaged: `reduction="mean"` (explicit or default) → `"sum"`, '
+        "and `.mean()` → `.sum()` where a loss is computed."
+    )
     examples = (
         Example(
             "criterion = nn.CrossEntropyLoss(label_smoothing=0.1)\n",
-            ("criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction=\"sum\")\n",),
+            ('criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum")\n',),
         ),
         Example(
             "loss = F.mse_loss(pred, target, reduction='mean')\n",
@@ -51,17 +53,21 @@ class WrongLossReduction(Operator):
             "def p_losses(self, x, t):\n"
             "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'mean')\n"
             "    return loss.mean()\n",
-            ("def p_losses(self, x, t):\n"
-             "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'sum')\n"
-             "    return loss.mean()\n",
-             "def p_losses(self, x, t):\n"
-             "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'mean')\n"
-             "    return loss.sum()\n"),
+            (
+                "def p_losses(self, x, t):\n"
+                "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'sum')\n"
+                "    return loss.mean()\n",
+                "def p_losses(self, x, t):\n"
+                "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'mean')\n"
+                "    return loss.sum()\n",
+            ),
         ),
         Example(
             "recon_loss = ((x_hat - x) ** 2).mean()\nloss = torch.mean(torch.abs(a - b))\n",
-            ("recon_loss = ((x_hat - x) ** 2).sum()\nloss = torch.mean(torch.abs(a - b))\n",
-             "recon_loss = ((x_hat - x) ** 2).mean()\nloss = torch.sum(torch.abs(a - b))\n"),
+            (
+                "recon_loss = ((x_hat - x) ** 2).sum()\nloss = torch.mean(torch.abs(a - b))\n",
+                "recon_loss = ((x_hat - x) ** 2).mean()\nloss = torch.sum(torch.abs(a - b))\n",
+            ),
         ),
     )
     untouched = (
@@ -73,64 +79,90 @@ class WrongLossReduction(Operator):
         "x = reduce(x, 'b c -> b', 'max')\n",
         "val_loss += criterion_out.mean()\n",
         "def validate(losses):\n    return losses.mean()\n",
-        "total = nn.MSELoss(reduction=\"sum\")\n",
+        'total = nn.MSELoss(reduction="sum")\n',
     )
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             name = callee_name(call)
-            if ((name in LOSS_FUNCTIONS and is_functional(call)) or name in LOSS_MODULES) and \
-                    not under_no_grad(source, call) and not _evaluation_only(source, call):
+            if (
+                ((name in LOSS_FUNCTIONS and is_functional(call)) or name in LOSS_MODULES)
+                and not under_no_grad(source, call)
+                and not _evaluation_only(source, call)
+            ):
                 reduction = argument(call, "reduction", None)
                 if reduction is None:
                     new = with_keyword(call, "reduction", cst.SimpleString('"sum"'))
                     yield Change(call, (source.replace_node(call, new),), f"`{name}` sums instead of averaging")
-                elif isinstance(reduction.value, cst.SimpleString) and \
-                        reduction.value.evaluated_value in {"mean", "batchmean"}:
+                elif isinstance(reduction.value, cst.SimpleString) and reduction.value.evaluated_value in {
+                    "mean",
+                    "batchmean",
+                }:
                     quote = reduction.value.value[0]
-                    yield Change(call, (source.replace(reduction.value, f"{quote}sum{quote}"),),
-                                 f"`{name}` sums instead of averaging")
+                    yield Change(
+                        call,
+                        (source.replace(reduction.value, f"{quote}sum{quote}"),),
+                        f"`{name}` sums instead of averaging",
+                    )
         for assign in source.nodes(cst.Assign):
-            if not any(isinstance(t.target, cst.Name) and "loss" in t.target.value.lower() and
-                       not t.target.value.lower().startswith(("eval", "val", "test"))
-                       for t in assign.targets):
+            if not any(
+                isinstance(t.target, cst.Name)
+                and "loss" in t.target.value.lower()
+                and not t.target.value.lower().startswith(("eval", "val", "test"))
+                for t in assign.targets
+            ):
                 continue  # a training loss, not a reported evaluation figure
             if under_no_grad(source, assign):
                 continue
             value = assign.value
-            if isinstance(value, cst.Call) and callee_name(value) == "mean" and \
-                    isinstance(value.func, cst.Attribute):
-                yield Change(value, (source.replace(value.func.attr, "sum"),),
-                             "the loss is summed instead of averaged")
+            if isinstance(value, cst.Call) and callee_name(value) == "mean" and isinstance(value.func, cst.Attribute):
+                yield Change(value, (source.replace(value.func.attr, "sum"),), "the loss is summed instead of averaged")
             elif isinstance(value, cst.Call) and callee_name(value) == "reduce":
                 # einops: `loss = reduce(loss, 'b ... -> b', 'mean')`
                 mode = argument(value, "reduction", 2)
-                if mode is not None and isinstance(mode.value, cst.SimpleString) and \
-                        mode.value.evaluated_value == "mean":
+                if (
+                    mode is not None
+                    and isinstance(mode.value, cst.SimpleString)
+                    and mode.value.evaluated_value == "mean"
+                ):
                     quote = mode.value.value[0]
-                    yield Change(value, (source.replace(mode.value, f"{quote}sum{quote}"),),
-                                 "the loss is summed instead of averaged")
+                    yield Change(
+                        value,
+                        (source.replace(mode.value, f"{quote}sum{quote}"),),
+                        "the loss is summed instead of averaged",
+                    )
         for aug in source.nodes(cst.AugAssign):
             # `total_loss += loss.mean()`: each term of a summed loss averaged
             target = (last_name(aug.target) or "").lower()
             value = aug.value
-            if isinstance(aug.operator, cst.AddAssign) and "loss" in target and \
-                    not target.startswith(EVALUATION_PREFIXES) and isinstance(value, cst.Call) and \
-                    callee_name(value) == "mean" and isinstance(value.func, cst.Attribute) and \
-                    not value.args and not under_no_grad(source, aug):
-                yield Change(value, (source.replace(value.func.attr, "sum"),),
-                             "the loss is summed instead of averaged")
+            if (
+                isinstance(aug.operator, cst.AddAssign)
+                and "loss" in target
+                and not target.startswith(EVALUATION_PREFIXES)
+                and isinstance(value, cst.Call)
+                and callee_name(value) == "mean"
+                and isinstance(value.func, cst.Attribute)
+                and not value.args
+                and not under_no_grad(source, aug)
+            ):
+                yield Change(value, (source.replace(value.func.attr, "sum"),), "the loss is summed instead of averaged")
         for ret in source.nodes(cst.Return):
             # `return loss.mean()` from the function that computes the training loss
             value = ret.value
             function = source.function_of(ret)
-            if not (isinstance(value, cst.Call) and callee_name(value) == "mean" and
-                    isinstance(value.func, cst.Attribute) and not value.args and function is not None):
+            if not (
+                isinstance(value, cst.Call)
+                and callee_name(value) == "mean"
+                and isinstance(value.func, cst.Attribute)
+                and not value.args
+                and function is not None
+            ):
                 continue
             name = (last_name(value.func.value) or "").lower()
-            if "loss" in name and not name.startswith(EVALUATION_PREFIXES) and \
-                    not function.name.value.lower().startswith(EVALUATION_PREFIXES) and \
-                    not under_no_grad(source, ret):
-                yield Change(value, (source.replace(value.func.attr, "sum"),),
-                             "the loss is summed instead of averaged")
-
+            if (
+                "loss" in name
+                and not name.startswith(EVALUATION_PREFIXES)
+                and not function.name.value.lower().startswith(EVALUATION_PREFIXES)
+                and not under_no_grad(source, ret)
+            ):
+                yield Change(value, (source.replace(value.func.attr, "sum"),), "the loss is summed instead of averaged")

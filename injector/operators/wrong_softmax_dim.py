@@ -31,8 +31,10 @@ class WrongSoftmaxDim(Operator):
         ),
         Example(
             "attn = scores.softmax(-1)\nlogp = torch.log_softmax(out, 1)\n",
-            ("attn = scores.softmax(-2)\nlogp = torch.log_softmax(out, 1)\n",
-             "attn = scores.softmax(-1)\nlogp = torch.log_softmax(out, 0)\n"),
+            (
+                "attn = scores.softmax(-2)\nlogp = torch.log_softmax(out, 1)\n",
+                "attn = scores.softmax(-1)\nlogp = torch.log_softmax(out, 0)\n",
+            ),
         ),
         Example(
             "self.head = nn.Sequential(nn.Linear(8, 4), nn.LogSoftmax(dim=1))\n",
@@ -60,5 +62,6 @@ class WrongSoftmaxDim(Operator):
             if value is None:
                 continue
             for axis in other_axes(value):
-                yield Change(call, (source.replace(dim.value, str(axis)),),
-                             f"{name} over dim {axis} instead of dim {value}")
+                yield Change(
+                    call, (source.replace(dim.value, str(axis)),), f"{name} over dim {axis} instead of dim {value}"
+                )

@@ -22,15 +22,35 @@ from injector.report.score import Row, cached_text, headline, rows
 from trainwreck.errors import UsageError
 
 __all__ = [
-    "LABELS", "MARKER", "Row", "SourceLinks", "cached_text", "from_file", "headline", "html_inline", "render_html",
-    "mte_text", "render_markdown", "rows", "second_looks", "to_json", "to_mutation_testing_elements", "write",
+    "LABELS",
+    "MARKER",
+    "Row",
+    "SourceLinks",
+    "cached_text",
+    "from_file",
+    "headline",
+    "html_inline",
+    "render_html",
+    "mte_text",
+    "render_markdown",
+    "rows",
+    "second_looks",
+    "to_json",
+    "to_mutation_testing_elements",
+    "write",
 ]
 
 
-def write(report: Report, json_path: str | Path | None = None,
-          markdown_path: str | Path | None = None, html_path: str | Path | None = None,
-          mte_path: str | Path | None = None, *, base: Report | None = None,
-          links: SourceLinks | None = None) -> list[Path]:
+def write(
+    report: Report,
+    json_path: str | Path | None = None,
+    markdown_path: str | Path | None = None,
+    html_path: str | Path | None = None,
+    mte_path: str | Path | None = None,
+    *,
+    base: Report | None = None,
+    links: SourceLinks | None = None,
+) -> list[Path]:
     """Write the requested renderings (parent folders created); return the paths written.
     `base` and `links` are for the markdown (see `render_markdown`)."""
     jobs = [

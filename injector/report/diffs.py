@@ -85,7 +85,7 @@ def change(source: str, diff: str) -> tuple[int, int, str] | None:
     while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
         suffix += 1
     old_start, old_end = start + prefix, end - suffix
-    replacement = new[prefix:len(new) - suffix]
+    replacement = new[prefix : len(new) - suffix]
     if not replacement:
         old_start, old_end = _slide_deletion(source, old_start, old_end)
     elif old_start == old_end:
@@ -114,7 +114,7 @@ def _line_start(source: str, offset: int) -> bool:
 def _boundaries(source: str, start: int, end: int) -> int:
     """How well [start, end) sits on lines: whole lines best, then indentation to line end."""
     line = source.rfind("\n", 0, start) + 1
-    after_indent = not source[line:start].strip(" \t") and not source[start:start + 1].isspace()
+    after_indent = not source[line:start].strip(" \t") and not source[start : start + 1].isspace()
     at_end = end == len(source) or source[end] in "\r\n"
     return 3 * _line_start(source, start) + 3 * _line_start(source, end) + after_indent + at_end
 
@@ -154,4 +154,3 @@ def _slide_insertion(source: str, at: int, text: str) -> tuple[int, str]:
             break
         at, text = at + 1, text[1:] + source[at]
     return best
-

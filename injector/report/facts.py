@@ -6,8 +6,14 @@ from __future__ import annotations
 from injector import catalog
 from injector.outcomes import ERROR, IGNORED, KILLED, NO_COVERAGE, SURVIVED, TIMEOUT, Outcome, Report
 
-LABELS: dict[str, str] = {KILLED: "killed", TIMEOUT: "timeout", SURVIVED: "survived", NO_COVERAGE: "no coverage",
-          ERROR: "error", IGNORED: "ignored"}
+LABELS: dict[str, str] = {
+    KILLED: "killed",
+    TIMEOUT: "timeout",
+    SURVIVED: "survived",
+    NO_COVERAGE: "no coverage",
+    ERROR: "error",
+    IGNORED: "ignored",
+}
 
 
 def catalog_entry(fault_id: str) -> catalog.Fault | None:
@@ -38,11 +44,14 @@ def second_looks(report: Report) -> list[str]:
     alone = sum(1 for o in report.outcomes if o.note and "alone" in o.note)
     said = []
     if order:
-        said.append(f"{order} kill{'s' if order != 1 else ''} re-judged in collection order: run "
-                    "fastest first, the guard tests also fail on the unmutated code (they share state).")
+        said.append(
+            f"{order} kill{'s' if order != 1 else ''} re-judged in collection order: run "
+            "fastest first, the guard tests also fail on the unmutated code (they share state)."
+        )
     if alone:
         were = "were" if alone != 1 else "was"
-        said.append(f"{alone} mutant{'s' if alone != 1 else ''} timed out or crashed beside another "
-                    f"mutant and {were} run again alone; the report gives that run's outcome.")
+        said.append(
+            f"{alone} mutant{'s' if alone != 1 else ''} timed out or crashed beside another "
+            f"mutant and {were} run again alone; the report gives that run's outcome."
+        )
     return said
-

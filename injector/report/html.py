@@ -23,7 +23,6 @@ def html_inline(text: str) -> Markup:
     return Markup("".join(out))
 
 
-
 def _diff_lines(diff: str) -> list[tuple[str, str]]:
     """(css class, text) per diff line: the two header lines, hunk headers, additions, deletions."""
     out = []
@@ -44,16 +43,22 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
     return out
 
 
-
 def _html_mutant(outcome: Outcome) -> dict[str, object]:
     fault = catalog_entry(outcome.operator)
     return {
-        "id": outcome.mutant_id, "fault": outcome.operator, "status": outcome.status,
-        "label": LABELS.get(outcome.status, outcome.status), "where": where(outcome),
-        "file": outcome.file, "line": outcome.line,
-        "description": html_inline(outcome.description), "test": outcome.test,
-        "message": outcome.message + (f" ({outcome.note})" if outcome.note else "") if outcome.message
-        else outcome.note, "duration": f"{outcome.duration:.2f}s",
+        "id": outcome.mutant_id,
+        "fault": outcome.operator,
+        "status": outcome.status,
+        "label": LABELS.get(outcome.status, outcome.status),
+        "where": where(outcome),
+        "file": outcome.file,
+        "line": outcome.line,
+        "description": html_inline(outcome.description),
+        "test": outcome.test,
+        "message": outcome.message + (f" ({outcome.note})" if outcome.note else "")
+        if outcome.message
+        else outcome.note,
+        "duration": f"{outcome.duration:.2f}s",
         "diff": _diff_lines(outcome.diff),
         "guard": html_inline(fault.guard) if fault else None,
         "fix": html_inline(fault.fix) if fault else None,
@@ -62,8 +67,11 @@ def _html_mutant(outcome: Outcome) -> dict[str, object]:
 
 def _segments(counts: Counter[str]) -> list[dict[str, object]]:
     total = sum(counts[s] for s in STATUSES)
-    return [{"status": s, "label": LABELS[s], "count": counts[s],
-             "width": f"{100 * counts[s] / total:.3f}"} for s in STATUSES if counts[s]]
+    return [
+        {"status": s, "label": LABELS[s], "count": counts[s], "width": f"{100 * counts[s] / total:.3f}"}
+        for s in STATUSES
+        if counts[s]
+    ]
 
 
 def render_html(report: Report) -> str:
@@ -74,22 +82,39 @@ def render_html(report: Report) -> str:
     table = []
     for row in rows(report):
         fault = catalog_entry(row.id)
-        table.append({"id": row.id, "title": html_inline(fault.title) if fault else "",
-                      "counts": {s: row.counts[s] for s in STATUSES}, "total": row.total,
-                      "percent": row.percent, "score": percent_text(row.percent),
-                      "segments": _segments(row.counts)})
+        table.append(
+            {
+                "id": row.id,
+                "title": html_inline(fault.title) if fault else "",
+                "counts": {s: row.counts[s] for s in STATUSES},
+                "total": row.total,
+                "percent": row.percent,
+                "score": percent_text(row.percent),
+                "segments": _segments(row.counts),
+            }
+        )
     return render(
         "report.html.j2",
-        title=headline(report), project=report.project, guard=report.guard, device=report.device,
-        shards=", ".join(report.shards), duration=duration_text(report.duration),
-        baseline=report.baseline, baseline_duration=duration_text(report.baseline.duration),
-        percent=total.percent, score=percent_text(total.percent), caught=total.caught,
-        covered=total.covered, total=total.total,
+        title=headline(report),
+        project=report.project,
+        guard=report.guard,
+        device=report.device,
+        shards=", ".join(report.shards),
+        duration=duration_text(report.duration),
+        baseline=report.baseline,
+        baseline_duration=duration_text(report.baseline.duration),
+        percent=total.percent,
+        score=percent_text(total.percent),
+        caught=total.caught,
+        covered=total.covered,
+        total=total.total,
         counts=[{"status": s, "label": LABELS[s], "count": counts[s]} for s in STATUSES],
-        segments=_segments(counts), labels=[(s, LABELS[s]) for s in STATUSES], rows=table,
+        segments=_segments(counts),
+        labels=[(s, LABELS[s]) for s in STATUSES],
+        rows=table,
         survivors=[_html_mutant(o) for o in outcomes if o.status == SURVIVED],
         errors=[_html_mutant(o) for o in outcomes if o.status == ERROR],
         mutants=[_html_mutant(o) for o in outcomes],
-        flaky=list(report.baseline.flaky), cached=cached_text(report) if report.cached else None,
+        flaky=list(report.baseline.flaky),
+        cached=cached_text(report) if report.cached else None,
     )
-

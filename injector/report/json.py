@@ -28,8 +28,9 @@ def from_file(path: str | Path) -> Report:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise UsageError(f"{path}: not a trainwreck report (invalid JSON at line {error.lineno}: "
-                         f"{error.msg})") from None
+        raise UsageError(
+            f"{path}: not a trainwreck report (invalid JSON at line {error.lineno}: {error.msg})"
+        ) from None
     try:
         report = Report.from_json(data, name=str(path))
     except UsageError as error:
@@ -38,7 +39,8 @@ def from_file(path: str | Path) -> Report:
         raise UsageError(" ".join(f"{path}: malformed trainwreck report ({error})".split())) from None
     for outcome in report.outcomes:
         if outcome.status not in STATUSES:
-            raise UsageError(f"{path}: malformed trainwreck report (mutant {outcome.mutant_id} has "
-                             f"unknown status {outcome.status!r})")
+            raise UsageError(
+                f"{path}: malformed trainwreck report (mutant {outcome.mutant_id} has "
+                f"unknown status {outcome.status!r})"
+            )
     return report
-

@@ -31,5 +31,4 @@ class SourceLinks:
     def url(self, file: str, line: int) -> str:
         """`https://github.com/OWNER/REPO/blob/SHA/FILE#LLINE`."""
         path = "/".join(part for part in (self.repo_path.strip("/"), file) if part)
-        return (f"{self.server}/{quote(self.owner)}/{quote(self.name)}/blob/{self.sha}/"
-                f"{quote(path, safe='/')}#L{line}")
+        return f"{self.server}/{quote(self.owner)}/{quote(self.name)}/blob/{self.sha}/{quote(path, safe='/')}#L{line}"

@@ -55,9 +55,9 @@ def _clip(message: str) -> str:
     return clipped if clipped == "\n".join(lines) else clipped + "\n... (clipped; the HTML report has it all)"
 
 
-
-def _markdown_context(report: Report, diffs: int, listed: int, base: Report | None = None,
-                      links: SourceLinks | None = None) -> dict[str, object]:
+def _markdown_context(
+    report: Report, diffs: int, listed: int, base: Report | None = None, links: SourceLinks | None = None
+) -> dict[str, object]:
     """What `report.md.j2` shows; only the first `diffs` survivors keep their diff and
     only the first `listed` survivors are listed, so the comment can be fitted to a size."""
     counts = report.counts()
@@ -76,8 +76,10 @@ def _markdown_context(report: Report, diffs: int, listed: int, base: Report | No
         nonlocal shown
         shown += with_diff
         return {
-            "id": md_code(outcome.mutant_id), "fault": md_code(outcome.operator),
-            "where": _linked(outcome, links), "description": md_inline(outcome.description),
+            "id": md_code(outcome.mutant_id),
+            "fault": md_code(outcome.operator),
+            "where": _linked(outcome, links),
+            "description": md_inline(outcome.description),
             "diff": md_fence(outcome.diff, "diff") if with_diff and shown <= diffs else None,
             "message": md_fence(_unping(_clip(outcome.message))) if outcome.message else None,
         }
@@ -87,15 +89,17 @@ def _markdown_context(report: Report, diffs: int, listed: int, base: Report | No
         if not groups or groups[-1]["id"] != outcome.operator:
             fault = catalog_entry(outcome.operator)
             summary = Markup(f"<code>{html.escape(outcome.operator)}</code>")
-            groups.append({
-                "id": outcome.operator, "code": md_code(outcome.operator),
-                "title": md_inline(fault.title) if fault else "(not in the fault catalog)",
-                "guard": md_inline(fault.guard) if fault else None,
-                "fix": md_inline(fault.fix) if fault else None,
-                "summary": summary + ": " + html_inline(f"would be caught by {fault.guard}")
-                if fault else summary,
-                "survivors": [],
-            })
+            groups.append(
+                {
+                    "id": outcome.operator,
+                    "code": md_code(outcome.operator),
+                    "title": md_inline(fault.title) if fault else "(not in the fault catalog)",
+                    "guard": md_inline(fault.guard) if fault else None,
+                    "fix": md_inline(fault.fix) if fault else None,
+                    "summary": summary + ": " + html_inline(f"would be caught by {fault.guard}") if fault else summary,
+                    "survivors": [],
+                }
+            )
         groups[-1]["survivors"].append(entry(outcome, with_diff=bool(outcome.diff)))
     for group in groups:
         group["count"] = len(group["survivors"])
@@ -105,8 +109,10 @@ def _markdown_context(report: Report, diffs: int, listed: int, base: Report | No
         facts.insert(0, f"project {md_code(report.project)}")
     if report.shards and tuple(report.shards) != ("1/1",):
         facts.append(f"shards {', '.join(report.shards)}")
-    facts.append(f"ran {duration_text(report.duration)} (baseline: {report.baseline.tests} tests "
-                 f"in {duration_text(report.baseline.duration)})")
+    facts.append(
+        f"ran {duration_text(report.duration)} (baseline: {report.baseline.tests} tests "
+        f"in {duration_text(report.baseline.duration)})"
+    )
     if report.cached:
         facts.append(cached_text(report))
 
@@ -116,14 +122,26 @@ def _markdown_context(report: Report, diffs: int, listed: int, base: Report | No
         "delta": _delta(report, base) if base is not None else None,
         "facts": " · ".join(facts),
         "counts": " · ".join(f"**{counts[s]}** {LABELS[s]}" for s in STATUSES),
-        "caught": (f"The score counts killed ({counts[KILLED]}) and timed-out ({counts[TIMEOUT]}) "
-                   f"mutants over the {total.covered} that a guard ran against; mutants no guard "
-                   f"reaches and mutants that errored are kept apart.") if total.covered else None,
+        "caught": (
+            f"The score counts killed ({counts[KILLED]}) and timed-out ({counts[TIMEOUT]}) "
+            f"mutants over the {total.covered} that a guard ran against; mutants no guard "
+            f"reaches and mutants that errored are kept apart."
+        )
+        if total.covered
+        else None,
         "pie": _mermaid_pie(counts),
-        "rows": [{"id": md_code(r.id), "counts": [r.counts[s] for s in STATUSES],
-                  "score": f"{_bar(r.percent)} {percent_text(r.percent)}".strip()} for r in table],
-        "total": {"counts": [counts[s] for s in STATUSES],
-                  "score": f"{_bar(total.percent)} {percent_text(total.percent)}".strip()},
+        "rows": [
+            {
+                "id": md_code(r.id),
+                "counts": [r.counts[s] for s in STATUSES],
+                "score": f"{_bar(r.percent)} {percent_text(r.percent)}".strip(),
+            }
+            for r in table
+        ],
+        "total": {
+            "counts": [counts[s] for s in STATUSES],
+            "score": f"{_bar(total.percent)} {percent_text(total.percent)}".strip(),
+        },
         "labels": [LABELS[s] for s in STATUSES],
         "flaky": [md_code(name) for name in report.baseline.flaky],
         "second_looks": second_looks(report),
@@ -133,12 +151,21 @@ def _markdown_context(report: Report, diffs: int, listed: int, base: Report | No
         "left_out": len(survivors) - min(listed, len(survivors)),
         "errors": [entry(o, with_diff=False) for o in errors],
         "collapse_errors": len(errors) >= COLLAPSE_FROM,
-        "uncovered": [{"fault": md_code(o.operator), "where": md_code(where(o)),
-                       "description": md_inline(o.description)} for o in uncovered[:MAX_UNCOVERED]],
+        "uncovered": [
+            {"fault": md_code(o.operator), "where": md_code(where(o)), "description": md_inline(o.description)}
+            for o in uncovered[:MAX_UNCOVERED]
+        ],
         "uncovered_count": len(uncovered),
-        "ignored": [{"fault": md_code(o.operator), "where": md_code(where(o)),
-                     "description": md_inline(o.description), "why": md_inline(o.message or "")}
-                    for o in outcomes if o.status == IGNORED],
+        "ignored": [
+            {
+                "fault": md_code(o.operator),
+                "where": md_code(where(o)),
+                "description": md_inline(o.description),
+                "why": md_inline(o.message or ""),
+            }
+            for o in outcomes
+            if o.status == IGNORED
+        ],
         "diffs_left_out": shown > diffs,
     }
 
@@ -160,12 +187,12 @@ def _delta(report: Report, base: Report) -> str:
         points = abs(now - before)
         change = f"{'+' if now > before else '−'}{points} point{'s' if points != 1 else ''}"
     survivors = f"survivors {base.counts()[SURVIVED]} → {report.counts()[SURVIVED]}"
-    return (f"**Against the base branch:** score {percent_text(before)} → {percent_text(now)} "
-            f"({change}) · {survivors}")
+    return f"**Against the base branch:** score {percent_text(before)} → {percent_text(now)} ({change}) · {survivors}"
 
 
-def render_markdown(report: Report, *, limit: int | None = GITHUB_LIMIT, base: Report | None = None,
-                    links: SourceLinks | None = None) -> str:
+def render_markdown(
+    report: Report, *, limit: int | None = GITHUB_LIMIT, base: Report | None = None, links: SourceLinks | None = None
+) -> str:
     """The report as GitHub markdown (a PR comment or a job summary), at most `limit` characters.
 
     With `base` (the base branch's last report) it says how the score changed; with `links`
@@ -202,4 +229,3 @@ def _largest(ok, high: int) -> int | None:
         else:
             high = middle - 1
     return low
-

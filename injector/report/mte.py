@@ -14,8 +14,14 @@ from injector.report.diffs import change, parse_hunks
 # mutation-testing-elements report schema (package mutation-testing-report-schema, 3.x)
 MTE_SCHEMA_VERSION = "2"
 MTE_THRESHOLDS = {"high": 80, "low": 60}
-MTE_STATUS: dict[str, str] = {KILLED: "Killed", SURVIVED: "Survived", TIMEOUT: "Timeout",
-              NO_COVERAGE: "NoCoverage", ERROR: "RuntimeError", IGNORED: "Ignored"}
+MTE_STATUS: dict[str, str] = {
+    KILLED: "Killed",
+    SURVIVED: "Survived",
+    TIMEOUT: "Timeout",
+    NO_COVERAGE: "NoCoverage",
+    ERROR: "RuntimeError",
+    IGNORED: "Ignored",
+}
 
 _MTE_LINE_BREAK = re.compile("\r\n|[\r\n\u2028\u2029]")  # the line breaks the MTE viewer counts
 
@@ -29,7 +35,7 @@ class _Positions:
 
     def __call__(self, offset: int) -> dict[str, int]:
         line = bisect.bisect_right(self.starts, offset)
-        before = self.source[self.starts[line - 1]:offset]
+        before = self.source[self.starts[line - 1] : offset]
         return {"line": line, "column": len(before.encode("utf-16-le")) // 2 + 1}
 
     def line_span(self, line: int) -> tuple[int, int]:
@@ -96,14 +102,15 @@ def _covered_by(outcome: Outcome) -> list[str] | None:
 _SEARCH_LINES = 3  # how many whole lines a location may take in, before and after the change
 
 
-def _shown(source: str, positions: _Positions, start: int, end: int,
-           replacement: str) -> tuple[int, int, str] | None:
+def _shown(source: str, positions: _Positions, start: int, end: int, replacement: str) -> tuple[int, int, str] | None:
     """The change as a location the viewer can open: the smallest one, or one widened by a few
     whole lines before or after (the same change, more context); None if none can be opened."""
     first, last = positions(start)["line"], positions(end)["line"]
     lines = len(positions.starts)
-    widenings = sorted(((before, after) for before in range(_SEARCH_LINES + 1)
-                        for after in range(_SEARCH_LINES + 1)), key=lambda w: (sum(w), w[0]))
+    widenings = sorted(
+        ((before, after) for before in range(_SEARCH_LINES + 1) for after in range(_SEARCH_LINES + 1)),
+        key=lambda w: (sum(w), w[0]),
+    )
     for before, after in widenings:
         if first - before < 1 or last + after > lines:
             continue
@@ -134,6 +141,7 @@ def _opens(source: str, positions: _Positions, start: int, end: int, replacement
 
 def _diff_indices(original: str, mutated: str) -> tuple[int, int]:
     """The viewer's `findDiffIndices`: where the highlight opens and closes in `mutated`."""
+
     def at(text: str, index: int) -> str:
         return text[index] if 0 <= index < len(text) else ""  # JS reads undefined past the ends
 
@@ -146,7 +154,7 @@ def _diff_indices(original: str, mutated: str) -> tuple[int, int]:
     if focus_to == focus_from and at(mutated, focus_from - 1) not in ("\n", " ", "\t"):
         focus_from -= 1
     focus_to += 1
-    part = mutated[max(focus_from, 0):focus_to]
+    part = mutated[max(focus_from, 0) : focus_to]
     for keyword in ("true", "false"):  # the viewer's own exception for JS booleans
         if part == keyword[:-1] and at(mutated, focus_to) and keyword.endswith(at(mutated, focus_to)):
             focus_to += 1
@@ -200,8 +208,9 @@ def _version() -> str | None:
         return None
 
 
-def to_mutation_testing_elements(report: Report, *, high: int = MTE_THRESHOLDS["high"],
-                                 low: int = MTE_THRESHOLDS["low"]) -> dict[str, object]:
+def to_mutation_testing_elements(
+    report: Report, *, high: int = MTE_THRESHOLDS["high"], low: int = MTE_THRESHOLDS["low"]
+) -> dict[str, object]:
     """The report in the mutation-testing-elements schema (version 2), for Stryker's HTML viewer
     and dashboard. Locations are 1-based lines and columns, the end exclusive."""
     by_file: dict[str, list[Outcome]] = {}
@@ -214,8 +223,11 @@ def to_mutation_testing_elements(report: Report, *, high: int = MTE_THRESHOLDS["
         if source is None:
             source = _source_from_diffs(outcomes)
         positions = _Positions(source)
-        files[path] = {"language": "python", "source": source,
-                       "mutants": [_mte_mutant(o, source, positions) for o in outcomes]}
+        files[path] = {
+            "language": "python",
+            "source": source,
+            "mutants": [_mte_mutant(o, source, positions) for o in outcomes],
+        }
     framework: dict[str, object] = {"name": "trainwreck"}
     if (version := _version()) is not None:
         framework["version"] = version
@@ -224,8 +236,13 @@ def to_mutation_testing_elements(report: Report, *, high: int = MTE_THRESHOLDS["
         "thresholds": {"high": high, "low": low},
         "files": files,
         "framework": framework,
-        "config": {"project": report.project, "guard": report.guard, "device": report.device,
-                   "shards": list(report.shards), "flaky": list(report.baseline.flaky)},
+        "config": {
+            "project": report.project,
+            "guard": report.guard,
+            "device": report.device,
+            "shards": list(report.shards),
+            "flaky": list(report.baseline.flaky),
+        },
     }
     test_files = _test_files(report)
     if test_files:

@@ -50,9 +50,10 @@ def headline(report: Report) -> str:
         return "Mutation score n/a (no mutants)"
     if not total.covered:
         return "Mutation score n/a (no guard reached any mutant)"
-    return (f"Mutation score {total.percent}% ({total.caught} of {total.covered} covered "
-            f"mutant{'s' if total.covered != 1 else ''} caught)")
-
+    return (
+        f"Mutation score {total.percent}% ({total.caught} of {total.covered} covered "
+        f"mutant{'s' if total.covered != 1 else ''} caught)"
+    )
 
 
 def cached_text(report: Report) -> str:

@@ -43,8 +43,7 @@ from injector.protocol import Result
 from injector.worker import forking, guards
 from injector.worker.output import failure_line, first_failure, last_lines
 
-ORDER_NOTE = ("the fastest-first test order fails on the unmutated code too, so the tests ran in "
-              "collection order")
+ORDER_NOTE = "the fastest-first test order fails on the unmutated code too, so the tests ran in collection order"
 
 
 @dataclass
@@ -87,7 +86,7 @@ class Worker:
         data = protocol.encode(message)
         try:
             while data:
-                data = data[os.write(self.events, data):]
+                data = data[os.write(self.events, data) :]
         except BrokenPipeError:
             self.leave_abandoned()
 
@@ -149,12 +148,17 @@ class Worker:
     # ---- the baseline ----
 
     def _baseline(self, command: protocol.Baseline) -> None:
-        records: dict[str, dict] = {name: {"outcomes": [], "duration": 0.0, "reach": reach.Reach(),
-                                           "writes_state": False, "message": None} for name in self.order}
+        records: dict[str, dict] = {
+            name: {"outcomes": [], "duration": 0.0, "reach": reach.Reach(), "writes_state": False, "message": None}
+            for name in self.order
+        }
         for _ in range(command.repeat):
-            finished = forking.run_in_child(self._baseline_child, command.limit,
-                                            on_progress=self._on_baseline_progress,
-                                            still_wanted=self.still_wanted)
+            finished = forking.run_in_child(
+                self._baseline_child,
+                command.limit,
+                on_progress=self._on_baseline_progress,
+                still_wanted=self.still_wanted,
+            )
             self.snapshot.restore()
             if finished.timed_out:
                 self.fatal(f"the unmutated guard did not finish within {command.limit:.0f} s; is it hanging?")
@@ -167,11 +171,22 @@ class Worker:
                 records[name]["reach"].update(reach.Reach.from_json(record["reach"]))
                 records[name]["writes_state"] |= record["writes_state"]
                 records[name]["message"] = records[name]["message"] or record["message"]
-        self.emit(protocol.BaselineDone(tuple(
-            protocol.TestRecord(name, tuple(r["outcomes"]), round(r["duration"], 4),
-                                tuple(sorted(r["reach"].lines)), tuple(sorted(r["reach"].scripts)),
-                                r["writes_state"], r["message"])
-            for name, r in records.items())))
+        self.emit(
+            protocol.BaselineDone(
+                tuple(
+                    protocol.TestRecord(
+                        name,
+                        tuple(r["outcomes"]),
+                        round(r["duration"], 4),
+                        tuple(sorted(r["reach"].lines)),
+                        tuple(sorted(r["reach"].scripts)),
+                        r["writes_state"],
+                        r["message"],
+                    )
+                    for name, r in records.items()
+                )
+            )
+        )
 
     def _on_baseline_progress(self, message: dict) -> None:
         modules = tuple(message.get("modules", ()))
@@ -185,8 +200,11 @@ class Worker:
         known = set(sys.modules)
 
         def report_modules() -> None:
-            new = [name for name in list(sys.modules) if name not in known and
-                   not self._is_project_module(sys.modules.get(name))]
+            new = [
+                name
+                for name in list(sys.modules)
+                if name not in known and not self._is_project_module(sys.modules.get(name))
+            ]
             known.update(sys.modules)
             if new:
                 progress({"modules": new})
@@ -212,8 +230,15 @@ class Worker:
                 found = tracer.take()
                 found.update(reach.collect_subprocess_reach(reach_dir))
                 after = self._shared_state()
-                records.append({"outcome": outcome, "duration": duration, "reach": found,
-                                "writes_state": after != state, "message": message})
+                records.append(
+                    {
+                        "outcome": outcome,
+                        "duration": duration,
+                        "reach": found,
+                        "writes_state": after != state,
+                        "message": message,
+                    }
+                )
                 state = after
                 report_modules()
             # A test that uses a fixture shared across tests depends on what that fixture ran,
@@ -237,9 +262,15 @@ class Worker:
                 found = reach.Reach()
             duration = time.perf_counter() - started
             found.update(reach.collect_subprocess_reach(reach_dir))
-            records.append({"outcome": "passed" if code == 0 else "failed", "duration": duration,
-                            "reach": found.to_json(), "writes_state": False,
-                            "message": None if code == 0 else first_failure(output)[1]})
+            records.append(
+                {
+                    "outcome": "passed" if code == 0 else "failed",
+                    "duration": duration,
+                    "reach": found.to_json(),
+                    "writes_state": False,
+                    "message": None if code == 0 else first_failure(output)[1],
+                }
+            )
             report_modules()
         return {"tests": records}
 
@@ -307,6 +338,7 @@ class Worker:
 
     def _clean_prefix(self, tests: tuple[str, ...], limit: float) -> int:
         """How many of `tests`, in this order, pass on the unmutated code."""
+
         def work(progress) -> dict:
             self._child_prologue()
             forking.silence_output()
@@ -319,8 +351,9 @@ class Worker:
             return 0
         return int(finished.result["clean"])
 
-    def _attempt(self, spec: protocol.MutantSpec, original: str, mutated: str,
-                 tests: tuple[str, ...], limit: float) -> Result:
+    def _attempt(
+        self, spec: protocol.MutantSpec, original: str, mutated: str, tests: tuple[str, ...], limit: float
+    ) -> Result:
         """Run the guard once against the mutant; the slot is restored afterwards."""
         swap = None
         warm = True
@@ -342,23 +375,36 @@ class Worker:
         try:
             finished = forking.run_in_child(
                 lambda progress: self._mutant_child(spec, mutated, tests, swap, warm, path),
-                limit, still_wanted=self.still_wanted)
+                limit,
+                still_wanted=self.still_wanted,
+            )
         finally:
             scratch.write_source(self.slot, spec.file, original)
             self.snapshot.restore(keep=(spec.file,))
             linecache.checkcache()
         if finished.timed_out:
-            return Result(spec.id, TIMEOUT, message=f"no result within {limit:.1f} s",
-                          tests_run=len(tests))
+            return Result(spec.id, TIMEOUT, message=f"no result within {limit:.1f} s", tests_run=len(tests))
         data = finished.result
         if data is None or "status" not in data:
             return Result(spec.id, ERROR, message=f"the test process crashed ({finished.describe()})")
-        return Result(spec.id, data["status"], test=data.get("test"), message=data.get("message"),
-                      tests_run=int(data.get("tests_run", 0)),
-                      guard_seconds=round(float(data.get("guard_seconds", 0.0)), 3))
+        return Result(
+            spec.id,
+            data["status"],
+            test=data.get("test"),
+            message=data.get("message"),
+            tests_run=int(data.get("tests_run", 0)),
+            guard_seconds=round(float(data.get("guard_seconds", 0.0)), 3),
+        )
 
-    def _mutant_child(self, spec: protocol.MutantSpec, mutated: str, tests: tuple[str, ...],
-                      swap: SwapPlan | None, warm: bool, path: Path) -> dict:
+    def _mutant_child(
+        self,
+        spec: protocol.MutantSpec,
+        mutated: str,
+        tests: tuple[str, ...],
+        swap: SwapPlan | None,
+        warm: bool,
+        path: Path,
+    ) -> dict:
         self._child_prologue()
         if self.mode == "pytest" and warm:
             forking.silence_output()
@@ -373,11 +419,20 @@ class Worker:
             watch.install()
             sequence = guards.run_items([self.items[name] for name in tests])
             if sequence.failed and watch.failure:
-                return {"status": ERROR, "message": f"the mutant does not import: {watch.failure}",
-                        "tests_run": sequence.ran, "guard_seconds": sequence.seconds}
+                return {
+                    "status": ERROR,
+                    "message": f"the mutant does not import: {watch.failure}",
+                    "tests_run": sequence.ran,
+                    "guard_seconds": sequence.seconds,
+                }
             if sequence.failed:
-                return {"status": KILLED, "test": sequence.failed, "message": sequence.message,
-                        "tests_run": sequence.ran, "guard_seconds": sequence.seconds}
+                return {
+                    "status": KILLED,
+                    "test": sequence.failed,
+                    "message": sequence.message,
+                    "tests_run": sequence.ran,
+                    "guard_seconds": sequence.seconds,
+                }
             return {"status": SURVIVED, "tests_run": sequence.ran, "guard_seconds": sequence.seconds}
         started = time.perf_counter()
         if self.mode == "pytest":
@@ -451,7 +506,7 @@ class Worker:
         for root in self.roots:
             prefix = os.path.join(os.path.realpath(root), "")
             if path.startswith(prefix):
-                return path[len(prefix):].replace(os.sep, "/")
+                return path[len(prefix) :].replace(os.sep, "/")
         return None
 
     def _is_project_module(self, module) -> bool:
@@ -474,8 +529,11 @@ class Worker:
                 spec = importlib.util.find_spec(name.split(".")[0])
             except (ImportError, ValueError):
                 continue
-            if spec is None or (spec.origin and self._relative(spec.origin) is not None) or \
-                    any(self._relative(p) is not None for p in (spec.submodule_search_locations or ())):
+            if (
+                spec is None
+                or (spec.origin and self._relative(spec.origin) is not None)
+                or any(self._relative(p) is not None for p in (spec.submodule_search_locations or ()))
+            ):
                 continue
             try:
                 importlib.import_module(name)
@@ -576,8 +634,13 @@ def _code_objects(module: types.CodeType) -> dict[tuple[str, int], types.CodeTyp
 
 def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
     """The same behaviour, whatever the line numbers."""
-    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars) != \
-            (b.co_code, b.co_names, b.co_varnames, b.co_freevars, b.co_cellvars):
+    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars) != (
+        b.co_code,
+        b.co_names,
+        b.co_varnames,
+        b.co_freevars,
+        b.co_cellvars,
+    ):
         return False
     if len(a.co_consts) != len(b.co_consts):
         return False

@@ -34,9 +34,12 @@ class Finished:
         return describe_status(self.status)
 
 
-def run_in_child(work: Callable[[Callable[[dict], None]], dict], limit: float,
-                 on_progress: Callable[[dict], None] | None = None,
-                 still_wanted: Callable[[], None] | None = None) -> Finished:
+def run_in_child(
+    work: Callable[[Callable[[dict], None]], dict],
+    limit: float,
+    on_progress: Callable[[dict], None] | None = None,
+    still_wanted: Callable[[], None] | None = None,
+) -> Finished:
     """Run `work(progress)` in a forked child and wait at most `limit` seconds for it.
 
     Progress messages reach `on_progress` here while it runs; `still_wanted` is called often
@@ -122,7 +125,7 @@ def send(fd: int, message: dict) -> None:
     """One JSON line from a child to its worker."""
     data = (json.dumps(message) + "\n").encode()
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def silence_output() -> None:

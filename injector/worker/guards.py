@@ -147,8 +147,7 @@ def redirect_output(path: Path) -> None:
 
 def run_fresh(argv: list[str], cwd: Path) -> tuple[int, str]:
     """Run a command in a new process; its exit code and output."""
-    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, errors="replace",
-                            stdin=subprocess.DEVNULL)
+    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL)
     return result.returncode, result.stdout + result.stderr
 
 

@@ -12,7 +12,7 @@ def first_failure(output: str) -> tuple[str | None, str]:
     """The first `FAILED test - message` line of a pytest run, else the likeliest error line."""
     for line in output.splitlines():
         if line.startswith("FAILED "):
-            test, _, message = line[len("FAILED "):].partition(" - ")
+            test, _, message = line[len("FAILED ") :].partition(" - ")
             return test.strip(), (message.strip() or "failed")[:MESSAGE_LIMIT]
     return None, failure_line(output)
 

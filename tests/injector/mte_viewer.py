@@ -103,7 +103,7 @@ def mutated_lines(source: str, mutant: dict) -> str:
     shown = mutant.get("replacement")
     if shown is None:
         shown = mutant.get("description") or mutant["mutatorName"]
-    head = source[start:start + js_index(source[start:], location["start"]["column"] - 1)]
+    head = source[start : start + js_index(source[start:], location["start"]["column"] - 1)]
     tail_from = start_of_end_line + js_index(source[start_of_end_line:], location["end"]["column"] - 1)
     return head + shown + _substring(source, tail_from, end)
 
@@ -114,6 +114,7 @@ def _whitespace(ch: str | None) -> bool:
 
 def find_diff_indices(original: str, mutated: str) -> tuple[int, int]:
     """`findDiffIndices`, reading past either end as JS does (undefined)."""
+
     def at(text: str, index: int) -> str | None:
         return text[index] if 0 <= index < len(text) else None
 
@@ -126,7 +127,7 @@ def find_diff_indices(original: str, mutated: str) -> tuple[int, int]:
     if focus_to == focus_from and not _whitespace(at(mutated, focus_from - 1)):
         focus_from -= 1
     focus_to += 1
-    part = mutated[max(focus_from, 0):focus_to]
+    part = mutated[max(focus_from, 0) : focus_to]
     for keyword in ("true", "false"):
         if part == keyword[:-1] and keyword.endswith(at(mutated, focus_to) or "\0"):
             focus_to += 1
@@ -168,8 +169,7 @@ def open_mutant(source: str, mutant: dict) -> Opened:
             active = False
         if active:
             focus.append(ch)
-    return Opened((location["start"]["line"], location["end"]["line"]), tuple(mutated.split("\n")),
-                  "".join(focus))
+    return Opened((location["start"]["line"], location["end"]["line"]), tuple(mutated.split("\n")), "".join(focus))
 
 
 SCHEMA = Path(__file__).parent / "mte" / "mutation-testing-report-schema.json"

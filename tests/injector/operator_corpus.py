@@ -92,11 +92,17 @@ def corpus_files(split: str | None = None) -> list[CorpusFile]:
         for entry in tomllib.loads(manifest.read_text())["file"]:
             text = (CORPUS / entry["name"]).read_text()
             lines = LineIndex(text)
-            files.append(CorpusFile(
-                name=entry["name"], split=name, text=text,
-                expected=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("expected", [])),
-                untouched=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("untouched", [])),
-                load=entry.get("load", "import"), construct=entry.get("construct", "")))
+            files.append(
+                CorpusFile(
+                    name=entry["name"],
+                    split=name,
+                    text=text,
+                    expected=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("expected", [])),
+                    untouched=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("untouched", [])),
+                    load=entry.get("load", "import"),
+                    construct=entry.get("construct", ""),
+                )
+            )
     return files
 
 
@@ -112,8 +118,7 @@ def _site(text: str, lines: LineIndex, spec: dict, name: str) -> Site:
     last = _block_end(text, lines, line) if "in" in spec else _statement_end(text, lines, line)
     label = f"{spec['op']} @ {line}: {anchor.strip()}"
     known = bool(spec.get("known_miss") or spec.get("known_equivalent"))
-    return Site(spec["op"], line, last, label, spec.get("why", spec.get("known_miss", "")),
-                "in" in spec, known)
+    return Site(spec["op"], line, last, label, spec.get("why", spec.get("known_miss", "")), "in" in spec, known)
 
 
 def _statement_end(text: str, lines: LineIndex, line: int) -> int:
@@ -211,6 +216,7 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
 
 # ---- loading mutated modules ----
 
+
 def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant, str]]:
     """Mutants that do not compile, or whose module does not load where the original does."""
     original = load_module(file.text, file)
@@ -246,7 +252,7 @@ def load_module(text: str, file: CorpusFile) -> str | None:
                 exec(compile(code, file.name, "exec"), module.__dict__)
                 if file.construct:
                     exec(compile(file.construct, f"{file.name}:construct", "exec"), module.__dict__)
-        except BaseException as error:  # noqa: BLE001 - any failure to load is the finding
+        except BaseException as error:
             if isinstance(error, KeyboardInterrupt):
                 raise
             return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
@@ -258,10 +264,15 @@ def load_module(text: str, file: CorpusFile) -> str | None:
 def _definitions(text: str) -> str:
     """Only the imports, functions and classes of a script that trains at module level."""
     module = cst.parse_module(text)
-    kept = [s for s in module.body
-            if isinstance(s, (cst.FunctionDef, cst.ClassDef)) or
-            (isinstance(s, cst.SimpleStatementLine) and
-             all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in s.body))]
+    kept = [
+        s
+        for s in module.body
+        if isinstance(s, (cst.FunctionDef, cst.ClassDef))
+        or (
+            isinstance(s, cst.SimpleStatementLine)
+            and all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in s.body)
+        )
+    ]
     return module.with_changes(body=kept).code
 
 

@@ -24,14 +24,19 @@ from injector.generate import mutants_for_source
 PROJECT = Path(__file__).parent / "campaign_project"
 MARKER = "trainwreck-leftover-marker"
 # Operators whose mutants finish fast here (no deliberate hang).
-QUICK = ["--operators", "missing-zero-grad,missing-backward,lr-too-high,missing-eval-mode,"
-                        "missing-train-mode,loss-tensor-leak"]
+QUICK = [
+    "--operators",
+    "missing-zero-grad,missing-backward,lr-too-high,missing-eval-mode,missing-train-mode,loss-tensor-leak",
+]
 
 
 def digest(root: Path) -> dict[str, str]:
     """Every file of the project but the outcome cache (the one folder a campaign writes there)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and ".trainwreck-cache" not in p.parts}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".trainwreck-cache" not in p.parts
+    }
 
 
 def campaign(project: Path, tmp_path: Path, *args: str) -> dict:
@@ -67,8 +72,12 @@ def test_outcomes_match_applying_each_mutant_by_hand(project, tmp_path):
         shutil.copytree(project, copy)
         (copy / "trainer" / "loop.py").write_text(mutant.apply(source))
         try:
-            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "tests", "-p", "no:cacheprovider"],
-                                 cwd=copy, capture_output=True, timeout=8)
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-x", "tests", "-p", "no:cacheprovider"],
+                cwd=copy,
+                capture_output=True,
+                timeout=8,
+            )
             expected[(mutant.file, mutant.line, mutant.operator)] = "killed" if run.returncode else "survived"
         except subprocess.TimeoutExpired:
             expected[(mutant.file, mutant.line, mutant.operator)] = "timeout"
@@ -86,7 +95,8 @@ def test_a_kill_names_the_test_and_its_first_failure_line(project, tmp_path):
 
 def test_mutants_no_guard_reaches_are_no_coverage(project, tmp_path):
     (project / "trainer" / "unused.py").write_text(
-        "def fit(optimizer, loss):\n    optimizer.zero_grad()\n    loss.backward()\n    optimizer.step()\n")
+        "def fit(optimizer, loss):\n    optimizer.zero_grad()\n    loss.backward()\n    optimizer.step()\n"
+    )
     report = campaign(project, tmp_path, "--operators", "missing-zero-grad", "--mte", str(tmp_path / "mte.json"))
     by_file = {o["file"]: o["status"] for o in report["outcomes"]}
     assert by_file["trainer/unused.py"] == "no_coverage"
@@ -94,10 +104,12 @@ def test_mutants_no_guard_reaches_are_no_coverage(project, tmp_path):
     # the baseline's reach, as the mutation-testing-elements viewer shows it
     mte = json.loads((tmp_path / "mte.json").read_text())
     tests = {t["id"] for file in mte["testFiles"].values() for t in file["tests"]}
-    assert tests == {"tests/test_loop.py::test_loss_goes_down", "tests/test_loop.py::test_drain_finishes",
-                     "tests/test_loop.py::test_evaluate_switches_to_eval_mode"}
-    covered = {m["location"]["start"]["line"]: m["coveredBy"]
-               for m in mte["files"]["trainer/loop.py"]["mutants"]}
+    assert tests == {
+        "tests/test_loop.py::test_loss_goes_down",
+        "tests/test_loop.py::test_drain_finishes",
+        "tests/test_loop.py::test_evaluate_switches_to_eval_mode",
+    }
+    covered = {m["location"]["start"]["line"]: m["coveredBy"] for m in mte["files"]["trainer/loop.py"]["mutants"]}
     assert covered == {57: ["tests/test_loop.py::test_loss_goes_down"]}  # train() alone runs it
     assert [m["coveredBy"] for m in mte["files"]["trainer/unused.py"]["mutants"]] == [[]]
 
@@ -110,7 +122,8 @@ def test_a_hanging_mutant_times_out_and_leaves_no_process(project, tmp_path):
         f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{MARKER}'])\n"
         "    optimizer = SGD([Param(1.0)], lr=0.1)\n"
         "    optimizer.pending = 2\n"
-        "    drain(optimizer)\n")
+        "    drain(optimizer)\n"
+    )
     report = campaign(project, tmp_path, "--operators", "missing-optimizer-step", "--timeout-factor", "1")
     drain_outcome = next(o for o in report["outcomes"] if o["line"] == 68)
     assert drain_outcome["status"] == "timeout"
@@ -131,10 +144,15 @@ def test_an_interrupted_or_killed_campaign_leaves_the_project_untouched(project,
         "import subprocess, sys, time\n"
         "def test_slow():\n"
         f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{MARKER}'])\n"
-        "    time.sleep(0.5)\n")
+        "    time.sleep(0.5)\n"
+    )
     before = digest(project)
-    process = subprocess.Popen([sys.executable, "-m", "injector.cli", "run", str(project), "--json",
-                                str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "injector.cli", "run", str(project), "--json", str(tmp_path / "r.json")],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     for line in process.stderr:
         if line.startswith("baseline:"):
             break
@@ -175,14 +193,22 @@ def test_since_mutates_only_changed_lines(project, tmp_path):
     assert [(o["operator"], o["line"]) for o in report["outcomes"]] == [("missing-eval-mode", 72)]
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (lambda p: (p / "tests" / "test_loop.py").write_text(
-        "from trainer.loop import evaluate, Model\ndef test_fails():\n    assert evaluate(Model()) == 0\n"),
-     "the unmutated guard fails: tests/test_loop.py::test_fails (assert "),
-    (lambda p: (p / "tests" / "test_loop.py").write_text("import trainer.nonexistent\n"),
-     "the guard's tests do not import"),
-    (lambda p: (p / "tests" / "test_loop.py").write_text("x = 1\n"), "the guard collected no tests"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda p: (p / "tests" / "test_loop.py").write_text(
+                "from trainer.loop import evaluate, Model\ndef test_fails():\n    assert evaluate(Model()) == 0\n"
+            ),
+            "the unmutated guard fails: tests/test_loop.py::test_fails (assert ",
+        ),
+        (
+            lambda p: (p / "tests" / "test_loop.py").write_text("import trainer.nonexistent\n"),
+            "the guard's tests do not import",
+        ),
+        (lambda p: (p / "tests" / "test_loop.py").write_text("x = 1\n"), "the guard collected no tests"),
+    ],
+)
 def test_a_guard_that_cannot_serve_as_baseline_is_one_line_and_exit_2(project, tmp_path, capsys, change, message):
     change(project)
     code = main(["run", str(project), "--json", str(tmp_path / "r.json")])
@@ -220,9 +246,11 @@ def test_a_command_guard_runs_afresh_per_mutant(project, tmp_path):
     (project / "smoke.py").write_text(
         "from trainer.loop import Model, train\n"
         "history = train(Model(), steps=5)\n"
-        "assert history[-1] < history[0], history\n")
-    report = campaign(project, tmp_path, "--guard", f"{sys.executable} smoke.py",
-                      "--operators", "missing-backward,missing-eval-mode")
+        "assert history[-1] < history[0], history\n"
+    )
+    report = campaign(
+        project, tmp_path, "--guard", f"{sys.executable} smoke.py", "--operators", "missing-backward,missing-eval-mode"
+    )
     found = {o["operator"]: o for o in report["outcomes"]}
     assert found["missing-backward"]["status"] == "killed"
     assert "AssertionError" in found["missing-backward"]["message"]
@@ -236,7 +264,8 @@ def test_flaky_guard_tests_are_found_by_repeating_the_baseline(project, tmp_path
         "    marker = pathlib.Path(os.environ['FLAKY_MARKER'])\n"
         "    first = not marker.exists()\n"
         "    marker.touch()\n"
-        "    assert first\n")
+        "    assert first\n"
+    )
     os.environ["FLAKY_MARKER"] = str(tmp_path / "flaky-marker")
     try:
         report = campaign(project, tmp_path, "--repeat", "2", "--operators", "missing-backward")
@@ -248,8 +277,22 @@ def test_flaky_guard_tests_are_found_by_repeating_the_baseline(project, tmp_path
 
 def test_the_demo_campaign_kills_and_keeps_survivors(tmp_path):
     report = tmp_path / "demo.json"
-    assert main(["run", "--demo", "--jobs", "2", "--no-cache", "--json", str(report),
-                 "--operators", "missing-zero-grad,wrong-softmax-dim,missing-eval-mode,missing-train-mode"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--demo",
+                "--jobs",
+                "2",
+                "--no-cache",
+                "--json",
+                str(report),
+                "--operators",
+                "missing-zero-grad,wrong-softmax-dim,missing-eval-mode,missing-train-mode",
+            ]
+        )
+        == 0
+    )
     data = json.loads(report.read_text())
     found = {o["status"] for o in data["outcomes"]}
     assert "killed" in found and "survived" in found
@@ -272,7 +315,8 @@ def test_a_mutant_that_crashes_the_test_process_is_an_error_not_a_kill(project, 
         "    model = Model()\n"
         "    evaluate(model)\n"
         "    if model.training:\n"
-        "        os.abort()\n")
+        "        os.abort()\n"
+    )
     report = campaign(project, tmp_path, "--operators", "missing-eval-mode")
     [outcome] = report["outcomes"]
     assert outcome["status"] == "error"
@@ -284,22 +328,27 @@ def test_a_mutant_in_import_time_code_runs_afresh_and_an_import_failure_is_an_er
     (project / "trainer" / "defaults.py").write_text(
         "from trainer.loop import SGD, Param\n"
         "DEFAULT = SGD([Param(0.0)], lr=0.01)\n"
-        "assert DEFAULT.lr < 1, 'the default learning rate must be small'\n")
+        "assert DEFAULT.lr < 1, 'the default learning rate must be small'\n"
+    )
     (project / "tests" / "test_defaults.py").write_text(
-        "from trainer.defaults import DEFAULT\ndef test_default():\n    assert DEFAULT.params\n")
+        "from trainer.defaults import DEFAULT\ndef test_default():\n    assert DEFAULT.params\n"
+    )
     report = campaign(project, tmp_path, "--operators", "lr-too-high")
     by_file = {o["file"]: o for o in report["outcomes"]}
     assert by_file["trainer/defaults.py"]["status"] == "error"
-    assert "the default learning rate must be small" in by_file["trainer/defaults.py"]["message"] or \
-        "error" in by_file["trainer/defaults.py"]["message"].lower()
+    assert (
+        "the default learning rate must be small" in by_file["trainer/defaults.py"]["message"]
+        or "error" in by_file["trainer/defaults.py"]["message"].lower()
+    )
     assert by_file["trainer/loop.py"]["status"] == "killed"
 
 
 def test_a_change_that_touches_no_training_code_runs_nothing(project, tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     subprocess.run(["git", "add", "."], cwd=project, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"],
-                   cwd=project, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"], cwd=project, check=True
+    )
     (project / "tests" / "test_hang.py").write_text("import time\ndef test_hang():\n    time.sleep(60)\n")
     started = time.monotonic()
     report = campaign(project, tmp_path, "--since", "HEAD", "--baseline-timeout", "30")

@@ -37,8 +37,11 @@ def mutants_json(capsys, *args):
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_list_json_names_every_injectable_fault_with_its_documentation(capsys):
@@ -79,9 +82,18 @@ def test_operators_option_restricts_the_mutants(tmp_path, capsys):
 
 def test_folders_are_walked_without_tests_virtualenvs_or_ignored_files(tmp_path, capsys):
     (tmp_path / ".gitignore").write_text("generated/\nscratch_*.py\n")
-    for relative in ["pkg/train.py", "pkg/tests/helper.py", "pkg/test_train.py", "pkg/conftest.py",
-                     "generated/train.py", "scratch_1.py", "venv/lib/train.py", ".hidden/train.py",
-                     "myenv/train.py", "pkg/sub/loop.py"]:
+    for relative in [
+        "pkg/train.py",
+        "pkg/tests/helper.py",
+        "pkg/test_train.py",
+        "pkg/conftest.py",
+        "generated/train.py",
+        "scratch_1.py",
+        "venv/lib/train.py",
+        ".hidden/train.py",
+        "myenv/train.py",
+        "pkg/sub/loop.py",
+    ]:
         path = tmp_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(TRAINING)
@@ -92,7 +104,8 @@ def test_folders_are_walked_without_tests_virtualenvs_or_ignored_files(tmp_path,
 
 def test_configuration_chooses_paths_and_operators(tmp_path, capsys):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.trainwreck]\npaths = ["src"]\nexclude-operators = ["missing-backward"]\n')
+        '[tool.trainwreck]\npaths = ["src"]\nexclude-operators = ["missing-backward"]\n'
+    )
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "train.py").write_text(TRAINING)
     (tmp_path / "other.py").write_text(TRAINING)
@@ -110,14 +123,15 @@ def test_a_file_that_does_not_parse_is_named_and_skipped(tmp_path, capsys):
     assert data["skipped"] == [{"file": "broken.py", "line": 1, "reason": "cannot parse: invalid syntax"}]
 
 
-@pytest.mark.parametrize(("setup", "message"), [
-    (lambda root: root / "missing.py", "no such file or folder"),
-    (lambda root: (root / "empty").mkdir() or root / "empty", "no Python files to mutate"),
-    (lambda root: (root / "model.bin").write_bytes(b"\x00\x01\x02torch") and root / "model.bin",
-     "binary file"),
-    (lambda root: (root / "latin.py").write_bytes(b"x = '\xff\xfe'\n") and root / "latin.py",
-     "not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda root: root / "missing.py", "no such file or folder"),
+        (lambda root: (root / "empty").mkdir() or root / "empty", "no Python files to mutate"),
+        (lambda root: (root / "model.bin").write_bytes(b"\x00\x01\x02torch") and root / "model.bin", "binary file"),
+        (lambda root: (root / "latin.py").write_bytes(b"x = '\xff\xfe'\n") and root / "latin.py", "not valid UTF-8"),
+    ],
+)
 def test_bad_paths_give_one_line_and_exit_2(tmp_path, capsys, setup, message):
     code, out, err = run(capsys, "mutants", setup(tmp_path))
     assert code == 2
@@ -146,6 +160,10 @@ def test_nothing_in_the_target_is_written(tmp_path, capsys):
 
 def test_the_console_script_runs_end_to_end(tmp_path):
     (tmp_path / "train.py").write_text(TRAINING)
-    result = subprocess.run([sys.executable, "-m", "injector.cli", "mutants", str(tmp_path),
-                             "--format", "json"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "injector.cli", "mutants", str(tmp_path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert len(json.loads(result.stdout)["mutants"]) >= 5

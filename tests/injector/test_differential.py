@@ -35,8 +35,16 @@ from injector.generate import mutants_for_source
 from injector.operators import select
 
 FIXTURES = Path(__file__).parent / "differential"
-CASES = ["fork_ddp", "spawn_ddp", "torchrun_test", "subprocess_script", "command_guard",
-         "shared_state", "nested_factory", "symlinked"]
+CASES = [
+    "fork_ddp",
+    "spawn_ddp",
+    "torchrun_test",
+    "subprocess_script",
+    "command_guard",
+    "shared_state",
+    "nested_factory",
+    "symlinked",
+]
 NAIVE_TIMEOUT = 90
 CAUGHT, PASSED = "caught", "passed"
 _naive_cache: dict[str, dict[str, str]] = {}
@@ -62,8 +70,7 @@ def lay_out(case: str, base: Path) -> tuple[Path, list[Path]]:
         outside = base / "elsewhere"
         outside.mkdir()
         (project / "shared_loop.py").rename(outside / "shared_loop.py")
-        (project / "trainer" / "loop.py").symlink_to(os.path.relpath(outside / "shared_loop.py",
-                                                                       project / "trainer"))
+        (project / "trainer" / "loop.py").symlink_to(os.path.relpath(outside / "shared_loop.py", project / "trainer"))
         watched.append(outside)
     return project, watched
 
@@ -95,8 +102,9 @@ def naive_outcome(project: Path, mutant, guard: str) -> str:
             argv += ["-q", "-p", "no:cacheprovider"]
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         try:
-            run = subprocess.run(argv, cwd=copy, capture_output=True, timeout=NAIVE_TIMEOUT, env=env,
-                                 start_new_session=True)
+            run = subprocess.run(
+                argv, cwd=copy, capture_output=True, timeout=NAIVE_TIMEOUT, env=env, start_new_session=True
+            )
         except subprocess.TimeoutExpired:
             return CAUGHT
         return CAUGHT if run.returncode != 0 else PASSED
@@ -142,8 +150,10 @@ def test_every_outcome_equals_applying_the_mutant_by_hand(case, jobs, tmp_path, 
         outcome = outcomes[mutant_id]
         got = {"killed": CAUGHT, "timeout": CAUGHT, "survived": PASSED, "no_coverage": PASSED}.get(outcome["status"])
         if got != expected:
-            disagreements.append(f"{outcome['file']}:{outcome['line']} {outcome['operator']}: campaign "
-                                 f"{outcome['status']} ({outcome['message']}), by hand {expected}")
+            disagreements.append(
+                f"{outcome['file']}:{outcome['line']} {outcome['operator']}: campaign "
+                f"{outcome['status']} ({outcome['message']}), by hand {expected}"
+            )
     assert not disagreements, "\n".join(disagreements)
     assert len(truth) >= 2 and CAUGHT in truth.values()
     assert digest(*watched) == before
@@ -161,8 +171,9 @@ def test_tests_that_share_state_are_judged_as_the_guard_runs_them(tmp_path):
     assert "kills re-judged in collection order" in markdown.read_text()
     session = [o for o in report["outcomes"] if o["file"] == "trainer/session.py"]
     assert session and all(o["status"] == "killed" and "collection order" in o["note"] for o in session)
-    [zero_grad] = [o for o in report["outcomes"]
-                   if o["file"] == "trainer/history.py" and o["operator"] == "missing-zero-grad"]
+    [zero_grad] = [
+        o for o in report["outcomes"] if o["file"] == "trainer/history.py" and o["operator"] == "missing-zero-grad"
+    ]
     assert zero_grad["status"] == "killed"
     assert zero_grad["test"] == "tests/test_history.py::test_the_logged_run_converged"
     assert not (project / "session.json").exists()
@@ -178,6 +189,9 @@ def test_code_no_test_runs_is_no_coverage_even_inside_a_covered_function(tmp_pat
     by_status: dict[str, set[str]] = {}
     for outcome in json.loads(report_path.read_text())["outcomes"]:
         by_status.setdefault(outcome["status"], set()).add(source[outcome["line"] - 1].strip())
-    assert {"scaler.scale(loss).backward()", "scaler.step(optimizer)",
-            "torch.nn.utils.clip_grad_norm_(model.parameters(), clip)"} <= by_status["no_coverage"]
+    assert {
+        "scaler.scale(loss).backward()",
+        "scaler.step(optimizer)",
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), clip)",
+    } <= by_status["no_coverage"]
     assert {"optimizer.zero_grad()", "loss.backward()", "optimizer.step()"} <= by_status["killed"]

@@ -35,7 +35,9 @@ def test_a_bare_comment_silences_every_fault_on_its_line_and_only_there():
     assert {m.operator for m in mutants if m.ignored} >= {"missing-backward"}
     assert all(m.ignored is None for m in mutants if m.line != 4 and m.operator != "no-grad-training")
     # The same mutants are made either way: silenced, not dropped.
-    assert [m.id for m in mutants] == [m.id for m in mutants_for_source(STEP.format("  # trainwreck: ignore"), "train.py")]
+    assert [m.id for m in mutants] == [
+        m.id for m in mutants_for_source(STEP.format("  # trainwreck: ignore"), "train.py")
+    ]
     assert len(mutants) == len(mutants_for_source(STEP.format(""), "train.py"))
 
 
@@ -44,8 +46,11 @@ def project(tmp_path: Path) -> Path:
     target = tmp_path / "project"
     shutil.copytree(PROJECT, target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     loop = target / "trainer" / "loop.py"
-    loop.write_text(loop.read_text().replace("        loss.backward()\n",
-                                             "        loss.backward()  # trainwreck: ignore[missing-backward]\n"))
+    loop.write_text(
+        loop.read_text().replace(
+            "        loss.backward()\n", "        loss.backward()  # trainwreck: ignore[missing-backward]\n"
+        )
+    )
     return target
 
 
@@ -61,8 +66,10 @@ def test_skip_mutants_and_comments_show_as_ignored_in_the_mutant_list(project, c
     pyproject.write_text(pyproject.read_text() + f'skip-mutants = ["{zero_grad["id"]}", "000000000000"]\n')
     mutants, warnings = listed(project, capsys)
     ignored = {m["operator"]: m["ignored"] for m in mutants if m["ignored"]}
-    assert ignored == {"missing-backward": "`# trainwreck: ignore[missing-backward]` on line 59",
-                       "missing-zero-grad": "listed in skip-mutants"}
+    assert ignored == {
+        "missing-backward": "`# trainwreck: ignore[missing-backward]` on line 59",
+        "missing-zero-grad": "listed in skip-mutants",
+    }
     assert "skip-mutants lists 000000000000, which is no mutant" in warnings
 
 

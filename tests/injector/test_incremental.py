@@ -55,11 +55,11 @@ def count_guard_runs(project: Path) -> None:
         "import os\n"
         "def pytest_runtest_setup(item):\n"
         "    with open(os.environ['TRAINWRECK_TEST_GUARD_LOG'], 'a') as log:\n"
-        "        log.write(item.nodeid + '\\n')\n")
+        "        log.write(item.nodeid + '\\n')\n"
+    )
 
 
-def test_a_rerun_on_an_unchanged_tree_runs_no_guard_and_gives_the_same_outcomes(project, tmp_path, guard_runs,
-                                                                                 capsys):
+def test_a_rerun_on_an_unchanged_tree_runs_no_guard_and_gives_the_same_outcomes(project, tmp_path, guard_runs, capsys):
     count_guard_runs(project)
     first = run(project, tmp_path, name="first")
     ran = guard_runs.read_text()
@@ -80,9 +80,12 @@ def test_a_rerun_on_an_unchanged_tree_runs_no_guard_and_gives_the_same_outcomes(
 def test_changing_a_line_of_training_code_reruns_only_the_mutants_its_tests_reach(project, tmp_path):
     run(project, tmp_path, name="first")
     loop = project / "trainer" / "loop.py"
-    loop.write_text(loop.read_text().replace(
-        "    model.eval()\n    return sum(p.value ** 2 for p in model.params)\n",
-        "    model.eval()\n    total = sum(p.value ** 2 for p in model.params)\n    return total\n"))
+    loop.write_text(
+        loop.read_text().replace(
+            "    model.eval()\n    return sum(p.value ** 2 for p in model.params)\n",
+            "    model.eval()\n    total = sum(p.value ** 2 for p in model.params)\n    return total\n",
+        )
+    )
     cached = run(project, tmp_path, name="cached")
     fresh = run(project, tmp_path, "--no-cache", name="fresh")
     assert verdicts(cached) == verdicts(fresh)
@@ -94,10 +97,13 @@ def test_changing_a_test_reruns_the_mutants_it_reaches_and_can_turn_a_survivor_i
     first = run(project, tmp_path, name="first")
     assert {o["operator"]: o["status"] for o in first["outcomes"]}["missing-train-mode"] == "survived"
     tests = project / "tests" / "test_loop.py"
-    tests.write_text(tests.read_text().replace(
-        "def test_loss_goes_down():\n    history = train(Model(), steps=5)\n",
-        "def test_loss_goes_down():\n    model = Model()\n    model.eval()\n"
-        "    history = train(model, steps=5)\n    assert model.training\n"))
+    tests.write_text(
+        tests.read_text().replace(
+            "def test_loss_goes_down():\n    history = train(Model(), steps=5)\n",
+            "def test_loss_goes_down():\n    model = Model()\n    model.eval()\n"
+            "    history = train(model, steps=5)\n    assert model.training\n",
+        )
+    )
     cached = run(project, tmp_path, name="cached")
     fresh = run(project, tmp_path, "--no-cache", name="fresh")
     assert verdicts(cached) == verdicts(fresh)
@@ -114,7 +120,8 @@ def test_a_new_test_that_reaches_a_mutant_reruns_it(project, tmp_path):
         "    model = Model()\n"
         "    model.eval()\n"
         "    train(model, steps=1)\n"
-        "    assert model.training\n")
+        "    assert model.training\n"
+    )
     cached = run(project, tmp_path, name="cached")
     fresh = run(project, tmp_path, "--no-cache", name="fresh")
     assert verdicts(cached) == verdicts(fresh) != verdicts(first)
@@ -125,11 +132,14 @@ def test_a_change_to_a_helper_the_tests_run_reruns_the_mutants_of_those_tests(pr
     run(project, tmp_path, name="first")
     loop = project / "trainer" / "loop.py"
     # Gradients now accumulate into zero: every training mutant's verdict may change.
-    loop.write_text(loop.read_text().replace("            p.grad += 2 * p.value\n",
-                                             "            p.grad += 0 * p.value\n"))
+    loop.write_text(
+        loop.read_text().replace("            p.grad += 2 * p.value\n", "            p.grad += 0 * p.value\n")
+    )
     (project / "tests" / "test_loop.py").write_text(
-        (project / "tests" / "test_loop.py").read_text().replace(
-            "    assert history[-1] < history[0]\n", "    assert history[-1] <= history[0]\n"))
+        (project / "tests" / "test_loop.py")
+        .read_text()
+        .replace("    assert history[-1] < history[0]\n", "    assert history[-1] <= history[0]\n")
+    )
     cached = run(project, tmp_path, name="cached")
     fresh = run(project, tmp_path, "--no-cache", name="fresh")
     assert verdicts(cached) == verdicts(fresh)
@@ -139,20 +149,25 @@ def test_a_change_to_a_helper_the_tests_run_reruns_the_mutants_of_those_tests(pr
 def test_blank_lines_and_comments_rerun_nothing(project, tmp_path):
     first = run(project, tmp_path, name="first")
     loop = project / "trainer" / "loop.py"
-    loop.write_text("# a comment above everything\n\n" + loop.read_text().replace(
-        "def evaluate(model):\n", "def evaluate(model):  # switch to eval\n"))
+    loop.write_text(
+        "# a comment above everything\n\n"
+        + loop.read_text().replace("def evaluate(model):\n", "def evaluate(model):  # switch to eval\n")
+    )
     cached = run(project, tmp_path, name="cached")
     assert rerun(cached) == set()
-    assert {o["mutant_id"]: o["status"] for o in cached["outcomes"]} == \
-        {o["mutant_id"]: o["status"] for o in first["outcomes"]}
+    assert {o["mutant_id"]: o["status"] for o in cached["outcomes"]} == {
+        o["mutant_id"]: o["status"] for o in first["outcomes"]
+    }
 
 
 def test_code_run_at_import_is_part_of_every_key(project, tmp_path):
-    (project / "trainer" / "defaults.py").write_text(
-        "def make_lr():\n    return 0.1\n\nLR = make_lr()\n")
+    (project / "trainer" / "defaults.py").write_text("def make_lr():\n    return 0.1\n\nLR = make_lr()\n")
     loop = project / "trainer" / "loop.py"
-    loop.write_text(loop.read_text().replace("def train(model, steps, lr=0.1):",
-                                             "from trainer.defaults import LR\n\n\ndef train(model, steps, lr=LR):"))
+    loop.write_text(
+        loop.read_text().replace(
+            "def train(model, steps, lr=0.1):", "from trainer.defaults import LR\n\n\ndef train(model, steps, lr=LR):"
+        )
+    )
     run(project, tmp_path, name="first")
     # make_lr runs at import only (never under a test's trace): a change to it reruns everything.
     (project / "trainer" / "defaults.py").write_text("def make_lr():\n    return 0.05\n\nLR = make_lr()\n")
@@ -160,8 +175,9 @@ def test_code_run_at_import_is_part_of_every_key(project, tmp_path):
     assert all(not o["cached"] for o in cached["outcomes"] if o["status"] != "no_coverage")
 
 
-@pytest.mark.parametrize("change", [["--timeout-factor", "2"], ["--guard", "python -m pytest -q -x tests"],
-                                    ["--repeat", "2"]])
+@pytest.mark.parametrize(
+    "change", [["--timeout-factor", "2"], ["--guard", "python -m pytest -q -x tests"], ["--repeat", "2"]]
+)
 def test_settings_that_can_change_a_verdict_are_part_of_the_key(project, tmp_path, change):
     run(project, tmp_path, name="first")
     assert run(project, tmp_path, *change, name="changed")["cached"] == 0
@@ -184,7 +200,8 @@ def test_the_cache_can_live_elsewhere_and_is_never_copied_into_a_slot(project, t
         "from pathlib import Path\n"
         "def test_no_cache_beside_the_tests():\n"
         "    here = Path(__file__).resolve().parent.parent\n"
-        "    assert not (here / '.trainwreck-cache').exists() and not (here / 'my-cache').exists()\n")
+        "    assert not (here / '.trainwreck-cache').exists() and not (here / 'my-cache').exists()\n"
+    )
     run(project, tmp_path, name="first")
     run(project, tmp_path, "--cache", str(project / "my-cache"), name="elsewhere")
     assert (project / "my-cache" / "outcomes.json").is_file()
@@ -193,10 +210,17 @@ def test_the_cache_can_live_elsewhere_and_is_never_copied_into_a_slot(project, t
     assert (project / ".trainwreck-cache" / ".gitignore").read_text().strip().endswith("*")
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"\x00\xff\xfe", b'{"schema": "trainwreck.cache/1"}',
-                                     b'{"schema": "something-else", "entries": {}}',
-                                     b'{"schema": "trainwreck.cache/1", "generation": 1, "runs": {},'
-                                     b' "entries": {"k": {"result": {"status": "exploded"}}}}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{not json",
+        b"\x00\xff\xfe",
+        b'{"schema": "trainwreck.cache/1"}',
+        b'{"schema": "something-else", "entries": {}}',
+        b'{"schema": "trainwreck.cache/1", "generation": 1, "runs": {},'
+        b' "entries": {"k": {"result": {"status": "exploded"}}}}',
+    ],
+)
 def test_a_corrupt_cache_is_ignored_with_one_warning_line(project, tmp_path, capsys, content):
     first = run(project, tmp_path, name="first")
     path = project / ".trainwreck-cache" / "outcomes.json"
@@ -244,10 +268,24 @@ def test_a_failed_save_leaves_the_previous_cache_whole(project, tmp_path, monkey
 
 def test_a_killed_campaign_leaves_a_readable_cache_and_keeps_what_it_finished(project, tmp_path):
     (project / "tests" / "conftest.py").write_text(
-        "import time\ndef pytest_runtest_setup(item):\n    time.sleep(0.5)\n")  # every mutant takes a while
-    process = subprocess.Popen([sys.executable, "-m", "injector.cli", "run", str(project), "--operators", QUICK,
-                                "--json", str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True,
-                               cwd=tmp_path)
+        "import time\ndef pytest_runtest_setup(item):\n    time.sleep(0.5)\n"
+    )  # every mutant takes a while
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "injector.cli",
+            "run",
+            str(project),
+            "--operators",
+            QUICK,
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     for line in process.stderr:
         if line.startswith("baseline:"):
             break
@@ -265,15 +303,14 @@ def test_the_reports_say_how_many_outcomes_came_from_the_cache(project, tmp_path
     run(project, tmp_path)
     markdown = tmp_path / "report.md"
     html = tmp_path / "report.html"
-    assert main(["run", str(project), "--operators", QUICK, "--markdown", str(markdown),
-                 "--html", str(html)]) == 0
+    assert main(["run", str(project), "--operators", QUICK, "--markdown", str(markdown), "--html", str(html)]) == 0
     assert "6 of 6 outcomes from the cache" in markdown.read_text()
     assert "6 of 6 outcomes from the cache" in html.read_text()
 
 
 # ---- the fingerprint, unit by unit ----
 
-SOURCE = '''import torch
+SOURCE = """import torch
 
 SCALE = 2
 
@@ -291,7 +328,7 @@ class Trainer:
 
 def train(trainer):
     return [trainer.step(b) for b in range(trainer.steps)]
-'''
+"""
 
 
 def digests(text: str) -> tuple[str, dict[str, str]]:
@@ -306,8 +343,9 @@ def test_a_function_body_change_changes_only_that_function():
     assert {name for name in units if units[name] != changed[name]} == {"step"}
 
 
-@pytest.mark.parametrize("edit", [("SCALE = 2", "SCALE = 3"), ("    steps = 3", "    steps = 4"),
-                                  ("import torch", "import torch.nn")])
+@pytest.mark.parametrize(
+    "edit", [("SCALE = 2", "SCALE = 3"), ("    steps = 3", "    steps = 4"), ("import torch", "import torch.nn")]
+)
 def test_import_time_code_changes_the_skeleton(edit):
     skeleton, units = digests(SOURCE)
     changed_skeleton, changed = digests(SOURCE.replace(*edit))
@@ -315,8 +353,10 @@ def test_import_time_code_changes_the_skeleton(edit):
 
 
 def test_layout_and_comments_change_nothing():
-    assert digests(SOURCE) == digests("# header\n\n" + SOURCE.replace("return 1", "return 1  # one")
-                                      .replace("\n\n\ndef train", "\n\n\n\n# the loop\ndef train"))
+    assert digests(SOURCE) == digests(
+        "# header\n\n"
+        + SOURCE.replace("return 1", "return 1  # one").replace("\n\n\ndef train", "\n\n\n\n# the loop\ndef train")
+    )
 
 
 def test_lines_map_to_their_function():
@@ -329,12 +369,14 @@ def test_a_test_module_that_only_defines_tests_is_its_own_tests_business(project
     before = fingerprint.digest_tree(project)
     (project / "tests" / "test_more.py").write_text(
         "import pytest\nfrom trainer.loop import Model\n\nCASES = [1, 2]\n\n"
-        "@pytest.mark.parametrize('n', CASES)\ndef test_model(n):\n    assert Model()\n")
+        "@pytest.mark.parametrize('n', CASES)\ndef test_model(n):\n    assert Model()\n"
+    )
     quiet = fingerprint.digest_tree(project)
     assert quiet.whole != before.whole and quiet.shared == before.shared
     # A test module that does something at import (a seed, a patch) may change every test.
     (project / "tests" / "test_more.py").write_text(
-        "import random\nrandom.seed(3)\n\ndef test_model():\n    assert True\n")
+        "import random\nrandom.seed(3)\n\ndef test_model():\n    assert True\n"
+    )
     assert fingerprint.digest_tree(project).shared != before.shared
 
 

@@ -30,8 +30,11 @@ def run(capsys, *args):
 
 
 def digest(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def actionlint(*paths: Path) -> str:
@@ -40,8 +43,9 @@ def actionlint(*paths: Path) -> str:
     shellcheck = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
     if binary is None or shellcheck is None:
         pytest.fail("actionlint and shellcheck come with the test extra: pip install -e '.[test]'")
-    result = subprocess.run([binary, "-no-color", f"-shellcheck={shellcheck}", *map(str, paths)],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [binary, "-no-color", f"-shellcheck={shellcheck}", *map(str, paths)], capture_output=True, text=True, timeout=60
+    )
     return (result.stdout + result.stderr).strip() or ("" if result.returncode == 0 else f"exit {result.returncode}")
 
 
@@ -67,7 +71,8 @@ def test_a_fresh_repository_gets_the_workflows_and_the_section(capsys, repo):
     workflows = repo / ".github" / "workflows"
     for name in WORKFLOWS:
         shipped = trainwreck_workflows.templates()[name].replace(
-            "trainwreck @ git+https://github.com/OWNER/trainwreck@COMMIT", PACKAGE)
+            "trainwreck @ git+https://github.com/OWNER/trainwreck@COMMIT", PACKAGE
+        )
         assert (workflows / name).read_text() == shipped
         assert f"created .github/workflows/{name}" in out
     assert "created pyproject.toml" in out
@@ -86,7 +91,8 @@ def test_running_it_again_changes_nothing(capsys, repo):
     assert digest(repo) == before
     assert "---" not in out and "+++" not in out
     assert out.splitlines()[:4] == [f"unchanged .github/workflows/{name}" for name in WORKFLOWS] + [
-        "unchanged pyproject.toml"]
+        "unchanged pyproject.toml"
+    ]
 
 
 def test_shards_and_runner_labels_go_into_the_workflows_and_stay(capsys, repo):
@@ -150,25 +156,34 @@ def test_an_existing_workflow_keeps_the_teams_steps_comments_and_style(capsys, r
     code, out, err = run(capsys, repo)
     assert code == 0, err
     text = path.read_text()
-    assert "--- a/.github/workflows/trainwreck-train.yml" in out and "updated .github/workflows/trainwreck-train.yml" in out
+    assert (
+        "--- a/.github/workflows/trainwreck-train.yml" in out
+        and "updated .github/workflows/trainwreck-train.yml" in out
+    )
     assert "-      uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2" in out
     assert f"+      uses: {PINNED_CHECKOUT}" in out
     # Everything of the team's is still there, in its place and its indentation.
-    for line in ("# Our smoke training. Owned by the infra team.",
-                 "    branches: [main]   # only PRs to main",
-                 "    timeout-minutes: 90  # the A100 queue is slow",
-                 "    # Mount the dataset cache before anything else needs it.\n"
-                 "    - name: Mount the dataset cache\n"
-                 "      run: sudo mount /data   # needs the NFS share\n",
-                 "  # Docs build, unrelated to trainwreck.\n  docs:\n",
-                 "    - run: echo docs\n",
-                 """'["self-hosted","a100"]'"""):
+    for line in (
+        "# Our smoke training. Owned by the infra team.",
+        "    branches: [main]   # only PRs to main",
+        "    timeout-minutes: 90  # the A100 queue is slow",
+        "    # Mount the dataset cache before anything else needs it.\n"
+        "    - name: Mount the dataset cache\n"
+        "      run: sudo mount /data   # needs the NFS share\n",
+        "  # Docs build, unrelated to trainwreck.\n  docs:\n",
+        "    - run: echo docs\n",
+        """'["self-hosted","a100"]'""",
+    ):
         assert line in text
     job = load(path)["jobs"]["train"]
     assert [step.get("name") for step in job["steps"]] == [
-        "Check out the pull request", "Record the PR's number and diff",
-        "Install trainwreck and the project", "Mount the dataset cache",
-        "Train under triage watch", "Upload the log and telemetry"]
+        "Check out the pull request",
+        "Record the PR's number and diff",
+        "Install trainwreck and the project",
+        "Mount the dataset cache",
+        "Train under triage watch",
+        "Upload the log and telemetry",
+    ]
     template = load(Path(trainwreck_workflows.__file__).parent / "trainwreck-train.yml")["jobs"]["train"]
     assert job["steps"][4] == template["steps"][3]  # trainwreck's own command is current again
     assert job["permissions"] == {"contents": "read"}
@@ -204,8 +219,12 @@ def test_a_deleted_step_comes_back_in_place_with_its_comments(capsys, repo):
     assert "        # Before any of the PR's code runs: git only reads the checkout.\n" in text
     assert "      # our note about the install step\n      - name: Install trainwreck and the project\n" in text
     assert "on: [pull_request, workflow_dispatch]  # ours\n" in text  # the short form says it all
-    assert text.replace("on: [pull_request, workflow_dispatch]  # ours\n", "on:\n  pull_request:\n").replace(
-        "      # our note about the install step\n", "") == fresh
+    assert (
+        text.replace("on: [pull_request, workflow_dispatch]  # ours\n", "on:\n  pull_request:\n").replace(
+            "      # our note about the install step\n", ""
+        )
+        == fresh
+    )
 
 
 def test_a_yaml_extension_and_windows_line_endings_are_kept(capsys, repo):
@@ -266,22 +285,34 @@ def test_dry_run_shows_everything_and_writes_nothing(capsys, repo):
     assert out.rstrip().endswith("dry run: nothing written") or "dry run: nothing written" in out
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda root: (root / "pyproject.toml").write_text("[project\nname = 1\n"),
-     "pyproject.toml: not valid TOML"),
-    (lambda root: (root / "pyproject.toml").write_text("tool = {black = {line-length = 88}}\n"),
-     "pyproject.toml: cannot add a [tool.trainwreck] section"),
-    (lambda root: _workflow(root, "trainwreck-triage.yml", "jobs:\n  triage: [unclosed\n"),
-     ".github/workflows/trainwreck-triage.yml: not valid YAML"),
-    (lambda root: _workflow(root, "trainwreck-mutation.yml", "- just\n- a list\n"),
-     ".github/workflows/trainwreck-mutation.yml: not a workflow"),
-    (lambda root: _workflow(root, "trainwreck-train.yml", "on: pull_request\njobs: [train]\n"),
-     "`jobs` should be a mapping"),
-    (lambda root: _workflow(root, "trainwreck-train.yml", b"name: \xff\n"),
-     ".github/workflows/trainwreck-train.yml: not UTF-8 text"),
-    (lambda root: (root / ".github").write_text("not a folder\n"),
-     ".github: not a folder"),
-], ids=["toml", "inline-tool", "yaml", "not-a-mapping", "jobs-list", "binary", "github-file"])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda root: (root / "pyproject.toml").write_text("[project\nname = 1\n"), "pyproject.toml: not valid TOML"),
+        (
+            lambda root: (root / "pyproject.toml").write_text("tool = {black = {line-length = 88}}\n"),
+            "pyproject.toml: cannot add a [tool.trainwreck] section",
+        ),
+        (
+            lambda root: _workflow(root, "trainwreck-triage.yml", "jobs:\n  triage: [unclosed\n"),
+            ".github/workflows/trainwreck-triage.yml: not valid YAML",
+        ),
+        (
+            lambda root: _workflow(root, "trainwreck-mutation.yml", "- just\n- a list\n"),
+            ".github/workflows/trainwreck-mutation.yml: not a workflow",
+        ),
+        (
+            lambda root: _workflow(root, "trainwreck-train.yml", "on: pull_request\njobs: [train]\n"),
+            "`jobs` should be a mapping",
+        ),
+        (
+            lambda root: _workflow(root, "trainwreck-train.yml", b"name: \xff\n"),
+            ".github/workflows/trainwreck-train.yml: not UTF-8 text",
+        ),
+        (lambda root: (root / ".github").write_text("not a folder\n"), ".github: not a folder"),
+    ],
+    ids=["toml", "inline-tool", "yaml", "not-a-mapping", "jobs-list", "binary", "github-file"],
+)
 def test_bad_files_stop_init_before_anything_is_written(capsys, repo, setup, message):
     setup(repo)
     before = digest(repo)
@@ -298,13 +329,16 @@ def _workflow(root: Path, name: str, text: str | bytes) -> None:
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
 
 
-@pytest.mark.parametrize("args, message", [
-    (["missing-folder"], "not a folder"),
-    (["pyproject.toml"], "not a folder"),
-    ([".", "--runner-labels", " , "], "--runner-labels needs at least one label"),
-    ([".", "--runner-labels", "gpu,it's"], "not a runner label"),
-    ([".", "--shards", "300"], "--shards must be 1..256"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["missing-folder"], "not a folder"),
+        (["pyproject.toml"], "not a folder"),
+        ([".", "--runner-labels", " , "], "--runner-labels needs at least one label"),
+        ([".", "--runner-labels", "gpu,it's"], "not a runner label"),
+        ([".", "--shards", "300"], "--shards must be 1..256"),
+    ],
+)
 def test_bad_arguments_are_one_line_and_exit_2(capsys, repo, monkeypatch, args, message):
     (repo / "pyproject.toml").write_text(PYPROJECT)
     monkeypatch.chdir(repo)

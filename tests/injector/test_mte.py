@@ -44,12 +44,12 @@ def survivors_of(path: Path) -> tuple[str, list, dict]:
     """Every mutant the injector makes of a file, each as a survivor, and its MTE report."""
     text = path.read_text(encoding="utf-8")
     generated = mutants_for_source(text, path.name)
-    outcomes = tuple(Outcome(m.id, m.operator, m.file, m.line, m.description, m.diff, "survived")
-                     for m in generated)
+    outcomes = tuple(Outcome(m.id, m.operator, m.file, m.line, m.description, m.diff, "survived") for m in generated)
     return text, generated, rendering.to_mutation_testing_elements(make_report(outcomes, sources={path.name: text}))
 
 
 # ---------------------------------------------------------------- the schema
+
 
 def test_the_report_is_valid_under_the_official_schema(doc):
     validate(doc)
@@ -69,8 +69,13 @@ def test_the_schema_check_rejects_what_the_viewer_would(doc):
 
 def test_statuses_reasons_and_times(doc, report):
     mutants = by_id(doc)
-    expected = {"killed": "Killed", "survived": "Survived", "timeout": "Timeout",
-                "no_coverage": "NoCoverage", "error": "RuntimeError"}
+    expected = {
+        "killed": "Killed",
+        "survived": "Survived",
+        "timeout": "Timeout",
+        "no_coverage": "NoCoverage",
+        "error": "RuntimeError",
+    }
     for spec in MUTANTS:
         mutant = mutants[spec[0]]
         assert mutant["status"] == expected[spec[6]]
@@ -84,6 +89,7 @@ def test_statuses_reasons_and_times(doc, report):
 
 
 # ---------------------------------------------------------------- the Tests tab
+
 
 def viewer_tests_tab(doc: dict) -> dict[str, tuple[int, int]]:
     """What the viewer's Tests tab counts per test (metrics calculateMetrics.ts `relate`): the
@@ -105,8 +111,9 @@ def test_every_guard_test_is_listed_with_the_mutants_it_covers_and_kills(doc, re
     assert tab["tests/test_train.py::test_loss_decreases"] == (2, 1)  # a kill and a timeout
     assert tab["tests/test_data.py::test_order_is_shuffled"] == (1, 1)
     assert tab["tests/test_data.py::test_len"] == (0, 0)
-    assert {"id": "tests/test_data.py::test_order_is_shuffled", "name": "test_order_is_shuffled"} in \
-        doc["testFiles"]["tests/test_data.py"]["tests"]
+    assert {"id": "tests/test_data.py::test_order_is_shuffled", "name": "test_order_is_shuffled"} in doc["testFiles"][
+        "tests/test_data.py"
+    ]["tests"]
 
 
 def test_each_mutant_names_the_tests_that_reach_it_and_the_one_that_killed_it(doc, report):
@@ -128,16 +135,18 @@ def test_a_report_from_before_reach_was_recorded_still_credits_the_killing_test(
 
 # ---------------------------------------------------------------- locations and replacements
 
+
 def test_each_replacement_at_its_location_is_exactly_the_mutant(doc):
     mutants = by_id(doc)
     for mutant_id, _, path, line, new, *_ in MUTANTS:
         assert mutated_file(SOURCES[path], mutants[mutant_id]) == mutated(path, line, new), mutant_id
     # and they point at the change itself, not at the diff's context
-    assert mutants["a1lrhigh0001"]["location"] == {"start": {"line": 11, "column": 59},
-                                                   "end": {"line": 11, "column": 59}}
+    assert mutants["a1lrhigh0001"]["location"] == {
+        "start": {"line": 11, "column": 59},
+        "end": {"line": 11, "column": 59},
+    }
     assert mutants["a1lrhigh0001"]["replacement"] == " * 100"
-    assert mutants["b2zerograd02"]["location"] == {"start": {"line": 15, "column": 1},
-                                                   "end": {"line": 16, "column": 1}}
+    assert mutants["b2zerograd02"]["location"] == {"start": {"line": 15, "column": 1}, "end": {"line": 16, "column": 1}}
     assert mutants["d4inplace004"]["replacement"] == "F.relu_"
     assert mutants["l2softmax012"]["replacement"] == "0"
     assert mutants["l2softmax012"]["location"]["start"] == {"line": 27, "column": 40}
@@ -167,8 +176,11 @@ def test_every_mutant_of_real_training_code_opens_in_the_viewer(program):
             # only where no location could carry it: the exact change makes the viewer throw
             start, end, replacement = change(text, mutant.diff)
             positions = _Positions(text)
-            exact = {**entry, "replacement": replacement,
-                     "location": {"start": positions(start), "end": positions(end)}}
+            exact = {
+                **entry,
+                "replacement": replacement,
+                "location": {"start": positions(start), "end": positions(end)},
+            }
             with pytest.raises(ViewerError):
                 open_mutant(text, exact)
             assert entry["location"]["start"]["line"] == mutant.line
@@ -191,9 +203,12 @@ def test_the_demo_mutant_that_moves_scheduler_step_opens_with_its_description():
 def test_a_deleted_top_level_line_opens_with_the_line_before_as_context():
     source = "import torch\n\n# cached\n@torch.no_grad()\ndef estimate(model):\n    return model(1)\n"
     mutant = next(m for m in mutants_for_source(source, "eval.py") if m.line == 4)
-    report = rendering.to_mutation_testing_elements(make_report(
-        [Outcome(mutant.id, mutant.operator, "eval.py", 4, mutant.description, mutant.diff, "survived")],
-        sources={"eval.py": source}))
+    report = rendering.to_mutation_testing_elements(
+        make_report(
+            [Outcome(mutant.id, mutant.operator, "eval.py", 4, mutant.description, mutant.diff, "survived")],
+            sources={"eval.py": source},
+        )
+    )
     (entry,) = report["files"]["eval.py"]["mutants"]
     assert mutated_file(source, entry) == mutant.apply(source)
     opened = open_mutant(source, entry)
@@ -204,8 +219,10 @@ def test_a_deleted_top_level_line_opens_with_the_line_before_as_context():
 def test_columns_count_utf16_units_as_the_viewer_does():
     source = "def f(x):\n    note = '🔥 hot'; return F.relu(x)\n"
     new = "    note = '🔥 hot'; return F.relu_(x)\n"
-    item = outcome(("emoji0000001", "inplace-activation", "emoji.py", 2, new, "relu in place",
-                    "survived", None, None), diff_text=diff("emoji.py", 2, new, source))
+    item = outcome(
+        ("emoji0000001", "inplace-activation", "emoji.py", 2, new, "relu in place", "survived", None, None),
+        diff_text=diff("emoji.py", 2, new, source),
+    )
     doc = rendering.to_mutation_testing_elements(make_report([item], sources={"emoji.py": source}))
     (mutant,) = doc["files"]["emoji.py"]["mutants"]
     assert mutant["location"]["start"] == {"line": 2, "column": 29}  # 🔥 is two UTF-16 units

@@ -12,7 +12,6 @@ from __future__ import annotations
 import warnings
 
 import pytest
-
 from operator_corpus import corpus_files, judge, load_module
 
 FILES = [pytest.param(f, id=f"{f.split}:{f.name}") for f in corpus_files()]
@@ -47,6 +46,8 @@ def test_held_out_files_come_from_other_repositories_than_tuned_ones():
     import tomllib
 
     from operator_corpus import MANIFESTS
-    repos = {split: {entry["repo"] for entry in tomllib.loads(path.read_text())["file"]}
-             for split, path in MANIFESTS.items()}
+
+    repos = {
+        split: {entry["repo"] for entry in tomllib.loads(path.read_text())["file"]} for split, path in MANIFESTS.items()
+    }
     assert repos["tuned"] and repos["held-out"] and not repos["tuned"] & repos["held-out"]

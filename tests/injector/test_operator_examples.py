@@ -10,11 +10,13 @@ from injector.operators import all_operators
 
 EXAMPLES = [
     pytest.param(op, example, id=f"{op.id}-{index}")
-    for op in all_operators() for index, example in enumerate(op.examples)
+    for op in all_operators()
+    for index, example in enumerate(op.examples)
 ]
 UNTOUCHED = [
     pytest.param(op, snippet, id=f"{op.id}-{index}")
-    for op in all_operators() for index, snippet in enumerate(op.untouched)
+    for op in all_operators()
+    for index, snippet in enumerate(op.untouched)
 ]
 
 
@@ -23,7 +25,7 @@ def test_operator_makes_exactly_the_documented_mutants(operator, example):
     mutants = mutants_for_source(example.before, "example.py", [operator])
     produced = tuple(m.apply(example.before) for m in mutants)
     assert produced == example.after
-    for mutant, text in zip(mutants, produced):
+    for mutant, text in zip(mutants, produced, strict=False):
         compile(text, "mutant.py", "exec")
         assert mutant.operator == operator.id
 

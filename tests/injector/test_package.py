@@ -22,20 +22,30 @@ from injector.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ("trainwreck-mutation.yml", "trainwreck-train.yml", "trainwreck-triage.yml")
-GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-       "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+GIT = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 # The expression a workflow sets TRAINWRECK_PACKAGE to: the repository variable, else a default.
 PACKAGE_ENV = re.compile(r"\$\{\{ vars\.TRAINWRECK_PACKAGE \|\| '((?:[^']|'')*)' \}\}")
 
 
 def git(folder: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT}).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(folder), *args], check=True, capture_output=True, text=True, env={**os.environ, **GIT}
+    ).stdout.strip()
 
 
 def digest(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +53,11 @@ def source(tmp_path_factory) -> tuple[Path, str]:
     """This project's current files (tracked and new, not ignored) as a git repository: the
     stand-in for its GitHub repository. Returns its folder and HEAD commit."""
     folder = tmp_path_factory.mktemp("trainwreck-source")
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
-                             "--exclude-standard"], check=True, capture_output=True).stdout
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        check=True,
+        capture_output=True,
+    ).stdout
     for name in filter(None, listed.decode().split("\0")):
         origin = ROOT / name
         if origin.is_file():  # a file deleted in the working tree is not part of it
@@ -101,13 +114,28 @@ def pip_offline(tmp_path: Path, script: str, spec: str) -> subprocess.CompletedP
     """Run a workflow's install script as its job would (bash -e, `python` first on PATH), with
     pip told through its environment to resolve only (--dry-run), offline (no index, no config,
     the build backend from this environment)."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "TRAINWRECK_PACKAGE": spec, "RUNNER_TEMP": str(tmp_path), "PIP_CONFIG_FILE": os.devnull,
-           "PIP_DRY_RUN": "1", "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "",
-           "PIP_NO_BUILD_ISOLATION": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1", **GIT}
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "TRAINWRECK_PACKAGE": spec,
+        "RUNNER_TEMP": str(tmp_path),
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_DRY_RUN": "1",
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": "",
+        "PIP_NO_BUILD_ISOLATION": "0",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        **GIT,
+    }
     env.pop("PIP_CONSTRAINT", None)
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], env=env,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
 
 
 def test_the_install_steps_init_writes_resolve_the_pinned_package(capsys, repo, source, tmp_path):
@@ -162,13 +190,16 @@ def test_an_unpinned_git_url_gets_a_note(capsys, repo):
     assert "note: the git URL names 'main', not a commit" in out
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("numpy==2.0", "installs 'numpy', not trainwreck"),
-    ("trainwreck @ ", "not a pip requirement"),
-    ("  ", "--package is empty"),
-    ("trainwreck @ git+https://github.com/a/b@${{ secrets.X }}", "braces and control characters"),
-    ("trainwreck==1\nrun: curl", "braces and control characters"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("numpy==2.0", "installs 'numpy', not trainwreck"),
+        ("trainwreck @ ", "not a pip requirement"),
+        ("  ", "--package is empty"),
+        ("trainwreck @ git+https://github.com/a/b@${{ secrets.X }}", "braces and control characters"),
+        ("trainwreck==1\nrun: curl", "braces and control characters"),
+    ],
+)
 def test_a_bad_spec_is_one_line_exit_2_and_writes_nothing(capsys, repo, spec, message):
     before = digest(repo)
     code, out, err = init(capsys, str(repo), "--package", spec)
@@ -197,6 +228,7 @@ def test_with_no_way_to_tell_an_installed_pin_is_kept(capsys, repo, monkeypatch)
 
 # -- where this trainwreck came from ---------------------------------------------------------------
 
+
 def fake_install(tmp_path: Path, direct_url: dict | None) -> metadata.Distribution:
     """A real installed distribution's metadata folder, as pip writes it."""
     info = tmp_path / "site" / "trainwreck-0.4.0.dist-info"
@@ -210,8 +242,13 @@ def fake_install(tmp_path: Path, direct_url: dict | None) -> metadata.Distributi
 
 def test_an_install_from_git_gives_its_url_at_its_commit_without_credentials(tmp_path, monkeypatch):
     commit = "e" * 40
-    dist = fake_install(tmp_path, {"url": "https://bot:s3cret@github.com/acme/trainwreck.git",
-                                   "vcs_info": {"vcs": "git", "commit_id": commit, "requested_revision": "v0.4.0"}})
+    dist = fake_install(
+        tmp_path,
+        {
+            "url": "https://bot:s3cret@github.com/acme/trainwreck.git",
+            "vcs_info": {"vcs": "git", "commit_id": commit, "requested_revision": "v0.4.0"},
+        },
+    )
     monkeypatch.setattr(package, "_installed_distribution", lambda: dist)
     found = package.resolve(None, {})
     assert found.spec == f"trainwreck @ git+https://github.com/acme/trainwreck@{commit}"
@@ -225,8 +262,7 @@ def test_an_install_from_an_index_gives_that_version(tmp_path, monkeypatch):
 
 
 def test_an_install_from_a_local_wheel_cannot_be_reached_from_ci(tmp_path, monkeypatch):
-    dist = fake_install(tmp_path, {"url": "file:///home/me/dist/trainwreck-0.4.0-py3-none-any.whl",
-                                   "archive_info": {}})
+    dist = fake_install(tmp_path, {"url": "file:///home/me/dist/trainwreck-0.4.0-py3-none-any.whl", "archive_info": {}})
     monkeypatch.setattr(package, "_installed_distribution", lambda: dist)
     found = package.resolve(None, {})
     assert found.spec is None and "CI cannot reach" in found.origin
@@ -249,12 +285,15 @@ def test_a_checkout_gives_its_origin_at_head_once_a_remote_branch_holds_it(tmp_p
     assert package.resolve(None, {}).spec == f"trainwreck @ git+https://github.com/acme/trainwreck@{head}"
 
 
-@pytest.mark.parametrize("url, public", [
-    ("git@github.com:acme/trainwreck.git", "https://github.com/acme/trainwreck"),
-    ("ssh://git@github.com/acme/trainwreck.git", "https://github.com/acme/trainwreck"),
-    ("https://x-access-token:tok@ghe.example.com/ml/trainwreck", "https://ghe.example.com/ml/trainwreck"),
-    ("/srv/git/trainwreck.git", None),
-    ("file:///srv/git/trainwreck.git", None),
-])
+@pytest.mark.parametrize(
+    "url, public",
+    [
+        ("git@github.com:acme/trainwreck.git", "https://github.com/acme/trainwreck"),
+        ("ssh://git@github.com/acme/trainwreck.git", "https://github.com/acme/trainwreck"),
+        ("https://x-access-token:tok@ghe.example.com/ml/trainwreck", "https://ghe.example.com/ml/trainwreck"),
+        ("/srv/git/trainwreck.git", None),
+        ("file:///srv/git/trainwreck.git", None),
+    ],
+)
 def test_git_remotes_become_https_urls_any_ci_can_clone(url, public):
     assert package.public_git_url(url) == public

@@ -14,69 +14,71 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SOURCES = {path.name: path.read_text() for path in sorted(FIXTURES.glob("*.py"))}
 
 # Every applicable site, reviewed by hand: (file, line, operator) -> number of mutants there.
-EXPECTED = Counter({
-    ("gan_trainer.py", 35, "lr-too-high"): 1,
-    ("gan_trainer.py", 36, "lr-too-high"): 1,
-    ("gan_trainer.py", 38, "wrong-loss-reduction"): 1,
-    ("gan_trainer.py", 39, "no-shuffle"): 1,
-    ("gan_trainer.py", 43, "missing-train-mode"): 1,
-    ("gan_trainer.py", 44, "missing-train-mode"): 1,
-    ("gan_trainer.py", 46, "device-mismatch"): 1,
-    ("gan_trainer.py", 50, "missing-zero-grad"): 1,
-    ("gan_trainer.py", 51, "no-grad-training"): 1,
-    ("gan_trainer.py", 52, "detached-graph"): 1,
-    ("gan_trainer.py", 54, "missing-backward"): 1,
-    ("gan_trainer.py", 55, "missing-optimizer-step"): 1,
-    ("gan_trainer.py", 58, "missing-zero-grad"): 1,
-    ("gan_trainer.py", 59, "no-grad-training"): 1,
-    ("gan_trainer.py", 59, "detached-graph"): 1,
-    ("gan_trainer.py", 60, "missing-backward"): 1,
-    ("gan_trainer.py", 61, "missing-optimizer-step"): 1,
-    ("gan_trainer.py", 62, "loss-tensor-leak"): 2,
-    ("gan_trainer.py", 64, "missing-no-grad-eval"): 1,
-    ("gan_trainer.py", 66, "missing-eval-mode"): 1,
-    ("gan_trainer.py", 68, "missing-train-mode"): 1,
-    ("gpt_train.py", 29, "missing-attention-mask"): 1,
-    ("gpt_train.py", 30, "wrong-softmax-dim"): 1,
-    ("gpt_train.py", 44, "missing-epsilon"): 1,
-    ("gpt_train.py", 56, "inplace-activation"): 1,
-    ("gpt_train.py", 57, "inplace-activation"): 1,
-    ("gpt_train.py", 75, "double-softmax"): 1,
-    ("gpt_train.py", 75, "wrong-loss-reduction"): 1,
-    ("gpt_train.py", 90, "device-mismatch"): 2,
-    ("gpt_train.py", 104, "lr-too-high"): 1,
-    ("gpt_train.py", 113, "lr-too-high"): 1,
-    ("gpt_train.py", 119, "rank-skip"): 1,
-    ("gpt_train.py", 115, "no-grad-training"): 1,
-    ("gpt_train.py", 117, "detached-graph"): 1,
-    ("gpt_train.py", 119, "missing-grad-scaler"): 1,
-    ("gpt_train.py", 119, "missing-backward"): 1,
-    ("gpt_train.py", 121, "missing-grad-clipping"): 1,
-    ("gpt_train.py", 122, "missing-optimizer-step"): 1,
-    ("gpt_train.py", 124, "missing-zero-grad"): 1,
-    ("image_classifier.py", 32, "missing-eval-mode"): 1,
-    ("image_classifier.py", 34, "missing-no-grad-eval"): 1,
-    ("image_classifier.py", 36, "device-mismatch"): 2,
-    ("image_classifier.py", 58, "no-shuffle"): 1,
-    ("image_classifier.py", 59, "no-shuffle"): 1,
-    ("image_classifier.py", 65, "lr-too-high"): 1,
-    ("image_classifier.py", 68, "wrong-loss-reduction"): 1,
-    ("image_classifier.py", 71, "missing-train-mode"): 1,
-    ("image_classifier.py", 73, "missing-set-epoch"): 1,
-    ("image_classifier.py", 81, "rank-skip"): 1,
-    ("image_classifier.py", 76, "device-mismatch"): 1,
-    ("image_classifier.py", 77, "device-mismatch"): 1,
-    ("image_classifier.py", 78, "no-grad-training"): 1,
-    ("image_classifier.py", 80, "double-softmax"): 1,
-    ("image_classifier.py", 80, "detached-graph"): 1,
-    ("image_classifier.py", 81, "missing-grad-scaler"): 1,
-    ("image_classifier.py", 81, "missing-backward"): 1,
-    ("image_classifier.py", 84, "missing-grad-clipping"): 1,
-    ("image_classifier.py", 85, "missing-optimizer-step"): 1,
-    ("image_classifier.py", 87, "missing-zero-grad"): 1,
-    ("image_classifier.py", 88, "loss-tensor-leak"): 1,
-    ("image_classifier.py", 89, "scheduler-step-misaligned"): 1,
-})
+EXPECTED = Counter(
+    {
+        ("gan_trainer.py", 35, "lr-too-high"): 1,
+        ("gan_trainer.py", 36, "lr-too-high"): 1,
+        ("gan_trainer.py", 38, "wrong-loss-reduction"): 1,
+        ("gan_trainer.py", 39, "no-shuffle"): 1,
+        ("gan_trainer.py", 43, "missing-train-mode"): 1,
+        ("gan_trainer.py", 44, "missing-train-mode"): 1,
+        ("gan_trainer.py", 46, "device-mismatch"): 1,
+        ("gan_trainer.py", 50, "missing-zero-grad"): 1,
+        ("gan_trainer.py", 51, "no-grad-training"): 1,
+        ("gan_trainer.py", 52, "detached-graph"): 1,
+        ("gan_trainer.py", 54, "missing-backward"): 1,
+        ("gan_trainer.py", 55, "missing-optimizer-step"): 1,
+        ("gan_trainer.py", 58, "missing-zero-grad"): 1,
+        ("gan_trainer.py", 59, "no-grad-training"): 1,
+        ("gan_trainer.py", 59, "detached-graph"): 1,
+        ("gan_trainer.py", 60, "missing-backward"): 1,
+        ("gan_trainer.py", 61, "missing-optimizer-step"): 1,
+        ("gan_trainer.py", 62, "loss-tensor-leak"): 2,
+        ("gan_trainer.py", 64, "missing-no-grad-eval"): 1,
+        ("gan_trainer.py", 66, "missing-eval-mode"): 1,
+        ("gan_trainer.py", 68, "missing-train-mode"): 1,
+        ("gpt_train.py", 29, "missing-attention-mask"): 1,
+        ("gpt_train.py", 30, "wrong-softmax-dim"): 1,
+        ("gpt_train.py", 44, "missing-epsilon"): 1,
+        ("gpt_train.py", 56, "inplace-activation"): 1,
+        ("gpt_train.py", 57, "inplace-activation"): 1,
+        ("gpt_train.py", 75, "double-softmax"): 1,
+        ("gpt_train.py", 75, "wrong-loss-reduction"): 1,
+        ("gpt_train.py", 90, "device-mismatch"): 2,
+        ("gpt_train.py", 104, "lr-too-high"): 1,
+        ("gpt_train.py", 113, "lr-too-high"): 1,
+        ("gpt_train.py", 119, "rank-skip"): 1,
+        ("gpt_train.py", 115, "no-grad-training"): 1,
+        ("gpt_train.py", 117, "detached-graph"): 1,
+        ("gpt_train.py", 119, "missing-grad-scaler"): 1,
+        ("gpt_train.py", 119, "missing-backward"): 1,
+        ("gpt_train.py", 121, "missing-grad-clipping"): 1,
+        ("gpt_train.py", 122, "missing-optimizer-step"): 1,
+        ("gpt_train.py", 124, "missing-zero-grad"): 1,
+        ("image_classifier.py", 32, "missing-eval-mode"): 1,
+        ("image_classifier.py", 34, "missing-no-grad-eval"): 1,
+        ("image_classifier.py", 36, "device-mismatch"): 2,
+        ("image_classifier.py", 58, "no-shuffle"): 1,
+        ("image_classifier.py", 59, "no-shuffle"): 1,
+        ("image_classifier.py", 65, "lr-too-high"): 1,
+        ("image_classifier.py", 68, "wrong-loss-reduction"): 1,
+        ("image_classifier.py", 71, "missing-train-mode"): 1,
+        ("image_classifier.py", 73, "missing-set-epoch"): 1,
+        ("image_classifier.py", 81, "rank-skip"): 1,
+        ("image_classifier.py", 76, "device-mismatch"): 1,
+        ("image_classifier.py", 77, "device-mismatch"): 1,
+        ("image_classifier.py", 78, "no-grad-training"): 1,
+        ("image_classifier.py", 80, "double-softmax"): 1,
+        ("image_classifier.py", 80, "detached-graph"): 1,
+        ("image_classifier.py", 81, "missing-grad-scaler"): 1,
+        ("image_classifier.py", 81, "missing-backward"): 1,
+        ("image_classifier.py", 84, "missing-grad-clipping"): 1,
+        ("image_classifier.py", 85, "missing-optimizer-step"): 1,
+        ("image_classifier.py", 87, "missing-zero-grad"): 1,
+        ("image_classifier.py", 88, "loss-tensor-leak"): 1,
+        ("image_classifier.py", 89, "scheduler-step-misaligned"): 1,
+    }
+)
 
 
 def all_mutants():
@@ -95,8 +97,7 @@ def test_every_diff_applies_with_git_and_gives_the_mutant(tmp_path):
         target.write_text(SOURCES[name])
         patch = tmp_path / "mutant.diff"
         patch.write_text(mutant.diff)
-        applied = subprocess.run(["git", "apply", "mutant.diff"], cwd=tmp_path,
-                                 capture_output=True, text=True)
+        applied = subprocess.run(["git", "apply", "mutant.diff"], cwd=tmp_path, capture_output=True, text=True)
         assert applied.returncode == 0, (mutant.operator, mutant.line, applied.stderr, mutant.diff)
         assert target.read_text() == mutant.apply(SOURCES[name])
 
@@ -109,8 +110,11 @@ def test_every_mutant_compiles_and_differs_from_the_original():
 
 
 def test_a_deletion_diff_shows_exactly_the_deleted_line():
-    mutant = next(m for m in mutants_for_source(SOURCES["image_classifier.py"], "image_classifier.py")
-                  if m.operator == "missing-zero-grad")
+    mutant = next(
+        m
+        for m in mutants_for_source(SOURCES["image_classifier.py"], "image_classifier.py")
+        if m.operator == "missing-zero-grad"
+    )
     changed = [line for line in mutant.diff.splitlines()[2:] if line[:1] in "+-"]
     assert changed == ["-                optimizer.zero_grad(set_to_none=True)"]
 
@@ -136,13 +140,16 @@ def test_ids_depend_on_the_file_path():
     assert not one & other
 
 
-@pytest.mark.parametrize("text", [
-    "x = '''\n    multi\n    line'''\nwith torch.no_grad():\n    s = '''a\nb'''\n",
-    "def f():\n\tif x:\n\t\topt.zero_grad()\n\t\tpass\n",
-    "x = 1  # café\ny = F.softmax(z, dim=-1)  # ünïcode\n",
-    "for x in xs: optimizer.zero_grad(); loss.backward(); optimizer.step()\n",
-    "loss.backward()",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x = '''\n    multi\n    line'''\nwith torch.no_grad():\n    s = '''a\nb'''\n",
+        "def f():\n\tif x:\n\t\topt.zero_grad()\n\t\tpass\n",
+        "x = 1  # café\ny = F.softmax(z, dim=-1)  # ünïcode\n",
+        "for x in xs: optimizer.zero_grad(); loss.backward(); optimizer.step()\n",
+        "loss.backward()",
+    ],
+)
 def test_unusual_layouts_give_valid_mutants(text):
     for mutant in mutants_for_source(text, "odd.py"):
         compile(mutant.apply(text), "odd.py", "exec")

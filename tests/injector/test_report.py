@@ -38,6 +38,7 @@ def fences(markdown_text: str, info: str) -> list[str]:
 
 # ---------------------------------------------------------------- markdown
 
+
 def test_markdown_leads_with_the_score_and_the_count_of_each_status(markdown):
     assert "## Mutation score 70% (7 of 10 covered mutants caught)" in markdown
     assert "**5** killed · **2** timeout · **3** survived · **2** no coverage · **1** error" in markdown
@@ -50,8 +51,9 @@ def test_markdown_has_one_table_row_per_fault_id_with_its_counts(report, markdow
         row = re.search(rf"^\| `{re.escape(fault)}` \| (.*) \|$", markdown, re.MULTILINE)
         assert row, fault
         cells = [cell.strip() for cell in row.group(1).split("|")]
-        assert [int(c) for c in cells[:5]] == [counts[s] for s in
-                                                ("killed", "timeout", "survived", "no_coverage", "error")]
+        assert [int(c) for c in cells[:5]] == [
+            counts[s] for s in ("killed", "timeout", "survived", "no_coverage", "error")
+        ]
     assert re.search(r"^\| `missing-backward` \|.*\| █+ 100% \|$", markdown, re.MULTILINE)
     assert re.search(r"^\| `missing-zero-grad` \|.*\| ░+ 0% \|$", markdown, re.MULTILINE)
     assert re.search(r"^\| `wrong-softmax-dim` \|.*\| n/a \|$", markdown, re.MULTILINE)
@@ -68,7 +70,12 @@ def test_markdown_chart_is_a_valid_mermaid_pie_of_the_outcomes(report, markdown)
     slices = [re.fullmatch(r'    "([a-z ]+)" : (\d+)', line) for line in lines[2:]]
     assert all(slices), lines
     assert {m.group(1): int(m.group(2)) for m in slices} == {
-        "killed": 5, "timeout": 2, "survived": 3, "no coverage": 2, "error": 1}
+        "killed": 5,
+        "timeout": 2,
+        "survived": 3,
+        "no coverage": 2,
+        "error": 1,
+    }
 
 
 def test_every_survivor_shows_its_diff_and_the_catalog_guard_and_fix(report, markdown):
@@ -77,8 +84,8 @@ def test_every_survivor_shows_its_diff_and_the_catalog_guard_and_fix(report, mar
     assert sorted(diffs) == sorted(o.diff for o in survivors)  # byte for byte, fences intact
     for survivor in survivors:
         fault = catalog.get(survivor.operator)
-        section = markdown[markdown.index(f"#### `{survivor.operator}`"):]
-        section = section[:section.index("```")]
+        section = markdown[markdown.index(f"#### `{survivor.operator}`") :]
+        section = section[: section.index("```")]
         assert f"**Would be caught by:** {fault.guard}." in section
         assert f"**Fix:** {fault.fix}" in section
         assert f"`{survivor.mutant_id}`" in markdown
@@ -103,7 +110,7 @@ def test_mentions_in_messages_do_not_ping(markdown):
 
 
 def test_errors_are_listed_apart_with_their_message(markdown):
-    errors = markdown[markdown.index("### Errors (1)"):]
+    errors = markdown[markdown.index("### Errors (1)") :]
     assert "`no-grad-training`" in errors and "`m3nograd0013`" in errors
     assert "cc @\u200dsomeone, this broke in CI" in errors
 
@@ -111,31 +118,45 @@ def test_errors_are_listed_apart_with_their_message(markdown):
 def test_flaky_guard_tests_and_uncovered_mutants_are_named(markdown):
     assert "**Flaky guard tests.**" in markdown
     assert "`tests/test_train.py::test_converges[@seed]`" in markdown  # code: cannot ping
-    uncovered = markdown[markdown.index("Not reached by any guard (2)"):]
+    uncovered = markdown[markdown.index("Not reached by any guard (2)") :]
     assert "`demo/train.py:12` `missing-train-mode`" in uncovered
     assert "`demo/train.py:27` `wrong-softmax-dim`" in uncovered
 
 
 def test_many_survivors_fold_into_details_per_fault():
-    survivors = [outcome((f"s{n:011d}", fault, "demo/train.py", line, new, "survived here",
-                          "survived", None, None))
-                 for n, (fault, line, new) in enumerate(
-                     [("missing-zero-grad", 15, ""), ("missing-backward", 18, ""),
-                      ("missing-optimizer-step", 19, "")] * 3)]
+    survivors = [
+        outcome((f"s{n:011d}", fault, "demo/train.py", line, new, "survived here", "survived", None, None))
+        for n, (fault, line, new) in enumerate(
+            [("missing-zero-grad", 15, ""), ("missing-backward", 18, ""), ("missing-optimizer-step", 19, "")] * 3
+        )
+    ]
     markdown = rendering.render_markdown(make_report(survivors))
     assert markdown.count("<details><summary>") == 3 + 0  # one per fault; nothing uncovered
     assert markdown.count("</details>") == 3
     guard = catalog.get("missing-backward").guard
-    assert re.search(r"<summary><code>missing-backward</code>: would be caught by "
-                     + re.escape(guard) + r" \(3 survived\)</summary>", markdown)
+    assert re.search(
+        r"<summary><code>missing-backward</code>: would be caught by "
+        + re.escape(guard)
+        + r" \(3 survived\)</summary>",
+        markdown,
+    )
     assert len(fences(markdown, "diff")) == 9
 
 
 def test_a_huge_report_still_fits_a_comment_and_stays_well_formed():
     body = "".join(f"+    x{n} = torch.zeros(1024)  # padding to make the diff long\n" for n in range(60))
-    big = [Outcome(f"big{n:09d}", "missing-zero-grad", f"demo/file{n}.py", 10, "removed a call",
-                   f"--- a/demo/file{n}.py\n+++ b/demo/file{n}.py\n@@ -10,1 +10,60 @@\n-    pass\n"
-                   + body, "survived") for n in range(300)]
+    big = [
+        Outcome(
+            f"big{n:09d}",
+            "missing-zero-grad",
+            f"demo/file{n}.py",
+            10,
+            "removed a call",
+            f"--- a/demo/file{n}.py\n+++ b/demo/file{n}.py\n@@ -10,1 +10,60 @@\n-    pass\n" + body,
+            "survived",
+        )
+        for n in range(300)
+    ]
     markdown = rendering.render_markdown(make_report(big, sources={}))
     assert len(markdown) <= GITHUB_LIMIT
     shown = fences(markdown, "diff")
@@ -154,6 +175,7 @@ def test_without_covered_mutants_there_is_no_score():
 
 
 # ---------------------------------------------------------------- HTML
+
 
 def test_html_is_one_self_contained_page(report):
     page = rendering.render_html(report)
@@ -187,6 +209,7 @@ def test_html_draws_a_stacked_bar_per_fault_id(report):
 
 # ---------------------------------------------------------------- JSON and files
 
+
 def test_json_round_trips(report, tmp_path):
     text = rendering.to_json(report)
     assert json.loads(text)["schema"] == SCHEMA
@@ -197,14 +220,17 @@ def test_json_round_trips(report, tmp_path):
     assert rendering.from_file(path) == report
 
 
-@pytest.mark.parametrize("content, expected", [
-    (None, "no such report file"),
-    ("{not json", "invalid JSON at line 1"),
-    (json.dumps({"schema": "someone-else/3", "outcomes": []}), "not a trainwreck report"),
-    (json.dumps({"schema": SCHEMA, "project": "p"}), "malformed trainwreck report"),
-    ("directory", "cannot read the report"),
-    (b"\xff\xfe\x00binary", "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (None, "no such report file"),
+        ("{not json", "invalid JSON at line 1"),
+        (json.dumps({"schema": "someone-else/3", "outcomes": []}), "not a trainwreck report"),
+        (json.dumps({"schema": SCHEMA, "project": "p"}), "malformed trainwreck report"),
+        ("directory", "cannot read the report"),
+        (b"\xff\xfe\x00binary", "not UTF-8 text"),
+    ],
+)
 def test_from_file_refuses_what_is_not_a_report_in_one_line(tmp_path, content, expected):
     path = tmp_path / "report.json"
     if content == "directory":
@@ -230,10 +256,14 @@ def test_from_file_refuses_an_unknown_status(report, tmp_path):
 
 def test_write_creates_the_requested_files(report, tmp_path):
     out = tmp_path / "reports" / "nested"
-    written = rendering.write(report, json_path=out / "mutation.json", markdown_path=out / "summary.md",
-                              html_path=out / "index.html", mte_path=out / "mutation-testing.json")
-    assert written == [out / "mutation.json", out / "summary.md", out / "index.html",
-                       out / "mutation-testing.json"]
+    written = rendering.write(
+        report,
+        json_path=out / "mutation.json",
+        markdown_path=out / "summary.md",
+        html_path=out / "index.html",
+        mte_path=out / "mutation-testing.json",
+    )
+    assert written == [out / "mutation.json", out / "summary.md", out / "index.html", out / "mutation-testing.json"]
     assert rendering.from_file(out / "mutation.json") == report
     assert (out / "summary.md").read_text(encoding="utf-8").startswith(rendering.MARKER)
     assert "<!DOCTYPE html>" in (out / "index.html").read_text(encoding="utf-8")
@@ -249,8 +279,9 @@ def test_write_reports_an_unwritable_path_in_one_line(report, tmp_path):
 
 
 def test_a_fault_id_missing_from_the_catalog_still_renders():
-    custom = outcome(("n4custom0014", "my-team-fault", "demo/train.py", 15, "", "a fault of our own",
-                      "survived", None, None))
+    custom = outcome(
+        ("n4custom0014", "my-team-fault", "demo/train.py", 15, "", "a fault of our own", "survived", None, None)
+    )
     markdown = rendering.render_markdown(make_report([custom]))
     assert "#### `my-team-fault`: (not in the fault catalog)" in markdown
     assert "Would be caught by" not in markdown
@@ -258,20 +289,35 @@ def test_a_fault_id_missing_from_the_catalog_still_renders():
     validate(rendering.to_mutation_testing_elements(make_report([custom])))
 
 
-
 # ---------------------------------------------------------------- one score everywhere
+
 
 def test_console_markdown_html_and_json_show_the_same_percentage(tmp_path, capsys):
     from injector import render
 
     # 5 of 12 is 41.67%: rounding would say 42%, flooring 41%; every surface must say the same
-    specs = [(f"k{n:011d}", "missing-backward", "demo/train.py", 18, "", "removed", "killed",
-              "tests/test_train.py::test_loss_decreases", "assert") for n in range(5)]
-    specs += [(f"s{n:011d}", "missing-zero-grad", "demo/train.py", 15, "", "removed", "survived",
-               None, None) for n in range(7)]
+    specs = [
+        (
+            f"k{n:011d}",
+            "missing-backward",
+            "demo/train.py",
+            18,
+            "",
+            "removed",
+            "killed",
+            "tests/test_train.py::test_loss_decreases",
+            "assert",
+        )
+        for n in range(5)
+    ]
+    specs += [
+        (f"s{n:011d}", "missing-zero-grad", "demo/train.py", 15, "", "removed", "survived", None, None)
+        for n in range(7)
+    ]
     report = make_report([outcome(spec) for spec in specs])
-    written = rendering.write(report, json_path=tmp_path / "r.json", markdown_path=tmp_path / "r.md",
-                              html_path=tmp_path / "r.html")
+    written = rendering.write(
+        report, json_path=tmp_path / "r.json", markdown_path=tmp_path / "r.md", html_path=tmp_path / "r.html"
+    )
     render.campaign_summary(report, written)
     console = capsys.readouterr().err
     shown = {
@@ -286,6 +332,7 @@ def test_console_markdown_html_and_json_show_the_same_percentage(tmp_path, capsy
 
 # ---------------------------------------------------------------- HTML readability
 
+
 def test_html_fault_titles_render_inline_code_as_code_escaped(report):
     page = rendering.render_html(report)
     title = catalog.get("no-grad-training").title  # "... runs under `torch.no_grad()`."
@@ -293,8 +340,19 @@ def test_html_fault_titles_render_inline_code_as_code_escaped(report):
     row = re.search(r'<tr><td data-sort="no-grad-training">.*?</tr>', page, re.DOTALL).group()
     assert "`" not in row
     assert "<code>torch.no_grad()</code>" in row
-    custom = outcome(("n5custom0015", "missing-backward", "demo/train.py", 18, "",
-                      "removed `<b>loss</b>.backward()`", "survived", None, None))
+    custom = outcome(
+        (
+            "n5custom0015",
+            "missing-backward",
+            "demo/train.py",
+            18,
+            "",
+            "removed `<b>loss</b>.backward()`",
+            "survived",
+            None,
+            None,
+        )
+    )
     page = rendering.render_html(make_report([custom]))
     assert "<code>&lt;b&gt;loss&lt;/b&gt;.backward()</code>" in page and "<b>loss" not in page
     assert not re.search(r"<(?:p|summary|div)[^>]*>[^<]*`", page)  # no raw backtick left in prose
@@ -302,11 +360,22 @@ def test_html_fault_titles_render_inline_code_as_code_escaped(report):
 
 def test_html_tables_fit_the_page_width():
     """Long test ids, paths and diff lines wrap or scroll inside their table, not the page."""
-    long = outcome(("w6wide000016", "missing-backward", "demo/" + "very_long_folder_name/" * 8 + "train.py",
-                    18, "", "removed", "killed", "tests/" + "test_" * 40 + "x.py::test_" + "y" * 120, "assert"),
-                   diff_text="--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n-" + "x" * 400 + "\n+" + "y" * 400 + "\n")
+    long = outcome(
+        (
+            "w6wide000016",
+            "missing-backward",
+            "demo/" + "very_long_folder_name/" * 8 + "train.py",
+            18,
+            "",
+            "removed",
+            "killed",
+            "tests/" + "test_" * 40 + "x.py::test_" + "y" * 120,
+            "assert",
+        ),
+        diff_text="--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n-" + "x" * 400 + "\n+" + "y" * 400 + "\n",
+    )
     page = rendering.render_html(make_report([long], sources={}))
-    css = page[page.index("<style>"):page.index("</style>")]
+    css = page[page.index("<style>") : page.index("</style>")]
     tables = re.findall(r"(<div class=\"table-scroll\">\s*<table[^>]*>)", page)
     assert len(tables) == page.count("<table")  # every table sits in a scroll container
     assert re.search(r"\.table-scroll \{[^}]*overflow-x: auto", css)

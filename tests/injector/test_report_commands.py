@@ -31,10 +31,11 @@ def saved(tmp_path) -> Path:
 
 # ---------------------------------------------------------------- --fail-under
 
-@pytest.mark.parametrize("threshold, expected", [("80", EXIT_UNDER), ("70.5", EXIT_UNDER), ("70", 0),
-                                                 ("0", 0), ("65%", 0)])
-def test_fail_under_exits_3_below_the_threshold_after_writing_the_reports(capsys, saved, tmp_path,
-                                                                         threshold, expected):
+
+@pytest.mark.parametrize(
+    "threshold, expected", [("80", EXIT_UNDER), ("70.5", EXIT_UNDER), ("70", 0), ("0", 0), ("65%", 0)]
+)
+def test_fail_under_exits_3_below_the_threshold_after_writing_the_reports(capsys, saved, tmp_path, threshold, expected):
     out = tmp_path / "merged.json"
     code, _, err = run(capsys, "merge", saved, "--json", out, "--fail-under", threshold)
     assert code == expected
@@ -87,8 +88,15 @@ def test_a_bad_configured_fail_under_is_one_line_and_exit_2(capsys, saved, tmp_p
 def test_a_campaign_under_its_configured_gate_fails_ci(capsys, project, tmp_path):
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + "fail-under = 100\n")
-    code, _, err = run(capsys, "run", project, "--json", tmp_path / "r.json",
-                       "--operators", "missing-zero-grad,missing-backward,missing-eval-mode")
+    code, _, err = run(
+        capsys,
+        "run",
+        project,
+        "--json",
+        tmp_path / "r.json",
+        "--operators",
+        "missing-zero-grad,missing-backward,missing-eval-mode",
+    )
     shown = json.loads((tmp_path / "r.json").read_text())["percent"]
     assert shown < 100
     assert code == EXIT_UNDER
@@ -97,12 +105,12 @@ def test_a_campaign_under_its_configured_gate_fails_ci(capsys, project, tmp_path
 
 # ---------------------------------------------------------------- show and apply
 
+
 @pytest.fixture()
 def campaigned(capsys, project) -> tuple[Path, dict]:
     """The campaign project after `injector run` in it: (project, its report's JSON)."""
     report = project / "trainwreck-report" / "report.json"
-    code, _, err = run(capsys, "run", project, "--json", report,
-                       "--operators", "missing-backward,missing-eval-mode")
+    code, _, err = run(capsys, "run", project, "--json", report, "--operators", "missing-backward,missing-eval-mode")
     assert code == 0, err
     return project, json.loads(report.read_text())
 
@@ -113,8 +121,9 @@ def test_show_prints_a_mutants_outcome_and_diff_from_the_last_report(capsys, cam
     killed = next(o for o in data["outcomes"] if o["status"] == "killed")
     code, out, _ = run(capsys, "show", killed["mutant_id"][:6])  # a unique prefix is enough
     assert code == 0
-    assert out.splitlines()[0] == (f"{killed['mutant_id']} {killed['operator']} "
-                                   f"{killed['file']}:{killed['line']}  {killed['description']}")
+    assert out.splitlines()[0] == (
+        f"{killed['mutant_id']} {killed['operator']} {killed['file']}:{killed['line']}  {killed['description']}"
+    )
     assert f"outcome: killed by {killed['test']}" in out
     assert f"message: {killed['message']}" in out
     assert out.endswith(killed["diff"])  # byte for byte off a terminal: it can be applied
@@ -135,8 +144,15 @@ def guard_passes(project: Path) -> bool:
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "tests", "-p", "no:cacheprovider"],
-                          cwd=project, capture_output=True, timeout=60).returncode == 0
+    return (
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "tests", "-p", "no:cacheprovider"],
+            cwd=project,
+            capture_output=True,
+            timeout=60,
+        ).returncode
+        == 0
+    )
 
 
 def test_apply_writes_the_mutant_so_the_guard_fails_and_revert_undoes_it(capsys, campaigned, monkeypatch):
@@ -191,8 +207,17 @@ def test_a_shard_leaves_the_configured_gate_to_the_merge(capsys, project, tmp_pa
     shards = []
     for index in (1, 2):
         shards.append(tmp_path / f"shard-{index}.json")
-        code, _, err = run(capsys, "run", project, "--shard", f"{index}/2", "--json", shards[-1],
-                           "--operators", "missing-zero-grad,missing-backward,missing-eval-mode")
+        code, _, err = run(
+            capsys,
+            "run",
+            project,
+            "--shard",
+            f"{index}/2",
+            "--json",
+            shards[-1],
+            "--operators",
+            "missing-zero-grad,missing-backward,missing-eval-mode",
+        )
         assert code == 0, err
     monkeypatch.chdir(project)
     code, _, err = run(capsys, "merge", *shards, "--json", tmp_path / "merged.json")

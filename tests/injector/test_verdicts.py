@@ -40,8 +40,9 @@ def by_hand(project: Path, tmp_path: Path, report: dict, guard: list[str]) -> di
         shutil.copytree(project, copy)
         patch = subprocess.run(["patch", "-p1", "-s"], input=outcome["diff"], text=True, cwd=copy)
         assert patch.returncode == 0
-        result = subprocess.run(guard, cwd=copy, capture_output=True, timeout=60,
-                                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+        result = subprocess.run(
+            guard, cwd=copy, capture_output=True, timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        )
         verdicts[outcome["mutant_id"]] = "caught" if result.returncode else "passed"
     return verdicts
 
@@ -56,15 +57,23 @@ def test_a_command_guard_never_sees_an_earlier_mutant(project, tmp_path, jobs):
     its own change only (before, later mutants landed on top of earlier ones and died of
     SyntaxError: 18 of 20 'kills' were artifacts)."""
     guard = f"env {sys.executable} -m pytest -x -q -p no:cacheprovider tests"
-    report = run(project, tmp_path, "--guard", guard, "--jobs", jobs,
-                 "--operators", "missing-zero-grad,missing-backward,lr-too-high,missing-eval-mode,"
-                                "missing-train-mode,loss-tensor-leak")
+    report = run(
+        project,
+        tmp_path,
+        "--guard",
+        guard,
+        "--jobs",
+        jobs,
+        "--operators",
+        "missing-zero-grad,missing-backward,lr-too-high,missing-eval-mode,missing-train-mode,loss-tensor-leak",
+    )
     assert len({o["file"] for o in report["outcomes"]}) == 1 and len(report["outcomes"]) >= 6
     for outcome in report["outcomes"]:
         assert "SyntaxError" not in (outcome["message"] or "")
         assert "IndentationError" not in (outcome["message"] or "")
-    hand = by_hand(project, tmp_path, report, [sys.executable, "-m", "pytest", "-x", "-q",
-                                               "-p", "no:cacheprovider", "tests"])
+    hand = by_hand(
+        project, tmp_path, report, [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "tests"]
+    )
     assert {o["mutant_id"]: caught(o["status"]) for o in report["outcomes"]} == hand
     assert "passed" in hand.values() and "caught" in hand.values()
 
@@ -72,8 +81,16 @@ def test_a_command_guard_never_sees_an_earlier_mutant(project, tmp_path, jobs):
 def test_a_mutant_that_does_not_compile_is_an_error_not_a_kill(project, tmp_path):
     source = (project / "trainer" / "loop.py").read_text()
     start = source.index("optimizer.zero_grad()")
-    broken = Mutant("0badc0de0001", "missing-zero-grad", "trainer/loop.py", source[:start].count("\n") + 1,
-                    "broken on purpose", "", (Edit(start, start, "(("),), None)
+    broken = Mutant(
+        "0badc0de0001",
+        "missing-zero-grad",
+        "trainer/loop.py",
+        source[:start].count("\n") + 1,
+        "broken on purpose",
+        "",
+        (Edit(start, start, "(("),),
+        None,
+    )
     settings = campaign.Settings(project, campaign.Guard.parse("python -m pytest -q tests", project))
     with campaign.Campaign(settings) as running:
         report = running.run([broken], {"trainer/loop.py": source})
@@ -108,7 +125,8 @@ def test_a_subprocess_the_guard_starts_imports_the_mutant(project, tmp_path):
         "CODE = 'from trainer.loop import Model, train; h = train(Model(), steps=20); assert h[-1] < h[0]'\n"
         "def test_training_in_a_fresh_interpreter():\n"
         "    run = subprocess.run([sys.executable, '-c', CODE], cwd=ROOT)\n"
-        "    assert run.returncode == 0\n")
+        "    assert run.returncode == 0\n"
+    )
     report = run(project, tmp_path, "--operators", "missing-backward,missing-optimizer-step")
     ran = [o["status"] for o in report["outcomes"] if o["status"] != "no_coverage"]
     assert ran == ["killed", "killed"]
@@ -122,7 +140,8 @@ def test_each_slot_keeps_its_share_of_threads_and_the_baseline_the_same(project,
         "from trainer.loop import Model, train\n"
         "def test_record_threads():\n"
         "    train(Model(), steps=2)\n"
-        f"    pathlib.Path({str(threads)!r}, str(os.getpid())).write_text(os.environ['OMP_NUM_THREADS'])\n")
+        f"    pathlib.Path({str(threads)!r}, str(os.getpid())).write_text(os.environ['OMP_NUM_THREADS'])\n"
+    )
     run(project, tmp_path, "--jobs", "2", "--operators", "missing-zero-grad,missing-backward")
     cores = len(os.sched_getaffinity(0))
     assert {p.read_text() for p in threads.iterdir()} == {str(max(1, cores // 2))}
@@ -147,9 +166,11 @@ def test_a_timeout_beside_another_mutant_is_confirmed_alone(project, tmp_path):
         "    time.sleep(0.3)\n"
         "    while BUSY.exists():\n"
         "        time.sleep(0.05)\n"
-        "    evaluate(Model())\n")
-    report = run(project, tmp_path, "--jobs", "2", "--timeout-factor", "1",
-                 "--operators", "missing-zero-grad,missing-eval-mode")
+        "    evaluate(Model())\n"
+    )
+    report = run(
+        project, tmp_path, "--jobs", "2", "--timeout-factor", "1", "--operators", "missing-zero-grad,missing-eval-mode"
+    )
     statuses = {o["operator"]: o for o in report["outcomes"]}
     assert statuses["missing-eval-mode"]["status"] == "survived"
     assert statuses["missing-zero-grad"]["status"] == "survived"
@@ -208,8 +229,12 @@ def test_scratch_folders_of_a_killed_campaign_are_removed_at_the_next_start(tmp_
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_terminated_campaign_removes_its_scratch_copies(project, tmp_path, sig):
     (project / "tests" / "test_slow.py").write_text("import time\ndef test_slow():\n    time.sleep(0.5)\n")
-    process = subprocess.Popen([sys.executable, "-m", "injector.cli", "run", str(project), "--json",
-                                str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "injector.cli", "run", str(project), "--json", str(tmp_path / "r.json")],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     for line in process.stderr:
         if line.startswith("baseline:"):
             break
@@ -225,8 +250,12 @@ def test_a_terminated_campaign_removes_its_scratch_copies(project, tmp_path, sig
 
 def test_a_sigkilled_campaign_leaves_nothing_once_its_workers_notice(project, tmp_path):
     (project / "tests" / "test_slow.py").write_text("import time\ndef test_slow():\n    time.sleep(0.5)\n")
-    process = subprocess.Popen([sys.executable, "-m", "injector.cli", "run", str(project), "--json",
-                                str(tmp_path / "r.json")], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "injector.cli", "run", str(project), "--json", str(tmp_path / "r.json")],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     for line in process.stderr:
         if line.startswith("baseline:"):
             break

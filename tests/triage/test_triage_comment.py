@@ -54,8 +54,7 @@ def policy(clock: FakeClock) -> github.Policy:
 @pytest.fixture()
 def no_waiting(monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> FakeClock:
     """`triage comment` run in-process sleeps on the fake clock."""
-    monkeypatch.setattr(github, "Policy", functools.partial(github.Policy, sleep=clock.sleep,
-                                                            clock=clock.time))
+    monkeypatch.setattr(github, "Policy", functools.partial(github.Policy, sleep=clock.sleep, clock=clock.time))
     return clock
 
 
@@ -67,8 +66,15 @@ def run(capsys, *args: object) -> tuple[int, str, str]:
 
 
 def post(api: GitHubAPI, body: str, policy: github.Policy, **kwargs) -> comment.Posted:
-    return comment.post(body, marker="<!-- t -->", target=comment.Target("acme", "trainer", 7),
-                        token=github.Secret(TOKEN), api=api.url, policy=policy, **kwargs)
+    return comment.post(
+        body,
+        marker="<!-- t -->",
+        target=comment.Target("acme", "trainer", 7),
+        token=github.Secret(TOKEN),
+        api=api.url,
+        policy=policy,
+        **kwargs,
+    )
 
 
 def body_of(log: Path) -> str:
@@ -91,6 +97,7 @@ def fences_are_closed(markdown: str) -> bool:
 
 
 # ---------------------------------------------------------------- one sticky comment
+
 
 def test_two_runs_leave_one_comment_with_the_second_body(github_api, capsys):
     github_api.add_comment("acme", "trainer", 7, "LGTM", user="reviewer")
@@ -151,9 +158,19 @@ def test_concurrent_triage_comments_with_one_body_leave_it_once(github_api, poli
     github_api.hold_posts(2)
     body = body_of(FIRST)
     with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda _: comment.post(
-            body, marker=render.MARKER, target=comment.Target("acme", "trainer", 7),
-            token=github.Secret(TOKEN), api=github_api.url, policy=policy), range(2)))
+        results = list(
+            pool.map(
+                lambda _: comment.post(
+                    body,
+                    marker=render.MARKER,
+                    target=comment.Target("acme", "trainer", 7),
+                    token=github.Secret(TOKEN),
+                    api=github_api.url,
+                    policy=policy,
+                ),
+                range(2),
+            )
+        )
     assert marked(github_api) == [body]
     assert sorted(r.action for r in results) == ["created", "unchanged"]
 
@@ -187,6 +204,7 @@ def test_dry_run_without_a_token_reads_nothing(github_api, monkeypatch, capsys):
 
 
 # ---------------------------------------------------------------- retries and rate limits
+
 
 def test_a_502_is_retried_with_backoff(github_api, policy, clock):
     github_api.fail(502, times=2)
@@ -235,14 +253,15 @@ def test_a_secondary_rate_limit_without_retry_after_waits_a_minute(github_api, p
 def test_every_reply_carries_rate_limit_headers(github_api):
     import requests
 
-    reply = requests.get(github_api.url + "/repos/acme/trainer/issues/7",
-                         headers={"Authorization": f"token {TOKEN}"}, timeout=5)
+    reply = requests.get(
+        github_api.url + "/repos/acme/trainer/issues/7", headers={"Authorization": f"token {TOKEN}"}, timeout=5
+    )
     assert reply.status_code == 200
-    assert all(name in reply.headers for name in ("x-ratelimit-limit", "x-ratelimit-remaining",
-                                                  "x-ratelimit-reset"))
+    assert all(name in reply.headers for name in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"))
 
 
 # ---------------------------------------------------------------- failures: one line, nothing posted
+
 
 def one_line_error(err: str) -> str:
     lines = err.strip().splitlines()
@@ -257,13 +276,16 @@ def test_no_token_is_one_line_and_touches_nothing(github_api, monkeypatch, capsy
     assert "GITHUB_TOKEN" in one_line_error(err) and github_api.requests == []
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("read-only token", "may not comment on acme/trainer#7 (403 Resource not accessible by integration)"),
-    ("bad token", "GitHub refused the token in GITHUB_TOKEN (401 Bad credentials)"),
-    ("unknown PR", "acme/trainer#8 not found (404)"),
-    ("unknown repo", "acme/nope#7 not found (404)"),
-    ("an issue", "acme/trainer#9 is an issue, not a pull request"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("read-only token", "may not comment on acme/trainer#7 (403 Resource not accessible by integration)"),
+        ("bad token", "GitHub refused the token in GITHUB_TOKEN (401 Bad credentials)"),
+        ("unknown PR", "acme/trainer#8 not found (404)"),
+        ("unknown repo", "acme/nope#7 not found (404)"),
+        ("an issue", "acme/trainer#9 is an issue, not a pull request"),
+    ],
+)
 def test_github_refusals_are_one_line_exit_4_and_post_nothing(github_api, monkeypatch, capsys, case, expected):
     repo, number = "acme/trainer", "7"
     if case == "read-only token":
@@ -289,8 +311,7 @@ def test_an_api_that_stays_down_is_one_line_after_the_retries(github_api, no_wai
     code, _, err = run(capsys, "comment", FIRST, *PR, "--api-url", github_api.url)
     *waits, last = err.strip().splitlines()
     assert code == 4
-    assert last == (f"triage: error: the GitHub API at {github_api.url} kept failing (502 Server Error) "
-                    "after 5 tries")
+    assert last == (f"triage: error: the GitHub API at {github_api.url} kept failing (502 Server Error) after 5 tries")
     assert len(waits) == 4 and all("the GitHub API answered 502; retrying in" in w for w in waits)
     assert len(no_waiting.sleeps) == 4 and github_api.writes() == []
 
@@ -301,8 +322,9 @@ def test_an_unreachable_api_is_one_line(no_waiting, monkeypatch, capsys):
         url = gone.url  # a port that was just free
     code, _, err = run(capsys, "comment", FIRST, *PR, "--api-url", url)
     assert code == 4
-    assert err.strip().splitlines()[-1] == (f"triage: error: cannot reach the GitHub API at {url} "
-                                            "(connection refused) after 5 tries")
+    assert err.strip().splitlines()[-1] == (
+        f"triage: error: cannot reach the GitHub API at {url} (connection refused) after 5 tries"
+    )
 
 
 def test_a_rate_limit_beyond_the_max_wait_fails_at_once(github_api, capsys):
@@ -311,19 +333,27 @@ def test_a_rate_limit_beyond_the_max_wait_fails_at_once(github_api, capsys):
     code, _, err = run(capsys, "comment", FIRST, *PR, "--api-url", github_api.url)
     assert code == 4 and time.monotonic() - started < 5
     line = one_line_error(err)
-    assert re.search(r"GitHub's rate limit holds until \d\d:\d\d:\d\d UTC \(in 180 min\), longer than "
-                     r"the 15 min this command waits; nothing was written", line)
+    assert re.search(
+        r"GitHub's rate limit holds until \d\d:\d\d:\d\d UTC \(in 180 min\), longer than "
+        r"the 15 min this command waits; nothing was written",
+        line,
+    )
     assert github_api.writes() == []
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--repo", "acme", "--pr", "7"], "argument --repo: expected a repository as OWNER/NAME, got 'acme'"),
-    (["--repo", "acme/../x", "--pr", "7"], "expected a repository as OWNER/NAME"),
-    (["--repo", "acme/trainer", "--pr", "0"], "argument --pr: a pull-request number is 1 or more, got 0"),
-    (["--repo", "acme/trainer", "--pr", "-3"], "a pull-request number is 1 or more"),
-    (["--repo", "acme/trainer", "--pr", "7", "--api-url", "http://github.example.com"],
-     "refusing to send the token to github.example.com over plain http: use https"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--repo", "acme", "--pr", "7"], "argument --repo: expected a repository as OWNER/NAME, got 'acme'"),
+        (["--repo", "acme/../x", "--pr", "7"], "expected a repository as OWNER/NAME"),
+        (["--repo", "acme/trainer", "--pr", "0"], "argument --pr: a pull-request number is 1 or more, got 0"),
+        (["--repo", "acme/trainer", "--pr", "-3"], "a pull-request number is 1 or more"),
+        (
+            ["--repo", "acme/trainer", "--pr", "7", "--api-url", "http://github.example.com"],
+            "refusing to send the token to github.example.com over plain http: use https",
+        ),
+    ],
+)
 def test_bad_arguments_are_exit_2(github_api, capsys, args, message):
     with pytest.raises(SystemExit) as exit:
         cli.main(["comment", str(FIRST), *args])
@@ -340,13 +370,16 @@ def test_a_missing_log_is_exit_2_before_any_request(github_api, tmp_path, capsys
 
 # ---------------------------------------------------------------- bodies: size, fences, mentions
 
+
 def test_a_huge_log_gives_a_body_that_fits_with_fences_closed_and_no_mentions(github_api, tmp_path, capsys):
     log = tmp_path / "huge.log"
     with log.open("w") as handle:
         for step in range(60_000):
             handle.write(f"step {step} loss {2 - step * 1e-6:.5f} cc @someone ``` #12\n")
-        handle.write("RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x20 and 24x256) "
-                     "cc @someone\n```\n````` and @org/team\n")
+        handle.write(
+            "RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x20 and 24x256) "
+            "cc @someone\n```\n````` and @org/team\n"
+        )
     assert run(capsys, "comment", log, *PR, "--api-url", github_api.url)[0] == 0
     (body,) = marked(github_api)
     assert len(body) <= GITHUB_LIMIT and fences_are_closed(body)
@@ -360,8 +393,10 @@ def test_an_oversized_comment_is_cut_between_sections_with_a_note(github_api, tm
     entries = []
     for n in range(60):
         text = " ".join(f"Paragraph {p} of cause {n}." * 20 for p in range(4))
-        entries.append(f"  my-cause-{n:02d}:\n    title: Cause {n}\n    explanation: {text}\n"
-                       f"    fix: {text}\n    supports: {{shape-mismatch: 4.0}}\n")
+        entries.append(
+            f"  my-cause-{n:02d}:\n    title: Cause {n}\n    explanation: {text}\n"
+            f"    fix: {text}\n    supports: {{shape-mismatch: 4.0}}\n"
+        )
     table.write_text("version: 1\ncauses:\n" + "".join(entries))
     code, _, _ = run(capsys, "comment", SECOND, *PR, "--causes", table, "--api-url", github_api.url)
     assert code == 0
@@ -386,6 +421,7 @@ def test_a_body_cut_inside_log_text_closes_its_fence(github_api, policy):
 
 
 # ---------------------------------------------------------------- the token stays secret
+
 
 def test_the_token_appears_only_in_the_authorization_header(github_api, no_waiting, capsys, caplog):
     caplog.set_level(logging.DEBUG)  # github3.py's and urllib3's debug logs too
@@ -426,6 +462,7 @@ def test_no_exception_repr_or_traceback_holds_the_token(github_api, policy):
     assert TOKEN not in repr(secret) + str(secret) + repr(client) + repr(client.session.auth)
     with pytest.raises(TypeError):
         import pickle
+
         pickle.dumps(secret)
 
 

@@ -84,10 +84,22 @@ def test_error_symptom_points_at_the_first_real_error():
 @pytest.mark.parametrize("path", logs_for(None), ids=lambda p: p.name)
 def test_healthy_runs_raise_no_failure_symptom(path):
     assert not names(path) & {
-        "loss-non-finite", "loss-diverging", "grad-norm-exploding", "grad-norm-linear-growth",
-        "loss-flat", "lr-floor-early", "memory-growing", "memory-grows-at-eval", "val-noisy",
-        "loss-oscillating", "crashed", "data-wait", "accurate-but-loss-high",
-        "overfit-after-first-eval", "batch-order-repeats", "double-softmax-floor",
+        "loss-non-finite",
+        "loss-diverging",
+        "grad-norm-exploding",
+        "grad-norm-linear-growth",
+        "loss-flat",
+        "lr-floor-early",
+        "memory-growing",
+        "memory-grows-at-eval",
+        "val-noisy",
+        "loss-oscillating",
+        "crashed",
+        "data-wait",
+        "accurate-but-loss-high",
+        "overfit-after-first-eval",
+        "batch-order-repeats",
+        "double-softmax-floor",
     }
 
 
@@ -98,35 +110,54 @@ def _match(text: str) -> set[str]:
 # Messages only a GPU or another PyTorch version prints (this CI is CPU-only). The wording of
 # each is PyTorch's own, as its C++/Python sources format it; they test that matching is
 # tolerant across versions, while the corpus above holds what this torch really printed.
-@pytest.mark.parametrize("text,symptom", [
-    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity)",
-     "out-of-memory"),
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity "
-     "of 79.15 GiB of which 3.12 MiB is free.", "out-of-memory"),
-    ("torch.cuda.OutOfMemoryError: CUDA out of memory.", "out-of-memory"),
-    ("RuntimeError: CUDA error: out of memory", "out-of-memory"),
-    ("RuntimeError: Function 'SoftmaxBackward' returned nan values in its 0th output.", "anomaly-nan"),
-    ("RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.", "anomaly-nan"),
-    ("RuntimeError: CUDA error: device-side assert triggered", "device-side-assert"),
-    ("/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], "
-     "thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.", "label-out-of-range"),
-    ("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
-     "and cpu!", "device-mismatch"),
-    ("[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation timeout: "
-     "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600045 milliseconds before timing out.",
-     "collective-timeout"),
-    ("RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.", "leaf-inplace"),
-    ("RuntimeError: expected scalar type Long but found Float", "dtype-mismatch"),
-])
+@pytest.mark.parametrize(
+    "text,symptom",
+    [
+        (
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity)",
+            "out-of-memory",
+        ),
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity "
+            "of 79.15 GiB of which 3.12 MiB is free.",
+            "out-of-memory",
+        ),
+        ("torch.cuda.OutOfMemoryError: CUDA out of memory.", "out-of-memory"),
+        ("RuntimeError: CUDA error: out of memory", "out-of-memory"),
+        ("RuntimeError: Function 'SoftmaxBackward' returned nan values in its 0th output.", "anomaly-nan"),
+        ("RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.", "anomaly-nan"),
+        ("RuntimeError: CUDA error: device-side assert triggered", "device-side-assert"),
+        (
+            "/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], "
+            "thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+            "label-out-of-range",
+        ),
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
+            "and cpu!",
+            "device-mismatch",
+        ),
+        (
+            "[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600045 milliseconds before timing out.",
+            "collective-timeout",
+        ),
+        ("RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.", "leaf-inplace"),
+        ("RuntimeError: expected scalar type Long but found Float", "dtype-mismatch"),
+    ],
+)
 def test_signatures_match_across_versions(text, symptom):
     assert symptom in _match(text)
 
 
 def test_a_device_side_assert_counts_less_than_the_label_error_it_hides():
-    ctx = detectors.Context([
-        reader.Reading(10, 0, "Loss.cu:242: block: [0,0,0] Assertion `t >= 0 && t < n_classes` failed."),
-        reader.Reading(40, 0, "RuntimeError: CUDA error: device-side assert triggered"),
-    ], {})
+    ctx = detectors.Context(
+        [
+            reader.Reading(10, 0, "Loss.cu:242: block: [0,0,0] Assertion `t >= 0 && t < n_classes` failed."),
+            reader.Reading(40, 0, "RuntimeError: CUDA error: device-side assert triggered"),
+        ],
+        {},
+    )
     found = {s.name: s for s in signatures.detect(ctx)}
     assert found["label-out-of-range"].strength == 1.0
     assert found["device-side-assert"].strength < 1.0

@@ -15,7 +15,7 @@ from triage.explain import explain
 HELDOUT = LOGS.parent / "heldout"
 # Where the log alone cannot single the fault out, the first three must hold it.
 TOP3 = {
-    "detached-graph",   # prints exactly what no-grad-training prints
+    "detached-graph",  # prints exactly what no-grad-training prints
     "missing-epsilon",  # a NaN at the first logged step reads as a bad init just as well
 }
 # Runs whose log shows nothing of their fault: nothing else may be blamed.
@@ -97,7 +97,8 @@ def test_user_table_overrides_and_extends(tmp_path):
         "  flaky-disk:\n"
         "    title: The dataset disk is flaky.\n"
         "    fix: Copy the data to local storage first.\n"
-        "    supports: {loss-flat: 5.0}\n")
+        "    supports: {loss-flat: 5.0}\n"
+    )
     report = explain(one_log("missing-optimizer-step"), causes=user)
     ids = [c.id for c in report.causes]
     assert ids[0] == "flaky-disk"
@@ -141,13 +142,16 @@ def test_diff_that_removes_a_fault_site_raises_its_cause_and_cites_the_hunk(tmp_
 
 def test_telemetry_symptoms(tmp_path):
     idle = tmp_path / "idle.jsonl"
-    idle.write_text("\n".join(json.dumps({"t": t, "gpu_util": 95 if t < 300 else 0, "mem_used": 30000})
-                              for t in range(0, 600, 10)) + "\n")
+    idle.write_text(
+        "\n".join(json.dumps({"t": t, "gpu_util": 95 if t < 300 else 0, "mem_used": 30000}) for t in range(0, 600, 10))
+        + "\n"
+    )
     report = explain(one_log("rank-skip"), telemetry=idle)
     assert "gpu-idle" in {s.name for s in report.symptoms}
     low = tmp_path / "low.jsonl"
-    low.write_text("\n".join(json.dumps({"t": t, "gpu_util": 28 + t % 5, "mem_used": 1000 + 50 * t})
-                             for t in range(60)) + "\n")
+    low.write_text(
+        "\n".join(json.dumps({"t": t, "gpu_util": 28 + t % 5, "mem_used": 1000 + 50 * t}) for t in range(60)) + "\n"
+    )
     names = {s.name for s in explain(one_log(None), telemetry=low).symptoms}
     assert {"gpu-low-util", "gpu-memory-climbing"} <= names
 
@@ -183,8 +187,10 @@ def test_cli_exit_codes_and_one_line_errors(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "explain", str(one_log("backward-twice")), "--format", "json")
     assert code == cli.EXIT_EXPLAINED and json.loads(out)["causes"][0]["id"] == "backward-twice"
     unexplained = tmp_path / "crash.log"
-    unexplained.write_text("step=1 loss=2.3\nTraceback (most recent call last):\n  File \"t.py\", line 1\n"
-                           "ValueError: unknown optimizer 'adamm'\n")
+    unexplained.write_text(
+        'step=1 loss=2.3\nTraceback (most recent call last):\n  File "t.py", line 1\n'
+        "ValueError: unknown optimizer 'adamm'\n"
+    )
     assert run_cli(capsys, "explain", str(unexplained))[0] == cli.EXIT_UNEXPLAINED
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")

@@ -37,13 +37,15 @@ def table(tmp_path: Path, words: list[str], name: str = "causes.yaml") -> Path:
     with `words` in its id, title, explanation and fix."""
     text = " ".join(words)
     path = tmp_path / name
-    path.write_text("version: 1\ncauses:\n"
-                    f"  {yaml_quoted('team-cause ' + text)}:\n"
-                    "    supports: {shape-mismatch: 9.0}\n"
-                    f"    title: {yaml_quoted('# ' + text)}\n"
-                    f"    explanation: {yaml_quoted(text + ' see www.evil.example or #12')}\n"
-                    f"    fix: {yaml_quoted(chr(10).join(words) + chr(10) + '> quoted')}\n",
-                    encoding="utf-8")
+    path.write_text(
+        "version: 1\ncauses:\n"
+        f"  {yaml_quoted('team-cause ' + text)}:\n"
+        "    supports: {shape-mismatch: 9.0}\n"
+        f"    title: {yaml_quoted('# ' + text)}\n"
+        f"    explanation: {yaml_quoted(text + ' see www.evil.example or #12')}\n"
+        f"    fix: {yaml_quoted(chr(10).join(words) + chr(10) + '> quoted')}\n",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -56,8 +58,9 @@ def live(markdown: str) -> list[str]:
         if token.type == "html_block" and not ours.fullmatch(token.content):
             found.append(token.content)
         for child in token.children or []:
-            if child.type in ("html_inline", "link_open", "image") and \
-                    not (child.type == "html_inline" and ours.fullmatch(child.content)):
+            if child.type in ("html_inline", "link_open", "image") and not (
+                child.type == "html_inline" and ours.fullmatch(child.content)
+            ):
                 found.append(child.type + " " + child.content)
             if child.type == "text":
                 found += re.findall(r"@[A-Za-z0-9]|#\d|\b[a-z]+://|\bwww\.", child.content)
@@ -66,8 +69,7 @@ def live(markdown: str) -> list[str]:
 
 def structure(markdown: str) -> list[str]:
     """The block structure of `markdown`: headings, fences, lists, quotes, paragraphs."""
-    return [f"{t.type}:{t.markup}" for t in MarkdownIt("commonmark").parse(markdown)
-            if t.type != "inline"]
+    return [f"{t.type}:{t.markup}" for t in MarkdownIt("commonmark").parse(markdown) if t.type != "inline"]
 
 
 def post(capsys, github_api, log: Path, *args: object) -> str:
@@ -83,8 +85,16 @@ def test_a_hostile_cause_table_reaches_the_comment_as_inert_text(github_api, tmp
     hostile = post(capsys, github_api, LOG, "--causes", table(tmp_path, HOSTILE))
     assert "team\\-cause" in hostile or "team-cause" in hostile  # the table's cause is the one shown
     assert live(hostile) == []
-    benign = cli.main(["explain", str(LOG), "--format", "markdown", "--causes",
-                       str(table(tmp_path, ["plain", "words"], "benign.yaml"))])
+    benign = cli.main(
+        [
+            "explain",
+            str(LOG),
+            "--format",
+            "markdown",
+            "--causes",
+            str(table(tmp_path, ["plain", "words"], "benign.yaml")),
+        ]
+    )
     benign_body = capsys.readouterr().out
     assert benign == 1 and live(benign_body) == []
     # the same headings, fences, lists and paragraphs as with harmless words: no stray fence,

@@ -24,16 +24,21 @@ TOP3 = {"detached-graph", "missing-backward"}
 # Faults these programs' logs do not show in any way triage can read; nothing may be named
 # with confidence instead. (Lightning clips the gradients of the 200x learning rate, so the
 # loss only wanders; its no-shuffle run swings like a diverging one.)
-NOT_VISIBLE = {"rnn_lightning__lr-too-high__s2.log": None,
-               "rnn_lightning__no-shuffle__s2.log": 0.8}
+NOT_VISIBLE = {"rnn_lightning__lr-too-high__s2.log": None, "rnn_lightning__no-shuffle__s2.log": 0.8}
 
 
 def test_five_programs_cover_the_frameworks_and_optimizers():
     progs = {m["program"] for m in MANIFEST}
     assert progs == {"cnn_sgd", "mlp_hf", "lm_accelerate", "rnn_lightning", "gan_ddp"}
     sources = " ".join((PROGRAMS / f"{p}.py").read_text() for p in progs)
-    for needle in ("torch.optim.SGD", "torch.optim.Adam", "from transformers import Trainer",
-                   "import lightning", "from accelerate import Accelerator", '"gloo"'):
+    for needle in (
+        "torch.optim.SGD",
+        "torch.optim.Adam",
+        "from transformers import Trainer",
+        "import lightning",
+        "from accelerate import Accelerator",
+        '"gloo"',
+    ):
         assert needle in sources, needle
     for p in progs:
         assert sum(1 for m in MANIFEST if m["program"] == p and m["cause"] is None) >= 2

@@ -217,13 +217,14 @@ def test_an_over_long_line_is_cut_and_memory_stays_flat(tmp_path):
         for i in range(64 * 4096):  # a 64 MiB line: a progress bar redrawn with \r, never ended
             f.write(b"\r 40%%|####      | %d/9999 [00:10<00:15, loss=2.31]" % i + b" " * 190)
         f.write(b"\rRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
-    code = ("import json, sys; from triage import reader; s = reader.scan(sys.argv[1]); "
-            f"from {__name__} import peak_rss_kb; "
-            "print(json.dumps({'rss_kb': peak_rss_kb(), 'lines': s.lines, 'cut': s.cut_lines, "
-            "'oom': [r.line for r in s.events if 'out of memory' in r.text]}))")
+    code = (
+        "import json, sys; from triage import reader; s = reader.scan(sys.argv[1]); "
+        f"from {__name__} import peak_rss_kb; "
+        "print(json.dumps({'rss_kb': peak_rss_kb(), 'lines': s.lines, 'cut': s.cut_lines, "
+        "'oom': [r.line for r in s.events if 'out of memory' in r.text]}))"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
-    out = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, check=True,
-                         env=env)
+    out = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, check=True, env=env)
     got = json.loads(out.stdout)
     assert got["lines"] == 2 and got["cut"] == 1 and got["oom"] == [2]
     # the whole line would be 64 MiB as bytes and again as text; the reader holds a chunk or two

@@ -38,7 +38,10 @@ def test_every_logging_style_yields_loss_lr_and_grad_norm(style):
 def test_known_formats_parse():
     assert parse_reading("epoch 3/10 | batch 40/50 | loss=0.25 | lr 1e-3") == (140, {"loss": 0.25, "lr": 0.001})
     assert parse_reading("{'loss': 0.5, 'grad_norm': 1.5, 'learning_rate': 3e-05, 'epoch': 0.1}")[1] == {
-        "loss": 0.5, "grad_norm": 1.5, "lr": 3e-05}
+        "loss": 0.5,
+        "grad_norm": 1.5,
+        "lr": 3e-05,
+    }
     step, m = parse_reading('{"step": 7, "train/loss": 1.25, "val_loss": NaN}')
     assert step == 7 and m["loss"] == 1.25 and math.isnan(m["val_loss"])
     assert parse_reading("Validation loss: 0.8")[1] == {"val_loss": 0.8}

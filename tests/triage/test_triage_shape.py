@@ -35,7 +35,7 @@ CASES = [
     (PROGRAM_LOGS / "mlp_hf__bad-init__s2.log", "loss-huge-and-stuck"),
     (PROGRAM_LOGS / "cnn_sgd__no-shuffle__s3.log", "batch-order-repeats"),
     (PROGRAM_LOGS / "cnn_sgd__loss-tensor-leak__s2.log", "memory-growing"),
-    (PROGRAM_LOGS / "cnn_sgd__frozen-parameters__s2.log", "few-trainable-parameters"),   # "6 trainable"
+    (PROGRAM_LOGS / "cnn_sgd__frozen-parameters__s2.log", "few-trainable-parameters"),  # "6 trainable"
     (PROGRAM_LOGS / "rnn_lightning__frozen-parameters__s3.log", "few-trainable-parameters"),  # "21.5 K"
     (PROGRAM_LOGS / "mlp_hf__frozen-parameters__s3.log", "few-trainable-parameters"),  # PEFT's line
     (PROGRAM_LOGS / "cnn_sgd__dtype-mismatch__s2.log", "dtype-mismatch"),
@@ -43,18 +43,18 @@ CASES = [
     (PROGRAM_LOGS / "rnn_lightning__dataloader-bottleneck__s3.log", "dataloader-timeout"),  # worker stalled
     (PROGRAM_LOGS / "finetune_fresh__scheduler-step-misaligned__s3.log", "lr-floor-early"),  # decays to 0
     (PROGRAM_LOGS / "finetune_fresh__wrong-loss-reduction__s3.log", "train-loss-far-above-val"),
-    (WORLD / "gemma-pytorch-24.log", "non-finite-intermittent"),   # HF dict log, NaN between finite
+    (WORLD / "gemma-pytorch-24.log", "non-finite-intermittent"),  # HF dict log, NaN between finite
     (WORLD / "sequence-tagging-47.log", "non-finite-after-unstable"),
-    (WORLD / "aihwkit-446.log", "loss-gradual-climb"),             # "Loss error: 0.08"
-    (WORLD / "gtad-30.log", "out-of-memory"),                      # no exception prefix, 'cached'
-    (WORLD / "sqlnet-41.log", "label-out-of-range"),               # THNN, quote closed with '
-    (WORLD / "traisformer-19.log", "label-out-of-range"),          # ATen Loss.cu, quote closed with `
-    (WORLD / "rfb-esrgan-pytorch-2.log", "broadcast-warning"),     # sizes wrapped onto a new line
-    (WORLD / "comfyui-mochiwrapper-44.log", "recompiling"),        # glog W-prefixed dynamo lines
+    (WORLD / "aihwkit-446.log", "loss-gradual-climb"),  # "Loss error: 0.08"
+    (WORLD / "gtad-30.log", "out-of-memory"),  # no exception prefix, 'cached'
+    (WORLD / "sqlnet-41.log", "label-out-of-range"),  # THNN, quote closed with '
+    (WORLD / "traisformer-19.log", "label-out-of-range"),  # ATen Loss.cu, quote closed with `
+    (WORLD / "rfb-esrgan-pytorch-2.log", "broadcast-warning"),  # sizes wrapped onto a new line
+    (WORLD / "comfyui-mochiwrapper-44.log", "recompiling"),  # glog W-prefixed dynamo lines
     (WORLD / "fast-reid-501.log", "scheduler-before-optimizer"),
     (WORLD / "dataset-distillation-11.log", "loss-non-finite-reported"),
     (WORLD / "pytorch-64586.log", "memory-growth-reported"),
-    (WORLD / "llamafactory-6827.log", "out-of-memory"),            # "CUDA OOM" in a title
+    (WORLD / "llamafactory-6827.log", "out-of-memory"),  # "CUDA OOM" in a title
 ]
 
 
@@ -63,10 +63,21 @@ def test_fault_shows_its_symptom(path, name):
     assert name in symptoms(path)
 
 
-FAILURE_SHAPES = {"loss-gradual-climb", "loss-fast-climb", "loss-sudden-jump", "loss-collapsed-to-log-c",
-                  "non-finite-intermittent", "non-finite-after-unstable", "val-loss-constant",
-                  "grad-norm-non-finite", "loss-huge-and-learning", "loss-huge-and-stuck",
-                  "batch-order-repeats", "memory-growing", "few-trainable-parameters"}
+FAILURE_SHAPES = {
+    "loss-gradual-climb",
+    "loss-fast-climb",
+    "loss-sudden-jump",
+    "loss-collapsed-to-log-c",
+    "non-finite-intermittent",
+    "non-finite-after-unstable",
+    "val-loss-constant",
+    "grad-norm-non-finite",
+    "loss-huge-and-learning",
+    "loss-huge-and-stuck",
+    "batch-order-repeats",
+    "memory-growing",
+    "few-trainable-parameters",
+}
 # (a weak `loss-oscillating` may show on a healthy small-batch run that is slow to start; the
 # loss falling outweighs it, see test_triage_programs.py, where no healthy run names a cause)
 

@@ -86,12 +86,12 @@ def test_unshuffled_batches_repeat_every_epoch():
     epoch_steps = 8  # corpus/train.py: 512 samples, 64 per optimizer step
     periods = [s.step for path in logs_for("no-shuffle") for s in found(path, "batch-order-repeats")]
     assert len(periods) >= 2 and set(periods) == {epoch_steps}
-    shuffled = [p for c in {m["cause"] for m in MANIFEST} if c not in ("no-shuffle", None)
-                for p in logs_for(c)]
+    shuffled = [p for c in {m["cause"] for m in MANIFEST} if c not in ("no-shuffle", None) for p in logs_for(c)]
     assert not [p.name for p in shuffled if found(p, "batch-order-repeats")]
 
 
 # ---- the rules themselves, on series built here ----
+
 
 def pts(values, start_line=1, every=2):
     return [Point(i + 1, v, start_line + every * i) for i, v in enumerate(values)]
@@ -101,7 +101,7 @@ def interleave(train: list[float], val: list[float], per_eval: int):
     """Train points, with a validation point after every `per_eval` of them, on numbered lines."""
     t, v, line = [], [], 1
     for k, val_value in enumerate(val):
-        for x in train[k * per_eval:(k + 1) * per_eval]:
+        for x in train[k * per_eval : (k + 1) * per_eval]:
             t.append(Point(len(t) + 1, x, line))
             line += 1
         v.append(Point(len(t), val_value, line))
@@ -152,8 +152,10 @@ def test_without_a_decayed_learning_rate_validation_must_be_twice_as_noisy():
     val = [0.5 + rnd.gauss(0, jitter) for _ in range(50)]
     loss, vloss = interleave(train, val, 4)
     lines = sorted(p.line for p in loss.points)
-    decaying = Series("lr", [Point(i + 1, 0.1 * (0.5 + 0.5 * math.cos(math.pi * i / len(lines))), line)
-                             for i, line in enumerate(lines)])
+    decaying = Series(
+        "lr",
+        [Point(i + 1, 0.1 * (0.5 + 0.5 * math.cos(math.pi * i / len(lines))), line) for i, line in enumerate(lines)],
+    )
     constant = Series("lr", [Point(i + 1, 0.1, line) for i, line in enumerate(lines)])
     noisy = validation.noisy_validation(loss, vloss, decaying)
     assert [s.name for s in noisy] == ["val-noisy"] and noisy[0].strength == 1.0
@@ -172,6 +174,7 @@ def test_the_repeat_detector_needs_a_real_repeat():
 
 
 # ---- the corpus and its held-out set stay what the bench measures ----
+
 
 @pytest.mark.parametrize("root", [CORPUS, CORPUS / "heldout"], ids=["corpus", "heldout"])
 def test_every_manifest_entry_has_its_log_and_no_log_is_unlabelled(root):

@@ -31,8 +31,9 @@ FAST = ["--interval", "0.1", "--grace", "1"]
 
 
 def watch(cwd: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "triage.cli", "watch", *args], cwd=cwd,
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "triage.cli", "watch", *args], cwd=cwd, capture_output=True, timeout=timeout
+    )
 
 
 def script(tmp_path: Path, body: str, name: str = "child.py") -> str:
@@ -69,34 +70,45 @@ def end(marker: str) -> None:
 
 
 def test_output_passes_through_unchanged_and_lands_in_the_log(tmp_path):
-    child = script(tmp_path, r"""
+    child = script(
+        tmp_path,
+        r"""
         import os, sys
         print("unbuffered:", os.environ.get("PYTHONUNBUFFERED"))
         print("step 1 loss 2.5")
         sys.stderr.write("a warning on stderr\n")
         sys.stdout.write("epoch 1:  10%\repoch 1:  50%\repoch 1: 100%\n")
         sys.stdout.buffer.write(b"not utf-8: \xff\xfe\n")
-        """)
+        """,
+    )
     r = watch(tmp_path, *FAST, "--", sys.executable, child)
-    expected = (b"unbuffered: 1\nstep 1 loss 2.5\na warning on stderr\n"
-                b"epoch 1:  10%\repoch 1:  50%\repoch 1: 100%\nnot utf-8: \xff\xfe\n")
+    expected = (
+        b"unbuffered: 1\nstep 1 loss 2.5\na warning on stderr\n"
+        b"epoch 1:  10%\repoch 1:  50%\repoch 1: 100%\nnot utf-8: \xff\xfe\n"
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout == expected
     assert (tmp_path / "trainwreck-run.log").read_bytes() == expected
     assert b"failed" not in r.stderr  # a run that succeeds is not triaged
 
 
-@pytest.mark.parametrize("ending,code", [
-    ("sys.exit(0)", 0),
-    ("sys.exit(3)", 3),
-    ("os.kill(os.getpid(), signal.SIGTERM)", 128 + signal.SIGTERM),
-])
+@pytest.mark.parametrize(
+    "ending,code",
+    [
+        ("sys.exit(0)", 0),
+        ("sys.exit(3)", 3),
+        ("os.kill(os.getpid(), signal.SIGTERM)", 128 + signal.SIGTERM),
+    ],
+)
 def test_exit_code_is_the_commands_own(tmp_path, ending, code):
-    child = script(tmp_path, f"""
+    child = script(
+        tmp_path,
+        f"""
         import os, signal, sys
         print("step 1 loss 2.5")
         {ending}
-        """)
+        """,
+    )
     r = watch(tmp_path, *FAST, "--log", "run.log", "--", sys.executable, child)
     assert r.returncode == code
     assert (tmp_path / "run.log").read_bytes() == b"step 1 loss 2.5\n"
@@ -106,11 +118,14 @@ def test_exit_code_is_the_commands_own(tmp_path, ending, code):
 
 
 def test_a_failure_is_explained_into_a_report_file(tmp_path):
-    child = script(tmp_path, """
+    child = script(
+        tmp_path,
+        """
         for step in range(8):
             print(f"step {step} loss {2.0 - 0.1 * step:.3f}")
         raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        """)
+        """,
+    )
     r = watch(tmp_path, *FAST, "--format", "json", "--report", "triage.json", "--", sys.executable, child)
     assert r.returncode == 1
     report = json.loads((tmp_path / "triage.json").read_text())
@@ -164,8 +179,7 @@ def test_a_run_with_nan_losses_writes_its_triage_into_the_report(tmp_path):
 
 def test_no_fail_on_symptoms_passes_the_commands_0_on_untriaged(tmp_path):
     child = script(tmp_path, TRAINING)
-    r = watch(tmp_path, *FAST, "--no-fail-on-symptoms", "--report", "triage.txt", "--",
-              sys.executable, child, "1000")
+    r = watch(tmp_path, *FAST, "--no-fail-on-symptoms", "--report", "triage.txt", "--", sys.executable, child, "1000")
     assert r.returncode == 0
     assert b"exited 0" not in r.stderr and not (tmp_path / "triage.txt").exists()
 
@@ -181,7 +195,9 @@ def test_a_healthy_training_that_exits_0_passes(tmp_path):
 
 def test_a_hung_command_is_ended_with_every_descendant_and_recorded(tmp_path):
     marker = f"trainwreck-hang-{uuid.uuid4().hex}"
-    child = script(tmp_path, f"""
+    child = script(
+        tmp_path,
+        f"""
         import subprocess, sys, time
         sleeper = [sys.executable, "-c", "import time; time.sleep(60)", "{marker}"]
         # a worker in a session of its own, still our child ...
@@ -194,7 +210,8 @@ def test_a_hung_command_is_ended_with_every_descendant_and_recorded(tmp_path):
             print(f"step {{step}} loss {{2.0 - 0.1 * step:.3f}}")
         sys.stdout.write("epoch 1:  50%\\r")
         time.sleep(60)
-        """)
+        """,
+    )
     started = time.monotonic()
     r = watch(tmp_path, *FAST, "--stall-timeout", "1", "--", sys.executable, child)
     assert r.returncode == EXIT_HUNG
@@ -214,7 +231,9 @@ def test_a_hung_command_is_ended_with_every_descendant_and_recorded(tmp_path):
 
 
 def test_without_nvml_cpu_and_memory_are_recorded_and_a_leak_is_named(tmp_path):
-    child = script(tmp_path, """
+    child = script(
+        tmp_path,
+        """
         import time
         keep = []
         for step in range(40):
@@ -224,7 +243,8 @@ def test_without_nvml_cpu_and_memory_are_recorded_and_a_leak_is_named(tmp_path):
             if step % 10 == 0:
                 print(f"step {step} loss {1.0 / (step + 1):.3f}")
             time.sleep(0.05)
-        """)
+        """,
+    )
     r = watch(tmp_path, *FAST, "--no-nvml", "--", sys.executable, child)
     assert r.returncode == 0
     assert r.stderr.count(b"no GPU telemetry") == 1 and r.stderr.count(b"\n") == 1
@@ -241,7 +261,9 @@ def test_without_nvml_cpu_and_memory_are_recorded_and_a_leak_is_named(tmp_path):
 @pytest.mark.parametrize("ignores_sigint", [False, True], ids=["exits-on-ctrl-c", "ignores-ctrl-c"])
 def test_ctrl_c_is_forwarded_and_leaves_no_process_behind(tmp_path, ignores_sigint):
     marker = f"trainwreck-sigint-{uuid.uuid4().hex}"
-    child = script(tmp_path, f"""
+    child = script(
+        tmp_path,
+        f"""
         import signal, subprocess, sys, time
         if {ignores_sigint}:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -249,10 +271,26 @@ def test_ctrl_c_is_forwarded_and_leaves_no_process_behind(tmp_path, ignores_sigi
                          start_new_session=True)
         print("ready", flush=True)
         time.sleep(60)
-        """)
-    p = subprocess.Popen([sys.executable, "-m", "triage.cli", "watch", "--interval", "0.1", "--grace", "0.5",
-                          "--", sys.executable, child], cwd=tmp_path, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+        """,
+    )
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "triage.cli",
+            "watch",
+            "--interval",
+            "0.1",
+            "--grace",
+            "0.5",
+            "--",
+            sys.executable,
+            child,
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert p.stdout is not None and p.stdout.readline() == b"ready\n"
         assert wait_for(lambda: survivors(marker))  # the grandchild, in a session of its own
@@ -276,13 +314,20 @@ def test_ctrl_c_is_forwarded_and_leaves_no_process_behind(tmp_path, ignores_sigi
 def test_the_command_does_not_outlive_a_killed_watch(tmp_path):
     # a runner that SIGKILLs watch's process group misses the command's own session
     marker = f"trainwreck-orphan-{uuid.uuid4().hex}"
-    child = script(tmp_path, """
+    child = script(
+        tmp_path,
+        """
         import time
         print("ready", flush=True)
         time.sleep(60)
-        """)
-    p = subprocess.Popen([sys.executable, "-m", "triage.cli", "watch", "--", sys.executable, child, marker],
-                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        """,
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "triage.cli", "watch", "--", sys.executable, child, marker],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert p.stdout is not None and p.stdout.readline() == b"ready\n"
         assert survivors(marker)
@@ -298,11 +343,14 @@ def test_the_command_does_not_outlive_a_killed_watch(tmp_path):
             os.kill(pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("args,code,text", [
-    (["--", "no-such-command-trainwreck"], EXIT_NOT_FOUND, "no-such-command-trainwreck: command not found"),
-    (["--log", "missing-dir/run.log", "--", sys.executable, "-c", "open('ran', 'w')"], 2, "cannot write the log"),
-    ([], 2, "no command to watch"),
-])
+@pytest.mark.parametrize(
+    "args,code,text",
+    [
+        (["--", "no-such-command-trainwreck"], EXIT_NOT_FOUND, "no-such-command-trainwreck: command not found"),
+        (["--log", "missing-dir/run.log", "--", sys.executable, "-c", "open('ran', 'w')"], 2, "cannot write the log"),
+        ([], 2, "no command to watch"),
+    ],
+)
 def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, text):
     r = watch(tmp_path, *args)
     assert r.returncode == code
@@ -312,12 +360,14 @@ def test_bad_input_is_one_line_and_its_exit_code(tmp_path, args, code, text):
 
 # ---- the telemetry format: host samples, and GPU samples from NVML ----------------------------
 
+
 def test_host_samples_never_claim_a_gpu_and_a_plateau_after_start_up_is_not_a_leak(tmp_path):
     # start-up (imports, data) grows memory fast, then it stays put with allocator jitter;
     # the CPU goes from busy to idle, which would be "gpu-idle" were these GPU samples
     mem = [50e6 * (i + 1) for i in range(4)] + [400e6 + (i % 3) * 8192 for i in range(40)]
-    samples = [{"t": 5.0 * i, "cpu_util": 95.0 if i < 30 else 0.0, "mem_used": m, "procs": 2}
-               for i, m in enumerate(mem)]
+    samples = [
+        {"t": 5.0 * i, "cpu_util": 95.0 if i < 30 else 0.0, "mem_used": m, "procs": 2} for i, m in enumerate(mem)
+    ]
     path = tmp_path / "host.jsonl"
     path.write_text("".join(json.dumps(s) + "\n" for s in samples))
     ctx = detectors.Context([], {})
@@ -327,8 +377,11 @@ def test_host_samples_never_claim_a_gpu_and_a_plateau_after_start_up_is_not_a_le
 
 def test_the_hang_line_is_read_back_as_the_runs_hang(tmp_path):
     log = tmp_path / "run.log"
-    log.write_text("step 1 loss 2.0\nstep 2 loss 1.9\n"
-                   + progress.watch_hang_line(912.4, "the GPUs idle (utilisation <= 5%)") + " (exit 124)\n")
+    log.write_text(
+        "step 1 loss 2.0\nstep 2 loss 1.9\n"
+        + progress.watch_hang_line(912.4, "the GPUs idle (utilisation <= 5%)")
+        + " (exit 124)\n"
+    )
     report = explain(log)
     hang = next(s for s in report.symptoms if s.name == "log-stopped")
     assert "no output for 912 s and the GPUs idle" in hang.summary and hang.value == 912
@@ -372,14 +425,25 @@ class FakeNVML:
 
 
 def test_nvml_readings_become_telemetry_lines_that_explain_reads(tmp_path):
-    fake = FakeNVML(util=[97, 0], used=[30 << 30, 1 << 30], procs=[[(4242, 29 << 30)], [(77, None)]],
-                    failing=[("util", "handle1"), ("procs", "handle1")])
+    fake = FakeNVML(
+        util=[97, 0],
+        used=[30 << 30, 1 << 30],
+        procs=[[(4242, 29 << 30)], [(77, None)]],
+        failing=[("util", "handle1"), ("procs", "handle1")],
+    )
     sampler = Sampler(os.getpid(), nvml=fake)
     assert sampler.gpu and sampler.notice is None
     rnd = sampler.sample(1.5, 1700000000.0)
     assert rnd.records == (
-        {"t": 1.5, "wall": 1700000000.0, "gpu": 0, "gpu_util": 97.0, "mem_used": 30 << 30,
-         "mem_total": 80 << 30, "procs": {"4242": 29 << 30}},
+        {
+            "t": 1.5,
+            "wall": 1700000000.0,
+            "gpu": 0,
+            "gpu_util": 97.0,
+            "mem_used": 30 << 30,
+            "mem_total": 80 << 30,
+            "procs": {"4242": 29 << 30},
+        },
         # a call NVML refused leaves its key out, not the GPU
         {"t": 1.5, "wall": 1700000000.0, "gpu": 1, "mem_used": 1 << 30, "mem_total": 80 << 30},
     )

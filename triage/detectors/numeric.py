@@ -17,29 +17,31 @@ from triage.series import Point, Series
 # The symptom names this detector emits (the cause table may only name declared symptoms);
 # the validation helpers it calls emit their own.
 HELPERS = ("validation",)
-EMITS: frozenset[str] = frozenset({
-    "accurate-but-loss-high",
-    "batch-order-repeats",
-    "data-wait",
-    "double-softmax-floor",
-    "grad-norm-exploding",
-    "grad-norm-linear-growth",
-    "grad-norm-zero",
-    "loss-at-log-c",
-    "loss-diverging",
-    "loss-flat",
-    "loss-huge-initial",
-    "loss-non-finite",
-    "loss-oscillating",
-    "loss-scale-collapse",
-    "lr-floor-early",
-    "memory-growing",
-    "memory-grows-at-eval",
-    "non-finite-after-climb",
-    "non-finite-early",
-    "non-finite-sudden",
-    "val-loss-far-above-train",
-})
+EMITS: frozenset[str] = frozenset(
+    {
+        "accurate-but-loss-high",
+        "batch-order-repeats",
+        "data-wait",
+        "double-softmax-floor",
+        "grad-norm-exploding",
+        "grad-norm-linear-growth",
+        "grad-norm-zero",
+        "loss-at-log-c",
+        "loss-diverging",
+        "loss-flat",
+        "loss-huge-initial",
+        "loss-non-finite",
+        "loss-oscillating",
+        "loss-scale-collapse",
+        "lr-floor-early",
+        "memory-growing",
+        "memory-grows-at-eval",
+        "non-finite-after-climb",
+        "non-finite-early",
+        "non-finite-sudden",
+        "val-loss-far-above-train",
+    }
+)
 
 
 def detect(ctx: Context) -> list[Symptom]:
@@ -97,30 +99,52 @@ def non_finite(loss: Series, grad: Series | None) -> list[Symptom]:
     ev = [_ev(bad, loss.name, "first non-finite value")]
     if before:
         ev.append(_ev(before[-1], loss.name, "last finite value"))
-    out = [Symptom("loss-non-finite", f"{loss.name} became {bad.value} at step {bad.step}", tuple(ev),
-                   step=bad.step, value=bad.value)]
+    out = [
+        Symptom(
+            "loss-non-finite",
+            f"{loss.name} became {bad.value} at step {bad.step}",
+            tuple(ev),
+            step=bad.step,
+            value=bad.value,
+        )
+    ]
     if bad_i == 0:
         # "from the start" only where the start was seen: a run of points, or step 0/1 itself
         if len(pts) >= 2 or (loss.explicit_steps and bad.step <= 1):
-            out.append(Symptom("non-finite-early", f"{loss.name} was non-finite from the start "
-                               f"(step {bad.step})", tuple(ev), step=bad.step))
+            out.append(
+                Symptom(
+                    "non-finite-early",
+                    f"{loss.name} was non-finite from the start (step {bad.step})",
+                    tuple(ev),
+                    step=bad.step,
+                )
+            )
         return out
     vals = [p.value for p in before]
     climbed = len(vals) >= 2 and max(vals[-3:]) > 3 * min(vals)
     g_climbed = False
     if grad is not None:
-        g_before = [p.value for p in grad.points if math.isfinite(p.value)
-                    and (p.line or 0) <= (bad.line or 0)]
+        g_before = [p.value for p in grad.points if math.isfinite(p.value) and (p.line or 0) <= (bad.line or 0)]
         if len(g_before) >= 3:
             g_climbed = g_before[-1] > 5 * median(g_before[: max(1, len(g_before) // 2)])
     if climbed or g_climbed:
-        out.append(Symptom("non-finite-after-climb",
-                           f"{loss.name} and/or gradient norm climbed before turning non-finite",
-                           tuple(ev), step=bad.step))
+        out.append(
+            Symptom(
+                "non-finite-after-climb",
+                f"{loss.name} and/or gradient norm climbed before turning non-finite",
+                tuple(ev),
+                step=bad.step,
+            )
+        )
     elif vals and not _swinging(vals):
-        out.append(Symptom("non-finite-sudden",
-                           f"{loss.name} was finite and steady, then non-finite at step {bad.step}",
-                           tuple(ev), step=bad.step))
+        out.append(
+            Symptom(
+                "non-finite-sudden",
+                f"{loss.name} was finite and steady, then non-finite at step {bad.step}",
+                tuple(ev),
+                step=bad.step,
+            )
+        )
     return out
 
 
@@ -140,10 +164,15 @@ def divergence(loss: Series) -> list[Symptom]:
     hi_i = max(range(lo_i, len(pts)), key=lambda i: pts[i].value)
     lo, hi = pts[lo_i], pts[hi_i]
     if hi_i > lo_i and hi.value > 5 * max(lo.value, 1e-8) and hi.value > 1.5 * abs(pts[0].value):
-        return [Symptom("loss-diverging", f"{loss.name} rose from {lo.value:.4g} (step {lo.step}) "
-                        f"to {hi.value:.4g} (step {hi.step})",
-                        (_ev(lo, loss.name, "lowest"), _ev(hi, loss.name, "highest after it")),
-                        step=hi.step, value=hi.value / max(lo.value, 1e-8))]
+        return [
+            Symptom(
+                "loss-diverging",
+                f"{loss.name} rose from {lo.value:.4g} (step {lo.step}) to {hi.value:.4g} (step {hi.step})",
+                (_ev(lo, loss.name, "lowest"), _ev(hi, loss.name, "highest after it")),
+                step=hi.step,
+                value=hi.value / max(lo.value, 1e-8),
+            )
+        ]
     return []
 
 
@@ -158,19 +187,33 @@ def plateaus(loss: Series, grad: Series | None, accuracy: Series | None = None) 
     head, tail = _mean(vals[:k]), _mean(vals[-k:])
     first = vals[0]
     if first > 20:
-        out.append(Symptom("loss-huge-initial", f"the first {loss.name} is {first:.4g}, far above a "
-                           "classifier's starting loss", (_ev(pts[0], loss.name, "first value"),),
-                           value=first))
+        out.append(
+            Symptom(
+                "loss-huge-initial",
+                f"the first {loss.name} is {first:.4g}, far above a classifier's starting loss",
+                (_ev(pts[0], loss.name, "first value"),),
+                value=first,
+            )
+        )
     if head > 0 and abs(tail - head) / head < 0.05 and _std(vals) / max(abs(_mean(vals)), 1e-12) < 0.1:
-        out.append(Symptom("loss-flat", f"{loss.name} stayed at about {tail:.4g} from step {pts[0].step} "
-                           f"to step {pts[-1].step}", (_ev(pts[0], loss.name, "first"),
-                                                       _ev(pts[-1], loss.name, "last")),
-                           value=tail))
+        out.append(
+            Symptom(
+                "loss-flat",
+                f"{loss.name} stayed at about {tail:.4g} from step {pts[0].step} to step {pts[-1].step}",
+                (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")),
+                value=tail,
+            )
+        )
         c = round(math.exp(tail))
         if 2 <= c <= 100 and abs(math.log(c) - tail) < 0.02 * tail:
-            out.append(Symptom("loss-at-log-c", f"{loss.name} sits at ln({c}) = {math.log(c):.4g}, "
-                               f"the loss of a uniform guess over {c} classes", (_ev(pts[-1], loss.name),),
-                               value=tail))
+            out.append(
+                Symptom(
+                    "loss-at-log-c",
+                    f"{loss.name} sits at ln({c}) = {math.log(c):.4g}, the loss of a uniform guess over {c} classes",
+                    (_ev(pts[-1], loss.name),),
+                    value=tail,
+                )
+            )
     floor = softmax_floor(loss, first)
     # the floor depends on how often the model is right: where the log says, it can rule the
     # floor out (a model right on 60% of samples cannot sit where one right on all of them does)
@@ -195,7 +238,7 @@ def softmax_floor(loss: Series, start: float, accuracy: float = 1.0) -> Symptom 
     if len(pts) < 8:
         return None
     vals = [p.value for p in pts]
-    tail = _mean(vals[-max(2, len(vals) // 5):])
+    tail = _mean(vals[-max(2, len(vals) // 5) :])
     if not 0.58 <= start <= 7.6:  # ln 1.8 .. ln 2000: a uniform guess over 2 to 2000 classes
         return None
     c_est = math.exp(start)
@@ -205,15 +248,17 @@ def softmax_floor(loss: Series, start: float, accuracy: float = 1.0) -> Symptom 
     # stalled there: the last stretch no lower than the one before it (a healthy run that is
     # still falling may pass the floor on its way down)
     k = max(2, len(vals) // 6)
-    stalled = median(vals[-k:]) >= 0.97 * median(vals[-2 * k:-k])
+    stalled = median(vals[-k:]) >= 0.97 * median(vals[-2 * k : -k])
     if tail < 0.9 * start and abs(tail - floor) / floor < 0.1 and stalled:
         where = "" if accuracy == 1.0 else f" at accuracy {accuracy:.3g}"
-        return Symptom("double-softmax-floor",
-                       f"{loss.name} fell from about ln {c_est:.0f} = {start:.4g} and stalled at "
-                       f"{tail:.4g}, the floor of cross-entropy over softmax outputs{where} "
-                       f"(ln(e+C-1)-{accuracy:.3g} = {floor:.4g})", (_ev(pts[0], loss.name, "first"),
-                                                                    _ev(pts[-1], loss.name, "last")),
-                       value=tail)
+        return Symptom(
+            "double-softmax-floor",
+            f"{loss.name} fell from about ln {c_est:.0f} = {start:.4g} and stalled at "
+            f"{tail:.4g}, the floor of cross-entropy over softmax outputs{where} "
+            f"(ln(e+C-1)-{accuracy:.3g} = {floor:.4g})",
+            (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")),
+            value=tail,
+        )
     return None
 
 
@@ -242,20 +287,24 @@ def oscillation(loss: Series) -> list[Symptom]:
         return []
     vals = [p.value for p in pts]
     first = _mean(vals[:2])
-    second = vals[len(vals) // 2:]
+    second = vals[len(vals) // 2 :]
     if first <= 0 or max(second) > 5 * first:
         return []
     if _mean(second) >= 0.35 * first and _std(second) >= 0.15 * first:
         # swings as large as the level itself are sure; smaller ones could be a small batch's
         # noise on a loss that is slow to fall, and count for less
         strength = 1.0 if _std(second) >= 0.5 * _mean(second) else 0.6
-        hi = max(pts[len(pts) // 2:], key=lambda p: p.value)
-        lo = min(pts[len(pts) // 2:], key=lambda p: p.value)
-        return [Symptom("loss-oscillating",
-                        f"in the second half of the run {loss.name} still swings between "
-                        f"{lo.value:.3g} and {hi.value:.3g}", (_ev(lo, loss.name, "low"),
-                                                               _ev(hi, loss.name, "high")),
-                        value=_std(second) / first, strength=strength)]
+        hi = max(pts[len(pts) // 2 :], key=lambda p: p.value)
+        lo = min(pts[len(pts) // 2 :], key=lambda p: p.value)
+        return [
+            Symptom(
+                "loss-oscillating",
+                f"in the second half of the run {loss.name} still swings between {lo.value:.3g} and {hi.value:.3g}",
+                (_ev(lo, loss.name, "low"), _ev(hi, loss.name, "high")),
+                value=_std(second) / first,
+                strength=strength,
+            )
+        ]
     return []
 
 
@@ -278,28 +327,33 @@ def repeating_batches(loss: Series) -> list[Symptom]:
         return []
     # the first epoch is a transient (a sorted loader's first class block, the fast early fall)
     # whose swings would drown the repeats: look at the rest
-    pts = pts[len(pts) // 3:][-REPEAT_POINTS:]  # the search costs points x periods
+    pts = pts[len(pts) // 3 :][-REPEAT_POINTS:]  # the search costs points x periods
     n = len(pts)
     logs = [math.log(p.value) for p in pts]
     # what is left after a running median of nine points: batch-to-batch wiggles, not the trend
-    wiggle = [logs[i] - median(logs[max(0, i - 4):i + 5]) for i in range(n)]
+    wiggle = [logs[i] - median(logs[max(0, i - 4) : i + 5]) for i in range(n)]
     for period in range(2, min(n // 3, REPEAT_POINTS // 4) + 1):
         z1 = _corr(wiggle[:-period], wiggle[period:]) * math.sqrt(n - period)
         if z1 < REPEAT_Z:
             continue
-        z2 = _corr(wiggle[:-2 * period], wiggle[2 * period:]) * math.sqrt(n - 2 * period)
+        z2 = _corr(wiggle[: -2 * period], wiggle[2 * period :]) * math.sqrt(n - 2 * period)
         if z2 < REPEAT_Z:
             continue
         # cite the period's largest wiggle and its repeat one period later
         i = max(range(period, 2 * period), key=lambda k: wiggle[k])
         a, b = pts[i], pts[i + period]
-        return [Symptom("batch-order-repeats",
-                        f"the training loss repeats the same ups and downs every {period} logged "
-                        f"points ({b.step - a.step} steps; correlation {z1 / math.sqrt(n - period):.2f} "
-                        f"one period later, {z2 / math.sqrt(n - 2 * period):.2f} two): the batches "
-                        "come in the same order every epoch",
-                        (_ev(a, loss.name, "high point"), _ev(b, loss.name, "one period later")),
-                        step=b.step - a.step, value=z1 / math.sqrt(n - period))]
+        return [
+            Symptom(
+                "batch-order-repeats",
+                f"the training loss repeats the same ups and downs every {period} logged "
+                f"points ({b.step - a.step} steps; correlation {z1 / math.sqrt(n - period):.2f} "
+                f"one period later, {z2 / math.sqrt(n - 2 * period):.2f} two): the batches "
+                "come in the same order every epoch",
+                (_ev(a, loss.name, "high point"), _ev(b, loss.name, "one period later")),
+                step=b.step - a.step,
+                value=z1 / math.sqrt(n - period),
+            )
+        ]
     return []
 
 
@@ -329,18 +383,26 @@ def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:
         return out
     r0, r1 = ref.finite()[0], ref.finite()[-1]
     if r1.value >= 0.5 * r0.value and r1.value > 0.3:
-        out.append(Symptom("accurate-but-loss-high",
-                           f"accuracy reached {a_val:.3g} while {ref.name} stayed at {r1.value:.3g} "
-                           f"(from {r0.value:.3g})", (_ev(a_last, acc.name), _ev(r1, ref.name)),
-                           value=r1.value / r0.value))
+        out.append(
+            Symptom(
+                "accurate-but-loss-high",
+                f"accuracy reached {a_val:.3g} while {ref.name} stayed at {r1.value:.3g} (from {r0.value:.3g})",
+                (_ev(a_last, acc.name), _ev(r1, ref.name)),
+                value=r1.value / r0.value,
+            )
+        )
     if vloss is not None and tloss is not None and len(tloss.finite()) >= 4:
         t1 = _mean([p.value for p in tloss.finite()[-3:]])
         if t1 > 0 and r1 is not None and vloss is ref and r1.value > 2.5 * t1 and r1.value >= 0.5 * r0.value:
-            out.append(Symptom("val-loss-far-above-train",
-                               f"validation loss {r1.value:.3g} is {r1.value / t1:.1f}x the training loss "
-                               f"{t1:.3g} while accuracy is {a_val:.3g}",
-                               (_ev(r1, vloss.name), _ev(tloss.finite()[-1], tloss.name)),
-                               value=r1.value / t1))
+            out.append(
+                Symptom(
+                    "val-loss-far-above-train",
+                    f"validation loss {r1.value:.3g} is {r1.value / t1:.1f}x the training loss "
+                    f"{t1:.3g} while accuracy is {a_val:.3g}",
+                    (_ev(r1, vloss.name), _ev(tloss.finite()[-1], tloss.name)),
+                    value=r1.value / t1,
+                )
+            )
     return out
 
 
@@ -354,21 +416,34 @@ def grad_trends(grad: Series) -> list[Symptom]:
         fin.append(p)
     vals = [p.value for p in fin]
     if len(pts) >= 3 and sum(1 for p in pts if math.isfinite(p.value) and abs(p.value) < 1e-12) >= 0.8 * len(pts):
-        out.append(Symptom("grad-norm-zero", f"the gradient norm is zero at {len(pts)} logged steps",
-                           (_ev(pts[0], grad.name), _ev(pts[-1], grad.name))))
+        out.append(
+            Symptom(
+                "grad-norm-zero",
+                f"the gradient norm is zero at {len(pts)} logged steps",
+                (_ev(pts[0], grad.name), _ev(pts[-1], grad.name)),
+            )
+        )
         return out
     if len(vals) >= 3:
         # a jump counts only if it also towers over the run's usual gradient norm so far:
         # a healthy run's norm can jump 10x from a near-zero value
-        ratios = [(b / a, i) for i, (a, b) in enumerate(zip(vals, vals[1:], strict=False))
-                  if a > 0 and i >= 2 and b >= 10 * a and b > 10 * median(vals[: i + 1])]
+        ratios = [
+            (b / a, i)
+            for i, (a, b) in enumerate(zip(vals, vals[1:], strict=False))
+            if a > 0 and i >= 2 and b >= 10 * a and b > 10 * median(vals[: i + 1])
+        ]
         if ratios:
             worst, i = max(ratios)
             if worst >= 10:
-                out.append(Symptom("grad-norm-exploding",
-                                   f"the gradient norm jumped {worst:.3g}x between steps {fin[i].step} "
-                                   f"and {fin[i + 1].step}", (_ev(fin[i], grad.name), _ev(fin[i + 1], grad.name)),
-                                   step=fin[i + 1].step, value=worst))
+                out.append(
+                    Symptom(
+                        "grad-norm-exploding",
+                        f"the gradient norm jumped {worst:.3g}x between steps {fin[i].step} and {fin[i + 1].step}",
+                        (_ev(fin[i], grad.name), _ev(fin[i + 1], grad.name)),
+                        step=fin[i + 1].step,
+                        value=worst,
+                    )
+                )
     # roughly linear growth: the signature of gradients summed over steps
     cap = next((i for i, v in enumerate(vals) if v > 12 * max(vals[0], 1e-12)), len(vals))
     seg = fin[:cap]
@@ -378,10 +453,15 @@ def grad_trends(grad: Series) -> list[Symptom]:
         ups = sum(1 for a, b in zip(ys, ys[1:], strict=False) if b > a) / (len(ys) - 1)
         r2, slope = _fit(xs, ys)
         if ups >= 0.7 and r2 >= 0.8 and slope > 0 and ys[-1] >= 4 * ys[0]:
-            out.append(Symptom("grad-norm-linear-growth",
-                               f"the gradient norm grew steadily from {ys[0]:.3g} to {ys[-1]:.3g} over "
-                               f"steps {seg[0].step}-{seg[-1].step} (linear fit R^2 = {r2:.2f})",
-                               (_ev(seg[0], grad.name), _ev(seg[-1], grad.name)), value=r2))
+            out.append(
+                Symptom(
+                    "grad-norm-linear-growth",
+                    f"the gradient norm grew steadily from {ys[0]:.3g} to {ys[-1]:.3g} over "
+                    f"steps {seg[0].step}-{seg[-1].step} (linear fit R^2 = {r2:.2f})",
+                    (_ev(seg[0], grad.name), _ev(seg[-1], grad.name)),
+                    value=r2,
+                )
+            )
     return out
 
 
@@ -411,11 +491,16 @@ def lr_floor(lr: Series) -> list[Symptom]:
     reach = next(i for i, v in enumerate(after) if v <= near) + peak_i
     frac = (reach + 1) / len(vals)
     if frac <= 0.6 and all(v <= near for v in vals[reach:]):
-        return [Symptom("lr-floor-early",
-                        f"the learning rate reached its floor {floor:.3g} at step {pts[reach].step}, "
-                        f"{100 * frac:.0f}% into the run, and stayed there",
-                        (_ev(pts[peak_i], "lr", "peak"), _ev(pts[reach], "lr", "floor reached")),
-                        step=pts[reach].step, value=frac)]
+        return [
+            Symptom(
+                "lr-floor-early",
+                f"the learning rate reached its floor {floor:.3g} at step {pts[reach].step}, "
+                f"{100 * frac:.0f}% into the run, and stayed there",
+                (_ev(pts[peak_i], "lr", "peak"), _ev(pts[reach], "lr", "floor reached")),
+                step=pts[reach].step,
+                value=frac,
+            )
+        ]
     return []
 
 
@@ -425,11 +510,15 @@ def scale_collapse(scale: Series) -> list[Symptom]:
         return []
     drops = sum(1 for a, b in zip(pts, pts[1:], strict=False) if b.value < a.value)
     if drops >= 4 and (pts[-1].value <= pts[0].value / 256 or pts[-1].value < 1):
-        return [Symptom("loss-scale-collapse",
-                        f"the AMP loss scale fell from {pts[0].value:.3g} to {pts[-1].value:.3g}: "
-                        "inf/NaN gradients at step after step", (_ev(pts[0], "loss scale"),
-                                                                 _ev(pts[-1], "loss scale")),
-                        value=pts[-1].value)]
+        return [
+            Symptom(
+                "loss-scale-collapse",
+                f"the AMP loss scale fell from {pts[0].value:.3g} to {pts[-1].value:.3g}: "
+                "inf/NaN gradients at step after step",
+                (_ev(pts[0], "loss scale"), _ev(pts[-1], "loss scale")),
+                value=pts[-1].value,
+            )
+        ]
     return []
 
 
@@ -442,11 +531,10 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
     n = len(vals)
     first_half = vals[n // 2] - vals[0]
     second_half = vals[-1] - vals[n // 2]
-    ups = sum(1 for a, b in zip(vals[n // 2:], vals[n // 2 + 1:], strict=False) if b > a) / max(1, n - n // 2 - 1)
+    ups = sum(1 for a, b in zip(vals[n // 2 :], vals[n // 2 + 1 :], strict=False) if b > a) / max(1, n - n // 2 - 1)
     total = vals[-1] - vals[0]
     # a few percent of drift is the allocator settling in; a leak keeps adding to it
-    if not (total > 0.04 * abs(vals[0]) and second_half > 0.4 * max(first_half, 0) and second_half > 0
-            and ups >= 0.1):
+    if not (total > 0.04 * abs(vals[0]) and second_half > 0.4 * max(first_half, 0) and second_half > 0 and ups >= 0.1):
         return []
     ev = (_ev(pts[0], "memory", "first"), _ev(pts[-1], "memory", "last"))
     # where does the growth happen: across validation passes, or at every step?
@@ -454,17 +542,32 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
         val_lines = sorted(p.line for p in val.points if p.line is not None)
         at_eval = 0.0
         for a, b in zip(pts, pts[1:], strict=False):
-            if b.value > a.value and a.line is not None and b.line is not None and \
-                    any(a.line < v < b.line for v in val_lines):
+            if (
+                b.value > a.value
+                and a.line is not None
+                and b.line is not None
+                and any(a.line < v < b.line for v in val_lines)
+            ):
                 at_eval += b.value - a.value
         grown = sum(max(0.0, b - a) for a, b in zip(vals, vals[1:], strict=False))
         if grown > 0 and at_eval / grown >= 0.7:
-            return [Symptom("memory-grows-at-eval",
-                            f"memory grew from {vals[0]:.4g} to {vals[-1]:.4g}, "
-                            f"{100 * at_eval / grown:.0f}% of it across validation passes", ev,
-                            value=total)]
-    return [Symptom("memory-growing", f"memory grew steadily from {vals[0]:.4g} to {vals[-1]:.4g} "
-                    f"over steps {pts[0].step}-{pts[-1].step}", ev, value=total)]
+            return [
+                Symptom(
+                    "memory-grows-at-eval",
+                    f"memory grew from {vals[0]:.4g} to {vals[-1]:.4g}, "
+                    f"{100 * at_eval / grown:.0f}% of it across validation passes",
+                    ev,
+                    value=total,
+                )
+            ]
+    return [
+        Symptom(
+            "memory-growing",
+            f"memory grew steadily from {vals[0]:.4g} to {vals[-1]:.4g} over steps {pts[0].step}-{pts[-1].step}",
+            ev,
+            value=total,
+        )
+    ]
 
 
 def data_wait(data: Series, batch: Series) -> list[Symptom]:
@@ -474,6 +577,12 @@ def data_wait(data: Series, batch: Series) -> list[Symptom]:
     share = median(d.value / b.value for d, b in pairs)
     if share >= 0.5:
         d, b = pairs[len(pairs) // 2]
-        return [Symptom("data-wait", f"waiting for data takes {100 * share:.0f}% of each step",
-                        (_ev(d, "data_time"), _ev(b, "batch_time")), value=share)]
+        return [
+            Symptom(
+                "data-wait",
+                f"waiting for data takes {100 * share:.0f}% of each step",
+                (_ev(d, "data_time"), _ev(b, "batch_time")),
+                value=share,
+            )
+        ]
     return []

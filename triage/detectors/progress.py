@@ -14,23 +14,26 @@ from triage.detectors import Context
 from triage.records import Evidence, Symptom
 
 # The symptom names this detector emits (the cause table may only name declared symptoms).
-EMITS: frozenset[str] = frozenset({
-    "log-stopped",
-})
+EMITS: frozenset[str] = frozenset(
+    {
+        "log-stopped",
+    }
+)
 
 # ISO-ish (logging module, most loggers) and glog-style (torch's C++ and torchrun) timestamps
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _GLOG = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
 MIN_GAP_S = 120.0
 # The line `triage watch` writes when it ends a hung run: one format, written and read here.
-_WATCH_HANG = re.compile(r"^triage watch: stall timeout: no output for (\d+(?:\.\d+)?) s and (.+?); "
-                         r"ended the run as hung")
+_WATCH_HANG = re.compile(
+    r"^triage watch: stall timeout: no output for (\d+(?:\.\d+)?) s and (.+?); "
+    r"ended the run as hung"
+)
 
 
 def watch_hang_line(silent_s: float, idle: str) -> str:
     """The log line `triage watch` writes when it ends a run as hung (`idle` says what sat idle)."""
-    return (f"triage watch: stall timeout: no output for {silent_s:.0f} s and {idle}; "
-            f"ended the run as hung")
+    return f"triage watch: stall timeout: no output for {silent_s:.0f} s and {idle}; ended the run as hung"
 
 
 def _time(text: str) -> float | None:
@@ -69,12 +72,17 @@ def detect(ctx: Context) -> list[Symptom]:
     last = gaps[-1]
     if last >= MIN_GAP_S and last >= 20 * max(usual, 1.0):
         (_, a), (_, b) = stamped[-2], stamped[-1]
-        return [Symptom("log-stopped",
-                        f"the log went silent for {last:.0f} s before its last line "
-                        f"(lines usually {usual:.1f} s apart)",
-                        (Evidence(a.line, a.text.strip()[:300], rank=a.rank),
-                         Evidence(b.line, b.text.strip()[:300], rank=b.rank)),
-                        value=last)]
+        return [
+            Symptom(
+                "log-stopped",
+                f"the log went silent for {last:.0f} s before its last line (lines usually {usual:.1f} s apart)",
+                (
+                    Evidence(a.line, a.text.strip()[:300], rank=a.rank),
+                    Evidence(b.line, b.text.strip()[:300], rank=b.rank),
+                ),
+                value=last,
+            )
+        ]
     return []
 
 
@@ -90,6 +98,12 @@ def _watch_hang(ctx: Context) -> list[Symptom]:
         ev = [Evidence(rd.line, rd.text.strip()[:300], rank=rd.rank)]
         if before is not None:
             ev.insert(0, Evidence(before.line, before.text.strip()[:300], rank=before.rank))
-        return [Symptom("log-stopped", f"the run hung: no output for {silent:.0f} s and {m.group(2)}, "
-                        "so triage watch ended it", tuple(ev), value=silent)]
+        return [
+            Symptom(
+                "log-stopped",
+                f"the run hung: no output for {silent:.0f} s and {m.group(2)}, so triage watch ended it",
+                tuple(ev),
+                value=silent,
+            )
+        ]
     return []

@@ -32,30 +32,32 @@ from triage.records import Evidence, Symptom
 from triage.series import Point, Series
 
 # The symptom names this detector emits (the cause table may only name declared symptoms).
-EMITS: frozenset[str] = frozenset({
-    "grad-norm-non-finite",
-    "loss-collapsed-to-log-c",
-    "loss-falling",
-    "loss-fast-climb",
-    "loss-gradual-climb",
-    "loss-huge-and-learning",
-    "loss-huge-and-stuck",
-    "loss-sudden-jump",
-    "non-finite-after-unstable",
-    "non-finite-early",
-    "non-finite-intermittent",
-    "train-loss-far-above-val",
-    "val-loss-constant",
-})
+EMITS: frozenset[str] = frozenset(
+    {
+        "grad-norm-non-finite",
+        "loss-collapsed-to-log-c",
+        "loss-falling",
+        "loss-fast-climb",
+        "loss-gradual-climb",
+        "loss-huge-and-learning",
+        "loss-huge-and-stuck",
+        "loss-sudden-jump",
+        "non-finite-after-unstable",
+        "non-finite-early",
+        "non-finite-intermittent",
+        "train-loss-far-above-val",
+        "val-loss-constant",
+    }
+)
 
-CLIMB_POINTS = 4        # logged points the climb must span
-CLIMB_RATIO = 3.0       # how far above its lowest point the loss must end up
-JUMP_RATIO = 8.0        # one step multiplying the loss this much is a jump
-SPIKE_RATIO = 2.0       # "far above where it started" for the collapse
-LOG_C_TOL = 0.04        # relative distance from ln(C)
-MAX_CLASSES = 30        # the uniform-guess level can be told from a coincidence only for few classes
-HUGE_FIRST = 20.0       # above ln(C) for any vocabulary up to 10^8: not a mean cross-entropy
-SWING = 0.15            # a relative change counted as a rise or a fall
+CLIMB_POINTS = 4  # logged points the climb must span
+CLIMB_RATIO = 3.0  # how far above its lowest point the loss must end up
+JUMP_RATIO = 8.0  # one step multiplying the loss this much is a jump
+SPIKE_RATIO = 2.0  # "far above where it started" for the collapse
+LOG_C_TOL = 0.04  # relative distance from ln(C)
+MAX_CLASSES = 30  # the uniform-guess level can be told from a coincidence only for few classes
+HUGE_FIRST = 20.0  # above ln(C) for any vocabulary up to 10^8: not a mean cross-entropy
+SWING = 0.15  # a relative change counted as a rise or a fall
 
 
 def detect(ctx: Context) -> list[Symptom]:
@@ -98,11 +100,15 @@ def train_far_above_val(loss: Series, val: Series) -> list[Symptom]:
     if len(ratios) < 2 or min(ratios) < 5:
         return []
     v = vals[-1]
-    return [Symptom("train-loss-far-above-val",
-                    f"the training loss was {min(ratios):.3g}x to {max(ratios):.3g}x the validation loss at "
-                    f"every evaluation: the two are not on one scale (a loss summed over the batch?)",
-                    (_ev(v, val.name, "last evaluation"), _ev(train[-1], loss.name, "last training loss")),
-                    value=min(ratios))]
+    return [
+        Symptom(
+            "train-loss-far-above-val",
+            f"the training loss was {min(ratios):.3g}x to {max(ratios):.3g}x the validation loss at "
+            f"every evaluation: the two are not on one scale (a loss summed over the batch?)",
+            (_ev(v, val.name, "last evaluation"), _ev(train[-1], loss.name, "last training loss")),
+            value=min(ratios),
+        )
+    ]
 
 
 def falling(loss: Series) -> list[Symptom]:
@@ -115,9 +121,14 @@ def falling(loss: Series) -> list[Symptom]:
     head, tail = median(vals[:k]), median(vals[-k:])
     if head <= 0 or tail < 0 or tail > 0.7 * head or max(vals[k:]) > 3 * head:
         return []
-    return [Symptom("loss-falling", f"{loss.name} fell from about {head:.4g} to {tail:.4g}: the model "
-                    "learns", (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")),
-                    value=tail / head)]
+    return [
+        Symptom(
+            "loss-falling",
+            f"{loss.name} fell from about {head:.4g} to {tail:.4g}: the model learns",
+            (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")),
+            value=tail / head,
+        )
+    ]
 
 
 def _ev(p: Point, name: str, note: str = "") -> Evidence:
@@ -149,39 +160,51 @@ def climb(loss: Series) -> list[Symptom]:
     hi = lo + max(range(len(tail)), key=lambda i: tail[i])
     rise = logs[hi] - logs[lo]
     out: list[Symptom] = []
-    steps = [b - a for a, b in zip(logs[lo:hi], logs[lo + 1:hi + 1], strict=False)]
+    steps = [b - a for a, b in zip(logs[lo:hi], logs[lo + 1 : hi + 1], strict=False)]
     biggest = max(steps) if steps else 0.0
     if rise >= math.log(CLIMB_RATIO) and hi - lo >= CLIMB_POINTS and biggest < 0.5 * rise:
         ups = sum(1 for s in steps if s > 0) / len(steps)
         # it must also stay up: a climb the run recovers from is noise around a minimum
-        end = median(logs[-max(2, (len(logs) - lo) // 4):])
+        end = median(logs[-max(2, (len(logs) - lo) // 4) :])
         if ups >= 0.6 and end - logs[lo] >= 0.6 * rise:
-            out.append(Symptom(
-                "loss-gradual-climb",
-                f"{loss.name} climbed back from {pts[lo].value:.4g} (step {pts[lo].step}) to "
-                f"{pts[hi].value:.4g} (step {pts[hi].step}) over {hi - lo} logged points, rising at "
-                f"{100 * ups:.0f}% of them, no single step making half of the rise",
-                (_ev(pts[lo], loss.name, "lowest"), _ev(pts[hi], loss.name, "highest after it")),
-                step=pts[hi].step, value=math.exp(rise)))
+            out.append(
+                Symptom(
+                    "loss-gradual-climb",
+                    f"{loss.name} climbed back from {pts[lo].value:.4g} (step {pts[lo].step}) to "
+                    f"{pts[hi].value:.4g} (step {pts[hi].step}) over {hi - lo} logged points, rising at "
+                    f"{100 * ups:.0f}% of them, no single step making half of the rise",
+                    (_ev(pts[lo], loss.name, "lowest"), _ev(pts[hi], loss.name, "highest after it")),
+                    step=pts[hi].step,
+                    value=math.exp(rise),
+                )
+            )
     # an explosion: ten times up within a few logged points of the lowest one
     for j in range(lo + 1, min(len(logs), lo + 4)):
         if logs[j] - logs[lo] >= math.log(10) and j < len(logs) - 1:
-            out.append(Symptom(
-                "loss-fast-climb",
-                f"{loss.name} rose {math.exp(logs[j] - logs[lo]):.3g}x within {j - lo} logged points, "
-                f"from {pts[lo].value:.4g} (step {pts[lo].step}) to {pts[j].value:.4g} (step {pts[j].step})",
-                (_ev(pts[lo], loss.name, "lowest"), _ev(pts[j], loss.name, "after the climb")),
-                step=pts[j].step, value=math.exp(logs[j] - logs[lo])))
+            out.append(
+                Symptom(
+                    "loss-fast-climb",
+                    f"{loss.name} rose {math.exp(logs[j] - logs[lo]):.3g}x within {j - lo} logged points, "
+                    f"from {pts[lo].value:.4g} (step {pts[lo].step}) to {pts[j].value:.4g} (step {pts[j].step})",
+                    (_ev(pts[lo], loss.name, "lowest"), _ev(pts[j], loss.name, "after the climb")),
+                    step=pts[j].step,
+                    value=math.exp(logs[j] - logs[lo]),
+                )
+            )
             break
     jumps = [(logs[i + 1] - logs[i], i) for i in range(len(logs) - 1)]
     big, i = max(jumps)
     if big >= math.log(JUMP_RATIO) and logs[i + 1] > max(logs[: i + 1]):
-        out.append(Symptom(
-            "loss-sudden-jump",
-            f"{loss.name} jumped {math.exp(big):.3g}x in one logged step, from {pts[i].value:.4g} "
-            f"(step {pts[i].step}) to {pts[i + 1].value:.4g} (step {pts[i + 1].step})",
-            (_ev(pts[i], loss.name, "before"), _ev(pts[i + 1], loss.name, "after the jump")),
-            step=pts[i + 1].step, value=math.exp(big)))
+        out.append(
+            Symptom(
+                "loss-sudden-jump",
+                f"{loss.name} jumped {math.exp(big):.3g}x in one logged step, from {pts[i].value:.4g} "
+                f"(step {pts[i].step}) to {pts[i + 1].value:.4g} (step {pts[i + 1].step})",
+                (_ev(pts[i], loss.name, "before"), _ev(pts[i + 1], loss.name, "after the jump")),
+                step=pts[i + 1].step,
+                value=math.exp(big),
+            )
+        )
     return out
 
 
@@ -224,13 +247,17 @@ def collapse(loss: Series) -> list[Symptom]:
     flat = median(abs(v - level) for v in rest) <= 0.05 * level
     if not (peak >= 8 * level or (peak >= 5 * level and flat) or (at_start and peak >= SPIKE_RATIO * level)):
         return []
-    return [Symptom(
-        "loss-collapsed-to-log-c",
-        f"{loss.name} shot up to {peak:.4g} (step {pts[peak_i].step}) and then sat at {level:.4g} = "
-        f"ln({c}), the loss of a uniform guess over {c} classes, for the last {k} logged points: "
-        f"the network stopped responding to its input",
-        (_ev(pts[peak_i], loss.name, "peak"), _ev(pts[-1], loss.name, f"ln({c})")),
-        step=pts[peak_i].step, value=level)]
+    return [
+        Symptom(
+            "loss-collapsed-to-log-c",
+            f"{loss.name} shot up to {peak:.4g} (step {pts[peak_i].step}) and then sat at {level:.4g} = "
+            f"ln({c}), the loss of a uniform guess over {c} classes, for the last {k} logged points: "
+            f"the network stopped responding to its input",
+            (_ev(pts[peak_i], loss.name, "peak"), _ev(pts[-1], loss.name, f"ln({c})")),
+            step=pts[peak_i].step,
+            value=level,
+        )
+    ]
 
 
 def non_finite_shape(loss: Series) -> list[Symptom]:
@@ -241,16 +268,20 @@ def non_finite_shape(loss: Series) -> list[Symptom]:
         return []
     out: list[Symptom] = []
     first = bad[0]
-    after = [p for p in pts[first + 1:] if math.isfinite(p.value)]
+    after = [p for p in pts[first + 1 :] if math.isfinite(p.value)]
     if len(after) >= 2:
         recovered = after[-1]
-        out.append(Symptom(
-            "non-finite-intermittent",
-            f"{loss.name} was non-finite at {len(bad)} of {len(pts)} logged points but finite again "
-            f"after them (last {recovered.value:.4g} at step {recovered.step}): the weights survived, "
-            "the forward pass overflowed on some batches",
-            (_ev(pts[first], loss.name, "first non-finite"), _ev(recovered, loss.name, "finite again")),
-            step=pts[first].step, value=float(len(bad))))
+        out.append(
+            Symptom(
+                "non-finite-intermittent",
+                f"{loss.name} was non-finite at {len(bad)} of {len(pts)} logged points but finite again "
+                f"after them (last {recovered.value:.4g} at step {recovered.step}): the weights survived, "
+                "the forward pass overflowed on some batches",
+                (_ev(pts[first], loss.name, "first non-finite"), _ev(recovered, loss.name, "finite again")),
+                step=pts[first].step,
+                value=float(len(bad)),
+            )
+        )
     before = [p.value for p in pts[:first] if math.isfinite(p.value) and p.value > 0]
     if len(before) >= 4:
         moves = [math.log(b / a) for a, b in zip(before, before[1:], strict=False)]
@@ -258,11 +289,16 @@ def non_finite_shape(loss: Series) -> list[Symptom]:
         signs = [s for s in signs if s]
         flips = sum(1 for a, b in zip(signs, signs[1:], strict=False) if a != b)
         if flips >= 2 and sum(1 for s in signs if s > 0) >= 2:
-            out.append(Symptom(
-                "non-finite-after-unstable",
-                f"before turning non-finite at step {pts[first].step}, {loss.name} swung up and down "
-                f"{flips} times by more than {100 * SWING:.0f}% a step",
-                (_ev(pts[first], loss.name, "first non-finite"),), step=pts[first].step, value=float(flips)))
+            out.append(
+                Symptom(
+                    "non-finite-after-unstable",
+                    f"before turning non-finite at step {pts[first].step}, {loss.name} swung up and down "
+                    f"{flips} times by more than {100 * SWING:.0f}% a step",
+                    (_ev(pts[first], loss.name, "first non-finite"),),
+                    step=pts[first].step,
+                    value=float(flips),
+                )
+            )
     return out
 
 
@@ -273,7 +309,7 @@ def huge_start(loss: Series, accuracy: Series | None) -> list[Symptom]:
         return []
     vals = [p.value for p in pts]
     head = median(vals[:3])
-    tail = median(vals[-max(3, len(vals) // 5):])
+    tail = median(vals[-max(3, len(vals) // 5) :])
     if head <= HUGE_FIRST or tail <= 0:
         return []
     # a huge start that soon falls to a classifier's level is an explosion, not a scale
@@ -281,15 +317,25 @@ def huge_start(loss: Series, accuracy: Series | None) -> list[Symptom]:
         return []
     fell = head / tail
     if fell >= 3.0:
-        return [Symptom("loss-huge-and-learning",
-                        f"{loss.name} started at {head:.4g}, far above a mean cross-entropy, and fell "
-                        f"{fell:.3g}x as a normal run falls: the loss has another scale (summed?)",
-                        (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")), value=fell)]
+        return [
+            Symptom(
+                "loss-huge-and-learning",
+                f"{loss.name} started at {head:.4g}, far above a mean cross-entropy, and fell "
+                f"{fell:.3g}x as a normal run falls: the loss has another scale (summed?)",
+                (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")),
+                value=fell,
+            )
+        ]
     if fell < 2.5:
-        return [Symptom("loss-huge-and-stuck",
-                        f"{loss.name} started at {head:.4g}, far above a mean cross-entropy, and fell "
-                        f"only {fell:.3g}x over the run: saturated from the start",
-                        (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")), value=fell)]
+        return [
+            Symptom(
+                "loss-huge-and-stuck",
+                f"{loss.name} started at {head:.4g}, far above a mean cross-entropy, and fell "
+                f"only {fell:.3g}x over the run: saturated from the start",
+                (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")),
+                value=fell,
+            )
+        ]
     return []
 
 
@@ -300,11 +346,15 @@ def constant_validation(val: Series) -> list[Symptom]:
         return []
     if len({p.value for p in pts}) != 1:
         return []
-    return [Symptom("val-loss-constant",
-                    f"all {len(pts)} evaluations printed the same {val.name}, {pts[0].value:.6g}: "
-                    "the weights did not change between them",
-                    (_ev(pts[0], val.name, "first evaluation"), _ev(pts[-1], val.name, "last evaluation")),
-                    value=pts[0].value)]
+    return [
+        Symptom(
+            "val-loss-constant",
+            f"all {len(pts)} evaluations printed the same {val.name}, {pts[0].value:.6g}: "
+            "the weights did not change between them",
+            (_ev(pts[0], val.name, "first evaluation"), _ev(pts[-1], val.name, "last evaluation")),
+            value=pts[0].value,
+        )
+    ]
 
 
 def grad_non_finite(grad: Series, loss: Series | None) -> list[Symptom]:
@@ -317,16 +367,30 @@ def grad_non_finite(grad: Series, loss: Series | None) -> list[Symptom]:
         return []  # the loss says it better
     pts = grad.points
     first = next((i for i, p in enumerate(pts) if not math.isfinite(p.value)), None)
-    if first is None or any(math.isfinite(p.value) for p in pts[first + 1:]):
+    if first is None or any(math.isfinite(p.value) for p in pts[first + 1 :]):
         return []
     if len(pts) - first < 2 and first != len(pts) - 1:
         return []
     bad = pts[first]
-    ev = (_ev(bad, grad.name, "first non-finite"),) + ((_ev(pts[first - 1], grad.name, "last finite"),)
-                                                        if first else ())
-    out = [Symptom("grad-norm-non-finite", f"the gradient norm became {bad.value} at step {bad.step} and "
-                   f"stayed so for the remaining {len(pts) - first - 1} logged steps", ev, step=bad.step)]
+    ev = (_ev(bad, grad.name, "first non-finite"),) + (
+        (_ev(pts[first - 1], grad.name, "last finite"),) if first else ()
+    )
+    out = [
+        Symptom(
+            "grad-norm-non-finite",
+            f"the gradient norm became {bad.value} at step {bad.step} and "
+            f"stayed so for the remaining {len(pts) - first - 1} logged steps",
+            ev,
+            step=bad.step,
+        )
+    ]
     if first == 0 and len(pts) >= 2:
-        out.append(Symptom("non-finite-early", f"the gradient norm was non-finite from the first logged "
-                           f"step ({bad.step})", ev, step=bad.step))
+        out.append(
+            Symptom(
+                "non-finite-early",
+                f"the gradient norm was non-finite from the first logged step ({bad.step})",
+                ev,
+                step=bad.step,
+            )
+        )
     return out

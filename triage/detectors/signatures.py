@@ -30,109 +30,153 @@ def _sig(symptom: str, pattern: str, summary: str) -> Signature:
 
 
 SIGNATURES: tuple[Signature, ...] = (
-    _sig("inplace-modified",
-         r"needed for gradient computation has been modified by an inplace operation",
-         "autograd found a saved tensor overwritten by an in-place operation"),
-    _sig("leaf-inplace",
-         r"leaf Variable that requires grad (?:is being|has been) used in an in-place operation",
-         "an in-place operation on a leaf tensor that requires grad"),
-    _sig("backward-twice",
-         r"Trying to backward through the graph a second time",
-         "backward ran through a graph whose saved values were already freed"),
-    _sig("no-grad-fn",
-         r"element \d+ of tensors does not require grad and does not have a grad_fn",
-         "the loss has no autograd history (no grad_fn)"),
-    _sig("non-scalar-backward",
-         r"grad can be implicitly created only for scalar outputs",
-         "backward() was called on a tensor that is not a scalar"),
-    _sig("device-mismatch",
-         r"Expected all tensors to be on the same device|"
-         r"Input type \(\S*cuda\S*\) and weight type \(\S+\) should be the same|"
-         r"Input type \(\S+\) and weight type \(\S*cuda\S*\) should be the same|"
-         r"Expected tensor for argument #\d+ '\w+' to have the same device|"
-         # before 1.6: "Expected object of device type cuda but got device type cpu", and
-         # before 1.2 "... of backend CUDA but got backend CPU"
-         r"Expected object of (?:device type|backend) \w+ but got (?:device type|backend) \w+",
-         "tensors on different devices met in one operation"),
-    _sig("out-of-memory",
-         # every backend and version says "out of memory" somewhere (`CUDA out of memory.` with
-         # no exception prefix before 1.x's OutOfMemoryError, `cuda runtime error (2) : out of
-         # memory`, HIP, MPS, XPU); people who paste a title say OOM (but `oom=0` is a counter)
-         r"\bout of memory\b|OutOfMemoryError|DefaultCPUAllocator: can't allocate memory|"
-         r"CUBLAS_STATUS_ALLOC_FAILED|(?-i:\bOOM\b)(?!\s*[=:])",
-         "an allocation failed: the device ran out of memory"),
-    _sig("collective-timeout",
-         r"Watchdog caught collective operation timeout|collective operation timeout|"
-         r"Timed out waiting \d+ ?ms for (?:recv|send)|ProcessGroupNCCL.{0,80}tim(?:ed|e) ?out|"
-         r"NCCL communicator was aborted|Some NCCL operations have failed or timed out|"
-         r"monitoredBarrier|Rank \d+ failed to pass monitoredBarrier|"
-         r"Socket Timeout|gloo.{0,60}Connection closed by peer",
-         "a collective operation timed out: the ranks stopped meeting in the same collective"),
-    _sig("anomaly-nan",
-         r"Function '(\w+?)(?:Backward\d*)?' returned nan values in its \d+(?:st|nd|rd|th) output",
-         "anomaly detection caught a backward function producing NaN"),
-    _sig("label-out-of-range",
-         # the THNN/THCUNN/ATen assertion closes its quote with ' or ` depending on the version
-         r"Target -?\d+ is out of bounds|"
-         r"Assertion\s*\W?(?:cur_target|t) >= 0 && (?:cur_target|t) < n_classes\W? failed|"
-         r"index out of range in self|IndexError: Target",
-         "a class index is outside the valid range"),
-    _sig("device-side-assert",
-         r"device-side assert(?:ion)? triggered",
-         "a CUDA kernel assertion failed (reported at a later, unrelated call)"),
-    _sig("shape-mismatch",
-         r"mat1 and mat2 shapes cannot be multiplied|size mismatch for \w|size mismatch, m1: \[|"
-         r"The size of tensor a \(\d+\) must match the size of tensor b|"
-         r"shape '\[[^\]]*\]' is invalid for input of size|"
-         r"Expected input batch_size \(\d+\) to match target batch_size|"
-         r"to have \d+ channels, but got \d+ channels|Sizes of tensors must match|"
-         r"expected input with shape|mat1 dim 1 must match mat2 dim 0|"
-         r"Given normalized_shape=\[[^\]]*\], expected input with shape",
-         "tensor shapes do not fit the operation"),
-    _sig("dtype-mismatch",
-         r"expected scalar type \w+ but found \w+|must have the same dtype|"
-         r"expected m1 and m2 to have the same dtype|Expected object of scalar type|"
-         r"\"\w+\" not implemented for '(?:Long|Int|Half|BFloat16|Bool|Byte)'|"
-         r"Found dtype \w+ but expected \w+|can't be cast to the desired output type|"
-         r"Input type \(torch\.\w*(?:Double|Half|Long)\w*\) and weight type|"
-         r"Expected floating point type for target|expected scalar type \w+ but got|"
-         r"expected target dtype to be \w+",
-         "tensors of different dtypes met in one operation"),
-    _sig("ddp-unused-parameters",
-         r"Expected to have finished reduction in the prior iteration|"
-         r"Parameter indices which did not receive grad|"
-         r"parameters that were not used in producing loss",
-         "DDP waited for gradients of parameters that took no part in the loss"),
-    _sig("broadcast-warning",
-         # the sizes may wrap onto the next line when the warning is pasted
-         r"Using a target size \(torch\.Size",
-         "a loss broadcast a target of a different shape than its input"),
-    _sig("recompiling",
-         r"Recompiling function|hit config\.(?:recompile|cache_size)_limit|"
-         r"cache_size_limit reached|recompile_limit reached|Graph break(?:s)? ?(?:in|:|due)|"
-         r"cache_size_limit \(\d+\)|CacheLimitExceeded",
-         "torch.compile recompiled or broke the graph repeatedly"),
-    _sig("tensor-to-scalar-warning",
-         r"Converting a tensor with requires_grad=True to a scalar",
-         "a loss tensor with its graph was converted to a number late: it was kept as a tensor"),
-    _sig("dataloader-timeout",
-         r"DataLoader timed out after \d+ seconds",
-         "a data-loader worker took longer than the loader's timeout to deliver a batch"),
-    _sig("scheduler-before-optimizer",
-         r"Detected call of `?lr_scheduler\.step\(\)`? before `?optimizer\.step\(\)`?",
-         "PyTorch warned that the learning-rate scheduler stepped before the optimizer did"),
+    _sig(
+        "inplace-modified",
+        r"needed for gradient computation has been modified by an inplace operation",
+        "autograd found a saved tensor overwritten by an in-place operation",
+    ),
+    _sig(
+        "leaf-inplace",
+        r"leaf Variable that requires grad (?:is being|has been) used in an in-place operation",
+        "an in-place operation on a leaf tensor that requires grad",
+    ),
+    _sig(
+        "backward-twice",
+        r"Trying to backward through the graph a second time",
+        "backward ran through a graph whose saved values were already freed",
+    ),
+    _sig(
+        "no-grad-fn",
+        r"element \d+ of tensors does not require grad and does not have a grad_fn",
+        "the loss has no autograd history (no grad_fn)",
+    ),
+    _sig(
+        "non-scalar-backward",
+        r"grad can be implicitly created only for scalar outputs",
+        "backward() was called on a tensor that is not a scalar",
+    ),
+    _sig(
+        "device-mismatch",
+        r"Expected all tensors to be on the same device|"
+        r"Input type \(\S*cuda\S*\) and weight type \(\S+\) should be the same|"
+        r"Input type \(\S+\) and weight type \(\S*cuda\S*\) should be the same|"
+        r"Expected tensor for argument #\d+ '\w+' to have the same device|"
+        # before 1.6: "Expected object of device type cuda but got device type cpu", and
+        # before 1.2 "... of backend CUDA but got backend CPU"
+        r"Expected object of (?:device type|backend) \w+ but got (?:device type|backend) \w+",
+        "tensors on different devices met in one operation",
+    ),
+    _sig(
+        "out-of-memory",
+        # every backend and version says "out of memory" somewhere (`CUDA out of memory.` with
+        # no exception prefix before 1.x's OutOfMemoryError, `cuda runtime error (2) : out of
+        # memory`, HIP, MPS, XPU); people who paste a title say OOM (but `oom=0` is a counter)
+        r"\bout of memory\b|OutOfMemoryError|DefaultCPUAllocator: can't allocate memory|"
+        r"CUBLAS_STATUS_ALLOC_FAILED|(?-i:\bOOM\b)(?!\s*[=:])",
+        "an allocation failed: the device ran out of memory",
+    ),
+    _sig(
+        "collective-timeout",
+        r"Watchdog caught collective operation timeout|collective operation timeout|"
+        r"Timed out waiting \d+ ?ms for (?:recv|send)|ProcessGroupNCCL.{0,80}tim(?:ed|e) ?out|"
+        r"NCCL communicator was aborted|Some NCCL operations have failed or timed out|"
+        r"monitoredBarrier|Rank \d+ failed to pass monitoredBarrier|"
+        r"Socket Timeout|gloo.{0,60}Connection closed by peer",
+        "a collective operation timed out: the ranks stopped meeting in the same collective",
+    ),
+    _sig(
+        "anomaly-nan",
+        r"Function '(\w+?)(?:Backward\d*)?' returned nan values in its \d+(?:st|nd|rd|th) output",
+        "anomaly detection caught a backward function producing NaN",
+    ),
+    _sig(
+        "label-out-of-range",
+        # the THNN/THCUNN/ATen assertion closes its quote with ' or ` depending on the version
+        r"Target -?\d+ is out of bounds|"
+        r"Assertion\s*\W?(?:cur_target|t) >= 0 && (?:cur_target|t) < n_classes\W? failed|"
+        r"index out of range in self|IndexError: Target",
+        "a class index is outside the valid range",
+    ),
+    _sig(
+        "device-side-assert",
+        r"device-side assert(?:ion)? triggered",
+        "a CUDA kernel assertion failed (reported at a later, unrelated call)",
+    ),
+    _sig(
+        "shape-mismatch",
+        r"mat1 and mat2 shapes cannot be multiplied|size mismatch for \w|size mismatch, m1: \[|"
+        r"The size of tensor a \(\d+\) must match the size of tensor b|"
+        r"shape '\[[^\]]*\]' is invalid for input of size|"
+        r"Expected input batch_size \(\d+\) to match target batch_size|"
+        r"to have \d+ channels, but got \d+ channels|Sizes of tensors must match|"
+        r"expected input with shape|mat1 dim 1 must match mat2 dim 0|"
+        r"Given normalized_shape=\[[^\]]*\], expected input with shape",
+        "tensor shapes do not fit the operation",
+    ),
+    _sig(
+        "dtype-mismatch",
+        r"expected scalar type \w+ but found \w+|must have the same dtype|"
+        r"expected m1 and m2 to have the same dtype|Expected object of scalar type|"
+        r"\"\w+\" not implemented for '(?:Long|Int|Half|BFloat16|Bool|Byte)'|"
+        r"Found dtype \w+ but expected \w+|can't be cast to the desired output type|"
+        r"Input type \(torch\.\w*(?:Double|Half|Long)\w*\) and weight type|"
+        r"Expected floating point type for target|expected scalar type \w+ but got|"
+        r"expected target dtype to be \w+",
+        "tensors of different dtypes met in one operation",
+    ),
+    _sig(
+        "ddp-unused-parameters",
+        r"Expected to have finished reduction in the prior iteration|"
+        r"Parameter indices which did not receive grad|"
+        r"parameters that were not used in producing loss",
+        "DDP waited for gradients of parameters that took no part in the loss",
+    ),
+    _sig(
+        "broadcast-warning",
+        # the sizes may wrap onto the next line when the warning is pasted
+        r"Using a target size \(torch\.Size",
+        "a loss broadcast a target of a different shape than its input",
+    ),
+    _sig(
+        "recompiling",
+        r"Recompiling function|hit config\.(?:recompile|cache_size)_limit|"
+        r"cache_size_limit reached|recompile_limit reached|Graph break(?:s)? ?(?:in|:|due)|"
+        r"cache_size_limit \(\d+\)|CacheLimitExceeded",
+        "torch.compile recompiled or broke the graph repeatedly",
+    ),
+    _sig(
+        "tensor-to-scalar-warning",
+        r"Converting a tensor with requires_grad=True to a scalar",
+        "a loss tensor with its graph was converted to a number late: it was kept as a tensor",
+    ),
+    _sig(
+        "dataloader-timeout",
+        r"DataLoader timed out after \d+ seconds",
+        "a data-loader worker took longer than the loader's timeout to deliver a batch",
+    ),
+    _sig(
+        "scheduler-before-optimizer",
+        r"Detected call of `?lr_scheduler\.step\(\)`? before `?optimizer\.step\(\)`?",
+        "PyTorch warned that the learning-rate scheduler stepped before the optimizer did",
+    ),
     # what people write when they paste a description instead of the log itself
-    _sig("loss-non-finite-reported",
-         r"\bloss\b[^\n]{0,30}?\b(?:became|becomes|become|is|goes|went|turns?|turned|to|of|=|:)\s*"
-         r"['\"]?(?:nan|inf)\b|\bnan loss\b",
-         "the log says the loss became NaN or inf"),
-    _sig("memory-growth-reported",
-         r"\bmemory\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb)\w*",
-         "the log says memory kept growing"),
-    _sig("job-cancelled",
-         r"DUE TO TIME LIMIT|The operation was cancell?ed|exceeded the maximum execution time|"
-         r"received signal SIGTERM|Signal 15 \(SIGTERM\)|Terminated\s*$|SIGKILL",
-         "the job was stopped from outside (time limit, cancellation or a kill signal)"),
+    _sig(
+        "loss-non-finite-reported",
+        r"\bloss\b[^\n]{0,30}?\b(?:became|becomes|become|is|goes|went|turns?|turned|to|of|=|:)\s*"
+        r"['\"]?(?:nan|inf)\b|\bnan loss\b",
+        "the log says the loss became NaN or inf",
+    ),
+    _sig(
+        "memory-growth-reported",
+        r"\bmemory\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb)\w*",
+        "the log says memory kept growing",
+    ),
+    _sig(
+        "job-cancelled",
+        r"DUE TO TIME LIMIT|The operation was cancell?ed|exceeded the maximum execution time|"
+        r"received signal SIGTERM|Signal 15 \(SIGTERM\)|Terminated\s*$|SIGKILL",
+        "the job was stopped from outside (time limit, cancellation or a kill signal)",
+    ),
 )
 
 # Where several signatures hit, an earlier line normally wins (the first real cause); these
@@ -140,21 +184,36 @@ SIGNATURES: tuple[Signature, ...] = (
 _LATE = {"device-side-assert"}
 # Warnings and reports: they never mask a later error, nor are they masked by an earlier one.
 # The symptom names this detector emits (the cause table may only name declared symptoms).
-EMITS: frozenset[str] = frozenset({sig.symptom for sig in SIGNATURES} | {
-    "anomaly-nan-log", "crashed", "few-trainable-parameters",
-})
+EMITS: frozenset[str] = frozenset(
+    {sig.symptom for sig in SIGNATURES}
+    | {
+        "anomaly-nan-log",
+        "crashed",
+        "few-trainable-parameters",
+    }
+)
 
-_NOT_ERRORS = {"crashed", "few-trainable-parameters", "job-cancelled", "broadcast-warning", "recompiling",
-               "tensor-to-scalar-warning", "scheduler-before-optimizer", "loss-non-finite-reported",
-               "dataloader-timeout", "memory-growth-reported"}
+_NOT_ERRORS = {
+    "crashed",
+    "few-trainable-parameters",
+    "job-cancelled",
+    "broadcast-warning",
+    "recompiling",
+    "tensor-to-scalar-warning",
+    "scheduler-before-optimizer",
+    "loss-non-finite-reported",
+    "dataloader-timeout",
+    "memory-growth-reported",
+}
 # Reports a metric series says better: the series' own symptom wins where it exists.
 _SERIES_SAYS = {"loss-non-finite-reported": "loss", "memory-growth-reported": "memory"}
 _GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", re.I)
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception))(?::|$)\s*(.*)")
 # counts as PEFT, Lightning's summary ("21.5 K") and hand-written prints ("1,234 trainable") give them
 _COUNT = r"(\d[\d,_]*(?:\.\d+)?\s?[KMBT]?)\b"
-_TRAINABLE = re.compile(r"(?<!non-)(?<!non )trainable(?: param(?:eter)?s?)?:?\s*" + _COUNT + r"|" + _COUNT +
-                        r" (?:are )?trainable\b", re.I)
+_TRAINABLE = re.compile(
+    r"(?<!non-)(?<!non )trainable(?: param(?:eter)?s?)?:?\s*" + _COUNT + r"|" + _COUNT + r" (?:are )?trainable\b", re.I
+)
 _OF_TOTAL = re.compile(r"^\s*(?:of|/)\s*" + _COUNT)  # "trainable: 64 of 37,127 parameters"
 _NON_TRAINABLE = re.compile(r"non-?\s?trainable param(?:eter)?s?:?\s*" + _COUNT, re.I)
 _PERCENT = re.compile(r"trainable%:?\s*([\d.]+)|\(\s*([\d.]+)\s*%\s*\)", re.I)
@@ -191,22 +250,34 @@ def detect(ctx: Context) -> list[Symptom]:
         ranks = sorted({h.rank for h in hits if h.rank is not None})
         if len(ranks) > 1:
             summary += f" on ranks {', '.join(map(str, ranks))}"
-        out.append(Symptom(sig.symptom, summary + more, tuple(ev), rank=first.rank,
-                           value=float(len(hits)),
-                           detail=groups[sig.symptom].group(1) if sig.symptom == "anomaly-nan" else None))
+        out.append(
+            Symptom(
+                sig.symptom,
+                summary + more,
+                tuple(ev),
+                rank=first.rank,
+                value=float(len(hits)),
+                detail=groups[sig.symptom].group(1) if sig.symptom == "anomaly-nan" else None,
+            )
+        )
     out.extend(_trainable(counts))
     fn = groups.get("anomaly-nan")
     # Log/Sqrt/Div backward NaNs come from unguarded inputs; a (log-)softmax guards itself
     if fn is not None and _GUARDED_OPS.search(fn.group(1)) and "softmax" not in fn.group(1).lower():
         first = found["anomaly-nan"][0]
-        out.append(Symptom("anomaly-nan-log", f"the NaN came from {fn.group(1)}, an operation that needs "
-                           "its input kept away from zero", (_ev(first),), rank=first.rank))
+        out.append(
+            Symptom(
+                "anomaly-nan-log",
+                f"the NaN came from {fn.group(1)}, an operation that needs its input kept away from zero",
+                (_ev(first),),
+                rank=first.rank,
+            )
+        )
     if exceptions:
         first = exceptions[0]
         m = _EXCEPTION.match(first.text.strip())
         assert m is not None
-        out.append(Symptom("crashed", f"the run stopped with {m.group(1)}", (_ev(first),),
-                           rank=first.rank))
+        out.append(Symptom("crashed", f"the run stopped with {m.group(1)}", (_ev(first),), rank=first.rank))
     return _order(out)
 
 
@@ -233,11 +304,20 @@ def _order(symptoms: list[Symptom]) -> list[Symptom]:
     for s in symptoms:
         if s in errors and s is not first:
             # a later error still counts, but less: it may be a consequence of the first
-            out.append(Symptom(s.name, s.summary + " (after an earlier error)", s.evidence, s.step,
-                               s.value, s.rank, s.strength * 0.5, s.detail))
+            out.append(
+                Symptom(
+                    s.name,
+                    s.summary + " (after an earlier error)",
+                    s.evidence,
+                    s.step,
+                    s.value,
+                    s.rank,
+                    s.strength * 0.5,
+                    s.detail,
+                )
+            )
         elif s.name in _LATE:
-            out.append(Symptom(s.name, s.summary, s.evidence, s.step, s.value, s.rank, s.strength * 0.5,
-                               s.detail))
+            out.append(Symptom(s.name, s.summary, s.evidence, s.step, s.value, s.rank, s.strength * 0.5, s.detail))
         else:
             out.append(s)
     return out
@@ -261,7 +341,7 @@ def _trainable(lines: list[Reading]) -> list[Symptom]:
         where = rd
         trainable = _count(m.group(1) or m.group(2))
         pct_m = _PERCENT.search(rd.text, m.end())
-        of_m = _OF_TOTAL.match(rd.text[m.end():])
+        of_m = _OF_TOTAL.match(rd.text[m.end() :])
         total_m = _TOTAL.search(rd.text.replace(m.group(0), " ")) if not pct_m else None
         pct = None
         if pct_m:
@@ -282,8 +362,9 @@ def _trainable(lines: list[Reading]) -> list[Symptom]:
 def _few(pct: float, rd: Reading) -> list[Symptom]:
     if pct >= 1.0:
         return []
-    return [Symptom("few-trainable-parameters", f"only {pct:.3g}% of the parameters are trainable",
-                    (_ev(rd),), value=pct)]
+    return [
+        Symptom("few-trainable-parameters", f"only {pct:.3g}% of the parameters are trainable", (_ev(rd),), value=pct)
+    ]
 
 
 _SCALE = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}

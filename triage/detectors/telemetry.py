@@ -34,12 +34,14 @@ from triage.detectors import Context
 from triage.records import Evidence, Symptom
 
 # The symptom names this detector emits (the cause table may only name declared symptoms).
-EMITS: frozenset[str] = frozenset({
-    "gpu-idle",
-    "gpu-low-util",
-    "gpu-memory-climbing",
-    "memory-growing",
-})
+EMITS: frozenset[str] = frozenset(
+    {
+        "gpu-idle",
+        "gpu-low-util",
+        "gpu-memory-climbing",
+        "memory-growing",
+    }
+)
 
 
 def load(path: str | os.PathLike[str]) -> list[dict[str, float]]:
@@ -94,27 +96,45 @@ def detect(ctx: Context) -> list[Symptom]:
             head, tail = util[:-tail_n], util[-tail_n:]
             busy = median(s["gpu_util"] for s in head)
             if busy >= 30 and all(s["gpu_util"] <= 5 for s in tail) and tail[-1]["t"] - tail[0]["t"] >= 30:
-                out.append(Symptom("gpu-idle", f"GPU {gpu:.0f} dropped from {busy:.0f}% to idle for the last "
-                                   f"{tail[-1]['t'] - tail[0]['t']:.0f} s", (
-                                       _ev(tail[0], f"t={tail[0]['t']:.6g} gpu_util={tail[0]['gpu_util']:.0f}"),
-                                       _ev(tail[-1], f"t={tail[-1]['t']:.6g} gpu_util={tail[-1]['gpu_util']:.0f}"))))
+                out.append(
+                    Symptom(
+                        "gpu-idle",
+                        f"GPU {gpu:.0f} dropped from {busy:.0f}% to idle for the last "
+                        f"{tail[-1]['t'] - tail[0]['t']:.0f} s",
+                        (
+                            _ev(tail[0], f"t={tail[0]['t']:.6g} gpu_util={tail[0]['gpu_util']:.0f}"),
+                            _ev(tail[-1], f"t={tail[-1]['t']:.6g} gpu_util={tail[-1]['gpu_util']:.0f}"),
+                        ),
+                    )
+                )
             else:
                 level = median(s["gpu_util"] for s in util)
                 if 5 < level < 50:
                     mid = util[len(util) // 2]
-                    out.append(Symptom("gpu-low-util", f"GPU {gpu:.0f} was only {level:.0f}% busy (median)",
-                                       (_ev(mid, f"t={mid['t']:.6g} gpu_util={mid['gpu_util']:.0f}"),),
-                                       value=level))
+                    out.append(
+                        Symptom(
+                            "gpu-low-util",
+                            f"GPU {gpu:.0f} was only {level:.0f}% busy (median)",
+                            (_ev(mid, f"t={mid['t']:.6g} gpu_util={mid['gpu_util']:.0f}"),),
+                            value=level,
+                        )
+                    )
         mem = [s for s in samples if "mem_used" in s]
         if len(mem) >= 5:
             vals = [s["mem_used"] for s in mem]
             ups = sum(1 for a, b in zip(vals, vals[1:], strict=False) if b > a) / (len(vals) - 1)
             if ups >= 0.6 and vals[-1] > 1.1 * vals[0] > 0:
-                out.append(Symptom("gpu-memory-climbing",
-                                   f"GPU {gpu:.0f} memory climbed from {vals[0]:.6g} to {vals[-1]:.6g}",
-                                   (_ev(mem[0], f"t={mem[0]['t']:.6g} mem_used={vals[0]:.6g}"),
-                                    _ev(mem[-1], f"t={mem[-1]['t']:.6g} mem_used={vals[-1]:.6g}")),
-                                   value=vals[-1] / vals[0]))
+                out.append(
+                    Symptom(
+                        "gpu-memory-climbing",
+                        f"GPU {gpu:.0f} memory climbed from {vals[0]:.6g} to {vals[-1]:.6g}",
+                        (
+                            _ev(mem[0], f"t={mem[0]['t']:.6g} mem_used={vals[0]:.6g}"),
+                            _ev(mem[-1], f"t={mem[-1]['t']:.6g} mem_used={vals[-1]:.6g}"),
+                        ),
+                        value=vals[-1] / vals[0],
+                    )
+                )
     return out
 
 
@@ -124,7 +144,7 @@ HOST_WARMUP = 0.2  # share of the first host samples left out: imports and data 
 def _host_memory(samples: list[dict[str, float]]) -> list[Symptom]:
     """Resident memory of a CPU run that keeps climbing after its start-up: a leak."""
     mem = [s for s in samples if "mem_used" in s]
-    mem = mem[int(len(mem) * HOST_WARMUP):]
+    mem = mem[int(len(mem) * HOST_WARMUP) :]
     if len(mem) < 5:
         return []
     vals = [s["mem_used"] for s in mem]
@@ -137,9 +157,15 @@ def _host_memory(samples: list[dict[str, float]]) -> list[Symptom]:
     if not (ups >= 0.6 and end > 1.1 * vals[0] > 0 and end > vals[half] > vals[0]):
         return []
     mib = 2**20
-    return [Symptom("memory-growing",
-                    f"the run's resident memory climbed from {vals[0] / mib:.0f} MiB to {end / mib:.0f} MiB "
-                    f"over {peak['t'] - mem[0]['t']:.0f} s (rising in {100 * ups:.0f}% of the samples)",
-                    (_ev(mem[0], f"t={mem[0]['t']:.6g} mem_used={vals[0]:.6g}"),
-                     _ev(peak, f"t={peak['t']:.6g} mem_used={end:.6g}")),
-                    value=end / vals[0])]
+    return [
+        Symptom(
+            "memory-growing",
+            f"the run's resident memory climbed from {vals[0] / mib:.0f} MiB to {end / mib:.0f} MiB "
+            f"over {peak['t'] - mem[0]['t']:.0f} s (rising in {100 * ups:.0f}% of the samples)",
+            (
+                _ev(mem[0], f"t={mem[0]['t']:.6g} mem_used={vals[0]:.6g}"),
+                _ev(peak, f"t={peak['t']:.6g} mem_used={end:.6g}"),
+            ),
+            value=end / vals[0],
+        )
+    ]

@@ -23,10 +23,12 @@ from triage.records import Evidence, Symptom
 from triage.series import Point, Series
 
 # The symptom names this detector emits (the cause table may only name declared symptoms).
-EMITS: frozenset[str] = frozenset({
-    "overfit-after-first-eval",
-    "val-noisy",
-})
+EMITS: frozenset[str] = frozenset(
+    {
+        "overfit-after-first-eval",
+        "val-noisy",
+    }
+)
 
 MIN_EVALS = 6
 # How much wider the val/train loss ratio must get after its narrowest point in the first
@@ -117,7 +119,7 @@ def overfit_after_first_eval(loss: Series | None, val: Series | None) -> list[Sy
     q = max(2, n // 4)
     gap = [math.log(v.value / t) for v, t in pairs]
     # a running median of three: the low point of the gap, not of one noisy evaluation
-    smooth = [median(gap[max(0, i - 1):i + 2]) for i in range(n)]
+    smooth = [median(gap[max(0, i - 1) : i + 2]) for i in range(n)]
     low = min(range(n), key=lambda i: smooth[i])
     if low >= q:
         return []  # the gap kept closing for a while: ordinary training, not this
@@ -126,26 +128,30 @@ def overfit_after_first_eval(loss: Series | None, val: Series | None) -> list[Sy
     sigma_g = noise(gap)
     if widened < math.log(GAP_GROWTH) or widened < Z * 1.25 * sigma_g * math.sqrt(1 / q + 1 / 3):
         return []
-    v_low = median(v.value for v, _ in pairs[max(0, low - 1):low + 2])
+    v_low = median(v.value for v, _ in pairs[max(0, low - 1) : low + 2])
     v_late = median(v.value for v, _ in pairs[-q:])
     sigma_v = noise([v.value for v, _ in pairs])
     if v_late < v_low - Z * 1.25 * sigma_v * math.sqrt(1 / q + 1 / 3):
         return []  # validation still improved: the model was learning, not only memorising
-    t_low = median(t for _, t in pairs[max(0, low - 1):low + 2])
+    t_low = median(t for _, t in pairs[max(0, low - 1) : low + 2])
     t_late = median(t for _, t in pairs[-q:])
     first = spans[0][0]
     lowest = pairs[low][0]
     growth = math.exp(widened)
     vname = val.name if val else "val_loss"
     tname = loss.name if loss else "loss"
-    summary = (f"from the first evaluation (step {first.step}) the training loss pulls away from "
-               f"validation: it fell from {t_low:.3g} to {t_late:.3g} while validation loss went from "
-               f"{v_low:.3g} to {v_late:.3g} (val/train ratio {growth:.1f}x wider than at step "
-               f"{lowest.step})")
-    evidence = (_ev(first, vname, "first evaluation"),
-                _ev(lowest, vname, "train/val gap at its narrowest"),
-                _ev(vals[-1], vname, "last evaluation"),
-                _ev(train[-1], tname, "last training loss"))
+    summary = (
+        f"from the first evaluation (step {first.step}) the training loss pulls away from "
+        f"validation: it fell from {t_low:.3g} to {t_late:.3g} while validation loss went from "
+        f"{v_low:.3g} to {v_late:.3g} (val/train ratio {growth:.1f}x wider than at step "
+        f"{lowest.step})"
+    )
+    evidence = (
+        _ev(first, vname, "first evaluation"),
+        _ev(lowest, vname, "train/val gap at its narrowest"),
+        _ev(vals[-1], vname, "last evaluation"),
+        _ev(train[-1], tname, "last training loss"),
+    )
     return [Symptom("overfit-after-first-eval", summary, evidence, step=first.step, value=growth)]
 
 
@@ -158,7 +164,7 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
     if len(window) < MIN_EVALS:
         return []
     values = [p.value for p in window]
-    settled = [p.value for p in vals[len(vals) // 4:]]
+    settled = [p.value for p in vals[len(vals) // 4 :]]
     if max(settled) > 10 * min(settled):
         return []  # a diverging or recovering run is not "noisy"
     first = vals.index(window[0])
@@ -175,18 +181,29 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
     if share < need:
         return []
     a, b = max(zip(window, window[1:], strict=False), key=lambda ab: abs(ab[1].value - ab[0].value))
-    where = (f"after the learning rate decayed (from step {window[0].step})" if decayed
-             else f"from step {window[0].step}")
+    where = (
+        f"after the learning rate decayed (from step {window[0].step})" if decayed else f"from step {window[0].step}"
+    )
     name = val.name if val else "val_loss"
-    summary = (f"validation loss jumps between evaluations {where} by {share:.2f}x the training "
-               f"loss's batch-to-batch noise; an evaluation in eval mode moves under {need:.2g}x")
-    return [Symptom("val-noisy", summary, (_ev(a, name), _ev(b, name, "largest jump")),
-                    step=window[0].step, value=share, strength=1.0 if decayed else UNDECAYED_STRENGTH)]
+    summary = (
+        f"validation loss jumps between evaluations {where} by {share:.2f}x the training "
+        f"loss's batch-to-batch noise; an evaluation in eval mode moves under {need:.2g}x"
+    )
+    return [
+        Symptom(
+            "val-noisy",
+            summary,
+            (_ev(a, name), _ev(b, name, "largest jump")),
+            step=window[0].step,
+            value=share,
+            strength=1.0 if decayed else UNDECAYED_STRENGTH,
+        )
+    ]
 
 
 def quiet_window(vals: list[Point], lr: Series | None) -> tuple[list[Point], bool]:
     """The evaluations made at a decayed learning rate, or else the last three quarters of them."""
-    settled = vals[len(vals) // 4:]
+    settled = vals[len(vals) // 4 :]
     rates = [p for p in lr.finite() if p.line is not None] if lr is not None else []
     if len(rates) < 4:
         return settled, False

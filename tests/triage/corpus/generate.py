@@ -28,13 +28,33 @@ STYLES = ("kv", "colon", "epoch", "json", "hf", "logging", "lightning", "tqdm")
 
 # Faults seeded into the single-process program, three logging styles each.
 FAULTS = (
-    "missing-zero-grad", "lr-too-high", "missing-epsilon", "inplace-activation",
-    "no-grad-training", "detached-graph", "missing-backward", "missing-optimizer-step",
-    "scheduler-step-misaligned", "loss-tensor-leak", "double-softmax", "wrong-softmax-dim",
-    "no-shuffle", "missing-eval-mode", "missing-train-mode", "backward-twice",
-    "non-scalar-backward", "shape-mismatch", "broadcast-shape", "label-out-of-range",
-    "dtype-mismatch", "frozen-parameters", "cuda-oom", "graph-break",
-    "dataloader-bottleneck", "wrong-loss-reduction", "missing-no-grad-eval",
+    "missing-zero-grad",
+    "lr-too-high",
+    "missing-epsilon",
+    "inplace-activation",
+    "no-grad-training",
+    "detached-graph",
+    "missing-backward",
+    "missing-optimizer-step",
+    "scheduler-step-misaligned",
+    "loss-tensor-leak",
+    "double-softmax",
+    "wrong-softmax-dim",
+    "no-shuffle",
+    "missing-eval-mode",
+    "missing-train-mode",
+    "backward-twice",
+    "non-scalar-backward",
+    "shape-mismatch",
+    "broadcast-shape",
+    "label-out-of-range",
+    "dtype-mismatch",
+    "frozen-parameters",
+    "cuda-oom",
+    "graph-break",
+    "dataloader-bottleneck",
+    "wrong-loss-reduction",
+    "missing-no-grad-eval",
 )
 # Faults that need two ranks: run under torchrun, with and without its per-rank output prefix.
 DISTRIBUTED = ("ddp-unused-parameters", "rank-skip")
@@ -78,9 +98,19 @@ def execute(run: dict, logs: Path) -> dict:
     if run["fault"] == "dataloader-bottleneck":
         args += ["--epochs", "2"]
     if run["ranks"] > 1:
-        launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                    "--master-port", str(29500 + run["seed"] + 10 * DISTRIBUTED.index(run["fault"])
-                                         if run["fault"] in DISTRIBUTED else 29590 + run["seed"])]
+        launcher = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            str(
+                29500 + run["seed"] + 10 * DISTRIBUTED.index(run["fault"])
+                if run["fault"] in DISTRIBUTED
+                else 29590 + run["seed"]
+            ),
+        ]
         if run.get("tee"):
             launcher += ["--tee", "3"]
         cmd = launcher + args
@@ -89,8 +119,7 @@ def execute(run: dict, logs: Path) -> dict:
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
     if run["fault"] == "graph-break":
         env["TORCH_LOGS"] = "recompiles"
-    proc = subprocess.run(cmd, cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=300)
+    proc = subprocess.run(cmd, cwd=HERE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     data = proc.stdout
     path = logs / name(run)
     if run["fault"] == "healthy" and run["style"] in ("kv", "lightning") and run["seed"] < 10:
@@ -98,8 +127,14 @@ def execute(run: dict, logs: Path) -> dict:
         data = gzip.compress(data, mtime=0)
     path.write_bytes(data)
     cause = None if run["fault"].startswith("healthy") else run["fault"]
-    return {"file": path.name, "cause": cause, "style": run["style"], "seed": run["seed"],
-            "ranks": run["ranks"], "exit_code": proc.returncode}
+    return {
+        "file": path.name,
+        "cause": cause,
+        "style": run["style"],
+        "seed": run["seed"],
+        "ranks": run["ranks"],
+        "exit_code": proc.returncode,
+    }
 
 
 def main() -> None:

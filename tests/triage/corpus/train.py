@@ -54,7 +54,8 @@ class Logger:
         self.bar_open = False
         if style == "logging":
             logging.basicConfig(
-                stream=sys.stdout, level=logging.INFO,
+                stream=sys.stdout,
+                level=logging.INFO,
                 format="%(asctime)s - %(name)s - %(levelname)s - %(message)s",
             )
         self.log = logging.getLogger("train")
@@ -85,8 +86,15 @@ class Logger:
         elif s == "json":
             print(json.dumps({"step": step, "epoch": epoch, **m}), flush=True)
         elif s == "hf":
-            names = {"loss": "loss", "grad_norm": "grad_norm", "lr": "learning_rate", "mem_mb": "mem_mb",
-                     "data_time": "data_time", "batch_time": "batch_time", "scale": "loss_scale"}
+            names = {
+                "loss": "loss",
+                "grad_norm": "grad_norm",
+                "lr": "learning_rate",
+                "mem_mb": "mem_mb",
+                "data_time": "data_time",
+                "batch_time": "batch_time",
+                "scale": "loss_scale",
+            }
             d = {names.get(k, k): round(v, 6) for k, v in m.items()}
             d["epoch"] = round(epoch + (batch + 1) / per_epoch, 2)
             print(d, flush=True)
@@ -100,8 +108,10 @@ class Logger:
             post = ", ".join(f"{k}={v:.3g}" for k, v in m.items())
             head = f"Epoch {epoch}" if s == "lightning" else "train"
             extra = "v_num=0, " if s == "lightning" else ""
-            sys.stdout.write(f"\r{head}: {int(frac * 100):3d}%|{bar}| {batch + 1}/{per_epoch} "
-                             f"[00:0{epoch}<00:01, 31.2it/s, {extra}{post}]")
+            sys.stdout.write(
+                f"\r{head}: {int(frac * 100):3d}%|{bar}| {batch + 1}/{per_epoch} "
+                f"[00:0{epoch}<00:01, 31.2it/s, {extra}{post}]"
+            )
             sys.stdout.flush()
             self.bar_open = True
             if batch + 1 == per_epoch:
@@ -187,18 +197,23 @@ def main() -> None:
         import datetime
 
         import torch.distributed as dist
+
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=8))
         rank = dist.get_rank()
 
-    x, y = make_data(TRAIN_SIZE, a.seed, sort=fault == "no-shuffle",
-                     zeros=fault in ("missing-epsilon", "healthy"), noise=LABEL_NOISE)
+    x, y = make_data(
+        TRAIN_SIZE, a.seed, sort=fault == "no-shuffle", zeros=fault in ("missing-epsilon", "healthy"), noise=LABEL_NOISE
+    )
     vx, vy = make_data(VAL_SIZE, a.seed + 1000)
     if fault == "label-out-of-range":
         y = y + 1  # labels 1..C from a 1-based mapping
     regression = fault == "broadcast-shape"
     ds_cls = SlowDataset if fault == "dataloader-bottleneck" else torch.utils.data.TensorDataset
     loader = torch.utils.data.DataLoader(
-        ds_cls(x, y), batch_size=MICRO_BATCH, shuffle=fault != "no-shuffle", drop_last=True,
+        ds_cls(x, y),
+        batch_size=MICRO_BATCH,
+        shuffle=fault != "no-shuffle",
+        drop_last=True,
         generator=torch.Generator().manual_seed(a.seed),
     )
     model = Net(fault, outputs=1 if regression else CLASSES)
@@ -207,6 +222,7 @@ def main() -> None:
             prm.requires_grad_(name.startswith("head.bias"))
     if distributed:
         from torch.nn.parallel import DistributedDataParallel
+
         model = DistributedDataParallel(model)
     lr = 0.05 * (100 if fault == "lr-too-high" else 1)
     params = [q for q in model.parameters() if q.requires_grad]
@@ -308,6 +324,7 @@ def main() -> None:
     log.close_bar()
     if distributed:
         import torch.distributed as dist
+
         dist.barrier()
         dist.destroy_process_group()
     log.info("training finished")
@@ -322,7 +339,7 @@ def evaluate(model, vx, vy, fault, log, step, epoch, regression) -> None:
     ctx = torch.enable_grad() if fault == "missing-no-grad-eval" else torch.no_grad()
     with ctx:
         # batch by batch, as a validation DataLoader feeds it; the metrics over the whole set
-        out = torch.cat([model(vx[i:i + EVAL_BATCH]) for i in range(0, len(vx), EVAL_BATCH)])
+        out = torch.cat([model(vx[i : i + EVAL_BATCH]) for i in range(0, len(vx), EVAL_BATCH)])
         if regression:
             loss = F.mse_loss(out, vy.float() / CLASSES)
             acc = 0.0

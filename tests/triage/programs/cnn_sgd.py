@@ -109,7 +109,7 @@ def main() -> int:
         tic = time.time()
         for b in range(nb):
             t0 = time.time()
-            idx = perm[b * batch:(b + 1) * batch]
+            idx = perm[b * batch : (b + 1) * batch]
             if a.fault == "dataloader-bottleneck":
                 time.sleep(0.03)  # decoding images on the main process, one by one
             xb, yb = x[idx], y[idx]
@@ -132,8 +132,10 @@ def main() -> int:
             if (b + 1) % 4 == 0:
                 acc = (logits.argmax(1) == yb).float().mean().item()
                 speed = batch / max(t_batch, 1e-6)
-                msg = (f"Epoch[{epoch}] Batch [{b + 1}/{nb}]\tSpeed: {speed:.1f} samples/sec\t"
-                       f"loss={float(loss):.4f}\taccuracy={acc:.4f}\tlr={opt.param_groups[0]['lr']:g}")
+                msg = (
+                    f"Epoch[{epoch}] Batch [{b + 1}/{nb}]\tSpeed: {speed:.1f} samples/sec\t"
+                    f"loss={float(loss):.4f}\taccuracy={acc:.4f}\tlr={opt.param_groups[0]['lr']:g}"
+                )
                 if a.fault in ("loss-tensor-leak", "healthy") or a.seed % 2:
                     msg += f"\tmem={rss_mb():.1f}MB"
                 if a.fault == "dataloader-bottleneck" or a.seed % 2:
@@ -143,8 +145,9 @@ def main() -> int:
         with torch.no_grad():
             vl = F.cross_entropy(model(vx), vy.long() if a.fault != "label-out-of-range" else vy).item()
             va = (model(vx).argmax(1) == vy).float().mean().item()
-        log.info(f"Epoch[{epoch}] Validation-loss={vl:.4f} Validation-accuracy={va:.4f} "
-                 f"Time cost={time.time() - tic:.2f}")
+        log.info(
+            f"Epoch[{epoch}] Validation-loss={vl:.4f} Validation-accuracy={va:.4f} Time cost={time.time() - tic:.2f}"
+        )
     return 0
 
 

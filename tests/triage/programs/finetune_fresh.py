@@ -72,10 +72,12 @@ def main() -> int:
     popt = torch.optim.Adam(list(enc.parameters()) + list(tmp_head.parameters()), lr=3e-3)
     for i in range(0, 512, 32):
         popt.zero_grad()
-        F.cross_entropy(tmp_head(enc(px[i:i + 32])), py[i:i + 32]).backward()
+        F.cross_entropy(tmp_head(enc(px[i : i + 32])), py[i : i + 32]).backward()
         popt.step()
-    print("loaded pretrained encoder (pretraining loss "
-          f"{F.cross_entropy(tmp_head(enc(px[:64])), py[:64]).item():.3f})", flush=True)
+    print(
+        f"loaded pretrained encoder (pretraining loss {F.cross_entropy(tmp_head(enc(px[:64])), py[:64]).item():.3f})",
+        flush=True,
+    )
 
     x, y = signals(1024, g, "finetune")
     vx, vy = signals(256, g, "finetune")
@@ -95,7 +97,9 @@ def main() -> int:
     epochs, micro = 5, 16
     steps = epochs * len(x) // (micro * ACCUM)
     warm = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / (steps - warm))))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / (steps - warm)))
+    )
     step = 0
     history = []
     for epoch in range(1, epochs + 1):
@@ -106,7 +110,7 @@ def main() -> int:
                 opt.zero_grad()
             total = 0.0
             for m in range(ACCUM):
-                idx = perm[k + m * micro:k + (m + 1) * micro]
+                idx = perm[k + m * micro : k + (m + 1) * micro]
                 logits = model(x[idx])
                 if a.fault == "double-softmax":
                     loss = F.cross_entropy(F.softmax(logits, -1), y[idx])
@@ -114,7 +118,7 @@ def main() -> int:
                     loss = F.cross_entropy(logits, y[idx], reduction="sum")
                 elif a.fault == "missing-epsilon":
                     pt = F.softmax(logits * 25, -1).gather(1, y[idx][:, None])  # sharpened focal term
-                    loss = (-(1 - pt) ** 2 * torch.log(pt)).mean()
+                    loss = (-((1 - pt) ** 2) * torch.log(pt)).mean()
                 else:
                     loss = F.cross_entropy(logits, y[idx])
                 (loss / ACCUM).backward()
@@ -131,8 +135,10 @@ def main() -> int:
                 sched.step()
             step += 1
             if step % 2 == 0:
-                line = (f"train step={step} epoch={epoch} loss={float(total):.4f} "
-                        f"lr={sched.get_last_lr()[0]:.3e} grad_norm={gn:.4f}")
+                line = (
+                    f"train step={step} epoch={epoch} loss={float(total):.4f} "
+                    f"lr={sched.get_last_lr()[0]:.3e} grad_norm={gn:.4f}"
+                )
                 if a.fault == "loss-tensor-leak" or a.seed % 2:
                     line += f" rss={rss_mb():.1f}MB"
                 print(line, flush=True)

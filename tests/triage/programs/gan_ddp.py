@@ -74,8 +74,9 @@ def main() -> int:
         if a.fault != "missing-zero-grad":
             od.zero_grad()
         src = fake if a.fault == "backward-twice" else fake.detach()
-        d_loss = F.binary_cross_entropy_with_logits(disc(real), torch.ones(64, 1)) + \
-            F.binary_cross_entropy_with_logits(disc(src), torch.zeros(64, 1))
+        d_loss = F.binary_cross_entropy_with_logits(disc(real), torch.ones(64, 1)) + F.binary_cross_entropy_with_logits(
+            disc(src), torch.zeros(64, 1)
+        )
         d_loss.backward()
         gd = torch.nn.utils.clip_grad_norm_(disc.parameters(), float("inf")).item()
         od.step()
@@ -85,8 +86,11 @@ def main() -> int:
         g_loss.backward()
         og.step()
         if it % 5 == 0:
-            print(f"[it {it}] d_loss={d_loss.item():.4f} g_loss={g_loss.item():.4f} "
-                  f"D(x)={torch.sigmoid(disc(real)).mean().item():.3f} grad_norm={gd:.4f}", flush=True)
+            print(
+                f"[it {it}] d_loss={d_loss.item():.4f} g_loss={g_loss.item():.4f} "
+                f"D(x)={torch.sigmoid(disc(real)).mean().item():.3f} grad_norm={gd:.4f}",
+                flush=True,
+            )
     dist.destroy_process_group()
     return 0
 

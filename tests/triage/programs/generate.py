@@ -22,27 +22,89 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 # program -> (its faults, how it is launched)
 PROGRAMS: dict[str, tuple[tuple[str, ...], str]] = {
-    "cnn_sgd": (("missing-zero-grad", "lr-too-high", "missing-backward", "missing-optimizer-step",
-                 "frozen-parameters", "inplace-activation", "label-out-of-range", "shape-mismatch",
-                 "dtype-mismatch", "no-shuffle", "loss-tensor-leak", "dataloader-bottleneck",
-                 "missing-epsilon"), "python"),
-    "mlp_hf": (("lr-too-high", "frozen-parameters", "label-out-of-range", "dtype-mismatch", "bad-init",
-                "double-softmax", "wrong-loss-reduction", "missing-epsilon", "broadcast-shape"), "python"),
-    "lm_accelerate": (("missing-zero-grad", "lr-too-high", "scheduler-step-misaligned", "backward-twice",
-                       "non-scalar-backward", "no-grad-training", "detached-graph", "graph-break",
-                       "missing-no-grad-eval", "loss-tensor-leak"), "python"),
-    "rnn_lightning": (("lr-too-high", "frozen-parameters", "label-out-of-range", "shape-mismatch",
-                       "no-shuffle", "broadcast-shape", "inplace-activation", "dataloader-bottleneck"),
-                      "python"),
-    "gan_ddp": (("ddp-unused-parameters", "rank-skip", "backward-twice", "missing-zero-grad",
-                 "lr-too-high"), "torchrun"),
+    "cnn_sgd": (
+        (
+            "missing-zero-grad",
+            "lr-too-high",
+            "missing-backward",
+            "missing-optimizer-step",
+            "frozen-parameters",
+            "inplace-activation",
+            "label-out-of-range",
+            "shape-mismatch",
+            "dtype-mismatch",
+            "no-shuffle",
+            "loss-tensor-leak",
+            "dataloader-bottleneck",
+            "missing-epsilon",
+        ),
+        "python",
+    ),
+    "mlp_hf": (
+        (
+            "lr-too-high",
+            "frozen-parameters",
+            "label-out-of-range",
+            "dtype-mismatch",
+            "bad-init",
+            "double-softmax",
+            "wrong-loss-reduction",
+            "missing-epsilon",
+            "broadcast-shape",
+        ),
+        "python",
+    ),
+    "lm_accelerate": (
+        (
+            "missing-zero-grad",
+            "lr-too-high",
+            "scheduler-step-misaligned",
+            "backward-twice",
+            "non-scalar-backward",
+            "no-grad-training",
+            "detached-graph",
+            "graph-break",
+            "missing-no-grad-eval",
+            "loss-tensor-leak",
+        ),
+        "python",
+    ),
+    "rnn_lightning": (
+        (
+            "lr-too-high",
+            "frozen-parameters",
+            "label-out-of-range",
+            "shape-mismatch",
+            "no-shuffle",
+            "broadcast-shape",
+            "inplace-activation",
+            "dataloader-bottleneck",
+        ),
+        "python",
+    ),
+    "gan_ddp": (
+        ("ddp-unused-parameters", "rank-skip", "backward-twice", "missing-zero-grad", "lr-too-high"),
+        "torchrun",
+    ),
 }
 # Written after the rules were frozen and measured once before any change (programs/README.md):
 # reported apart from the five, never part of leave-one-program-out.
 FRESH: dict[str, tuple[tuple[str, ...], str]] = {
-    "finetune_fresh": (("lr-too-high", "frozen-parameters", "missing-zero-grad", "scheduler-step-misaligned",
-                        "label-out-of-range", "double-softmax", "loss-tensor-leak", "wrong-loss-reduction",
-                        "missing-epsilon", "inplace-activation"), "python"),
+    "finetune_fresh": (
+        (
+            "lr-too-high",
+            "frozen-parameters",
+            "missing-zero-grad",
+            "scheduler-step-misaligned",
+            "label-out-of-range",
+            "double-softmax",
+            "loss-tensor-leak",
+            "wrong-loss-reduction",
+            "missing-epsilon",
+            "inplace-activation",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
@@ -74,15 +136,27 @@ def execute(run: dict, logs: Path) -> dict:
         cmd = [sys.executable, script, *args]
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT_S,
-                              env=env, cwd=HERE, start_new_session=True)
+        proc = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=TIMEOUT_S,
+            env=env,
+            cwd=HERE,
+            start_new_session=True,
+        )
         text, code = proc.stdout, proc.returncode
     except subprocess.TimeoutExpired as exc:
         text, code = (exc.stdout or b"") + b"\nTerminated\n", -15
     (logs / name(run)).write_bytes(text)
-    return {"file": name(run), "program": run["program"],
-            "cause": None if run["fault"] == "healthy" else run["fault"], "seed": run["seed"], "exit": code,
-            "fresh": run["program"] in FRESH}
+    return {
+        "file": name(run),
+        "program": run["program"],
+        "cause": None if run["fault"] == "healthy" else run["fault"],
+        "seed": run["seed"],
+        "exit": code,
+        "fresh": run["program"] in FRESH,
+    }
 
 
 def main() -> int:

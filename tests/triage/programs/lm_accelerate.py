@@ -36,7 +36,11 @@ def corpus(n: int, g: torch.Generator) -> torch.Tensor:
         step = int(torch.randint(1, 4, (1,), generator=g))
         for j in range(CTX + 1):
             seqs[i, j] = t
-            t = (t + step) % VOCAB if torch.rand(1, generator=g) > 0.15 else int(torch.randint(0, VOCAB, (1,), generator=g))
+            t = (
+                (t + step) % VOCAB
+                if torch.rand(1, generator=g) > 0.15
+                else int(torch.randint(0, VOCAB, (1,), generator=g))
+            )
     return seqs
 
 
@@ -93,7 +97,8 @@ def main() -> int:
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warm, total = 6, a.steps
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(s, total) / total))))
+        opt, lambda s: min(1.0, (s + 1) / warm) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(s, total) / total)))
+    )
     model, opt = acc.prepare(model, opt)
     micro = 12
     losses_kept = []
@@ -104,7 +109,7 @@ def main() -> int:
             opt.zero_grad()
         tot = 0.0
         for m in range(ACCUM):
-            batch = data[pos:pos + micro]
+            batch = data[pos : pos + micro]
             pos = (pos + micro) % len(data)
             if a.fault == "graph-break":
                 batch = batch[:, : CTX + 1 - (step * ACCUM + m) % 9]  # ragged lengths, no padding
@@ -135,8 +140,12 @@ def main() -> int:
         opt.step()
         if a.fault != "scheduler-step-misaligned":
             sched.step()
-        rec = {"step": step, "loss": round(float(tot), 5), "lr": float(f"{sched.get_last_lr()[0]:.6g}"),
-               "grad_norm": round(gn, 5)}
+        rec = {
+            "step": step,
+            "loss": round(float(tot), 5),
+            "lr": float(f"{sched.get_last_lr()[0]:.6g}"),
+            "grad_norm": round(gn, 5),
+        }
         if a.fault in ("loss-tensor-leak", "missing-no-grad-eval") or a.seed % 2:
             rec["rss_mb"] = round(rss_mb(), 1)
         print(json.dumps(rec), flush=True)
@@ -145,13 +154,22 @@ def main() -> int:
             outs = []
             if a.fault == "missing-no-grad-eval":
                 for i in range(0, len(val), 32):
-                    outs.append(F.cross_entropy(model(val[i:i + 32, :-1]).reshape(-1, VOCAB), val[i:i + 32, 1:].reshape(-1)))
+                    outs.append(
+                        F.cross_entropy(model(val[i : i + 32, :-1]).reshape(-1, VOCAB), val[i : i + 32, 1:].reshape(-1))
+                    )
                 val_hist.append(sum(outs) / len(outs))  # the history keeps every evaluation's graph
                 vl = float(val_hist[-1])
             else:
                 with torch.no_grad():
-                    vl = float(sum(F.cross_entropy(model(val[i:i + 32, :-1]).reshape(-1, VOCAB),
-                                                   val[i:i + 32, 1:].reshape(-1)) for i in range(0, len(val), 32)) / 4)
+                    vl = float(
+                        sum(
+                            F.cross_entropy(
+                                model(val[i : i + 32, :-1]).reshape(-1, VOCAB), val[i : i + 32, 1:].reshape(-1)
+                            )
+                            for i in range(0, len(val), 32)
+                        )
+                        / 4
+                    )
             model.train()
             ev = {"step": step, "val_loss": round(vl, 5)}
             if a.fault == "missing-no-grad-eval" or a.seed % 2:

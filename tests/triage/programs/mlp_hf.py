@@ -99,11 +99,22 @@ def main() -> int:
     lr = 1e-3 * (300 if a.fault == "lr-too-high" else 1)
     with tempfile.TemporaryDirectory() as out:
         args = TrainingArguments(
-            output_dir=out, num_train_epochs=4, per_device_train_batch_size=32,
-            per_device_eval_batch_size=64, learning_rate=lr, logging_steps=10, eval_strategy="epoch",
-            save_strategy="no", report_to=[], seed=a.seed, use_cpu=True, lr_scheduler_type="linear",
-            warmup_steps=10, max_grad_norm=0.0 if a.fault == "missing-grad-clipping" else 1.0,
-            disable_tqdm=bool(a.seed % 2), dataloader_num_workers=0,
+            output_dir=out,
+            num_train_epochs=4,
+            per_device_train_batch_size=32,
+            per_device_eval_batch_size=64,
+            learning_rate=lr,
+            logging_steps=10,
+            eval_strategy="epoch",
+            save_strategy="no",
+            report_to=[],
+            seed=a.seed,
+            use_cpu=True,
+            lr_scheduler_type="linear",
+            warmup_steps=10,
+            max_grad_norm=0.0 if a.fault == "missing-grad-clipping" else 1.0,
+            disable_tqdm=bool(a.seed % 2),
+            dataloader_num_workers=0,
         )
         trainer = Trainer(model=model, args=args, train_dataset=Rows(x, y), eval_dataset=Rows(vx, vy))
         trainer.train()

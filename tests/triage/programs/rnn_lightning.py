@@ -74,7 +74,9 @@ def main() -> int:
             x, y = batch
             logits = self(x)
             if a.fault == "broadcast-shape":
-                loss = F.mse_loss(logits.softmax(-1)[:, :1], F.one_hot(y, CLASSES).float().argmax(1, keepdim=True).float().T)
+                loss = F.mse_loss(
+                    logits.softmax(-1)[:, :1], F.one_hot(y, CLASSES).float().argmax(1, keepdim=True).float().T
+                )
             else:
                 loss = F.cross_entropy(logits, y)
             self.log("train_loss", loss, prog_bar=True)
@@ -106,15 +108,26 @@ def main() -> int:
     data = torch.utils.data.TensorDataset(x, y)
     if a.fault == "dataloader-bottleneck":
         data = SlowReads(data)
-    train = torch.utils.data.DataLoader(data, batch_size=24, shuffle=a.fault != "no-shuffle",
-                                        **({"num_workers": 1, "timeout": 2} if a.fault == "dataloader-bottleneck" else {}))
+    train = torch.utils.data.DataLoader(
+        data,
+        batch_size=24,
+        shuffle=a.fault != "no-shuffle",
+        **({"num_workers": 1, "timeout": 2} if a.fault == "dataloader-bottleneck" else {}),
+    )
     val = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(vx, vy), batch_size=120)
     # the tqdm bar most Lightning users see in CI (one seed keeps the rich bar Lightning picks
     # when `rich` is installed: it prints the final state only)
     bars = [] if a.seed == 1 else [L.pytorch.callbacks.TQDMProgressBar(refresh_rate=4)]
-    trainer = L.Trainer(max_epochs=a.epochs, accelerator="cpu", devices=1, log_every_n_steps=5,
-                        enable_checkpointing=False, logger=False, callbacks=bars,
-                        gradient_clip_val=None if a.fault == "missing-grad-clipping" else 1.0)
+    trainer = L.Trainer(
+        max_epochs=a.epochs,
+        accelerator="cpu",
+        devices=1,
+        log_every_n_steps=5,
+        enable_checkpointing=False,
+        logger=False,
+        callbacks=bars,
+        gradient_clip_val=None if a.fault == "missing-grad-clipping" else 1.0,
+    )
     trainer.fit(model, train, val)
     return 0
 
