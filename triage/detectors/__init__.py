@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 from triage.reader import Reading
 from triage.records import Symptom
@@ -35,6 +36,7 @@ def all_detectors() -> tuple[Detector, ...]:
     return (signatures.detect, numeric.detect, shape.detect, progress.detect, telemetry.detect)
 
 
+@cache
 def emitted_by(detector: Detector) -> frozenset[str]:
     """The symptom names `detector` declares (its module's `EMITS`, helpers' included)."""
     import importlib
@@ -46,6 +48,7 @@ def emitted_by(detector: Detector) -> frozenset[str]:
     return frozenset(names)
 
 
+@cache
 def symptom_names() -> frozenset[str]:
     """Every symptom name a detector can emit: the vocabulary the cause table is checked against
     (a PR diff adds `diff:<fault id>` symptoms, see triage.diffs)."""
@@ -61,6 +64,7 @@ def detect(ctx: Context) -> list[Symptom]:
     for detector in all_detectors():
         found = detector(ctx)
         # A name no detector declares could never be matched by a cause: a bug, caught by tests.
-        assert all(s.name in emitted_by(detector) for s in found), (detector.__module__, found)
+        declared = emitted_by(detector)
+        assert all(s.name in declared for s in found), (detector.__module__, found)
         out.extend(found)
     return sorted(out, key=lambda s: s.first_line)
