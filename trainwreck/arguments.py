@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from importlib import metadata
 from typing import NoReturn
 
 DISTRIBUTION = "trainwreck"
@@ -40,6 +39,8 @@ class Parser(argparse.ArgumentParser):
 
 def version() -> str:
     """The installed trainwreck's version, from its package metadata."""
+    from importlib import metadata  # imported here: it costs every command's start-up a few ms
+
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never installed

@@ -170,10 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from triage import render
-    from triage.explain import explain
+    from triage import reader
 
-    report = explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes, search_cwd=True)
+    with reader.start(args.log) as begun:  # a big log's workers read while the rest is imported
+        from triage import render
+        from triage.explain import explain
+
+        report = explain(begun, diff=args.diff, telemetry=args.telemetry, causes=args.causes, search_cwd=True)
     if args.format == "json":
         out = render.json_text(report)
     elif args.format == "markdown":

@@ -84,22 +84,23 @@ class Diagnosis:
 
 
 def explain(
-    log: str | os.PathLike[str],
+    log: str | os.PathLike[str] | reader.Begun,
     *,
     diff: str | os.PathLike[str] | None = None,
     telemetry: str | os.PathLike[str] | None = None,
     causes: str | os.PathLike[str] | None = None,
     search_cwd: bool = False,
 ) -> Diagnosis:
-    """Read `log` ("-": standard input) and return the ranked causes; raise BadInputError for
-    input that is not a log. The cause table is ours, extended by `causes`; with `search_cwd`
+    """Read `log` ("-": standard input, or a reading already begun) and return the ranked causes;
+    raise BadInputError for input that is not a log. The cause table is ours, extended by `causes`; with `search_cwd`
     (a person's own `triage explain`) by `trainwreck-causes.yaml` in the cwd when `causes` is
     not given."""
-    tab = table.load(causes, search_cwd=search_cwd)
-    builder = SeriesBuilder()
-    add = builder.add
-    # metrics are parsed while the rest of the log is still being read
-    scan = reader.scan(log, each=lambda rd: add(rd.text, rd.line, rd.rank))
+    with log if isinstance(log, reader.Begun) else reader.start(log) as begun:  # workers read while the table loads
+        tab = table.load(causes, search_cwd=search_cwd)
+        builder = SeriesBuilder()
+        add = builder.add
+        # metrics are parsed while the rest of the log is still being read
+        scan = begun.collect(each=lambda rd: add(rd.text, rd.line, rd.rank))
     if scan.bytes_read == 0:
         raise BadInputError(f"{scan.path}: empty log, nothing to explain")
     series = builder.build()

@@ -753,34 +753,73 @@ def scan(path: str | os.PathLike[str], each: Callable[[Reading], None] | None = 
     `each` is called with every reading, in log order, as soon as it is final: a consumer works
     while the rest of the log is still being read.
     """
+    with start(path) as begun:
+        return begun.collect(each)
+
+
+def start(path: str | os.PathLike[str]) -> Begun:
+    """Open a log and set its reading going (a big file's worker processes start on its first
+    chunks at once); raise BadInputError if it is not a text log. The caller may do other work
+    before `collect()`: the workers do not wait for it."""
     f, size = _open(path)
     name = "<stdin>" if str(path) == STDIN else str(path)
-    with f:
+    try:
+        return Begun(f, size, name, os.fspath(path))
+    except BaseException:
+        f.close()
+        raise
+
+
+class Begun:
+    """A log whose reading has started; `collect()` finishes it, `close()` abandons it."""
+
+    def __init__(self, f: BinaryIO, size: int | None, name: str, path: str) -> None:
+        self.f, self.size, self.name = f, size, name
+        self._results: Iterator[ChunkResult] | None = None
+        self._pool: Any = None
         if size is None:
-            return _scan_stream(f, name, each)
+            return  # a stream: read front to back by collect()
         try:
             head = f.read(8192)
         except OSError as exc:
             raise BadInputError(f"{name}: cannot read ({exc})") from None
         if looks_binary(head):
             raise BadInputError(f"{name}: binary data, not a text log")
-        result = Scan(name, size, sampled=size > FULL_PARSE_BYTES)
-        plan_of = _file_plan(size)
         n_chunks = max(1, -(-size // CHUNK))
-        asm = _Assembler(result, each, size - END_BYTES)
         method = _start_method() if size >= PARALLEL_BYTES and n_chunks > 1 else None
         if method is not None:
-            results = _parallel(os.fspath(path), size, n_chunks, method)
+            self._pool, self._results = _parallel(path, size, n_chunks, method)
         else:
-            results = _sequential(f, size, n_chunks, plan_of)
-        for res in results:
+            self._results = _sequential(f, size, n_chunks, _file_plan(size))
+
+    def collect(self, each: Callable[[Reading], None] | None = None) -> Scan:
+        """Read the rest and put the log's readings together (see `scan`)."""
+        f, size = self.f, self.size
+        if size is None or self._results is None:
+            return _scan_stream(f, self.name, each)
+        result = Scan(self.name, size, sampled=size > FULL_PARSE_BYTES)
+        asm = _Assembler(result, each, size - END_BYTES)
+        for res in self._results:
             asm.add(res)
         tail = b""
         if result.sampled:
             f.seek(max(0, size - END_BYTES))
             tail = f.read(END_BYTES)
         asm.finish(tail, size <= END_BYTES)
-    return result
+        return result
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+        self.f.close()
+
+    def __enter__(self) -> Begun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _file_plan(size: int) -> Callable[[int], Plan]:
@@ -867,9 +906,10 @@ def _worker_chunk(k: int) -> ChunkResult:
     return _read_file_chunk(_WORKER["file"], k, _WORKER["size"], plan_of(k), _WORKER["buf"])  # type: ignore[operator, arg-type]
 
 
-def _parallel(path: str, size: int, n_chunks: int, method: str) -> Iterator[ChunkResult]:
-    """Chunk results in file order, read by worker processes started by `method`, at most a few
-    chunks ahead (so the results waiting to be merged stay small whatever the file size)."""
+def _parallel(path: str, size: int, n_chunks: int, method: str) -> tuple[Any, Iterator[ChunkResult]]:
+    """(the pool, chunk results in file order) read by worker processes started by `method`,
+    which begin on the first chunks at once; at most a few chunks are ahead of the merge (so
+    the results waiting for it stay small whatever the file size)."""
     import multiprocessing as mp
 
     found = matcher()  # compiled once here, before forking (a server's children compile their own)
@@ -879,17 +919,26 @@ def _parallel(path: str, size: int, n_chunks: int, method: str) -> Iterator[Chun
             workers, initializer=_init_worker, initargs=(path, size, _limits(), found.hs is not None)
         )
     except OSError:  # no semaphores or pipes to be had (a locked-down container): read it here
-        with open(path, "rb") as f:
-            yield from _sequential(f, size, n_chunks, _file_plan(size))
-        return
-    with pool:
-        pending: deque = deque()
-        nxt = 0
-        while nxt < n_chunks or pending:
-            while nxt < n_chunks and len(pending) < 2 * workers:
-                pending.append(pool.apply_async(_worker_chunk, (nxt,)))
-                nxt += 1
-            try:
-                yield pending.popleft().get()
-            except OSError as exc:
-                raise BadInputError(f"cannot read the log: {exc}") from None
+        return None, _sequential_path(path, size, n_chunks)
+    pending: deque = deque()
+    for k in range(min(n_chunks, 2 * workers)):
+        pending.append(pool.apply_async(_worker_chunk, (k,)))
+    return pool, _merge(pool, pending, n_chunks, workers)
+
+
+def _sequential_path(path: str, size: int, n_chunks: int) -> Iterator[ChunkResult]:
+    with open(path, "rb") as f:
+        yield from _sequential(f, size, n_chunks, _file_plan(size))
+
+
+def _merge(pool: Any, pending: deque, n_chunks: int, workers: int) -> Iterator[ChunkResult]:
+    nxt = len(pending)
+    while pending:
+        try:
+            result = pending.popleft().get()
+        except OSError as exc:
+            raise BadInputError(f"cannot read the log: {exc}") from None
+        if nxt < n_chunks:  # the freed worker takes the next chunk while this one is merged
+            pending.append(pool.apply_async(_worker_chunk, (nxt,)))
+            nxt += 1
+        yield result

@@ -7,11 +7,6 @@ import json
 import math
 import os
 
-from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
-from trainwreck_templates import render as render_template
-
 from trainwreck.markdown import GITHUB_LIMIT, code_span, defuse_backticks, fit, inline, plain, unping
 from triage.explain import Diagnosis
 from triage.reader import BLOCK, MAX_LINE
@@ -59,6 +54,10 @@ def _where(report: Diagnosis) -> str:
 
 def text(report: Diagnosis, *, color: bool | None = None, width: int = 100) -> str:
     """The report for a terminal, rendered with rich."""
+    from rich.console import Console  # imported here: a JSON or markdown answer needs none of rich
+    from rich.markup import escape
+    from rich.text import Text
+
     buf = io.StringIO()
     console = Console(
         file=buf, force_terminal=bool(color), no_color=not color, width=width, highlight=False, soft_wrap=False
@@ -253,6 +252,8 @@ def markdown(report: Diagnosis) -> str:
             }
         )
     symptoms = [{"name": code_span(s.name), "summary": plain(s.summary)} for s in report.symptoms]
+    from trainwreck_templates import render as render_template
+
     body = render_template(
         "triage_comment.md.j2",
         marker=MARKER,

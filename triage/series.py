@@ -92,6 +92,13 @@ _CANON = {spelling: name for name, spellings in ALIASES.items() for spelling in 
 MAX_READING = 8192
 _VAL_CONTEXT = re.compile(r"\b(?:val|valid|validation|eval|evaluation|test)\b", re.I)
 
+
+def _val_context(text: str) -> bool:
+    """True if `text` names an evaluation phase (a substring test first: most lines name none)."""
+    low = text.lower()
+    return ("val" in low or "test" in low) and _VAL_CONTEXT.search(text) is not None
+
+
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|Infinity)"
 # key, separator (= or :), optional quotes and `tensor(`, number (HF Trainer quotes its values:
 # `'loss': '2.456e+26'`)
@@ -112,7 +119,7 @@ _NOT_THE_LOSS = re.compile(
     r"^loss_[dg]$|^err[dg]$"
 )
 _VAL_WORD = re.compile(r"(?:^|_)(?:val|valid|validation|eval|test|dev)(?:_|$)")
-_STEP = re.compile(r"""['"]?\b(?:global_step|step|iter|iteration|it)['"]?\s*[=: ]\s*(\d+)(?:\s*/\s*(\d+))?""", re.I)
+_STEP = re.compile(r"""\b(?:global_step|step|iter|iteration|it)['"]?\s*[=: ]\s*(\d+)(?:\s*/\s*(\d+))?""", re.I)
 # "epoch 2/10 | batch 5/50", "Epoch[2] Batch [5/50]", "Training Epoch: 1/3, step 10/36"
 _EPOCH_BATCH = re.compile(
     r"\bepoch\s*[\[=: ]?\s*(\d+)\]?(?:\s*/\s*(\d+))?.*?\b(?:batch|iter|step)\s*[\[=: ]?\s*(\d+)"
@@ -166,8 +173,11 @@ def _r(x: float) -> float:
     return float(f"{x:.6g}")
 
 
+_KEY_SEPARATORS = str.maketrans({c: "_" for c in "/-. "})
+
+
 def _key(raw: str) -> str:
-    return re.sub(r"[/\-. ]", "_", raw.lower())
+    return raw.lower().translate(_KEY_SEPARATORS)
 
 
 def parse_reading(text: str) -> tuple[int | None, dict[str, float]]:
@@ -196,7 +206,7 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
                 continue
         if name in ("loss", "accuracy") and key in ("loss", "acc", "accuracy"):
             if val_context is None:
-                val_context = bool(_VAL_CONTEXT.search(text[: m.start()]))
+                val_context = _val_context(text[: m.start()])
             if val_context:
                 name = "val_" + name
         metrics.setdefault(name, _float(m.group(2)))
@@ -204,7 +214,7 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
         for m in _SPACED.finditer(text):
             name = _CANON.get(_key(m.group(1)))
             if name and name not in metrics:
-                if name == "loss" and _VAL_CONTEXT.search(text[: m.start()]):
+                if name == "loss" and _val_context(text[: m.start()]):
                     name = "val_loss"
                 metrics[name] = _float(m.group(2))
     if "loss" in metrics and "_runtime" in text:
@@ -214,12 +224,14 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
     step = None
     in_epoch = False
     is_bar = False
-    eb = _EPOCH_BATCH.search(text) if "poch" in text else None
+    # the patterns below are costly where they fail: a substring test first (most lines fail it)
+    low = text.lower()
+    eb = _EPOCH_BATCH.search(text) if "poch" in text and ("batch" in low or "iter" in low or "step" in low) else None
     if eb:
         epoch, batch, per = int(eb.group(1)), int(eb.group(3)), int(eb.group(4))
         step = (epoch - 1) * per + batch if epoch >= 1 and eb.group(2) else epoch * per + batch
     else:
-        sm = _STEP.search(text)
+        sm = _STEP.search(text) if "it" in low or "step" in low else None
         if sm:
             step = int(sm.group(1))
         else:
@@ -321,7 +333,7 @@ _NOT_SHAPE = {"nan", "inf", "infinity", "tensor"}
 
 def _template(text: str) -> tuple[str, ...]:
     """The shape of a printed line: its words, without the numbers (nor NaN, which is a value)."""
-    return tuple(w.lower() for w in _WORD.findall(text[:MAX_READING]) if w.lower() not in _NOT_SHAPE)
+    return tuple(w for w in _WORD.findall(text[:MAX_READING].lower()) if w not in _NOT_SHAPE)
 
 
 def _drop_strays(points: list[Point], templates: dict[int, tuple[str, ...]]) -> list[Point]:

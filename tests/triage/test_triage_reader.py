@@ -250,3 +250,21 @@ def test_cli_reads_a_log_from_a_pipe(tmp_path):
     assert a["log"] == "<stdin>" and a["causes"] == b["causes"] and a["symptoms"] == b["symptoms"]
     empty = subprocess.run(cmd, input=b"", capture_output=True, check=False)
     assert empty.returncode == 2 and empty.stderr.decode().count("\n") == 1 and b"empty" in empty.stderr
+
+
+def test_a_reading_abandoned_after_its_workers_started_leaves_none_behind(tmp_path, small_chunks):
+    # `triage explain` sets a big log's workers going before it loads the cause table; a table
+    # that does not load must stop them, not leave them reading (or waiting) after the error.
+    import multiprocessing as mp
+
+    p, _ = _big_log(tmp_path, b"RuntimeError: CUDA error: device-side assert triggered\n")
+    bad = tmp_path / "causes.yaml"
+    bad.write_text("causes: [unclosed\n")
+    with pytest.raises(BadInputError):
+        explain(p, causes=bad)
+    assert not [c for c in mp.active_children() if c.is_alive()]
+    begun = reader.start(p)
+    assert begun._pool is not None  # its workers took the first chunks before anyone asked
+    begun.close()
+    assert not [c for c in mp.active_children() if c.is_alive()]
+    assert explain(p).causes  # and a reading that runs to the end still answers

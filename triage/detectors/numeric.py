@@ -8,6 +8,7 @@ symptom. Each symptom cites the points that made it.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from statistics import median
 
 from triage.detectors import Context, validation
@@ -522,6 +523,12 @@ def scale_collapse(scale: Series) -> list[Symptom]:
     return []
 
 
+def _any_between(sorted_lines: list[int], a: int, b: int) -> bool:
+    """True if some line lies strictly between a and b (a bisection: big logs have thousands)."""
+    i = bisect_right(sorted_lines, a)
+    return i < len(sorted_lines) and sorted_lines[i] < b
+
+
 def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
     """Memory that keeps growing to the end of the run (not a warm-up that levels off)."""
     pts = mem.finite()
@@ -546,7 +553,7 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
                 b.value > a.value
                 and a.line is not None
                 and b.line is not None
-                and any(a.line < v < b.line for v in val_lines)
+                and _any_between(val_lines, a.line, b.line)
             ):
                 at_eval += b.value - a.value
         grown = sum(max(0.0, b - a) for a, b in zip(vals, vals[1:], strict=False))

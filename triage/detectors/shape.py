@@ -25,6 +25,7 @@ classifier's loss does carry: ln(C), the loss of a uniform guess over C classes.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from statistics import median
 
 from triage.detectors import Context
@@ -92,9 +93,12 @@ def train_far_above_val(loss: Series, val: Series) -> list[Symptom]:
     train = [p for p in loss.points if math.isfinite(p.value) and p.value > 0 and p.line is not None]
     if len(vals) < 2 or len(train) < 4:
         return []
+    train.sort(key=lambda p: p.line or 0)
+    train_lines = [p.line or 0 for p in train]  # searched, not scanned: a big log has thousands
     ratios = []
     for v in vals:
-        before = [p for p in train if p.line is not None and v.line is not None and p.line < v.line][-3:]
+        i = bisect_left(train_lines, v.line or 0)
+        before = train[max(0, i - 3) : i]  # the last three training losses before the evaluation
         if before:
             ratios.append(median(p.value for p in before) / v.value)
     if len(ratios) < 2 or min(ratios) < 5:
