@@ -47,8 +47,17 @@ def version() -> str:
         return "(not installed)"
 
 
+class _Version(argparse.Action):
+    """argparse's own `version` action, but the version is looked up only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        print(f"{parser.prog} {version()}")  # on stdout, as argparse's own action prints it
+        parser.exit()
+
+
 def add_version(parser: argparse.ArgumentParser) -> None:
     """`--version`: prints `<command> <version>` and exits 0."""
-    parser.add_argument(
-        "--version", action="version", version=f"{parser.prog} {version()}", help="print the installed version and exit"
-    )
+    parser.add_argument("--version", action=_Version, help="print the installed version and exit")

@@ -50,8 +50,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 from trainwreck.errors import TrainwreckError
 from trainwreck.processes import alive, become_subreaper, children, descendants, kill_tree
-from triage.detectors.progress import watch_hang_line
-from triage.telemetry_sampler import Sampler
 
 EXIT_SYMPTOMS = 1  # the command exited 0, but its log shows a failure
 EXIT_HUNG = 124
@@ -66,6 +64,7 @@ _PR_SET_PDEATHSIG = 1
 
 if TYPE_CHECKING:
     from triage.explain import Diagnosis
+    from triage.telemetry_sampler import Sampler
 
 
 class WatchError(TrainwreckError):
@@ -341,6 +340,9 @@ def run(
         raise
     # signals are trapped before the command starts: a Ctrl-C at any moment reaches it, and
     # never ends this process while the command goes on without it
+    # imported here, not with the module: `triage explain` builds this command's parser too
+    from triage.telemetry_sampler import Sampler
+
     with log, telemetry, _SignalTrap() as trap:
         become_subreaper()
         tee = _Tee(log, console, errors)
@@ -495,6 +497,8 @@ class _Watch:
                 next_sample = max(next_sample + interval, now + interval / 2)
             if not (hung or interrupted) and exited_at is None and self.stalled(now):
                 hung = True
+                from triage.detectors.progress import watch_hang_line
+
                 self.tee.note(watch_hang_line(now - self.last_output, self.sampler.idle_what) + f" (exit {EXIT_HUNG})")
                 _end_run(self.proc, self.opts.grace)
                 exited_at = time.monotonic()

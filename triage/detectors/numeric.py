@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from operator import mul
 from statistics import median
 
 from triage.detectors import Context, validation
@@ -359,12 +360,14 @@ def repeating_batches(loss: Series) -> list[Symptom]:
 
 
 def _corr(xs: list[float], ys: list[float]) -> float:
+    # map(mul) keeps the loops in C: the period search calls this hundreds of times on a long run
     mx, my = _mean(xs), _mean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
+    dx = [x - mx for x in xs]
+    dy = [y - my for y in ys]
+    sxx, syy = sum(map(mul, dx, dx)), sum(map(mul, dy, dy))
     if sxx == 0 or syy == 0:
         return 0.0
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=False)) / math.sqrt(sxx * syy)
+    return sum(map(mul, dx, dy)) / math.sqrt(sxx * syy)
 
 
 def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:

@@ -227,12 +227,14 @@ def detect(ctx: Context) -> list[Symptom]:
     exceptions: list[Reading] = []
     counts: list[Reading] = []
     out: list[Symptom] = []
+    matched: dict[str, list[tuple[str, re.Match[str]]]] = {}  # a big log repeats its event lines
     for rd in ctx.events:
-        for sig in SIGNATURES:
-            m = sig.pattern.search(rd.text)
-            if m:
-                found.setdefault(sig.symptom, []).append(rd)
-                groups.setdefault(sig.symptom, m)
+        sigs = matched.get(rd.text)
+        if sigs is None:
+            sigs = matched[rd.text] = [(sig.symptom, m) for sig in SIGNATURES if (m := sig.pattern.search(rd.text))]
+        for symptom, m in sigs:
+            found.setdefault(symptom, []).append(rd)
+            groups.setdefault(symptom, m)
         if _EXCEPTION.match(rd.text.strip()):
             exceptions.append(rd)
         if "rainable" in rd.text:
