@@ -70,8 +70,9 @@ KEEP_BYTES = 48 << 20  # bytes of kept lines in all; beyond it, kept lines are c
 SHORT_PIECE = 256  # what a kept line is cut to beyond those budgets
 PARALLEL_BYTES = 64 << 20  # plain files at least this big are read by worker processes
 
-# The one list of event words, matched on raw bytes anywhere in a line (case as written): a line
-# holding one is an *event*, which the signature detectors read. Add words here, nowhere else.
+# The one list of event words, matched on raw bytes anywhere in a line (case as written, but for
+# those in CASELESS): a line holding one is an *event*, which the signature detectors read. Add
+# words here, nowhere else.
 KEYWORDS: tuple[bytes, ...] = (
     b"rror",
     b"arning",
@@ -86,15 +87,12 @@ KEYWORDS: tuple[bytes, ...] = (
     b"SIGKILL",
     b"Terminated",
     b"Killed",
-    b"Cancel",
     b"cancel",
     b"TIME LIMIT",
     b"NCCL",
     b"exitcode",
     b"triage watch:",
     # what the real-world corpus showed errors and prose reports spelled with (issue 9)
-    b"RROR",
-    b"ARNING",
     b"xpected",
     b"out of memory",
     b"OOM",
@@ -103,15 +101,24 @@ KEYWORDS: tuple[bytes, ...] = (
     b"target size",
     b"cache_size",
     b"emory",
-    b"NaN",
     b"nan",
     b".item()",
     b"zero_grad",
     b"requires_grad",
-    b"Frozen",
     b"frozen",
     b"bounds",
 )
+# Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
+# caseless word costs the matcher less than two spellings.
+CASELESS: frozenset[bytes] = frozenset({b"rror", b"arning", b"nan", b"frozen", b"cancel"})
+
+
+def is_event(raw: bytes) -> bool:
+    """True if a line holds an event word (`KEYWORDS`, `CASELESS` ones in any case)."""
+    low = raw.lower()
+    return any(k in (low if k in CASELESS else raw) for k in KEYWORDS)
+
+
 # Words that print a non-finite number, matched as whole words: every line holding one is read
 # (up to the budgets above), so the first NaN of a big log is exact, not sampled.
 # (Python, numpy, torch and JSON print these; "INF" is left out: it is in every "INFO".)
@@ -221,18 +228,18 @@ class Matcher:
                 self.hs = hyperscan
             except ImportError:
                 pass
-        n = len(KEYWORDS)
         words = [rb"\b" + re.escape(w) + rb"\b" for w in NON_FINITE]
         if self.hs is not None:
             # pass 1: every keyword, and whether a non-finite word may be there at all (its
             # letters, once each); pass 2, only where they are: the whole words
+            case = [self.hs.HS_FLAG_CASELESS if k in CASELESS else 0 for k in KEYWORDS]
             self._first = self._db(
                 [re.escape(k) for k in KEYWORDS] + [re.escape(w) for w in _NF_LETTERS],
-                [0] * n + [self.hs.HS_FLAG_SINGLEMATCH] * len(_NF_LETTERS),
+                case + [self.hs.HS_FLAG_SINGLEMATCH] * len(_NF_LETTERS),
             )
-            self._once = self._db([re.escape(k) for k in KEYWORDS], [self.hs.HS_FLAG_SINGLEMATCH] * n)
+            self._once = self._db([re.escape(k) for k in KEYWORDS], [c | self.hs.HS_FLAG_SINGLEMATCH for c in case])
             self._words = self._db(words, [0] * len(words))
-        self._literals = [re.compile(re.escape(k)) for k in KEYWORDS]
+        self._literals = [re.compile(re.escape(k), re.I if k in CASELESS else 0) for k in KEYWORDS]
         self._word_res = [re.compile(w) for w in words]
 
     def _db(self, expressions: list[bytes], flags: list[int]) -> Any:
@@ -677,7 +684,7 @@ class _Assembler:
             line = first + i
             if line in self.seen_lines or line < 1:
                 continue
-            bits = EVENT if any(k in raw for k in KEYWORDS) else WHOLE
+            bits = EVENT if is_event(raw) else WHOLE
             offset = -1
             if len(raw) > MAX_LINE:
                 scan.cut_lines += 1
