@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal
 
-from injector import __version__, fingerprint, protocol, reach, scratch
+from injector import __version__, fingerprint, protocol, pytest_config, reach, scratch
 from injector.cache import Cache
 from injector.mutants import LineIndex, Mutant
 from injector.outcomes import IGNORED, KILLED, NO_COVERAGE, TIMEOUT, Baseline, Outcome, Report, ordered
@@ -300,12 +300,14 @@ class Campaign:
             "warm": guard.warm and not settings.fresh,
             "pytest_args": list(guard.pytest_args),
             "pytest_options": guard.pytest_options(settings.root),
+            "pytest_config": pytest_config.describe(settings.root) if guard.mode == "pytest" else None,
             "slots": folders,
             "user_root": str(settings.root.resolve()),
             "scratch": str(self.scratch),
             "threads": settings.threads,
             "timeout_factor": settings.timeout_factor,
         }
+        pytest_config.write_empty(self.scratch)
         (self.scratch / "plan.json").write_text(json.dumps(plan))
         for index, folder in enumerate(folders):
             commands_read, commands = os.pipe()

@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+from injector import pytest_config
 from injector.worker import forking
 from injector.worker.core import Worker
 from trainwreck import processes
@@ -33,7 +34,10 @@ def main() -> int:
     from injector.worker.pytest_plugin import TakeOver
 
     forking.silence_output()  # the guard's output stays out of the campaign's terminal
-    pytest.main([*plan["pytest_args"], "-p", "no:cacheprovider", "-q"], plugins=[TakeOver(worker)])
+    isolation = pytest_config.isolation_args(
+        plan.get("pytest_config"), Path(plan["slots"][slot]), Path(plan["scratch"]), plan["pytest_args"]
+    )
+    pytest.main([*isolation, *plan["pytest_args"], "-p", "no:cacheprovider", "-q"], plugins=[TakeOver(worker)])
     return 0
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from injector import protocol, reach, scratch
+from injector import protocol, pytest_config, reach, scratch
 from injector.mutants import Edit, apply_edits
 from injector.outcomes import ERROR, KILLED, SURVIVED, TIMEOUT
 from injector.protocol import Result
@@ -437,7 +437,11 @@ class Worker:
         started = time.perf_counter()
         if self.mode == "pytest":
             forking.silence_output()
-            code, output = guards.run_fresh(guards.pytest_argv(self.plan["pytest_options"], list(tests)), self.slot)
+            isolation = pytest_config.isolation_args(
+                self.plan.get("pytest_config"), self.slot, Path(self.plan["scratch"]), self.plan["pytest_options"]
+            )
+            options = [*isolation, *self.plan["pytest_options"]]
+            code, output = guards.run_fresh(guards.pytest_argv(options, list(tests)), self.slot)
             spent = {"tests_run": len(tests), "guard_seconds": time.perf_counter() - started}
             if code == 0:
                 return {"status": SURVIVED, **spent}

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -83,6 +84,27 @@ def test_outcomes_match_applying_each_mutant_by_hand(project, tmp_path):
             expected[(mutant.file, mutant.line, mutant.operator)] = "timeout"
     assert statuses(report) == expected
     assert set(expected.values()) == {"killed", "survived", "timeout"}
+
+
+@pytest.mark.parametrize("own_config", [False, True], ids=["no-pytest-config", "own-pytest-config"])
+def test_a_temporary_folder_inside_another_checkout_changes_no_verdict(project, tmp_path, monkeypatch, own_config):
+    # CI runners and developers set TMPDIR inside a checkout; pytest looks upwards for its
+    # configuration and conftest.py, so a copy made there must still read only the project's.
+    if own_config:
+        with (project / "pyproject.toml").open("a") as f:
+            f.write('\n[tool.pytest.ini_options]\naddopts = "-p no:randomly"\n')
+    host = tmp_path / "host"
+    (host / "tmp").mkdir(parents=True)
+    (host / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--an-option-pytest-does-not-know"\n')
+    (host / "conftest.py").write_text('raise RuntimeError("the host checkout\'s conftest was loaded")\n')
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "hosted").mkdir()
+    clean = statuses(campaign(project, tmp_path / "clean", *QUICK, "--no-cache"))
+    monkeypatch.setenv("TMPDIR", str(host / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    hosted = statuses(campaign(project, tmp_path / "hosted", *QUICK, "--no-cache"))
+    assert hosted == clean
+    assert "killed" in clean.values()
 
 
 def test_a_kill_names_the_test_and_its_first_failure_line(project, tmp_path):
