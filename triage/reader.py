@@ -107,6 +107,8 @@ KEYWORDS: tuple[bytes, ...] = (
     b"requires_grad",
     b"frozen",
     b"bounds",
+    # a dtype error pasted without its exception prefix: `"nll_loss..." not implemented for 'Float'`
+    b"implemented for",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings.

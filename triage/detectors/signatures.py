@@ -30,9 +30,12 @@ def _sig(symptom: str, pattern: str, summary: str) -> Signature:
 
 
 SIGNATURES: tuple[Signature, ...] = (
+    # Each pattern holds the stable words of one message family across PyTorch versions and
+    # wrappers: quote characters are left open (`'`, `` ` ``, typographic quotes, none), and a
+    # prefix (`RuntimeError:`, `[rank1]:`, `E   `, a `torch._dynamo` "Explanation:") may precede.
     _sig(
         "inplace-modified",
-        r"needed for gradient computation has been modified by an inplace operation",
+        r"modified by an inplace operation",
         "autograd found a saved tensor overwritten by an in-place operation",
     ),
     _sig(
@@ -42,12 +45,15 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "backward-twice",
-        r"Trying to backward through the graph a second time",
+        r"backward through the graph a second time",
         "backward ran through a graph whose saved values were already freed",
     ),
     _sig(
         "no-grad-fn",
-        r"element \d+ of tensors does not require grad and does not have a grad_fn",
+        # 0.4 said "variables", 0.1-0.3 "there are no graph nodes that require computing gradients"
+        r"element \d+ of (?:tensors|variables) does not require grad|"
+        r"does not require grad and does not have a grad_fn|"
+        r"there are no graph nodes that require computing gradients",
         "the loss has no autograd history (no grad_fn)",
     ),
     _sig(
@@ -58,12 +64,19 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "device-mismatch",
         r"Expected all tensors to be on the same device|"
-        r"Input type \(\S*cuda\S*\) and weight type \(\S+\) should be the same|"
-        r"Input type \(\S+\) and weight type \(\S*cuda\S*\) should be the same|"
-        r"Expected tensor for argument #\d+ '\w+' to have the same device|"
+        r"Input type \(\S*cuda\S*\) and weight type \((?!\S*cuda)\S+\) should be the same|"
+        r"Input type \((?!\S*cuda)\S+\) and weight type \(\S*cuda\S*\) should be the same|"
+        r"tensor for argument #\d+ \W?\w+\W? to have the same device|"
+        r"is on (?:CPU|GPU), but expected (?:it|them) to be on (?:CPU|GPU)|"
+        r"arguments are located on different GPUs|"
+        r"Input and parameter tensors are not at the same device|"
+        r"indices should be either on cpu or on the same device|"
         # before 1.6: "Expected object of device type cuda but got device type cpu", and
         # before 1.2 "... of backend CUDA but got backend CPU"
-        r"Expected object of (?:device type|backend) \w+ but got (?:device type|backend) \w+",
+        r"Expected object of (?:device type|backend) \w+ but got (?:device type|backend) \w+|"
+        # 0.4-1.0 named the tensor type: a device mismatch when exactly one side is cuda
+        r"expected (?:object of )?type \S*?torch\.cuda\.\w+\]? but (?:found|got) (?:type )?\S*?torch\.(?!cuda)|"
+        r"expected (?:object of )?type \S*?torch\.(?!cuda)\w+\]? but (?:found|got) (?:type )?\S*?torch\.cuda\.",
         "tensors on different devices met in one operation",
     ),
     _sig(
@@ -71,8 +84,8 @@ SIGNATURES: tuple[Signature, ...] = (
         # every backend and version says "out of memory" somewhere (`CUDA out of memory.` with
         # no exception prefix before 1.x's OutOfMemoryError, `cuda runtime error (2) : out of
         # memory`, HIP, MPS, XPU); people who paste a title say OOM (but `oom=0` is a counter)
-        r"\bout of memory\b|OutOfMemoryError|DefaultCPUAllocator: can't allocate memory|"
-        r"CUBLAS_STATUS_ALLOC_FAILED|(?-i:\bOOM\b)(?!\s*[=:])",
+        r"\bout of memory\b|OutOfMemoryError|DefaultCPUAllocator: (?:can't allocate|not enough) memory|"
+        r"CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|(?-i:\bOOM\b)(?!\s*[=:])",
         "an allocation failed: the device ran out of memory",
     ),
     _sig(
@@ -86,15 +99,17 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "anomaly-nan",
-        r"Function '(\w+?)(?:Backward\d*)?' returned nan values in its \d+(?:st|nd|rd|th) output",
+        r"Function \W?(?P<fn>\w+?)(?:Backward\d*)?\W? returned nan values in its \d+(?:st|nd|rd|th) output",
         "anomaly detection caught a backward function producing NaN",
     ),
     _sig(
         "label-out-of-range",
-        # the THNN/THCUNN/ATen assertion closes its quote with ' or ` depending on the version
+        # the THNN/THCUNN/ATen assertion closes its quote with ' or ` depending on the version;
+        # an index past an embedding table is the same fault one layer earlier
         r"Target -?\d+ is out of bounds|"
-        r"Assertion\s*\W?(?:cur_target|t) >= 0 && (?:cur_target|t) < n_classes\W? failed|"
-        r"index out of range in self|IndexError: Target",
+        r"(?:cur_target|\bt)\s*>=\s*0\s*&&\s*(?:cur_target|t)\s*<\s*n_classes|"
+        r"index out of range in self|IndexError: Target|"
+        r"srcIndex\s*\W\s*srcSelectDimSize|Tried to access index -?\d+ out of table",
         "a class index is outside the valid range",
     ),
     _sig(
@@ -104,31 +119,42 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "shape-mismatch",
-        r"mat1 and mat2 shapes cannot be multiplied|size mismatch for \w|size mismatch, m1: \[|"
+        # (a torch.compile guard's "size mismatch at index 1" is a recompilation reason, not an error)
+        r"shapes cannot be multiplied|\bsize mismatch\b(?!\s*at index)|"
         r"The size of tensor a \(\d+\) must match the size of tensor b|"
-        r"shape '\[[^\]]*\]' is invalid for input of size|"
+        r"shape \W?\[[^\]]*\]\W? is invalid for input of size|"
         r"Expected input batch_size \(\d+\) to match target batch_size|"
         r"to have \d+ channels, but got \d+ channels|Sizes of tensors must match|"
         r"expected input with shape|mat1 dim 1 must match mat2 dim 0|"
-        r"Given normalized_shape=\[[^\]]*\], expected input with shape",
+        r"multi-target not supported|Expected \d+-dimensional input for \d+-dimensional weight|"
+        r"Expected \dD \(unbatched\) or \dD \(batched\) input|"
+        r"Kernel size can't be greater than actual input size|Output size is too small|"
+        r"input\.size\(-1\) must be equal to input_size|Expected hidden(?:\[\d\])? size|"
+        r"Expected target size|only batches of spatial targets supported|"
+        r"The expanded size of the tensor \(\d+\) must match|inconsistent tensor size|"
+        r"matrices expected, got \dD, \dD tensors|Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same",
         "tensor shapes do not fit the operation",
     ),
     _sig(
         "dtype-mismatch",
         r"expected scalar type \w+ but found \w+|must have the same dtype|"
         r"expected m1 and m2 to have the same dtype|Expected object of scalar type|"
-        r"\"\w+\" not implemented for '(?:Long|Int|Half|BFloat16|Bool|Byte)'|"
+        r"not implemented for \W?(?:Long|Int|Half|BFloat16|Bool|Byte|Short|Char|Float|Double)\b|"
         r"Found dtype \w+ but expected \w+|can't be cast to the desired output type|"
         r"Input type \(torch\.\w*(?:Double|Half|Long)\w*\) and weight type|"
         r"Expected floating point type for target|expected scalar type \w+ but got|"
-        r"expected target dtype to be \w+",
+        r"expected target dtype to be \w+|expected \w+ tensor \(got \w+ tensor\)|"
+        r"to have (?:one of the following )?scalar types?:? \w+|"
+        # 0.4-1.0 named the tensor type: a dtype mismatch when both sides are on one device
+        r"expected (?:object of )?type \S*?torch\.(?P<dev>cuda\.|)\w+\]? but (?:found|got) (?:type )?"
+        r"\S*?torch\.(?P=dev)(?!cuda)\w",
         "tensors of different dtypes met in one operation",
     ),
     _sig(
         "ddp-unused-parameters",
         r"Expected to have finished reduction in the prior iteration|"
         r"Parameter indices which did not receive grad|"
-        r"parameters that were not used in producing loss",
+        r"parameters that were not used in producing (?:the )?loss",
         "DDP waited for gradients of parameters that took no part in the loss",
     ),
     _sig(
@@ -156,7 +182,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "scheduler-before-optimizer",
-        r"Detected call of `?lr_scheduler\.step\(\)`? before `?optimizer\.step\(\)`?",
+        r"Detected call of \W?lr_scheduler\.step\(\)\W? before \W?optimizer\.step\(\)",
         "PyTorch warned that the learning-rate scheduler stepped before the optimizer did",
     ),
     # what people write when they paste a description instead of the log itself
@@ -208,7 +234,10 @@ _NOT_ERRORS = {
 # Reports a metric series says better: the series' own symptom wins where it exists.
 _SERIES_SAYS = {"loss-non-finite-reported": "loss", "memory-growth-reported": "memory"}
 _GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", re.I)
-_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(\w*(?:Error|Exception))(?::|$)\s*(.*)")
+# the exception line, after a pytest `E   ` or a quoted `> ` prefix
+_EXCEPTION = re.compile(r"^(?:[E>]\s+)?(?:[\w.]+\.)?(\w*(?:Error|Exception))(?::|$)\s*(.*)")
+# every signature at once: most event lines hold none, and one search tells
+_ANY = re.compile("|".join(f"(?:{sig.pattern.pattern})" for sig in SIGNATURES), re.I)
 # counts as PEFT, Lightning's summary ("21.5 K") and hand-written prints ("1,234 trainable") give them
 _COUNT = r"(\d[\d,_]*(?:\.\d+)?\s?[KMBT]?)\b"
 _TRAINABLE = re.compile(
@@ -226,19 +255,28 @@ def detect(ctx: Context) -> list[Symptom]:
     groups: dict[str, re.Match[str]] = {}
     exceptions: list[Reading] = []
     counts: list[Reading] = []
+    unmatched: list[Reading] = []
     out: list[Symptom] = []
-    matched: dict[str, list[tuple[str, re.Match[str]]]] = {}  # a big log repeats its event lines
     for rd in ctx.events:
-        sigs = matched.get(rd.text)
-        if sigs is None:
-            sigs = matched[rd.text] = [(sig.symptom, m) for sig in SIGNATURES if (m := sig.pattern.search(rd.text))]
-        for symptom, m in sigs:
-            found.setdefault(symptom, []).append(rd)
-            groups.setdefault(symptom, m)
-        if _EXCEPTION.match(rd.text.strip()):
+        text = rd.text
+        # one combined search per line; only a line that holds some signature is told apart
+        if _ANY.search(text):
+            _match(rd, text, found, groups)
+        elif _EXCEPTION.match(text.strip()):
+            unmatched.append(rd)
+        if _EXCEPTION.match(text.strip()):
             exceptions.append(rd)
-        if "rainable" in rd.text:
+        if "rainable" in text:
             counts.append(rd)
+    if unmatched:
+        # a message pasted or printed wrapped: an exception line continued on the next line
+        following = _next_lines(ctx, {rd.line for rd in unmatched if rd.line is not None})
+        for rd in unmatched:
+            more = following.get(rd.line)
+            if more is not None:
+                joined = rd.text.rstrip() + " " + more.strip()
+                if _ANY.search(joined):
+                    _match(rd, joined, found, groups)
     for sig in SIGNATURES:
         hits = found.get(sig.symptom)
         if not hits or _series_says(ctx, sig.symptom):
@@ -246,7 +284,7 @@ def detect(ctx: Context) -> list[Symptom]:
         first = hits[0]
         summary = sig.summary
         if sig.symptom == "anomaly-nan":
-            summary += f" ({groups['anomaly-nan'].group(1)})"
+            summary += f" ({groups['anomaly-nan'].group('fn')})"
         more = f" (seen {len(hits)} times)" if len(hits) > 1 else ""
         ev = [_ev(first)]
         ranks = sorted({h.rank for h in hits if h.rank is not None})
@@ -259,18 +297,18 @@ def detect(ctx: Context) -> list[Symptom]:
                 tuple(ev),
                 rank=first.rank,
                 value=float(len(hits)),
-                detail=groups[sig.symptom].group(1) if sig.symptom == "anomaly-nan" else None,
+                detail=groups[sig.symptom].group("fn") if sig.symptom == "anomaly-nan" else None,
             )
         )
     out.extend(_trainable(counts))
     fn = groups.get("anomaly-nan")
     # Log/Sqrt/Div backward NaNs come from unguarded inputs; a (log-)softmax guards itself
-    if fn is not None and _GUARDED_OPS.search(fn.group(1)) and "softmax" not in fn.group(1).lower():
+    if fn is not None and _GUARDED_OPS.search(fn.group("fn")) and "softmax" not in fn.group("fn").lower():
         first = found["anomaly-nan"][0]
         out.append(
             Symptom(
                 "anomaly-nan-log",
-                f"the NaN came from {fn.group(1)}, an operation that needs its input kept away from zero",
+                f"the NaN came from {fn.group('fn')}, an operation that needs its input kept away from zero",
                 (_ev(first),),
                 rank=first.rank,
             )
@@ -281,6 +319,25 @@ def detect(ctx: Context) -> list[Symptom]:
         assert m is not None
         out.append(Symptom("crashed", f"the run stopped with {m.group(1)}", (_ev(first),), rank=first.rank))
     return _order(out)
+
+
+def _match(rd: Reading, text: str, found: dict[str, list[Reading]], groups: dict[str, re.Match[str]]) -> None:
+    """Record every signature `text` (the line of `rd`, or it joined to the next) holds."""
+    for sig in SIGNATURES:
+        m = sig.pattern.search(text)
+        if m:
+            found.setdefault(sig.symptom, []).append(rd)
+            groups.setdefault(sig.symptom, m)
+
+
+def _next_lines(ctx: Context, lines: set[int]) -> dict[int, str]:
+    """line number -> the text of the line after it, for the given lines (where it was read)."""
+    want = {n + 1: n for n in lines}
+    out: dict[int, str] = {}
+    for rd in ctx.readings:
+        if rd.line in want and rd.index == 0:
+            out[want[rd.line]] = rd.text
+    return out
 
 
 def _series_says(ctx: Context, symptom: str) -> bool:
