@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from triage_corpus import logs_for
 
@@ -186,3 +188,65 @@ def test_loss_scale_collapse_from_a_series():
     assert [x.name for x in numeric.scale_collapse(s)] == ["loss-scale-collapse"]
     steady = Series("loss_scale", [Point(i, 65536.0, i + 1) for i in range(20)])
     assert numeric.scale_collapse(steady) == []
+
+
+def _real_errors() -> dict[str, str]:
+    """The messages torch itself raises for three faults, keyed by the symptom they must give."""
+    import torch
+
+    out = {}
+    try:
+        torch.zeros(2, 3) @ torch.zeros(4, 5)
+    except RuntimeError as e:
+        out["shape-mismatch"] = f"RuntimeError: {e}"
+    w = torch.ones(3, requires_grad=True)
+    loss = (w * w).sum()
+    loss.backward()
+    try:
+        loss.backward()
+    except RuntimeError as e:
+        out["backward-twice"] = f"RuntimeError: {e}"
+    with torch.no_grad():
+        flat = (w * 2).sum()
+    try:
+        flat.backward()
+    except RuntimeError as e:
+        out["no-grad-fn"] = f"RuntimeError: {e}"
+    return out
+
+
+@pytest.mark.parametrize("symptom", ["shape-mismatch", "backward-twice", "no-grad-fn"])
+def test_error_wrapped_by_a_narrow_console_is_still_named(tmp_path, symptom):
+    """rich (Lightning's console) wraps a long error at the terminal width, splitting the words
+    a signature needs across two lines: the exception line is matched joined to the next."""
+    from rich.console import Console
+
+    message = _real_errors()[symptom]
+    log = tmp_path / "run.log"
+    with log.open("w") as f:
+        Console(file=f, width=34, color_system=None, soft_wrap=False).print(message, markup=False, highlight=False)
+    lines = log.read_text().splitlines()
+    assert len(lines) > 1 and not signatures._ANY.search(lines[0])  # the wrap did split the words
+    assert symptom in names(log)
+
+
+@pytest.mark.parametrize("prefix", ["E   ", "> ", "[rank1]: "])
+def test_exception_after_a_pytest_quote_or_rank_prefix_is_a_crash(tmp_path, prefix):
+    message = _real_errors()["shape-mismatch"]
+    log = tmp_path / "run.log"
+    log.write_text(f"step 1 loss 2.30\n{prefix}{message}\n")
+    found = names(log)
+    assert {"crashed", "shape-mismatch"} <= found
+
+
+PROGRAM_LOGS = Path(__file__).resolve().parent / "programs" / "logs"
+
+
+def test_loss_sinking_and_jumping_back_again_is_named_on_an_unshuffled_run():
+    """Lightning GRU on class-sorted batches (tests/triage/programs/rnn_lightning.py): each block
+    is learnt, the next jumps; healthy runs of every program never swing ten times their floor."""
+    assert "loss-swings-back-to-low" in names(PROGRAM_LOGS / "rnn_lightning__no-shuffle__s2.log")
+    for log in sorted(PROGRAM_LOGS.glob("*__healthy__*.log")):
+        assert "loss-swings-back-to-low" not in names(log), log.name
+    for log in sorted(PROGRAM_LOGS.glob("*__lr-too-high__*.log")):
+        assert "loss-swings-back-to-low" not in names(log), log.name

@@ -35,6 +35,7 @@ EMITS: frozenset[str] = frozenset(
         "loss-non-finite",
         "loss-oscillating",
         "loss-scale-collapse",
+        "loss-swings-back-to-low",
         "lr-floor-early",
         "memory-growing",
         "memory-grows-at-eval",
@@ -58,6 +59,7 @@ def detect(ctx: Context) -> list[Symptom]:
         if not any(x.name == "double-softmax-floor" for x in out):
             out += val_softmax_floor(s)
         out += oscillation(loss)
+        out += swings_back_to_low(loss)
         out += repeating_batches(loss)
         out += accuracy_vs_loss(s)
     if grad is not None and grad.points:
@@ -308,6 +310,49 @@ def oscillation(loss: Series) -> list[Symptom]:
             )
         ]
     return []
+
+
+SWING_RATIO = 10.0  # a swing: from the second half's floor to ten times it and back
+SWING_BAND = 3.0  # "back at the floor": within three times the floor
+
+
+def swings_back_to_low(loss: Series) -> list[Symptom]:
+    """A loss that drops near zero, jumps many times higher and comes back, again and again.
+
+    A model fitting one block of same-class batches after another does this: each block is
+    learnt (the loss sinks), the next one is new (it jumps). A learning rate too high jumps
+    and stays up; noise on a healthy loss never spans ten times its floor. Scale-free: only
+    ratios to the second half's own floor count.
+    """
+    pts = loss.finite()
+    if len(pts) < 12:
+        return []
+    half = pts[len(pts) // 2 :]
+    floor = min(p.value for p in half)
+    if floor <= 0:
+        return []
+    returns = 0
+    high: Point | None = None
+    peak = half[0]
+    for p in half:
+        if p.value >= SWING_RATIO * floor:
+            high = high if high is not None and high.value >= p.value else p
+        elif p.value <= SWING_BAND * floor and high is not None:
+            returns += 1
+            peak = high
+            high = None
+    if returns < 2:
+        return []
+    lo = min(half, key=lambda p: p.value)
+    return [
+        Symptom(
+            "loss-swings-back-to-low",
+            f"{loss.name} jumped to {SWING_RATIO:g}x its floor of {floor:.3g} and sank back {returns} times "
+            "in the second half of the run",
+            (_ev(lo, loss.name, "floor"), _ev(peak, loss.name, "a jump")),
+            value=float(returns),
+        )
+    ]
 
 
 REPEAT_Z = 4.0  # standard errors a correlation must clear, at one period and at two

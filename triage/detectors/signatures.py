@@ -272,7 +272,7 @@ def detect(ctx: Context) -> list[Symptom]:
         # a message pasted or printed wrapped: an exception line continued on the next line
         following = _next_lines(ctx, {rd.line for rd in unmatched if rd.line is not None})
         for rd in unmatched:
-            more = following.get(rd.line)
+            more = following.get(rd.line) if rd.line is not None else None
             if more is not None:
                 joined = rd.text.rstrip() + " " + more.strip()
                 if _ANY.search(joined):
