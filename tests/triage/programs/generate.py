@@ -105,6 +105,24 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written after the rules were frozen again for issue 9's fresh batch 2
+    "vit_print": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "label-out-of-range",
+            "shape-mismatch",
+            "dtype-mismatch",
+            "no-grad-training",
+            "non-scalar-backward",
+            "missing-epsilon",
+            "loss-tensor-leak",
+            "frozen-parameters",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
