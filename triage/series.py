@@ -255,6 +255,27 @@ def _float(text: str) -> float:
         return math.nan
 
 
+def _echo(a: str, b: str, metrics: dict[str, float]) -> bool:
+    """True where `b` repeats the record `a` under another prefix: a second log handler (a
+    console and a file handler, `[time INFO file line] msg` then `INFO:logger:msg`) prints every
+    record twice on neighbouring lines, which would count each point twice. The shared tail
+    must hold every metric, and the two prefixes must differ in shape, not only in digits (a
+    timestamp that moved on is a new record of a loss that did not)."""
+    if a == b:
+        return False  # the same text again is a new record (a loss that does not move)
+    n = 0
+    for x, y in zip(reversed(a), reversed(b), strict=False):
+        if x != y:
+            break
+        n += 1
+    if n == 0 or _DIGITS.sub("", a[:-n]) == _DIGITS.sub("", b[:-n]):
+        return False
+    return _parse(a[-n:])[1] == metrics
+
+
+_DIGITS = re.compile(r"\d+")
+
+
 class SeriesBuilder:
     """Accumulates readings into per-metric series, numbering steps where the log does not."""
 
@@ -265,10 +286,17 @@ class SeriesBuilder:
         self._bar_last: int | None = None
         self._bar_offset = 0
         self._last: dict[int | None, tuple[int, int]] = {}  # rank -> (last logged step, offset)
+        # the last metric line: (line, text, its metrics)
+        self._prev: tuple[int | None, str, dict[str, float]] = (None, "", {})
 
     def add(self, text: str, line: int | None, rank: int | None = None) -> None:
         step, metrics, in_epoch, is_bar = _parse(text)
         if not metrics:
+            return
+        prev_line, prev_text, prev_metrics = self._prev
+        self._prev = (line, text, metrics)
+        if line is not None and prev_line == line - 1 and prev_metrics == metrics and _echo(prev_text, text, metrics):
+            self._prev = (None, "", {})  # an echo comes in pairs: the next line is a new record
             return
         template = _template(text)
         if in_epoch and step is not None:

@@ -25,6 +25,9 @@ TOP3 = {"detached-graph", "missing-backward"}
 # with confidence instead. (Lightning clips the gradients of the 200x learning rate, so the
 # loss only wanders; its no-shuffle run swings like a diverging one.)
 NOT_VISIBLE = {"rnn_lightning__lr-too-high__s2.log": None, "rnn_lightning__no-shuffle__s2.log": 0.8}
+# Pairs a log cannot tell apart where both show: gradients summed over steps and a step too
+# large both make the loss climb to NaN (SGD with momentum). Both must be in the top three.
+CONFUSABLE = {frozenset({"missing-zero-grad", "lr-too-high"})}
 
 
 def test_five_programs_cover_the_frameworks_and_optimizers():
@@ -66,5 +69,7 @@ def test_fresh_program_run_never_gets_a_wrong_cause(entry):
     ids = [c.id for c in explain(PROGRAMS / "logs" / entry["file"]).causes]
     if entry["cause"] is None:
         assert ids == []
+    elif entry["cause"] in TOP3 or (ids and frozenset({ids[0], entry["cause"]}) in CONFUSABLE):
+        assert entry["cause"] in ids[:3]
     else:
         assert ids[:1] in ([], [entry["cause"]])

@@ -93,3 +93,33 @@ def test_progress_bar_repeats_of_one_evaluation_count_once():
     # while printed evaluations that really repeat are kept (a run whose weights never move)
     s = build(PROGRAM_LOGS / "cnn_sgd__missing-optimizer-step__s3.log")
     assert len(s["val_loss"].points) == 8 and len(set(s["val_loss"].values())) == 1
+
+
+def test_a_record_printed_by_two_log_handlers_counts_once(tmp_path):
+    """A training script with a file-style and a console-style handler on one logger prints
+    every record twice, under two prefixes, on neighbouring lines; a loss that really repeats
+    (the same text again) still counts every time."""
+    import logging
+
+    log = tmp_path / "train.log"
+    logger = logging.getLogger(f"echo-{id(tmp_path)}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    with log.open("w") as f:
+        for fmt in (
+            "[%(asctime)s %(levelname)s train.py line %(lineno)d] %(message)s",
+            "%(levelname)s:%(name)s:%(message)s",
+        ):
+            h = logging.StreamHandler(f)
+            h.setFormatter(logging.Formatter(fmt))
+            logger.addHandler(h)
+        losses = [2.31, 2.05, 1.87, 1.62, 1.40, 1.21]
+        for i, loss in enumerate(losses):
+            logger.info(f"Epoch: [1/10][{10 * (i + 1)}/300] Data 0.002 Batch 0.818 Loss {loss:.4f} Accuracy 0.3469")
+        for _ in range(3):
+            logger.info("Loss 1.2100")
+        for h in list(logger.handlers):
+            logger.removeHandler(h)
+    assert len(log.read_text().splitlines()) == 2 * (len(losses) + 3)
+    values = [p.value for p in build(log)["loss"].points]
+    assert values == [*losses, 1.21, 1.21, 1.21]

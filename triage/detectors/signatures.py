@@ -35,7 +35,9 @@ SIGNATURES: tuple[Signature, ...] = (
     # prefix (`RuntimeError:`, `[rank1]:`, `E   `, a `torch._dynamo` "Explanation:") may precede.
     _sig(
         "inplace-modified",
-        r"modified by an inplace operation",
+        # (a message cut short keeps its opening words: `one of the variables needed for gradient
+        # computation has bee`)
+        r"modified by an inplace operation|one of the variables needed for gradient computation",
         "autograd found a saved tensor overwritten by an in-place operation",
     ),
     _sig(
@@ -194,7 +196,10 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "memory-growth-reported",
-        r"\bmemory\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb)\w*",
+        r"\bmemory\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb|ris)\w*|"
+        # the other word order: "continuous rising of gpu memory", "increasing GPU memory usage"
+        r"\b(?:increas|grow|climb|ris)(?:e|es|ed|ing)\s+(?:of\s+)?(?:the\s+)?(?:gpu\s+|cpu\s+|cuda\s+)?memory\b|"
+        r"\bmemory leak",
         "the log says memory kept growing",
     ),
     _sig(
@@ -231,6 +236,9 @@ _NOT_ERRORS = {
     "dataloader-timeout",
     "memory-growth-reported",
 }
+# Warnings of a fault the run lives on with: where an error stopped the run, that error is
+# the first thing to fix and the warning comes second.
+_WARNINGS = {"broadcast-warning", "scheduler-before-optimizer", "recompiling", "tensor-to-scalar-warning"}
 # Reports a metric series says better: the series' own symptom wins where it exists.
 _SERIES_SAYS = {"loss-non-finite-reported": "loss", "memory-growth-reported": "memory"}
 _GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", re.I)
@@ -354,14 +362,17 @@ def _series_says(ctx: Context, symptom: str) -> bool:
 
 
 def _order(symptoms: list[Symptom]) -> list[Symptom]:
-    """Mark which error came first: later errors are often consequences of the first."""
+    """Mark which error came first: later errors are often consequences of the first; a warning
+    the run survived ranks below the error that stopped it."""
     errors = [s for s in symptoms if s.name not in _NOT_ERRORS and s.name not in _LATE]
     if not errors:
         return symptoms
     first = min(errors, key=lambda s: s.first_line)
     out = []
     for s in symptoms:
-        if s in errors and s is not first:
+        if s.name in _WARNINGS:
+            out.append(Symptom(s.name, s.summary, s.evidence, s.step, s.value, s.rank, s.strength * 0.7, s.detail))
+        elif s in errors and s is not first:
             # a later error still counts, but less: it may be a consequence of the first
             out.append(
                 Symptom(
