@@ -250,3 +250,20 @@ def test_loss_sinking_and_jumping_back_again_is_named_on_an_unshuffled_run():
         assert "loss-swings-back-to-low" not in names(log), log.name
     for log in sorted(PROGRAM_LOGS.glob("*__lr-too-high__*.log")):
         assert "loss-swings-back-to-low" not in names(log), log.name
+
+
+def test_every_signature_match_on_every_corpus_line_holds_one_of_its_words():
+    """The one-search prefilter (signatures.ANCHORS) may never hide a line a pattern matches:
+    checked on every event line of the real-world excerpts, the programs' logs and the corpus."""
+    root = Path(__file__).resolve().parent
+    paths = [*(root / "world" / "excerpts").iterdir(), *(root / "programs" / "logs").iterdir()]
+    paths += [p for p in (root / "corpus").rglob("*.log")]
+    checked = 0
+    for path in sorted(paths):
+        for rd in reader.scan(path).events:
+            allowed = {sig.symptom for sig in signatures._candidates(rd.text)}
+            for sig in signatures.SIGNATURES:
+                if sig.pattern.search(rd.text):
+                    checked += 1
+                    assert sig.symptom in allowed, (path.name, sig.symptom, rd.text[:200])
+    assert checked > 300

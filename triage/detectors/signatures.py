@@ -244,8 +244,135 @@ _SERIES_SAYS = {"loss-non-finite-reported": "loss", "memory-growth-reported": "m
 _GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", re.I)
 # the exception line, after a pytest `E   ` or a quoted `> ` prefix
 _EXCEPTION = re.compile(r"^(?:[E>]\s+)?(?:[\w.]+\.)?(\w*(?:Error|Exception))(?::|$)\s*(.*)")
-# every signature at once: most event lines hold none, and one search tells
-_ANY = re.compile("|".join(f"(?:{sig.pattern.pattern})" for sig in SIGNATURES), re.I)
+# Words (lower case) at least one of which every match of a signature holds. One search of a
+# line's lower-cased text for all of them at once says which signatures can match it at all:
+# most event lines hold none, and the full patterns (slow to try at every position) run only
+# on the few that do. tests/triage/test_triage_detectors.py checks each pattern's matches on
+# every corpus line hold one of its words.
+ANCHORS: dict[str, tuple[str, ...]] = {
+    "inplace-modified": ("inplace operation", "gradient computation"),
+    "leaf-inplace": ("leaf variable",),
+    "backward-twice": ("a second time",),
+    "no-grad-fn": ("does not require grad", "require computing gradients"),
+    "non-scalar-backward": ("implicitly created",),
+    "device-mismatch": (
+        "same device",
+        "should be the same",
+        "but expected it to be on",
+        "but expected them to be on",
+        "different gpus",
+        "indexed tensor",
+        "device type",
+        "backend",
+        "expected object of type",
+        "expected type",
+    ),
+    "out-of-memory": ("out of memory", "outofmemoryerror", "defaultcpuallocator", "alloc_failed", "oom"),
+    "collective-timeout": (
+        "timeout",
+        "timed out",
+        "time out",
+        "aborted",
+        "monitoredbarrier",
+        "closed by peer",
+        "watchdog",
+    ),
+    "anomaly-nan": ("returned nan values",),
+    "label-out-of-range": (
+        "out of bounds",
+        "n_classes",
+        "index out of range",
+        "indexerror: target",
+        "srcselectdimsize",
+        "out of table",
+    ),
+    "device-side-assert": ("device-side assert",),
+    "shape-mismatch": (
+        "shapes cannot be multiplied",
+        "size mismatch",
+        "size of tensor a",
+        "invalid for input of size",
+        "target batch_size",
+        "channels, but got",
+        "sizes of tensors must match",
+        "expected input with shape",
+        "must match mat2",
+        "multi-target",
+        "-dimensional input for",
+        "(unbatched)",
+        "kernel size can't",
+        "output size is too small",
+        "equal to input_size",
+        "expected hidden",
+        "expected target size",
+        "spatial targets",
+        "the expanded size",
+        "inconsistent tensor size",
+        "matrices expected",
+        "target size (torch",
+    ),
+    "dtype-mismatch": (
+        "scalar type",
+        "same dtype",
+        "not implemented for",
+        "found dtype",
+        "desired output type",
+        "input type (",
+        "floating point type for target",
+        "target dtype",
+        "tensor (got",
+        "expected object of type",
+        "expected type",
+    ),
+    "ddp-unused-parameters": ("finished reduction", "did not receive grad", "not used in producing"),
+    "broadcast-warning": ("using a target size",),
+    "recompiling": ("recompil", "cache_size", "graph break", "cachelimitexceeded"),
+    "tensor-to-scalar-warning": ("converting a tensor with requires_grad",),
+    "dataloader-timeout": ("dataloader timed out",),
+    "scheduler-before-optimizer": ("lr_scheduler.step()",),
+    "loss-non-finite-reported": ("loss",),
+    "memory-growth-reported": ("memory",),
+    "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
+}
+
+
+def _trie(words: list[str]) -> str:
+    """One regex for a set of literal words, factored by shared prefixes: Python's `re` tries
+    a flat alternation of a hundred words one by one at every position, a trie in one step."""
+    root: dict[str, dict] = {}
+    for w in words:
+        node = root
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, dict]) -> str:
+        alts = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return build(root)
+
+
+_WORDS: dict[str, list[int]] = {}
+for _i, _sig_ in enumerate(SIGNATURES):
+    for _w in ANCHORS[_sig_.symptom]:
+        _WORDS.setdefault(_w, []).append(_i)
+_ANY = re.compile(_trie(list(_WORDS)))  # does the line hold any signature's words?
+_EVERY = re.compile(f"(?=({_trie(list(_WORDS))}))")  # every word it holds, at each position
+
+
+def _candidates(text: str) -> list[Signature]:
+    """The signatures whose words `text` holds: the only ones that can match it."""
+    low = text.lower()
+    if not _ANY.search(low):
+        return []
+    hit = {i for m in _EVERY.finditer(low) for i in _WORDS.get(m.group(1), ())}
+    return [SIGNATURES[i] for i in sorted(hit)]
+
+
 # counts as PEFT, Lightning's summary ("21.5 K") and hand-written prints ("1,234 trainable") give them
 _COUNT = r"(\d[\d,_]*(?:\.\d+)?\s?[KMBT]?)\b"
 _TRAINABLE = re.compile(
@@ -267,10 +394,8 @@ def detect(ctx: Context) -> list[Symptom]:
     out: list[Symptom] = []
     for rd in ctx.events:
         text = rd.text
-        # one combined search per line; only a line that holds some signature is told apart
-        if _ANY.search(text):
-            _match(rd, text, found, groups)
-        elif _EXCEPTION.match(text.strip()):
+        # one combined search per line; only a line that holds some signature's words is tried
+        if not _match(rd, text, found, groups) and _EXCEPTION.match(text.strip()):
             unmatched.append(rd)
         if _EXCEPTION.match(text.strip()):
             exceptions.append(rd)
@@ -282,9 +407,7 @@ def detect(ctx: Context) -> list[Symptom]:
         for rd in unmatched:
             more = following.get(rd.line) if rd.line is not None else None
             if more is not None:
-                joined = rd.text.rstrip() + " " + more.strip()
-                if _ANY.search(joined):
-                    _match(rd, joined, found, groups)
+                _match(rd, rd.text.rstrip() + " " + more.strip(), found, groups)
     for sig in SIGNATURES:
         hits = found.get(sig.symptom)
         if not hits or _series_says(ctx, sig.symptom):
@@ -329,13 +452,16 @@ def detect(ctx: Context) -> list[Symptom]:
     return _order(out)
 
 
-def _match(rd: Reading, text: str, found: dict[str, list[Reading]], groups: dict[str, re.Match[str]]) -> None:
-    """Record every signature `text` (the line of `rd`, or it joined to the next) holds."""
-    for sig in SIGNATURES:
+def _match(rd: Reading, text: str, found: dict[str, list[Reading]], groups: dict[str, re.Match[str]]) -> bool:
+    """Record every signature `text` (the line of `rd`, or it joined to the next) holds; say if any."""
+    any_hit = False
+    for sig in _candidates(text):
         m = sig.pattern.search(text)
         if m:
             found.setdefault(sig.symptom, []).append(rd)
             groups.setdefault(sig.symptom, m)
+            any_hit = True
+    return any_hit
 
 
 def _next_lines(ctx: Context, lines: set[int]) -> dict[int, str]:
