@@ -109,9 +109,6 @@ KEYWORDS: tuple[bytes, ...] = (
     b"bounds",
     # a dtype error pasted without its exception prefix: `"nll_loss..." not implemented for 'Float'`
     b"implemented for",
-    # a title or report spelling the non-finite loss `Nan loss` or `loss is NAN`
-    b"Nan",
-    b"NAN",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings.

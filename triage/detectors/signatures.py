@@ -392,10 +392,15 @@ def detect(ctx: Context) -> list[Symptom]:
     counts: list[Reading] = []
     unmatched: list[Reading] = []
     out: list[Symptom] = []
+    matched: dict[str, list[tuple[str, re.Match[str]]]] = {}  # a big log repeats its event lines
     for rd in ctx.events:
         text = rd.text
-        # one combined search per line; only a line that holds some signature's words is tried
-        if not _match(rd, text, found, groups) and _EXCEPTION.match(text.strip()):
+        # one combined search per distinct line; only a line holding some signature's words is tried
+        sigs = matched.get(text)
+        if sigs is None:
+            sigs = matched[text] = _matches(text)
+        _record(rd, sigs, found, groups)
+        if not sigs and _EXCEPTION.match(text.strip()):
             unmatched.append(rd)
         if _EXCEPTION.match(text.strip()):
             exceptions.append(rd)
@@ -407,7 +412,7 @@ def detect(ctx: Context) -> list[Symptom]:
         for rd in unmatched:
             more = following.get(rd.line) if rd.line is not None else None
             if more is not None:
-                _match(rd, rd.text.rstrip() + " " + more.strip(), found, groups)
+                _record(rd, _matches(rd.text.rstrip() + " " + more.strip()), found, groups)
     for sig in SIGNATURES:
         hits = found.get(sig.symptom)
         if not hits or _series_says(ctx, sig.symptom):
@@ -452,16 +457,21 @@ def detect(ctx: Context) -> list[Symptom]:
     return _order(out)
 
 
-def _match(rd: Reading, text: str, found: dict[str, list[Reading]], groups: dict[str, re.Match[str]]) -> bool:
-    """Record every signature `text` (the line of `rd`, or it joined to the next) holds; say if any."""
-    any_hit = False
-    for sig in _candidates(text):
-        m = sig.pattern.search(text)
-        if m:
-            found.setdefault(sig.symptom, []).append(rd)
-            groups.setdefault(sig.symptom, m)
-            any_hit = True
-    return any_hit
+def _matches(text: str) -> list[tuple[str, re.Match[str]]]:
+    """Every signature `text` holds, with its match."""
+    return [(sig.symptom, m) for sig in _candidates(text) if (m := sig.pattern.search(text))]
+
+
+def _record(
+    rd: Reading,
+    sigs: list[tuple[str, re.Match[str]]],
+    found: dict[str, list[Reading]],
+    groups: dict[str, re.Match[str]],
+) -> None:
+    """Count `rd` as an occurrence of each signature it matched; keep each first match."""
+    for symptom, m in sigs:
+        found.setdefault(symptom, []).append(rd)
+        groups.setdefault(symptom, m)
 
 
 def _next_lines(ctx: Context, lines: set[int]) -> dict[int, str]:
