@@ -211,6 +211,9 @@ class Backward:
     call: cst.Call
     loss: cst.BaseExpression
     scaler: cst.BaseExpression | None  # the GradScaler in `scaler.scale(loss).backward()`
+    # A callable loss scaler (timm's and Swin's `loss_scaler(loss, optimizer, clip_grad=...)`): the
+    # one call runs the backward, the clipping and the optimizer step.
+    steps: bool = False
 
 
 class Training:
@@ -283,11 +286,15 @@ class Training:
         """Every backward call with the loss it differentiates.
 
         `loss.backward()`, `scaler.scale(loss).backward()`, `cast(T, scaler.scale(loss)).backward()`,
-        `scaled.backward()` after `scaled = scaler.scale(loss)`; and the framework forms that take
-        the loss as an argument: `accelerator.backward(loss)`, `self.manual_backward(loss)`.
+        `scaled.backward()` after `scaled = scaler.scale(loss)`; the framework forms that take
+        the loss as an argument: `accelerator.backward(loss)`, `self.manual_backward(loss)`; and a
+        callable loss scaler's `loss_scaler(loss, optimizer, ...)` (see `is_scaler_call`).
         """
         found = []
         for call in self.source.nodes(cst.Call):
+            if self.is_scaler_call(call):
+                found.append(Backward(call, argument(call, "loss", 0).value, None, steps=True))  # type: ignore[union-attr]
+                continue
             if not isinstance(call.func, cst.Attribute):
                 continue
             name = call.func.attr.value
@@ -307,6 +314,40 @@ class Training:
                 continue
             found.append(Backward(call, loss, scaler))
         return found
+
+    @cached_property
+    def scaler_classes(self) -> dict[str, cst.FunctionDef]:
+        """Classes of this file whose `__call__` runs a backward pass (a loss scaler such as timm's
+        NativeScaler), with that `__call__`."""
+        found = {}
+        for cls in self.source.nodes(cst.ClassDef):
+            for statement in cls.body.body:
+                if (
+                    isinstance(statement, cst.FunctionDef)
+                    and statement.name.value == "__call__"
+                    and any(callee_name(c) == "backward" for c in self.source.within(statement.body, cst.Call))
+                ):
+                    found[cls.name.value] = statement
+        return found
+
+    def is_scaler_call(self, call: cst.Call) -> bool:
+        """True for a call of a loss scaler that runs the backward itself: `loss_scaler(loss,
+        optimizer, clip_grad=...)` where `loss_scaler` was built from a class of this file whose
+        `__call__` runs a backward, or from a `*Scaler` class other than torch's GradScaler (which
+        is never called): timm's `NativeScaler()`, Swin's `NativeScalerWithGradNormCount()`; or,
+        built elsewhere, a callable named `*scaler*` that is handed the loss and an optimizer."""
+        func = call.func
+        if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) or argument(call, "loss", 0) is None:
+            return False
+        built = self.constructors.get(self._text(func))
+        if built:
+            return built in self.scaler_classes or ("Scaler" in built and built != "GradScaler")
+        optimizer = argument(call, "optimizer", 1)
+        return (
+            "scaler" in (last_name(func) or "").lower()
+            and optimizer is not None
+            and self.role(optimizer.value) == "optimizer"
+        )
 
     def _scaled_value(self, name: cst.Name, use: cst.CSTNode) -> cst.Call | None:
         """`scaler.scale(loss)` when `name` was last assigned from it before `use`."""
@@ -694,14 +735,23 @@ FORWARD_METHODS = frozenset(
 EVALUATION_WORDS = ("eval", "valid", "test", "estimate", "predict", "infer", "sample", "generate")
 
 
-def runs_model(source: Source, training: Training, node: cst.CSTNode, depth: int = 2) -> bool:
+def runs_model(
+    source: Source, training: Training, node: cst.CSTNode, depth: int = 2, used: bool = False, generate: bool = True
+) -> bool:
     """True if running `node` runs a model forward pass: `model(x)`, `self.net(x)`, `self(x)`,
-    `model.generate(...)`, `model.validation_step(...)`, or a function of this file that does."""
+    `model.generate(...)`, `model.validation_step(...)`, or a function of this file that does.
+
+    `used`: only forward passes whose result is used count (`model(images)` alone on its line, as a
+    throughput benchmark runs it, does not). `generate`: whether `x.generate(...)` counts."""
     for call in source.within(node, cst.Call):
         func = call.func
         name = (last_name(func) or "").lower()
         if isinstance(func, cst.Attribute) and func.attr.value in FORWARD_METHODS:
+            if func.attr.value == "generate" and not generate:
+                continue
             return True
+        if used and isinstance(source.parent(call), cst.Expr) and not training.called_functions(call):
+            continue  # `model(images)` alone on its line: its result is dropped
         if (
             isinstance(func, (cst.Name, cst.Attribute, cst.Subscript))
             and (name == "self" or any(word in name for word in MODEL_WORDS))
@@ -720,15 +770,29 @@ def runs_model(source: Source, training: Training, node: cst.CSTNode, depth: int
             any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS) for a in call.args
         ):
             return True  # `criterion(model, sample)`: a criterion that runs the model it is handed
-        if depth > 0 and any(runs_model(source, training, f.body, depth - 1) for f in training.called_functions(call)):
+        if depth > 0 and any(
+            runs_model(source, training, f.body, depth - 1, used, generate) for f in training.called_functions(call)
+        ):
             return True
     return False
 
 
 def is_evaluation(source: Source, training: Training, node: cst.CSTNode) -> bool:
     """True if `node` (a `no_grad` block, a decorated function) evaluates a model: it runs a forward
-    pass. A metrics helper or a copy of weights under `no_grad` is not evaluation."""
-    return runs_model(source, training, node)
+    pass whose result it uses. A metrics helper or a copy of weights under `no_grad` is not
+    evaluation, nor is a throughput benchmark that drops what the model returns, nor a block
+    that only calls a `generate` method: libraries' generate methods (Hugging Face's, fairseq's
+    sequence generators, nanoGPT's) switch autograd off themselves, unless this file defines a
+    `generate` that does not."""
+    own = training.functions.get("generate", ())
+    generate = any(not any(disables_grad(d.decorator) for d in f.decorators) for f in own)
+    return runs_model(source, training, node, used=True, generate=generate)
+
+
+def only_times_model(source: Source, training: Training, node: cst.CSTNode) -> bool:
+    """True if `node` runs the model but drops every result (a throughput benchmark): no number
+    it makes depends on the model's mode or on autograd."""
+    return runs_model(source, training, node) and not runs_model(source, training, node, used=True)
 
 
 def sets_mode(call: cst.Call) -> bool:
@@ -862,11 +926,31 @@ def grad_switch(expr: cst.BaseExpression) -> bool:
     return disables_grad(expr) or (isinstance(expr, cst.Call) and last_name(expr.func) == "set_grad_enabled")
 
 
+def _is_assignment(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], (cst.Assign, cst.AnnAssign))
+    )
+
+
+def _is_forward_block(statement: cst.CSTNode) -> bool:
+    """True for a `with autocast(...):` block of assignments (the forward pass, when the loss is
+    computed after it): a context that does not switch autograd, holding only assignments."""
+    return (
+        isinstance(statement, cst.With)
+        and not any(grad_switch(item.item) for item in statement.items)
+        and isinstance(statement.body, cst.IndentedBlock)
+        and all(_is_assignment(s) for s in statement.body.body)
+    )
+
+
 def forward_run(source: Source, training: Training, backward: Backward) -> tuple[cst.CSTNode, cst.CSTNode] | None:
     """The statements that compute the forward pass and the loss a backward call uses.
 
     From the loss assignment (or the `with autocast` block around it) back through the
-    assignments just before it, stopping at data movement and `zero_grad`. Returns the
+    assignments (and `with autocast` blocks of assignments) just before it, stopping at data
+    movement and `zero_grad`. Returns the
     first and last statement, siblings in one block, or None if there is no such run.
     """
     assign = training.loss_assignment(backward)
@@ -891,11 +975,7 @@ def forward_run(source: Source, training: Training, backward: Backward) -> tuple
     first = last
     while index > 0:
         previous = siblings[index - 1]
-        if not (
-            isinstance(previous, cst.SimpleStatementLine)
-            and len(previous.body) == 1
-            and isinstance(previous.body[0], (cst.Assign, cst.AnnAssign))
-        ):
+        if not (_is_assignment(previous) or _is_forward_block(previous)):
             break
         if any(marker in source.code(previous) for marker in _DATA_MOVES):
             break

@@ -32,11 +32,24 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
     return name == "self" or any(word in name for word in MODEL_WORDS) or training.role(expr) is not None
 
 
+def _fresh_tensor(expr: cst.BaseExpression) -> bool:
+    """True for a tensor the code makes itself, through any methods: `torch.zeros(n, h)`,
+    `torch.multinomial(p, 1).unsqueeze(1)`. Fed to the model, it must be on the model's device."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if dotted(expr.func.value) == "torch":
+            return expr.func.attr.value[:1].islower()
+        expr = expr.func.value
+    return False
+
+
 def _is_batch(source, call: cst.Call) -> bool:
     """A batch moves where batches are taken: in a loop, in what a batch helper returns
-    (`return x.to(device), y`), or in a function that names batches. A checkpoint's metric moved
-    once at start-up (`best_acc1 = best_acc1.to(gpu)`) is not a batch."""
+    (`return x.to(device), y`), or in a function that names batches; and so does an input the
+    code makes itself (`torch.zeros(...).to(device)`, the initial state of a sampling run). A
+    checkpoint's metric moved once at start-up (`best_acc1 = best_acc1.to(gpu)`) is not a batch."""
     if source.enclosing(call, (cst.For, cst.While, cst.ListComp, cst.DictComp, cst.GeneratorExp)) is not None:
+        return True
+    if isinstance(call.func, cst.Attribute) and _fresh_tensor(call.func.value):
         return True
     if source.enclosing(call, cst.Return) is not None:
         return True
@@ -89,6 +102,20 @@ class DeviceMismatch(Operator):
             ("for i in range(0, len(batch), micro):\n    x = batch[i : i + micro]\n",),
         ),
         Example(
+            # Inputs the code makes itself, outside any loop (a sampling run's start).
+            "with torch.no_grad():\n"
+            "    state = torch.zeros(layers, 1, hidden).to(device)\n"
+            "    x = torch.multinomial(prob, num_samples=1).unsqueeze(1).to(device)\n",
+            (
+                "with torch.no_grad():\n"
+                "    state = torch.zeros(layers, 1, hidden)\n"
+                "    x = torch.multinomial(prob, num_samples=1).unsqueeze(1).to(device)\n",
+                "with torch.no_grad():\n"
+                "    state = torch.zeros(layers, 1, hidden).to(device)\n"
+                "    x = torch.multinomial(prob, num_samples=1).unsqueeze(1)\n",
+            ),
+        ),
+        Example(
             # A library helper that moves the batch (ignite's `convert_tensor`).
             "def train_step(engine, batch):\n    x = convert_tensor(batch[0], device, non_blocking=True)\n",
             ("def train_step(engine, batch):\n    x = batch[0]\n",),
@@ -107,6 +134,8 @@ class DeviceMismatch(Operator):
         "    for _ in range(steps):\n"
         "        data = next(self.dl).to(device)\n",
         "def train_step(engine, batch):\n    m = convert_tensor(model, device)\n",
+        # Outside a loop, a tensor that is not made here (a loaded metric, a module's buffer).
+        "best = checkpoint['best'].to(device)\nw = torch.nn.Linear(2, 2).to(device)\n",
     )
 
     def changes(self, source, training):

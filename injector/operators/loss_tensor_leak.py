@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, under_no_grad
+from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, last_name, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
 STORING_PREFIXES = (
@@ -37,6 +37,11 @@ class LossTensorLeak(Operator):
                 "history.append(loss.detach())\nmeter.update(float(val_loss), n)\n",
                 "history.append(loss.detach().item())\nmeter.update(val_loss, n)\n",
             ),
+        ),
+        Example(
+            # A meter keeps what it is handed (timm's AverageMeter, positional values).
+            "loss_meter.update(loss.item(), targets.size(0))\n",
+            ("loss_meter.update(loss, targets.size(0))\n",),
         ),
         Example(
             # Values of a loop over losses, into a running-mean logger.
@@ -75,6 +80,8 @@ class LossTensorLeak(Operator):
         "for key, values in metrics.items():\n    logger.logkv_mean(key, values.mean().item())\n",
         "total += acc.item()\n",
         "if loss.item() > 10:\n    stop()\n",
+        # The reference scripts' MetricLogger turns tensors into numbers itself.
+        "metric_logger.update(loss=loss.item())\n",
         # Under no_grad a loss holds no graph: dropping `.item()` keeps nothing alive.
         "with torch.no_grad():\n    total_loss += criterion(model(x), y).item()\n",
         "@torch.no_grad()\ndef evaluate(model):\n    losses.append(model.loss(x).item())\n",
@@ -111,7 +118,7 @@ class LossTensorLeak(Operator):
                 and isinstance(ancestor.func, cst.Attribute)
                 and (callee_name(ancestor) or "").startswith(STORING_PREFIXES)
             ):
-                return True
+                return not _itemizing_logger(source, ancestor, call)
             if isinstance(ancestor, cst.Assign):
                 if any(isinstance(t.target, cst.Subscript) for t in ancestor.targets):
                     return True
@@ -126,6 +133,18 @@ class LossTensorLeak(Operator):
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+def _itemizing_logger(source, store: cst.Call, call: cst.Call) -> bool:
+    """True for `metric_logger.update(loss=loss.item())`: the MetricLogger of the PyTorch
+    reference scripts (and the DETR, DINO, DeiT, MAE copies of it) takes keyword values and
+    calls `.item()` on tensors itself, so dropping ours keeps no graph."""
+    owner = (last_name(store.func.value) or "").lower()  # type: ignore[attr-defined]
+    return (
+        callee_name(store) == "update"
+        and "logger" in owner
+        and any(a.keyword is not None and any(n is call for n in source.within(a, cst.Call)) for a in store.args)
+    )
 
 
 def _loss_names(source, training) -> set[str]:

@@ -9,13 +9,19 @@ FACTOR = 100
 # Schedulers that set the learning rate themselves, overriding the optimizer's: (class, keyword).
 OVERRIDING_SCHEDULERS = {"OneCycleLR": "max_lr", "CyclicLR": "max_lr"}
 LR_KEYS = {"lr", "learning_rate"}
+# A config's learning-rate field, read by an optimizer built elsewhere (`build_optimizer(config, model)`).
+CONFIG_LR_FIELDS = {"lr", "base_lr", "learning_rate"}
+# The peak rate of a DeepSpeed config's scheduler (WarmupLR, WarmupDecayLR, OneCycle): it sets
+# the optimizer's rate itself, so a mutant of the optimizer's own "lr" there changes nothing.
+SCHEDULE_PEAK_KEYS = {"warmup_max_lr", "cycle_max_lr"}
 
 
 class LrTooHigh(Operator):
     id = "lr-too-high"
     summary = (
         f"Multiply the learning rate by {FACTOR} where it reaches the optimizer: its `lr`, "
-        "`param_group['lr'] = ...`, a OneCycleLR `max_lr`, a manual SGD update."
+        "`param_group['lr'] = ...`, a OneCycleLR `max_lr`, a manual SGD update, or the config "
+        "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
         Example(
@@ -52,6 +58,26 @@ class LrTooHigh(Operator):
             ),
         ),
         Example(
+            # A DeepSpeed config: the scheduler's peak sets the rate, not the optimizer's "lr".
+            "ds_config = {'optimizer': {'params': {'lr': 0.001}},\n"
+            "             'scheduler': {'type': 'WarmupLR', 'params': {'warmup_max_lr': 0.001}}}\n",
+            (
+                "ds_config = {'optimizer': {'params': {'lr': 0.001}},\n"
+                "             'scheduler': {'type': 'WarmupLR', 'params': {'warmup_max_lr': 0.1}}}\n",
+            ),
+        ),
+        Example(
+            # The optimizer is built elsewhere from the config: the rate is set in the config.
+            "config.TRAIN.BASE_LR = config.TRAIN.BASE_LR * world_size\n"
+            "args.lr = 0.1\n"
+            "optimizer = build_optimizer(config, model)\n",
+            (
+                "config.TRAIN.BASE_LR = (config.TRAIN.BASE_LR * world_size) * 100\n"
+                "args.lr = 0.1\n"
+                "optimizer = build_optimizer(config, model)\n",
+            ),
+        ),
+        Example(
             "with torch.no_grad():\n    for p in model.parameters():\n        p.data.add_(p.grad, alpha=-lr)\n",
             (
                 "with torch.no_grad():\n"
@@ -65,6 +91,8 @@ class LrTooHigh(Operator):
         "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)\n",
         "lr = 1e-3\n",
         "lrs = [group['lr'] for group in optimizer.param_groups]\n",
+        # A config field no optimizer builder of the file reads; `self.lr` of a class.
+        "config.TRAIN.BASE_LR = 0.1\nself.lr = lr\nmodel = build_model(config)\n",
     )
 
     def changes(self, source, training):
@@ -98,6 +126,35 @@ class LrTooHigh(Operator):
                         and index.value.evaluated_value in LR_KEYS
                     ):
                         yield self._scaled(source, assign, assign.value)
+        yield from self._config_fields(source, training)
+        for element in source.nodes(cst.DictElement):
+            key = element.key
+            if isinstance(key, cst.SimpleString) and key.evaluated_value in SCHEDULE_PEAK_KEYS:
+                yield self._scaled(source, element, element.value)
+
+    @staticmethod
+    def _config_fields(source, training):
+        """`config.TRAIN.BASE_LR = ...` where the file hands `config` to an optimizer builder
+        (`build_optimizer(config, model)`, `create_optimizer(args, model)`), unless an optimizer
+        constructor of the file takes its `lr` from that same field (the mutant is there)."""
+        handed, read = set(), set()
+        for call in source.nodes(cst.Call):
+            if training.role_of_constructor(call) == "optimizer":
+                lr = argument(call, "lr", 1)
+                if lr is not None and dotted(lr.value):
+                    read.add(dotted(lr.value))
+            elif "optim" in (callee_name(call) or "").lower():
+                handed.update(dotted(a.value) for a in call.args if isinstance(a.value, cst.Name))
+        for assign in source.nodes(cst.Assign):
+            for target in assign.targets:
+                field = dotted(target.target) if isinstance(target.target, cst.Attribute) else None
+                if (
+                    field is not None
+                    and field.split(".")[-1].lower() in CONFIG_LR_FIELDS
+                    and field.split(".")[0] in handed
+                    and field not in read
+                ):
+                    yield LrTooHigh._scaled(source, assign, assign.value)
 
     @staticmethod
     def _overridden(source, training) -> dict[str, cst.Call]:

@@ -1,8 +1,19 @@
+"""missing-backward: the backward pass is never run.
+
+A callable loss scaler (`loss_scaler(loss, optimizer, clip_grad=...)`, timm's NativeScaler) runs
+the backward, the clipping and the step in one call, and nothing outside it can drop the
+backward alone: the faithful mutant drops the call (its result, where one is kept, becomes the
+`None` the scaler itself returns when it did not step). Without a backward there is nothing for
+the step to apply, so the run shows what a missing backward shows: flat loss, no gradient norm.
+"""
+
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import libcst as cst
 
-from injector.operators.base import Example, Operator, deleted_calls
+from injector.operators.base import Change, Example, Operator, deleted_calls
 from injector.patterns import callee_name
 
 
@@ -34,15 +45,62 @@ class MissingBackward(Operator):
             "def training_step(self, batch):\n    self.manual_backward(self.compute_loss(batch))\n",
             ("def training_step(self, batch):\n    pass\n",),
         ),
+        Example(
+            # A callable loss scaler: the call is the backward (and the step); a kept result is None.
+            "loss_scaler = NativeScaler()\n"
+            "for x, y in loader:\n"
+            "    loss = criterion(model(x), y)\n"
+            "    norm = loss_scaler(loss, optimizer, clip_grad=1.0, parameters=model.parameters())\n"
+            "    log(norm)\n"
+            "def train_one_epoch(model, loader, optimizer, loss_scaler):\n"
+            "    for x, y in loader:\n"
+            "        loss_scaler(criterion(model(x), y), optimizer)\n",
+            (
+                "loss_scaler = NativeScaler()\n"
+                "for x, y in loader:\n"
+                "    loss = criterion(model(x), y)\n"
+                "    norm = None\n"
+                "    log(norm)\n"
+                "def train_one_epoch(model, loader, optimizer, loss_scaler):\n"
+                "    for x, y in loader:\n"
+                "        loss_scaler(criterion(model(x), y), optimizer)\n",
+                "loss_scaler = NativeScaler()\n"
+                "for x, y in loader:\n"
+                "    loss = criterion(model(x), y)\n"
+                "    norm = loss_scaler(loss, optimizer, clip_grad=1.0, parameters=model.parameters())\n"
+                "    log(norm)\n"
+                "def train_one_epoch(model, loader, optimizer, loss_scaler):\n"
+                "    for x, y in loader:\n"
+                "        pass\n",
+            ),
+        ),
     )
     untouched = (
         "def backward(ctx, grad):\n    return grad\n",
         "grads = torch.autograd.grad(loss, params)\n",
+        # torch's GradScaler is never called; a called thing that is not handed an optimizer is no scaler.
+        "scaler = torch.amp.GradScaler()\nscaler(loss, optimizer)\nscale_image(img, 2)\n",
     )
 
     def changes(self, source, training):
-        return deleted_calls(
+        yield from deleted_calls(
             source,
             lambda call: isinstance(call.func, cst.Attribute) and callee_name(call) in {"backward", "manual_backward"},
             "removed `{code}`: no gradients are computed",
         )
+        for backward in training.backwards:
+            if backward.steps:
+                yield from dropped_scaler_call(source, backward.call, "no gradients are computed (nor applied)")
+
+
+def dropped_scaler_call(source, call: cst.Call, effect: str) -> Iterator[Change]:
+    """Drop a callable loss scaler's call: delete its statement, or where its result is kept
+    (`grad_norm = loss_scaler(...)`) make the result `None`."""
+    statement = source.parent(call)
+    if not source.is_reachable(statement):
+        return
+    name = source.code(call.func)
+    if isinstance(statement, cst.Expr):
+        yield Change(call, (source.delete_statement(statement),), f"removed the `{name}(...)` call: {effect}")
+    elif isinstance(statement, cst.Assign) and statement.value is call:
+        yield Change(call, (source.replace(call, "None"),), f"removed the `{name}(...)` call: {effect}")

@@ -3,7 +3,15 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
-from injector.patterns import argument, callee_name, helper_owned, is_criterion, is_literal_bool, sets_mode
+from injector.patterns import (
+    argument,
+    callee_name,
+    helper_owned,
+    is_criterion,
+    is_literal_bool,
+    only_times_model,
+    sets_mode,
+)
 
 
 def _is_eval(call: cst.Call) -> bool:
@@ -72,6 +80,8 @@ class MissingEvalMode(Operator):
         "result = eval('1 + 1')\n",
         "model.train()\n",
         "model.eval(deep=True)\n",
+        # A throughput benchmark: the outputs are dropped, so the mode changes no number.
+        "def throughput(model, images):\n    model.eval()\n    for i in range(30):\n        model(images)\n",
     )
 
     def changes(self, source, training):
@@ -84,4 +94,9 @@ class MissingEvalMode(Operator):
                         (source.replace(mode.value, "True"),),
                         f"`{source.code(call)}` never switches to eval mode",
                     )
-        yield from removed_mode_switches(source, training, _is_eval, False, "evaluation runs in training mode")
+
+        def is_switch(call: cst.Call) -> bool:
+            function = source.function_of(call)
+            return _is_eval(call) and not (function is not None and only_times_model(source, training, function.body))
+
+        yield from removed_mode_switches(source, training, is_switch, False, "evaluation runs in training mode")

@@ -10,6 +10,9 @@ LIMIT = {"clip_grad_norm_": "max_norm", "clip_grad_norm": "max_norm", "clip_grad
 # Lightning's Trainer). Not a generic `max_grad_norm`: handed to `clip_grad_norm_`, 0 would
 # zero every gradient instead of leaving them unclipped.
 SETTINGS = frozenset({"gradient_clipping", "gradient_clip_val"})
+# A callable loss scaler's clipping limit (timm's and Swin's `loss_scaler(..., clip_grad=...)`):
+# `None` is how those scalers are told not to clip, so the mutant passes `None`.
+SCALER_LIMITS = frozenset({"clip_grad", "grad_clip", "max_norm", "clip_value", "max_grad_norm"})
 
 
 def _result_unused(source, statement, call: cst.Call) -> bool:
@@ -53,6 +56,15 @@ class MissingGradClipping(Operator):
             ("def step(args):\n    param_norms = None\n    loss.backward()\n    optimizer.step()\n",),
         ),
         Example(
+            # A callable loss scaler clips when handed a limit: it is handed None.
+            "loss_scaler = NativeScaler()\n"
+            "norm = loss_scaler(loss, optimizer, clip_grad=config.TRAIN.CLIP_GRAD, parameters=model.parameters())\n",
+            (
+                "loss_scaler = NativeScaler()\n"
+                "norm = loss_scaler(loss, optimizer, clip_grad=None, parameters=model.parameters())\n",
+            ),
+        ),
+        Example(
             # A library's clipping helper, and the settings that make a framework clip.
             "if need_update:\n"
             "    utils.dispatch_clip_grad(params, value=args.clip_grad, mode=args.clip_mode)\n"
@@ -80,6 +92,7 @@ class MissingGradClipping(Operator):
         "config = {'gradient_clipping': 0.0}\ntrainer = Trainer(gradient_clip_val=None)\n",
         "config = {'lr': 2e-5, 'max_grad_norm': 1.0}\n",
         "def step():\n    norms = utils.clip_gradients(model, 1.0)\n    log(norms)\n",
+        "loss_scaler = NativeScaler()\nloss_scaler(loss, optimizer, clip_grad=None, parameters=model.parameters())\n",
     )
 
     def changes(self, source, training):
@@ -111,6 +124,21 @@ class MissingGradClipping(Operator):
                     (source.replace(limit.value, 'float("inf")'),),
                     f"`{name}` clips at infinity (its norm is still computed)",
                 )
+
+        for backward in training.backwards:
+            if not backward.steps:
+                continue
+            for arg in backward.call.args:
+                if (
+                    arg.keyword is not None
+                    and arg.keyword.value in SCALER_LIMITS
+                    and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
+                ):
+                    yield Change(
+                        backward.call,
+                        (source.replace(arg.value, "None"),),
+                        f"`{arg.keyword.value}=None`: the loss scaler never clips",
+                    )
 
         for element in source.nodes(cst.DictElement):
             key = element.key

@@ -3,7 +3,17 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, method_on, needs_parens, statement_call
+from injector.patterns import argument, callee_name, last_name, method_on, needs_parens, statement_call
+
+
+def _hand_scaled(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The loss of a loss scaled by hand before its backward (`(loss * loss_scale).backward()`, as
+    fp16 code without a GradScaler does), or None."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        for loss, scale in ((expr.left, expr.right), (expr.right, expr.left)):
+            if "scale" in (last_name(scale) or "").lower() and "scale" not in (last_name(loss) or "").lower():
+                return loss
+    return None
 
 
 class MissingGradScaler(Operator):
@@ -58,15 +68,32 @@ class MissingGradScaler(Operator):
                 "    loss.backward()\n",
             ),
         ),
+        Example(
+            # fp16 training that scales the loss by hand.
+            "loss_scale = 2 ** self.lg_loss_scale\n(loss * loss_scale).backward()\n",
+            ("loss_scale = 2 ** self.lg_loss_scale\n(loss).backward()\n",),
+        ),
     )
     untouched = (
         "loss.backward()\noptimizer.step()\n",
+        "(loss * weight).backward()\n(loss + aux_scale).backward()\n",
         "scaler = torch.amp.GradScaler('cuda')\n",
     )
 
     def changes(self, source, training):
         done: set[tuple] = set()
         for backward in training.backwards:
+            receiver = backward.call.func.value if isinstance(backward.call.func, cst.Attribute) else None
+            loss = _hand_scaled(receiver) if backward.scaler is None and receiver is not None else None
+            if loss is not None:
+                # Scaled by hand: the backward of the unscaled loss, while the code still divides
+                # the gradients by the scale afterwards, as GradScaler's step would.
+                yield Change(
+                    backward.call,
+                    (source.replace(receiver, source.code(loss)),),
+                    "the loss is no longer scaled before its fp16 backward",
+                )
+                continue
             if backward.scaler is None:
                 continue
             scaler = source.code(backward.scaler)

@@ -117,6 +117,24 @@ class MissingNoGradEval(Operator):
                 "    torch.set_grad_enabled(True)\n",
             ),
         ),
+        Example(
+            # This file's own generate keeps autograd on: the caller's no_grad is what saves memory.
+            "class LM(nn.Module):\n"
+            "    def generate(self, idx):\n"
+            "        return self(idx)\n"
+            "def sample(model, idx):\n"
+            "    with torch.no_grad():\n"
+            "        out = model.generate(idx)\n"
+            "    return out\n",
+            (
+                "class LM(nn.Module):\n"
+                "    def generate(self, idx):\n"
+                "        return self(idx)\n"
+                "def sample(model, idx):\n"
+                "    out = model.generate(idx)\n"
+                "    return out\n",
+            ),
+        ),
     )
     untouched = (
         "with torch.enable_grad():\n    y = f(x)\n",
@@ -128,6 +146,12 @@ class MissingNoGradEval(Operator):
         # Samples detached at once: no graph outlives the block.
         "with torch.no_grad():\n    fake = generator(noise).detach().cpu()\n",
         "with torch.no_grad():\n    cond = self.model(x).pred\n    cond.detach_()\n",
+        # A library's generate switches autograd off itself.
+        "def inference_step(self, generator, models, sample):\n"
+        "    with torch.no_grad():\n"
+        "        return generator.generate(models, sample)\n",
+        # A throughput benchmark drops what the model returns: no graph is kept.
+        "@torch.no_grad()\ndef throughput(model, images):\n    for i in range(30):\n        model(images)\n",
     )
 
     def changes(self, source, training):

@@ -1,9 +1,21 @@
+"""missing-optimizer-step: the optimizer never applies the gradients.
+
+A callable loss scaler (`loss_scaler(loss, optimizer, ...)`, timm's NativeScaler) takes the step
+inside the call, after the backward. The faithful mutant keeps the backward and only stops the
+step: the scaler's own switch for it set to `False` (`update_grad=` in Swin's scaler,
+`need_update=` in timm's, or the like-named parameter of a scaler class of the file); where the
+call has no such switch, the optimizer's `step` is made a no-op just before the call, which is
+what the scaler ends up calling.
+"""
+
 from __future__ import annotations
 
 import libcst as cst
 
-from injector.operators.base import Example, Operator, deleted_calls
-from injector.patterns import callee_name
+from injector.operators.base import Change, Example, Operator, deleted_calls
+from injector.patterns import argument, callee_name, dotted, is_literal_bool, with_keyword
+
+STEP_SWITCH_WORDS = ("update", "step")
 
 
 class MissingOptimizerStep(Operator):
@@ -44,6 +56,50 @@ class MissingOptimizerStep(Operator):
             "model_engine.backward(loss)\nmodel_engine.step()\n",
             ("model_engine.backward(loss)\n",),
         ),
+        Example(
+            # A callable loss scaler: its step switch turned off, or the step made a no-op.
+            "loss_scaler = NativeScaler()\n"
+            "for i, (x, y) in enumerate(loader):\n"
+            "    norm = loss_scaler(loss_fn(model(x), y), optimizer, update_grad=(i + 1) % accum == 0)\n"
+            "    loss_scaler(loss_fn(model(x), y), self.opt, clip_grad=1.0)\n",
+            (
+                "loss_scaler = NativeScaler()\n"
+                "for i, (x, y) in enumerate(loader):\n"
+                "    norm = loss_scaler(loss_fn(model(x), y), optimizer, update_grad=False)\n"
+                "    loss_scaler(loss_fn(model(x), y), self.opt, clip_grad=1.0)\n",
+                "loss_scaler = NativeScaler()\n"
+                "for i, (x, y) in enumerate(loader):\n"
+                "    norm = loss_scaler(loss_fn(model(x), y), optimizer, update_grad=(i + 1) % accum == 0)\n"
+                "    self.opt.step = lambda *args, **kwargs: None\n"
+                "    loss_scaler(loss_fn(model(x), y), self.opt, clip_grad=1.0)\n",
+            ),
+        ),
+        Example(
+            # A scaler class of the file: its `__call__` names the switch.
+            "class Scaler:\n"
+            "    def __call__(self, loss, optimizer, need_update=True):\n"
+            "        self._scaler.scale(loss).backward()\n"
+            "        if need_update:\n"
+            "            self._scaler.step(optimizer)\n"
+            "scaler = Scaler()\n"
+            "scaler(loss, optimizer)\n",
+            (
+                "class Scaler:\n"
+                "    def __call__(self, loss, optimizer, need_update=True):\n"
+                "        self._scaler.scale(loss).backward()\n"
+                "        if need_update:\n"
+                "            pass\n"
+                "scaler = Scaler()\n"
+                "scaler(loss, optimizer)\n",
+                "class Scaler:\n"
+                "    def __call__(self, loss, optimizer, need_update=True):\n"
+                "        self._scaler.scale(loss).backward()\n"
+                "        if need_update:\n"
+                "            self._scaler.step(optimizer)\n"
+                "scaler = Scaler()\n"
+                "scaler(loss, optimizer, need_update=False)\n",
+            ),
+        ),
     )
     untouched = (
         "lr_scheduler.step()\n",
@@ -51,6 +107,8 @@ class MissingOptimizerStep(Operator):
         "env.step(action)\n",
         "sched.step(val_loss)\n",
         "model_engine.step()\n",
+        # Already told not to step.
+        "loss_scaler = NativeScaler()\nloss_scaler(loss, optimizer, update_grad=False)\n",
     )
 
     def changes(self, source, training):
@@ -65,4 +123,32 @@ class MissingOptimizerStep(Operator):
             # A manual update: `p.data.add_(p.grad, alpha=-lr)`, `p.sub_(lr * p.grad)`.
             return name in {"add_", "sub_"} and any(".grad" in source.code(a.value) for a in call.args)
 
-        return deleted_calls(source, wanted, "removed `{code}`: the parameters never change")
+        yield from deleted_calls(source, wanted, "removed `{code}`: the parameters never change")
+        for backward in training.backwards:
+            if backward.steps and source.is_reachable(source.parent(backward.call)):
+                yield from self._scaler_without_step(source, training, backward.call)
+
+    @staticmethod
+    def _scaler_without_step(source, training, call: cst.Call):
+        effect = "the gradients are computed but the parameters never change"
+        for arg in call.args:
+            keyword = arg.keyword.value if arg.keyword is not None else ""
+            if any(w in keyword.lower() for w in STEP_SWITCH_WORDS):
+                if not is_literal_bool(arg.value, False):
+                    yield Change(call, (source.replace(arg.value, "False"),), f"`{keyword}=False`: {effect}")
+                return
+        method = training.scaler_classes.get(training.constructors.get(dotted(call.func) or "", ""))
+        if method is not None:
+            for param in method.params.params:
+                if any(w in param.name.value.lower() for w in STEP_SWITCH_WORDS):
+                    new = with_keyword(call, param.name.value, cst.Name("False"))
+                    yield Change(call, (source.replace_node(call, new),), f"`{param.name.value}=False`: {effect}")
+                    return
+        optimizer = argument(call, "optimizer", 1)
+        name = dotted(optimizer.value) if optimizer is not None else None
+        if name is not None:
+            yield Change(
+                call,
+                (source.insert_before(source.parent(call), [f"{name}.step = lambda *args, **kwargs: None"]),),
+                f"`{name}.step` does nothing: {effect}",
+            )

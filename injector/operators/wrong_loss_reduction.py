@@ -10,6 +10,7 @@ from injector.patterns import (
     callee_name,
     constructed,
     is_functional,
+    is_literal_bool,
     last_name,
     under_no_grad,
     with_keyword,
@@ -38,6 +39,10 @@ class WrongLossReduction(Operator):
         Example(
             "criterion = nn.CrossEntropyLoss(label_smoothing=0.1)\n",
             ('criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum")\n',),
+        ),
+        Example(
+            "loss = F.binary_cross_entropy(x_hat, x, size_average=True)\n",
+            ("loss = F.binary_cross_entropy(x_hat, x, size_average=False)\n",),
         ),
         Example(
             "loss = F.mse_loss(pred, target, reduction='mean')\n",
@@ -80,6 +85,8 @@ class WrongLossReduction(Operator):
         "val_loss += criterion_out.mean()\n",
         "def validate(losses):\n    return losses.mean()\n",
         'total = nn.MSELoss(reduction="sum")\n',
+        # The deprecated spelling that already sums.
+        "rec = F.binary_cross_entropy(x_hat, x, size_average=False)\n",
     )
 
     def changes(self, source, training):
@@ -91,6 +98,15 @@ class WrongLossReduction(Operator):
                 and not _evaluation_only(source, call)
             ):
                 reduction = argument(call, "reduction", None)
+                averaged = argument(call, "size_average", None)
+                if averaged is not None or argument(call, "reduce", None) is not None:
+                    # The deprecated `size_average=`/`reduce=` override `reduction`: `size_average=
+                    # False` already sums; only `size_average=True` averages.
+                    if averaged is not None and is_literal_bool(averaged.value, True):
+                        yield Change(
+                            call, (source.replace(averaged.value, "False"),), f"`{name}` sums instead of averaging"
+                        )
+                    continue
                 if reduction is None:
                     new = with_keyword(call, "reduction", cst.SimpleString('"sum"'))
                     yield Change(call, (source.replace_node(call, new),), f"`{name}` sums instead of averaging")

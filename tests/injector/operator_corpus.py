@@ -62,6 +62,8 @@ class CorpusFile:
     untouched: tuple[Site, ...]
     load: str  # "import": run the whole module; "definitions": only imports, defs and classes
     construct: str  # statements run in the loaded module's namespace
+    # Broken mutants a held-out measurement found ("op @ line"), kept as measured, not tuned away.
+    known_broken: tuple[str, ...] = ()
 
 
 @dataclass
@@ -101,6 +103,7 @@ def corpus_files(split: str | None = None) -> list[CorpusFile]:
                     untouched=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("untouched", [])),
                     load=entry.get("load", "import"),
                     construct=entry.get("construct", ""),
+                    known_broken=tuple(entry.get("known_broken", [])),
                 )
             )
     return files
