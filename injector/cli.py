@@ -715,8 +715,9 @@ def _suggest(args: argparse.Namespace) -> int:
         return 0
     folder = _suggest_folder(args.write, root, outcomes)
     limit = args.max_seconds or suggest.MAX_SECONDS
+    made = suggest.mutants_of(root, result, outcomes)  # a stale report is refused before any work
     with shown.Progress(len(outcomes), root.name) as progress:
-        verdicts = suggest.suggest(result, root, outcomes, folder, progress.update, max_seconds=limit)
+        verdicts = suggest.suggest(result, root, outcomes, folder, progress.update, max_seconds=limit, made=made)
     written = _write_suggestions(verdicts, args.write, include_all=args.all)
     shown.summary(verdicts, written, args.write, folder)
     if args.json or args.markdown or args.html:

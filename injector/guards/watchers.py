@@ -309,12 +309,14 @@ class SchedulerPace(Watcher):
 
         def make(original: Callable) -> Callable:
             def step(scheduler: Any, *args: Any, **kwargs: Any) -> Any:
-                result = original(scheduler, *args, **kwargs)
                 optimizer = getattr(scheduler, "optimizer", None)
+                if optimizer is not None:
+                    self.first.setdefault(id(scheduler), (scheduler.last_epoch, self.steps.get(id(optimizer), 0)))
+                result = original(scheduler, *args, **kwargs)
                 if optimizer is None:
                     return result
                 done = self.steps.get(id(optimizer), 0)
-                start = self.first.setdefault(id(scheduler), (scheduler.last_epoch, done))
+                start = self.first[id(scheduler)]
                 if scheduler.last_epoch - start[0] > done - start[1] + 1:
                     raise GuardFailure(
                         f"the LR scheduler stepped {scheduler.last_epoch - start[0]} times over "
@@ -500,6 +502,8 @@ class ScalerUsed(Watcher):
                     "use scaler.step(optimizer) so inf/NaN steps are skipped and gradients unscaled"
                 )
 
+        # a scaler made before the block counts as much as one made in it
+        self.enabled = any(issubclass(type(o), Scaler) and o.is_enabled() for o in gc.get_objects())
         self.wrap(Scaler, "__init__", init)
         self.wrap(Scaler, "scale", scale)
         self.wrap(Scaler, "step", step)

@@ -6,7 +6,7 @@ scratch copy, that it passes on the unmutated code and kills the survivor.
 
 from __future__ import annotations
 
-from injector.suggest.verify import MAX_SECONDS, Verdict, default_folder, suggest, survivors
+from injector.suggest.verify import MAX_SECONDS, Verdict, default_folder, mutants_of, suggest, survivors
 from injector.suggest.write import STUB_MARK, Draft
 
-__all__ = ["MAX_SECONDS", "STUB_MARK", "Draft", "Verdict", "default_folder", "suggest", "survivors"]
+__all__ = ["MAX_SECONDS", "STUB_MARK", "Draft", "Verdict", "default_folder", "mutants_of", "suggest", "survivors"]

@@ -100,9 +100,11 @@ def suggest(
     folder: str,
     progress: Progress,
     max_seconds: float = MAX_SECONDS,
+    made: tuple[dict[str, Mutant], dict[str, str]] | None = None,
 ) -> list[Verdict]:
-    """Draft, then verify, a guard for each of `outcomes` (survivors of `report` on `root`)."""
-    mutants, sources = mutants_of(root, report, outcomes)
+    """Draft, then verify, a guard for each of `outcomes` (survivors of `report` on `root`);
+    `made` is `mutants_of`'s answer when the caller already has it."""
+    mutants, sources = made or mutants_of(root, report, outcomes)
     drafts = [draft(o, root, folder, WATCHED) for o in outcomes]
     work = scratch.create()
     try:
@@ -117,6 +119,20 @@ def suggest(
         timing = _run_unmutated(copy, [f"{folder}/{d.module}" for d in runnable] + originals, work / "unmutated.xml")
         for command in {c.source_test for d in runnable for c in d.candidates if "::" not in c.source_test}:
             timing[("", command)] = (True, report.baseline.duration)
+        # The first tests of a session pay for lazy imports: a passing test over the limit is
+        # timed once more, and its faster time counts.
+        slow = [
+            f"{folder}/{d.module}::{c.name}"
+            for d in runnable
+            for c in d.candidates
+            if timing.get((d.module.removesuffix(".py"), c.name), (False, 0.0))[0]
+            and timing[(d.module.removesuffix(".py"), c.name)][1] > max(max_seconds, 1.5 * _own_time(c.source_test, timing))
+        ]
+        if slow:
+            again = _run_unmutated(copy, slow, work / "again.xml")
+            for key, (ok, seconds) in again.items():
+                if ok and key in timing:
+                    timing[key] = (True, min(seconds, timing[key][1]))
         verdicts = []
         for d, outcome in zip(drafts, outcomes, strict=True):
             verdict = _verify(d, outcome, mutants[outcome.mutant_id], sources, copy, folder, timing, max_seconds)
