@@ -162,7 +162,9 @@ def assert_replicas_in_sync(
             try:
                 rank, flat = results.get(timeout=timeout)
             except queue.Empty:
-                raise GuardFailure(f"the ranks did not finish within {timeout:g} s (a rank skipped a collective?)") from None
+                raise GuardFailure(
+                    f"the ranks did not finish within {timeout:g} s (a rank skipped a collective?)"
+                ) from None
             if flat is None:
                 raise GuardFailure(f"rank {rank} failed")
             weights[rank] = flat

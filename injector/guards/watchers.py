@@ -11,6 +11,7 @@ run (parameters changed) raise when the block ends. Each watcher targets one cat
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import inspect
 import math
@@ -84,7 +85,9 @@ class ParamsChange(Watcher):
 
     def verdict(self) -> None:
         stuck = [label for label, p, old in self.before.values() if p.requires_grad and torch.equal(p.detach(), old)]
-        moved = [label for label, p, old in self.before.values() if not p.requires_grad and not torch.equal(p.detach(), old)]
+        moved = [
+            label for label, p, old in self.before.values() if not p.requires_grad and not torch.equal(p.detach(), old)
+        ]
         if stuck:
             raise GuardFailure(
                 f"{len(stuck)} trainable parameter(s) did not change over training, e.g. {stuck[0]}: "
@@ -117,12 +120,12 @@ class GradsCleared(Watcher):
         def check(grad: torch.Tensor) -> None:
             # The hook sees the new gradient before it is added to .grad: what .grad holds now
             # is what the last optimizer step left there.
-            if self.stepped.pop(id(parameter), False) and parameter.grad is not None:
-                if bool(parameter.grad.detach().abs().sum() > 0):
-                    raise GuardFailure(
-                        "gradients from the previous optimizer step were still there at the next "
-                        "backward: they accumulate across steps (zero_grad() is not called)"
-                    )
+            stale = parameter.grad
+            if self.stepped.pop(id(parameter), False) and stale is not None and bool(stale.detach().abs().sum() > 0):
+                raise GuardFailure(
+                    "gradients from the previous optimizer step were still there at the next "
+                    "backward: they accumulate across steps (zero_grad() is not called)"
+                )
 
         return check
 
@@ -256,7 +259,11 @@ class MeanLoss(Watcher):
             return loss
 
         for name in LOSSES:
-            self.wrap(F, name, lambda f, name=name: make(f, name))
+            self.wrap(F, name, functools.partial(_named, make, name))
+
+
+def _named(make: Callable[[Callable, str], Callable], name: str, original: Callable) -> Callable:
+    return make(original, name)
 
 
 class ClippedNorm(Watcher):
@@ -282,13 +289,18 @@ class ClippedNorm(Watcher):
             bound = self.bound if self.max_norm is None else self.max_norm
             if bound is None or not math.isfinite(bound):
                 raise GuardFailure(
-                    "an optimizer step ran on gradients that were not clipped to a finite norm "
-                    f"(clip bound: {bound})"
+                    f"an optimizer step ran on gradients that were not clipped to a finite norm (clip bound: {bound})"
                 )
             grads = [p.grad.detach().float() for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-            norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))) if grads else 0.0
+            norm = (
+                float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
+                if grads
+                else 0.0
+            )
             if norm > bound * 1.01 + 1e-6:
-                raise GuardFailure(f"the gradient norm at an optimizer step is {norm:.3g}, above the clip bound {bound:g}")
+                raise GuardFailure(
+                    f"the gradient norm at an optimizer step is {norm:.3g}, above the clip bound {bound:g}"
+                )
             self.bound = None
 
         self.wrap(torch.nn.utils, "clip_grad_norm_", make)
@@ -367,8 +379,7 @@ class Shuffled(Watcher):
                 isinstance(sampler, DistributedSampler) and not sampler.shuffle
             ):
                 raise GuardFailure(
-                    "the DataLoader that feeds the optimizer steps reads the data in a fixed order "
-                    "(shuffle is off)"
+                    "the DataLoader that feeds the optimizer steps reads the data in a fixed order (shuffle is off)"
                 )
 
         self.wrap(DataLoader, "__iter__", iterate)

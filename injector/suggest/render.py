@@ -84,7 +84,7 @@ def with_suggestions(report: Report, verdicts: list[Verdict], folder: str) -> Re
     for outcome in report.outcomes:
         v = by_id.get(outcome.mutant_id)
         if v is not None:
-            suggestion = Suggestion(f"{folder}/{v.draft.module}", v.draft.text, v.verified, v.note)
+            suggestion = Suggestion(f"{folder}/{v.draft.module}", v.draft.text, v.verified, v.note, v.seconds)
             outcome = replace(outcome, suggestion=suggestion)
         outcomes.append(outcome)
     return replace(report, outcomes=tuple(outcomes))

@@ -126,7 +126,8 @@ def suggest(
             for d in runnable
             for c in d.candidates
             if timing.get((d.module.removesuffix(".py"), c.name), (False, 0.0))[0]
-            and timing[(d.module.removesuffix(".py"), c.name)][1] > max(max_seconds, 1.5 * _own_time(c.source_test, timing))
+            and timing[(d.module.removesuffix(".py"), c.name)][1]
+            > max(max_seconds, 1.5 * _own_time(c.source_test, timing))
         ]
         if slow:
             again = _run_unmutated(copy, slow, work / "again.xml")
@@ -164,7 +165,9 @@ def _verify(
     if not passing:
         return Verdict(outcome, d, False, "not verified: every suggested test fails on the unmutated code")
     if not fast:
-        return Verdict(outcome, only(d, passing), False, f"not verified: the suggested tests take over {max_seconds:g} s")
+        return Verdict(
+            outcome, only(d, passing), False, f"not verified: the suggested tests take over {max_seconds:g} s"
+        )
     kept = only(d, fast)
     (copy / folder / d.module).write_text(kept.text, encoding="utf-8")
     guard = campaign.Guard.parse(f"python -m pytest -q -x -p no:cacheprovider {folder}/{d.module}", copy)

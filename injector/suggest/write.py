@@ -122,7 +122,9 @@ def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], 
         new = f"test_guard_{outcome.operator.replace('-', '_')}_via_{name.removeprefix('test_')}"
         parts.append(_guarded(functions[name], source, new, call, f"{file}::{name}"))
         candidates.append(Candidate(new, f"{file}::{name}"))
-    return Draft(outcome.mutant_id, outcome.operator, module, "\n\n".join(p.strip("\n") for p in parts) + "\n", tuple(candidates))
+    return Draft(
+        outcome.mutant_id, outcome.operator, module, "\n\n".join(p.strip("\n") for p in parts) + "\n", tuple(candidates)
+    )
 
 
 def only(draft: Draft, keep: set[str]) -> Draft:
@@ -131,10 +133,11 @@ def only(draft: Draft, keep: set[str]) -> Draft:
     lines = draft.text.splitlines(keepends=True)
     drop = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_guard_"):
-            if node.name not in keep:
-                start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-                drop.append((start - 1, node.end_lineno or node.lineno))
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if node.name.startswith("test_guard_") and node.name not in keep:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            drop.append((start - 1, node.end_lineno or node.lineno))
     for start, end in sorted(drop, reverse=True):
         del lines[start:end]
     text = re.sub(r"\n{3,}", "\n\n\n", "".join(lines)).rstrip("\n") + "\n"
@@ -257,9 +260,7 @@ def _stub(outcome: Outcome, module: str, why: str) -> Draft:
         "def check_guard():\n"
         f'    """{STUB_MARK}: fill me in. Build the objects of {outcome.file} as your tests do, run\n'
         f"    the code at line {outcome.line}, and assert what {guard} asserts.\n"
-        "    The mutation this must catch:\n\n"
-        + textwrap.indent(outcome.diff.rstrip("\n"), " " * 8)
-        + '\n    """\n'
+        "    The mutation this must catch:\n\n" + textwrap.indent(outcome.diff.rstrip("\n"), " " * 8) + '\n    """\n'
         f'    pytest.fail("{STUB_MARK}: fill in check_guard() in this file")\n\n\n'
         f"def test_guard_{outcome.operator.replace('-', '_')}_{outcome.mutant_id}():\n"
         "    check_guard()\n"

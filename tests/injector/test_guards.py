@@ -72,7 +72,10 @@ SCENARIOS: dict[str, Callable[[types.ModuleType], None]] = {
     "wrong-loss-reduction": lambda m: _watched("wrong-loss-reduction", train(m)),
     "missing-grad-clipping": lambda m: guards.assert_grad_norm_bounded(train(m)),
     "scheduler-step-misaligned": lambda m: guards.assert_scheduler_paced(train(m)),
-    "no-shuffle": lambda m: [guards.assert_loader_shuffles(m.make_loader()), guards.assert_loader_shuffles(m.make_sharded_loader()[0])],
+    "no-shuffle": lambda m: [
+        guards.assert_loader_shuffles(m.make_loader()),
+        guards.assert_loader_shuffles(m.make_sharded_loader()[0]),
+    ],
     "missing-set-epoch": lambda m: guards.assert_epochs_differ(m.sampler_epochs),
     "loss-tensor-leak": lambda m: guards.assert_no_graph_kept(train(m, epochs=2)),
     "missing-grad-scaler": lambda m: guards.assert_scaler_used(train(m, amp=True)),

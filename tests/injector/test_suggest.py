@@ -118,7 +118,14 @@ def test_reports_show_the_suggested_test_beside_the_survivor(suggested):
 
 def test_write_refuses_an_existing_path(suggested, capsys):
     code = main(
-        ["suggest", str(suggested["project"]), "--report", str(suggested["report"]), "--write", str(suggested["project"] / "tests")]
+        [
+            "suggest",
+            str(suggested["project"]),
+            "--report",
+            str(suggested["report"]),
+            "--write",
+            str(suggested["project"] / "tests"),
+        ]
     )
     err = capsys.readouterr().err
     assert code == 2
@@ -130,7 +137,17 @@ def test_all_writes_the_stub_too(suggested, tmp_path, capsys):
     report = suggested["out"] / "report.json"
     lr = [o for o in json.loads(report.read_text())["outcomes"] if o["operator"] == "lr-too-high"][0]
     code = main(
-        ["suggest", str(suggested["project"]), "--report", str(report), "--mutant", lr["mutant_id"], "--all", "--write", str(target)]
+        [
+            "suggest",
+            str(suggested["project"]),
+            "--report",
+            str(report),
+            "--mutant",
+            lr["mutant_id"],
+            "--all",
+            "--write",
+            str(target),
+        ]
     )
     assert code == 0
     (stub,) = target.iterdir()
@@ -154,7 +171,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys, monkeypatch, args, message):
 
 
 def test_an_unknown_survivor_is_one_line_and_exit_2(suggested, capsys):
-    code = main(["suggest", str(suggested["project"]), "--report", str(suggested["report"]), "--mutant", "ffffffffffff"])
+    code = main(
+        ["suggest", str(suggested["project"]), "--report", str(suggested["report"]), "--mutant", "ffffffffffff"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "no survivor" in err
 
