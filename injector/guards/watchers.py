@@ -395,12 +395,16 @@ class NoLeak(Watcher):
     def start(self) -> None:
         self.roots: list[Any] = []
         self.scans = 0
+        # Graphs alive before the block (an earlier test's leftovers) are not this run's leak;
+        # held until the block ends so that their ids stay theirs.
+        self.older = _graph_tensors()
+        older = {id(t) for t in self.older}
 
         def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
             if self.scans > LEAK_SCANS:
                 return
             self.scans += 1
-            alive = [o for o in gc.get_objects() if issubclass(type(o), torch.Tensor) and o.grad_fn is not None]
+            alive = [t for t in _graph_tensors() if id(t) not in older]
             previous = {id(node) for node in self.roots}
             if previous:
                 for tensor in alive:
@@ -416,7 +420,13 @@ class NoLeak(Watcher):
 
     def stop(self) -> None:
         self.roots = []
+        self.older = []
         super().stop()
+
+
+def _graph_tensors() -> list[torch.Tensor]:
+    """Every live tensor that holds an autograd graph."""
+    return [o for o in gc.get_objects() if issubclass(type(o), torch.Tensor) and o.grad_fn is not None]
 
 
 def _reaches(node: Any, targets: set[int], budget: int = 64) -> bool:

@@ -74,7 +74,7 @@ def test_files(outcome: Outcome) -> list[tuple[str, str]]:
     return list(dict.fromkeys(found))
 
 
-def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], limit: int = 4) -> Draft:
+def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], limit: int = 8) -> Draft:
     """The suggested test file for `outcome` (a survivor of a campaign on `root`), to live in
     `folder` (relative to `root`)."""
     module = module_name(outcome)
@@ -86,8 +86,10 @@ def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], 
         if commands:
             return _command(outcome, module, commands[0], folder)
         return _stub(outcome, module, "no pytest test reaches the mutated code")
-    # Tests of one module only: the generated file carries that module's helpers.
-    file = tests[0][0]
+    # Tests of one module only (the generated file carries that module's helpers): the module
+    # with the most reaching tests, the first of them on a tie.
+    files = [f for f, _ in tests]
+    file = max(dict.fromkeys(files), key=files.count)
     names = [name for f, name in tests if f == file][:limit]
     try:
         source = (root / file).read_text(encoding="utf-8")
