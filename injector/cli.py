@@ -184,6 +184,45 @@ def _parser() -> argparse.ArgumentParser:
     )
     apply.set_defaults(handler=_apply)
 
+    suggest = commands.add_parser(
+        "suggest",
+        help="a verified guard test for every survivor of the last campaign",
+        description="For each surviving mutant (of --report, else of a campaign run now), write a "
+        "pytest test from injector.guards that reuses the fixtures and calls of the tests that "
+        "reach the mutant, and verify it in a scratch copy: it must pass on the unmutated code "
+        "and kill the mutant. Only verified tests are written (with --write), unless --all.",
+    )
+    suggest.add_argument(
+        "project", nargs="?", type=Path, metavar="PROJECT", help="the project's folder (default: the current folder's)"
+    )
+    suggest.add_argument("--demo", action="store_true", help="the bundled demo project")
+    suggest.add_argument(
+        "--report", type=Path, metavar="F", help="the campaign's JSON report (default: run a campaign now)"
+    )
+    suggest.add_argument(
+        "--write",
+        type=Path,
+        metavar="PATH",
+        help="a new folder to write the tests to (refused if it exists; default: write nothing)",
+    )
+    suggest.add_argument(
+        "--all", action="store_true", help="write unverified suggestions and stubs too, each marked as such"
+    )
+    suggest.add_argument(
+        "--mutant", action="append", metavar="ID", help="only this survivor (a unique id prefix; repeatable)"
+    )
+    suggest.add_argument(
+        "--max-seconds",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="drop suggested tests slower than this on the unmutated code (default 2)",
+    )
+    suggest.add_argument("--json", type=Path, metavar="F", help="the report with each survivor's suggestion, as JSON")
+    suggest.add_argument("--markdown", type=Path, metavar="F", help="the same report as markdown")
+    suggest.add_argument("--html", type=Path, metavar="F", help="the same report as one HTML file")
+    suggest.set_defaults(handler=_suggest)
+
     init = commands.add_parser(
         "init",
         help="add trainwreck's GitHub Actions workflows and [tool.trainwreck] to a repository",
@@ -648,6 +687,78 @@ def _git_clean(root: Path, file: str) -> bool:
     except OSError:
         return False
     return tracked.returncode == 0 and changed.returncode == 0 and not changed.stdout.strip()
+
+
+def _suggest(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from injector import report as reports
+    from injector import suggest
+    from injector.suggest import render as shown
+
+    project = _project(args.project, demo=args.demo)
+    root = config.find_root(project.resolve())
+    if args.write is not None and os.path.lexists(args.write):
+        raise UsageError(f"{args.write} exists: give --write a new folder (suggest never overwrites a file)")
+    if args.report is not None:
+        result = reports.from_file(args.report)
+    else:
+        with tempfile.TemporaryDirectory(prefix="trainwreck-suggest-") as folder:
+            path = Path(folder) / "report.json"
+            code = main(["run", str(project), "--json", str(path)])
+            if code not in (0, EXIT_UNDER):
+                return code
+            result = reports.from_file(path)
+    outcomes = suggest.survivors(result, args.mutant)
+    if not outcomes:
+        print("injector: no survivor in the report: nothing to suggest")
+        return 0
+    folder = _suggest_folder(args.write, root, outcomes)
+    limit = args.max_seconds or suggest.MAX_SECONDS
+    made = suggest.mutants_of(root, result, outcomes)  # a stale report is refused before any work
+    with shown.Progress(len(outcomes), root.name) as progress:
+        verdicts = suggest.suggest(result, root, outcomes, folder, progress.update, max_seconds=limit, made=made)
+    written = _write_suggestions(verdicts, args.write, include_all=args.all)
+    shown.summary(verdicts, written, args.write, folder)
+    if args.json or args.markdown or args.html:
+        updated = shown.with_suggestions(result, verdicts, folder)
+        for path in reports.write(updated, json_path=args.json, markdown_path=args.markdown, html_path=args.html):
+            print(f"report: {path}")
+    return 0
+
+
+def _suggest_folder(write: Path | None, root: Path, outcomes) -> str:
+    """Where the suggestions are verified in the scratch copy: where --write puts them when
+    that is inside the project, else beside the reaching tests."""
+    from injector import suggest
+
+    if write is not None:
+        target = Path(os.path.abspath(write))
+        try:
+            return target.relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return suggest.default_folder(outcomes)
+
+
+def _write_suggestions(verdicts, write: Path | None, *, include_all: bool) -> list[Path]:
+    """Write the (verified, or with --all every) suggestion as new files in the new folder `write`."""
+    chosen = [v for v in verdicts if v.verified or include_all]
+    if write is None or not chosen:
+        return []
+    try:
+        write.mkdir(parents=True, exist_ok=False)
+    except FileExistsError:
+        raise UsageError(f"{write} exists: give --write a new folder (suggest never overwrites a file)") from None
+    except OSError as error:
+        raise UsageError(f"{write}: cannot create the folder ({error.strerror or error})") from None
+    paths = []
+    for verdict in chosen:
+        path = write / verdict.draft.module
+        with open(path, "x", encoding="utf-8") as handle:  # "x": never over an existing file
+            handle.write(verdict.draft.text)
+        paths.append(path)
+    return paths
 
 
 def _init(args: argparse.Namespace) -> int:

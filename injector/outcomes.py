@@ -39,6 +39,17 @@ def percent(caught: int, covered: int) -> int | None:
 
 
 @dataclass(frozen=True)
+class Suggestion:
+    """A guard test `injector suggest` wrote for a survivor, and whether it was verified."""
+
+    path: str  # where the test file was (or would be) written, relative to the project
+    test: str  # the test file's text
+    verified: bool  # it passes on the unmutated code and kills the survivor
+    note: str  # one line: the test that kills it, or why no verified test was found
+    seconds: float | None = None  # the verified test's time on the unmutated code
+
+
+@dataclass(frozen=True)
 class Outcome:
     """How one mutant fared against the guards."""
 
@@ -58,6 +69,7 @@ class Outcome:
     # the guard tests that run the mutated lines in the baseline (those a run may use)
     covered_by: tuple[str, ...] = ()
     cached: bool = False  # taken from the outcome cache: nothing it depends on changed since it was found
+    suggestion: Suggestion | None = None  # a survivor's suggested guard (`injector suggest`)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -159,9 +171,7 @@ class Report:
                     baseline.get("repeat", 1),
                     tuple(baseline.get("names", ())),
                 ),
-                outcomes=tuple(
-                    Outcome(**{**o, "covered_by": tuple(o.get("covered_by", ()))}) for o in data["outcomes"]
-                ),
+                outcomes=tuple(_outcome(o) for o in data["outcomes"]),
                 duration=data["duration"],
                 shards=tuple(data.get("shards", ("1/1",))),
                 sources=dict(data.get("sources", {})),
@@ -171,6 +181,17 @@ class Report:
             )
         except (KeyError, TypeError) as error:
             raise UsageError(f"{name}: malformed trainwreck report ({error})") from None
+
+
+def _outcome(data: dict) -> Outcome:
+    suggestion = data.get("suggestion")
+    return Outcome(
+        **{
+            **data,
+            "covered_by": tuple(data.get("covered_by", ())),
+            "suggestion": Suggestion(**suggestion) if suggestion is not None else None,
+        }
+    )
 
 
 def ordered(outcomes) -> tuple[Outcome, ...]:

@@ -62,7 +62,16 @@ def _html_mutant(outcome: Outcome) -> dict[str, object]:
         "diff": _diff_lines(outcome.diff),
         "guard": html_inline(fault.guard) if fault else None,
         "fix": html_inline(fault.fix) if fault else None,
+        "suggestion": _suggestion(outcome),
     }
+
+
+def _suggestion(outcome: Outcome) -> dict[str, object] | None:
+    """A survivor's suggested guard test (`injector suggest`), for the card beside its diff."""
+    s = outcome.suggestion
+    if s is None:
+        return None
+    return {"path": s.path, "test": s.test, "verified": s.verified, "note": s.note}
 
 
 def _segments(counts: Counter[str]) -> list[dict[str, object]]:

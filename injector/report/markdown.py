@@ -82,6 +82,7 @@ def _markdown_context(
             "description": md_inline(outcome.description),
             "diff": md_fence(outcome.diff, "diff") if with_diff and shown <= diffs else None,
             "message": md_fence(_unping(_clip(outcome.message))) if outcome.message else None,
+            "suggestion": _suggestion(outcome) if with_diff and shown <= diffs else None,
         }
 
     groups: list[dict[str, Any]] = []
@@ -167,6 +168,19 @@ def _markdown_context(
             if o.status == IGNORED
         ],
         "diffs_left_out": shown > diffs,
+    }
+
+
+def _suggestion(outcome: Outcome) -> dict[str, str] | None:
+    """A survivor's suggested guard test (`injector suggest`): where, whether verified, the code."""
+    s = outcome.suggestion
+    if s is None:
+        return None
+    return {
+        "path": md_code(s.path),
+        "status": "verified: it passes on the unmutated code and kills this mutant" if s.verified else "not verified",
+        "note": md_inline(s.note),
+        "test": md_fence(s.test, "python"),
     }
 
 

@@ -1,0 +1,90 @@
+"""Watching the Python processes that watched code starts (scripts, torchrun, mp.spawn ranks).
+
+Forked processes inherit the hooks as they are. Processes started afresh cannot: while a
+`watch` block runs, the fault ids travel in an environment variable and a `sitecustomize` on
+PYTHONPATH starts the same watchers in every new interpreter. A violation there raises where it
+happens (the process fails, as the parent's test sees); a whole-run check that fails at exit
+ends the process with EXIT_FAILED. Any other `sitecustomize` on the path still runs after ours.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ENV = "TRAINWRECK_WATCH"
+SITE = str(Path(__file__).parent / "site")
+EXIT_FAILED = 70
+
+
+@contextmanager
+def passed_on(faults: tuple[str, ...], options: dict[str, object]) -> Iterator[None]:
+    """Within the block, new Python processes watch `faults` as this one does."""
+    saved = {name: os.environ.get(name) for name in (ENV, "PYTHONPATH")}
+    os.environ[ENV] = json.dumps({"faults": list(faults), "options": options})
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = SITE + (os.pathsep + path if path else "")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def watch_this_process() -> None:
+    """Start the watchers the parent passed on, for the life of this process."""
+    spec = os.environ.get(ENV)
+    _chain()
+    if not spec:
+        return
+    try:
+        data = json.loads(spec)
+        faults = tuple(data["faults"])
+        options = dict(data["options"])
+    except (ValueError, KeyError, TypeError):
+        return
+    from injector.guards import watchers
+
+    made = watchers.make(faults, options)
+    for watcher in made:
+        watcher.start()
+
+    def verdicts() -> None:
+        for watcher in made:
+            watcher.stop()
+        for watcher in made:
+            try:
+                watcher.verdict()
+            except AssertionError as failure:
+                print(f"trainwreck guard: {failure}", file=sys.stderr, flush=True)
+                os._exit(EXIT_FAILED)
+
+    atexit.register(verdicts)
+
+
+def _chain() -> None:
+    """Run the next `sitecustomize` on sys.path, which ours shadows (trainwreck's reach
+    recorder during a campaign's baseline, or the environment's own)."""
+    here = os.path.realpath(SITE)
+    seen_ours = False
+    for entry in sys.path:
+        folder = os.path.realpath(entry or ".")
+        if folder == here:
+            seen_ours = True
+            continue
+        candidate = os.path.join(folder, "sitecustomize.py")
+        if seen_ours and os.path.isfile(candidate):
+            spec = importlib.util.spec_from_file_location("_trainwreck_chained_sitecustomize", candidate)
+            if spec is not None and spec.loader is not None:
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+            return

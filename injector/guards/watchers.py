@@ -1,0 +1,621 @@
+"""Watchers: checks that observe whatever training runs inside a `with` block.
+
+A watcher installs torch's global hooks (module forwards, optimizer steps) and wraps a few
+library functions (softmax, the losses, `Tensor.backward`, the LR scheduler's and the samplers'
+`step`/`__iter__`) for the duration of the block, so a user's own test, calling the user's own
+training code, is checked without changing either. A violation raises `GuardFailure` where it
+happens (inside a forked DDP rank too, which then exits non-zero); checks that need the whole
+run (parameters changed) raise when the block ends. Each watcher targets one catalogued fault.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import inspect
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.utils.data import DataLoader, DistributedSampler, SequentialSampler
+
+from injector.guards.errors import GuardFailure
+
+MODE_MODULES = (nn.Dropout, nn.modules.batchnorm._BatchNorm)  # modules whose output depends on train/eval
+LOSSES = ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits")
+LEAK_SCANS = 3  # optimizer steps whose live graphs are scanned for one kept from the step before
+
+
+class Watcher:
+    """One check over a block of training code: `start` installs it, `finish` removes it and
+    raises when the whole run shows the fault."""
+
+    fault = ""
+
+    def __init__(self) -> None:
+        self._undo: list[Callable[[], None]] = []
+
+    def start(self) -> None:
+        """Install the hooks and wrappers."""
+
+    def verdict(self) -> None:
+        """Raise GuardFailure when the run as a whole shows the fault (after the block)."""
+
+    def stop(self) -> None:
+        """Remove the hooks and wrappers."""
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+
+    # ---- plumbing ----
+
+    def hook(self, handle: Any) -> None:
+        self._undo.append(handle.remove)
+
+    def wrap(self, owner: Any, name: str, make: Callable[[Callable], Callable]) -> None:
+        """Replace `owner.name` by `make(original)` until the block ends."""
+        original = getattr(owner, name)
+        own = name in vars(owner)  # else inherited: deleting the wrapper brings it back
+        setattr(owner, name, make(original))
+        self._undo.append(lambda: setattr(owner, name, original) if own else delattr(owner, name))
+
+
+class ParamsChange(Watcher):
+    """Every trainable parameter of the modules run in training mode changes; frozen ones do not."""
+
+    fault = "missing-optimizer-step"
+
+    def start(self) -> None:
+        self.before: dict[int, tuple[str, nn.Parameter, torch.Tensor]] = {}
+
+        def seen(module: nn.Module, args: Any) -> None:
+            if not module.training:
+                return
+            for name, parameter in module.named_parameters(recurse=False):
+                if id(parameter) not in self.before:
+                    label = f"{type(module).__name__}.{name}"
+                    self.before[id(parameter)] = (label, parameter, parameter.detach().clone())
+
+        self.hook(nn.modules.module.register_module_forward_pre_hook(seen))
+
+    def verdict(self) -> None:
+        stuck = [label for label, p, old in self.before.values() if p.requires_grad and torch.equal(p.detach(), old)]
+        moved = [
+            label for label, p, old in self.before.values() if not p.requires_grad and not torch.equal(p.detach(), old)
+        ]
+        if stuck:
+            raise GuardFailure(
+                f"{len(stuck)} trainable parameter(s) did not change over training, e.g. {stuck[0]}: "
+                "no backward, no optimizer step, or a graph cut before the loss"
+            )
+        if moved:
+            raise GuardFailure(f"frozen parameter {moved[0]} changed during training")
+
+
+class GradsCleared(Watcher):
+    """The first backward after an optimizer step starts from cleared gradients (zero_grad)."""
+
+    fault = "missing-zero-grad"
+
+    def start(self) -> None:
+        self.stepped: dict[int, bool] = {}
+        hooked: set[int] = set()
+
+        def after_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            for group in optimizer.param_groups:
+                for parameter in group["params"]:
+                    self.stepped[id(parameter)] = True
+                    if id(parameter) not in hooked and parameter.requires_grad:
+                        hooked.add(id(parameter))
+                        self.hook(parameter.register_hook(self._check(parameter)))
+
+        self.hook(register_optimizer_step_post_hook(after_step))
+
+    def _check(self, parameter: torch.Tensor) -> Callable[[torch.Tensor], None]:
+        def check(grad: torch.Tensor) -> None:
+            # The hook sees the new gradient before it is added to .grad: what .grad holds now
+            # is what the last optimizer step left there.
+            stale = parameter.grad
+            if self.stepped.pop(id(parameter), False) and stale is not None and bool(stale.detach().abs().sum() > 0):
+                raise GuardFailure(
+                    "gradients from the previous optimizer step were still there at the next "
+                    "backward: they accumulate across steps (zero_grad() is not called)"
+                )
+
+        return check
+
+
+class ModeRight(Watcher):
+    """Evaluation runs dropout/batch-norm in eval mode, training in train mode."""
+
+    fault = "missing-eval-mode"
+
+    def start(self) -> None:
+        self.eval_in_training = False
+
+        def seen(module: nn.Module, args: Any) -> None:
+            if not isinstance(module, MODE_MODULES):
+                return
+            if module.training and not torch.is_grad_enabled():
+                raise GuardFailure(
+                    f"{type(module).__name__} ran in training mode during evaluation (under no_grad): "
+                    "model.eval() is not called"
+                )
+            if not module.training and torch.is_grad_enabled():
+                self.eval_in_training = True
+
+        def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            if self.eval_in_training:
+                raise GuardFailure(
+                    "an optimizer step followed a forward with dropout/batch-norm in eval mode: "
+                    "model.train() is not called again after evaluation"
+                )
+
+        def after_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            self.eval_in_training = False
+
+        self.hook(nn.modules.module.register_module_forward_pre_hook(seen))
+        self.hook(register_optimizer_step_pre_hook(before_step))
+        self.hook(register_optimizer_step_post_hook(after_step))
+
+
+class NoGraphInEval(Watcher):
+    """A model in eval mode builds no autograd graph (evaluation runs under no_grad)."""
+
+    fault = "missing-no-grad-eval"
+
+    def start(self) -> None:
+        def done(module: nn.Module, args: Any, output: Any) -> None:
+            if module.training or not torch.is_grad_enabled():
+                return
+            if isinstance(output, torch.Tensor) and output.requires_grad:
+                raise GuardFailure(
+                    f"{type(module).__name__} in eval mode built an autograd graph: evaluation is "
+                    "not wrapped in torch.no_grad() / torch.inference_mode()"
+                )
+
+        self.hook(nn.modules.module.register_module_forward_hook(done))
+
+
+class SoftmaxAxis(Watcher):
+    """Every softmax normalises over the class axis: its rows sum to one there."""
+
+    fault = "wrong-softmax-dim"
+
+    def __init__(self, class_axis: int = -1) -> None:
+        super().__init__()
+        self.class_axis = class_axis
+
+    def start(self) -> None:
+        def checked(original: Callable, log: bool) -> Callable:
+            def softmax(*args: Any, **kwargs: Any) -> Any:
+                out = original(*args, **kwargs)
+                if isinstance(out, torch.Tensor) and out.dim() > 1 and out.is_floating_point():
+                    probs = out.detach().float()
+                    probs = probs.exp() if log else probs
+                    sums = probs.sum(dim=self.class_axis)
+                    finite = torch.isfinite(sums)
+                    if bool(finite.any()) and not torch.allclose(
+                        sums[finite], torch.ones_like(sums[finite]), atol=1e-3
+                    ):
+                        raise GuardFailure(
+                            f"a {'log_' if log else ''}softmax output does not sum to one over axis "
+                            f"{self.class_axis} (the class axis): it normalises over another dim"
+                        )
+                return out
+
+            return softmax
+
+        for owner in (torch, F, torch.Tensor):
+            self.wrap(owner, "softmax", lambda f: checked(f, False))
+            self.wrap(owner, "log_softmax", lambda f: checked(f, True))
+
+
+class LogitsToLoss(Watcher):
+    """cross_entropy / nll get logits, never probabilities (no second softmax)."""
+
+    fault = "double-softmax"
+
+    def start(self) -> None:
+        def make(original: Callable) -> Callable:
+            def cross_entropy(input: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+                if isinstance(input, torch.Tensor) and input.dim() >= 2 and input.is_floating_point():
+                    rows = input.detach().float()
+                    if bool((rows >= 0).all()) and torch.allclose(
+                        rows.sum(dim=1), torch.ones_like(rows.sum(dim=1)), atol=1e-3
+                    ):
+                        raise GuardFailure(
+                            "cross_entropy received probabilities (rows sum to one), not logits: "
+                            "softmax is applied twice"
+                        )
+                return original(input, *args, **kwargs)
+
+            return cross_entropy
+
+        self.wrap(F, "cross_entropy", make)
+
+
+class MeanLoss(Watcher):
+    """The training loss is a per-sample mean: no loss summed over the batch feeds backward."""
+
+    fault = "wrong-loss-reduction"
+
+    def start(self) -> None:
+        def make(original: Callable, name: str) -> Callable:
+            def loss(*args: Any, **kwargs: Any) -> Any:
+                out = original(*args, **kwargs)
+                if kwargs.get("reduction") == "sum" and isinstance(out, torch.Tensor) and out.requires_grad:
+                    raise GuardFailure(
+                        f"{name}(reduction='sum') in a training step: the gradient scales with the "
+                        "batch size (use the mean)"
+                    )
+                return out
+
+            return loss
+
+        for name in LOSSES:
+            self.wrap(F, name, functools.partial(_named, make, name))
+
+
+def _named(make: Callable[[Callable, str], Callable], name: str, original: Callable) -> Callable:
+    return make(original, name)
+
+
+class ClippedNorm(Watcher):
+    """Before every optimizer step the gradients were clipped to a finite norm, and are within it."""
+
+    fault = "missing-grad-clipping"
+
+    def __init__(self, max_norm: float | None = None) -> None:
+        super().__init__()
+        self.max_norm = max_norm
+
+    def start(self) -> None:
+        self.bound: float | None = None
+
+        def make(original: Callable) -> Callable:
+            def clip(parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Any:
+                self.bound = float(max_norm)
+                return original(parameters, max_norm, *args, **kwargs)
+
+            return clip
+
+        def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            bound = self.bound if self.max_norm is None else self.max_norm
+            if bound is None or not math.isfinite(bound):
+                raise GuardFailure(
+                    f"an optimizer step ran on gradients that were not clipped to a finite norm (clip bound: {bound})"
+                )
+            grads = [p.grad.detach().float() for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+            norm = (
+                float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
+                if grads
+                else 0.0
+            )
+            if norm > bound * 1.01 + 1e-6:
+                raise GuardFailure(
+                    f"the gradient norm at an optimizer step is {norm:.3g}, above the clip bound {bound:g}"
+                )
+            self.bound = None
+
+        self.wrap(torch.nn.utils, "clip_grad_norm_", make)
+        self.hook(register_optimizer_step_pre_hook(before_step))
+
+
+class SchedulerPace(Watcher):
+    """An LR scheduler steps at most once per optimizer step."""
+
+    fault = "scheduler-step-misaligned"
+
+    def start(self) -> None:
+        self.steps: dict[int, int] = {}
+        self.first: dict[int, tuple[int, int]] = {}
+
+        def counted(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            self.steps[id(optimizer)] = self.steps.get(id(optimizer), 0) + 1
+
+        def make(original: Callable) -> Callable:
+            def step(scheduler: Any, *args: Any, **kwargs: Any) -> Any:
+                optimizer = getattr(scheduler, "optimizer", None)
+                if optimizer is not None:
+                    self.first.setdefault(id(scheduler), (scheduler.last_epoch, self.steps.get(id(optimizer), 0)))
+                result = original(scheduler, *args, **kwargs)
+                if optimizer is None:
+                    return result
+                done = self.steps.get(id(optimizer), 0)
+                start = self.first[id(scheduler)]
+                if scheduler.last_epoch - start[0] > done - start[1] + 1:
+                    raise GuardFailure(
+                        f"the LR scheduler stepped {scheduler.last_epoch - start[0]} times over "
+                        f"{done - start[1]} optimizer steps: it runs ahead of the optimizer"
+                    )
+                return result
+
+            return step
+
+        self.hook(register_optimizer_step_post_hook(counted))
+        self.wrap(torch.optim.lr_scheduler.LRScheduler, "step", make)
+
+
+class Shuffled(Watcher):
+    """The loader feeding the optimizer steps shuffles, and a sampler is told each epoch."""
+
+    fault = "no-shuffle"
+
+    def start(self) -> None:
+        self.current: DataLoader | None = None
+        self.epochs: dict[int, int] = {}
+
+        def iterate(original: Callable) -> Callable:
+            def __iter__(loader: DataLoader) -> Any:
+                self.current = loader
+                return original(loader)
+
+            return __iter__
+
+        def sampler_iterate(original: Callable) -> Callable:
+            def __iter__(sampler: DistributedSampler) -> Any:
+                if self.epochs.get(id(sampler)) == sampler.epoch:
+                    raise GuardFailure(
+                        f"a DistributedSampler was iterated twice at epoch {sampler.epoch}: "
+                        "sampler.set_epoch(epoch) is not called, so every epoch has the same order"
+                    )
+                self.epochs[id(sampler)] = sampler.epoch
+                return original(sampler)
+
+            return __iter__
+
+        def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            loader = self.current
+            if loader is None:
+                return
+            sampler = loader.sampler
+            if isinstance(sampler, SequentialSampler) or (
+                isinstance(sampler, DistributedSampler) and not sampler.shuffle
+            ):
+                raise GuardFailure(
+                    "the DataLoader that feeds the optimizer steps reads the data in a fixed order (shuffle is off)"
+                )
+
+        self.wrap(DataLoader, "__iter__", iterate)
+        self.wrap(DistributedSampler, "__iter__", sampler_iterate)
+        self.hook(register_optimizer_step_pre_hook(before_step))
+
+
+class NoLeak(Watcher):
+    """No tensor holding an autograd graph outlives its step (a loss summed without .item())."""
+
+    fault = "loss-tensor-leak"
+
+    def start(self) -> None:
+        self.roots: list[Any] = []
+        self.scans = 0
+        # Graphs alive before the block (an earlier test's leftovers) are not this run's leak;
+        # held until the block ends so that their ids stay theirs.
+        self.older = _graph_tensors()
+        older = {id(t) for t in self.older}
+
+        def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            if self.scans > LEAK_SCANS:
+                return
+            self.scans += 1
+            alive = [t for t in _graph_tensors() if id(t) not in older]
+            previous = {id(node) for node in self.roots}
+            if previous:
+                for tensor in alive:
+                    if _reaches(tensor.grad_fn, previous):
+                        raise GuardFailure(
+                            "a tensor still holds the autograd graph of an earlier step: a loss is "
+                            "stored or summed as a tensor (use .item() or .detach())"
+                        )
+            # kept (strongly) until the next step only, so their ids cannot be reused meanwhile
+            self.roots = [tensor.grad_fn for tensor in alive]
+
+        self.hook(register_optimizer_step_pre_hook(before_step))
+
+    def stop(self) -> None:
+        self.roots = []
+        self.older = []
+        super().stop()
+
+
+def _graph_tensors() -> list[torch.Tensor]:
+    """Every live tensor that holds an autograd graph."""
+    return [o for o in gc.get_objects() if issubclass(type(o), torch.Tensor) and o.grad_fn is not None]
+
+
+def _reaches(node: Any, targets: set[int], budget: int = 64) -> bool:
+    """Whether the graph under `node` holds one of `targets` (within the first nodes only)."""
+    seen = 0
+    stack = [node]
+    while stack and seen < budget:
+        current = stack.pop()
+        seen += 1
+        if current is None:
+            continue
+        if id(current) in targets and current is not node:
+            return True
+        stack.extend(next_node for next_node, _ in getattr(current, "next_functions", ()))
+    return False
+
+
+class ScalerUsed(Watcher):
+    """With fp16 autocast or an enabled GradScaler, every backward and step goes through the scaler."""
+
+    fault = "missing-grad-scaler"
+
+    def start(self) -> None:
+        self.scaled: list[torch.Tensor] = []
+        self.enabled = False
+        self.in_scaler_step = False
+        self.fp16 = False
+        self.updated = True
+        Scaler = torch.amp.GradScaler
+
+        def init(original: Callable) -> Callable:
+            def wrapped(scaler: Any, *args: Any, **kwargs: Any) -> None:
+                original(scaler, *args, **kwargs)
+                if scaler.is_enabled():
+                    self.enabled = True  # a scaler the code made to use: every step must use it
+
+            return wrapped
+
+        def scale(original: Callable) -> Callable:
+            def wrapped(scaler: Any, outputs: Any) -> Any:
+                if scaler.is_enabled():
+                    self.enabled = True
+                    if not self.updated:
+                        raise GuardFailure("GradScaler.update() was not called after scaler.step()")
+                result = original(scaler, outputs)
+                if isinstance(result, torch.Tensor):
+                    self.scaled.append(result)
+                return result
+
+            return wrapped
+
+        def step(original: Callable) -> Callable:
+            def wrapped(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+                self.in_scaler_step = True
+                try:
+                    return original(scaler, optimizer, *args, **kwargs)
+                finally:
+                    self.in_scaler_step = False
+                    self.updated = not scaler.is_enabled()
+
+            return wrapped
+
+        def update(original: Callable) -> Callable:
+            def wrapped(scaler: Any, *args: Any, **kwargs: Any) -> Any:
+                self.updated = True
+                return original(scaler, *args, **kwargs)
+
+            return wrapped
+
+        def backward(original: Callable) -> Callable:
+            def wrapped(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+                if (self.enabled or self.fp16) and not any(tensor is s for s in self.scaled):
+                    raise GuardFailure(
+                        "backward() on a loss that did not go through scaler.scale(): under fp16 "
+                        "autocast gradients underflow"
+                    )
+                self.scaled = []
+                return original(tensor, *args, **kwargs)
+
+            return wrapped
+
+        def enter(original: Callable) -> Callable:
+            def wrapped(region: Any) -> Any:
+                if region._enabled and region.fast_dtype == torch.float16 and region.device == "cuda":
+                    self.fp16 = True
+                return original(region)
+
+            return wrapped
+
+        def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            if (self.enabled or self.fp16) and not self.in_scaler_step:
+                raise GuardFailure(
+                    "optimizer.step() called directly although a GradScaler scales the loss: "
+                    "use scaler.step(optimizer) so inf/NaN steps are skipped and gradients unscaled"
+                )
+
+        # a scaler made before the block counts as much as one made in it
+        self.enabled = any(issubclass(type(o), Scaler) and o.is_enabled() for o in gc.get_objects())
+        self.wrap(Scaler, "__init__", init)
+        self.wrap(Scaler, "scale", scale)
+        self.wrap(Scaler, "step", step)
+        self.wrap(Scaler, "update", update)
+        self.wrap(torch.Tensor, "backward", backward)
+        self.wrap(torch.autocast, "__enter__", enter)
+        self.hook(register_optimizer_step_pre_hook(before_step))
+
+
+class ReplicasInSync(Watcher):
+    """After every optimizer step of a multi-rank run, all ranks hold the same parameters."""
+
+    fault = "rank-skip"
+
+    def start(self) -> None:
+        import torch.distributed as dist
+
+        def after_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+                return
+            with torch.no_grad():
+                total = torch.stack(
+                    [p.detach().double().sum() for g in optimizer.param_groups for p in g["params"]]
+                ).sum()
+                low, high = total.clone().reshape(1), total.clone().reshape(1)
+                dist.all_reduce(low, op=dist.ReduceOp.MIN)
+                dist.all_reduce(high, op=dist.ReduceOp.MAX)
+            if not torch.allclose(low, high, rtol=1e-6, atol=1e-9):
+                raise GuardFailure(f"replicas differ after an optimizer step (rank {dist.get_rank()})")
+
+        self.hook(register_optimizer_step_post_hook(after_step))
+
+
+# The watcher for each fault id: the checks that `injector suggest` puts around a test.
+WATCHERS: dict[str, Callable[..., Watcher]] = {
+    "missing-zero-grad": GradsCleared,
+    "missing-optimizer-step": ParamsChange,
+    "missing-backward": ParamsChange,
+    "detached-graph": ParamsChange,
+    "no-grad-training": ParamsChange,
+    "missing-eval-mode": ModeRight,
+    "missing-train-mode": ModeRight,
+    "missing-no-grad-eval": NoGraphInEval,
+    "wrong-softmax-dim": SoftmaxAxis,
+    "double-softmax": LogitsToLoss,
+    "wrong-loss-reduction": MeanLoss,
+    "missing-grad-clipping": ClippedNorm,
+    "scheduler-step-misaligned": SchedulerPace,
+    "no-shuffle": Shuffled,
+    "missing-set-epoch": Shuffled,
+    "loss-tensor-leak": NoLeak,
+    "missing-grad-scaler": ScalerUsed,
+    "rank-skip": ReplicasInSync,
+}
+
+
+def make(faults: tuple[str, ...], options: dict[str, Any]) -> list[Watcher]:
+    """The watchers for `faults` (catalog ids), each given the `options` it takes."""
+    unknown = [f for f in faults if f not in WATCHERS]
+    if unknown:
+        raise ValueError(f"no watcher for fault id {unknown[0]!r}; known: {', '.join(sorted(WATCHERS))}")
+    made: list[Watcher] = []
+    for fault in dict.fromkeys(faults):
+        kind = WATCHERS[fault]
+        if any(type(watcher) is kind for watcher in made):
+            continue
+        takes = inspect.signature(kind).parameters
+        made.append(kind(**{k: v for k, v in options.items() if k in takes}))
+    return made
+
+
+@contextlib.contextmanager
+def watch(*faults: str, **options: Any) -> Iterator[None]:
+    """Check the training run inside the block for `faults` (catalog ids); `options` go to the
+    watchers that take them (`class_axis` for wrong-softmax-dim, `max_norm` for clipping).
+    Python processes started inside the block (scripts, torchrun workers, spawned ranks) are
+    watched too.
+
+    Raises GuardFailure (an AssertionError) where the run shows one of the faults."""
+    from injector.guards.children import passed_on
+
+    watchers = make(faults, options)
+    started: list[Watcher] = []
+    try:
+        with passed_on(faults, options):
+            for watcher in watchers:
+                watcher.start()
+                started.append(watcher)
+            yield
+    finally:
+        for watcher in reversed(started):
+            watcher.stop()
+    for watcher in watchers:
+        watcher.verdict()

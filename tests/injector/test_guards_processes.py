@@ -1,0 +1,102 @@
+"""Guard checks across processes: replicas of a 2-rank gloo run, scripts the watched code
+starts, and (on CUDA only) the GradScaler under fp16 autocast."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from injector import guards
+from injector.generate import mutants_for_source
+from injector.guards import GuardFailure, watch
+from injector.mutants import apply_edits
+from injector.operators import select
+
+SNIPPET = (Path(__file__).parent / "guard_snippet.py").read_text()
+
+
+def _ranks_step(skip_rank: int | None):
+    def train_rank(rank: int, world_size: int) -> torch.nn.Module:
+        torch.manual_seed(0)
+        model = DistributedDataParallel(torch.nn.Linear(4, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        data = torch.Generator().manual_seed(rank)
+        for step in range(3):
+            x = torch.randn(8, 4, generator=data)
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), x.sum(1, keepdim=True)).backward()
+            if rank == skip_rank and step == 1:
+                continue  # this rank's step is skipped after the gradients were all-reduced
+            optimizer.step()
+        assert dist.get_world_size() == world_size
+        return model
+
+    return train_rank
+
+
+def test_replicas_in_sync_passes_when_every_rank_steps():
+    guards.assert_replicas_in_sync(_ranks_step(None), timeout=20)
+
+
+def test_replicas_in_sync_fails_when_one_rank_skips_a_step():
+    with pytest.raises(GuardFailure, match="differ"):
+        guards.assert_replicas_in_sync(_ranks_step(1), timeout=20)
+
+
+def _script(tmp_path: Path, text: str) -> list[str]:
+    tmp_path.mkdir()
+    (tmp_path / "snippet.py").write_text(text)
+    runner = tmp_path / "run.py"
+    runner.write_text(
+        "import snippet\n"
+        "model, optimizer, scheduler, scaler = snippet.make_training()\n"
+        "loader = snippet.make_loader()\n"
+        "for _ in range(2):\n"
+        "    snippet.train_epoch(model, loader, optimizer, scheduler, scaler)\n"
+    )
+    return [sys.executable, str(runner)]
+
+
+def test_a_script_started_inside_watch_is_watched(tmp_path):
+    (mutant,) = mutants_for_source(SNIPPET, "snippet.py", select(["missing-zero-grad"]))
+    faulty = _script(tmp_path / "faulty", apply_edits(SNIPPET, mutant.edits))
+    correct = _script(tmp_path / "correct", SNIPPET)
+    with watch("missing-zero-grad"):
+        failed = subprocess.run(faulty, capture_output=True, text=True, cwd=tmp_path)
+        passed = subprocess.run(correct, capture_output=True, text=True, cwd=tmp_path)
+    assert failed.returncode != 0
+    assert "zero_grad() is not called" in failed.stderr
+    assert passed.returncode == 0, passed.stderr[-500:]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="fp16 autocast with a GradScaler needs CUDA")
+@pytest.mark.parametrize("scaled", [True, False])
+def test_fp16_autocast_needs_the_scaler(scaled):
+    model = torch.nn.Linear(8, 2).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda", enabled=scaled)
+    x, y = torch.randn(16, 8, device="cuda"), torch.randint(0, 2, (16,), device="cuda")
+
+    def step() -> None:
+        optimizer.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        if scaled:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+
+    if scaled:
+        guards.assert_scaler_used(step)
+    else:
+        with pytest.raises(GuardFailure, match="scaler"):
+            guards.assert_scaler_used(step)
