@@ -9,11 +9,12 @@ id for the reports.
 Triage runs as a subprocess (`python -m triage.cli calibrate DIR`): `injector` never imports
 `triage` (triage may import injector, and its `calibrate` command reads this module's records).
 
-A log *shows a training symptom* when triage finds at least one symptom in it, or it holds an
-exception other than the guard's own assertion (a `...Error:` line that is not an
-`AssertionError`), or a metric series of at least `SERIES_POINTS` values. A guard that only
-says `assert 1.21 < 1.20` gives a reader of the log nothing to diagnose; the headline rate is
-over the logs that do show something.
+A log *shows a training symptom* when it holds an exception other than the guard's own
+assertion (a `...Error:` line, pytest's `E   ` ones included, that is not an `AssertionError`),
+or a metric series of at least `SERIES_POINTS` values, or triage finds a symptom in it beyond
+"the run stopped with an exception" (that one alone is the guard's assertion failing). A guard
+that only says `assert 1.21 < 1.20` gives a reader of the log nothing to diagnose; the headline
+rate is over the logs that do show something.
 """
 
 from __future__ import annotations
@@ -42,6 +43,13 @@ KEPT = ("killed", "timeout", "error")  # the statuses whose guard output is kept
 CAUGHT = ("killed", "timeout")  # the ones the table counts (an error is no training failure)
 SERIES_POINTS = 3  # a metric series this long shows how training went
 TRIAGE_TIMEOUT = 600.0  # seconds for triage to read every log of one campaign
+# the symptom every exception gives: alone, it says no more than that the guard failed
+CRASHED = "crashed"
+DEFINITION = (
+    "a log shows a training symptom when it holds an exception other than an AssertionError, or "
+    f"a metric series of at least {SERIES_POINTS} values, or triage finds a symptom in it other "
+    "than the crash itself"
+)
 
 # What triage did with one caught mutant's log (exclusive, in this order).
 FIRST = "first"  # named the injected fault first
@@ -165,9 +173,7 @@ class Calibration:
             "folder": self.folder,
             "note": self.note,
             "seconds": round(self.seconds, 3),
-            "definition": "a log shows a training symptom when triage finds a symptom in it, or it "
-            "holds an exception other than an AssertionError, or a metric series of at least "
-            f"{SERIES_POINTS} values",
+            "definition": DEFINITION,
             "table": [_row_json(row) for row in self.rows()],
             "total": _row_json(total),
             "entries": [e.to_json() for e in self.entries],
@@ -352,7 +358,7 @@ def answered(entry: Entry, answer: dict | None, folder: Path) -> Entry:
         triaged=True,
         named=tuple(answer.get("named", ())),
         symptoms=symptoms,
-        shows_symptom=bool(symptoms) or longest >= SERIES_POINTS or raises(text),
+        shows_symptom=bool(set(symptoms) - {CRASHED}) or longest >= SERIES_POINTS or raises(text),
     )
 
 
