@@ -257,8 +257,7 @@ def calibrate(report: Report, logs: dict[str, str], folder: Path, *, python: str
     written: set[str] = set()
     try:
         (folder / LOGS).mkdir(parents=True, exist_ok=True)
-        for stale in (folder / LOGS).glob("*.log"):  # a previous campaign's logs
-            stale.unlink()
+        _remove_previous(folder)
         for outcome in kept:
             text = logs.get(outcome.mutant_id)
             relative = None
@@ -287,6 +286,22 @@ def calibrate(report: Report, logs: dict[str, str], folder: Path, *, python: str
     except OSError as error:
         raise UsageError(f"{folder}: cannot write the calibration corpus ({error.strerror or error})") from None
     return Calibration(tuple(entries), str(folder), problem, seconds)
+
+
+def _remove_previous(folder: Path) -> None:
+    """Remove the logs a previous campaign's manifest lists (only those: the folder may hold
+    other files), so the corpus is this campaign's."""
+    try:
+        entries = read_manifest(folder)["entries"]
+    except UsageError:
+        return
+    root = (folder / LOGS).resolve()
+    for entry in entries:
+        log = entry.get("log") if isinstance(entry, dict) else None
+        if isinstance(log, str):
+            path = (folder / log).resolve()
+            if path.parent == root and path.suffix == ".log":
+                path.unlink(missing_ok=True)
 
 
 def _write_manifest(folder: Path, report: Report, entries: list[Entry]) -> None:

@@ -183,3 +183,13 @@ def test_a_long_guard_output_keeps_its_start_and_its_end():
 )
 def test_an_exception_other_than_the_guards_assertion_is_a_symptom(log, shows):
     assert calibrate.raises(log) is shows
+
+
+def test_a_second_campaign_replaces_the_logs_of_the_first_and_nothing_else(project, tmp_path):
+    out = tmp_path / "out"
+    assert run(project, out, "--operators", "missing-backward") == 0
+    logs = out / "calibration" / "logs"
+    assert len(list(logs.glob("*.log"))) == 1
+    (logs / "notes.txt").write_text("mine")
+    assert run(project, out, "--operators", "missing-zero-grad") == 0
+    assert [p.name for p in logs.iterdir()] == ["notes.txt"]
