@@ -1,6 +1,7 @@
 """Triage accuracy, set by set: logs nobody here wrote, other programs, our own corpus, healthy runs.
 
     python bench/triage_accuracy.py [--ci] [--json F] [--misses]
+    python bench/triage_accuracy.py --calibration DIR [--calibration DIR ...] [--json F]
 
 Four measurements, reported separately (a run counts as top-k correct when its labelled cause is
 among the first k causes `triage explain` reports above the reporting threshold; a healthy run
@@ -20,6 +21,9 @@ counts as a false alarm when any cause is reported):
 3. our corpus (`tests/triage/corpus/` and its held-out set): one generator program, the set the
    first rules were fitted to.
 4. false alarms on every healthy run of every set, listed.
+
+5. (`--calibration DIR`, alone) a corpus `injector run --calibrate` wrote: each caught mutant's
+   guard output, labelled with the fault the injector put in.
 
 Then a confusion table over all faulty runs: for each labelled cause, what was named first
 ("-": nothing reported). `--ci` adds the corpus figures with the PR diff given, as the triage
@@ -140,6 +144,33 @@ def corpus_runs(tab, diffs: dict[str, Path] | None = None) -> list[Run]:
     return out
 
 
+def calibration_runs(folder: Path, tab) -> list[Run]:
+    """The caught mutants of a corpus `injector run --calibrate` wrote, each labelled with its
+    injected fault (errored mutants and those that left no log are not training failures)."""
+    from injector.calibrate import CAUGHT, read_manifest
+
+    return [
+        triage(folder / m["log"], m["log"], f"calibration {folder.name}", m["cause"], tab)
+        for m in read_manifest(folder)["entries"]
+        if m.get("log") and m.get("status") in CAUGHT
+    ]
+
+
+def print_calibration(folders: list[Path], tab, threshold: float) -> dict[str, object]:
+    """Section 5 (`--calibration DIR`): each corpus's tally and its confusion table."""
+    figures: dict[str, object] = {}
+    print(f"5. calibration corpora from `injector run --calibrate` (threshold {threshold})")
+    for folder in folders:
+        started = time.perf_counter()
+        runs = calibration_runs(folder, tab)
+        tl = tally(runs, threshold)
+        print(f"   {str(folder):24s} {tl.line()}   ({time.perf_counter() - started:.1f} s)")
+        conf = confusion(runs, threshold)
+        print_confusion(conf)
+        figures[str(folder)] = {**tl.to_json(), "confusion": {k: dict(v) for k, v in conf.items()}}
+    return figures
+
+
 def calibrate(runs: list[Run]) -> float:
     """The threshold that does best on `runs`: top-1 hits minus ALARM_COST per false alarm."""
 
@@ -215,9 +246,27 @@ def main() -> int:
     p.add_argument("--ci", action="store_true", help="also the corpus with each run's PR diff given")
     p.add_argument("--misses", action="store_true", help="list every run not named first")
     p.add_argument("--json", help="also write the figures as JSON here")
+    p.add_argument(
+        "--calibration",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="score a corpus `injector run --calibrate` wrote, alone (repeatable)",
+    )
     a = p.parse_args()
     tab = table_mod.load(search_cwd=False)
     shipped = tab.threshold
+    if a.calibration:
+        from trainwreck.errors import TrainwreckError
+
+        try:
+            figures = print_calibration(a.calibration, tab, shipped)
+        except TrainwreckError as error:
+            print(f"triage_accuracy: error: {error}", file=sys.stderr)
+            return 2
+        if a.json:
+            Path(a.json).write_text(json.dumps({"calibration": figures}, indent=2) + "\n")
+        return 0
     t0 = time.perf_counter()
     world = world_runs(tab)
     programs = program_runs(tab)

@@ -34,7 +34,8 @@ FILE = "outcomes.json"
 ENTRIES_KEPT = 20000  # the most recently used; older ones are dropped on save
 RUNS_KEPT = 8  # settings combinations remembered for the no-change shortcut
 SAVE_EVERY = 1.0  # seconds between saves while a campaign runs (a save takes milliseconds)
-_RESULT_FIELDS = {f.name for f in fields(protocol.Result)} - {"clean_prefix", "clean_failing"}
+# A guard's log (`--calibrate`) is not an outcome: the cache keeps verdicts only.
+_RESULT_FIELDS = {f.name for f in fields(protocol.Result)} - {"clean_prefix", "clean_failing", "log"}
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,9 @@ class Settings:
     baseline_timeout: float = 600.0
     fresh: bool = False  # run a Python command guard in a new interpreter per mutant, never warm
     exclude: tuple[Path, ...] = ()  # paths in the project that scratch copies leave out (the cache)
+    # `--calibrate`: keep each failing run's guard output (`Campaign.logs`); every mutant is run,
+    # since a verdict from the cache has no log
+    keep_logs: bool = False
 
     @property
     def threads(self) -> int:
@@ -270,6 +273,7 @@ class Campaign:
         self.slots: list[_Slot] = []
         self.selector = selectors.DefaultSelector()
         self.covering: dict[str, tuple[str, ...]] = {}  # mutant id -> the tests that reach it
+        self.logs: dict[str, str] = {}  # mutant id -> its failing run's guard output (`keep_logs`)
 
     def __enter__(self) -> Campaign:
         self.started = time.monotonic()
@@ -306,6 +310,7 @@ class Campaign:
             "scratch": str(self.scratch),
             "threads": settings.threads,
             "timeout_factor": settings.timeout_factor,
+            "keep_logs": settings.keep_logs,
         }
         pytest_config.write_empty(self.scratch)
         (self.scratch / "plan.json").write_text(json.dumps(plan))
@@ -389,6 +394,7 @@ class Campaign:
         }
         self.progress("baseline", baseline)
         results = self._run_mutants(mutants, sources, tests)
+        self.logs = {mutant_id: result.log for mutant_id, result in results.items() if result.log}
         if reuse is not None:
             reuse.cache.record_run(reuse.settings, reuse.tree.whole, baseline, results, self.covering)
         return self._report(everything, {**results, **ignored}, baseline, sources)
@@ -450,7 +456,7 @@ class Campaign:
                 key = fingerprint.mutant_key(
                     reuse.settings, reuse.tree, mutant.id, mutant.file, lines, [(t.name, t.lines) for t in covering]
                 )
-                known = reuse.cache.get(key)
+                known = None if self.settings.keep_logs else reuse.cache.get(key)
                 if known is not None:
                     results[mutant.id] = replace(known, id=mutant.id)
                     self.cached.add(mutant.id)

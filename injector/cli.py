@@ -144,6 +144,14 @@ def _parser() -> argparse.ArgumentParser:
         "whose code, reaching tests and settings are unchanged takes its last outcome",
     )
     cached.add_argument("--no-cache", action="store_true", help="run every mutant; read and write no cache")
+    run.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="keep each caught mutant's guard output as a labelled log (in calibration/ beside "
+        "the JSON report, else trainwreck-report/calibration/), have triage explain every log, "
+        "and add to the reports how often it named the injected fault (every mutant is run: "
+        "a cached outcome has no log)",
+    )
     _report_options(run)
     run.set_defaults(handler=_run)
 
@@ -481,6 +489,12 @@ def _run(args: argparse.Namespace) -> int:
     root = config.find_root(project.resolve())
     settings = config.load(root)
     guard = campaign.Guard.parse(args.guard or settings.guard or "python -m pytest", root)
+    corpus = None
+    if args.calibrate:
+        from injector import calibrate
+
+        corpus = Path(os.path.abspath(calibrate.folder_for(args.json)))
+        calibrate.check_writable(corpus)  # now, not after the campaign
     cache = None
     if not args.no_cache:
         from injector.cache import FOLDER, Cache
@@ -495,7 +509,9 @@ def _run(args: argparse.Namespace) -> int:
         timeout_factor=args.timeout_factor or settings.timeout_factor,
         baseline_timeout=args.baseline_timeout,
         fresh=args.fresh,
-        exclude=(cache.folder,) if cache is not None else (),
+        # the corpus folder is the campaign's output: never copied into scratch, never digested
+        exclude=((cache.folder,) if cache is not None else ()) + ((corpus,) if corpus is not None else ()),
+        keep_logs=args.calibrate,
     )
     reuse = None
     if cache is not None:
@@ -518,6 +534,10 @@ def _run(args: argparse.Namespace) -> int:
             cache.save()  # what was found, even when interrupted
     if args.shard != (1, 1):
         report = replace(report, shards=(f"{args.shard[0]}/{args.shard[1]}",))
+    if corpus is not None:
+        from injector import calibrate
+
+        report = replace(report, calibration=calibrate.calibrate(report, running.logs, corpus))
     _write_reports(report, args)
     fail_under = args.fail_under
     if fail_under is None and args.shard == (1, 1):
@@ -580,8 +600,12 @@ def _from_cache(cache, run_settings, args: argparse.Namespace, project: Path):
     gpus = campaign.gpu_count()
     key = campaign.settings_digest(run_settings, gpus)
     outputs = [args.json, args.markdown, args.html, args.mte]
-    tree = fingerprint.digest_tree(root, exclude=(cache.folder, *(Path(os.path.abspath(p)) for p in outputs if p)))
+    tree = fingerprint.digest_tree(
+        root, exclude=(*run_settings.exclude, *(Path(os.path.abspath(p)) for p in outputs if p))
+    )
     reuse = campaign.Reuse(cache, key, tree)
+    if args.calibrate:  # every mutant runs, for its log; the cache still learns the outcomes
+        return reuse, None
     last = cache.last_run(key)
     if last is None or last.tree != tree.whole:
         return reuse, None

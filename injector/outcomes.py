@@ -11,6 +11,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from injector.calibrate import Calibration
+from injector.calibrate import merge as merge_calibrations
 from trainwreck.errors import UsageError
 
 SCHEMA = "trainwreck.report/1"
@@ -101,6 +103,7 @@ class Report:
     created: str = ""  # when the campaign ran (ISO 8601, UTC)
     version: str = ""  # the trainwreck that ran it
     repo_path: str = ""  # the project's folder within its git repository ("" at its top), for links
+    calibration: Calibration | None = None  # `--calibrate`: triage's answers on the failing runs
 
     def counts(self) -> Counter[str]:
         return Counter(outcome.status for outcome in self.outcomes)
@@ -135,6 +138,12 @@ class Report:
         return table
 
     def to_json(self) -> dict[str, object]:
+        data = self._to_json()
+        if self.calibration is not None:
+            data["calibration"] = self.calibration.to_json()
+        return data
+
+    def _to_json(self) -> dict[str, object]:
         return {
             "schema": SCHEMA,
             "project": self.project,
@@ -178,6 +187,7 @@ class Report:
                 created=data.get("created", ""),
                 version=data.get("version", ""),
                 repo_path=data.get("repo_path", ""),
+                calibration=Calibration.from_json(data["calibration"]) if data.get("calibration") else None,
             )
         except (KeyError, TypeError) as error:
             raise UsageError(f"{name}: malformed trainwreck report ({error})") from None
@@ -238,4 +248,5 @@ def merge(reports: list[Report]) -> Report:
         created=min(r.created for r in reports),
         version=first.version,
         repo_path=first.repo_path,
+        calibration=merge_calibrations([r.calibration for r in reports if r.calibration is not None]),
     )

@@ -115,7 +115,8 @@ class BaselineDone:
 class Result:
     """How one mutant fared. `note` says when a verdict needed a second look (the order the
     tests ran in, a timeout confirmed alone); `clean_prefix` and `clean_failing` report what
-    the worker learned about the unmutated code in this test order, for the campaign to reuse."""
+    the worker learned about the unmutated code in this test order, for the campaign to reuse.
+    `log` is the output of the run that decided a failing verdict, kept only when asked."""
 
     id: str
     status: Status
@@ -127,6 +128,7 @@ class Result:
     note: str | None = None
     clean_prefix: int = 0
     clean_failing: int | None = None
+    log: str | None = None  # under `--calibrate`: the guard's output (bounded) on a failing run
 
 
 @dataclass(frozen=True)

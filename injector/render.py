@@ -168,5 +168,31 @@ def campaign_summary(report, written: list) -> None:
     console.print(table)
     if report.cached:
         console.print(escape(cached_text(report)) + " (nothing they depend on changed; --no-cache runs them all)")
+    if report.calibration is not None:
+        calibration_summary(console, report.calibration)
     for path in written:
         console.print(f"report: {path}")
+
+
+def calibration_summary(console: Console, calibration) -> None:
+    """`--calibrate`: what triage made of each fault's caught mutants, and why not, if empty."""
+    from injector.calibrate import VERDICTS, headline
+
+    rows = calibration.rows()
+    if rows:
+        table = Table(title_justify="left", title="triage calibration: did triage name the injected fault?")
+        table.add_column("fault id")
+        table.add_column("caught", justify="right")
+        for label in ("first", "top 3", "other", "none", "no log"):  # the verdicts, short
+            table.add_column(label, justify="right")
+        table.add_column("symptom", justify="right")
+        table.add_column("first of those", justify="right")
+        for row in [*rows, calibration.total()]:
+            rate = f"{row.first_symptomatic}/{row.symptomatic}" + (f" {row.rate}%" if row.rate is not None else "")
+            cells = [str(row.verdicts[v]) if row.verdicts[v] else "" for v in VERDICTS]
+            table.add_row(escape(row.fault), str(row.caught), *cells, str(row.symptomatic), rate)
+        console.print(table)
+    console.print(escape(headline(calibration)))
+    if calibration.note and rows:
+        console.print(escape(f"note: {calibration.note}"))
+    console.print(f"calibration corpus: {escape(calibration.folder)}")

@@ -1,6 +1,7 @@
 """The `triage` command: explain why a training run failed, from its log.
 
     triage explain LOG|- [--format text|markdown|json] [--diff PATCH] [--telemetry F] [--causes F]
+    triage calibrate DIR [--format text|json]   (a corpus from `injector run --calibrate`)
 
 Exit codes (the same for every format, so CI can branch on them):
 
@@ -85,7 +86,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     watch.add_parser(sub)
     _add_comment_parser(sub)
+    _add_calibrate_parser(sub)
     return parser
+
+
+def _add_calibrate_parser(sub: argparse._SubParsersAction) -> None:
+    cal = sub.add_parser(
+        "calibrate",
+        help="explain every log of a labelled corpus (`injector run --calibrate`) and score the answers",
+        description="Read DIR/manifest.json (written by `injector run --calibrate`: one log per "
+        "mutant the guards caught, labelled with the injected fault), explain every log with the "
+        "built-in cause table, and show, per fault id, how often the injected fault was named "
+        "first, in the top three, another cause instead, or nothing. --format json gives the "
+        "answer per log (what `injector run --calibrate` reads back).",
+    )
+    cal.add_argument("folder", metavar="DIR", help="the calibration corpus folder")
+    cal.add_argument("--format", choices=("text", "json"), default="text", help="the table (default) or JSON")
 
 
 def _add_comment_parser(sub: argparse._SubParsersAction) -> None:
@@ -160,6 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return watch.main(args)
         if args.command == "comment":
             return _comment(args)
+        if args.command == "calibrate":
+            return _calibrate(args)
     except TrainwreckError as exc:
         print(f"triage: error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", EXIT_BAD_INPUT)
@@ -187,6 +205,29 @@ def _explain(args: argparse.Namespace) -> int:
     sys.stdout.write(out)
     sys.stdout.flush()
     return _STATUS_EXIT[report.status]
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from injector import calibrate
+    from triage.calibration import answer_corpus
+
+    folder = Path(args.folder)
+    answers = answer_corpus(folder)
+    if args.format == "json":
+        json.dump({"schema": "trainwreck.triage-calibration/1", "logs": answers}, sys.stdout, indent=2)
+        print()
+        return 0
+    entries = calibrate.read_manifest(folder)["entries"]
+    by_id = {answer["mutant_id"]: answer for answer in answers}
+    result = calibrate.Calibration(
+        tuple(calibrate.answered(calibrate.Entry.from_json(e), by_id.get(e["mutant_id"]), folder) for e in entries),
+        str(folder),
+    )
+    print("\n".join(calibrate.table_lines(result)))
+    return 0
 
 
 def _comment(args: argparse.Namespace) -> int:

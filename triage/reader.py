@@ -130,6 +130,9 @@ _NF_LETTERS: tuple[bytes, ...] = (b"nan", b"NaN", b"inf", b"Inf")
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _PREFIX = re.compile(r"\[default(\d+)\]:|\[(?:rank|Rank|RANK)\s?(\d+)\]:?\s?|(\d{1,3}): ")
+# pytest prints the exception of a failing test as `E       RuntimeError: ...`: without the
+# marker the line reads as a plain traceback's would.
+_PYTEST_E = re.compile(r"E {3,}(?=\S)")
 _DIGITS = b"0123456789"
 
 
@@ -165,7 +168,8 @@ class Scan:
 
 
 def clean(raw: bytes) -> tuple[str, int | None]:
-    """Decode one line (invalid UTF-8 replaced), strip colour codes and rank prefixes."""
+    """Decode one line (invalid UTF-8 replaced), strip colour codes, rank prefixes and pytest's
+    `E   ` failure marker."""
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = _ANSI.sub("", text)
@@ -176,6 +180,10 @@ def clean(raw: bytes) -> tuple[str, int | None]:
             break
         rank = int(next(g for g in m.groups() if g is not None))
         text = text[m.end() :]
+    if text.startswith("E "):
+        m = _PYTEST_E.match(text)
+        if m:
+            text = text[m.end() :]
     return text, rank
 
 

@@ -9,6 +9,7 @@ from markupsafe import Markup
 from trainwreck_templates import render
 
 from injector.outcomes import ERROR, STATUSES, SURVIVED, Outcome, Report
+from injector.report import calibration
 from injector.report.facts import LABELS, catalog_entry, duration_text, where
 from injector.report.score import Row, cached_text, headline, percent_text, rows
 from trainwreck.markdown import split_code
@@ -126,4 +127,5 @@ def render_html(report: Report) -> str:
         mutants=[_html_mutant(o) for o in outcomes],
         flaky=list(report.baseline.flaky),
         cached=cached_text(report) if report.cached else None,
+        calibration=calibration.html_context(report.calibration),
     )

@@ -14,6 +14,7 @@ from markupsafe import Markup
 from trainwreck_templates import render
 
 from injector.outcomes import ERROR, IGNORED, KILLED, NO_COVERAGE, STATUSES, SURVIVED, TIMEOUT, Outcome, Report
+from injector.report import calibration
 from injector.report.facts import LABELS, catalog_entry, duration_text, second_looks, where
 from injector.report.html import html_inline
 from injector.report.links import SourceLinks
@@ -168,6 +169,7 @@ def _markdown_context(
             if o.status == IGNORED
         ],
         "diffs_left_out": shown > diffs,
+        "calibration": calibration.markdown_context(report.calibration),
     }
 
 

@@ -41,7 +41,7 @@ from injector.mutants import Edit, apply_edits
 from injector.outcomes import ERROR, KILLED, SURVIVED, TIMEOUT
 from injector.protocol import Result
 from injector.worker import forking, guards
-from injector.worker.output import failure_line, first_failure, last_lines
+from injector.worker.output import bounded_log, failure_line, first_failure, last_lines
 
 ORDER_NOTE = "the fastest-first test order fails on the unmutated code too, so the tests ran in collection order"
 
@@ -75,6 +75,7 @@ class Worker:
         self.functions: dict[FunctionKey, list[types.FunctionType]] = {}
         self.loaded_files: set[str] = set()
         self.command = guards.PythonCommand.parse(plan["command"]) if plan.get("warm") else None
+        self.keep_logs = bool(plan.get("keep_logs"))  # `--calibrate`: results carry the guard's output
         self.parent = os.getppid()
         self._buffer = b""
         self.tracer: reach.Tracer | None = None  # set in the baseline child only
@@ -383,7 +384,13 @@ class Worker:
             self.snapshot.restore(keep=(spec.file,))
             linecache.checkcache()
         if finished.timed_out:
-            return Result(spec.id, TIMEOUT, message=f"no result within {limit:.1f} s", tests_run=len(tests))
+            return Result(
+                spec.id,
+                TIMEOUT,
+                message=f"no result within {limit:.1f} s",
+                tests_run=len(tests),
+                log=self._timed_out_log(warm),
+            )
         data = finished.result
         if data is None or "status" not in data:
             return Result(spec.id, ERROR, message=f"the test process crashed ({finished.describe()})")
@@ -394,7 +401,19 @@ class Worker:
             message=data.get("message"),
             tests_run=int(data.get("tests_run", 0)),
             guard_seconds=round(float(data.get("guard_seconds", 0.0)), 3),
+            log=data.get("log"),
         )
+
+    def _timed_out_log(self, warm: bool) -> str | None:
+        """What a warm command guard printed before its time ran out (under `--calibrate`);
+        other guards' output dies with the process that held it."""
+        if not (self.keep_logs and warm and self.mode == "command" and self.command is not None):
+            return None
+        try:
+            output = (self.slot.parent / f"mutant-{self.index}.log").read_text(errors="replace")
+        except OSError:
+            return None
+        return bounded_log(output) if output else None
 
     def _mutant_child(
         self,
@@ -417,13 +436,16 @@ class Worker:
                 linecache.cache[swap.path] = (len(mutated), None, mutated.splitlines(keepends=True), swap.path)
             watch = guards.ImportWatch(path)
             watch.install()
-            sequence = guards.run_items([self.items[name] for name in tests])
+            transcript: list[str] | None = [] if self.keep_logs else None
+            sequence = guards.run_items([self.items[name] for name in tests], transcript=transcript)
+            kept = self._kept("".join(transcript or ()))
             if sequence.failed and watch.failure:
                 return {
                     "status": ERROR,
                     "message": f"the mutant does not import: {watch.failure}",
                     "tests_run": sequence.ran,
                     "guard_seconds": sequence.seconds,
+                    **kept,
                 }
             if sequence.failed:
                 return {
@@ -432,6 +454,7 @@ class Worker:
                     "message": sequence.message,
                     "tests_run": sequence.ran,
                     "guard_seconds": sequence.seconds,
+                    **kept,
                 }
             return {"status": SURVIVED, "tests_run": sequence.ran, "guard_seconds": sequence.seconds}
         started = time.perf_counter()
@@ -447,8 +470,13 @@ class Worker:
                 return {"status": SURVIVED, **spent}
             if code == 1:
                 test, message = first_failure(output)
-                return {"status": KILLED, "test": test, "message": message, **spent}
-            return {"status": ERROR, "message": last_lines(output) or f"pytest exited with {code}", **spent}
+                return {"status": KILLED, "test": test, "message": message, **spent, **self._kept(output)}
+            return {
+                "status": ERROR,
+                "message": last_lines(output) or f"pytest exited with {code}",
+                **spent,
+                **self._kept(output),
+            }
         if self.command is not None:
             log = self.slot.parent / f"mutant-{self.index}.log"
             guards.redirect_output(log)
@@ -461,7 +489,17 @@ class Worker:
         spent = {"tests_run": 1, "guard_seconds": time.perf_counter() - started}
         if code == 0:
             return {"status": SURVIVED, **spent}
-        return {"status": KILLED, "test": self.plan["command"], "message": failure_line(output), **spent}
+        return {
+            "status": KILLED,
+            "test": self.plan["command"],
+            "message": failure_line(output),
+            **spent,
+            **self._kept(output),
+        }
+
+    def _kept(self, output: str) -> dict:
+        """The guard's output as a result keeps it: only under `--calibrate`, and bounded."""
+        return {"log": bounded_log(output)} if self.keep_logs and output else {}
 
     # ---- swapping code in place ----
 

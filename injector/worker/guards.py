@@ -36,8 +36,11 @@ class Sequence:
     skipped: bool = False
 
 
-def run_items(items: list, stop_at_failure: bool = True) -> Sequence:
-    """Run pytest items in order in this process (fixtures set up and torn down as pytest does)."""
+def run_items(items: list, stop_at_failure: bool = True, transcript: list[str] | None = None) -> Sequence:
+    """Run pytest items in order in this process (fixtures set up and torn down as pytest does).
+
+    With `transcript`, what the run printed is appended to it as pytest would show it: each
+    test's captured output and, for a failure, its traceback (`E   ` lines)."""
     import time
 
     from _pytest.runner import runtestprotocol
@@ -49,9 +52,31 @@ def run_items(items: list, stop_at_failure: bool = True) -> Sequence:
         reports = runtestprotocol(item, log=False, nextitem=following)
         spent += time.perf_counter() - started
         failed = next((r for r in reports if r.failed), None)
+        if transcript is not None:
+            transcript.append(item_transcript(item.nodeid, reports))
         if failed is not None and stop_at_failure:
             return Sequence(index + 1, spent, item.nodeid, report_message(failed))
     return Sequence(len(items), spent)
+
+
+def item_transcript(nodeid: str, reports: list) -> str:
+    """One test's part of a pytest run's output: its captured output, phase by phase, and for
+    a failure the traceback pytest prints and its `FAILED` summary line."""
+    parts = []
+    failed = None
+    for report in reports:
+        # A report carries the sections of the phases before it too: keep each phase's own.
+        for title, content in report.sections:
+            if title.endswith(f" {report.when}") and content:
+                parts.append(f"{f' {title} ':-^72}\n{content.rstrip()}\n")
+        if report.failed and failed is None:
+            failed = report
+    status = "FAILED" if failed is not None else "PASSED"
+    head = f"{nodeid} {status}\n"
+    if failed is None:
+        return head + "".join(parts)
+    trace = f"{f' {nodeid} ':_^72}\n{failed.longreprtext.rstrip()}\n"
+    return head + "".join(parts) + trace + f"FAILED {nodeid} - {report_message(failed)}\n"
 
 
 def item_outcome(item, following) -> tuple[str, str | None]:

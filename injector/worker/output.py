@@ -6,6 +6,8 @@ import os
 import signal
 
 MESSAGE_LIMIT = 500
+LOG_HEAD = 64 << 10  # a kept guard log: its first bytes (the start of the run) ...
+LOG_TAIL = 192 << 10  # ... and its last (where it failed); what lies between is left out
 
 
 def first_failure(output: str) -> tuple[str | None, str]:
@@ -24,6 +26,17 @@ def failure_line(output: str) -> str:
         if "Error" in line or "error" in line or "assert" in line or "FAILED" in line:
             return line[:MESSAGE_LIMIT]
     return (lines[-1] if lines else "the guard failed")[:MESSAGE_LIMIT]
+
+
+def bounded_log(output: str) -> str:
+    """A guard's output cut to its first `LOG_HEAD` and last `LOG_TAIL` characters, with one line
+    saying how much was left out between them (the end holds the failure, the start the setup)."""
+    if len(output) <= LOG_HEAD + LOG_TAIL:
+        return output
+    head = output[:LOG_HEAD].rsplit("\n", 1)[0]
+    tail = output[-LOG_TAIL:].split("\n", 1)[-1]
+    left_out = len(output) - len(head) - len(tail)
+    return f"{head}\n[trainwreck: {left_out} characters of guard output left out here]\n{tail}"
 
 
 def last_lines(output: str) -> str:
