@@ -31,6 +31,13 @@ QUICK = [
 ]
 
 
+def ctrl_c_default() -> None:
+    """Give the campaign under test Ctrl-C's default action: a runner started in the background
+    (`nohup`, `cmd &`) ignores SIGINT, a child inherits that, and these tests are about a
+    campaign that does receive one."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def digest(root: Path) -> dict[str, str]:
     """Every file of the project but the outcome cache (the one folder a campaign writes there)."""
     return {
@@ -174,6 +181,7 @@ def test_an_interrupted_or_killed_campaign_leaves_the_project_untouched(project,
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        preexec_fn=ctrl_c_default,
     )
     for line in process.stderr:
         if line.startswith("baseline:"):

@@ -26,6 +26,13 @@ from trainwreck import processes
 PROJECT = Path(__file__).parent / "campaign_project"
 
 
+def ctrl_c_default() -> None:
+    """Give the campaign under test Ctrl-C's default action: a runner started in the background
+    (`nohup`, `cmd &`) ignores SIGINT, a child inherits that, and these tests are about a
+    campaign that does receive one."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run(project: Path, tmp_path: Path, *args: str) -> dict:
     report = tmp_path / "report.json"
     assert main(["run", str(project), "--json", str(report), *args]) == 0
@@ -234,6 +241,7 @@ def test_a_terminated_campaign_removes_its_scratch_copies(project, tmp_path, sig
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        preexec_fn=ctrl_c_default,
     )
     for line in process.stderr:
         if line.startswith("baseline:"):
@@ -255,6 +263,7 @@ def test_a_sigkilled_campaign_leaves_nothing_once_its_workers_notice(project, tm
         stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
+        preexec_fn=ctrl_c_default,
     )
     for line in process.stderr:
         if line.startswith("baseline:"):
