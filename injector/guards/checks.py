@@ -12,6 +12,7 @@ import math
 import multiprocessing as mp
 import queue
 import socket
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -141,10 +142,13 @@ def assert_scaler_used(step: Step) -> None:
 
 
 def assert_replicas_in_sync(
-    train_rank: Callable[[int, int], nn.Module], world_size: int = 2, timeout: float = 30.0
+    train_rank: Callable[[int, int], nn.Module], world_size: int = 2, timeout: float = 60.0
 ) -> None:
     """`train_rank(rank, world_size)`, run in `world_size` forked gloo ranks, leaves identical
-    parameters on every rank (a rank that skips a collective fails or hangs: both are caught)."""
+    parameters on every rank (a rank that skips a collective fails or hangs: both are caught).
+
+    A collective waits at most 80% of `timeout`, so a rank left waiting by a peer's skipped
+    collective reports gloo's error before the whole check gives up."""
     context = mp.get_context("fork")
     results: Any = context.Queue()
     with socket.socket() as sock:
@@ -157,16 +161,16 @@ def assert_replicas_in_sync(
     for process in ranks:
         process.start()
     weights: dict[int, list[float]] = {}
+    deadline = time.monotonic() + timeout
     try:
         while len(weights) < world_size:
             try:
-                rank, flat = results.get(timeout=timeout)
+                rank, flat, error = results.get(timeout=0.2)
             except queue.Empty:
-                raise GuardFailure(
-                    f"the ranks did not finish within {timeout:g} s (a rank skipped a collective?)"
-                ) from None
-            if flat is None:
-                raise GuardFailure(f"rank {rank} failed")
+                _check_ranks_alive(ranks, weights, deadline, timeout)
+                continue
+            if error is not None:
+                raise GuardFailure(f"rank {rank} failed: {error}")
             weights[rank] = flat
     finally:
         for process in ranks:
@@ -180,25 +184,34 @@ def assert_replicas_in_sync(
             raise GuardFailure(f"rank {rank}'s parameters differ from rank 0's after training")
 
 
+def _check_ranks_alive(ranks: list[Any], reported: dict[int, Any], deadline: float, timeout: float) -> None:
+    for rank, process in enumerate(ranks):
+        if rank not in reported and process.exitcode is not None:
+            raise GuardFailure(f"rank {rank} exited with code {process.exitcode} before reporting its parameters")
+    if time.monotonic() > deadline:
+        raise GuardFailure(f"the ranks did not finish within {timeout:g} s (a rank skipped a collective?)")
+
+
 def _rank(rank: int, world_size: int, port: int, train_rank: Callable, results: Any, timeout: float) -> None:
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world_size,
-        timeout=timedelta(seconds=timeout / 3),
-    )
     try:
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world_size,
+            timeout=timedelta(seconds=timeout * 0.8),
+        )
         model = train_rank(rank, world_size)
-        results.put((rank, torch.cat([p.detach().flatten() for p in model.parameters()]).tolist()))
-    except BaseException:
-        results.put((rank, None))
+        results.put((rank, torch.cat([p.detach().flatten() for p in model.parameters()]).tolist(), None))
+    except BaseException as error:
+        results.put((rank, None, f"{type(error).__name__}: {error}".splitlines()[0]))
         raise
     finally:
-        dist.destroy_process_group()
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -41,12 +41,23 @@ def _ranks_step(skip_rank: int | None):
 
 
 def test_replicas_in_sync_passes_when_every_rank_steps():
-    guards.assert_replicas_in_sync(_ranks_step(None), timeout=20)
+    guards.assert_replicas_in_sync(_ranks_step(None))
 
 
 def test_replicas_in_sync_fails_when_one_rank_skips_a_step():
     with pytest.raises(GuardFailure, match="differ"):
-        guards.assert_replicas_in_sync(_ranks_step(1), timeout=20)
+        guards.assert_replicas_in_sync(_ranks_step(1))
+
+
+def _fails_on_rank_one(rank: int, world_size: int) -> torch.nn.Module:
+    if rank == 1:
+        raise ValueError("no data for this rank")
+    return _ranks_step(None)(rank, world_size)
+
+
+def test_a_rank_that_raises_is_reported_with_its_error_not_as_a_hang():
+    with pytest.raises(GuardFailure, match="rank 1 failed: ValueError: no data for this rank"):
+        guards.assert_replicas_in_sync(_fails_on_rank_one)
 
 
 def _script(tmp_path: Path, text: str) -> list[str]:

@@ -3,9 +3,22 @@
 import datetime
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
+
+
+def all_ranks_reach(folder, stage, rank, world, timeout=30.0):
+    """A rendezvous through files, outside gloo. torch 2.13's gloo can abort a rank whose peer
+    closes its sockets while a message is still in flight, so no rank tears the group down
+    before every rank is past the last collective, and none exits before all have torn down."""
+    open(os.path.join(folder, f"{stage}.{rank}"), "w").close()
+    deadline = time.monotonic() + timeout
+    while not all(os.path.exists(os.path.join(folder, f"{stage}.{r}")) for r in range(world)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"rank {rank}: the other ranks did not reach {stage!r} in {timeout:g} s")
+        time.sleep(0.01)
 
 
 def train_step(model, optimizer, batch):
@@ -33,8 +46,12 @@ def main():
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])
     gathered = [torch.zeros_like(weights) for _ in range(dist.get_world_size())]
     dist.all_gather(gathered, weights)
-    dist.barrier()  # torch 2.13's gloo can abort a rank that tears down while the other still sends
+    dist.barrier()
+    folder = os.environ["RANKS_SYNC_DIR"]
+    world = dist.get_world_size()
+    all_ranks_reach(folder, "trained", rank, world)
     dist.destroy_process_group()
+    all_ranks_reach(folder, "closed", rank, world)
     if rank == 0:
         if not all(torch.equal(gathered[0], w) for w in gathered):
             sys.exit("replicas diverged")

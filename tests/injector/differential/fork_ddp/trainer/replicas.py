@@ -2,7 +2,10 @@
 
 import datetime
 import os
+import shutil
 import socket
+import tempfile
+import time
 from queue import Empty
 
 import torch
@@ -17,7 +20,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_rank(rank, world, port, steps, queue):
+def all_ranks_reach(folder, stage, rank, world, timeout=30.0):
+    """A rendezvous through files, outside gloo. torch 2.13's gloo can abort a rank whose peer
+    closes its sockets while a message is still in flight, so no rank tears the group down
+    before every rank is past the last collective, and none exits before all have torn down."""
+    open(os.path.join(folder, f"{stage}.{rank}"), "w").close()
+    deadline = time.monotonic() + timeout
+    while not all(os.path.exists(os.path.join(folder, f"{stage}.{r}")) for r in range(world)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"rank {rank}: the other ranks did not reach {stage!r} in {timeout:g} s")
+        time.sleep(0.01)
+
+
+def run_rank(rank, world, port, steps, queue, folder):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world,
@@ -37,8 +52,10 @@ def run_rank(rank, world, port, steps, queue):
         losses.append(loss.item())
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])
     queue.put((rank, losses, weights.tolist()))
-    dist.barrier()  # both ranks done before either tears the group down
+    dist.barrier()
+    all_ranks_reach(folder, "trained", rank, world)
     dist.destroy_process_group()
+    all_ranks_reach(folder, "closed", rank, world)
 
 
 def train(steps=20, world=2):
@@ -46,18 +63,22 @@ def train(steps=20, world=2):
     context = mp.get_context("fork")
     queue = context.Queue()
     port = free_port()
-    ranks = [context.Process(target=run_rank, args=(r, world, port, steps, queue)) for r in range(world)]
+    folder = tempfile.mkdtemp(prefix="replicas-")
+    ranks = [context.Process(target=run_rank, args=(r, world, port, steps, queue, folder)) for r in range(world)]
     for process in ranks:
         process.start()
     results = {}
-    while len(results) < world:
-        try:
-            rank, losses, weights = queue.get(timeout=0.2)
-            results[rank] = (losses, weights)
-        except Empty:
-            failed = [p.exitcode for p in ranks if p.exitcode not in (None, 0)]
-            if failed:
-                raise RuntimeError(f"a rank failed with exit code {failed[0]}")
-    for process in ranks:
-        process.join()
+    try:
+        while len(results) < world:
+            try:
+                rank, losses, weights = queue.get(timeout=0.2)
+                results[rank] = (losses, weights)
+            except Empty:
+                failed = [p.exitcode for p in ranks if p.exitcode not in (None, 0)]
+                if failed:
+                    raise RuntimeError(f"a rank failed with exit code {failed[0]}")
+        for process in ranks:
+            process.join()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return results

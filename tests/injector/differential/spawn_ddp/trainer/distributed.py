@@ -5,6 +5,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -16,6 +17,18 @@ def setup(rank, world, port):
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=15))
+
+
+def all_ranks_reach(folder, stage, rank, world, timeout=30.0):
+    """A rendezvous through files, outside gloo. torch 2.13's gloo can abort a rank whose peer
+    closes its sockets while a message is still in flight, so no rank tears the group down
+    before every rank is past the last collective, and none exits before all have torn down."""
+    open(os.path.join(folder, f"{stage}.{rank}"), "w").close()
+    deadline = time.monotonic() + timeout
+    while not all(os.path.exists(os.path.join(folder, f"{stage}.{r}")) for r in range(world)):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"rank {rank}: the other ranks did not reach {stage!r} in {timeout:g} s")
+        time.sleep(0.01)
 
 
 def average_gradients(model, world):
@@ -43,8 +56,10 @@ def worker(rank, world, port, steps, out_dir):
     state = [p.detach().flatten().tolist() for p in model.parameters()]
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as handle:
         json.dump({"history": history, "state": state}, handle)
-    dist.barrier()  # both ranks done before either tears the group down
+    dist.barrier()
+    all_ranks_reach(out_dir, "trained", rank, world)
     dist.destroy_process_group()
+    all_ranks_reach(out_dir, "closed", rank, world)
 
 
 def launch(out_dir, steps=25, world=2):
