@@ -214,6 +214,10 @@ class Backward:
     # A callable loss scaler (timm's and Swin's `loss_scaler(loss, optimizer, clip_grad=...)`): the
     # one call runs the backward, the clipping and the optimizer step.
     steps: bool = False
+    # A call of a function of this file that runs the backward of the parameter the loss is
+    # handed as (`backward(total_loss, scaler)` with `def backward(loss, scaler): ...`): the
+    # backward itself is inside the function, the loss is computed where the call is.
+    helper: bool = False
 
 
 class Training:
@@ -313,6 +317,36 @@ class Training:
             else:
                 continue
             found.append(Backward(call, loss, scaler))
+        return found + self._helper_backwards(found)
+
+    def _helper_backwards(self, direct: list[Backward]) -> list[Backward]:
+        """Calls of the file's functions that run the backward of one of their parameters, with
+        the argument passed for it as the loss; not where the function's own backward already
+        finds its loss computed elsewhere (`_returned_elsewhere`)."""
+        differentiated: dict[cst.FunctionDef, tuple[str, int]] = {}
+        for backward in direct:
+            function = self.source.function_of(backward.call)
+            name = _loss_name(backward.loss)
+            if function is None or name is None or backward.steps:
+                continue
+            params = [p.name.value for p in function.params.params]
+            if params and params[0] in {"self", "cls"}:
+                params = params[1:]
+            if name in params and not self.loss_alternatives(backward):
+                differentiated.setdefault(function, (name, params.index(name)))
+        if not differentiated:
+            return []
+        found = []
+        calls = {b.call for b in direct}
+        for call in self.source.nodes(cst.Call):
+            if call in calls:
+                continue
+            for function in self.called_functions(call):
+                if function in differentiated and self.source.function_of(call) is not function:
+                    arg = argument(call, *differentiated[function])
+                    if arg is not None and not arg.star:
+                        found.append(Backward(call, arg.value, None, helper=True))
+                    break
         return found
 
     @cached_property
@@ -332,22 +366,51 @@ class Training:
 
     def is_scaler_call(self, call: cst.Call) -> bool:
         """True for a call of a loss scaler that runs the backward itself: `loss_scaler(loss,
-        optimizer, clip_grad=...)` where `loss_scaler` was built from a class of this file whose
-        `__call__` runs a backward, or from a `*Scaler` class other than torch's GradScaler (which
-        is never called): timm's `NativeScaler()`, Swin's `NativeScalerWithGradNormCount()`; or,
-        built elsewhere, a callable named `*scaler*` that is handed the loss and an optimizer."""
+        optimizer, clip_grad=...)`. Decided by what is called, never by its name: an object built
+        from a class of this file whose `__call__` runs a backward, or a callable built elsewhere
+        (timm's `NativeScaler()`, a `loss_scaler` parameter) that is handed a loss and an
+        optimizer. A function of this file is not one (its body says what it does: see
+        `backwards`), nor is torch's GradScaler (never called) or another class of this file."""
         func = call.func
-        if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) or argument(call, "loss", 0) is None:
+        loss = argument(call, "loss", 0)
+        if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) or loss is None or loss.star:
+            return False
+        if self.called_functions(call) or (isinstance(func, cst.Name) and func.value in self.functions):
             return False
         built = self.constructors.get(self._text(func))
-        if built:
-            return built in self.scaler_classes or ("Scaler" in built and built != "GradScaler")
+        if built in self.scaler_classes:
+            return True
+        if built == "GradScaler" or built in self.classes:
+            return False
         optimizer = argument(call, "optimizer", 1)
         return (
-            "scaler" in (last_name(func) or "").lower()
-            and optimizer is not None
+            optimizer is not None
             and self.role(optimizer.value) == "optimizer"
+            and self.is_loss_value(loss.value, call)
         )
+
+    @cached_property
+    def classes(self) -> set[str]:
+        """The names of the classes this file defines."""
+        return {c.name.value for c in self.source.nodes(cst.ClassDef)}
+
+    def is_loss_value(self, expr: cst.BaseExpression, use: cst.CSTNode, depth: int = 2) -> bool:
+        """True for a loss: a criterion's or loss function's result (`criterion(out, y)`,
+        `F.cross_entropy(...)`), a value named so (`loss`, `total_loss / accum`), or a name last
+        assigned from one of those before `use`."""
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_loss_value(expr.left, use, depth) or self.is_loss_value(expr.right, use, depth)
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        name = (last_name(target) or "").lower()
+        if "loss" in name or "criterion" in name or name in LOSS_FUNCTIONS:
+            return True
+        if isinstance(expr, cst.Call):
+            return self.role(expr.func) == "loss-module"
+        if isinstance(expr, cst.Name) and depth > 0:
+            assign = self.last_assignment(expr.value, use)
+            if assign is not None and assign.value is not None:
+                return self.is_loss_value(assign.value, use, depth - 1)
+        return False
 
     def _scaled_value(self, name: cst.Name, use: cst.CSTNode) -> cst.Call | None:
         """`scaler.scale(loss)` when `name` was last assigned from it before `use`."""
@@ -401,7 +464,8 @@ class Training:
 
     @cached_property
     def steps(self) -> list[cst.Call]:
-        """Optimizer steps: `optimizer.step()` and `scaler.step(optimizer)`."""
+        """Optimizer steps: `optimizer.step()`, `scaler.step(optimizer)`, and a scheduled optimizer's
+        `optimizer.step_and_update_lr()`."""
         engines = {
             self._text(b.call.func.value)
             for b in self.backwards
@@ -411,15 +475,15 @@ class Training:
         }
         found = []
         for call in self.source.nodes(cst.Call):
-            if (
-                isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "step"
-                and (
-                    self.role(call.func.value) in {"optimizer", "scaler"}
-                    or (not call.args and self._text(call.func.value) in engines)
-                )
+            if not isinstance(call.func, cst.Attribute):
+                continue
+            if call.func.attr.value == "step" and (
+                self.role(call.func.value) in {"optimizer", "scaler"}
+                or (not call.args and self._text(call.func.value) in engines)
             ):
                 found.append(call)  # an engine that takes the loss also takes the step
+            elif call.func.attr.value.startswith("step_") and self.role(call.func.value) == "optimizer":
+                found.append(call)  # a scheduled-optimizer wrapper's `step_and_update_lr()`
         return found
 
     @cached_property
@@ -600,12 +664,26 @@ class Training:
 
 
 def _loss_name(expr: cst.BaseExpression) -> str | None:
-    """The name a loss expression is held in: `loss` for `loss / accum`, `self.loss`."""
+    """The name a loss expression is held in: `loss` for `loss / accum`, `self.loss`, and in a
+    weighted sum the operand named as a loss (`r1_loss` in `(args.r1 / 2 * r1_loss + 0 * x[0])`),
+    else its first named operand."""
+    names = _operand_names(expr)
+    for name in names:
+        if "loss" in name.split(".")[-1].lower():
+            return name
+    return names[0] if names else None
+
+
+def _operand_names(expr: cst.BaseExpression) -> list[str]:
+    """The names and dotted names an arithmetic expression combines, left to right."""
     if isinstance(expr, (cst.Name, cst.Attribute)):
-        return dotted(expr)
+        name = dotted(expr)
+        return [name] if name is not None else []
     if isinstance(expr, cst.BinaryOperation):
-        return _loss_name(expr.left)
-    return None
+        return _operand_names(expr.left) + _operand_names(expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _operand_names(expr.expression)
+    return []
 
 
 # Receivers of `.backward(loss)` that are frameworks, not tensors.

@@ -101,6 +101,29 @@ class DetachedGraph(Operator):
                 "    scaled.backward()\n",
             ),
         ),
+        Example(
+            # The loss reaches the backward through a helper of the file that runs it.
+            "def backward(total_loss, scaler):\n"
+            "    if scaler is not None:\n"
+            "        scaler.scale(total_loss).backward()\n"
+            "    else:\n"
+            "        total_loss.backward()\n"
+            "for batch in loader:\n"
+            "    losses = model(batch)\n"
+            "    total_loss = losses['loss']\n"
+            "    backward(total_loss, scaler)\n",
+            (
+                "def backward(total_loss, scaler):\n"
+                "    if scaler is not None:\n"
+                "        scaler.scale(total_loss).backward()\n"
+                "    else:\n"
+                "        total_loss.backward()\n"
+                "for batch in loader:\n"
+                "    losses = model(batch)\n"
+                "    total_loss = losses['loss'].detach()\n"
+                "    backward(total_loss, scaler)\n",
+            ),
+        ),
     )
     untouched = (
         "loss.backward()\n",

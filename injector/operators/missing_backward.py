@@ -74,9 +74,23 @@ class MissingBackward(Operator):
                 "        pass\n",
             ),
         ),
+        Example(
+            # A callable handed the loss and the optimizer, whatever its name: it is the backward.
+            "def train_one_epoch(model, loader, optimizer, step_fn):\n"
+            "    for x, y in loader:\n"
+            "        loss = criterion(model(x), y)\n"
+            "        step_fn(loss, optimizer)\n",
+            (
+                "def train_one_epoch(model, loader, optimizer, step_fn):\n"
+                "    for x, y in loader:\n"
+                "        loss = criterion(model(x), y)\n",
+            ),
+        ),
     )
     untouched = (
         "def backward(ctx, grad):\n    return grad\n",
+        # A function of the file named like a scaler: its body, not its name, says what it does.
+        "def make_step_no_scaler(task, optimizer):\n    return task\nstep = make_step_no_scaler(task, optimizer)\n",
         "grads = torch.autograd.grad(loss, params)\n",
         # torch's GradScaler is never called; a called thing that is not handed an optimizer is no scaler.
         "scaler = torch.amp.GradScaler()\nscaler(loss, optimizer)\nscale_image(img, 2)\n",

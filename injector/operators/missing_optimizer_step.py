@@ -116,7 +116,7 @@ class MissingOptimizerStep(Operator):
             if not isinstance(call.func, cst.Attribute):
                 return False
             name = callee_name(call)
-            if name == "step":
+            if name == "step" or name.startswith("step_"):
                 return call in training.steps
             if name == "optimizer_step":
                 return True  # torch_xla's `xm.optimizer_step(optimizer)`

@@ -58,6 +58,40 @@ class MissingZeroGrad(Operator):
             ("def forward_backward(self, batch):\n    self.loss(batch).backward()\n",),
         ),
         Example(
+            # In a step function that the batch loop calls: the zeroing of that step, although the
+            # loop's other branch zeroes the same optimizer itself.
+            "def eager_step(batch):\n"
+            "    optimizer.zero_grad()\n"
+            "    model(batch).backward()\n"
+            "    optimizer.step()\n"
+            "for batch in loader:\n"
+            "    if compiled:\n"
+            "        optimizer.zero_grad()\n"
+            "        step(batch)\n"
+            "    else:\n"
+            "        eager_step(batch)\n",
+            (
+                "def eager_step(batch):\n"
+                "    model(batch).backward()\n"
+                "    optimizer.step()\n"
+                "for batch in loader:\n"
+                "    if compiled:\n"
+                "        optimizer.zero_grad()\n"
+                "        step(batch)\n"
+                "    else:\n"
+                "        eager_step(batch)\n",
+                "def eager_step(batch):\n"
+                "    optimizer.zero_grad()\n"
+                "    model(batch).backward()\n"
+                "    optimizer.step()\n"
+                "for batch in loader:\n"
+                "    if compiled:\n"
+                "        step(batch)\n"
+                "    else:\n"
+                "        eager_step(batch)\n",
+            ),
+        ),
+        Example(
             "if accumulate: model.zero_grad()\n",
             ("if accumulate: pass\n",),
         ),
@@ -69,18 +103,27 @@ class MissingZeroGrad(Operator):
     )
 
     def changes(self, source, training):
-        in_loops = {}
+        in_loops: dict[cst.Call, str] = {}
+        looped: dict[str, list] = {}  # what the batch loops zero, and those loops
         for loop in training.training_loops:
             for call in source.within(loop.body, cst.Call):
                 if callee_name(call) == "zero_grad":
                     in_loops[call] = _zeroed(source, call)
-        looped = set(in_loops.values())
+                    looped.setdefault(in_loops[call], []).append(loop)
 
         def wanted(call: cst.Call) -> bool:
             if callee_name(call) != "zero_grad":
                 return False
-            # Before the batch loop, on an optimizer the loop zeroes itself: the gradients are
-            # still empty, or were zeroed after the last update, so nothing accumulates.
-            return call in in_loops or _zeroed(source, call) not in looped
+            if call in in_loops:
+                return True
+            # Before a batch loop of the same function that zeroes the same optimizer after each
+            # update: the gradients are still empty, or were zeroed after the last update, so
+            # nothing accumulates. A zero_grad in a step function the loop calls is no such one.
+            function = source.function_of(call)
+            start = source.span(call)[0]
+            return not any(
+                source.function_of(loop) is function and start < source.span(loop)[0]
+                for loop in looped.get(_zeroed(source, call), ())
+            )
 
         return deleted_calls(source, wanted, "removed `{code}`: gradients now accumulate across steps")
