@@ -384,9 +384,7 @@ class Training:
             return False
         optimizer = argument(call, "optimizer", 1)
         return (
-            optimizer is not None
-            and self.role(optimizer.value) == "optimizer"
-            and self.is_loss_value(loss.value, call)
+            optimizer is not None and self.role(optimizer.value) == "optimizer" and self.is_loss_value(loss.value, call)
         )
 
     @cached_property

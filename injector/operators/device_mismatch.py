@@ -75,6 +75,38 @@ def _framework_device(training, expr: cst.BaseExpression, use: cst.CSTNode) -> b
 MOVE_HELPERS = frozenset({"convert_tensor", "to_device", "move_to_device", "send_to_device", "move_to"})
 
 
+def _cpu_type(training, expr: cst.BaseExpression, use: cst.CSTNode) -> str | None:
+    """The CPU tensor type for a CUDA one given to `.type(...)`: `torch.FloatTensor` for
+    `torch.cuda.FloatTensor`, or for a name assigned `torch.cuda.FloatTensor if cuda else
+    torch.FloatTensor` (the CPU branch as written)."""
+    name = dotted(expr)
+    if name is not None and ".cuda." in f".{name}" and name.split(".")[-1].endswith("Tensor"):
+        return name.replace("cuda.", "", 1)
+    if isinstance(expr, cst.Name):
+        assign = training.last_assignment(expr.value, use) or next(iter(training.assignments.get(expr.value, ())), None)
+        value = assign.value if assign is not None else None
+        if isinstance(value, cst.IfExp):
+            branches = [dotted(value.body), dotted(value.orelse)]
+            cuda = [b for b in branches if b and ".cuda." in f".{b}"]
+            cpu = [b for b in branches if b and b.split(".")[-1].endswith("Tensor") and ".cuda." not in f".{b}"]
+            if cuda and cpu:
+                return cpu[0]
+    return None
+
+
+def _places_batches(source) -> bool:
+    """True if every data iterator the file builds is handed a `device=` (torchtext's
+    `BucketIterator(ds, batch_size=n, device=device)`): its batches come on the device already,
+    so a later `.to(device)` of a batch moves nothing."""
+    iterators = [
+        call
+        for call in source.nodes(cst.Call)
+        if (callee_name(call) or "").endswith(("Iterator", "DataLoader", "Loader"))
+        and (callee_name(call) or "")[:1].isupper()
+    ]
+    return bool(iterators) and all(argument(call, "device", None) is not None for call in iterators)
+
+
 class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
@@ -120,9 +152,30 @@ class DeviceMismatch(Operator):
             "def train_step(engine, batch):\n    x = convert_tensor(batch[0], device, non_blocking=True)\n",
             ("def train_step(engine, batch):\n    x = batch[0]\n",),
         ),
+        Example(
+            # A CUDA tensor type: the batch keeps its dtype and stays on the CPU.
+            "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
+            "for imgs, _ in loader:\n"
+            "    real = Variable(imgs.type(Tensor))\n"
+            "    x = imgs.type(torch.cuda.FloatTensor)\n",
+            (
+                "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
+                "for imgs, _ in loader:\n"
+                "    real = Variable(imgs.type(torch.FloatTensor))\n"
+                "    x = imgs.type(torch.cuda.FloatTensor)\n",
+                "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
+                "for imgs, _ in loader:\n"
+                "    real = Variable(imgs.type(Tensor))\n"
+                "    x = imgs.type(torch.FloatTensor)\n",
+            ),
+        ),
     )
     untouched = (
         "model = Net().to(device)\nself.backbone.cuda()\ncriterion = criterion.to(device)\n",
+        # A dtype cast; and batches an iterator built with `device=` already placed.
+        "for x in xs:\n    x = x.type(torch.LongTensor)\n",
+        "train_iter = BucketIterator(train, batch_size=8, device=device, train=True)\n"
+        "for batch in train_iter:\n    src = batch.src.to(device)\n",
         # A checkpoint's metric, moved once at start-up, is not a batch.
         "def main_worker(gpu, args):\n    best_acc1 = checkpoint['best_acc1']\n    best_acc1 = best_acc1.to(gpu)\n",
         "for x in xs:\n    x = x.to(torch.float16)\n",
@@ -139,6 +192,7 @@ class DeviceMismatch(Operator):
     )
 
     def changes(self, source, training):
+        placed = _places_batches(source)
         for call in source.nodes(cst.Call):
             if callee_name(call) in MOVE_HELPERS and isinstance(call.func, cst.Name) and _is_batch(source, call):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)
@@ -153,9 +207,18 @@ class DeviceMismatch(Operator):
                 continue
             if not isinstance(call.func, cst.Attribute) or _is_model(training, call.func.value):
                 continue
-            if not _is_batch(source, call):
+            if not _is_batch(source, call) or placed:
                 continue
             name = callee_name(call)
+            if name == "type" and len(call.args) == 1:
+                cpu = _cpu_type(training, call.args[0].value, call)
+                if cpu is not None:
+                    yield Change(
+                        call,
+                        (source.replace(call.args[0].value, cpu),),
+                        f"`{source.code(call.func.value)}` stays on the CPU",
+                    )
+                continue
             if name == "to":
                 target = argument(call, "device", 0)
                 if target is None or not _is_device(target.value) or _framework_device(training, target.value, call):

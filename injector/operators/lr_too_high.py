@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, constructed, dotted, needs_parens
+from injector.patterns import argument, callee_name, constructed, dotted, last_name, needs_parens
 
 FACTOR = 100
 # Schedulers that set the learning rate themselves, overriding the optimizer's: (class, keyword).
@@ -85,9 +85,18 @@ class LrTooHigh(Operator):
                 "        p.data.add_(p.grad, alpha=-lr * 100)\n",
             ),
         ),
+        Example(
+            # A scheduled-optimizer wrapper sets the inner optimizer's rate from its own argument.
+            "optimizer = ScheduledOptim(optim.Adam(params, lr=1e-3, betas=(0.9, 0.98)), opt.lr_mul, d_model, warmup)\n",
+            (
+                "optimizer = ScheduledOptim(optim.Adam(params, lr=1e-3, betas=(0.9, 0.98)), opt.lr_mul * 100, d_model, warmup)\n",
+            ),
+        ),
     )
     untouched = (
         "optimizer = torch.optim.Adam(model.parameters())\n",
+        # A wrapper handed no rate (a lookahead, an EMA of the weights).
+        "optimizer = Lookahead(optim.Adam(params), k=5, alpha=0.5)\n",
         "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)\n",
         "lr = 1e-3\n",
         "lrs = [group['lr'] for group in optimizer.param_groups]\n",
@@ -104,7 +113,11 @@ class LrTooHigh(Operator):
                 if peak is not None:
                     yield self._scaled(source, call, peak.value)
                 continue
-            if training.role_of_constructor(call) == "optimizer":
+            wrapped = self._wrapper_rate(training, call)
+            if wrapped is not None:
+                yield self._scaled(source, call, wrapped)
+                continue
+            if training.role_of_constructor(call) == "optimizer" and not self._wrapped(source, training, call):
                 lr = argument(call, "lr", 1)
                 if lr is not None and not self._overridden_call(source, call, overridden):
                     yield self._scaled(source, call, lr.value)
@@ -131,6 +144,30 @@ class LrTooHigh(Operator):
             key = element.key
             if isinstance(key, cst.SimpleString) and key.evaluated_value in SCHEDULE_PEAK_KEYS:
                 yield self._scaled(source, element, element.value)
+
+    @staticmethod
+    def _wrapper_rate(training, call: cst.Call) -> cst.BaseExpression | None:
+        """The rate argument of a scheduled-optimizer wrapper built around an optimizer
+        (`ScheduledOptim(optim.Adam(...), opt.lr_mul, d_model, warmup)`): the wrapper sets the
+        inner optimizer's rate from it at every step."""
+        if training.role_of_constructor(call) is not None or not call.args:
+            return None
+        inner = call.args[0].value
+        if call.args[0].keyword is not None or not isinstance(inner, cst.Call):
+            return None
+        if training.role_of_constructor(constructed(inner)) != "optimizer":
+            return None
+        for arg in call.args[1:]:
+            words = (arg.keyword.value if arg.keyword is not None else (last_name(arg.value) or "")).lower()
+            if "lr" in words.split("_") or "learning_rate" in words:
+                return arg.value
+        return None
+
+    @staticmethod
+    def _wrapped(source, training, call: cst.Call) -> bool:
+        """True for an optimizer built as the first argument of such a wrapper."""
+        parent = source.parent(source.parent(call) or call)
+        return isinstance(parent, cst.Call) and LrTooHigh._wrapper_rate(training, parent) is not None
 
     @staticmethod
     def _config_fields(source, training):

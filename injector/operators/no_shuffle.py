@@ -47,9 +47,32 @@ class NoShuffle(Operator):
             "loader = DataLoader(ds, sampler=torch.utils.data.RandomSampler(ds), batch_size=8)\n",
             ("loader = DataLoader(ds, sampler=torch.utils.data.SequentialSampler(ds), batch_size=8)\n",),
         ),
+        Example(
+            # The file's own sampler helper, and torchtext's iterator for training.
+            "def data_sampler(dataset, shuffle):\n"
+            "    return RandomSampler(dataset) if shuffle else SequentialSampler(dataset)\n"
+            "sampler = data_sampler(dataset, shuffle=True)\n"
+            "train_iter = BucketIterator(train, batch_size=8, device=device, train=True)\n",
+            (
+                "def data_sampler(dataset, shuffle):\n"
+                "    return SequentialSampler(dataset) if shuffle else SequentialSampler(dataset)\n"
+                "sampler = data_sampler(dataset, shuffle=True)\n"
+                "train_iter = BucketIterator(train, batch_size=8, device=device, train=True)\n",
+                "def data_sampler(dataset, shuffle):\n"
+                "    return RandomSampler(dataset) if shuffle else SequentialSampler(dataset)\n"
+                "sampler = data_sampler(dataset, shuffle=False)\n"
+                "train_iter = BucketIterator(train, batch_size=8, device=device, train=True)\n",
+                "def data_sampler(dataset, shuffle):\n"
+                "    return RandomSampler(dataset) if shuffle else SequentialSampler(dataset)\n"
+                "sampler = data_sampler(dataset, shuffle=True)\n"
+                "train_iter = BucketIterator(train, batch_size=8, device=device, train=True, shuffle=False)\n",
+            ),
+        ),
     )
     untouched = (
         "val_loader = DataLoader(val_set, batch_size=64, shuffle=False)\n",
+        # An evaluation iterator, and a helper of another library that takes `shuffle`.
+        "val_iter = BucketIterator(val, batch_size=8, device=device)\nds = load_split(name, shuffle=True)\n",
         "loader = DataLoader(ds, batch_size=8)\n",
         "random.shuffle(items)\n",
         "val_sampler = DistributedSampler(val_set, shuffle=False)\n",
@@ -75,7 +98,23 @@ class NoShuffle(Operator):
                 if shuffle is not None and not _is_false(shuffle.value):
                     yield Change(call, (source.replace(shuffle.value, "False"),), "the DataLoader no longer shuffles")
                 continue
+            if name.endswith("Iterator") and name[:1].isupper():
+                # torchtext's iterators shuffle when built with `train=True` and no `shuffle=`.
+                train = argument(call, "train", None)
+                if (
+                    argument(call, "shuffle", None) is None
+                    and train is not None
+                    and not _is_false(train.value)
+                    and not any(a.star for a in call.args)
+                ):
+                    yield Change(
+                        call, (source.replace(call, self._with_false(source, call)),), f"the {name} no longer shuffles"
+                    )
+                continue
             if kind not in SHUFFLE_POSITION:
+                shuffle = argument(call, "shuffle", None)
+                if shuffle is not None and not _is_false(shuffle.value) and self._passes_shuffle(training, call):
+                    yield Change(call, (source.replace(shuffle.value, "False"),), f"`{name}` no longer shuffles")
                 continue
             shuffle = argument(call, "shuffle", SHUFFLE_POSITION[kind])
             if shuffle is None:
@@ -94,6 +133,12 @@ class NoShuffle(Operator):
                 and not _is_false(element.value)
             ):
                 yield Change(element, (source.replace(element.value, "False"),), "the DataLoader no longer shuffles")
+
+    @staticmethod
+    def _passes_shuffle(training, call: cst.Call) -> bool:
+        """True for a call of the file's own data helper that takes a `shuffle` parameter
+        (`data_sampler(dataset, shuffle=True, distributed=...)`)."""
+        return any(any(p.name.value == "shuffle" for p in f.params.params) for f in training.called_functions(call))
 
     @staticmethod
     def _with_false(source, call: cst.Call) -> str:

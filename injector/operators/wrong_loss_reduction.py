@@ -68,6 +68,27 @@ class WrongLossReduction(Operator):
             ),
         ),
         Example(
+            # Means inside a compound loss (a GAN's losses, penalties): one mutant sums them all.
+            "d_loss = -torch.mean(real) + torch.mean(fake) + lambda_gp * gradient_penalty\n"
+            "gradient_penalty = ((grads.norm(2, dim=1) - 1) ** 2).mean()\n"
+            "def d_logistic_loss(real_pred, fake_pred):\n"
+            "    return F.softplus(-real_pred).mean() + F.softplus(fake_pred).mean()\n",
+            (
+                "d_loss = -torch.sum(real) + torch.sum(fake) + lambda_gp * gradient_penalty\n"
+                "gradient_penalty = ((grads.norm(2, dim=1) - 1) ** 2).mean()\n"
+                "def d_logistic_loss(real_pred, fake_pred):\n"
+                "    return F.softplus(-real_pred).mean() + F.softplus(fake_pred).mean()\n",
+                "d_loss = -torch.mean(real) + torch.mean(fake) + lambda_gp * gradient_penalty\n"
+                "gradient_penalty = ((grads.norm(2, dim=1) - 1) ** 2).sum()\n"
+                "def d_logistic_loss(real_pred, fake_pred):\n"
+                "    return F.softplus(-real_pred).mean() + F.softplus(fake_pred).mean()\n",
+                "d_loss = -torch.mean(real) + torch.mean(fake) + lambda_gp * gradient_penalty\n"
+                "gradient_penalty = ((grads.norm(2, dim=1) - 1) ** 2).mean()\n"
+                "def d_logistic_loss(real_pred, fake_pred):\n"
+                "    return F.softplus(-real_pred).sum() + F.softplus(fake_pred).sum()\n",
+            ),
+        ),
+        Example(
             "recon_loss = ((x_hat - x) ** 2).mean()\nloss = torch.mean(torch.abs(a - b))\n",
             (
                 "recon_loss = ((x_hat - x) ** 2).sum()\nloss = torch.mean(torch.abs(a - b))\n",
@@ -83,6 +104,8 @@ class WrongLossReduction(Operator):
         "acc = (pred == y).float().mean()\n",
         "x = reduce(x, 'b c -> b', 'max')\n",
         "val_loss += criterion_out.mean()\n",
+        # Means over a dimension, and a compound figure that is not a loss.
+        "path_penalty = lengths.mean(1) + mean_path.mean(0)\nscore = -torch.mean(real) + torch.mean(fake)\n",
         "def validate(losses):\n    return losses.mean()\n",
         'total = nn.MSELoss(reduction="sum")\n',
         # The deprecated spelling that already sums.
@@ -123,17 +146,15 @@ class WrongLossReduction(Operator):
         for assign in source.nodes(cst.Assign):
             if not any(
                 isinstance(t.target, cst.Name)
-                and "loss" in t.target.value.lower()
-                and not t.target.value.lower().startswith(("eval", "val", "test"))
+                and _names_loss(t.target.value)
+                and not t.target.value.lower().startswith(EVALUATION_PREFIXES)
                 for t in assign.targets
             ):
                 continue  # a training loss, not a reported evaluation figure
             if under_no_grad(source, assign):
                 continue
             value = assign.value
-            if isinstance(value, cst.Call) and callee_name(value) == "mean" and isinstance(value.func, cst.Attribute):
-                yield Change(value, (source.replace(value.func.attr, "sum"),), "the loss is summed instead of averaged")
-            elif isinstance(value, cst.Call) and callee_name(value) == "reduce":
+            if isinstance(value, cst.Call) and callee_name(value) == "reduce":
                 # einops: `loss = reduce(loss, 'b ... -> b', 'mean')`
                 mode = argument(value, "reduction", 2)
                 if (
@@ -147,6 +168,13 @@ class WrongLossReduction(Operator):
                         (source.replace(mode.value, f"{quote}sum{quote}"),),
                         "the loss is summed instead of averaged",
                     )
+                continue
+            if isinstance(value, cst.Call) and callee_name(value) == "mean" and isinstance(value.func, cst.Attribute):
+                averages = [value]
+            else:
+                averages = _averages(value)
+            if averages:
+                yield _summed(source, value, averages)
         for aug in source.nodes(cst.AugAssign):
             # `total_loss += loss.mean()`: each term of a summed loss averaged
             target = (last_name(aug.target) or "").lower()
@@ -163,22 +191,61 @@ class WrongLossReduction(Operator):
             ):
                 yield Change(value, (source.replace(value.func.attr, "sum"),), "the loss is summed instead of averaged")
         for ret in source.nodes(cst.Return):
-            # `return loss.mean()` from the function that computes the training loss
+            # `return loss.mean()`, `return real_loss.mean() + fake_loss.mean()` from the function
+            # that computes the training loss
             value = ret.value
             function = source.function_of(ret)
-            if not (
-                isinstance(value, cst.Call)
-                and callee_name(value) == "mean"
-                and isinstance(value.func, cst.Attribute)
-                and not value.args
-                and function is not None
-            ):
+            if value is None or function is None or under_no_grad(source, ret):
                 continue
-            name = (last_name(value.func.value) or "").lower()
-            if (
-                "loss" in name
-                and not name.startswith(EVALUATION_PREFIXES)
-                and not function.name.value.lower().startswith(EVALUATION_PREFIXES)
-                and not under_no_grad(source, ret)
-            ):
-                yield Change(value, (source.replace(value.func.attr, "sum"),), "the loss is summed instead of averaged")
+            own = function.name.value.lower()
+            if own.startswith(EVALUATION_PREFIXES):
+                continue
+            averages = [a for a in _averages(value) if _names_loss(own) or _names_loss(last_name(_averaged(a)) or "")]
+            if averages:
+                yield _summed(source, value, averages)
+
+
+LOSS_WORDS = ("loss", "penalty")
+
+
+def _names_loss(name: str) -> bool:
+    """True for the name of a loss or of a loss term (`d_loss`, `gradient_penalty`), not of an
+    evaluation figure."""
+    lowered = name.lower()
+    return any(word in lowered for word in LOSS_WORDS) and not lowered.startswith(EVALUATION_PREFIXES)
+
+
+def _is_average(call: cst.BaseExpression) -> bool:
+    """True for a mean over every element: `x.mean()`, `torch.mean(x)` (a mean over a dimension,
+    `x.mean(1)`, is not the batch average)."""
+    if not isinstance(call, cst.Call) or callee_name(call) != "mean" or not isinstance(call.func, cst.Attribute):
+        return False
+    if is_functional(call):
+        return len(call.args) == 1 and call.args[0].keyword is None
+    return not call.args
+
+
+def _averaged(call: cst.Call) -> cst.BaseExpression:
+    """What a mean averages: `x` of `x.mean()` and of `torch.mean(x)`."""
+    return call.args[0].value if is_functional(call) else call.func.value  # type: ignore[attr-defined]
+
+
+def _averages(expr: cst.BaseExpression) -> list[cst.Call]:
+    """The whole-tensor means a loss expression combines with arithmetic: both of
+    `-torch.mean(real) + torch.mean(fake) + gp`, the one of `((g.norm(2, dim=1) - 1) ** 2).mean()`."""
+    if isinstance(expr, cst.Call):
+        return [expr] if _is_average(expr) else []
+    if isinstance(expr, cst.BinaryOperation):
+        return _averages(expr.left) + _averages(expr.right)
+    if isinstance(expr, cst.UnaryOperation):
+        return _averages(expr.expression)
+    return []
+
+
+def _summed(source, node: cst.CSTNode, averages: list[cst.Call]) -> Change:
+    """One mutant that sums where each of `averages` averaged."""
+    return Change(
+        node,
+        tuple(source.replace(a.func.attr, "sum") for a in averages),  # type: ignore[attr-defined]
+        "the loss is summed instead of averaged",
+    )
