@@ -246,6 +246,37 @@ class Training:
             return callee_name(constructed(expr))
         return self.constructors.get(self._text(expr))
 
+    def classes_at(self, expr: cst.BaseExpression, use: cst.CSTNode) -> set[str]:
+        """Every class the object `expr` may have been built from where `use` runs: in the function
+        around `use`, a parameter's annotation (`criterion: DistillationLoss`) and the function's
+        own assignments to the name (`if args.cosub: criterion = nn.BCEWithLogitsLoss()`); an
+        unannotated parameter, or a name the function does not bind, has the class the file
+        builds it from elsewhere. Empty when unknown."""
+        if isinstance(expr, cst.Call):
+            return {callee_name(constructed(expr)) or ""}
+        text = self._text(expr)
+        function = self.source.function_of(use)
+        found: set[str] = set()
+        bound = False
+        if function is not None and isinstance(expr, cst.Name):
+            for param in function.params.params:
+                if param.name.value == text:
+                    bound = True
+                    if param.annotation is not None:
+                        found.add(last_name(param.annotation.annotation) or "")
+                    elif text in self.constructors:
+                        found.add(self.constructors[text])
+            for assign in self.assignments.get(text, ()):
+                if self.source.function_of(assign) is function and isinstance(assign.value, cst.Call):
+                    built = constructed(assign.value)
+                    if callee_name(built) in MOVES and isinstance(built.func, cst.Attribute):
+                        continue
+                    bound = True
+                    found.add(callee_name(built) or "")
+        if not bound and text in self.constructors:
+            found.add(self.constructors[text])
+        return found
+
     def _text(self, expr: cst.BaseExpression) -> str:
         """The expression as written (cheap for the usual dotted names)."""
         return dotted(expr) or self.source.module.code_for_node(expr).strip()
@@ -386,6 +417,24 @@ class Training:
         return (
             optimizer is not None and self.role(optimizer.value) == "optimizer" and self.is_loss_value(loss.value, call)
         )
+
+    @cached_property
+    def moded(self) -> set[str]:
+        """What the file switches to eval mode (`g_ema.eval()`, `model.train(False)`), as written:
+        modules with a forward pass (a criterion's mode switch does not count)."""
+        found = set()
+        for call in self.source.nodes(cst.Call):
+            if (
+                isinstance(call.func, cst.Attribute)
+                and callee_name(call) in {"eval", "train"}
+                and (callee_name(call) == "train" or not call.args)
+                and (callee_name(call) == "eval" or sets_mode(call))
+                and not is_criterion(call.func.value)
+            ):
+                name = dotted(call.func.value)
+                if name is not None and name != "self":
+                    found.add(name)
+        return found
 
     @cached_property
     def classes(self) -> set[str]:
@@ -781,14 +830,24 @@ def disables_grad(expr: cst.BaseExpression) -> bool:
     return last_name(expr) in NO_GRAD_CONTEXTS
 
 
-def under_no_grad(source: Source, node: cst.CSTNode) -> bool:
-    """True if `node` runs inside a `with torch.no_grad()` block or a function decorated so."""
+def under_no_grad(source: Source, node: cst.CSTNode, depth: int = 2) -> bool:
+    """True if `node` runs inside a `with torch.no_grad()` block or a function decorated so, or in
+    a module-level function that the file calls only from such places (a loss helper only
+    validation uses)."""
     for ancestor in source.ancestors(node):
         if isinstance(ancestor, cst.With) and any(disables_grad(i.item) for i in ancestor.items):
             return True
         if isinstance(ancestor, cst.FunctionDef) and any(disables_grad(d.decorator) for d in ancestor.decorators):
             return True
-    return False
+    function = source.function_of(node)
+    if depth == 0 or function is None or not isinstance(source.parent(function), cst.Module):
+        return False
+    calls = [
+        call
+        for call in source.nodes(cst.Call)
+        if isinstance(call.func, cst.Name) and call.func.value == function.name.value
+    ]
+    return bool(calls) and all(under_no_grad(source, call, depth - 1) for call in calls)
 
 
 MODEL_WORDS = (
@@ -846,6 +905,12 @@ def runs_model(
             any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS) for a in call.args
         ):
             return True  # `criterion(model, sample)`: a criterion that runs the model it is handed
+        if (
+            isinstance(func, (cst.Name, cst.Attribute))
+            and training.role(func) is None
+            and dotted(func) in training.moded
+        ):
+            return True  # `g_ema(z)` after `g_ema.eval()`: what the file switches to eval mode is a model
         if depth > 0 and any(
             runs_model(source, training, f.body, depth - 1, used, generate) for f in training.called_functions(call)
         ):

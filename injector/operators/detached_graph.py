@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, method_on
+from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, method_on, runs_model
 
 
 class DetachedGraph(Operator):
@@ -124,6 +124,28 @@ class DetachedGraph(Operator):
                 "    backward(total_loss, scaler)\n",
             ),
         ),
+        Example(
+            # The model output is not the criterion's first argument (a distillation loss is handed
+            # the input batch first); a branch that sums loss terms one by one is left alone.
+            "for x, y in loader:\n"
+            "    outputs = model(x)\n"
+            "    if not cosub:\n"
+            "        loss = criterion(x, outputs, y)\n"
+            "    else:\n"
+            "        loss = 0.5 * criterion(outputs[0], y)\n"
+            "        loss = loss + 0.5 * criterion(outputs[1], y)\n"
+            "    loss.backward()\n",
+            (
+                "for x, y in loader:\n"
+                "    outputs = model(x)\n"
+                "    if not cosub:\n"
+                "        loss = criterion(x, outputs.detach(), y)\n"
+                "    else:\n"
+                "        loss = 0.5 * criterion(outputs[0], y)\n"
+                "        loss = loss + 0.5 * criterion(outputs[1], y)\n"
+                "    loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
         "loss.backward()\n",
@@ -134,7 +156,12 @@ class DetachedGraph(Operator):
 
     def changes(self, source, training):
         for backward in training.backwards:
-            for assign in training.loss_alternatives(backward) or [training.loss_assignment(backward)]:
+            alternatives = training.loss_alternatives(backward)
+            # A branch that builds its loss term by term (`loss = 0.25 * a; loss = loss + 0.25 * b`):
+            # detaching the first term leaves the others to train. Where another branch computes
+            # the loss at once, that one gets the mutant.
+            whole = [a for a in alternatives if not _accumulated(source, a)]
+            for assign in whole or alternatives or [training.loss_assignment(backward)]:
                 yield from self._detached(source, training, backward, assign)
 
     def _detached(self, source, training, backward, assign):
@@ -159,7 +186,7 @@ class DetachedGraph(Operator):
                 and not value.args[0].star
                 and self._is_loss(training, value)
             ):
-                target = value.args[0].value
+                target = _model_output(source, training, value)
             else:
                 target = value
             yield Change(
@@ -174,3 +201,51 @@ class DetachedGraph(Operator):
         return (
             name in LOSS_FUNCTIONS or training.role(call.func) == "loss-module" or "loss" in name or "criterion" in name
         )
+
+
+def _accumulated(source, assign: cst.CSTNode) -> bool:
+    """True if a later statement of the same block adds to what `assign` assigned
+    (`loss = loss + term`, `loss += term`)."""
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return False
+    name = dotted(assign.targets[0].target)
+    if name is None:
+        return False
+    line, siblings = source.block_of(assign)
+    if line not in siblings:
+        return False
+    for later in siblings[siblings.index(line) + 1 :]:
+        for small in getattr(later, "body", ()) if isinstance(later, cst.SimpleStatementLine) else ():
+            if (
+                isinstance(small, cst.AugAssign)
+                and isinstance(small.operator, cst.AddAssign)
+                and dotted(small.target) == name
+            ):
+                return True
+            if (
+                isinstance(small, cst.Assign)
+                and any(dotted(t.target) == name for t in small.targets)
+                and isinstance(small.value, cst.BinaryOperation)
+                and isinstance(small.value.operator, cst.Add)
+                and name in (dotted(small.value.left), dotted(small.value.right))
+            ):
+                return True
+    return False
+
+
+def _model_output(source, training, call: cst.Call) -> cst.BaseExpression:
+    """The argument of a loss call that carries the model's output: the first positional one
+    computed by a model forward (`outputs` of `criterion(samples, outputs, targets)` after
+    `outputs = model(samples)`), else the first."""
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    for value in positional:
+        root = value
+        while isinstance(root, (cst.Subscript, cst.Attribute)):
+            root = root.value
+        if isinstance(root, cst.Call) and runs_model(source, training, root):
+            return value
+        if isinstance(root, cst.Name):
+            assign = training.last_assignment(root.value, call)
+            if assign is not None and assign.value is not None and runs_model(source, training, assign.value):
+                return value
+    return positional[0]

@@ -36,21 +36,48 @@ class DoubleSoftmax(Operator):
             "criterion = nn.CrossEntropyLoss().to(device)\nloss = criterion(output, target)\n",
             ("criterion = nn.CrossEntropyLoss().to(device)\nloss = criterion(output.softmax(dim=1), target)\n",),
         ),
+        Example(
+            # Where the training function is handed the criterion built elsewhere as a cross-entropy.
+            "def train(model, criterion, x, y):\n"
+            "    return criterion(model(x), y)\n"
+            "criterion = nn.CrossEntropyLoss()\n",
+            (
+                "def train(model, criterion, x, y):\n"
+                "    return criterion(model(x).softmax(dim=1), y)\n"
+                "criterion = nn.CrossEntropyLoss()\n",
+            ),
+        ),
     )
     untouched = (
         "loss = F.nll_loss(F.log_softmax(x, dim=1), y)\n",
+        # The function's own criterion: annotated as another loss, or rebound to one there; the
+        # cross-entropy of the same name is evaluation's.
+        "def train(model, criterion: DistillationLoss, x, y, cosub):\n"
+        "    if cosub:\n"
+        "        criterion = torch.nn.BCEWithLogitsLoss()\n"
+        "    return criterion(x, model(x), y)\n"
+        "def evaluate(model, x, y):\n"
+        "    criterion = torch.nn.CrossEntropyLoss()\n"
+        "    with torch.no_grad():\n"
+        "        return criterion(model(x), y)\n",
         "criterion = nn.NLLLoss().to(device)\nloss = criterion(output, target)\n",
         "loss = criterion(out, y)  # criterion built elsewhere: unknown loss\n",
         "loss = F.mse_loss(pred, y)\n",
         "with torch.no_grad():\n    val_loss = F.cross_entropy(model(x), y)\n",
+        # A loss helper that only evaluation calls, under no_grad.
+        "def generative_loss(logits, labels):\n"
+        "    return F.cross_entropy(logits, labels)\n"
+        "def evaluate(model, x, y):\n"
+        "    with torch.inference_mode():\n"
+        "        return generative_loss(model(x), y)\n",
     )
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             if callee_name(call) == "cross_entropy" and is_functional(call):
                 pass
-            elif training.constructor(call.func) != "CrossEntropyLoss":
-                continue
+            elif training.classes_at(call.func, call) != {"CrossEntropyLoss"}:
+                continue  # another loss, or a criterion that is one only in another function
             logits = argument(call, "input", 0)
             if logits is None or under_no_grad(source, call):
                 continue  # under no_grad the loss is only reported: no training effect

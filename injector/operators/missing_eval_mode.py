@@ -25,6 +25,35 @@ def _is_eval(call: cst.Call) -> bool:
     return False
 
 
+def _trains_by_default(source, call: cst.Call, mode: cst.BaseExpression) -> bool:
+    """True for `model.train(flag)` where `flag` is a parameter of the function around it that
+    defaults to True (DeiT's `set_training_mode=True`): by default the call sets training mode."""
+    function = source.function_of(call)
+    if function is None or not isinstance(mode, cst.Name):
+        return False
+    return any(
+        p.name.value == mode.value and p.default is not None and is_literal_bool(p.default, True)
+        for p in function.params.params
+    )
+
+
+def _never_trained(source) -> set[str]:
+    """Modules (as written) that the file switches to eval mode more than once and never to
+    training mode (an EMA copy of a generator): any one of those `.eval()` calls can go, the
+    others keep it in eval mode."""
+    evals: dict[str, int] = {}
+    trained = set()
+    for call in source.nodes(cst.Call):
+        if not isinstance(call.func, cst.Attribute):
+            continue
+        receiver = source.code(call.func.value)
+        if callee_name(call) == "eval" and not call.args:
+            evals[receiver] = evals.get(receiver, 0) + 1
+        elif callee_name(call) == "train":
+            trained.add(receiver)
+    return {r for r, n in evals.items() if n > 1 and r not in trained}
+
+
 class MissingEvalMode(Operator):
     id = "missing-eval-mode"
     summary = (
@@ -73,8 +102,16 @@ class MissingEvalMode(Operator):
             "for phase in ('train', 'val'):\n    model.train(mode=phase == 'train')\n",
             ("for phase in ('train', 'val'):\n    model.train(mode=True)\n",),
         ),
+        Example(
+            # A flag that defaults to evaluation, not to training.
+            "def run_epoch(model, loader, training=False):\n    model.train(training)\n",
+            ("def run_epoch(model, loader, training=False):\n    model.train(True)\n",),
+        ),
     )
     untouched = (
+        # A flag that defaults to training; a module put in eval mode twice and never trained.
+        "def train_one_epoch(model, loader, set_training_mode=True):\n    model.train(set_training_mode)\n",
+        "g_ema.eval()\nfor i in range(steps):\n    with torch.no_grad():\n        g_ema.eval()\n        sample = g_ema(z)\n",
         # A criterion's mode: no dropout or batch-norm in it.
         "criterion.eval()\n",
         "result = eval('1 + 1')\n",
@@ -88,15 +125,26 @@ class MissingEvalMode(Operator):
         for call in source.nodes(cst.Call):
             if sets_mode(call):
                 mode = argument(call, "mode", 0)
-                if mode is not None and not is_literal_bool(mode.value) and not helper_owned(source, training, call):
+                if (
+                    mode is not None
+                    and not is_literal_bool(mode.value)
+                    and not helper_owned(source, training, call)
+                    and not _trains_by_default(source, call, mode.value)
+                ):
                     yield Change(
                         call,
                         (source.replace(mode.value, "True"),),
                         f"`{source.code(call)}` never switches to eval mode",
                     )
 
+        never_trained = _never_trained(source)
+
         def is_switch(call: cst.Call) -> bool:
             function = source.function_of(call)
-            return _is_eval(call) and not (function is not None and only_times_model(source, training, function.body))
+            return (
+                _is_eval(call)
+                and not (function is not None and only_times_model(source, training, function.body))
+                and source.code(call.func.value) not in never_trained  # type: ignore[attr-defined]
+            )
 
         yield from removed_mode_switches(source, training, is_switch, False, "evaluation runs in training mode")

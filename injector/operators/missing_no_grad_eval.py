@@ -4,7 +4,16 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, disables_grad, dotted, is_evaluation, last_name, statement_call, under_no_grad
+from injector.patterns import (
+    argument,
+    callee_name,
+    disables_grad,
+    dotted,
+    is_evaluation,
+    last_name,
+    statement_call,
+    under_no_grad,
+)
 
 
 def _enables_by_value(expr: cst.BaseExpression) -> cst.Arg | None:
@@ -135,8 +144,25 @@ class MissingNoGradEval(Operator):
                 "    return out\n",
             ),
         ),
+        Example(
+            # Sampling from a module the file switches to eval mode, whatever its name.
+            "for i in range(steps):\n"
+            "    train_step(i)\n"
+            "    with torch.no_grad():\n"
+            "        g_ema.eval()\n"
+            "        sample = g_ema(z)\n"
+            "        save(sample)\n",
+            ("for i in range(steps):\n    train_step(i)\n    g_ema.eval()\n    sample = g_ema(z)\n    save(sample)\n",),
+        ),
     )
     untouched = (
+        # Features cached without gradients for the accumulated backward that follows: training.
+        "def accum_step(model, batches, cache):\n"
+        "    with torch.no_grad():\n"
+        "        cache.append(model(batches[-1]))\n"
+        "        feats = model(batches[0])\n"
+        "    loss = contrastive(model(batches[0]), cache)\n"
+        "    loss.backward()\n",
         "with torch.enable_grad():\n    y = f(x)\n",
         "with torch.inference_mode(False):\n    y = model(x)\n",
         "with open(path) as handle:\n    text = handle.read()\n",
@@ -167,7 +193,11 @@ class MissingNoGradEval(Operator):
                         f"`{function.name.value}` records autograd graphs",
                     )
         for block in source.nodes(cst.With):
-            if not is_evaluation(source, training, block.body) or self._keeps_only_detached(source, block):
+            if (
+                not is_evaluation(source, training, block.body)
+                or self._keeps_only_detached(source, block)
+                or self._before_backward(source, training, block)
+            ):
                 continue
             function = source.function_of(block)
             if function is not None and self._callers_disable_grad(source, training, function):
@@ -221,6 +251,25 @@ class MissingNoGradEval(Operator):
             and not (isinstance(source.parent(ref), cst.Call) and source.parent(ref).func is ref)
         ]
         return bool(calls) and all(under_no_grad(source, call) for call in calls)
+
+    @staticmethod
+    def _before_backward(source, training, block: cst.With) -> bool:
+        """True for a `no_grad` block of a training step: its function runs a backward after it
+        and switches nothing to eval mode (a cache of features computed without gradients for
+        the accumulated step that follows is not evaluation)."""
+        function = source.function_of(block)
+        if function is None or not any(disables_grad(item.item) for item in block.items):
+            return False  # `set_grad_enabled(train)` is evaluation in one mode, training in the other
+        end = source.span(block)[1]
+        if not any(
+            source.function_of(b.call) is function and source.span(b.call)[0] >= end for b in training.backwards
+        ):
+            return False
+        return not any(
+            isinstance(call.func, cst.Attribute)
+            and (callee_name(call) == "eval" or (callee_name(call) == "train" and call.args))
+            for call in source.within(function.body, cst.Call)
+        )
 
     @staticmethod
     def _keeps_only_detached(source, block: cst.With) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.patterns import argument, callee_name, dotted, is_literal_bool, with_keyword
+from injector.patterns import argument, dotted, is_literal_bool, with_keyword
 
 STEP_SWITCH_WORDS = ("update", "step")
 
@@ -115,7 +115,7 @@ class MissingOptimizerStep(Operator):
         def wanted(call: cst.Call) -> bool:
             if not isinstance(call.func, cst.Attribute):
                 return False
-            name = callee_name(call)
+            name = call.func.attr.value
             if name == "step" or name.startswith("step_"):
                 return call in training.steps
             if name == "optimizer_step":

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, forward_run, grad_block, last_name
+from injector.patterns import argument, dotted, forward_run, grad_block, last_name
 
 
 class NoGradTraining(Operator):
@@ -101,6 +101,31 @@ class NoGradTraining(Operator):
                 "    accelerator.backward(loss)\n",
             ),
         ),
+        Example(
+            # A loss term computed before the zero_grad that splits it from the weighted loss.
+            "import torch\n"
+            "if regularize:\n"
+            "    path_loss, lengths = path_regularize(fake, latents)\n"
+            "    generator.zero_grad()\n"
+            "    weighted = weight * path_loss\n"
+            "    weighted.backward()\n",
+            (
+                "import torch\n"
+                "if regularize:\n"
+                "    path_loss, lengths = path_regularize(fake, latents)\n"
+                "    generator.zero_grad()\n"
+                "    with torch.no_grad():\n"
+                "        weighted = weight * path_loss\n"
+                "    weighted.backward()\n",
+                "import torch\n"
+                "if regularize:\n"
+                "    with torch.no_grad():\n"
+                "        path_loss, lengths = path_regularize(fake, latents)\n"
+                "    generator.zero_grad()\n"
+                "    weighted = weight * path_loss\n"
+                "    weighted.backward()\n",
+            ),
+        ),
     )
     untouched = (
         "with torch.no_grad():\n    out = model(x)\n",
@@ -124,6 +149,45 @@ class NoGradTraining(Operator):
                 (source.reindent(first, last, add=source.indent, header=f"with {training.torch}.no_grad():"),),
                 "the forward pass and loss run without autograd",
             )
+            yield from self._earlier_terms(source, training, backward, first)
+
+    @staticmethod
+    def _earlier_terms(source, training, backward, first):
+        """A loss term computed before the run, in the same block, and weighted into the loss
+        there (`path_loss, ... = g_path_regularize(...)`; `generator.zero_grad()`; `weighted =
+        w * path_loss`): that computation without autograd too."""
+        assign = training.loss_assignment(backward)
+        if not isinstance(assign, cst.Assign):
+            return
+        own = {dotted(t.target) for t in assign.targets}
+        line, siblings = source.block_of(first)
+        if line not in siblings:
+            return
+        before = siblings[: siblings.index(line)]
+        done = set()
+        for name in source.within(assign.value, cst.Name):
+            parent = source.parent(name)
+            if "loss" not in name.value.lower() or name.value in own or name.value in done:
+                continue
+            if isinstance(parent, cst.Attribute) and parent.attr is name:
+                continue
+            done.add(name.value)
+            term = training.last_assignment(name.value, assign)
+            term_line = source.parent(term) if term is not None else None
+            if (
+                term_line in before
+                and isinstance(term_line, cst.SimpleStatementLine)
+                and not source.has_multiline_string(term_line)
+            ):
+                yield Change(
+                    term_line,
+                    (
+                        source.reindent(
+                            term_line, term_line, add=source.indent, header=f"with {training.torch}.no_grad():"
+                        ),
+                    ),
+                    f"the loss term `{name.value}` is computed without autograd",
+                )
 
     @staticmethod
     def _grad_enabled_by_value(source, training, backward):
