@@ -333,15 +333,19 @@ class _StubModule(types.ModuleType):
 
 
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Last on the import path: a package the corpus file imports but that is not installed
-    imports as a stub. Only those: libraries that probe for optional packages
+    """A package the corpus file imports but that is not installed imports as a stub, and so
+    does a module of an installed package that cannot import here (`torch.utils.tensorboard`
+    without tensorboard). Only those: libraries that probe for optional packages
     (`try: import flint`) must still see them missing."""
 
-    def __init__(self, packages: set[str]) -> None:
+    def __init__(self, packages: set[str], modules: set[str] = frozenset()) -> None:  # type: ignore[assignment]
         self.packages = packages
+        self.modules = modules
 
     def find_spec(self, fullname, path, target=None):
-        if fullname.split(".")[0] not in self.packages:
+        if fullname.split(".")[0] not in self.packages and not any(
+            fullname == m or fullname.startswith(f"{m}.") for m in self.modules
+        ):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
@@ -365,14 +369,37 @@ def _missing_packages(text: str) -> set[str]:
     return {name for name in names if name not in sys.modules and importlib.util.find_spec(name) is None}
 
 
+def _unimportable_modules(text: str) -> set[str]:
+    """Modules of installed packages that the file imports but that fail to import here (they
+    need a package that is not installed)."""
+    names = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names if "." in alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level and "." in node.module:
+            names.add(node.module)
+    found = set()
+    for name in sorted(names):
+        if importlib.util.find_spec(name.split(".")[0]) is None:
+            continue
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            found.add(name)
+    return found
+
+
 class _stubbed_imports:
     def __init__(self, text: str, package: str) -> None:
         self.packages = _missing_packages(text) | {package}
+        self.modules = _unimportable_modules(text)
 
     def __enter__(self) -> None:
-        self.finder = _StubFinder(self.packages)
+        self.finder = _StubFinder(self.packages, self.modules)
         self.before = set(sys.modules)
-        sys.meta_path.append(self.finder)
+        # First on the path for the unimportable modules of installed packages (the usual finders
+        # would find them and fail again); for packages that are not installed the order is moot.
+        sys.meta_path.insert(0, self.finder)
 
     def __exit__(self, *exc) -> None:
         sys.meta_path.remove(self.finder)
