@@ -267,3 +267,33 @@ def test_every_signature_match_on_every_corpus_line_holds_one_of_its_words():
                     checked += 1
                     assert sig.symptom in allowed, (path.name, sig.symptom, rd.text[:200])
     assert checked > 300
+
+
+QUOTED = Path(__file__).resolve().parent / "programs" / "quoted"
+
+
+@pytest.mark.parametrize(
+    ("fault", "first"),
+    [("detached-graph", "detached-graph"), ("no-grad-training", "no-grad-training")],
+)
+def test_code_a_pytest_traceback_quotes_tells_apart_causes_of_one_error(fault, first):
+    # the same "element 0 of tensors does not require grad" from all three faults; pytest's long
+    # traceback quotes the step's body, `.detach()` or `with torch.no_grad():` (programs/guard_step.py)
+    from triage.explain import explain
+
+    causes = [c.id for c in explain(QUOTED / f"{fault}.log").causes]
+    assert causes[0] == first
+    assert {"detached-graph", "no-grad-training", "frozen-parameters"} == set(causes[:3])
+
+
+def test_every_cause_of_a_missing_grad_fn_is_ranked_where_the_code_does_not_tell():
+    from triage.explain import explain
+
+    causes = [c.id for c in explain(QUOTED / "frozen-parameters.log").causes]
+    assert set(causes[:3]) == {"detached-graph", "no-grad-training", "frozen-parameters"}
+    assert explain(QUOTED / "healthy.log").causes == ()
+
+
+def test_a_docstring_quoted_by_pytest_reports_nothing():
+    # torch's backward() docstring, quoted in the traceback, mentions "a memory leak"
+    assert "memory-growth-reported" not in names(QUOTED / "detached-graph.log")

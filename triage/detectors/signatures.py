@@ -13,9 +13,11 @@ import math
 import re
 from dataclasses import dataclass
 
-from triage.detectors import Context
+from triage.detectors import Context, quoted
 from triage.reader import Reading
 from triage.records import Evidence, Symptom
+
+HELPERS = ("quoted",)
 
 
 @dataclass(frozen=True)
@@ -226,6 +228,9 @@ EMITS: frozenset[str] = frozenset(
 
 _NOT_ERRORS = {
     "crashed",
+    "quoted-no-grad",
+    "quoted-detach",
+    "quoted-requires-grad-false",
     "few-trainable-parameters",
     "job-cancelled",
     "broadcast-warning",
@@ -413,6 +418,12 @@ def detect(ctx: Context) -> list[Symptom]:
             more = following.get(rd.line) if rd.line is not None else None
             if more is not None:
                 _record(rd, _matches(rd.text.rstrip() + " " + more.strip()), found, groups)
+    if any(name in found for name in _SERIES_SAYS):
+        # a docstring a pytest traceback quotes ("... can cause a memory leak") reports nothing
+        source = quoted.source_lines(ctx.readings)
+        for name in _SERIES_SAYS:
+            if name in found:
+                found[name] = [rd for rd in found[name] if rd.line not in source]
     for sig in SIGNATURES:
         hits = found.get(sig.symptom)
         if not hits or _series_says(ctx, sig.symptom):
@@ -437,6 +448,10 @@ def detect(ctx: Context) -> list[Symptom]:
             )
         )
     out.extend(_trainable(counts))
+    no_grad = found.get("no-grad-fn")
+    if no_grad and no_grad[0].line is not None:
+        # one message, three causes: the code quoted on the way to backward() tells them apart
+        out.extend(quoted.detect(ctx.readings, quoted.source_lines(ctx.readings), no_grad[0].line))
     fn = groups.get("anomaly-nan")
     # Log/Sqrt/Div backward NaNs come from unguarded inputs; a (log-)softmax guards itself
     if fn is not None and _GUARDED_OPS.search(fn.group("fn")) and "softmax" not in fn.group("fn").lower():
