@@ -136,7 +136,12 @@ SIGNATURES: tuple[Signature, ...] = (
         r"input\.size\(-1\) must be equal to input_size|Expected hidden(?:\[\d\])? size|"
         r"Expected target size|only batches of spatial targets supported|"
         r"The expanded size of the tensor \(\d+\) must match|inconsistent tensor size|"
-        r"matrices expected, got \dD, \dD tensors|Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same",
+        r"matrices expected, got \dD, \dD tensors|Target size \(torch\.Size\(\[[\d, ]*\]\)\) must be the same|"
+        # a batch whose samples differ in shape fails in the loader's collate; other families
+        # name the two sizes in their own words
+        r"must have same reduction dim|stack expects each tensor to be equal size|Tensors must have same number of dimensions|"
+        r"doesn't match the broadcast shape|running_(?:mean|var) should contain \d+ elements|"
+        r"must have the same number of elements|should be defined either for all \d+ classes",
         "tensor shapes do not fit the operation",
     ),
     _sig(
@@ -149,6 +154,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Expected floating point type for target|expected scalar type \w+ but got|"
         r"expected target dtype to be \w+|expected \w+ tensor \(got \w+ tensor\)|"
         r"to have (?:one of the following )?scalar types?:? \w+|"
+        r"source and destination dtypes match|only Tensors of floating point (?:and complex )?dtype can require|"
         # 0.4-1.0 named the tensor type: a dtype mismatch when both sides are on one device
         r"expected (?:object of )?type \S*?torch\.(?P<dev>cuda\.|)\w+\]? but (?:found|got) (?:type )?"
         r"\S*?torch\.(?P=dev)(?!cuda)\w",
@@ -192,8 +198,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # what people write when they paste a description instead of the log itself
     _sig(
         "loss-non-finite-reported",
-        r"\bloss\b[^\n]{0,30}?\b(?:became|becomes|become|is|goes|went|turns?|turned|to|of|=|:)\s*"
-        r"['\"]?(?:nan|inf)\b|\bnan loss\b",
+        r"\bloss\b[^\n]{0,30}?\b(?:became|becomes|become|is|goes|went|turns?|turned|into|to|of|=|:)\s*"
+        r"['\"]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss\b",
         "the log says the loss became NaN or inf",
     ),
     _sig(
@@ -315,6 +321,13 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "inconsistent tensor size",
         "matrices expected",
         "target size (torch",
+        "equal size",
+        "same reduction dim",
+        "same number of dimensions",
+        "broadcast shape",
+        "should contain",
+        "same number of elements",
+        "defined either for all",
     ),
     "dtype-mismatch": (
         "scalar type",
@@ -326,6 +339,9 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "floating point type for target",
         "target dtype",
         "tensor (got",
+        "dtypes match",
+        "floating point and complex dtype",
+        "floating point dtype",
         "expected object of type",
         "expected type",
     ),
