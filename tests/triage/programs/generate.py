@@ -123,6 +123,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written after the rules were frozen for issue 9's fresh batch 3
+    "unet_table": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "inplace-activation",
+            "shape-mismatch",
+            "dtype-mismatch",
+            "no-grad-training",
+            "detached-graph",
+            "missing-epsilon",
+            "loss-tensor-leak",
+            "missing-train-mode",
+            "wrong-loss-reduction",
+            "scheduler-step-misaligned",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
