@@ -109,10 +109,16 @@ KEYWORDS: tuple[bytes, ...] = (
     b"bounds",
     # a dtype error pasted without its exception prefix: `"nll_loss..." not implemented for 'Float'`
     b"implemented for",
+    # fresh batch 3 (issue 9): the in-place error quoted with no prefix, and reports of a GPU
+    # starved by its data loader ("GPU utilization is very low", "... may be a bottleneck")
+    b"nplace operation",
+    b"bottleneck",
+    b"pu util",
+    b"pu-util",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings.
-CASELESS: frozenset[bytes] = frozenset({b"rror", b"arning", b"nan", b"frozen", b"cancel"})
+CASELESS: frozenset[bytes] = frozenset({b"rror", b"arning", b"nan", b"frozen", b"cancel", b"pu util", b"pu-util"})
 
 
 def is_event(raw: bytes) -> bool:

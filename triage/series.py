@@ -3,7 +3,8 @@
 One tolerant pass per reading: `key=value`, `key: value`, JSON and Python-dict prints all reduce
 to "a known metric name, then a number"; the step comes from an explicit `step`/`iter`/`global_step`
 field, a `epoch E/N | batch B/M` pair or a progress bar's `B/M`, and otherwise from the order of
-the readings. Names map onto a small canonical set; anything unknown is ignored, so an unfamiliar
+the readings. A table (a header line of column names, then rows of bare numbers, whatever prefix a
+logger puts before both) gives the same series, its columns read by their header's names. Names map onto a small canonical set; anything unknown is ignored, so an unfamiliar
 format yields fewer series, never an error.
 """
 
@@ -127,6 +128,11 @@ _EPOCH_BATCH = re.compile(
     re.I,
 )
 _BAR = re.compile(r"(?:\bEpoch\s+(\d+)\b.*?)?\|\s*(\d+)/(\d+)\s*\[")
+# a table: a header of column names closing the line, then rows of as many numbers
+_CELLS = re.compile(r"[^\s|]+")
+_HEADER_NAME = re.compile(r"[A-Za-z][\w./\-]*$")
+_CELL_NUMBER = re.compile(r"(" + _NUM + r")(?:/\d+)?(?:[KMGT]i?B?|%)?$")
+_STEP_COLUMNS = {"step", "global_step", "iter", "iteration", "it", "batch", "steps", "iters"}
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:it|samples|tok|img)/s\b")
 
 
@@ -276,10 +282,54 @@ def _echo(a: str, b: str, metrics: dict[str, float]) -> bool:
 _DIGITS = re.compile(r"\d+")
 
 
+def _header(text: str) -> tuple[str | None, ...] | None:
+    """The canonical metric (or None) of each column, where `text` ends in a table's header: at
+    least three names, one a step counter (`epoch`, `step`, `iter`) and one a known metric."""
+    cells = _CELLS.findall(text[:MAX_READING])
+    names: list[str] = []
+    for cell in reversed(cells):
+        if not _HEADER_NAME.match(cell):
+            break
+        names.append(_key(cell))
+    names.reverse()
+    # a logger's prefix ends in words too (`| INFO | trainer |`): the table starts at its first
+    # column of a known name
+    while names and names[0] not in _STEP_COLUMNS and names[0] != "epoch" and names[0] not in _CANON:
+        names.pop(0)
+    if len(names) < 3 or not ({"epoch", *_STEP_COLUMNS} & set(names)):
+        return None
+    columns = tuple("step" if n in _STEP_COLUMNS else "epoch" if n == "epoch" else _CANON.get(n) for n in names)
+    if not any(c not in (None, "step", "epoch") for c in columns):
+        return None
+    return columns
+
+
+def _row(text: str, columns: tuple[str | None, ...]) -> tuple[int | None, dict[str, float]] | None:
+    """(step, metrics) of a table row: the line ends in as many numbers as the header has names."""
+    cells = _CELLS.findall(text[:MAX_READING])
+    if len(cells) < len(columns):
+        return None
+    values = []
+    for cell in cells[-len(columns) :]:
+        m = _CELL_NUMBER.match(cell)
+        if m is None:
+            return None
+        values.append(_float(m.group(1)))
+    step = None
+    metrics: dict[str, float] = {}
+    for name, value in zip(columns, values, strict=True):
+        if name == "step" and math.isfinite(value):
+            step = int(value)
+        elif name is not None and name != "epoch":
+            metrics.setdefault(name, value)
+    return (step, metrics) if metrics else None
+
+
 class SeriesBuilder:
     """Accumulates readings into per-metric series, numbering steps where the log does not."""
 
     def __init__(self) -> None:
+        self._columns: tuple[str | None, ...] | None = None  # the last table header's columns
         self.series: dict[str, Series] = {}
         self._ordinal = 0
         self._last_step: int | None = None
@@ -292,7 +342,10 @@ class SeriesBuilder:
     def add(self, text: str, line: int | None, rank: int | None = None) -> None:
         step, metrics, in_epoch, is_bar = _parse(text)
         if not metrics:
-            return
+            row = self._table(text)
+            if row is None:
+                return
+            step, metrics = row
         prev_line, prev_text, prev_metrics = self._prev
         self._prev = (line, text, metrics)
         if line is not None and prev_line == line - 1 and prev_metrics == metrics and _echo(prev_text, text, metrics):
@@ -326,6 +379,16 @@ class SeriesBuilder:
             if is_bar:
                 series.from_bar.add(id(point))
             series.templates[id(point)] = template
+
+    def _table(self, text: str) -> tuple[int | None, dict[str, float]] | None:
+        """A row of the table whose header was read last; or, reading a header, None."""
+        low = text.lower()
+        if "poch" in low or "step" in low or "iter" in low:
+            columns = _header(text)
+            if columns is not None:
+                self._columns = columns
+                return None
+        return _row(text, self._columns) if self._columns is not None else None
 
     def build(self) -> dict[str, Series]:
         """The series in log order; one rank's points where several ranks logged."""

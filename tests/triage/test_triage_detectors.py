@@ -297,3 +297,12 @@ def test_every_cause_of_a_missing_grad_fn_is_ranked_where_the_code_does_not_tell
 def test_a_docstring_quoted_by_pytest_reports_nothing():
     # torch's backward() docstring, quoted in the traceback, mentions "a memory leak"
     assert "memory-growth-reported" not in names(QUOTED / "detached-graph.log")
+
+
+def test_a_schedule_decayed_a_thousandfold_early_has_reached_its_floor():
+    # programs/unet_table.py's StepLR stepped every batch instead of every epoch: the rate
+    # halves every two batches and never settles, 1e-3 to 1e-25 within the run
+    log = Path(__file__).resolve().parent / "programs" / "logs" / "unet_table__scheduler-step-misaligned__s3.log"
+    assert "lr-floor-early" in names(log)
+    healthy = Path(__file__).resolve().parent / "programs" / "logs" / "unet_table__healthy__s0.log"
+    assert "lr-floor-early" not in names(healthy)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from triage_corpus import LOGS
@@ -123,3 +124,27 @@ def test_a_record_printed_by_two_log_handlers_counts_once(tmp_path):
     assert len(log.read_text().splitlines()) == 2 * (len(losses) + 3)
     values = [p.value for p in build(log)["loss"].points]
     assert values == [*losses, 1.21, 1.21, 1.21]
+
+
+PROGRAM_LOGS = Path(__file__).resolve().parent / "programs" / "logs"
+
+
+def test_a_table_header_names_the_columns_of_the_rows_after_it():
+    """programs/unet_table.py logs through `logging` a fixed-width table (`epoch step loss dice
+    lr mem_MB`, the header again every epoch) behind a `time | INFO | seg |` prefix whose words
+    are not columns; its validation line is in another layout."""
+    s = build(PROGRAM_LOGS / "unet_table__healthy__s1.log")
+    loss, lr, mem = s["loss"], s["lr"], s["memory"]
+    assert [p.step for p in loss.points] == list(range(4, 145, 4))  # the step column, not the row order
+    assert loss.points[0].value == pytest.approx(1.45131) and lr.points[0].value == pytest.approx(1e-3)
+    assert lr.points[-1].value == pytest.approx(2.5e-4) and 200 < mem.points[0].value < 2000
+    assert len(s["val_loss"].points) == 6 and "dice" not in s
+
+
+def test_a_header_needs_a_step_column_and_a_known_metric():
+    b = SeriesBuilder()
+    for i, text in enumerate(["Class Images Targets P R mAP", "all 3590 101000 0.322 0.453 0.365"]):
+        b.add(text, i + 1)
+    b.add("name    value    unit", 3)
+    b.add("x 1 2", 4)
+    assert b.build() == {}

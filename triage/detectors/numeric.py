@@ -535,8 +535,10 @@ def lr_floor(lr: Series) -> list[Symptom]:
     floor = min(after)
     if floor < 0 or vals[peak_i] <= 0 or vals[peak_i] < 10 * floor:
         return []
-    # a schedule that decays to exactly zero has reached its floor within 1% of its peak
-    near = max(floor * 1.05, vals[peak_i] * 0.01) if floor == 0 else floor * 1.05
+    # a schedule that decays to exactly zero has reached its floor within 1% of its peak; one
+    # that keeps decaying geometrically (a StepLR stepped every batch) has none, but a thousandth
+    # of its peak moves the weights no more than a floor would
+    near = max(floor * 1.05, vals[peak_i] * 0.01) if floor == 0 else max(floor * 1.05, vals[peak_i] * 1e-3)
     reach = next(i for i, v in enumerate(after) if v <= near) + peak_i
     frac = (reach + 1) / len(vals)
     if frac <= 0.6 and all(v <= near for v in vals[reach:]):

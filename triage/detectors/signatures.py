@@ -207,8 +207,17 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bmemory\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb|ris)\w*|"
         # the other word order: "continuous rising of gpu memory", "increasing GPU memory usage"
         r"\b(?:increas|grow|climb|ris)(?:e|es|ed|ing)\s+(?:of\s+)?(?:the\s+)?(?:gpu\s+|cpu\s+|cuda\s+)?memory\b|"
-        r"\bmemory leak",
+        r"\bmemory\W{0,3}leak",
         "the log says memory kept growing",
+    ),
+    _sig(
+        "gpu-idle-reported",
+        # what people write about a starved GPU ("GPU utilization is very low", "Volatile GPU-util
+        # indicates 0%", "... waiting for data"), and Lightning's warning about a loader's workers
+        r"\bgpu[- ]?util\w*\b[^\n]{0,60}?(?:\blow\b|\b0\s?%|\bfluctuat|\bnot stable|\bunstable|waiting for data)|"
+        r"\b(?:low|poor)\s+(?:volatile\s+)?gpu[- ]?util|"
+        r"\b(?:data ?loader|data loading)\b[^\n]{0,30}\bbottleneck|many workers which may be a bottleneck",
+        "the log says the GPU sits idle waiting for data",
     ),
     _sig(
         "job-cancelled",
@@ -246,6 +255,7 @@ _NOT_ERRORS = {
     "loss-non-finite-reported",
     "dataloader-timeout",
     "memory-growth-reported",
+    "gpu-idle-reported",
 }
 # Warnings of a fault the run lives on with: where an error stopped the run, that error is
 # the first thing to fix and the warning comes second.
@@ -353,6 +363,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "scheduler-before-optimizer": ("lr_scheduler.step()",),
     "loss-non-finite-reported": ("loss",),
     "memory-growth-reported": ("memory",),
+    "gpu-idle-reported": ("gpu util", "gpu-util", "gpuutil", "bottleneck"),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
 }
 
