@@ -68,8 +68,9 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "device-mismatch",
         r"Expected all tensors to be on the same device|"
-        r"Input type \(\S*cuda\S*\) and weight type \((?!\S*cuda)\S+\) should be the same|"
-        r"Input type \((?!\S*cuda)\S+\) and weight type \(\S*cuda\S*\) should be the same|"
+        # (the weight's or, since 1.x, the bias's; 2.x names types `CUDABFloat16Type`)
+        r"Input type \([^)]*cuda[^)]*\) and (?:weight|bias) type \((?![^)]*cuda)[^)]+\) should be the same|"
+        r"Input type \((?![^)]*cuda)[^)]+\) and (?:weight|bias) type \([^)]*cuda[^)]*\) should be the same|"
         r"tensor for argument #\d+ \W?\w+\W? to have the same device|"
         r"is on (?:CPU|GPU), but expected (?:it|them) to be on (?:CPU|GPU)|"
         r"arguments are located on different GPUs|"
@@ -151,6 +152,9 @@ SIGNATURES: tuple[Signature, ...] = (
         r"not implemented for \W?(?:Long|Int|Half|BFloat16|Bool|Byte|Short|Char|Float|Double)\b|"
         r"Found dtype \w+ but expected \w+|can't be cast to the desired output type|"
         r"Input type \(torch\.\w*(?:Double|Half|Long)\w*\) and weight type|"
+        # both on one device, so the types differ in dtype: `(c10::Half) and bias type (float)`
+        r"Input type \((?=[^)]*cuda)[^)]+\) and (?:weight|bias) type \((?=[^)]*cuda)[^)]+\) should be the same|"
+        r"Input type \((?![^)]*cuda)[^)]+\) and (?:weight|bias) type \((?![^)]*cuda)[^)]+\) should be the same|"
         r"Expected floating point type for target|expected scalar type \w+ but got|"
         r"expected target dtype to be \w+|expected \w+ tensor \(got \w+ tensor\)|"
         r"to have (?:one of the following )?scalar types?:? \w+|"
