@@ -25,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "injector"
+MORE = ROOT / "tests" / "triage" / "calibration" / "projects"
 PROJECTS = {
     "demo": None,  # `injector run --demo`
     "campaign_project": FIXTURES / "campaign_project",
@@ -34,7 +35,14 @@ PROJECTS = {
         # `symlinked` gets its link to a file outside the project from its test, at run time
         if (path / "pyproject.toml").is_file() and path.name != "symlinked"
     },
+    # shaped like real projects: a library with a Trainer and pytest guards, a smoke command
+    "library_trainer": MORE / "library_trainer",
+    "smoke_cli": MORE / "smoke_cli",
+    # written before any rule was tuned on calibration logs and never tuned on since
+    "heldout_denoise": MORE / "heldout_denoise",
 }
+# Which projects' logs the triage rules were tuned on: the headline is reported per split.
+HELD_OUT = frozenset({"heldout_denoise"})
 
 
 def run_project(name: str, project: Path | None, out: Path, jobs: int) -> tuple[dict | None, float, str]:

@@ -199,6 +199,16 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Detected call of \W?lr_scheduler\.step\(\)\W? before \W?optimizer\.step\(\)",
         "PyTorch warned that the learning-rate scheduler stepped before the optimizer did",
     ),
+    _sig(
+        "collective-got-none",
+        # c10d's argument check: 2.x "Expected parameter `tensor` of type torch.Tensor / but got
+        # <class 'NoneType'> instead" (the type on a line of its own), 1.x "... to be of type
+        # torch.Tensor.", 1.0 "Expecting parameter: tensor to be a torch.Tensor type"; only a
+        # None (a gradient no backward reached), not a float passed by mistake, is this symptom
+        r"Invalid function argument\.? Expect(?:ed|ing) parameter:? \W?tensor\W? .{0,40}?torch\.Tensor"
+        r".{0,80}?NoneType",
+        "a collective (all_reduce, broadcast) was given None instead of a tensor",
+    ),
     # what people write when they paste a description instead of the log itself
     _sig(
         "loss-non-finite-reported",
@@ -365,6 +375,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "tensor-to-scalar-warning": ("converting a tensor with requires_grad",),
     "dataloader-timeout": ("dataloader timed out",),
     "scheduler-before-optimizer": ("lr_scheduler.step()",),
+    "collective-got-none": ("invalid function argument",),
     "loss-non-finite-reported": ("loss",),
     "memory-growth-reported": ("memory",),
     "gpu-idle-reported": ("gpu util", "gpu-util", "gpuutil", "bottleneck"),

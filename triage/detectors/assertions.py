@@ -1,0 +1,328 @@
+"""What a failing guard says about training: a test's assertion, or a smoke check's verdict.
+
+A guard that fails with `assert 5.0 < 5.0` says more than that it failed. pytest quotes the
+failing line (`>       assert losses[-1] < losses[0]`) and rewrites the assertion with the values
+it compared (`E       assert 5.0 < 5.0`); a smoke script exits with its own verdict (`loss 1.57 ->
+1.51 did not fall`). This detector reads them where what they say is general, not one project's
+own check:
+
+* a loss compared with its own earlier value: unchanged (nothing reached the weights), risen, or
+  blown up;
+* parameters reported unchanged after training; gradients reported None, or still set where
+  the test expected them cleared;
+* probabilities that do not sum to one;
+* a model asserted out of (or into) training mode, and one evaluation repeated with a
+  different answer.
+
+A bare `assert 2.2 < 0.05` (a loss against a constant target) says only that training fell
+short: no symptom. Gradients a failing line uses while they are None (`all_reduce(p.grad)`,
+`p.grad.data`) are read from the quoted line above the exception.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass
+
+from triage.detectors import Context
+from triage.reader import Reading
+from triage.records import Evidence, Symptom
+
+EMITS: frozenset[str] = frozenset(
+    {
+        "loss-unchanged",
+        "loss-rose",
+        "loss-exploded",
+        "params-unchanged",
+        "grad-none",
+        "grads-not-cleared",
+        "probs-not-normalised",
+        "model-still-training",
+        "model-not-training",
+        "repeat-differs",
+    }
+)
+
+EXPLODED = 100.0  # a loss this many times its start has blown up, not merely risen
+# the same value to the digits a log prints: a loss that did not move at all
+SAME = 1e-9
+
+_FAILING = re.compile(r"^>\s+(.*\S)")  # pytest's marked failing line
+_ASSERT = re.compile(r"^assert\b")
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
+# "loss 1.567 -> 1.513", "loss went from 2.3 to 2.9", "loss did not drop enough: 1.415 -> 1.123"
+_PROSE_PAIR = re.compile(
+    rf"\bloss(?:es)?\b[^\n]{{0,40}}?(?:from\s+)?(?P<a>{_NUMBER})\s*(?:->|→|=>|\bto\b)\s*(?P<b>{_NUMBER})\b", re.I
+)
+_PROSE_PARAMS = re.compile(
+    r"\b(?:param(?:eter)?s?|weights?)\b[^\n]{0,60}?\b(?:did not|didn't|do not|does not|never|were not|was not|"
+    r"are not|is not|not)\s+(?:change|update|move)d?\b|"
+    r"\bunchanged\s+(?:param|weight)|\b(?:param(?:eter)?s?|weights?)\s+(?:are\s+|were\s+|stay(?:ed)?\s+)?unchanged",
+    re.I,
+)
+_PROSE_PROBS = re.compile(
+    r"\b(?:probabilit\w*|probs?|softmax\w*|distributions?)\b[^\n]{0,50}?\b(?:do not|does not|don't|doesn't|"
+    r"did not|not|never)\s+sum\s+to\s+(?:one|1)\b",
+    re.I,
+)
+_PARAM_NAME = re.compile(r"'[\w.]*\b(?:weight|bias)'")
+_LAST = re.compile(r"\[\s*-1\s*\]\s*$|\b(?:last|final|after|end)\w*\s*$", re.I)
+_FIRST = re.compile(r"\[\s*0\s*\]\s*$|\b(?:first|initial|before|start)\w*\s*$", re.I)
+_LOSSY = re.compile(r"loss|hist|cost", re.I)
+_GRAD_USE = re.compile(r"\.grad\b(?!_)")
+_NONE_ERROR = re.compile(r"NoneType|Invalid function argument", re.I)
+_GRAD_NOT_NONE = re.compile(r"\.grad\s+is\s+not\s+None\b")
+_GRAD_CLEARED = re.compile(r"\.grad\s+is\s+None\b|\.grad\b[^\n]*(?:==\s*0\b|zeros|count_nonzero)")
+# a traceback's frame header (Python's, pytest's short one) and the quoted line after it
+_FRAME = re.compile(r'^File "[^"]+", line \d+|^\S+\.py:\d+: in \S+$')
+_TRACEBACK_START = re.compile(r"^Traceback \(most recent call last\)|^_{3,} .* _{3,}$")
+_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception):")
+_TRAINING = re.compile(
+    r"^assert\s+(?P<not>not\s+)?[\w.\[\]()]*\.training\b(?:\s+(?:is|==)\s+(?P<value>True|False))?\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failing pytest assertion: its quoted line, the rewritten values and the code before it."""
+
+    code: str  # the failing line without its `>` marker
+    line: int | None
+    rank: int | None
+    message: list[str]  # the `E` lines that follow (pytest's marker already stripped)
+    listing: list[str]  # the quoted lines of the same frame before it
+
+
+def detect(ctx: Context) -> list[Symptom]:
+    """Symptoms from failing assertions and guard verdicts (see the module docstring)."""
+    readings = [rd for rd in ctx.readings if rd.index == 0]
+    found: dict[str, Symptom] = {}
+
+    def add(symptom: Symptom | None) -> None:
+        if symptom is not None and symptom.name not in found:
+            found[symptom.name] = symptom
+
+    for failure in _failures(readings):
+        for symptom in _from_assertion(failure):
+            add(symptom)
+    for rd in readings:
+        text = rd.text
+        m = _PROSE_PAIR.search(text)
+        if m:
+            add(_loss_pair(float(m.group("a")), float(m.group("b")), rd, "the run reported"))
+        if _PROSE_PARAMS.search(text):
+            add(Symptom("params-unchanged", "the guard says parameters did not change", (_ev(rd),), rank=rd.rank))
+        if _PROSE_PROBS.search(text):
+            add(Symptom("probs-not-normalised", "the guard says probabilities do not sum to one", (_ev(rd),)))
+    add(_none_grad_in_traceback(readings))
+    return list(found.values())
+
+
+def _failures(readings: list[Reading]) -> list[Failure]:
+    """Every `>`-marked failing assert with its `E` lines and the frame's quoted lines above it."""
+    out = []
+    for i, rd in enumerate(readings):
+        m = _FAILING.match(rd.text)
+        if not m or not _ASSERT.match(m.group(1)) and "assert" not in m.group(1):
+            continue
+        message: list[str] = []
+        for following in readings[i + 1 : i + 40]:
+            if not following.text.strip():
+                break
+            if following.text.startswith(" ") and not message:
+                continue  # the caret line Python 3.11 prints under the failing expression
+            if following.text.startswith(("tests/", "/")) or re.match(r"^\S+\.py:\d+", following.text):
+                break
+            message.append(following.text.strip())
+        listing: list[str] = []
+        for before in reversed(readings[max(0, i - 60) : i]):
+            if re.match(r"^_{3,} .* _{3,}$|^(?:_ ){8,}", before.text):
+                break
+            listing.append(before.text)
+        out.append(Failure(m.group(1).strip(), rd.line, rd.rank, message, listing[::-1]))
+    return out
+
+
+def _from_assertion(failure: Failure) -> list[Symptom]:
+    code = failure.code
+    ev = (Evidence(failure.line, f"> {code}"[:300], rank=failure.rank),) + tuple(
+        Evidence(None, f"E {line}"[:300]) for line in failure.message[:1]
+    )
+    out: list[Symptom] = []
+    rewrite = next((line for line in failure.message if line.startswith("assert ")), None)
+    if rewrite is not None and _ASSERT.match(code):
+        pair = _compared_losses(code, rewrite)
+        if pair is not None:
+            first, last = pair
+            symptom = _loss_pair(first, last, None, "the test compared")
+            if symptom is not None:
+                out.append(Symptom(symptom.name, symptom.summary, ev, value=symptom.value))
+    joined = " ".join(failure.message)
+    if _ASSERT.match(code) and re.search(r"\bassert\s+not\s+\[", joined) and _PARAM_NAME.search(joined):
+        listed = " ".join(failure.listing)
+        if re.search(r"\b(?:unchanged|same|static|not_updated|stale)\b|torch\.equal\(", code + " " + listed):
+            out.append(Symptom("params-unchanged", "the test lists parameters that training left unchanged", ev))
+    if re.match(r"assert\s+not\s+torch\.(?:equal|allclose)\(", code) and re.search(
+        r"\b(?:before|initial|start|old|snapshot|original)\w*", code
+    ):
+        out.append(Symptom("params-unchanged", "the test found a parameter equal to its copy from before training", ev))
+    if _PROSE_PARAMS.search(joined):
+        out.append(Symptom("params-unchanged", "the test says parameters did not change", ev))
+    if _GRAD_NOT_NONE.search(code):
+        out.append(Symptom("grad-none", "the test found a gradient that is None after training", ev))
+    elif _GRAD_CLEARED.search(code):
+        out.append(
+            Symptom("grads-not-cleared", "the test found gradients still set where it expected them cleared", ev)
+        )
+    if (
+        ".sum(" in code
+        and re.search(r"\bones\b|,\s*1(?:\.0*)?\s*[,)]|==\s*1(?:\.0*)?\b", code)
+        and re.search(r"prob|softmax|dist", code, re.I)
+    ):
+        out.append(Symptom("probs-not-normalised", "the test found probabilities that do not sum to one", ev))
+    m = _TRAINING.match(code)
+    if m:
+        expects_training = (m.group("not") is None) == (m.group("value") != "False")
+        if expects_training:
+            out.append(Symptom("model-not-training", "the test found the model out of training mode", ev))
+        else:
+            out.append(Symptom("model-still-training", "the test found the model still in training mode", ev))
+    if _same_call_twice(code, failure.listing):
+        out.append(Symptom("repeat-differs", "the same call, made twice, gave two different answers", ev))
+    return out
+
+
+def _compared_losses(code: str, rewrite: str) -> tuple[float | None, float] | None:
+    """(first, last) where an assertion compares a loss with its own earlier value and pytest's
+    rewrite gives the numbers: `losses[-1] < losses[0] / 4` with `3.5 < (3.5 / 4)`; first is
+    None where the last loss met a constant (`losses[-1] < 0.05`)."""
+    try:
+        code_tree = ast.parse(code, mode="exec").body[0]
+        values_tree = ast.parse(_plain_values(rewrite), mode="exec").body[0]
+    except (SyntaxError, IndexError, ValueError, RecursionError):
+        return None
+    if not isinstance(code_tree, ast.Assert) or not isinstance(values_tree, ast.Assert):
+        return None
+    leaves: list[tuple[str, float]] = []
+    _pair_leaves(code_tree.test, values_tree.test, leaves)
+    first = [v for text, v in leaves if _LOSSY.search(text) and _FIRST.search(text)]
+    last = [v for text, v in leaves if _LOSSY.search(text) and _LAST.search(text)]
+    if last and not first:
+        return None, last[0]
+    if not first or not last:
+        # `first, last = ...` then `assert last < 0.5 * first`: the names alone
+        first = [v for text, v in leaves if re.fullmatch(r"\w*first\w*|\w*initial\w*|\w*before\w*", text)]
+        last = [v for text, v in leaves if re.fullmatch(r"\w*last\w*|\w*final\w*|\w*after\w*", text)]
+        if not first or not last:
+            return None
+    return first[0], last[0]
+
+
+def _plain_values(rewrite: str) -> str:
+    """pytest's rewritten assertion as Python: tensors as their numbers, nan and inf as names."""
+    text = re.sub(r",\s*grad_fn=<\w+>", "", rewrite)
+    text = re.sub(r",\s*(?:requires_grad=True|dtype=torch\.\w+|device='[^']*')", "", text)
+    return re.sub(r"\btensor\((" + _NUMBER + r")\)", r"\1", text)
+
+
+def _pair_leaves(code: ast.expr, values: ast.expr, out: list[tuple[str, float]]) -> None:
+    """Walk the code and its rewrite side by side; record each code leaf with its number."""
+    number = _number(values)
+    if number is not None and not isinstance(code, ast.Constant):
+        out.append((ast.unparse(code), number))
+        return
+    if isinstance(code, ast.Compare) and isinstance(values, ast.Compare):
+        pairs = list(zip([code.left, *code.comparators], [values.left, *values.comparators], strict=False))
+    elif isinstance(code, ast.BinOp) and isinstance(values, ast.BinOp):
+        pairs = [(code.left, values.left), (code.right, values.right)]
+    elif isinstance(code, ast.UnaryOp) and isinstance(values, ast.UnaryOp):
+        pairs = [(code.operand, values.operand)]
+    else:
+        return
+    for c, v in pairs:
+        _pair_leaves(c, v, out)
+
+
+def _number(node: ast.expr) -> float | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.Name) and node.id in ("nan", "inf"):
+        return float(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def _loss_pair(first: float | None, last: float, rd: Reading | None, who: str) -> Symptom | None:
+    """The symptom a loss's first and last values show: unchanged, risen, blown up (or none).
+    Without the first value only a non-finite last one says something."""
+    ev = (_ev(rd),) if rd is not None else ()
+    rank = rd.rank if rd is not None else None
+    if first is None:
+        if math.isfinite(last):
+            return None
+        return Symptom("loss-exploded", f"{who} a loss of {last} at the end: it blew up", ev, value=last, rank=rank)
+    said = f"{who} a loss of {first:.6g} at the start and {last:.6g} at the end"
+    if not math.isfinite(first):
+        return None
+    if not math.isfinite(last) or (first > 0 and last >= EXPLODED * first):
+        return Symptom("loss-exploded", f"{said}: it blew up", ev, value=last, rank=rank)
+    if abs(last - first) <= SAME * max(1.0, abs(first)):
+        return Symptom("loss-unchanged", f"{said}: it did not move at all", ev, value=last, rank=rank)
+    if last > first:
+        return Symptom("loss-rose", f"{said}: it rose", ev, value=last, rank=rank)
+    return None
+
+
+def _same_call_twice(code: str, listing: list[str]) -> bool:
+    """`assert f(x) == f(x)`, or `a == b` with `a = f(x)` and `b = f(x)` quoted above: one call
+    made twice, its two answers differing."""
+    m = re.fullmatch(r"assert\s+(.+?)\s*==\s*(.+)", code)
+    if not m:
+        return False
+    left, right = m.group(1).strip(), m.group(2).strip()
+    if left == right:
+        return "(" in left
+    assigned: dict[str, str] = {}
+    for line in listing:
+        a = re.match(r"^\s*(\w+)\s*=\s*(.+?)\s*$", line.lstrip(">"))
+        if a:
+            assigned[a.group(1)] = a.group(2)
+    left, right = assigned.get(left), assigned.get(right)
+    return left is not None and left == right and "(" in left
+
+
+def _none_grad_in_traceback(readings: list[Reading]) -> Symptom | None:
+    """A gradient used while None: an exception about NoneType (or a collective's `Invalid
+    function argument`) in a traceback whose quoted lines use `.grad`."""
+    quoted: list[Reading] = []
+    after_frame = False
+    for rd in readings:
+        text = rd.text.strip()
+        if after_frame:
+            after_frame = False
+            quoted.append(rd)
+            continue
+        if _TRACEBACK_START.match(text):
+            quoted = []
+        elif _FRAME.match(text):
+            after_frame = True
+        elif _FAILING.match(rd.text):
+            quoted.append(rd)
+        elif _NONE_ERROR.search(text) and _EXCEPTION.match(text):
+            uses = [q for q in quoted if _GRAD_USE.search(q.text)]
+            if uses:
+                return Symptom(
+                    "grad-none",
+                    "a gradient was None where the code used it (no backward reached it)",
+                    (_ev(uses[-1]), _ev(rd)),
+                    rank=rd.rank,
+                )
+    return None
+
+
+def _ev(rd: Reading) -> Evidence:
+    return Evidence(rd.line, rd.text.strip()[:300], rank=rd.rank)
