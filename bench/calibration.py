@@ -1,13 +1,26 @@
-"""Triage calibrated on real mutants: `injector run --calibrate` on the demo and the fixture projects.
+"""Triage calibrated on real mutants: `injector run --calibrate` on the demo and other projects.
 
     python bench/calibration.py [--projects NAME,...] [--jobs N] [--keep DIR]
+    python bench/calibration.py --corpus tests/triage/calibration
 
-For each project (the bundled demo, and the small projects under tests/injector/ that the
-campaign tests run: one per execution model, pytest guards and a smoke-training command guard)
+For each project (the bundled demo; the small projects under tests/injector/ that the campaign
+tests run, one per execution model; and the projects under tests/triage/calibration/projects/,
+shaped like real ones: a library with a Trainer, a smoke-training command, and a held-out one)
 this runs a whole campaign with `--calibrate --no-cache`, then prints the project's confusion
 table (what triage named for each caught mutant's guard output) and the time the campaign and
-triage took. The last table pools every project: the headline rate is the share of caught
-mutants whose log shows a training symptom (see injector/calibrate.py) that triage named first.
+triage took. `--corpus DIR` skips the campaigns and has triage read again the corpora kept in
+DIR (one folder per project, as `--keep` writes them and tests/triage/calibration/ holds them).
+
+The last tables pool the projects by split: those whose logs the triage rules were tuned on,
+and the held-out ones (`HELD_OUT`: measured once, that first figure recorded in the README).
+
+The rule for "shows a training symptom" (the headline's denominator) is injector/calibrate.py's
+`DEFINITION`, printed with the tables: an exception other than the guard's AssertionError, a
+metric series of 3 or more values, a guard verdict that shows how a training quantity behaved
+(not only a last loss against a fixed bar), or a symptom triage found beyond the crash. Each
+split's line also says how many logs are the same, word for word (addresses and scratch paths
+masked), as the log of a mutant of another fault: of such a group at most one label can be named
+first, whatever triage does.
 
 The projects are read, never written: the reports and corpora go to a temporary folder (kept
 with --keep, to read the logs or rerun `python bench/triage_accuracy.py --calibration DIR`).
@@ -17,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,37 +85,109 @@ def run_project(name: str, project: Path | None, out: Path, jobs: int) -> tuple[
     return json.loads(report.read_text()).get("calibration"), seconds, last
 
 
+def rescore(folder: Path) -> dict | None:
+    """Triage's answers on a kept corpus, read again now, as a report's calibration section."""
+    from injector.calibrate import Calibration, Entry, answered, ask_triage, read_manifest
+
+    entries = [Entry.from_json(e) for e in read_manifest(folder)["entries"]]
+    started = time.perf_counter()
+    answers, problem = ask_triage(folder)
+    seconds = time.perf_counter() - started
+    entries = [
+        answered(Entry(e.mutant_id, e.fault, e.status, e.file, e.line, e.log), answers.get(e.mutant_id), folder)
+        for e in entries
+    ]
+    return Calibration(tuple(entries), str(folder), problem, seconds).to_json()
+
+
+def masked(text: str) -> str:
+    """A log with what differs between two runs of the same failure masked: object addresses,
+    scratch paths, process ids."""
+    joined = re.sub(r"0x[0-9a-f]+", "0x?", text)
+    joined = re.sub(r"/\S*/(?=[\w.]+\.py)", "/", joined)
+    return re.sub(r"\bpid \d+|Process-\d+", "?", joined)
+
+
+def same_logs(entries: list, folders: dict[str, Path]) -> int:
+    """How many caught mutants showing a symptom left the same log as one of another fault."""
+    groups: dict[str, set[str]] = {}
+    keyed = []
+    for project, entry in entries:
+        if entry.log is None or not entry.shows_symptom or entry.status not in ("killed", "timeout"):
+            continue
+        key = project + "\0" + masked((folders[project] / entry.log).read_text(errors="replace"))
+        groups.setdefault(key, set()).add(entry.fault)
+        keyed.append(key)
+    return sum(1 for key in keyed if len(groups[key]) > 1)
+
+
+def split_lines(name: str, entries: list, folders: dict[str, Path]) -> list[str]:
+    from injector.calibrate import FIRST, TOP3, Calibration, table_lines
+
+    calibration = Calibration(tuple(e for _, e in entries), name)
+    total = calibration.total()
+    shown = [e for _, e in entries if e.shows_symptom and e.status in ("killed", "timeout")]
+    top3 = sum(1 for e in shown if e.verdict in (FIRST, TOP3))
+    lines = table_lines(calibration)
+    if total.symptomatic:
+        lines.append(
+            f"{name}: named first {total.first_symptomatic}/{total.symptomatic} ({total.rate}%), "
+            f"in the top 3 {top3}/{total.symptomatic} ({top3 * 100 // total.symptomatic}%) of the caught "
+            f"mutants whose log shows a training symptom; {same_logs(entries, folders)} of them left "
+            "the same log, word for word, as a mutant of another fault"
+        )
+    return lines
+
+
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from injector.calibrate import Calibration, table_lines
+    from injector.calibrate import DEFINITION, Calibration, table_lines
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--projects", help=f"a comma-separated subset of: {', '.join(PROJECTS)}")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run in parallel per campaign")
     parser.add_argument("--keep", type=Path, help="write the reports and corpora here (kept)")
+    parser.add_argument("--corpus", type=Path, help="no campaigns: triage reads the corpora kept here again")
     args = parser.parse_args()
     names = [n.strip() for n in args.projects.split(",")] if args.projects else list(PROJECTS)
     unknown = [n for n in names if n not in PROJECTS]
     if unknown:
         parser.error(f"unknown project(s): {', '.join(unknown)}")
+    if args.corpus is not None:
+        names = [n for n in names if (args.corpus / n / "manifest.json").is_file()]
+        if not names:
+            parser.error(f"{args.corpus}: no project's corpus here (expected NAME/manifest.json)")
     out = args.keep or Path(tempfile.mkdtemp(prefix="trainwreck-calibration-"))
-    out.mkdir(parents=True, exist_ok=True)
-    pooled = []
+    if args.corpus is None:
+        out.mkdir(parents=True, exist_ok=True)
+    splits: dict[str, list] = {"tuned": [], "held-out": []}
+    folders: dict[str, Path] = {}
     for name in names:
-        data, seconds, last = run_project(name, PROJECTS[name], out, args.jobs)
-        print(f"\n== {name}: {seconds:.1f} s")
+        if args.corpus is not None:
+            started = time.perf_counter()
+            data = rescore(args.corpus / name)
+            seconds, last = time.perf_counter() - started, ""
+        else:
+            data, seconds, last = run_project(name, PROJECTS[name], out, args.jobs)
+        split = "held-out" if name in HELD_OUT else "tuned"
+        print(f"\n== {name} ({split}): {seconds:.1f} s")
         if data is None:
             print(f"   no report: {last}")
             continue
         calibration = Calibration.from_json(data)
-        pooled.extend(calibration.entries)
+        folders[name] = Path(calibration.folder)
+        splits[split].extend((name, entry) for entry in calibration.entries)
         print(f"   triage read the logs in {calibration.seconds:.1f} s; corpus {calibration.folder}")
         for line in table_lines(calibration):
             print("   " + line)
-    print("\n== every project pooled")
-    for line in table_lines(Calibration(tuple(pooled), str(out))):
-        print("   " + line)
-    if args.keep is None:
+    print(f"\n(the rule: {DEFINITION})")
+    for split, entries in splits.items():
+        if not entries:
+            continue
+        print(f"\n== {split} projects pooled: {', '.join(sorted({name for name, _ in entries}))}")
+        for line in split_lines(split, entries, folders):
+            print("   " + line)
+    if args.keep is None and args.corpus is None:
         print(f"\n(reports and corpora in {out})")
     return 0
 

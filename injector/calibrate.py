@@ -11,9 +11,14 @@ Triage runs as a subprocess (`python -m triage.cli calibrate DIR`): `injector` n
 
 A log *shows a training symptom* when it holds an exception other than the guard's own
 assertion (a `...Error:` line, pytest's `E   ` ones included, that is not an `AssertionError`),
-or a metric series of at least `SERIES_POINTS` values, or triage finds a symptom in it beyond
-"the run stopped with an exception" (that one alone is the guard's assertion failing). A guard
-that only says `assert 1.21 < 1.20` gives a reader of the log nothing to diagnose; the headline
+or a metric series of at least `SERIES_POINTS` values, or the guard's verdict shows how a
+training quantity behaved (see `shows_behaviour`: `assert 5.0 < 5.0` under `>   assert
+losses[-1] < losses[0]`, "parameter fc1.weight did not change", "loss 1.57 -> 1.51"), or triage
+finds a symptom in it beyond "the run stopped with an exception" (that one alone is the guard's
+assertion failing). The first three do not depend on what triage makes of the log, so a log
+triage reads nothing in still counts against it. A guard that only says `assert True is False`
+about a project's own object, or `assert 2.21 < 0.05` about the last loss (training fell short
+of a bar: every training fault does that), gives a reader nothing to diagnose; the headline
 rate is over the logs that do show something.
 """
 
@@ -47,9 +52,22 @@ TRIAGE_TIMEOUT = 600.0  # seconds for triage to read every log of one campaign
 CRASHED = "crashed"
 DEFINITION = (
     "a log shows a training symptom when it holds an exception other than an AssertionError, or "
-    f"a metric series of at least {SERIES_POINTS} values, or triage finds a symptom in it other "
-    "than the crash itself"
+    f"a metric series of at least {SERIES_POINTS} values, or the guard's failing line or verdict "
+    "names a training quantity (the loss, gradients, parameters, probabilities, the learning rate, "
+    "the training mode) with more than a last value against a fixed bar (two values compared, a "
+    "NaN or inf, a printed series), or triage finds a symptom in it other than the crash itself"
 )
+# What a guard's verdict names when it is about training (see the module docstring).
+TRAINING_WORDS = re.compile(
+    r"loss|\bgrads?\b|\.grad\b|gradient|\bparam|\bweights?\b|\bprob|softmax|\blr\b|learning.rate|"
+    r"\.training\b|\bnan\b|\binf\b|isfinite|converge",
+    re.IGNORECASE,
+)
+VERDICT_TAIL = 3  # a command guard's verdict: its last lines
+# `>   assert x[-1] < 0.05`: one value against a number written in the test
+_AGAINST_A_BAR = re.compile(r"^>\s+assert\s+[^<>=!]+?\s*(?:<|<=|>|>=)\s*[-+]?\d[\d.eE+-]*\s*(?:,.*)?$")
+_NON_FINITE = re.compile(r"\b(?:nan|inf)\b")
+_NUMBER_LIST = re.compile(r"\[\s*-?\d[\d.eE+-]*(?:\s*,\s*-?\d[\d.eE+-]*){2,}")
 
 # What triage did with one caught mutant's log (exclusive, in this order).
 FIRST = "first"  # named the injected fault first
@@ -373,13 +391,35 @@ def answered(entry: Entry, answer: dict | None, folder: Path) -> Entry:
         triaged=True,
         named=tuple(answer.get("named", ())),
         symptoms=symptoms,
-        shows_symptom=bool(set(symptoms) - {CRASHED}) or longest >= SERIES_POINTS or raises(text),
+        shows_symptom=bool(set(symptoms) - {CRASHED})
+        or longest >= SERIES_POINTS
+        or raises(text)
+        or shows_behaviour(text),
     )
 
 
 def raises(log: str) -> bool:
     """Whether a log holds an exception other than an assertion (the guard's own verdict)."""
     return any(name != "AssertionError" for name in _EXCEPTION.findall(log))
+
+
+def shows_behaviour(log: str) -> bool:
+    """Whether the guard's verdict in a log shows how a training quantity behaved: it names one
+    (`TRAINING_WORDS`, in the line pytest marks as failing, its `E   ` lines, the `FAILED`
+    summary, or a command guard's last lines) and holds more than its last value against a
+    number the test wrote (`assert losses[-1] < 0.05` fails the same way for every fault): two
+    values compared, a NaN or inf, a printed series, or words ("did not change")."""
+    lines = [line for line in log.splitlines() if line.strip()]
+    verdict = [line for line in lines if line.startswith((">", "E ", "FAILED ", "AssertionError"))]
+    if not any(line.startswith("FAILED ") for line in lines):
+        verdict += lines[-VERDICT_TAIL:]
+    if not any(TRAINING_WORDS.search(line) for line in verdict):
+        return False
+    details = [line for line in verdict if not line.startswith(">")]
+    if any(_NON_FINITE.search(line) or _NUMBER_LIST.search(line) for line in details):
+        return True
+    failing = [line for line in verdict if line.startswith(">")]
+    return not failing or not all(_AGAINST_A_BAR.match(line) for line in failing)
 
 
 def read_manifest(folder: Path) -> dict:

@@ -35,6 +35,8 @@ EMITS: frozenset[str] = frozenset(
         "loss-unchanged",
         "loss-rose",
         "loss-exploded",
+        "loss-barely-moved",
+        "output-non-finite",
         "params-unchanged",
         "grad-none",
         "grads-not-cleared",
@@ -46,6 +48,7 @@ EMITS: frozenset[str] = frozenset(
 )
 
 EXPLODED = 100.0  # a loss this many times its start has blown up, not merely risen
+BARELY = 0.05  # a loss that fell by less than this share of its start over a whole run barely moved
 # the same value to the digits a log prints: a loss that did not move at all
 SAME = 1e-9
 
@@ -182,6 +185,12 @@ def _from_assertion(failure: Failure) -> list[Symptom]:
         and re.search(r"prob|softmax|dist", code, re.I)
     ):
         out.append(Symptom("probs-not-normalised", "the test found probabilities that do not sum to one", ev))
+    if re.search(r"\bisfinite\(|\bisnan\(|\bisinf\(", code) and re.search(r"\b(?:nan|inf)\b", joined):
+        if _LOSSY.search(code):
+            out.append(Symptom("loss-exploded", "the test found a loss that is NaN or inf", ev))
+        else:
+            # an output or a metric, not the loss: a NaN where no training step need have run
+            out.append(Symptom("output-non-finite", "the test found NaN or inf in a computed tensor", ev))
     m = _TRAINING.match(code)
     if m:
         expects_training = (m.group("not") is None) == (m.group("value") != "False")
@@ -274,6 +283,8 @@ def _loss_pair(first: float | None, last: float, rd: Reading | None, who: str) -
         return Symptom("loss-unchanged", f"{said}: it did not move at all", ev, value=last, rank=rank)
     if last > first:
         return Symptom("loss-rose", f"{said}: it rose", ev, value=last, rank=rank)
+    if first > 0 and first - last < BARELY * first:
+        return Symptom("loss-barely-moved", f"{said}: it barely moved", ev, value=last, rank=rank)
     return None
 
 
