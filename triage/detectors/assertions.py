@@ -156,7 +156,7 @@ def _from_assertion(failure: Failure) -> list[Symptom]:
     out: list[Symptom] = []
     rewrite = next((line for line in failure.message if line.startswith("assert ")), None)
     if rewrite is not None and _ASSERT.match(code):
-        pair = _compared_losses(code, rewrite)
+        pair = _compared_losses(code, rewrite, failure.listing)
         if pair is not None:
             first, last = pair
             symptom = _loss_pair(first, last, None, "the test compared")
@@ -203,10 +203,11 @@ def _from_assertion(failure: Failure) -> list[Symptom]:
     return out
 
 
-def _compared_losses(code: str, rewrite: str) -> tuple[float | None, float] | None:
+def _compared_losses(code: str, rewrite: str, listing: list[str]) -> tuple[float | None, float] | None:
     """(first, last) where an assertion compares a loss with its own earlier value and pytest's
     rewrite gives the numbers: `losses[-1] < losses[0] / 4` with `3.5 < (3.5 / 4)`; first is
-    None where the last loss met a constant (`losses[-1] < 0.05`)."""
+    None where the last loss met a constant (`losses[-1] < 0.05`). A score that rose (`after >
+    before`) is no loss: where the compared names do not say loss, the lines that set them must."""
     try:
         code_tree = ast.parse(code, mode="exec").body[0]
         values_tree = ast.parse(_plain_values(rewrite), mode="exec").body[0]
@@ -221,12 +222,22 @@ def _compared_losses(code: str, rewrite: str) -> tuple[float | None, float] | No
     if last and not first:
         return None, last[0]
     if not first or not last:
-        # `first, last = ...` then `assert last < 0.5 * first`: the names alone
+        # `first, last = sum(history["loss"][:3]) / 3, ...` then `assert last < 0.5 * first`
         first = [v for text, v in leaves if re.fullmatch(r"\w*first\w*|\w*initial\w*|\w*before\w*", text)]
         last = [v for text, v in leaves if re.fullmatch(r"\w*last\w*|\w*final\w*|\w*after\w*", text)]
-        if not first or not last:
+        if not first or not last or not _set_from_a_loss(listing):
             return None
     return first[0], last[0]
+
+
+def _set_from_a_loss(listing: list[str]) -> bool:
+    """Whether the quoted lines assign the compared first/last names from a loss."""
+    names = re.compile(r"\b\w*(?:first|initial|before|last|final|after)\w*\b")
+    for line in listing:
+        m = re.match(r"^[>\s]*([\w\s,]+?)\s*=(?!=)\s*(.+)$", line)
+        if m and names.search(m.group(1)) and _LOSSY.search(m.group(2)):
+            return True
+    return False
 
 
 def _plain_values(rewrite: str) -> str:
