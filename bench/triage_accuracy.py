@@ -156,6 +156,21 @@ def calibration_runs(folder: Path, tab) -> list[Run]:
     ]
 
 
+def shows_symptom(path: Path) -> bool:
+    """Whether a calibration log shows a training symptom, by injector/calibrate.py's rule."""
+    from injector.calibrate import CRASHED, SERIES_POINTS, raises, shows_behaviour
+    from triage.explain import explain
+
+    report = explain(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return (
+        bool({s.name for s in report.symptoms} - {CRASHED})
+        or max((len(series.points) for series in report.series.values()), default=0) >= SERIES_POINTS
+        or raises(text)
+        or shows_behaviour(text)
+    )
+
+
 def print_calibration(folders: list[Path], tab, threshold: float) -> dict[str, object]:
     """Section 5 (`--calibration DIR`): each corpus's tally and its confusion table."""
     figures: dict[str, object] = {}
@@ -165,9 +180,15 @@ def print_calibration(folders: list[Path], tab, threshold: float) -> dict[str, o
         runs = calibration_runs(folder, tab)
         tl = tally(runs, threshold)
         print(f"   {str(folder):24s} {tl.line()}   ({time.perf_counter() - started:.1f} s)")
+        shown = tally([r for r in runs if shows_symptom(folder / r.name)], threshold)
+        print(f"   {'  showing a symptom':24s} {shown.line()}")
         conf = confusion(runs, threshold)
         print_confusion(conf)
-        figures[str(folder)] = {**tl.to_json(), "confusion": {k: dict(v) for k, v in conf.items()}}
+        figures[str(folder)] = {
+            **tl.to_json(),
+            "showing_a_symptom": shown.to_json(),
+            "confusion": {k: dict(v) for k, v in conf.items()},
+        }
     return figures
 
 
