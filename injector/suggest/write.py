@@ -25,6 +25,9 @@ from injector.outcomes import Outcome
 FILE_NAME = re.compile(r"\b__file__\b")
 SLOT_PREFIX = re.compile(r"^(?:.*/)?slot\d+/")  # node ids some campaigns recorded from a scratch slot
 STUB_MARK = "TRAINWRECK STUB"
+# words in a removed attention mask's line that say which mask it was
+CAUSAL_WORDS = ("causal", "tril", "triu", "future", "subsequent")
+PADDING_WORDS = ("pad", "key_padding_mask", "attention_mask")
 
 
 @dataclass(frozen=True)
@@ -47,15 +50,45 @@ class Draft:
     stub: str | None = None  # why this is a stub (None: a runnable suggestion)
 
 
-def options_for(outcome: Outcome) -> dict[str, object]:
-    """Watcher options read from the survivor's diff: the softmax axis the code had."""
+def options_for(outcome: Outcome, root: Path | None = None) -> dict[str, object]:
+    """Watcher options read from the survivor's diff and source: the softmax axis the code had;
+    for an attention mask, the module class that applied it and whether it was causal."""
+    removed = [line for line in outcome.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
     if outcome.operator == "wrong-softmax-dim":
-        removed = [line for line in outcome.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
         for line in removed:
             found = re.search(r"dim\s*=\s*(-?\d+)", line)
             if found:
                 return {"class_axis": int(found.group(1))}
+    if outcome.operator == "missing-attention-mask":
+        text = " ".join(removed).lower()
+        kind = "any"
+        if any(word in text for word in CAUSAL_WORDS):
+            kind = "causal"
+        elif any(word in text for word in PADDING_WORDS):
+            kind = "padding"
+        options: dict[str, object] = {"kind": kind}
+        owner = _module_class(root / outcome.file, outcome.line) if root is not None else None
+        if owner is not None:
+            options["module"] = owner
+        return options
     return {}
+
+
+def _module_class(path: Path, line: int) -> str | None:
+    """The class defining `forward` whose body holds `line` of `path` (innermost), if any."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
+            and any(isinstance(item, ast.FunctionDef) and item.name == "forward" for item in node.body)
+        ) and (found is None or node.lineno > found.lineno):
+            found = node
+    return found.name if found is not None else None
 
 
 def module_name(outcome: Outcome) -> str:
@@ -84,7 +117,7 @@ def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], 
     if not tests:
         commands = [c for c in outcome.covered_by if "::" not in c]
         if commands:
-            return _command(outcome, module, commands[0], folder)
+            return _command(outcome, module, commands[0], folder, root)
         return _stub(outcome, module, "no pytest test reaches the mutated code")
     # Tests of one module only (the generated file carries that module's helpers): the module
     # with the most reaching tests, the first of them on a tie.
@@ -103,7 +136,7 @@ def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], 
     }
     if not functions:
         return _stub(outcome, module, f"the reaching tests are not functions of {file}")
-    options = options_for(outcome)
+    options = options_for(outcome, root)
     call = ", ".join([repr(outcome.operator)] + [f"{k}={v!r}" for k, v in options.items()])
     # The copy lives elsewhere: its `__file__` must still name the test it was copied from,
     # so paths the test computes from it (a script beside it, data) stay right.
@@ -217,11 +250,11 @@ def _after_imports(parts: list[str]) -> int:
     return index
 
 
-def _command(outcome: Outcome, module: str, command: str, folder: str) -> Draft:
+def _command(outcome: Outcome, module: str, command: str, folder: str, root: Path) -> Draft:
     """A test that runs the campaign's guard command (a smoke training) under the watcher."""
     argv = shlex.split(command)
     depth = len(Path(folder).parts)
-    options = options_for(outcome)
+    options = options_for(outcome, root)
     call = ", ".join([repr(outcome.operator)] + [f"{k}={v!r}" for k, v in options.items()])
     name = f"test_guard_{outcome.operator.replace('-', '_')}_via_guard_command"
     python = argv[0] in ("python", "python3") or argv[0].endswith(("/python", "/python3"))
