@@ -11,7 +11,7 @@ Equivalent survivors (listed in EQUIVALENT with the reason) are left out of the 
 `device-mismatch` mutant on a CPU-only run counts, since the device-mismatch check sees a
 dropped `.to(device)` without a GPU. It prints per project: survivors, equivalent ones,
 verified, the ratio over the non-equivalent, the written tests passing on the unmutated code,
-and each one's wall and CPU time (bench/suggest_times.py: own process plus waited-for
+and each one's wall and CPU time (injector/suggest/timing.py: own process plus waited-for
 children; torch's one-off lazy start-up is paid before the first test); then the totals.
 Goal: ratio >= 80%, every written test passes, each under 2 s of CPU.
 """
@@ -66,14 +66,13 @@ def injector(*args: str) -> subprocess.CompletedProcess:
 def written_times(project: Path) -> tuple[int, int, list[dict]]:
     """Run the written guards on the unmutated project: (passed, total, per-test times), each
     time with the test's wall and CPU seconds (its own process and the children it waited for:
-    bench/suggest_times.py)."""
+    injector/suggest/timing.py)."""
     folder = project / WRITTEN
     if not folder.is_dir():
         return 0, 0, []
     xml = project.parent / "written.xml"
     times = project.parent / "written_times.json"
-    env = dict(os.environ, TRAINWRECK_BENCH_TIMES=str(times))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE / "bench"), env.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, TRAINWRECK_TEST_TIMES=str(times))
     subprocess.run(
         [
             sys.executable,
@@ -83,7 +82,7 @@ def written_times(project: Path) -> tuple[int, int, list[dict]]:
             "-p",
             "no:cacheprovider",
             "-p",
-            "suggest_times",
+            "injector.suggest.timing",
             f"--junitxml={xml}",
             WRITTEN,
         ],

@@ -1096,15 +1096,21 @@ def watch(*faults: str, **options: Any) -> Iterator[None]:
     """Check the training run inside the block for `faults` (catalog ids); `options` go to the
     watchers that take them (`class_axis` for wrong-softmax-dim, `max_norm` for clipping).
     Python processes started inside the block (scripts, torchrun workers, spawned ranks) are
-    watched too.
+    watched too; ranks started by `torch.multiprocessing.spawn` are forked (while CUDA is not
+    initialised), so they inherit the watchers instead of importing torch afresh.
 
     Raises GuardFailure (an AssertionError) where the run shows one of the faults."""
-    from injector.guards.children import passed_on
+    from injector.guards.children import forked_ranks, passed_on
 
     watchers = make(faults, options)
     started: list[Watcher] = []
+
+    def verdicts() -> None:
+        for watcher in watchers:
+            watcher.verdict()
+
     try:
-        with passed_on(faults, options):
+        with passed_on(faults, options), forked_ranks(verdicts):
             for watcher in watchers:
                 watcher.start()
                 started.append(watcher)
@@ -1112,5 +1118,4 @@ def watch(*faults: str, **options: Any) -> Iterator[None]:
     finally:
         for watcher in reversed(started):
             watcher.stop()
-    for watcher in watchers:
-        watcher.verdict()
+    verdicts()

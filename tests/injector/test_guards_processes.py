@@ -111,3 +111,26 @@ def test_fp16_autocast_needs_the_scaler(scaled):
     else:
         with pytest.raises(GuardFailure, match="scaler"):
             guards.assert_scaler_used(step)
+
+
+def _rank_training(rank: int, step: bool) -> None:
+    torch.manual_seed(rank)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(torch.randn(8, 4)), torch.zeros(8, 1)).backward()
+        if step:
+            optimizer.step()
+
+
+def test_spawned_ranks_are_forked_and_judged_at_their_end():
+    # Forked, the ranks inherit the watchers (no fresh torch import per rank), and a whole-run
+    # check that fails at a rank's end fails that rank as in a freshly spawned one.
+    _rank_training(0, True)  # torch's lazy start-up, paid here once instead of in every rank
+    with watch("missing-optimizer-step"):
+        torch.multiprocessing.spawn(_rank_training, args=(True,), nprocs=2)
+    failed = pytest.raises(torch.multiprocessing.ProcessRaisedException, match="did not change")
+    with failed, watch("missing-optimizer-step"):
+        torch.multiprocessing.spawn(_rank_training, args=(False,), nprocs=2)
+    assert torch.multiprocessing.start_processes.__module__ == "torch.multiprocessing.spawn"

@@ -1,4 +1,4 @@
-"""A pytest plugin for bench/suggest.py: each test's wall time and CPU time.
+"""A pytest plugin that times each test in wall and CPU seconds (`-p injector.suggest.timing`).
 
 CPU time is the test process's own (`time.process_time`) plus that of the child processes it
 waited for (DDP ranks, scripts: `RUSAGE_CHILDREN`), over the test's setup, call and teardown.
@@ -7,8 +7,8 @@ the fair number. torch's one-off lazy initialisation (the first forward/backward
 step of a process) is paid at session start and reported apart, since in a real suite the
 first test of the session pays it, whichever that is.
 
-Used as `TRAINWRECK_BENCH_TIMES=out.json python -m pytest -p suggest_times ...` with bench/
-on PYTHONPATH.
+`injector suggest` holds its suggestions to a CPU-time limit with it, and bench/suggest.py
+reports with it: `TRAINWRECK_TEST_TIMES=out.json python -m pytest -p injector.suggest.timing`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import os
 import resource
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-TIMES: list[dict[str, Any]] = []
+ENV = "TRAINWRECK_TEST_TIMES"
+TIMES: list[dict[str, Any]] = []  # a plugin's state lives as long as its pytest session
 WARMUP: dict[str, float] = {}
 
 
@@ -57,7 +59,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    path = os.environ.get("TRAINWRECK_BENCH_TIMES")
+    path = os.environ.get(ENV)
     if path:
         with open(path, "w", encoding="utf-8") as handle:
             json.dump({"warmup": WARMUP, "tests": TIMES}, handle)
+
+
+def read(path: Path) -> dict[str, float]:
+    """The CPU seconds (own and children's) of each test in a file this plugin wrote, by node id."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {t["test"]: float(t["cpu"]) + float(t["children_cpu"]) for t in data["tests"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
