@@ -73,7 +73,7 @@ def test_every_survivor_with_a_check_gets_a_verified_guard(suggested):
     found = suggestions(suggested)
     assert {fault for fault, s in found.items() if s["verified"]} == {"missing-zero-grad", "no-shuffle", "lr-too-high"}
     assert "kills it" in found["missing-zero-grad"]["note"]
-    assert "learning rate is too high" in found["lr-too-high"]["note"]
+    assert "update-to-weight ratio" in found["lr-too-high"]["note"]
     # only a test method in a class reaches the evaluation: a marked stub, never verified
     assert not found["missing-no-grad-eval"]["verified"]
     assert STUB_MARK in found["missing-no-grad-eval"]["test"]
