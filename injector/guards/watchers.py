@@ -544,7 +544,8 @@ class UpdateBounded(Watcher):
     norm of those parameters before the step (the update-to-weight ratio: around 1e-3 in a
     healthy run, rarely above 0.5 in a small test's first steps; an optimizer step scales it
     with the learning rate, so a rate 100 times too high puts it far above 1), and every
-    scalar loss passed to backward (non-finite, or `blowup` times its first value)."""
+    scalar loss passed to backward (non-finite, or `blowup` times its first value). Each
+    optimizer step clones the parameters it updates: meant for the small models of tests."""
 
     fault = "lr-too-high"
 
@@ -554,7 +555,9 @@ class UpdateBounded(Watcher):
         self.blowup = blowup
 
     def start(self) -> None:
-        self.first_loss: float | None = None
+        # the first value of each loss, by the autograd node that made it (a GAN's two losses
+        # have their own scales)
+        self.first_loss: dict[str, float] = {}
         self.before: dict[int, list[torch.Tensor]] = {}
 
         def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
@@ -585,11 +588,10 @@ class UpdateBounded(Watcher):
                     value = float(tensor.detach())
                     if not math.isfinite(value):
                         raise GuardFailure(f"the loss is {value} at a backward: training diverged")
-                    if self.first_loss is None:
-                        self.first_loss = abs(value)
-                    elif self.first_loss > 0 and abs(value) > self.blowup * self.first_loss:
+                    first = self.first_loss.setdefault(type(tensor.grad_fn).__name__, abs(value))
+                    if first > 0 and abs(value) > self.blowup * first:
                         raise GuardFailure(
-                            f"the loss grew from {self.first_loss:.4g} to {value:.4g} during training: "
+                            f"the loss grew from {first:.4g} to {value:.4g} during training: "
                             "it diverges (the learning rate is too high?)"
                         )
                 return original(tensor, *args, **kwargs)
@@ -744,7 +746,7 @@ class FiniteOnZeros(Watcher):
     """Every module the run calls stays finite, forward and backward, on an all-zero input.
 
     Observed: the first calls of each module are run once more with every floating-point
-    argument replaced by zeros (a zero-variance, all-zero batch: what padding, a blank image or
+    argument of one or more dims replaced by zeros (a zero-variance, all-zero batch: what padding, a blank image or
     a dead feature gives), and the output and the gradient with respect to those zeros must be
     finite wherever the real call's output was. A `log`, `sqrt` or division left without its
     epsilon gives inf/NaN there. Functions outside modules (a loss written in the training
@@ -765,8 +767,8 @@ class FiniteOnZeros(Watcher):
             zeros: list[torch.Tensor] = []
 
             def zero(tensor: torch.Tensor) -> torch.Tensor:
-                if not tensor.is_floating_point():
-                    return tensor
+                if not tensor.is_floating_point() or tensor.dim() == 0:
+                    return tensor  # ids, masks and scalar settings (a temperature) stay
                 made = torch.zeros_like(tensor, requires_grad=torch.is_grad_enabled())
                 zeros.append(made)
                 return made
