@@ -34,6 +34,7 @@ from injector.guards.checks import (
     assert_scheduler_paced,
 )
 from injector.guards.errors import GuardFailure
+from injector.guards.inprocess import run_python
 from injector.guards.watchers import WATCHERS, watch
 
 __all__ = [
@@ -59,5 +60,6 @@ __all__ = [
     "assert_replicas_in_sync",
     "assert_scaler_used",
     "assert_scheduler_paced",
+    "run_python",
     "watch",
 ]

@@ -251,14 +251,39 @@ def _after_imports(parts: list[str]) -> int:
 
 
 def _command(outcome: Outcome, module: str, command: str, folder: str, root: Path) -> Draft:
-    """A test that runs the campaign's guard command (a smoke training) under the watcher."""
+    """Tests that run the campaign's guard command (a smoke training) under the watcher: for a
+    `python -m module` / `python script.py` command, first one that runs it in the test's own
+    process (no fresh interpreter importing torch again), then one that starts it as given."""
     argv = shlex.split(command)
     depth = len(Path(folder).parts)
     options = options_for(outcome, root)
     call = ", ".join([repr(outcome.operator)] + [f"{k}={v!r}" for k, v in options.items()])
-    name = f"test_guard_{outcome.operator.replace('-', '_')}_via_guard_command"
+    stem = f"test_guard_{outcome.operator.replace('-', '_')}_via_guard_command"
     python = argv[0] in ("python", "python3") or argv[0].endswith(("/python", "/python3"))
     args = "[sys.executable, " + ", ".join(repr(a) for a in argv[1:]) + "]" if python else repr(argv)
+    here = python and len(argv) > 1 and (argv[1] == "-m" and len(argv) > 2 or argv[1].endswith(".py"))
+    tests = []
+    if here:
+        tests.append(
+            (
+                f"{stem}_in_process",
+                f"def {stem}_in_process():\n"
+                f'    """The guard command, run in this process, watched for {outcome.operator!r}."""\n'
+                f"    with watch({call}):\n"
+                f"        code = run_python({argv[1:]!r}, cwd=PROJECT)\n"
+                "    assert code == 0, f'the guard command exited with {code}'\n",
+            )
+        )
+    tests.append(
+        (
+            stem,
+            f"def {stem}():\n"
+            f'    """The guard command, started as given, watched for {outcome.operator!r}."""\n'
+            f"    with watch({call}):\n"
+            f"        run = subprocess.run({args}, cwd=PROJECT, capture_output=True, text=True)\n"
+            "    assert run.returncode == 0, run.stderr[-2000:]\n",
+        )
+    )
     text = (
         f'"""A guard suggested by `injector suggest` for mutant {outcome.mutant_id} '
         f"({outcome.operator}, {outcome.file}:{outcome.line}).\n\n"
@@ -269,15 +294,12 @@ def _command(outcome: Outcome, module: str, command: str, folder: str, root: Pat
         "import subprocess\n"
         "import sys\n"
         "from pathlib import Path\n\n"
-        "from injector.guards import watch\n\n"
-        f"PROJECT = Path(__file__).resolve().parents[{depth}]\n\n\n"
-        f"def {name}():\n"
-        f'    """The guard command, watched for {outcome.operator!r}."""\n'
-        f"    with watch({call}):\n"
-        f"        run = subprocess.run({args}, cwd=PROJECT, capture_output=True, text=True)\n"
-        "    assert run.returncode == 0, run.stderr[-2000:]\n"
+        f"from injector.guards import {'run_python, ' if here else ''}watch\n\n"
+        f"PROJECT = Path(__file__).resolve().parents[{depth}]\n\n\n" + "\n\n".join(body for _, body in tests)
     )
-    return Draft(outcome.mutant_id, outcome.operator, module, text, (Candidate(name, command),))
+    return Draft(
+        outcome.mutant_id, outcome.operator, module, text, tuple(Candidate(name, command) for name, _ in tests)
+    )
 
 
 def _stub(outcome: Outcome, module: str, why: str) -> Draft:

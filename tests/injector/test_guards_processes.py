@@ -134,3 +134,25 @@ def test_spawned_ranks_are_forked_and_judged_at_their_end():
     with failed, watch("missing-optimizer-step"):
         torch.multiprocessing.spawn(_rank_training, args=(False,), nprocs=2)
     assert torch.multiprocessing.start_processes.__module__ == "torch.multiprocessing.spawn"
+
+
+def test_a_guard_command_runs_in_this_process_and_leaves_its_state(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "smoke.py").write_text(
+        "import sys, torch\n"
+        "torch.manual_seed(1)\n"
+        "torch.set_default_dtype(torch.float64)\n"
+        "if __name__ == '__main__':\n"
+        "    sys.exit(int(sys.argv[1]))\n"
+    )
+    (tmp_path / "script.py").write_text("import sys\nsys.exit('loss did not drop')\n")
+    monkeypatch.chdir(Path(__file__).parent)
+    argv, draws = list(sys.argv), torch.random.get_rng_state()
+    assert guards.run_python(["-m", "pkg.smoke", "0"], cwd=tmp_path) == 0
+    assert guards.run_python(["-m", "pkg.smoke", "3"], cwd=tmp_path) == 3
+    assert guards.run_python(["script.py"], cwd=tmp_path) == 1
+    assert Path.cwd() == Path(__file__).parent and sys.argv == argv
+    assert torch.get_default_dtype() == torch.float32 and torch.equal(torch.random.get_rng_state(), draws)
+    with pytest.raises(ValueError, match="not a `python -m module`"):
+        guards.run_python(["-c", "pass"], cwd=tmp_path)

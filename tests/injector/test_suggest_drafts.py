@@ -30,6 +30,12 @@ def test_a_guard_command_becomes_a_test_that_runs_it_watched():
     outcome = survivor("no-shuffle", ("python -m smoke.train --steps 40",))
     made = draft(outcome, DIFFERENTIAL / "command_guard", "tests/trainwreck_guards", WATCHED)
     assert "[sys.executable, '-m', 'smoke.train', '--steps', '40']" in made.text
+    # first in this process: no fresh interpreter importing torch again
+    assert "code = run_python(['-m', 'smoke.train', '--steps', '40'], cwd=PROJECT)" in made.text
+    assert [c.name for c in made.candidates] == [
+        "test_guard_no_shuffle_via_guard_command_in_process",
+        "test_guard_no_shuffle_via_guard_command",
+    ]
     assert "PROJECT = Path(__file__).resolve().parents[2]" in made.text
     compile(made.text, "generated.py", "exec")
 
