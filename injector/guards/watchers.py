@@ -18,6 +18,7 @@ import inspect
 import math
 import weakref
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -1099,11 +1100,15 @@ def watch(*faults: str, **options: Any) -> Iterator[None]:
     watchers that take them (`class_axis` for wrong-softmax-dim, `max_norm` for clipping).
     Python processes started inside the block (scripts, torchrun workers, spawned ranks) are
     watched too; ranks started by `torch.multiprocessing.spawn` are forked (while CUDA is not
-    initialised), so they inherit the watchers instead of importing torch afresh.
+    initialised), so they inherit the watchers instead of importing torch afresh. With
+    `in_process=True`, Python scripts started with `subprocess.run([sys.executable, ...])` run
+    in this process instead (`injector.guards.inprocess.scripts_in_process`).
 
     Raises GuardFailure (an AssertionError) where the run shows one of the faults."""
     from injector.guards.children import forked_ranks, passed_on
+    from injector.guards.inprocess import scripts_in_process
 
+    here = bool(options.pop("in_process", False))
     watchers = make(faults, options)
     started: list[Watcher] = []
 
@@ -1112,7 +1117,7 @@ def watch(*faults: str, **options: Any) -> Iterator[None]:
             watcher.verdict()
 
     try:
-        with passed_on(faults, options), forked_ranks(verdicts):
+        with passed_on(faults, options), forked_ranks(verdicts), scripts_in_process() if here else nullcontext():
             for watcher in watchers:
                 watcher.start()
                 started.append(watcher)

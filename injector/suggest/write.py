@@ -155,6 +155,14 @@ def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], 
         if name not in functions:
             continue
         new = f"test_guard_{outcome.operator.replace('-', '_')}_via_{name.removeprefix('test_')}"
+        body = ast.get_source_segment(source, functions[name]) or ""
+        if "subprocess" in body and "sys.executable" in body:
+            # First a copy that runs the Python script the test starts in its own process (no
+            # fresh interpreter importing torch again), then the copy as it is.
+            parts.append(
+                _guarded(functions[name], source, f"{new}_in_process", f"{call}, in_process=True", f"{file}::{name}")
+            )
+            candidates.append(Candidate(f"{new}_in_process", f"{file}::{name}"))
         parts.append(_guarded(functions[name], source, new, call, f"{file}::{name}"))
         candidates.append(Candidate(new, f"{file}::{name}"))
     return Draft(

@@ -60,12 +60,12 @@ def test_a_rank_that_raises_is_reported_with_its_error_not_as_a_hang():
         guards.assert_replicas_in_sync(_fails_on_rank_one)
 
 
-def _script(tmp_path: Path, text: str) -> list[str]:
+def _script(tmp_path: Path, text: str, name: str = "snippet") -> list[str]:
     tmp_path.mkdir()
-    (tmp_path / "snippet.py").write_text(text)
+    (tmp_path / f"{name}.py").write_text(text)
     runner = tmp_path / "run.py"
     runner.write_text(
-        "import snippet\n"
+        f"import {name} as snippet\n"
         "model, optimizer, scheduler, scaler = snippet.make_training()\n"
         "loader = snippet.make_loader()\n"
         "for _ in range(2):\n"
@@ -156,3 +156,19 @@ def test_a_guard_command_runs_in_this_process_and_leaves_its_state(tmp_path, mon
     assert torch.get_default_dtype() == torch.float32 and torch.equal(torch.random.get_rng_state(), draws)
     with pytest.raises(ValueError, match="not a `python -m module`"):
         guards.run_python(["-c", "pass"], cwd=tmp_path)
+
+
+def test_in_process_a_watched_script_runs_here_and_answers_as_a_subprocess(tmp_path):
+    (mutant,) = mutants_for_source(SNIPPET, "snippet.py", select(["missing-zero-grad"]))
+    # (modules a script imports stay imported in this process: each version has its own name)
+    faulty = _script(tmp_path / "faulty", apply_edits(SNIPPET, mutant.edits), "snippet_faulty")
+    correct = _script(tmp_path / "correct", SNIPPET, "snippet_correct")
+    (tmp_path / "correct" / "loud.py").write_text("import sys\nprint('trained')\nsys.exit(4)\n")
+    with watch("missing-zero-grad", in_process=True):
+        passed = subprocess.run(correct, capture_output=True, text=True, cwd=tmp_path)
+        loud = subprocess.run([sys.executable, "loud.py"], capture_output=True, cwd=tmp_path / "correct")
+        with pytest.raises(GuardFailure, match="zero_grad"):
+            subprocess.run(faulty, capture_output=True, text=True, cwd=tmp_path)
+    assert passed.returncode == 0, passed.stderr[-500:]
+    assert (loud.returncode, loud.stdout) == (4, b"trained\n")
+    assert subprocess.run.__module__ == "subprocess"
