@@ -73,7 +73,7 @@ def written_times(project: Path) -> tuple[int, int, list[dict]]:
     xml = project.parent / "written.xml"
     times = project.parent / "written_times.json"
     env = dict(os.environ, TRAINWRECK_TEST_TIMES=str(times))
-    subprocess.run(
+    run = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -88,8 +88,13 @@ def written_times(project: Path) -> tuple[int, int, list[dict]]:
         ],
         cwd=project,
         capture_output=True,
+        text=True,
         env=env,
     )
+    if not xml.exists():
+        sys.exit(
+            f"bench: pytest on the written guards of {project} gave no report:\n{(run.stdout + run.stderr)[-3000:]}"
+        )
     cases = list(ET.parse(xml).iter("testcase"))
     passed = sum(1 for case in cases if not any(c.tag in ("failure", "error", "skipped") for c in case))
     measured = json.loads(times.read_text())["tests"] if times.exists() else []
