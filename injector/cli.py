@@ -224,7 +224,7 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive_float,
         default=None,
         metavar="S",
-        help="drop suggested tests slower than this on the unmutated code (default 2)",
+        help="drop suggested tests taking more CPU seconds than this (own and child processes) on the unmutated code (default 2)",
     )
     suggest.add_argument("--json", type=Path, metavar="F", help="the report with each survivor's suggestion, as JSON")
     suggest.add_argument("--markdown", type=Path, metavar="F", help="the same report as markdown")

@@ -48,7 +48,7 @@ class Suggestion:
     test: str  # the test file's text
     verified: bool  # it passes on the unmutated code and kills the survivor
     note: str  # one line: the test that kills it, or why no verified test was found
-    seconds: float | None = None  # the verified test's time on the unmutated code
+    seconds: float | None = None  # the verified test's CPU seconds on the unmutated code
 
 
 @dataclass(frozen=True)

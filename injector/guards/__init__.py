@@ -12,15 +12,20 @@ Two ways to use them from a test:
 from __future__ import annotations
 
 from injector.guards.checks import (
+    assert_attention_masked,
+    assert_batches_moved,
     assert_epochs_differ,
     assert_eval_deterministic,
     assert_eval_restores_mode,
+    assert_finite_on_zeros,
     assert_grad_norm_bounded,
     assert_grads_cleared,
     assert_loader_shuffles,
     assert_loss_gets_logits,
+    assert_lr_stable,
     assert_no_graph_in_eval,
     assert_no_graph_kept,
+    assert_no_inplace_damage,
     assert_overfits_one_batch,
     assert_params_change,
     assert_probabilities,
@@ -29,25 +34,32 @@ from injector.guards.checks import (
     assert_scheduler_paced,
 )
 from injector.guards.errors import GuardFailure
+from injector.guards.inprocess import run_python
 from injector.guards.watchers import WATCHERS, watch
 
 __all__ = [
-    "WATCHERS",
     "GuardFailure",
+    "WATCHERS",
+    "assert_attention_masked",
+    "assert_batches_moved",
     "assert_epochs_differ",
     "assert_eval_deterministic",
     "assert_eval_restores_mode",
+    "assert_finite_on_zeros",
     "assert_grad_norm_bounded",
     "assert_grads_cleared",
     "assert_loader_shuffles",
     "assert_loss_gets_logits",
+    "assert_lr_stable",
     "assert_no_graph_in_eval",
     "assert_no_graph_kept",
+    "assert_no_inplace_damage",
     "assert_overfits_one_batch",
     "assert_params_change",
     "assert_probabilities",
     "assert_replicas_in_sync",
     "assert_scaler_used",
     "assert_scheduler_paced",
+    "run_python",
     "watch",
 ]

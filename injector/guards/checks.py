@@ -141,6 +141,44 @@ def assert_scaler_used(step: Step) -> None:
         step()
 
 
+def assert_lr_stable(step: Step, steps: int = 5, max_ratio: float = 1.0) -> None:
+    """`steps` calls of `step()` (optimizer steps on the training data): no optimizer step
+    moves the parameters by more than `max_ratio` times their norm, and the loss stays finite
+    and does not blow up."""
+    with watch("lr-too-high", max_ratio=max_ratio):
+        for _ in range(steps):
+            step()
+
+
+def assert_no_inplace_damage(run: Step) -> None:
+    """In `run()` (forwards of your model), no module modifies a tensor passed to it in place,
+    and in-place activations give the outputs their out-of-place versions give."""
+    with watch("inplace-activation"):
+        run()
+
+
+def assert_finite_on_zeros(run: Step) -> None:
+    """In `run()`, every module called stays finite (output and input gradient) when run again
+    on an all-zero input: its log/sqrt/division keep their epsilon."""
+    with watch("missing-epsilon"):
+        run()
+
+
+def assert_attention_masked(run: Step, module: str | None = None, kind: str = "any") -> None:
+    """In `run()`, the modules of class `module` (all when None) keep their outputs when a later
+    position changes (`kind="causal"`), when the positions a (batch, seq) mask argument hides
+    change (`"padding"`), both (`"all"`) or either (`"any"`)."""
+    with watch("missing-attention-mask", module=module, kind=kind):
+        run()
+
+
+def assert_batches_moved(step: Step) -> None:
+    """In `step()`, every batch tensor reaching the model or the loss went through the
+    `.to(device)` the code uses (checked on CPU: no GPU needed)."""
+    with watch("device-mismatch"):
+        step()
+
+
 def assert_replicas_in_sync(
     train_rank: Callable[[int, int], nn.Module], world_size: int = 2, timeout: float = 60.0
 ) -> None:

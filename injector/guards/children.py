@@ -10,13 +10,15 @@ ends the process with EXIT_FAILED. Any other `sitecustomize` on the path still r
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib.util
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ENV = "TRAINWRECK_WATCH"
 SITE = str(Path(__file__).parent / "site")
@@ -38,6 +40,41 @@ def passed_on(faults: tuple[str, ...], options: dict[str, object]) -> Iterator[N
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@contextmanager
+def forked_ranks(verdicts: Callable[[], None]) -> Iterator[None]:
+    """Within the block, ranks that `torch.multiprocessing.spawn` / `start_processes` would
+    start afresh are forked, while CUDA is not initialised here (a forked process cannot use
+    it): each fresh rank would import torch again (about 2 s of CPU each) only to install the
+    watchers this process already has. A forked rank inherits them, and runs `verdicts` after
+    its function returns, so a whole-run check fails the rank as it would in a fresh one."""
+    import torch
+    import torch.multiprocessing as tmp
+
+    module = sys.modules["torch.multiprocessing.spawn"]
+    original = module.start_processes
+
+    def start_processes(fn: Callable, args: tuple = (), *rest: Any, **kwargs: Any) -> Any:
+        method = kwargs.get("start_method", rest[3] if len(rest) > 3 else "spawn")
+        if method == "spawn" and "fork" in tmp.get_all_start_methods() and not torch.cuda.is_initialized():
+            kwargs["start_method"] = "fork"
+            rest = rest[:3]
+            fn = functools.partial(_then, fn, verdicts)
+        return original(fn, args, *rest, **kwargs)
+
+    for owner in (module, tmp):
+        setattr(owner, "start_processes", start_processes)  # noqa: B010 (torch's stubs lack it)
+    try:
+        yield
+    finally:
+        for owner in (module, tmp):
+            setattr(owner, "start_processes", original)  # noqa: B010
+
+
+def _then(fn: Callable, verdicts: Callable[[], None], *args: Any) -> None:
+    fn(*args)
+    verdicts()
 
 
 def watch_this_process() -> None:

@@ -22,5 +22,10 @@ WATCHED: frozenset[str] = frozenset(
         "loss-tensor-leak",
         "missing-grad-scaler",
         "rank-skip",
+        "lr-too-high",
+        "inplace-activation",
+        "missing-epsilon",
+        "missing-attention-mask",
+        "device-mismatch",
     }
 )

@@ -11,11 +11,14 @@ run (parameters changed) raise when the block ends. Each watcher targets one cat
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import gc
 import inspect
 import math
+import weakref
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -534,6 +537,496 @@ class ScalerUsed(Watcher):
         self.hook(register_optimizer_step_pre_hook(before_step))
 
 
+class UpdateBounded(Watcher):
+    """Every optimizer step moves the parameters by less than their own size, and the losses
+    that feed backward stay finite and do not blow up.
+
+    Observed: the norm of each step's update over all the optimizer's parameters, against the
+    norm of those parameters before the step (the update-to-weight ratio: around 1e-3 in a
+    healthy run, rarely above 0.5 in a small test's first steps; an optimizer step scales it
+    with the learning rate, so a rate 100 times too high puts it far above 1), and every
+    scalar loss passed to backward (non-finite, or `blowup` times its first value). Each
+    optimizer step clones the parameters it updates: meant for the small models of tests."""
+
+    fault = "lr-too-high"
+
+    def __init__(self, max_ratio: float = 1.0, blowup: float = 100.0) -> None:
+        super().__init__()
+        self.max_ratio = max_ratio
+        self.blowup = blowup
+
+    def start(self) -> None:
+        # the first value of each loss, by the autograd node that made it (a GAN's two losses
+        # have their own scales)
+        self.first_loss: dict[str, float] = {}
+        self.before: dict[int, list[torch.Tensor]] = {}
+
+        def before_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            self.before[id(optimizer)] = [p.detach().clone() for p in _params(optimizer)]
+
+        def after_step(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            old = self.before.pop(id(optimizer), None)
+            if old is None:
+                return
+            new = [p.detach() for p in _params(optimizer)]
+            with torch.no_grad():
+                moved = math.sqrt(
+                    sum(float((n.double() - o.double()).square().sum()) for n, o in zip(new, old, strict=True))
+                )
+                size = math.sqrt(sum(float(o.double().square().sum()) for o in old))
+            if not math.isfinite(moved):
+                raise GuardFailure("an optimizer step made the parameters non-finite: the learning rate is too high")
+            if size > 0 and moved > self.max_ratio * size:
+                raise GuardFailure(
+                    f"one optimizer step moved the parameters by {moved / size:.3g}x their own norm "
+                    f"(the update-to-weight ratio; healthy runs stay near 1e-3, the bound is "
+                    f"{self.max_ratio:g}): the learning rate is too high"
+                )
+
+        def backward(original: Callable) -> Callable:
+            def wrapped(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+                if tensor.numel() == 1 and tensor.is_floating_point():
+                    value = float(tensor.detach())
+                    if not math.isfinite(value):
+                        raise GuardFailure(f"the loss is {value} at a backward: training diverged")
+                    first = self.first_loss.setdefault(type(tensor.grad_fn).__name__, abs(value))
+                    if first > 0 and abs(value) > self.blowup * first:
+                        raise GuardFailure(
+                            f"the loss grew from {first:.4g} to {value:.4g} during training: "
+                            "it diverges (the learning rate is too high?)"
+                        )
+                return original(tensor, *args, **kwargs)
+
+            return wrapped
+
+        self.hook(register_optimizer_step_pre_hook(before_step))
+        self.hook(register_optimizer_step_post_hook(after_step))
+        self.wrap(torch.Tensor, "backward", backward)
+
+
+def _params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [p for group in optimizer.param_groups for p in group["params"]]
+
+
+# Set while a watcher runs a module again (on other inputs, or with other flags): the hooks of
+# every watcher leave those calls alone, so a check never observes another check's probe.
+_PROBING: contextvars.ContextVar[bool] = contextvars.ContextVar("trainwreck_probing", default=False)
+PROBED_CALLS = 2  # calls of one module that a probing watcher runs again (the first ones)
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in a module's argument or output (nested in tuples, lists, dicts)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _tensors(item)]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item)]
+    return []
+
+
+def _mapped(value: Any, change: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """`value` with every tensor in it replaced by `change(tensor)`."""
+    if isinstance(value, torch.Tensor):
+        return change(value)
+    if isinstance(value, tuple):
+        return tuple(_mapped(item, change) for item in value)
+    if isinstance(value, list):
+        return [_mapped(item, change) for item in value]
+    if isinstance(value, dict):
+        return {key: _mapped(item, change) for key, item in value.items()}
+    return value
+
+
+def _wrapper(module: nn.Module) -> bool:
+    """DDP/DataParallel-style wrappers: running them again would start a collective or a reduction."""
+    return type(module).__name__ in {"DistributedDataParallel", "DataParallel", "FullyShardedDataParallel"}
+
+
+@contextlib.contextmanager
+def _probe(module: nn.Module, args: tuple, kwargs: dict, rng: torch.Tensor | None = None) -> Iterator[Any]:
+    """Run `module` again on `args` and give its output to the block, leaving no trace: the
+    global random state (set to `rng` first when given, so dropout draws what the real call
+    drew), the module's buffers (batch-norm statistics: the probe runs on copies, so the real
+    graph's saved tensors keep their versions) and every watcher's view are as they were."""
+    swapped = []
+    for owner in module.modules():
+        for name, buffer in owner._buffers.items():
+            if buffer is not None:
+                swapped.append((owner, name, buffer))
+                owner._buffers[name] = buffer.clone()
+    token = _PROBING.set(True)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            if rng is not None:
+                torch.random.set_rng_state(rng)
+            yield module(*args, **kwargs)
+    finally:
+        _PROBING.reset(token)
+        for owner, name, buffer in swapped:
+            owner._buffers[name] = buffer
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    try:
+        return tensor._version
+    except RuntimeError:  # inference tensors keep no version counter
+        return None
+
+
+class NoInplaceDamage(Watcher):
+    """In-place activations change no value anybody else still reads.
+
+    Observed, in the modules the run calls: (1) a module whose own `inplace` flag is not set
+    does not modify a tensor passed to it (its version counter moves: `x += y` or `relu_(x)`
+    on the caller's tensor); (2) a module holding submodules with `inplace=True` computes the
+    same output when those flags are off (an in-place ReLU that overwrites a value a later
+    line reads changes it). In-place writes to a module's own intermediates that nothing reads
+    again are not observable (and harmless); where autograd still needed the value, backward
+    raises on its own."""
+
+    fault = "inplace-activation"
+
+    def start(self) -> None:
+        self.stack: list[tuple[nn.Module, list[tuple[torch.Tensor, int]], torch.Tensor | None]] = []
+        self.calls: dict[int, int] = {}
+
+        def before(module: nn.Module, args: Any) -> None:
+            if _PROBING.get():
+                return
+            versions = [(t, v) for t in _tensors(args) if (v := _version(t)) is not None]
+            rng = None
+            if not self.stack and self.calls.get(id(module), 0) < PROBED_CALLS and _has_inplace(module):
+                rng = torch.random.get_rng_state()
+            self.stack.append((module, versions, rng))
+
+        def after(module: nn.Module, args: Any, kwargs: Any, output: Any = None) -> None:
+            # (always called: a forward that raised leaves no entry behind; it has no output)
+            if _PROBING.get() or not self.stack or self.stack[-1][0] is not module:
+                return
+            _, versions, rng = self.stack.pop()
+            if not getattr(module, "inplace", False):
+                for tensor, version in versions:
+                    if _version(tensor) != version:
+                        raise GuardFailure(
+                            f"{type(module).__name__} modified a tensor passed to it in place (an "
+                            "in-place activation or `x += ...` on its input): the caller's value changed"
+                        )
+            if rng is None or _wrapper(module):
+                return
+            self.calls[id(module)] = self.calls.get(id(module), 0) + 1
+            flagged = [m for m in module.modules() if getattr(m, "inplace", False) is True]
+            for m in flagged:
+                setattr(m, "inplace", False)  # noqa: B010 (an attribute of some module classes only)
+            try:
+                with torch.no_grad(), _probe(module, args, kwargs, rng) as reference:
+                    pass
+            finally:
+                for m in flagged:
+                    setattr(m, "inplace", True)  # noqa: B010
+            got, want = _tensors(output), _tensors(reference)
+            if len(got) != len(want) or not all(
+                a.shape == b.shape
+                and torch.allclose(a.detach().float(), b.float(), rtol=1e-4, atol=1e-6, equal_nan=True)
+                for a, b in zip(got, want, strict=True)
+            ):
+                raise GuardFailure(
+                    f"{type(module).__name__} computes another output when its in-place activations "
+                    f"({type(flagged[0]).__name__}) work out of place: they overwrite a value that is read again"
+                )
+
+        self.hook(nn.modules.module.register_module_forward_pre_hook(before))
+        self.hook(nn.modules.module.register_module_forward_hook(after, with_kwargs=True, always_call=True))
+
+
+def _has_inplace(module: nn.Module) -> bool:
+    return any(getattr(m, "inplace", False) is True for m in module.modules() if m is not module)
+
+
+class FiniteOnZeros(Watcher):
+    """Every module the run calls stays finite, forward and backward, on an all-zero input.
+
+    Observed: the first calls of each module are run once more with every floating-point
+    argument of one or more dims replaced by zeros (a zero-variance, all-zero batch: what padding, a blank image or
+    a dead feature gives), and the output and the gradient with respect to those zeros must be
+    finite wherever the real call's output was. A `log`, `sqrt` or division left without its
+    epsilon gives inf/NaN there. Functions outside modules (a loss written in the training
+    loop) are not probed."""
+
+    fault = "missing-epsilon"
+
+    def start(self) -> None:
+        self.calls: dict[int, int] = {}
+
+        def after(module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+            if _PROBING.get() or _wrapper(module) or self.calls.get(id(module), 0) >= PROBED_CALLS:
+                return
+            self.calls[id(module)] = self.calls.get(id(module), 0) + 1
+            real = _tensors(output)
+            if not real or not all(bool(torch.isfinite(t).all()) for t in real if t.is_floating_point()):
+                return  # already non-finite on real data: not this check's to judge
+            zeros: list[torch.Tensor] = []
+
+            def zero(tensor: torch.Tensor) -> torch.Tensor:
+                if not tensor.is_floating_point() or tensor.dim() == 0:
+                    return tensor  # ids, masks and scalar settings (a temperature) stay
+                made = torch.zeros_like(tensor, requires_grad=torch.is_grad_enabled())
+                zeros.append(made)
+                return made
+
+            if not any(t.is_floating_point() for t in _tensors((args, kwargs))):
+                return
+            with _probe(module, _mapped(args, zero), _mapped(kwargs, zero)) as probed:
+                floats = [t for t in _tensors(probed) if t.is_floating_point()]
+                if not all(bool(torch.isfinite(t).all()) for t in floats):
+                    raise GuardFailure(
+                        f"{type(module).__name__} gives inf/NaN on an all-zero input: a log, sqrt or "
+                        "division there has no epsilon"
+                    )
+                graph = [t for t in floats if t.requires_grad]
+                sources = [z for z in zeros if z.requires_grad]
+                if graph and sources:
+                    grads = torch.autograd.grad(
+                        torch.stack([t.sum().float() for t in graph]).sum(), sources, allow_unused=True
+                    )
+                    if not all(g is None or bool(torch.isfinite(g).all()) for g in grads):
+                        raise GuardFailure(
+                            f"{type(module).__name__}'s gradient is inf/NaN on an all-zero input: a "
+                            "sqrt or division there has no epsilon"
+                        )
+
+        self.hook(nn.modules.module.register_module_forward_hook(after, with_kwargs=True))
+
+
+class MaskRespected(Watcher):
+    """An attention module's outputs do not depend on what it must not see.
+
+    Observed, on the first calls of the modules of class `module` (every module when None;
+    the class that holds the attention mask, which `injector suggest` reads from the code):
+    run again with the last sequence position's input changed (dim 1 of the floating-point
+    arguments), the outputs at earlier positions stay the same (`kind="causal"`); given a
+    (batch, seq) mask argument of 0/1 or bool values, changing the inputs at the positions on
+    one side of the mask leaves the outputs on the other side the same (`kind="padding"`).
+    With `kind="any"` either property passes, with `kind="all"` both must (where a mask is
+    passed)."""
+
+    fault = "missing-attention-mask"
+
+    def __init__(self, module: str | None = None, kind: str = "any") -> None:
+        super().__init__()
+        if kind not in ("causal", "padding", "any", "all"):
+            raise ValueError(f"kind must be causal, padding, any or all, not {kind!r}")
+        self.module = module
+        self.kind = kind
+
+    def start(self) -> None:
+        self.calls: dict[int, int] = {}
+        self.rngs: dict[int, torch.Tensor] = {}
+        self.checked = 0
+
+        def wanted(module: nn.Module) -> bool:
+            named = self.module is None or type(module).__name__ == self.module
+            return named and not _wrapper(module) and self.calls.get(id(module), 0) < PROBED_CALLS
+
+        def before(module: nn.Module, args: Any) -> None:
+            if not _PROBING.get() and wanted(module):
+                self.rngs[id(module)] = torch.random.get_rng_state()
+
+        def after(module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+            if _PROBING.get() or not wanted(module) or id(module) not in self.rngs:
+                return
+            rng = self.rngs.pop(id(module))
+            self.calls[id(module)] = self.calls.get(id(module), 0) + 1
+            found = _sequence(args, kwargs, output)
+            if found is None:
+                return
+            batch, length = found
+            with torch.no_grad():
+                with _probe(module, args, kwargs, rng) as out:
+                    reference = _first_sequence(out, batch, length)
+                if reference is None:
+                    return
+                results = {}
+                if self.kind in ("causal", "any", "all"):
+                    hidden = torch.zeros(length, dtype=torch.bool)
+                    hidden[-1] = True
+                    results["causal"] = self._same_elsewhere(
+                        module, args, kwargs, rng, hidden.expand(batch, length), reference
+                    )
+                if self.kind in ("padding", "any", "all"):
+                    mask = _mask(args, kwargs, batch, length)
+                    if mask is not None:
+                        results["padding"] = any(
+                            self._same_elsewhere(module, args, kwargs, rng, side, reference) for side in (mask, ~mask)
+                        )
+            if not results:
+                return
+            self.checked += 1
+            failed = [kind for kind, kept in results.items() if not kept]
+            if failed and (self.kind == "all" or len(failed) == len(results)):
+                what = " or ".join(
+                    {"causal": "a later position", "padding": "masked (padding) positions"}[k] for k in failed
+                )
+                raise GuardFailure(
+                    f"{type(module).__name__}'s outputs change when only {what} change: the attention "
+                    "mask is not applied"
+                )
+
+        self.hook(nn.modules.module.register_module_forward_pre_hook(before))
+        self.hook(nn.modules.module.register_module_forward_hook(after, with_kwargs=True))
+
+    def _same_elsewhere(
+        self,
+        module: nn.Module,
+        args: Any,
+        kwargs: Any,
+        rng: torch.Tensor,
+        hidden: torch.Tensor,
+        reference: torch.Tensor,
+    ) -> bool:
+        """Whether the outputs outside `hidden` (batch, seq) stay when the inputs inside change."""
+        if bool(hidden.all()) or not bool(hidden.any()):
+            return True
+        generator = torch.Generator().manual_seed(0)
+        batch, length = hidden.shape
+
+        def changed(tensor: torch.Tensor) -> torch.Tensor:
+            if not tensor.is_floating_point() or tensor.dim() < 2 or tuple(tensor.shape[:2]) != (batch, length):
+                return tensor
+            noise = torch.randn(tensor.shape, generator=generator).to(tensor.dtype) * (tensor.abs().mean() + 1.0)
+            where = hidden.reshape(batch, length, *([1] * (tensor.dim() - 2))).to(tensor.device)
+            return torch.where(where, tensor + noise.to(tensor.device), tensor)
+
+        with _probe(module, _mapped(args, changed), _mapped(kwargs, changed), rng) as out:
+            probed = _first_sequence(out, batch, length)
+        if probed is None:
+            return True
+        keep = ~hidden.to(reference.device)
+        return torch.allclose(probed[keep].float(), reference[keep].float(), rtol=1e-4, atol=1e-5)
+
+    def verdict(self) -> None:
+        if self.module is not None and self.checked == 0:
+            raise GuardFailure(
+                f"no call of {self.module} with a (batch, seq, ...) input ran: the attention mask was not checked"
+            )
+
+
+def _sequence(args: Any, kwargs: Any, output: Any) -> tuple[int, int] | None:
+    """(batch, seq) of the first floating-point argument with 3+ dims whose output keeps both."""
+    for tensor in _tensors((args, kwargs)):
+        if tensor.is_floating_point() and tensor.dim() >= 3 and tensor.shape[1] > 1:
+            batch, length = int(tensor.shape[0]), int(tensor.shape[1])
+            if _first_sequence(output, batch, length) is not None:
+                return batch, length
+    return None
+
+
+def _first_sequence(output: Any, batch: int, length: int) -> torch.Tensor | None:
+    for tensor in _tensors(output):
+        if tensor.is_floating_point() and tensor.dim() >= 2 and tuple(tensor.shape[:2]) == (batch, length):
+            return tensor.detach()
+    return None
+
+
+def _mask(args: Any, kwargs: Any, batch: int, length: int) -> torch.Tensor | None:
+    """A (batch, seq) bool or 0/1 argument (a padding mask), as bool; None without one."""
+    for tensor in _tensors((args, kwargs)):
+        if tuple(tensor.shape) != (batch, length) or (tensor.is_floating_point() and tensor.dtype != torch.bool):
+            continue
+        if tensor.dtype == torch.bool or bool(((tensor == 0) | (tensor == 1)).all()):
+            return tensor.bool().cpu()
+    return None
+
+
+class BatchesMoved(Watcher):
+    """Once the code moves tensors to a device, every batch it feeds a model or a loss went
+    through that move.
+
+    Observed without a GPU: the tensors returned by `.to(<device>)` and `.cuda()` (a dtype-only
+    `.to` does not count) are remembered, and a data tensor (no autograd history, not a
+    parameter) that reaches the outermost module call or a loss function without having been
+    returned by one (or being a view of one) is reported, as soon as anything was moved in the block. On a CPU run the
+    move is a no-op, so a dropped `.to(device)` changes no number: this is the only place it
+    shows. Batches moved by a helper that copies them afterwards (`x.to(device).long()` from
+    another dtype) read as not moved."""
+
+    fault = "device-mismatch"
+
+    def start(self) -> None:
+        # storage address -> a moved tensor on it (weakly: tensors compare by value, so no
+        # set of them; a view of a moved batch shares its storage)
+        self.moved: dict[int, weakref.ref[torch.Tensor]] = {}
+        self.depth = 0
+
+        def moving(original: Callable, always: bool) -> Callable:
+            def wrapped(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+                out = original(tensor, *args, **kwargs)
+                if isinstance(out, torch.Tensor) and (always or _names_device(args, kwargs)):
+                    self.remember(out)
+                return out
+
+            return wrapped
+
+        def check(where: str, values: Any) -> None:
+            if not len(self.moved):
+                return
+            for tensor in _tensors(values):
+                if tensor.grad_fn is None and not tensor.requires_grad and not self.placed(tensor):
+                    raise GuardFailure(
+                        f"a batch tensor {tuple(tensor.shape)} reached {where} without `.to(device)`: "
+                        "on a GPU it stays on the CPU (Expected all tensors to be on the same device)"
+                    )
+
+        def before(module: nn.Module, args: Any) -> None:
+            self.depth += 1
+
+        def after(module: nn.Module, args: Any, kwargs: Any, output: Any = None) -> None:
+            self.depth -= 1
+            if self.depth == 0 and not _PROBING.get():
+                check(type(module).__name__, (args, kwargs))
+                for tensor in _tensors(output):  # a model's output is where its inputs were
+                    self.remember(tensor)
+
+        def loss(original: Callable, name: str) -> Callable:
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                if self.depth == 0:
+                    check(name, (args, kwargs))
+                return original(*args, **kwargs)
+
+            return wrapped
+
+        self.wrap(torch.Tensor, "to", lambda f: moving(f, False))
+        self.wrap(torch.Tensor, "cuda", lambda f: moving(f, True))
+        for name in LOSSES:
+            self.wrap(F, name, functools.partial(_named, loss, name))
+        self.hook(nn.modules.module.register_module_forward_pre_hook(before))
+        self.hook(nn.modules.module.register_module_forward_hook(after, with_kwargs=True, always_call=True))
+
+    def remember(self, tensor: torch.Tensor) -> None:
+        self.moved[_storage(tensor)] = weakref.ref(tensor)
+
+    def placed(self, tensor: torch.Tensor) -> bool:
+        """Whether `tensor` is a moved tensor or a view of one (same storage)."""
+        ref = self.moved.get(_storage(tensor))
+        alive = ref() if ref is not None else None
+        return alive is not None and _storage(alive) == _storage(tensor)
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (meta, sparse)
+        return id(tensor)
+
+
+def _names_device(args: tuple, kwargs: dict) -> bool:
+    """Whether `.to(*args, **kwargs)` names a device (or a tensor to follow), not a dtype only."""
+    if "device" in kwargs:
+        return True
+    first = args[0] if args else kwargs.get("other")
+    return isinstance(first, (str, int, torch.device, torch.Tensor)) and not isinstance(first, bool)
+
+
 class ReplicasInSync(Watcher):
     """After every optimizer step of a multi-rank run, all ranks hold the same parameters."""
 
@@ -578,6 +1071,11 @@ WATCHERS: dict[str, Callable[..., Watcher]] = {
     "loss-tensor-leak": NoLeak,
     "missing-grad-scaler": ScalerUsed,
     "rank-skip": ReplicasInSync,
+    "lr-too-high": UpdateBounded,
+    "inplace-activation": NoInplaceDamage,
+    "missing-epsilon": FiniteOnZeros,
+    "missing-attention-mask": MaskRespected,
+    "device-mismatch": BatchesMoved,
 }
 
 
@@ -601,15 +1099,25 @@ def watch(*faults: str, **options: Any) -> Iterator[None]:
     """Check the training run inside the block for `faults` (catalog ids); `options` go to the
     watchers that take them (`class_axis` for wrong-softmax-dim, `max_norm` for clipping).
     Python processes started inside the block (scripts, torchrun workers, spawned ranks) are
-    watched too.
+    watched too; ranks started by `torch.multiprocessing.spawn` are forked (while CUDA is not
+    initialised), so they inherit the watchers instead of importing torch afresh. With
+    `in_process=True`, Python scripts started with `subprocess.run([sys.executable, ...])` run
+    in this process instead (`injector.guards.inprocess.scripts_in_process`).
 
     Raises GuardFailure (an AssertionError) where the run shows one of the faults."""
-    from injector.guards.children import passed_on
+    from injector.guards.children import forked_ranks, passed_on
+    from injector.guards.inprocess import scripts_in_process
 
+    here = bool(options.pop("in_process", False))
     watchers = make(faults, options)
     started: list[Watcher] = []
+
+    def verdicts() -> None:
+        for watcher in watchers:
+            watcher.verdict()
+
     try:
-        with passed_on(faults, options):
+        with passed_on(faults, options), forked_ranks(verdicts), scripts_in_process() if here else nullcontext():
             for watcher in watchers:
                 watcher.start()
                 started.append(watcher)
@@ -617,5 +1125,4 @@ def watch(*faults: str, **options: Any) -> Iterator[None]:
     finally:
         for watcher in reversed(started):
             watcher.stop()
-    for watcher in watchers:
-        watcher.verdict()
+    verdicts()

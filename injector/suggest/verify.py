@@ -10,11 +10,11 @@ campaign runs the survivor's mutant against its remaining tests with the campaig
 from __future__ import annotations
 
 import os
+import resource
 import shlex
 import shutil
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,10 +27,12 @@ from injector.guards.faults import WATCHED
 from injector.mutants import Mutant
 from injector.operators import select
 from injector.outcomes import KILLED, SURVIVED, Outcome, Report
+from injector.suggest.timing import ENV as TIMES_ENV
+from injector.suggest.timing import read as read_times
 from injector.suggest.write import Draft, draft, only
 from trainwreck.errors import UsageError
 
-MAX_SECONDS = 2.0  # a suggested test slower than this on the unmutated code is dropped
+MAX_SECONDS = 2.0  # a suggested test taking more CPU seconds than this on the unmutated code is dropped
 PREFILTER_TIMEOUT = 600.0
 
 
@@ -43,7 +45,7 @@ class Verdict:
     verified: bool
     note: str  # one line: which test killed it and how fast, or why there is none
     test: str | None = None  # the killing test's function name
-    seconds: float | None = None  # its time on the unmutated code
+    seconds: float | None = None  # its CPU seconds on the unmutated code (with its child processes)
 
 
 Progress = Callable[[str, Verdict | None], None]
@@ -190,17 +192,18 @@ def _verify(
 
 
 def _time_command(copy: Path, command: str) -> float:
-    """The guard command's time run afresh, unwatched, in the copy: what its watched copy costs
-    at the least (the campaign's warm runs skip the interpreter's start-up)."""
+    """The guard command's CPU time run afresh, unwatched, in the copy: what its watched copy
+    costs at the least (the campaign's warm runs skip the interpreter's start-up)."""
     argv = shlex.split(command)
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable
-    started = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         subprocess.run(argv, cwd=copy, stdin=subprocess.DEVNULL, capture_output=True, timeout=PREFILTER_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
         return 0.0
-    return time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def _reason(message: str) -> str:
@@ -221,12 +224,28 @@ def _own_time(test: str, timing: dict[tuple[str, str], tuple[bool, float]]) -> f
 
 
 def _run_unmutated(copy: Path, files: list[str], xml: Path) -> dict[tuple[str, str], tuple[bool, float]]:
-    """Run the drafts on the unmutated copy once: (module stem, test name) -> (passed, seconds)."""
+    """Run the drafts on the unmutated copy once: (module stem, test name) -> (passed, seconds).
+
+    The seconds are CPU seconds (the test's process and the children it waited for, after
+    torch's one-off start-up: injector.suggest.timing), so a loaded machine does not drop a
+    fast test; wall seconds where the plugin gave none."""
     if not files:
         return {}
-    env = dict(os.environ)
+    times = xml.with_suffix(".times.json")
+    env = dict(os.environ, **{TIMES_ENV: str(times)})
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}", *files]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "injector.suggest.timing",
+        f"--junitxml={xml}",
+        *files,
+    ]
     try:
         subprocess.run(
             command, cwd=copy, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=PREFILTER_TIMEOUT
@@ -237,12 +256,17 @@ def _run_unmutated(copy: Path, files: list[str], xml: Path) -> dict[tuple[str, s
         tree = ET.parse(xml)
     except (OSError, ET.ParseError):
         return {}
+    cpu: dict[tuple[str, str], float] = {}
+    for node, seconds in read_times(times).items():
+        file, _, rest = node.partition("::")
+        key = (Path(file).stem, rest.rsplit("::", 1)[-1].split("[", 1)[0])
+        cpu[key] = max(seconds, cpu.get(key, 0.0))
     found: dict[tuple[str, str], tuple[bool, float]] = {}
     for case in tree.iter("testcase"):
         stem = case.get("classname", "").rsplit(".", 1)[-1]
         name = case.get("name", "").split("[", 1)[0]
         ok = not any(child.tag in ("failure", "error", "skipped") for child in case)
-        seconds = float(case.get("time") or 0.0)
+        seconds = cpu.get((stem, name), float(case.get("time") or 0.0))
         before = found.get((stem, name))
         # a parametrised test passes only if every case does; its time is its slowest case
         found[(stem, name)] = (ok and (before is None or before[0]), max(seconds, before[1] if before else 0.0))

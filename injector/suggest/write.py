@@ -25,6 +25,9 @@ from injector.outcomes import Outcome
 FILE_NAME = re.compile(r"\b__file__\b")
 SLOT_PREFIX = re.compile(r"^(?:.*/)?slot\d+/")  # node ids some campaigns recorded from a scratch slot
 STUB_MARK = "TRAINWRECK STUB"
+# words in a removed attention mask's line that say which mask it was
+CAUSAL_WORDS = ("causal", "tril", "triu", "future", "subsequent")
+PADDING_WORDS = ("pad", "key_padding_mask", "attention_mask")
 
 
 @dataclass(frozen=True)
@@ -47,15 +50,45 @@ class Draft:
     stub: str | None = None  # why this is a stub (None: a runnable suggestion)
 
 
-def options_for(outcome: Outcome) -> dict[str, object]:
-    """Watcher options read from the survivor's diff: the softmax axis the code had."""
+def options_for(outcome: Outcome, root: Path | None = None) -> dict[str, object]:
+    """Watcher options read from the survivor's diff and source: the softmax axis the code had;
+    for an attention mask, the module class that applied it and whether it was causal."""
+    removed = [line for line in outcome.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
     if outcome.operator == "wrong-softmax-dim":
-        removed = [line for line in outcome.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
         for line in removed:
             found = re.search(r"dim\s*=\s*(-?\d+)", line)
             if found:
                 return {"class_axis": int(found.group(1))}
+    if outcome.operator == "missing-attention-mask":
+        text = " ".join(removed).lower()
+        kind = "any"
+        if any(word in text for word in CAUSAL_WORDS):
+            kind = "causal"
+        elif any(word in text for word in PADDING_WORDS):
+            kind = "padding"
+        options: dict[str, object] = {"kind": kind}
+        owner = _module_class(root / outcome.file, outcome.line) if root is not None else None
+        if owner is not None:
+            options["module"] = owner
+        return options
     return {}
+
+
+def _module_class(path: Path, line: int) -> str | None:
+    """The class defining `forward` whose body holds `line` of `path` (innermost), if any."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
+            and any(isinstance(item, ast.FunctionDef) and item.name == "forward" for item in node.body)
+        ) and (found is None or node.lineno > found.lineno):
+            found = node
+    return found.name if found is not None else None
 
 
 def module_name(outcome: Outcome) -> str:
@@ -84,7 +117,7 @@ def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], 
     if not tests:
         commands = [c for c in outcome.covered_by if "::" not in c]
         if commands:
-            return _command(outcome, module, commands[0], folder)
+            return _command(outcome, module, commands[0], folder, root)
         return _stub(outcome, module, "no pytest test reaches the mutated code")
     # Tests of one module only (the generated file carries that module's helpers): the module
     # with the most reaching tests, the first of them on a tie.
@@ -103,7 +136,7 @@ def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], 
     }
     if not functions:
         return _stub(outcome, module, f"the reaching tests are not functions of {file}")
-    options = options_for(outcome)
+    options = options_for(outcome, root)
     call = ", ".join([repr(outcome.operator)] + [f"{k}={v!r}" for k, v in options.items()])
     # The copy lives elsewhere: its `__file__` must still name the test it was copied from,
     # so paths the test computes from it (a script beside it, data) stay right.
@@ -122,6 +155,14 @@ def draft(outcome: Outcome, root: Path, folder: str, watchable: frozenset[str], 
         if name not in functions:
             continue
         new = f"test_guard_{outcome.operator.replace('-', '_')}_via_{name.removeprefix('test_')}"
+        body = ast.get_source_segment(source, functions[name]) or ""
+        if "subprocess" in body and "sys.executable" in body:
+            # First a copy that runs the Python script the test starts in its own process (no
+            # fresh interpreter importing torch again), then the copy as it is.
+            parts.append(
+                _guarded(functions[name], source, f"{new}_in_process", f"{call}, in_process=True", f"{file}::{name}")
+            )
+            candidates.append(Candidate(f"{new}_in_process", f"{file}::{name}"))
         parts.append(_guarded(functions[name], source, new, call, f"{file}::{name}"))
         candidates.append(Candidate(new, f"{file}::{name}"))
     return Draft(
@@ -217,15 +258,40 @@ def _after_imports(parts: list[str]) -> int:
     return index
 
 
-def _command(outcome: Outcome, module: str, command: str, folder: str) -> Draft:
-    """A test that runs the campaign's guard command (a smoke training) under the watcher."""
+def _command(outcome: Outcome, module: str, command: str, folder: str, root: Path) -> Draft:
+    """Tests that run the campaign's guard command (a smoke training) under the watcher: for a
+    `python -m module` / `python script.py` command, first one that runs it in the test's own
+    process (no fresh interpreter importing torch again), then one that starts it as given."""
     argv = shlex.split(command)
     depth = len(Path(folder).parts)
-    options = options_for(outcome)
+    options = options_for(outcome, root)
     call = ", ".join([repr(outcome.operator)] + [f"{k}={v!r}" for k, v in options.items()])
-    name = f"test_guard_{outcome.operator.replace('-', '_')}_via_guard_command"
+    stem = f"test_guard_{outcome.operator.replace('-', '_')}_via_guard_command"
     python = argv[0] in ("python", "python3") or argv[0].endswith(("/python", "/python3"))
     args = "[sys.executable, " + ", ".join(repr(a) for a in argv[1:]) + "]" if python else repr(argv)
+    here = python and len(argv) > 1 and (argv[1] == "-m" and len(argv) > 2 or argv[1].endswith(".py"))
+    tests = []
+    if here:
+        tests.append(
+            (
+                f"{stem}_in_process",
+                f"def {stem}_in_process():\n"
+                f'    """The guard command, run in this process, watched for {outcome.operator!r}."""\n'
+                f"    with watch({call}):\n"
+                f"        code = run_python({argv[1:]!r}, cwd=PROJECT)\n"
+                "    assert code == 0, f'the guard command exited with {code}'\n",
+            )
+        )
+    tests.append(
+        (
+            stem,
+            f"def {stem}():\n"
+            f'    """The guard command, started as given, watched for {outcome.operator!r}."""\n'
+            f"    with watch({call}):\n"
+            f"        run = subprocess.run({args}, cwd=PROJECT, capture_output=True, text=True)\n"
+            "    assert run.returncode == 0, run.stderr[-2000:]\n",
+        )
+    )
     text = (
         f'"""A guard suggested by `injector suggest` for mutant {outcome.mutant_id} '
         f"({outcome.operator}, {outcome.file}:{outcome.line}).\n\n"
@@ -236,15 +302,12 @@ def _command(outcome: Outcome, module: str, command: str, folder: str) -> Draft:
         "import subprocess\n"
         "import sys\n"
         "from pathlib import Path\n\n"
-        "from injector.guards import watch\n\n"
-        f"PROJECT = Path(__file__).resolve().parents[{depth}]\n\n\n"
-        f"def {name}():\n"
-        f'    """The guard command, watched for {outcome.operator!r}."""\n'
-        f"    with watch({call}):\n"
-        f"        run = subprocess.run({args}, cwd=PROJECT, capture_output=True, text=True)\n"
-        "    assert run.returncode == 0, run.stderr[-2000:]\n"
+        f"from injector.guards import {'run_python, ' if here else ''}watch\n\n"
+        f"PROJECT = Path(__file__).resolve().parents[{depth}]\n\n\n" + "\n\n".join(body for _, body in tests)
     )
-    return Draft(outcome.mutant_id, outcome.operator, module, text, (Candidate(name, command),))
+    return Draft(
+        outcome.mutant_id, outcome.operator, module, text, tuple(Candidate(name, command) for name, _ in tests)
+    )
 
 
 def _stub(outcome: Outcome, module: str, why: str) -> Draft:

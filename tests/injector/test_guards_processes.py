@@ -60,12 +60,12 @@ def test_a_rank_that_raises_is_reported_with_its_error_not_as_a_hang():
         guards.assert_replicas_in_sync(_fails_on_rank_one)
 
 
-def _script(tmp_path: Path, text: str) -> list[str]:
+def _script(tmp_path: Path, text: str, name: str = "snippet") -> list[str]:
     tmp_path.mkdir()
-    (tmp_path / "snippet.py").write_text(text)
+    (tmp_path / f"{name}.py").write_text(text)
     runner = tmp_path / "run.py"
     runner.write_text(
-        "import snippet\n"
+        f"import {name} as snippet\n"
         "model, optimizer, scheduler, scaler = snippet.make_training()\n"
         "loader = snippet.make_loader()\n"
         "for _ in range(2):\n"
@@ -111,3 +111,64 @@ def test_fp16_autocast_needs_the_scaler(scaled):
     else:
         with pytest.raises(GuardFailure, match="scaler"):
             guards.assert_scaler_used(step)
+
+
+def _rank_training(rank: int, step: bool) -> None:
+    torch.manual_seed(rank)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(torch.randn(8, 4)), torch.zeros(8, 1)).backward()
+        if step:
+            optimizer.step()
+
+
+def test_spawned_ranks_are_forked_and_judged_at_their_end():
+    # Forked, the ranks inherit the watchers (no fresh torch import per rank), and a whole-run
+    # check that fails at a rank's end fails that rank as in a freshly spawned one.
+    _rank_training(0, True)  # torch's lazy start-up, paid here once instead of in every rank
+    with watch("missing-optimizer-step"):
+        torch.multiprocessing.spawn(_rank_training, args=(True,), nprocs=2)
+    failed = pytest.raises(torch.multiprocessing.ProcessRaisedException, match="did not change")
+    with failed, watch("missing-optimizer-step"):
+        torch.multiprocessing.spawn(_rank_training, args=(False,), nprocs=2)
+    assert torch.multiprocessing.start_processes.__module__ == "torch.multiprocessing.spawn"
+
+
+def test_a_guard_command_runs_in_this_process_and_leaves_its_state(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "smoke.py").write_text(
+        "import sys, torch\n"
+        "torch.manual_seed(1)\n"
+        "torch.set_default_dtype(torch.float64)\n"
+        "if __name__ == '__main__':\n"
+        "    sys.exit(int(sys.argv[1]))\n"
+    )
+    (tmp_path / "script.py").write_text("import sys\nsys.exit('loss did not drop')\n")
+    monkeypatch.chdir(Path(__file__).parent)
+    argv, draws = list(sys.argv), torch.random.get_rng_state()
+    assert guards.run_python(["-m", "pkg.smoke", "0"], cwd=tmp_path) == 0
+    assert guards.run_python(["-m", "pkg.smoke", "3"], cwd=tmp_path) == 3
+    assert guards.run_python(["script.py"], cwd=tmp_path) == 1
+    assert Path.cwd() == Path(__file__).parent and sys.argv == argv
+    assert torch.get_default_dtype() == torch.float32 and torch.equal(torch.random.get_rng_state(), draws)
+    with pytest.raises(ValueError, match="not a `python -m module`"):
+        guards.run_python(["-c", "pass"], cwd=tmp_path)
+
+
+def test_in_process_a_watched_script_runs_here_and_answers_as_a_subprocess(tmp_path):
+    (mutant,) = mutants_for_source(SNIPPET, "snippet.py", select(["missing-zero-grad"]))
+    # (modules a script imports stay imported in this process: each version has its own name)
+    faulty = _script(tmp_path / "faulty", apply_edits(SNIPPET, mutant.edits), "snippet_faulty")
+    correct = _script(tmp_path / "correct", SNIPPET, "snippet_correct")
+    (tmp_path / "correct" / "loud.py").write_text("import sys\nprint('trained')\nsys.exit(4)\n")
+    with watch("missing-zero-grad", in_process=True):
+        passed = subprocess.run(correct, capture_output=True, text=True, cwd=tmp_path)
+        loud = subprocess.run([sys.executable, "loud.py"], capture_output=True, cwd=tmp_path / "correct")
+        with pytest.raises(GuardFailure, match="zero_grad"):
+            subprocess.run(faulty, capture_output=True, text=True, cwd=tmp_path)
+    assert passed.returncode == 0, passed.stderr[-500:]
+    assert (loud.returncode, loud.stdout) == (4, b"trained\n")
+    assert subprocess.run.__module__ == "subprocess"

@@ -71,11 +71,12 @@ def suggestions(suggested) -> dict[str, dict]:
 
 def test_every_survivor_with_a_check_gets_a_verified_guard(suggested):
     found = suggestions(suggested)
-    assert {fault for fault, s in found.items() if s["verified"]} == {"missing-zero-grad", "no-shuffle"}
+    assert {fault for fault, s in found.items() if s["verified"]} == {"missing-zero-grad", "no-shuffle", "lr-too-high"}
     assert "kills it" in found["missing-zero-grad"]["note"]
-    # lr-too-high has no check in injector.guards: a marked stub, never verified
-    assert not found["lr-too-high"]["verified"]
-    assert STUB_MARK in found["lr-too-high"]["test"]
+    assert "update-to-weight ratio" in found["lr-too-high"]["note"]
+    # only a test method in a class reaches the evaluation: a marked stub, never verified
+    assert not found["missing-no-grad-eval"]["verified"]
+    assert STUB_MARK in found["missing-no-grad-eval"]["test"]
 
 
 def test_the_guard_reuses_the_reaching_tests_fixture_and_call(suggested):
@@ -97,7 +98,7 @@ def test_only_verified_guards_are_written_and_they_pass_on_the_unmutated_code(su
         text=True,
     )
     assert run.returncode == 0, run.stdout[-1000:]
-    assert "2 passed" in run.stdout
+    assert "3 passed" in run.stdout
 
 
 def test_the_users_tree_is_only_added_to(suggested):
@@ -134,7 +135,7 @@ def test_write_refuses_an_existing_path(suggested, capsys):
 def test_all_writes_the_stub_too(suggested, tmp_path, capsys):
     target = tmp_path / "all"
     report = suggested["out"] / "report.json"
-    lr = [o for o in json.loads(report.read_text())["outcomes"] if o["operator"] == "lr-too-high"][0]
+    stub = [o for o in json.loads(report.read_text())["outcomes"] if o["operator"] == "missing-no-grad-eval"][0]
     code = main(
         [
             "suggest",
@@ -142,15 +143,15 @@ def test_all_writes_the_stub_too(suggested, tmp_path, capsys):
             "--report",
             str(report),
             "--mutant",
-            lr["mutant_id"],
+            stub["mutant_id"],
             "--all",
             "--write",
             str(target),
         ]
     )
     assert code == 0
-    (stub,) = target.iterdir()
-    assert STUB_MARK in stub.read_text() and "def check_guard():" in stub.read_text()
+    (written,) = target.iterdir()
+    assert STUB_MARK in written.read_text() and "def check_guard():" in written.read_text()
     assert "1 stub" in capsys.readouterr().out
 
 

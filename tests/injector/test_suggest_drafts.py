@@ -6,7 +6,7 @@ from pathlib import Path
 
 from injector.guards.faults import WATCHED
 from injector.outcomes import SURVIVED, Outcome
-from injector.suggest.write import STUB_MARK, draft, only
+from injector.suggest.write import STUB_MARK, draft, only, options_for
 
 DIFFERENTIAL = Path(__file__).parent / "differential"
 
@@ -30,6 +30,12 @@ def test_a_guard_command_becomes_a_test_that_runs_it_watched():
     outcome = survivor("no-shuffle", ("python -m smoke.train --steps 40",))
     made = draft(outcome, DIFFERENTIAL / "command_guard", "tests/trainwreck_guards", WATCHED)
     assert "[sys.executable, '-m', 'smoke.train', '--steps', '40']" in made.text
+    # first in this process: no fresh interpreter importing torch again
+    assert "code = run_python(['-m', 'smoke.train', '--steps', '40'], cwd=PROJECT)" in made.text
+    assert [c.name for c in made.candidates] == [
+        "test_guard_no_shuffle_via_guard_command_in_process",
+        "test_guard_no_shuffle_via_guard_command",
+    ]
     assert "PROJECT = Path(__file__).resolve().parents[2]" in made.text
     compile(made.text, "generated.py", "exec")
 
@@ -51,8 +57,35 @@ def test_only_keeps_the_named_tests_and_the_helpers():
     assert "SCRIPT = " in only(made, set()).text
 
 
-def test_a_fault_without_a_check_is_a_marked_stub():
-    made = draft(survivor("lr-too-high", ("tests/test_cli.py::test_the_script_learns",)), Path("."), "tests", WATCHED)
+def test_a_survivor_no_test_function_reaches_is_a_marked_stub():
+    made = draft(survivor("lr-too-high", ("tests/test_cli.py::TestCli::test_learns",)), Path("."), "tests", WATCHED)
     assert made.stub and STUB_MARK in made.text
     assert made.text.count("def check_guard():") == 1
     compile(made.text, "stub.py", "exec")
+
+
+def test_an_attention_mask_guard_watches_the_class_that_masked_and_the_kind_of_mask(tmp_path):
+    (tmp_path / "model.py").write_text(
+        "class Decoder(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        scores = x @ x.mT\n"
+        "        scores = scores.masked_fill(self.causal, float('-inf'))\n"
+        "        return scores.softmax(-1) @ x\n"
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_model.py").write_text("def test_decodes(model):\n    model(x)\n")
+    diff = "-        scores = scores.masked_fill(self.causal, float('-inf'))\n+        scores = scores\n"
+    outcome = Outcome(
+        "0123456789ab",
+        "missing-attention-mask",
+        "model.py",
+        4,
+        "a mutant",
+        diff,
+        SURVIVED,
+        covered_by=("tests/test_model.py::test_decodes",),
+    )
+    made = draft(outcome, tmp_path, "tests/trainwreck_guards", WATCHED)
+    assert "with watch('missing-attention-mask', kind='causal', module='Decoder'):" in made.text
+    padding = survivor("missing-attention-mask", (), "-        y = attn(x, key_padding_mask=pad)\n")
+    assert options_for(padding) == {"kind": "padding"}
