@@ -183,7 +183,7 @@ def only(draft: Draft, keep: set[str]) -> Draft:
             drop.append((start - 1, node.end_lineno or node.lineno))
     for start, end in sorted(drop, reverse=True):
         del lines[start:end]
-    text = re.sub(r"\n{3,}", "\n\n\n", "".join(lines)).rstrip("\n") + "\n"
+    text = _without_unused(re.sub(r"\n{3,}", "\n\n\n", "".join(lines)).rstrip("\n") + "\n")
     return Draft(
         draft.mutant_id,
         draft.fault,
@@ -192,6 +192,20 @@ def only(draft: Draft, keep: set[str]) -> Draft:
         tuple(c for c in draft.candidates if c.name in keep),
         draft.stub,
     )
+
+
+# Imports the drafts themselves write and that have no side effect, so a kept test that no
+# longer uses one can drop it (a user's imports stay: they may bring fixtures or plugins).
+_OWN_IMPORTS = ("subprocess", "sys")
+
+
+def _without_unused(text: str) -> str:
+    """`text` without the lines `import subprocess` / `import sys` where nothing uses the name."""
+    used = {node.id for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name)}
+    for name in _OWN_IMPORTS:
+        if name not in used:
+            text = re.sub(rf"^import {name}\n", "", text, count=1, flags=re.MULTILINE)
+    return text
 
 
 def _header(outcome: Outcome, file: str) -> str:

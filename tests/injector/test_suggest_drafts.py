@@ -40,6 +40,16 @@ def test_a_guard_command_becomes_a_test_that_runs_it_watched():
     compile(made.text, "generated.py", "exec")
 
 
+def test_a_kept_in_process_command_test_imports_nothing_it_does_not_use():
+    outcome = survivor("no-shuffle", ("python -m smoke.train --steps 40",))
+    made = draft(outcome, DIFFERENTIAL / "command_guard", "tests/trainwreck_guards", WATCHED)
+    kept = only(made, {"test_guard_no_shuffle_via_guard_command_in_process"}).text
+    assert "import subprocess" not in kept and "import sys" not in kept
+    assert "from injector.guards import run_python, watch" in kept
+    both = only(made, {c.name for c in made.candidates}).text
+    assert "import subprocess\nimport sys\n" in both
+
+
 def test_the_softmax_axis_is_read_from_the_code_the_mutant_changed():
     diff = "-        weights = torch.softmax(scores, dim=-1)\n+        weights = torch.softmax(scores, dim=-2)\n"
     outcome = survivor(
