@@ -220,3 +220,13 @@ def test_the_bench_rescores_the_kept_corpora_by_split():
     assert "== held-out projects pooled: heldout_denoise" in done.stdout
     assert "tuned: named first " in done.stdout and "in the top 3 " in done.stdout
     assert "(the rule: a log shows a training symptom" in done.stdout
+
+
+def test_a_kill_signal_named_in_quoted_source_is_not_a_cancelled_job():
+    # pytest quotes torch/multiprocessing/spawn.py, whose comments and log calls name SIGKILL
+    # and SIGTERM; torch's own "Terminating process N via signal SIGTERM" (a sibling rank
+    # failed) is not a job stopped from outside either.
+    log = CORPUS / "spawn_ddp" / "logs" / "f5477cbb886d.log"
+    text = log.read_text()
+    assert "# Try SIGKILL" in text and "Terminating process" in text
+    assert "job-cancelled" not in symptoms(log)

@@ -236,7 +236,7 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "job-cancelled",
         r"DUE TO TIME LIMIT|The operation was cancell?ed|exceeded the maximum execution time|"
-        r"received signal SIGTERM|Signal 15 \(SIGTERM\)|Terminated\s*$|SIGKILL",
+        r"received signal SIGTERM|Signal 15 \(SIGTERM\)|Terminated\s*$|Signal 9 \(SIGKILL\)|(?:received|by) (?:signal )?SIGKILL",
         "the job was stopped from outside (time limit, cancellation or a kill signal)",
     ),
 )
