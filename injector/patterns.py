@@ -408,6 +408,8 @@ class Training:
             return False
         if self.called_functions(call) or (isinstance(func, cst.Name) and func.value in self.functions):
             return False
+        if isinstance(self.source.parent(call), cst.WithItem):
+            return False  # a context (apex's `amp.scale_loss(loss, optimizer)`) runs no backward itself
         built = self.constructors.get(self._text(func))
         if built in self.scaler_classes:
             return True
