@@ -220,6 +220,25 @@ class Backward:
     helper: bool = False
 
 
+@dataclass(frozen=True)
+class ReturnedLoss:
+    """A loss a framework differentiates after a method returns it (Lightning's automatic
+    optimization runs the backward of what `training_step` returns). Its fields mirror
+    `Backward`'s, so the helpers that find where a loss is computed read both."""
+
+    call: cst.Return  # where the loss leaves the training step (a Backward's backward call)
+    loss: cst.BaseExpression
+    scaler: None = None
+    steps: bool = False
+    helper: bool = False
+
+
+LossUse = Backward | ReturnedLoss
+
+# Methods whose returned loss a framework differentiates (PyTorch Lightning's automatic optimization).
+LOSS_RETURNING_METHODS = frozenset({"training_step"})
+
+
 class Training:
     """What a file says about its training step: roles of names, backward calls, loops."""
 
@@ -350,6 +369,53 @@ class Training:
             found.append(Backward(call, loss, scaler))
         return found + self._helper_backwards(found)
 
+    @cached_property
+    def returned_losses(self) -> list[ReturnedLoss]:
+        """Losses returned by a `training_step` method for its framework to differentiate
+        (`return loss`, `return {"loss": loss, ...}`), where that class runs no backward itself
+        (no `manual_backward`, no `automatic_optimization = False`, no backward in the method: a
+        trainer's own `training_step` that calls `fabric.backward(loss)` is not one)."""
+        found = []
+        for name in LOSS_RETURNING_METHODS:
+            for function in self.functions.get(name, ()):
+                owner = _enclosing_class(self.source, function)
+                if owner is None or self._optimizes_by_hand(owner, function):
+                    continue
+                for ret in self.source.within(function.body, cst.Return):
+                    if ret.value is None or self.source.function_of(ret) is not function:
+                        continue
+                    value: cst.BaseExpression | None = ret.value
+                    if isinstance(value, cst.Dict):
+                        value = next(
+                            (
+                                e.value
+                                for e in value.elements
+                                if isinstance(e, cst.DictElement)
+                                and isinstance(e.key, cst.SimpleString)
+                                and e.key.evaluated_value == "loss"
+                            ),
+                            None,
+                        )
+                    if isinstance(value, (cst.Name, cst.Attribute)):
+                        found.append(ReturnedLoss(ret, value))
+        return found
+
+    def _optimizes_by_hand(self, owner: cst.ClassDef, function: cst.FunctionDef) -> bool:
+        if any(callee_name(c) == "backward" for c in self.source.within(function.body, cst.Call)):
+            return True
+        if any(callee_name(c) == "manual_backward" for c in self.source.within(owner.body, cst.Call)):
+            return True
+        return any(
+            (dotted(t.target) or "").endswith("automatic_optimization") and is_literal_bool(a.value, False)
+            for a in self.source.within(owner.body, cst.Assign)
+            for t in a.targets
+        )
+
+    @property
+    def loss_uses(self) -> list[LossUse]:
+        """Every place a loss is differentiated: the backward calls and the returned losses."""
+        return [*self.backwards, *self.returned_losses]
+
     def _helper_backwards(self, direct: list[Backward]) -> list[Backward]:
         """Calls of the file's functions that run the backward of one of their parameters, with
         the argument passed for it as the loss; not where the function's own backward already
@@ -408,6 +474,8 @@ class Training:
             return False
         if self.called_functions(call) or (isinstance(func, cst.Name) and func.value in self.functions):
             return False
+        if isinstance(self.source.parent(call), cst.WithItem):
+            return False  # a context (apex's `amp.scale_loss(loss, optimizer)`) runs no backward itself
         built = self.constructors.get(self._text(func))
         if built in self.scaler_classes:
             return True
@@ -601,12 +669,32 @@ class Training:
             ]
         if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
             owner = _enclosing_class(self.source, call)
-            return [
-                f
-                for f in self.functions.get(target.attr.value, ())
-                if _enclosing_class(self.source, f) is owner and owner is not None
+            if owner is None:
+                return []
+            own = [f for f in self.functions.get(target.attr.value, ()) if _enclosing_class(self.source, f) is owner]
+            # `self.run_step()` in a base class runs the override of a subclass of this file
+            # (detectron2's TrainerBase.train loop and SimpleTrainer.run_step).
+            below = self._subclasses(owner)
+            return own + [
+                f for f in self.functions.get(target.attr.value, ()) if _enclosing_class(self.source, f) in below
             ]
         return []
+
+    def _subclasses(self, owner: cst.ClassDef) -> set[cst.ClassDef]:
+        """The classes of this file that derive from `owner`, directly or not (by base name)."""
+        found: set[cst.ClassDef] = set()
+        names = {owner.name.value}
+        grew = True
+        while grew:
+            grew = False
+            for cls in self.source.nodes(cst.ClassDef):
+                if cls in found or cls is owner:
+                    continue
+                if any(last_name(base.value) in names for base in cls.bases):
+                    found.add(cls)
+                    names.add(cls.name.value)
+                    grew = True
+        return found
 
     @cached_property
     def distributed(self) -> bool:
@@ -632,7 +720,7 @@ class Training:
                     found.setdefault(target.target.value, []).append(assign)
         return found
 
-    def loss_assignment(self, backward: Backward) -> cst.Assign | cst.AnnAssign | None:
+    def loss_assignment(self, backward: LossUse) -> cst.Assign | cst.AnnAssign | None:
         """Where the backward's loss is computed: its last assignment before the backward call
         in the same function that always runs and does not merely rescale it; failing that, the
         first of the alternatives that compute it in branches (`if kind == "eps": loss = ...
@@ -644,7 +732,7 @@ class Training:
         name = _loss_name(backward.loss)
         return None if name is None else self.last_assignment(name, backward.call)
 
-    def loss_alternatives(self, backward: Backward) -> list[cst.Assign | cst.AnnAssign]:
+    def loss_alternatives(self, backward: LossUse) -> list[cst.Assign | cst.AnnAssign]:
         """Every assignment that may compute the backward's loss: the unconditional one that
         does not merely rescale it, or, where each branch of an `if` computes it its own way,
         one per branch (assignments that read the loss they assign are rescalings)."""
@@ -1086,7 +1174,7 @@ def _is_forward_block(statement: cst.CSTNode) -> bool:
     )
 
 
-def forward_run(source: Source, training: Training, backward: Backward) -> tuple[cst.CSTNode, cst.CSTNode] | None:
+def forward_run(source: Source, training: Training, backward: LossUse) -> tuple[cst.CSTNode, cst.CSTNode] | None:
     """The statements that compute the forward pass and the loss a backward call uses.
 
     From the loss assignment (or the `with autocast` block around it) back through the

@@ -14,6 +14,21 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # Lightning differentiates what `training_step` returns.
+            "class Net(LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        loss = F.cross_entropy(self(x), y)\n"
+            "        return loss\n",
+            (
+                "class Net(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        x, y = batch\n"
+                "        loss = F.cross_entropy(self(x).detach(), y)\n"
+                "        return loss\n",
+            ),
+        ),
+        Example(
             "logits = model(x)\nloss = F.cross_entropy(logits, y)\nloss.backward()\n",
             ("logits = model(x)\nloss = F.cross_entropy(logits.detach(), y)\nloss.backward()\n",),
         ),
@@ -152,10 +167,16 @@ class DetachedGraph(Operator):
         "y = model(x).detach()\n",
         # The receiver of `accelerator.backward(loss)` is not the loss.
         "accelerator = Accelerator(cpu=True)\naccelerator.backward(compute())\n",
+        # What `validation_step` returns is never differentiated.
+        "class Net(LightningModule):\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        x, y = batch\n"
+        "        loss = F.cross_entropy(self(x), y)\n"
+        "        return loss\n",
     )
 
     def changes(self, source, training):
-        for backward in training.backwards:
+        for backward in training.loss_uses:
             alternatives = training.loss_alternatives(backward)
             # A branch that builds its loss term by term (`loss = 0.25 * a; loss = loss + 0.25 * b`):
             # detaching the first term leaves the others to train. Where another branch computes

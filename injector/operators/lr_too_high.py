@@ -92,6 +92,15 @@ class LrTooHigh(Operator):
                 "optimizer = ScheduledOptim(optim.Adam(params, lr=1e-3, betas=(0.9, 0.98)), opt.lr_mul * 100, d_model, warmup)\n",
             ),
         ),
+        Example(
+            # Every step sets the rate: the one the optimizer is built with never reaches an update.
+            "opt = Adam(net.parameters(), lr=args.lr)\n"
+            "for batch in loader:\n    for g in opt.param_groups:\n        g['lr'] = schedule(step)\n",
+            (
+                "opt = Adam(net.parameters(), lr=args.lr)\n"
+                "for batch in loader:\n    for g in opt.param_groups:\n        g['lr'] = schedule(step) * 100\n",
+            ),
+        ),
     )
     untouched = (
         "optimizer = torch.optim.Adam(model.parameters())\n",
@@ -194,8 +203,9 @@ class LrTooHigh(Operator):
                     yield LrTooHigh._scaled(source, assign, assign.value)
 
     @staticmethod
-    def _overridden(source, training) -> dict[str, cst.Call]:
-        """Optimizers (by the name they are bound to) whose rate a OneCycleLR/CyclicLR sets."""
+    def _overridden(source, training) -> dict[str, cst.CSTNode]:
+        """Optimizers (by the name they are bound to) whose rate a OneCycleLR/CyclicLR sets, or
+        that a batch loop gives a rate at every step."""
         found = {}
         for call in source.nodes(cst.Call):
             if callee_name(call) in OVERRIDING_SCHEDULERS:
@@ -203,7 +213,34 @@ class LrTooHigh(Operator):
                 name = dotted(optimizer.value) if optimizer is not None else None
                 if name:
                     found[name] = call
+        for loop in source.nodes(cst.For):
+            name = LrTooHigh._reset_each_step(source, loop)
+            if name is not None:
+                found[name] = loop
         return found
+
+    @staticmethod
+    def _reset_each_step(source, loop: cst.For) -> str | None:
+        """The optimizer of `for group in optimizer.param_groups: group['lr'] = ...` when that
+        loop runs unconditionally inside another loop (every step sets the rate, so the rate the
+        optimizer was built with never reaches an update); None otherwise."""
+        groups = dotted(loop.iter)
+        if groups is None or not groups.endswith(".param_groups") or not isinstance(loop.target, cst.Name):
+            return None
+        if not any(
+            isinstance(t.target, cst.Subscript)
+            and dotted(t.target.value) == loop.target.value
+            and "'lr'" in source.code(t.target.slice[0]).replace('"', "'")
+            for assign in source.within(loop, cst.Assign)
+            for t in assign.targets
+        ):
+            return None
+        for ancestor in source.ancestors(loop):
+            if isinstance(ancestor, (cst.For, cst.While)):
+                return groups[: -len(".param_groups")]
+            if isinstance(ancestor, (cst.If, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef)):
+                return None
+        return None
 
     @staticmethod
     def _overridden_call(source, call, overridden) -> bool:

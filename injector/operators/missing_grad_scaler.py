@@ -16,6 +16,29 @@ def _hand_scaled(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
+def _scaling_context(source, training, backward) -> tuple[cst.With, cst.BaseExpression] | None:
+    """For `with amp.scale_loss(loss, optimizer) as scaled: scaled.backward()` (apex's scaler, a
+    context that hands out the scaled loss and unscales the gradients on exit), the `with` and
+    the loss it was handed; None for any other backward."""
+    func = backward.call.func
+    receiver = func.value if isinstance(func, cst.Attribute) else None
+    if not isinstance(receiver, cst.Name):
+        return None
+    for ancestor in source.ancestors(backward.call):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            return None
+        if not isinstance(ancestor, cst.With):
+            continue
+        for item in ancestor.items:
+            bound = item.asname.name if item.asname is not None else None
+            if not (isinstance(bound, cst.Name) and bound.value == receiver.value and isinstance(item.item, cst.Call)):
+                continue
+            loss = argument(item.item, "loss", 0)
+            if loss is not None and not loss.star and training.is_loss_value(loss.value, item.item):
+                return ancestor, loss.value
+    return None
+
+
 class MissingGradScaler(Operator):
     id = "missing-grad-scaler"
     summary = (
@@ -69,6 +92,17 @@ class MissingGradScaler(Operator):
             ),
         ),
         Example(
+            # apex's scaler: a context hands out the scaled loss (and unscales on exit).
+            "loss = criterion(model(x), y)\n"
+            "with amp.scale_loss(loss, optimizer) as scaled_loss:\n"
+            "    scaled_loss.backward()\n",
+            (
+                "loss = criterion(model(x), y)\n"
+                "with amp.scale_loss(loss, optimizer) as scaled_loss:\n"
+                "    loss.backward()\n",
+            ),
+        ),
+        Example(
             # fp16 training that scales the loss by hand.
             "loss_scale = 2 ** self.lg_loss_scale\n(loss * loss_scale).backward()\n",
             ("loss_scale = 2 ** self.lg_loss_scale\n(loss).backward()\n",),
@@ -78,6 +112,8 @@ class MissingGradScaler(Operator):
         "loss.backward()\noptimizer.step()\n",
         "(loss * weight).backward()\n(loss + aux_scale).backward()\n",
         "scaler = torch.amp.GradScaler('cuda')\n",
+        # A context that does not hand out the loss it was given.
+        "loss = criterion(model(x), y)\nwith accelerator.accumulate(model) as ctx:\n    loss.backward()\n",
     )
 
     def changes(self, source, training):
@@ -92,6 +128,21 @@ class MissingGradScaler(Operator):
                     backward.call,
                     (source.replace(receiver, source.code(loss)),),
                     "the loss is no longer scaled before its fp16 backward",
+                )
+                continue
+            context = _scaling_context(source, training, backward) if backward.scaler is None else None
+            if context is not None:
+                block, unscaled = context
+                # One edit over the whole `with`, so the mutant is found at the context's line.
+                start, end = source.span(receiver)
+                first = source.span(block)[0]
+                text = source.code(block)
+                loss_text = source.code(unscaled)
+                rewritten = text[: start - first] + loss_text + text[end - first :]
+                yield Change(
+                    block,
+                    (source.replace(block, rewritten),),
+                    "the backward runs on the unscaled loss (the scaler's context still unscales the gradients)",
                 )
                 continue
             if backward.scaler is None:

@@ -3,7 +3,17 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
-from injector.patterns import argument, callee_name, dotted, helper_owned, is_literal_bool, mode_helpers, sets_mode
+from injector.patterns import (
+    EVALUATION_WORDS,
+    argument,
+    callee_name,
+    constructed,
+    dotted,
+    helper_owned,
+    is_literal_bool,
+    mode_helpers,
+    sets_mode,
+)
 
 
 def _is_train(call: cst.Call) -> bool:
@@ -21,16 +31,100 @@ def _train_by_value(call: cst.Call) -> cst.Arg | None:
     return None if mode is None or is_literal_bool(mode.value) else mode
 
 
+def _chain(call: cst.Call) -> list[cst.Call]:
+    """The method calls chained on a call, outermost first (`.to(device)` of `Net(h).to(device)`)."""
+    found = []
+    while isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Call):
+        found.append(call)
+        call = call.func.value
+    return found
+
+
 def _built_or_wrapped(source, value, name: str) -> bool:
     """True for a value that is a new module (`UNet(...)`, `UNet.from_config(cfg)`) or wraps the
     one it is assigned to, keeping its mode (`model = DDP(model)`, `model, opt =
     accelerator.prepare(model, opt)`)."""
     if not isinstance(value, cst.Call):
         return False
+    if "eval" in {c.func.attr.value for c in _chain(value) if isinstance(c.func, cst.Attribute)}:
+        return False  # `Net().eval()`: built, then put in eval mode
+    value = constructed(value)  # `Net(h).to(device)`: the device move keeps the mode
     callee = callee_name(value) or "a"
     if callee[0].isupper() or callee == "from_config":
         return True
     return any(dotted(arg.value) == name for arg in value.args)
+
+
+def _returns_built(source, training, value) -> bool:
+    """True for a call of the file's own builder (`model = load_model(hparams)`) whose every
+    `return name` returns a module it built or wrapped itself."""
+    if not isinstance(value, cst.Call):
+        return False
+    functions = training.called_functions(value)
+    if not functions:
+        return False
+    for function in functions:
+        returns = source.within(function, cst.Return)
+        if not returns:
+            return False
+        for ret in returns:
+            name = dotted(ret.value) if ret.value is not None else None
+            assigns = [a for a in training.assigned_names.get(name or "", []) if source.function_of(a) is function]
+            if not assigns or not all(_built_or_wrapped(source, a.value, name or "") for a in assigns):
+                return False
+    return True
+
+
+def _may_evaluate(source, training, call: cst.Call, name: str) -> bool:
+    """True when `call` could leave `name` in eval mode: `name.eval()`, `name.train(False)`, or
+    handing it to a function of the file that switches modes or to one named for evaluation."""
+    receiver = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
+    if receiver == name and (callee_name(call) == "eval" or sets_mode(call)):
+        return True
+    if not any(dotted(a.value) == name for a in call.args):
+        return False
+    functions = training.called_functions(call)
+    if functions:
+        return any(
+            callee_name(inner) == "eval" or sets_mode(inner)
+            for function in functions
+            for inner in source.within(function, cst.Call)
+            if isinstance(inner.func, cst.Attribute)
+        )
+    return any(word in (callee_name(call) or "").lower() for word in EVALUATION_WORDS)
+
+
+def _still_built_mode(source, training, call: cst.Call) -> bool:
+    """True for `model.train()` before any loop of its function, where every earlier assignment
+    of that local builds or wraps a module (a new module is in training mode) and nothing between
+    the first one and the switch could have put it in eval mode: the switch changes nothing."""
+    if not isinstance(call.func, cst.Attribute) or call.args:
+        return False
+    name = dotted(call.func.value)
+    function = source.function_of(call)
+    if not name or "." in name or function is None:
+        return False
+    for ancestor in source.ancestors(call):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, (cst.For, cst.While, cst.If, cst.Try, cst.With)):
+            return False
+    here = source.span(call)[0]
+    assigns = [
+        a
+        for a in training.assigned_names.get(name, [])
+        if source.function_of(a) is function and source.span(a)[0] < here
+    ]
+    if not assigns or not all(
+        _built_or_wrapped(source, a.value, name) or _returns_built(source, training, a.value) for a in assigns
+    ):
+        return False
+    first = source.span(assigns[0])[0]
+    return not any(
+        first <= source.span(other)[0] < here and _may_evaluate(source, training, other, name)
+        for other in source.within(function, cst.Call)
+        if other is not call
+    )
 
 
 class MissingTrainMode(Operator):
@@ -84,6 +178,18 @@ class MissingTrainMode(Operator):
             "for phase in ('train', 'val'):\n    model.train(mode=phase == 'train')\n",
             ("for phase in ('train', 'val'):\n    model.train(mode=False)\n",),
         ),
+        Example(
+            # Built here and switched before the loop, nothing evaluating it yet: that first switch
+            # changes nothing (the one after evaluation does); a module handed in may be in eval mode.
+            "def fit(h, critic):\n    net = Net(h).to(device)\n    net = DDP(net)\n    net.train()\n"
+            "    critic.train()\n    for x in loader:\n        step(net, x)\n        net.eval()\n        net.train()\n",
+            (
+                "def fit(h, critic):\n    net = Net(h).to(device)\n    net = DDP(net)\n    net.train()\n"
+                "    for x in loader:\n        step(net, x)\n        net.eval()\n        net.train()\n",
+                "def fit(h, critic):\n    net = Net(h).to(device)\n    net = DDP(net)\n    net.train()\n"
+                "    critic.train()\n    for x in loader:\n        step(net, x)\n        net.eval()\n",
+            ),
+        ),
     )
     untouched = (
         "trainer.train()\n",
@@ -109,7 +215,13 @@ class MissingTrainMode(Operator):
                 )
         if self._never_leaves_train_mode(source, training):
             return
-        yield from removed_mode_switches(source, training, _is_train, True, "training continues in eval mode")
+        yield from removed_mode_switches(
+            source,
+            training,
+            lambda call: _is_train(call) and not _still_built_mode(source, training, call),
+            True,
+            "training continues in eval mode",
+        )
 
     @staticmethod
     def _never_leaves_train_mode(source, training) -> bool:

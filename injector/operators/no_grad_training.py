@@ -11,6 +11,24 @@ class NoGradTraining(Operator):
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
         Example(
+            # Lightning differentiates what `training_step` returns.
+            "import torch\n"
+            "class Net(LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        loss = F.cross_entropy(self(x), y)\n"
+            "        return loss\n",
+            (
+                "import torch\n"
+                "class Net(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        with torch.no_grad():\n"
+                "            x, y = batch\n"
+                "            loss = F.cross_entropy(self(x), y)\n"
+                "        return loss\n",
+            ),
+        ),
+        Example(
             "import torch\n"
             "for x, y in loader:\n"
             "    optimizer.zero_grad()\n"
@@ -130,10 +148,16 @@ class NoGradTraining(Operator):
     untouched = (
         "with torch.no_grad():\n    out = model(x)\n",
         "loss = compute()\nprint(loss)\n",
+        # What `validation_step` returns is never differentiated.
+        "class Net(LightningModule):\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        x, y = batch\n"
+        "        loss = F.cross_entropy(self(x), y)\n"
+        "        return loss\n",
     )
 
     def changes(self, source, training):
-        for backward in training.backwards:
+        for backward in training.loss_uses:
             switch = self._grad_enabled_by_value(source, training, backward)
             if switch is not None:
                 yield Change(

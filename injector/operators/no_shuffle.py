@@ -3,15 +3,31 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name
+from injector.patterns import argument, callee_name, dotted
 
 # Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
 SHUFFLE_POSITION = {"DataLoader": 2, "DistributedSampler": 3}
 SHUFFLES_BY_DEFAULT = {"DistributedSampler"}
 
 
+# Words of a loader or sampler's name that say it feeds evaluation, whose order changes no metric.
+EVALUATION_NAMES = ("val", "valid", "test", "eval")
+
+
 def _is_false(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "False"
+
+
+def _feeds_evaluation(source, call: cst.Call) -> bool:
+    """True for a loader or sampler assigned to an evaluation name (`val_loader = DataLoader(...)`,
+    `val_sampler = DistributedSampler(valset) if distributed else None`): the catalogued fault is
+    the training data's order, and an average over the whole validation set ignores order."""
+    assign = source.enclosing(call, cst.Assign)
+    if assign is None or len(assign.targets) != 1:
+        return False
+    name = (dotted(assign.targets[0].target) or "").rsplit(".", 1)[-1].lower()
+    words = name.replace("-", "_").split("_")
+    return any(w in EVALUATION_NAMES or w.startswith(("val", "test")) for w in words if w)
 
 
 class NoShuffle(Operator):
@@ -48,6 +64,15 @@ class NoShuffle(Operator):
             ("loader = DataLoader(ds, sampler=torch.utils.data.SequentialSampler(ds), batch_size=8)\n",),
         ),
         Example(
+            # A dataset that shuffles itself, read by a DataLoader.
+            "trainset = MelDataset(files, segment, shuffle=False if n_gpus > 1 else True)\n"
+            "loader = DataLoader(trainset, batch_size=16, shuffle=False, sampler=sampler)\n",
+            (
+                "trainset = MelDataset(files, segment, shuffle=False)\n"
+                "loader = DataLoader(trainset, batch_size=16, shuffle=False, sampler=sampler)\n",
+            ),
+        ),
+        Example(
             # The file's own sampler helper, and torchtext's iterator for training.
             "def data_sampler(dataset, shuffle):\n"
             "    return RandomSampler(dataset) if shuffle else SequentialSampler(dataset)\n"
@@ -76,6 +101,9 @@ class NoShuffle(Operator):
         "loader = DataLoader(ds, batch_size=8)\n",
         "random.shuffle(items)\n",
         "val_sampler = DistributedSampler(val_set, shuffle=False)\n",
+        # Evaluation loaders and samplers, by the name they are given: their order changes no metric.
+        "val_loader = torch.utils.data.DataLoader(val_set, batch_size=8, shuffle=True)\n",
+        "valid_sampler = DistributedSampler(valset) if distributed else None\n",
         "eval_kwargs = {'shuffle': False, 'batch_size': 8}\n",
     )
 
@@ -111,9 +139,15 @@ class NoShuffle(Operator):
                         call, (source.replace(call, self._with_false(source, call)),), f"the {name} no longer shuffles"
                     )
                 continue
+            if kind in SHUFFLE_POSITION and _feeds_evaluation(source, call):
+                continue
             if kind not in SHUFFLE_POSITION:
                 shuffle = argument(call, "shuffle", None)
-                if shuffle is not None and not _is_false(shuffle.value) and self._passes_shuffle(training, call):
+                if (
+                    shuffle is not None
+                    and not _is_false(shuffle.value)
+                    and (self._passes_shuffle(training, call) or self._feeds_loader(source, call))
+                ):
                     yield Change(call, (source.replace(shuffle.value, "False"),), f"`{name}` no longer shuffles")
                 continue
             shuffle = argument(call, "shuffle", SHUFFLE_POSITION[kind])
@@ -139,6 +173,23 @@ class NoShuffle(Operator):
         """True for a call of the file's own data helper that takes a `shuffle` parameter
         (`data_sampler(dataset, shuffle=True, distributed=...)`)."""
         return any(any(p.name.value == "shuffle" for p in f.params.params) for f in training.called_functions(call))
+
+    @staticmethod
+    def _feeds_loader(source, call: cst.Call) -> bool:
+        """True for a dataset built with its own `shuffle=` flag and handed to a DataLoader of the
+        file as its data (`trainset = MelDataset(files, shuffle=True)`, `DataLoader(trainset, ...)`):
+        that dataset shuffles what the loader reads."""
+        assign = source.enclosing(call, cst.Assign)
+        if assign is None or assign.value is not call or len(assign.targets) != 1:
+            return False
+        name = dotted(assign.targets[0].target)
+        if name is None or _feeds_evaluation(source, call):
+            return False
+        for loader in source.nodes(cst.Call):
+            data = argument(loader, "dataset", 0) if (callee_name(loader) or "").endswith("DataLoader") else None
+            if data is not None and dotted(data.value) == name:
+                return True
+        return False
 
     @staticmethod
     def _with_false(source, call: cst.Call) -> str:

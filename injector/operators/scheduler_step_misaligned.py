@@ -17,6 +17,13 @@ class SchedulerStepMisaligned(Operator):
     )
     examples = (
         Example(
+            # Lightning's scheduler config: the trainer steps it per epoch or per optimizer step.
+            "config = {'optimizer': opt, 'lr_scheduler': {'scheduler': sched, 'interval': 'epoch', 'frequency': 1}}\n",
+            (
+                "config = {'optimizer': opt, 'lr_scheduler': {'scheduler': sched, 'interval': 'step', 'frequency': 1}}\n",
+            ),
+        ),
+        Example(
             "for i, (x, y) in enumerate(loader):\n"
             "    loss.backward()\n"
             "    if (i + 1) % accum == 0:\n"
@@ -96,13 +103,41 @@ class SchedulerStepMisaligned(Operator):
     )
     untouched = (
         "for x, y in loader:\n    opt.step()\n    scheduler.step()\n",
+        "config = {'optimizer': opt, 'lr_scheduler': {'scheduler': sched, 'interval': 'step'}}\n",
+        "report = {'interval': 'epoch', 'path': out}\n",
         "scheduler.step()\n",
         # A plateau scheduler steps on a metric of the epoch: it cannot move into the batch loop.
         "def fit(self):\n    for epoch in range(3):\n        self.train_epoch()\n        self.sched.step(val_loss)\n"
         "def train_epoch(self):\n    for b in self.loader:\n        self.opt.step()\n",
     )
 
+    @staticmethod
+    def _per_epoch_configs(source):
+        """`"interval": "epoch"` in a scheduler config (a dict that also holds its `"scheduler"`,
+        as Lightning's `configure_optimizers` returns it): `"step"` runs the schedule once per
+        optimizer step instead."""
+        for config in source.nodes(cst.Dict):
+            keys = {
+                e.key.evaluated_value: e
+                for e in config.elements
+                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+            }
+            interval = keys.get("interval")
+            if (
+                "scheduler" in keys
+                and interval is not None
+                and isinstance(interval.value, cst.SimpleString)
+                and interval.value.evaluated_value == "epoch"
+            ):
+                quote = interval.value.value[0]
+                yield Change(
+                    interval,
+                    (source.replace(interval.value, f"{quote}step{quote}"),),
+                    "the scheduler steps every optimizer step instead of every epoch",
+                )
+
     def changes(self, source, training):
+        yield from self._per_epoch_configs(source)
         for statement in source.nodes(cst.Expr):
             call = statement.value
             if not (

@@ -54,6 +54,11 @@ class WrongLossReduction(Operator):
             ("total_loss = 0\nfor q in targets:\n    total_loss += torch.sum(-q * out, dim=-1).sum()\n",),
         ),
         Example(
+            # A weighted regulariser's mean added to the loss.
+            "loss = criterion(scores, targets)\nloss += alpha_c * ((1.0 - alphas.sum(dim=1)) ** 2).mean()\n",
+            ("loss = criterion(scores, targets)\nloss += alpha_c * ((1.0 - alphas.sum(dim=1)) ** 2).sum()\n",),
+        ),
+        Example(
             # einops' reduce, and the mean a loss function returns.
             "def p_losses(self, x, t):\n"
             "    loss = reduce(F.mse_loss(self.model(x), x, reduction='none'), 'b ... -> b', 'mean')\n"
@@ -104,6 +109,8 @@ class WrongLossReduction(Operator):
         "acc = (pred == y).float().mean()\n",
         "x = reduce(x, 'b c -> b', 'max')\n",
         "val_loss += criterion_out.mean()\n",
+        # A mean over one dimension is no batch average.
+        "loss += alpha_c * reg.mean(1)\n",
         # Means over a dimension, and a compound figure that is not a loss.
         "path_penalty = lengths.mean(1) + mean_path.mean(0)\nscore = -torch.mean(real) + torch.mean(fake)\n",
         "def validate(losses):\n    return losses.mean()\n",
@@ -176,20 +183,18 @@ class WrongLossReduction(Operator):
             if averages:
                 yield _summed(source, value, averages)
         for aug in source.nodes(cst.AugAssign):
-            # `total_loss += loss.mean()`: each term of a summed loss averaged
+            # `total_loss += loss.mean()`, `loss += alpha * ((1 - a.sum(1)) ** 2).mean()`: each
+            # term of a summed loss averaged, weighted or not
             target = (last_name(aug.target) or "").lower()
-            value = aug.value
             if (
-                isinstance(aug.operator, cst.AddAssign)
+                isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign))
                 and "loss" in target
                 and not target.startswith(EVALUATION_PREFIXES)
-                and isinstance(value, cst.Call)
-                and callee_name(value) == "mean"
-                and isinstance(value.func, cst.Attribute)
-                and not value.args
                 and not under_no_grad(source, aug)
             ):
-                yield Change(value, (source.replace(value.func.attr, "sum"),), "the loss is summed instead of averaged")
+                averages = _averages(aug.value)
+                if averages:
+                    yield _summed(source, aug.value, averages)
         for ret in source.nodes(cst.Return):
             # `return loss.mean()`, `return real_loss.mean() + fake_loss.mean()` from the function
             # that computes the training loss

@@ -386,6 +386,20 @@ def _unimportable_modules(text: str) -> set[str]:
             importlib.import_module(name)
         except ImportError:
             found.add(name)
+    # A project's own module shadowed by an installed one of the same name (`from test import
+    # validation` next to the script, where the standard library has a `test` package).
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.ImportFrom) or not node.module or node.level or node.module in sys.modules:
+            continue
+        if importlib.util.find_spec(node.module.split(".")[0]) is None:
+            continue
+        try:
+            module = importlib.import_module(node.module)
+        except ImportError:
+            continue
+        if any(a.name != "*" and not hasattr(module, a.name) for a in node.names):
+            sys.modules.pop(node.module, None)
+            found.add(node.module)
     return found
 
 

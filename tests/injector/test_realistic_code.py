@@ -45,7 +45,8 @@ EXPECTED = Counter(
         ("gpt_train.py", 75, "double-softmax"): 1,
         ("gpt_train.py", 75, "wrong-loss-reduction"): 1,
         ("gpt_train.py", 90, "device-mismatch"): 2,
-        ("gpt_train.py", 104, "lr-too-high"): 1,
+        # Not the optimizer's own lr on line 104: the loop sets every group's rate before each
+        # step (from the same 6e-4), so only that assignment's mutant changes a run.
         ("gpt_train.py", 113, "lr-too-high"): 1,
         ("gpt_train.py", 119, "rank-skip"): 1,
         ("gpt_train.py", 115, "no-grad-training"): 1,
