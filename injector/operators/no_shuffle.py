@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
@@ -10,8 +12,12 @@ SHUFFLE_POSITION = {"DataLoader": 2, "DistributedSampler": 3}
 SHUFFLES_BY_DEFAULT = {"DistributedSampler"}
 
 
-# Words of a loader or sampler's name that say it feeds evaluation, whose order changes no metric.
-EVALUATION_NAMES = ("val", "valid", "test", "eval")
+# A word of a loader or sampler's name that says it feeds evaluation, whose order changes no
+# metric: `val`, `valid`, `validation`, `test`, `eval`, alone or run into what it names
+# (`valset`, `testloader`); `value_loader` or `interval_sampler` feed training.
+EVALUATION_WORD = re.compile(
+    r"(?:val|valid|validation|test|testing|eval|evaluation)(?:set|data|dataset|loader|dl|ds|iter|iterator|sampler)?s?"
+)
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:
@@ -27,7 +33,7 @@ def _feeds_evaluation(source, call: cst.Call) -> bool:
         return False
     name = (dotted(assign.targets[0].target) or "").rsplit(".", 1)[-1].lower()
     words = name.replace("-", "_").split("_")
-    return any(w in EVALUATION_NAMES or w.startswith(("val", "test")) for w in words if w)
+    return any(EVALUATION_WORD.fullmatch(w) for w in words if w)
 
 
 class NoShuffle(Operator):
@@ -58,6 +64,11 @@ class NoShuffle(Operator):
                 "cuda_kwargs = {'num_workers': 1, 'shuffle': True}\n",
                 "sampler = DistributedSampler(train_set)\ncuda_kwargs = {'num_workers': 1, 'shuffle': False}\n",
             ),
+        ),
+        Example(
+            # A name that only starts like an evaluation word feeds training.
+            "value_loader = DataLoader(values, batch_size=8, shuffle=True)\n",
+            ("value_loader = DataLoader(values, batch_size=8, shuffle=False)\n",),
         ),
         Example(
             "loader = DataLoader(ds, sampler=torch.utils.data.RandomSampler(ds), batch_size=8)\n",
