@@ -65,6 +65,7 @@ _PROSE_PARAMS = re.compile(
     r"\bunchanged\s+(?:param|weight)|\b(?:param(?:eter)?s?|weights?)\s+(?:are\s+|were\s+|stay(?:ed)?\s+)?unchanged",
     re.I,
 )
+_TO = re.compile(r"\bto\b")
 _PROSE_PROBS = re.compile(
     r"\b(?:probabilit\w*|probs?|softmax\w*|distributions?)\b[^\n]{0,50}?\b(?:do not|does not|don't|doesn't|"
     r"did not|not|never)\s+sum\s+to\s+(?:one|1)\b",
@@ -76,6 +77,7 @@ _FIRST = re.compile(r"\[\s*0\s*\]\s*$|\b(?:first|initial|before|start)\w*\s*$", 
 _LOSSY = re.compile(r"loss|hist|cost", re.I)
 _GRAD_USE = re.compile(r"\.grad\b(?!_)")
 _NONE_ERROR = re.compile(r"NoneType|Invalid function argument", re.I)
+_NONE_ERROR_WORDS = re.compile(r"ype|rgument|YPE|RGUMENT")  # a cheap gate before the caseless search
 _GRAD_NOT_NONE = re.compile(r"\.grad\s+is\s+not\s+None\b")
 _GRAD_CLEARED = re.compile(r"\.grad\s+is\s+None\b|\.grad\b[^\n]*(?:==\s*0\b|zeros|count_nonzero)")
 # a traceback's frame header (Python's, pytest's short one) and the quoted line after it
@@ -112,6 +114,8 @@ def detect(ctx: Context) -> list[Symptom]:
             add(symptom)
     for rd in readings:
         text = rd.text
+        if not _may_be_prose(text):
+            continue
         m = _PROSE_PAIR.search(text)
         if m:
             add(_loss_pair(float(m.group("a")), float(m.group("b")), rd, "the run reported"))
@@ -123,11 +127,27 @@ def detect(ctx: Context) -> list[Symptom]:
     return list(found.values())
 
 
+def _may_be_prose(text: str) -> bool:
+    """Whether `text` holds a word every prose verdict needs: substring tests skip the metric
+    lines (most of a log) before the three caseless patterns run."""
+    t = text.lower()
+    return (
+        "->" in t
+        or "=>" in t
+        or "→" in t
+        or "param" in t
+        or "weight" in t
+        or "unchanged" in t
+        or "sum" in t
+        or ("to" in t and _TO.search(t) is not None)
+    )
+
+
 def _failures(readings: list[Reading]) -> list[Failure]:
     """Every `>`-marked failing assert with its `E` lines and the frame's quoted lines above it."""
     out = []
     for i, rd in enumerate(readings):
-        m = _FAILING.match(rd.text)
+        m = _FAILING.match(rd.text) if rd.text.startswith(">") else None
         if not m or not _ASSERT.match(m.group(1)) and "assert" not in m.group(1):
             continue
         message: list[str] = []
@@ -328,13 +348,13 @@ def _none_grad_in_traceback(readings: list[Reading]) -> Symptom | None:
             after_frame = False
             quoted.append(rd)
             continue
-        if _TRACEBACK_START.match(text):
+        if text.startswith(("Traceback", "___")) and _TRACEBACK_START.match(text):
             quoted = []
-        elif _FRAME.match(text):
+        elif (text.startswith('File "') or ".py:" in text) and _FRAME.match(text):
             after_frame = True
-        elif _FAILING.match(rd.text):
+        elif rd.text.startswith(">") and _FAILING.match(rd.text):
             quoted.append(rd)
-        elif _NONE_ERROR.search(text) and _EXCEPTION.match(text):
+        elif _NONE_ERROR_WORDS.search(text) and _NONE_ERROR.search(text) and _EXCEPTION.match(text):
             uses = [q for q in quoted if _GRAD_USE.search(q.text)]
             if uses:
                 return Symptom(
