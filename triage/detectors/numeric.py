@@ -180,6 +180,18 @@ def divergence(loss: Series) -> list[Symptom]:
     return []
 
 
+def _falls_steadily(vals: list[float]) -> bool:
+    """Whether the means of 4 or 5 consecutive stretches of `vals` (3 points at least each) fall
+    every time: a slow but steady descent is learning, not a plateau (a loss that only wanders
+    around one level, as without an optimizer step, does that about once in 24 to 120 runs)."""
+    parts = min(5, len(vals) // 3)
+    if parts < 4:
+        return False
+    size = len(vals) // parts
+    means = [_mean(vals[i * size : (i + 1) * size]) for i in range(parts)]
+    return all(b < a for a, b in zip(means, means[1:], strict=False))
+
+
 def plateaus(loss: Series, grad: Series | None, accuracy: Series | None = None) -> list[Symptom]:
     """A loss that does not move, where it sits, and whether it sits at a double-softmax floor."""
     pts = loss.finite()
@@ -199,7 +211,12 @@ def plateaus(loss: Series, grad: Series | None, accuracy: Series | None = None) 
                 value=first,
             )
         )
-    if head > 0 and abs(tail - head) / head < 0.05 and _std(vals) / max(abs(_mean(vals)), 1e-12) < 0.1:
+    if (
+        head > 0
+        and abs(tail - head) / head < 0.05
+        and _std(vals) / max(abs(_mean(vals)), 1e-12) < 0.1
+        and not _falls_steadily(vals)
+    ):
         out.append(
             Symptom(
                 "loss-flat",
