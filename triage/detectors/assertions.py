@@ -76,8 +76,6 @@ _LAST = re.compile(r"\[\s*-1\s*\]\s*$|\b(?:last|final|after|end)\w*\s*$", re.I)
 _FIRST = re.compile(r"\[\s*0\s*\]\s*$|\b(?:first|initial|before|start)\w*\s*$", re.I)
 _LOSSY = re.compile(r"loss|hist|cost", re.I)
 _GRAD_USE = re.compile(r"\.grad\b(?!_)")
-_NONE_ERROR = re.compile(r"NoneType|Invalid function argument", re.I)
-_NONE_ERROR_WORDS = re.compile(r"ype|rgument|YPE|RGUMENT")  # a cheap gate before the caseless search
 _GRAD_NOT_NONE = re.compile(r"\.grad\s+is\s+not\s+None\b")
 _GRAD_CLEARED = re.compile(r"\.grad\s+is\s+None\b|\.grad\b[^\n]*(?:==\s*0\b|zeros|count_nonzero)")
 # a traceback's frame header (Python's, pytest's short one) and the quoted line after it
@@ -354,7 +352,7 @@ def _none_grad_in_traceback(readings: list[Reading]) -> Symptom | None:
             after_frame = True
         elif rd.text.startswith(">") and _FAILING.match(rd.text):
             quoted.append(rd)
-        elif _NONE_ERROR_WORDS.search(text) and _NONE_ERROR.search(text) and _EXCEPTION.match(text):
+        elif _names_none(text) and _EXCEPTION.match(text):
             uses = [q for q in quoted if _GRAD_USE.search(q.text)]
             if uses:
                 return Symptom(
@@ -364,6 +362,12 @@ def _none_grad_in_traceback(readings: list[Reading]) -> Symptom | None:
                     rank=rd.rank,
                 )
     return None
+
+
+def _names_none(text: str) -> bool:
+    """An error about a None value: `NoneType`, or a collective's `Invalid function argument`."""
+    low = text.lower()
+    return "nonetype" in low or "invalid function argument" in low
 
 
 def _ev(rd: Reading) -> Evidence:
