@@ -16,7 +16,7 @@ def setup(rank, world, port):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=15))
+                            timeout=datetime.timedelta(seconds=8))
 
 
 def all_ranks_reach(folder, stage, rank, world, timeout=30.0):
