@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from background import start_campaign
 
 from injector.cli import main
 from injector.generate import mutants_for_source
@@ -29,13 +30,6 @@ QUICK = [
     "--operators",
     "missing-zero-grad,missing-backward,lr-too-high,missing-eval-mode,missing-train-mode,loss-tensor-leak",
 ]
-
-
-def ctrl_c_default() -> None:
-    """Give the campaign under test Ctrl-C's default action: a runner started in the background
-    (`nohup`, `cmd &`) ignores SIGINT, a child inherits that, and these tests are about a
-    campaign that does receive one."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def digest(root: Path) -> dict[str, str]:
@@ -176,16 +170,7 @@ def test_an_interrupted_or_killed_campaign_leaves_the_project_untouched(project,
         "    time.sleep(0.5)\n"
     )
     before = digest(project)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "injector.cli", "run", str(project), "--json", str(tmp_path / "r.json")],
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        preexec_fn=ctrl_c_default,
-    )
-    for line in process.stderr:
-        if line.startswith("baseline:"):
-            break
+    process = start_campaign(project, tmp_path)
     time.sleep(1.0)  # mid-way through the mutants
     process.send_signal(sig)
     code = process.wait(timeout=30)

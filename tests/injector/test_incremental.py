@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from background import start_campaign
 
 from injector import cache as cache_module
 from injector import fingerprint
@@ -270,25 +269,7 @@ def test_a_killed_campaign_leaves_a_readable_cache_and_keeps_what_it_finished(pr
     (project / "tests" / "conftest.py").write_text(
         "import time\ndef pytest_runtest_setup(item):\n    time.sleep(0.5)\n"
     )  # every mutant takes a while
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "injector.cli",
-            "run",
-            str(project),
-            "--operators",
-            QUICK,
-            "--json",
-            str(tmp_path / "r.json"),
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-    )
-    for line in process.stderr:
-        if line.startswith("baseline:"):
-            break
+    process = start_campaign(project, tmp_path, "--operators", QUICK)
     time.sleep(2.5)  # a few mutants in, not all
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)

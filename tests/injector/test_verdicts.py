@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from background import start_campaign
 
 from injector import campaign
 from injector.cli import main
@@ -24,13 +25,6 @@ from injector.mutants import Edit, Mutant
 from trainwreck import processes
 
 PROJECT = Path(__file__).parent / "campaign_project"
-
-
-def ctrl_c_default() -> None:
-    """Give the campaign under test Ctrl-C's default action: a runner started in the background
-    (`nohup`, `cmd &`) ignores SIGINT, a child inherits that, and these tests are about a
-    campaign that does receive one."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run(project: Path, tmp_path: Path, *args: str) -> dict:
@@ -236,16 +230,7 @@ def test_scratch_folders_of_a_killed_campaign_are_removed_at_the_next_start(tmp_
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_terminated_campaign_removes_its_scratch_copies(project, tmp_path, sig):
     (project / "tests" / "test_slow.py").write_text("import time\ndef test_slow():\n    time.sleep(0.5)\n")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "injector.cli", "run", str(project), "--json", str(tmp_path / "r.json")],
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        preexec_fn=ctrl_c_default,
-    )
-    for line in process.stderr:
-        if line.startswith("baseline:"):
-            break
+    process = start_campaign(project, tmp_path)
     time.sleep(0.5)
     process.send_signal(sig)
     assert process.wait(timeout=30) == 130
@@ -258,16 +243,7 @@ def test_a_terminated_campaign_removes_its_scratch_copies(project, tmp_path, sig
 
 def test_a_sigkilled_campaign_leaves_nothing_once_its_workers_notice(project, tmp_path):
     (project / "tests" / "test_slow.py").write_text("import time\ndef test_slow():\n    time.sleep(0.5)\n")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "injector.cli", "run", str(project), "--json", str(tmp_path / "r.json")],
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=tmp_path,
-        preexec_fn=ctrl_c_default,
-    )
-    for line in process.stderr:
-        if line.startswith("baseline:"):
-            break
+    process = start_campaign(project, tmp_path)
     process.kill()
     process.wait()
     deadline = time.monotonic() + 15
