@@ -7,7 +7,9 @@ it compared (`E       assert 5.0 < 5.0`); a smoke script exits with its own verd
 own check:
 
 * a loss compared with its own earlier value: unchanged (nothing reached the weights), risen, or
-  blown up;
+  blown up; one that started huge (a sum where a mean was meant); one that started exactly at
+  the uniform guess ln(C) and fell, but short of the guard's bar (a second softmax);
+* loss values that do not compare as numbers (a loss kept as an object, not its `.item()`);
 * parameters reported unchanged after training; gradients reported None, or still set where
   the test expected them cleared;
 * probabilities that do not sum to one;
@@ -36,6 +38,9 @@ EMITS: frozenset[str] = frozenset(
         "loss-rose",
         "loss-exploded",
         "loss-barely-moved",
+        "loss-huge-initial",
+        "loss-slow-from-uniform",
+        "loss-not-a-number",
         "output-non-finite",
         "params-unchanged",
         "grad-none",
@@ -51,6 +56,20 @@ EXPLODED = 100.0  # a loss this many times its start has blown up, not merely ri
 BARELY = 0.05  # a loss that fell by less than this share of its start over a whole run barely moved
 # the same value to the digits a log prints: a loss that did not move at all
 SAME = 1e-9
+HUGE = 20.0  # a first loss above this is far above any classifier's start (numeric.py's bar)
+# A first loss within this share of the spacing between ln(C) and ln(C+1) sits on a uniform
+# guess over C classes. A second softmax squeezes the first outputs so close to uniform that it
+# starts there: 12 runs of a small classifier with it (C = 3, 4, 10, 28; 3 seeds) all started
+# within 0.12 of the spacing, 36 without it (healthy, part frozen, a 30x smaller lr) 9 times.
+UNIFORM_SHARE = 0.15
+MAX_CLASSES = 100  # beyond this the spacing is finer than the digits a log prints
+# a verdict line says the guard failed: not a training log's own "loss 2.3 -> 1.2"
+_VERDICT = re.compile(r"\b(?:fail\w*|did not|didn't|does not|not enough|too (?:slow|little|small)|expected)\b", re.I)
+# an error saying two values do not compare, or one is no number: what a stored object gives
+_NOT_A_NUMBER = re.compile(
+    r"^TypeError: (?:'[<>]=?' not supported between instances of|"
+    r"Object of type \w+ is not JSON serializable|can't convert type '\w+' to numerator)"
+)
 
 _FAILING = re.compile(r"^>\s+(.*\S)")  # pytest's marked failing line
 _ASSERT = re.compile(r"^assert\b")
@@ -107,16 +126,23 @@ def detect(ctx: Context) -> list[Symptom]:
         if symptom is not None and symptom.name not in found:
             found[symptom.name] = symptom
 
+    loss = ctx.series.get("loss")
+    # a loss series of its own says how the run started (numeric.py reads it)
+    has_series = loss is not None and len(loss.finite()) >= 8
     for failure in _failures(readings):
         for symptom in _from_assertion(failure):
-            add(symptom)
+            if not (has_series and symptom.name == "loss-huge-initial"):
+                add(symptom)
     for rd in readings:
         text = rd.text
         if not _may_be_prose(text):
             continue
         m = _PROSE_PAIR.search(text)
         if m:
-            add(_loss_pair(float(m.group("a")), float(m.group("b")), rd, "the run reported"))
+            a, b = float(m.group("a")), float(m.group("b"))
+            add(_loss_pair(a, b, rd, "the run reported"))
+            if _VERDICT.search(text):
+                add(_slow_from_uniform(a, b, (_ev(rd),), rd.rank))
         if _PROSE_PARAMS.search(text):
             add(Symptom("params-unchanged", "the guard says parameters did not change", (_ev(rd),), rank=rd.rank))
         if _PROSE_PROBS.search(text):
@@ -171,7 +197,7 @@ def _from_assertion(failure: Failure) -> list[Symptom]:
     ev = (Evidence(failure.line, f"> {code}"[:300], rank=failure.rank),) + tuple(
         Evidence(None, f"E {line}"[:300]) for line in failure.message[:1]
     )
-    out: list[Symptom] = []
+    out: list[Symptom | None] = []
     rewrite = next((line for line in failure.message if line.startswith("assert ")), None)
     if rewrite is not None and _ASSERT.match(code):
         pair = _compared_losses(code, rewrite, failure.listing)
@@ -180,6 +206,25 @@ def _from_assertion(failure: Failure) -> list[Symptom]:
             symptom = _loss_pair(first, last, None, "the test compared")
             if symptom is not None:
                 out.append(Symptom(symptom.name, symptom.summary, ev, value=symptom.value))
+            if first is not None:
+                out.append(_slow_from_uniform(first, last, ev, failure.rank))
+                if math.isfinite(first) and first > HUGE:
+                    out.append(
+                        Symptom(
+                            "loss-huge-initial",
+                            f"the test compared a first loss of {first:.6g}, far above a classifier's starting loss",
+                            ev,
+                            value=first,
+                        )
+                    )
+    if any(_NOT_A_NUMBER.match(line) for line in failure.message[:2]) and _LOSSY.search(code):
+        out.append(
+            Symptom(
+                "loss-not-a-number",
+                "the loss values the test used are objects, not numbers: the loss was kept, not its value",
+                ev,
+            )
+        )
     joined = " ".join(failure.message)
     if _ASSERT.match(code) and re.search(r"\bassert\s+not\s+\[", joined) and _PARAM_NAME.search(joined):
         listed = " ".join(failure.listing)
@@ -218,7 +263,7 @@ def _from_assertion(failure: Failure) -> list[Symptom]:
             out.append(Symptom("model-still-training", "the test found the model still in training mode", ev))
     if _same_call_twice(code, failure.listing):
         out.append(Symptom("repeat-differs", "the same call, made twice, gave two different answers", ev))
-    return out
+    return [x for x in out if x is not None]
 
 
 def _compared_losses(code: str, rewrite: str, listing: list[str]) -> tuple[float | None, float] | None:
@@ -315,6 +360,30 @@ def _loss_pair(first: float | None, last: float, rd: Reading | None, who: str) -
     if first > 0 and first - last < BARELY * first:
         return Symptom("loss-barely-moved", f"{said}: it barely moved", ev, value=last, rank=rank)
     return None
+
+
+def _slow_from_uniform(first: float, last: float, ev: tuple[Evidence, ...], rank: int | None) -> Symptom | None:
+    """A loss that started on a uniform guess over C classes, to the digits printed, and fell, but
+    short of what the guard asked: the first outputs squeezed flat and the steps small, as after
+    a second softmax (a part frozen, or a small learning rate, fall as slowly but start from
+    wherever the initial outputs put them)."""
+    if not (math.isfinite(first) and math.isfinite(last)) or not SAME * max(1.0, first) < first - last:
+        return None
+    c = round(math.exp(first))
+    if not 2 <= c <= MAX_CLASSES:
+        return None
+    near = min((c - 1, c, c + 1), key=lambda k: abs(first - math.log(k)) if k >= 2 else math.inf)
+    spacing = math.log(near + 1) - math.log(near)
+    if not 2 <= near <= MAX_CLASSES or abs(first - math.log(near)) > UNIFORM_SHARE * spacing:
+        return None
+    return Symptom(
+        "loss-slow-from-uniform",
+        f"the loss started at {first:.6g}, ln({near}) = {math.log(near):.4g} (a uniform guess over {near} "
+        f"classes), and fell only to {last:.6g}: outputs flattened, steps small",
+        ev,
+        value=last,
+        rank=rank,
+    )
 
 
 def _same_call_twice(code: str, listing: list[str]) -> bool:
