@@ -22,6 +22,11 @@ split's line also says how many logs are the same, word for word (addresses and 
 masked), as the log of a mutant of another fault: of such a group at most one label can be named
 first, whatever triage does.
 
+`--corpus` also measures whether the project's own corpus would help triage as evidence (leave
+one mutant out): for each caught mutant showing a symptom, the other mutants of its project that
+failed the same test with the same symptoms, and whether their faults include its own. (Measured
+at issue 13: it would not; see `own_corpus_lines`.)
+
 The projects are read, never written: the reports and corpora go to a temporary folder (kept
 with --keep, to read the logs or rerun `python bench/triage_accuracy.py --calibration DIR`).
 """
@@ -139,6 +144,37 @@ def split_lines(name: str, entries: list, folders: dict[str, Path]) -> list[str]
     return lines
 
 
+def own_corpus_lines(entries: list, folders: dict[str, Path]) -> list[str]:
+    """Leave one mutant out: would "in this project, this test failing this way came from faults X
+    and Y" have told triage the fault? For each caught mutant showing a symptom, the others of its
+    project with the same failing test and the same symptoms are its "earlier campaign"."""
+    tests: dict[tuple[str, str], str] = {}
+    for project in {name for name, _ in entries}:
+        for data in json.loads((folders[project] / "manifest.json").read_text())["entries"]:
+            tests[(project, data["mutant_id"])] = str(data.get("test"))
+    rows = [
+        (project, e, (project, tests.get((project, e.mutant_id)), frozenset(e.symptoms)))
+        for project, e in entries
+        if e.shows_symptom and e.status in ("killed", "timeout")
+    ]
+    matched = right = helped = hurt = 0
+    for _, entry, key in rows:
+        faults = [o.fault for _, o, k in rows if k == key and o is not entry]
+        if not faults:
+            continue
+        matched += 1
+        right += entry.fault in faults
+        top = max(set(faults), key=faults.count)
+        was = entry.named[:1] == (entry.fault,)
+        helped += top == entry.fault and not was
+        hurt += was and top != entry.fault
+    return [
+        f"own corpus as evidence (leave one mutant out): {matched} of {len(rows)} had another mutant of the "
+        f"project fail the same test with the same symptoms; its fault was among theirs for {right}; "
+        f"naming their most frequent fault first would have made {helped} answers right and {hurt} wrong"
+    ]
+
+
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     from injector.calibrate import DEFINITION, Calibration, table_lines
@@ -187,6 +223,9 @@ def main() -> int:
         print(f"\n== {split} projects pooled: {', '.join(sorted({name for name, _ in entries}))}")
         for line in split_lines(split, entries, folders):
             print("   " + line)
+        if args.corpus is not None:
+            for line in own_corpus_lines(entries, folders):
+                print("   " + line)
     if args.keep is None and args.corpus is None:
         print(f"\n(reports and corpora in {out})")
     return 0
