@@ -49,13 +49,63 @@ def _is_batch(source, call: cst.Call) -> bool:
     checkpoint's metric moved once at start-up (`best_acc1 = best_acc1.to(gpu)`) is not a batch."""
     if source.enclosing(call, (cst.For, cst.While, cst.ListComp, cst.DictComp, cst.GeneratorExp)) is not None:
         return True
-    if isinstance(call.func, cst.Attribute) and _fresh_tensor(call.func.value):
+    if isinstance(call.func, cst.Attribute) and (_fresh_tensor(call.func.value) or _dataset_item(call.func.value)):
         return True
     if source.enclosing(call, cst.Return) is not None:
+        return True
+    if _batch_holder(source, call):
         return True
     function = source.function_of(call)
     name = function.name.value.lower() if function is not None else ""
     return any(word in name for word in ("batch", "step", "device", "prepare", "collate"))
+
+
+def _dataset_item(expr: cst.BaseExpression) -> bool:
+    """True for an item taken from a dataset or loader (`dataset[0]`, `next(iter(loader))`):
+    a full-graph or single-batch run moves its only batch once, outside any loop."""
+    if isinstance(expr, cst.Subscript):
+        name = (last_name(expr.value) or "").lower()
+        return "dataset" in name or name in ("ds", "data_list")
+    if isinstance(expr, cst.Call) and callee_name(expr) == "next" and expr.args:
+        inner = expr.args[0].value
+        if isinstance(inner, cst.Call) and callee_name(inner) == "iter" and inner.args:
+            inner = inner.args[0].value
+        return any(word in (last_name(inner) or "").lower() for word in ("loader", "iter", "dataset"))
+    return False
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """The name a chain of attributes and method calls starts from: `im_data` for
+    `im_data.data.resize_(size)`."""
+    while True:
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        else:
+            return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _batch_holder(source, call: cst.Call) -> bool:
+    """True for `holder = holder.cuda()` where a loop later copies every batch into that
+    tensor (`holder.data.resize_(batch.size()).copy_(batch)`): without the move, every
+    batch stays on the CPU."""
+    assign = source.parent(call)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return False
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    scope = source.function_of(call) or source.module
+    for copy in source.within(scope, cst.Call):
+        if (
+            callee_name(copy) == "copy_"
+            and isinstance(copy.func, cst.Attribute)
+            and _root_name(copy.func.value) == target.value
+            and source.enclosing(copy, (cst.For, cst.While)) is not None
+        ):
+            return True
+    return False
 
 
 def _framework_device(training, expr: cst.BaseExpression, use: cst.CSTNode) -> bool:
@@ -169,8 +219,28 @@ class DeviceMismatch(Operator):
                 "    x = imgs.type(torch.FloatTensor)\n",
             ),
         ),
+        Example(
+            # A holder every batch is copied into; and a full-graph run's only batch.
+            "im_data = torch.FloatTensor(1)\n"
+            "im_data = im_data.cuda()\n"
+            "for batch in loader:\n"
+            "    im_data.data.resize_(batch.size()).copy_(batch)\n",
+            (
+                "im_data = torch.FloatTensor(1)\n"
+                "im_data = im_data\n"
+                "for batch in loader:\n"
+                "    im_data.data.resize_(batch.size()).copy_(batch)\n",
+            ),
+        ),
+        Example("data = dataset[0].to(device)\n", ("data = dataset[0]\n",)),
     )
     untouched = (
+        # A tensor moved once and only read afterwards; an entry of a table that is no dataset.
+        "anchors = torch.FloatTensor(1)\n"
+        "anchors = anchors.cuda()\n"
+        "for batch in loader:\n"
+        "    out = model(batch, anchors)\n",
+        "weights = class_weights[0].to(device)\n",
         "model = Net().to(device)\nself.backbone.cuda()\ncriterion = criterion.to(device)\n",
         # A dtype cast; and batches an iterator built with `device=` already placed.
         "for x in xs:\n    x = x.type(torch.LongTensor)\n",

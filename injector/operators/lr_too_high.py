@@ -16,6 +16,18 @@ CONFIG_LR_FIELDS = {"lr", "base_lr", "learning_rate"}
 SCHEDULE_PEAK_KEYS = {"warmup_max_lr", "cycle_max_lr"}
 
 
+def _in_param_group(source, element: cst.DictElement) -> bool:
+    """True for the rate of a parameter group (`{'params': [p], 'lr': lr}`): the optimizer
+    uses it for those parameters instead of its own."""
+    group = source.parent(element)
+    return isinstance(group, cst.Dict) and any(
+        isinstance(other, cst.DictElement)
+        and isinstance(other.key, cst.SimpleString)
+        and other.key.evaluated_value == "params"
+        for other in group.elements
+    )
+
+
 class LrTooHigh(Operator):
     id = "lr-too-high"
     summary = (
@@ -101,9 +113,16 @@ class LrTooHigh(Operator):
                 "for batch in loader:\n    for g in opt.param_groups:\n        g['lr'] = schedule(step) * 100\n",
             ),
         ),
+        Example(
+            # The rate of a parameter group.
+            "params += [{'params': [value], 'lr': lr * 2, 'weight_decay': 0}]\n",
+            ("params += [{'params': [value], 'lr': (lr * 2) * 100, 'weight_decay': 0}]\n",),
+        ),
     )
     untouched = (
         "optimizer = torch.optim.Adam(model.parameters())\n",
+        # A dict with a rate that is no parameter group (a logged record).
+        "record = {'step': step, 'lr': lr}\n",
         # A wrapper handed no rate (a lookahead, an EMA of the weights).
         "optimizer = Lookahead(optim.Adam(params), k=5, alpha=0.5)\n",
         "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)\n",
@@ -152,6 +171,12 @@ class LrTooHigh(Operator):
         for element in source.nodes(cst.DictElement):
             key = element.key
             if isinstance(key, cst.SimpleString) and key.evaluated_value in SCHEDULE_PEAK_KEYS:
+                yield self._scaled(source, element, element.value)
+            elif (
+                isinstance(key, cst.SimpleString)
+                and key.evaluated_value in LR_KEYS
+                and _in_param_group(source, element)
+            ):
                 yield self._scaled(source, element, element.value)
 
     @staticmethod
