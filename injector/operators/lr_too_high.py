@@ -170,12 +170,11 @@ class LrTooHigh(Operator):
         yield from self._config_fields(source, training)
         for element in source.nodes(cst.DictElement):
             key = element.key
-            if isinstance(key, cst.SimpleString) and key.evaluated_value in SCHEDULE_PEAK_KEYS:
-                yield self._scaled(source, element, element.value)
-            elif (
-                isinstance(key, cst.SimpleString)
-                and key.evaluated_value in LR_KEYS
-                and _in_param_group(source, element)
+            if not isinstance(key, cst.SimpleString):
+                continue
+            # A scheduler's peak rate, or the rate of a parameter group.
+            if key.evaluated_value in SCHEDULE_PEAK_KEYS or (
+                key.evaluated_value in LR_KEYS and _in_param_group(source, element)
             ):
                 yield self._scaled(source, element, element.value)
 
