@@ -995,6 +995,16 @@ def runs_model(
             return True  # `criterion(model, sample)`: a criterion that runs the model it is handed
         if (
             isinstance(func, (cst.Name, cst.Attribute))
+            and any(word in name for word in EVALUATION_WORDS)
+            and not training.called_functions(call)
+            and any(
+                a.keyword is None and any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS)
+                for a in call.args
+            )
+        ):
+            return True  # `validation(model, loader)`: an imported evaluation function handed the model
+        if (
+            isinstance(func, (cst.Name, cst.Attribute))
             and training.role(func) is None
             and dotted(func) in training.moded
         ):

@@ -194,6 +194,15 @@ class Source:
         """True if a string literal inside `node` spans lines (re-indenting would change it)."""
         return any("\n" in self.code(n) for n in self.within(node, (cst.SimpleString, cst.FormattedString)))
 
+    def string_lines(self, node: cst.CSTNode) -> set[int]:
+        """The lines inside `node` that continue a multi-line string literal: re-indenting them
+        would change the string, so a dedent leaves them as they are."""
+        lines: set[int] = set()
+        for string in self.within(node, (cst.SimpleString, cst.FormattedString)):
+            first, last = self.lines_of(string)
+            lines.update(range(first + 1, last + 1))
+        return lines
+
     # ---- edits ----
 
     def replace(self, node: cst.CSTNode, text: str) -> Edit:

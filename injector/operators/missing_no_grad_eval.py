@@ -154,8 +154,27 @@ class MissingNoGradEval(Operator):
             "        save(sample)\n",
             ("for i in range(steps):\n    train_step(i)\n    g_ema.eval()\n    sample = g_ema(z)\n    save(sample)\n",),
         ),
+        Example(
+            # An imported evaluation function handed the model; a block holding a multi-line
+            # string, whose text keeps its indentation.
+            "from test import validation\n"
+            "model.eval()\n"
+            "with torch.no_grad():\n"
+            "    loss, acc = validation(model, criterion, valid_loader)\n"
+            "    print('''took\n"
+            "    {} s'''.format(t))\n",
+            (
+                "from test import validation\n"
+                "model.eval()\n"
+                "loss, acc = validation(model, criterion, valid_loader)\n"
+                "print('''took\n"
+                "    {} s'''.format(t))\n",
+            ),
+        ),
     )
     untouched = (
+        # An evaluation helper handed no model (it reads a file of predictions).
+        "with torch.no_grad():\n    loss, acc = validation(predictions, labels, opt)\n",
         # Features cached without gradients for the accumulated backward that follows: training.
         "def accum_step(model, batches, cache):\n"
         "    with torch.no_grad():\n"
@@ -220,7 +239,7 @@ class MissingNoGradEval(Operator):
                 yield Change(block, (Edit(start, end, text),), description)
             elif isinstance(block.body, cst.SimpleStatementSuite):
                 yield Change(block, (Edit(source.span(block)[0], source.span(block.body.body[0])[0], ""),), description)
-            elif not source.has_multiline_string(block):
+            else:
                 yield Change(block, (self._unwrap(source, block),), description)
         for statement in source.nodes(cst.Expr):
             call = statement_call(statement)
@@ -295,15 +314,17 @@ class MissingNoGradEval(Operator):
 
     @staticmethod
     def _unwrap(source, block: cst.With) -> Edit:
-        """Delete the `with` header and dedent its body by one level."""
+        """Delete the `with` header and dedent its body by one level (not the lines inside a
+        multi-line string: they are its text)."""
         header_last = source.lines_of(block.items[-1])[1]
+        strings = source.string_lines(block)
         first, last = source.lines_of(block)
         outer = source.indentation(block)
         inner = source.indentation(block.body.body[0])
         lines = []
         for number in range(header_last + 1, last + 1):
             text = source.lines.line_text(number)
-            if text.startswith(inner):
+            if text.startswith(inner) and number not in strings:
                 text = outer + text[len(inner) :]
             lines.append(text)
         return Edit(source.lines.line_start(first), source.lines.line_end(last), "".join(lines))
