@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.operators.base import Example, Operator, deleted_calls
+from injector.operators.base import Change, Example, Operator, deleted_calls
 from injector.patterns import callee_name
 
 
@@ -95,6 +95,47 @@ class MissingZeroGrad(Operator):
             "if accumulate: model.zero_grad()\n",
             ("if accumulate: pass\n",),
         ),
+        Example(
+            # The model's and its optimizer's zero_grad before the same backward: deleting one
+            # alone changes nothing, so one mutant deletes both.
+            "for x, y in loader:\n"
+            "    net.zero_grad()\n"
+            "    loss = net(x, y)\n"
+            "    optimizer.zero_grad()\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            ("for x, y in loader:\n    loss = net(x, y)\n    loss.backward()\n    optimizer.step()\n",),
+        ),
+        Example(
+            # Before an accumulation loop whose step follows it: the loop zeroes only when it
+            # does not accumulate, so this is the zeroing of every accumulated update.
+            "def accumulate(self, batches):\n"
+            "    if self.accum > 1:\n"
+            "        self.optim.zero_grad()\n"
+            "    for batch in batches:\n"
+            "        if self.accum == 1:\n"
+            "            self.optim.zero_grad()\n"
+            "        self.model(batch).backward()\n"
+            "    self.optim.step()\n",
+            (
+                "def accumulate(self, batches):\n"
+                "    if self.accum > 1:\n"
+                "        pass\n"
+                "    for batch in batches:\n"
+                "        if self.accum == 1:\n"
+                "            self.optim.zero_grad()\n"
+                "        self.model(batch).backward()\n"
+                "    self.optim.step()\n",
+                "def accumulate(self, batches):\n"
+                "    if self.accum > 1:\n"
+                "        self.optim.zero_grad()\n"
+                "    for batch in batches:\n"
+                "        if self.accum == 1:\n"
+                "            pass\n"
+                "        self.model(batch).backward()\n"
+                "    self.optim.step()\n",
+            ),
+        ),
     )
     untouched = (
         "x = optimizer.zero_grad  # a reference, not a call\n",
@@ -104,12 +145,14 @@ class MissingZeroGrad(Operator):
 
     def changes(self, source, training):
         in_loops: dict[cst.Call, str] = {}
-        looped: dict[str, list] = {}  # what the batch loops zero, and those loops
+        looped: dict[str, list] = {}  # what the batch loops that update zero, and those loops
         for loop in training.training_loops:
+            updates = _updates(training, loop)
             for call in source.within(loop.body, cst.Call):
                 if callee_name(call) == "zero_grad":
                     in_loops[call] = _zeroed(source, call)
-                    looped.setdefault(in_loops[call], []).append(loop)
+                    if updates:
+                        looped.setdefault(in_loops[call], []).append(loop)
 
         def wanted(call: cst.Call) -> bool:
             if callee_name(call) != "zero_grad":
@@ -126,4 +169,49 @@ class MissingZeroGrad(Operator):
                 for loop in looped.get(_zeroed(source, call), ())
             )
 
-        return deleted_calls(source, wanted, "removed `{code}`: gradients now accumulate across steps")
+        description = "removed `{code}`: gradients now accumulate across steps"
+        changes = list(deleted_calls(source, wanted, description))
+        pairs = _same_gradients(source, training, [c.node for c in changes])
+        for change in changes:
+            if change.node in pairs.values():
+                continue  # deleted with its partner
+            partner = pairs.get(change.node)
+            if partner is None:
+                yield change
+                continue
+            text = f"{source.code(change.node)}` and `{source.code(partner)}"
+            yield Change(
+                change.node,
+                (*change.edits, source.delete_statement(partner)),
+                description.format(code=text),
+            )
+
+
+def _updates(training, loop: cst.CSTNode) -> bool:
+    """True if the loop takes optimizer steps itself. An accumulation loop whose step comes after
+    it (OpenNMT's `for k, batch in enumerate(true_batches)`) does not: a zero_grad before it is the
+    only one of that update when the loop's own zero_grad is off (`if accum == 1:`)."""
+    steppers = set(training.steps) | {b.call for b in training.backwards if b.steps}
+    inside = training.training_calls(loop.body) + training.source.within(loop.body, cst.Call)
+    return any(call in steppers for call in inside)
+
+
+def _same_gradients(source, training, statements: list) -> dict:
+    """Pairs of zero_grad statements of one block that clear the same gradients before the same
+    backward: the model's (`net.zero_grad()`) and its optimizer's (`optimizer.zero_grad()`) with
+    no backward between them. Deleting either alone changes nothing; the pair is one mutant."""
+    backwards = [source.span(b.call)[0] for b in training.backwards]
+    pairs = {}
+    for first, second in zip(statements, statements[1:], strict=False):
+        (line, siblings), (other, _) = source.block_of(first), source.block_of(second)
+        if source.parent(line) is not source.parent(other) or len(siblings) < 3:
+            continue
+        if not all(isinstance(s.value.func, cst.Attribute) for s in (first, second)):
+            continue
+        start, end = source.span(first)[0], source.span(second)[0]
+        if any(start < at < end for at in backwards):
+            continue
+        roles = {training.role(statement.value.func.value) for statement in (first, second)}
+        if roles == {"optimizer", None} and first not in pairs.values():
+            pairs[first] = second
+    return pairs
