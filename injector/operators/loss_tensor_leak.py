@@ -32,6 +32,17 @@ class LossTensorLeak(Operator):
             ("running_loss += loss * x.size(0)\n",),
         ),
         Example(
+            # A loss module's loss, not its attributes.
+            "for batch in loader:\n"
+            "    loss = self.train_loss(batch, out)\n"
+            "    total += self.train_loss(batch, out).item()\n",
+            (
+                "for batch in loader:\n"
+                "    loss = self.train_loss(batch, out)\n"
+                "    total += self.train_loss(batch, out)\n",
+            ),
+        ),
+        Example(
             "history.append(loss.detach().item())\nmeter.update(float(val_loss), n)\n",
             (
                 "history.append(loss.detach())\nmeter.update(float(val_loss), n)\n",
@@ -76,6 +87,11 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A token count made with a loss module's padding index is no loss (the loss itself,
+        # summed in the same loop, keeps its mutant: see the examples).
+        "for batch in loader:\n"
+        "    num_tokens = batch.ne(self.train_loss.padding_idx).sum()\n"
+        "    normalization += num_tokens.item()\n",
         "print(f'loss={loss.item():.3f}')\n",
         "for key, values in metrics.items():\n    logger.logkv_mean(key, values.mean().item())\n",
         "total += acc.item()\n",
@@ -171,8 +187,40 @@ def _from_loss_loop(source, value) -> bool:
     return False
 
 
+# What a loss tensor is read through; any other attribute of a "loss" object (`self.train_loss.
+# padding_idx`, `criterion_loss.ignore_prompt(batch)`) belongs to a loss module, not a loss value.
+TENSOR_ATTRIBUTES = frozenset(
+    {"mean", "sum", "item", "detach", "float", "double", "half", "cpu", "cuda", "to", "data", "clone"}
+    | {"view", "reshape", "squeeze", "unsqueeze", "tolist", "numpy", "abs", "sqrt", "exp", "log"}
+)
+
+
+def _names_loss(source, value) -> bool:
+    """True if `value` reads something named a loss (`loss`, `self.loss_g`, `out['loss']`),
+    not an attribute of a loss module (a padding index, a helper method)."""
+    for node in source.within(value, (cst.Name, cst.Attribute, cst.SimpleString)):
+        if isinstance(node, cst.SimpleString):
+            if "loss" in node.value.lower():
+                return True
+            continue
+        parent = source.parent(node)
+        if isinstance(node, cst.Name) and isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue  # read through its Attribute
+        if "loss" not in (last_name(node) or "").lower():
+            continue
+        if not _module_attribute(source, node):
+            return True
+    return False
+
+
+def _module_attribute(source, node) -> bool:
+    """True if `node` is read for an attribute a tensor does not have (`loss_fn.padding_idx`)."""
+    parent = source.parent(node)
+    return isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value not in TENSOR_ATTRIBUTES
+
+
 def _is_loss(source, training, value, names: set[str]) -> bool:
-    if "loss" in source.code(value).lower():
+    if _names_loss(source, value):
         return True
     if _from_loss_loop(source, value):
         return True
@@ -181,6 +229,6 @@ def _is_loss(source, training, value, names: set[str]) -> bool:
             callee = (callee_name(node) or "").lower()
             if callee in LOSS_FUNCTIONS or "criterion" in callee or training.role(node.func) == "loss-module":
                 return True
-        elif dotted(node) in names:
+        elif dotted(node) in names and not _module_attribute(source, node):
             return True
     return False
