@@ -135,6 +135,14 @@ class RankSkip(Operator):
         # A loop over optimizers is not a batch loop.
         "import torch.distributed as dist\n"
         "def step_all(self):\n    for name in self._optimizers:\n        self._optimizers[name].step()\n",
+        # A truncation loop whose gradients are all-reduced by hand after it: its backward syncs
+        # nothing (the same loop without that all-reduce, under DDP, is a site: see the examples).
+        "import torch.distributed\n"
+        "def accumulate(self, batch):\n"
+        "    for j in range(0, batch.size(1), self.trunc):\n"
+        "        self.model(batch[:, j : j + self.trunc]).backward()\n"
+        "    all_reduce_and_rescale_tensors(grads, n_gpu)\n"
+        "    self.optim.step()\n",
     )
 
     def changes(self, source, training):
@@ -157,6 +165,8 @@ class RankSkip(Operator):
                 _direct_backward(training, other) for other in inner
             ):
                 continue  # the backward (and its collective) is in the inner micro-step loop
+            if _reduced_after(source, training, loop):
+                continue  # its backward holds no collective: the hand-made all-reduce after it does
             body = list(loop.body.body)
             first = next((s for s in body if training.training_calls(s)), None)
             if first is None:
@@ -252,6 +262,21 @@ def _syncs_last(source, loop) -> bool:
         isinstance(item.item, cst.Call) and callee_name(item.item) == "no_sync"
         for block in source.within(loop.body, cst.With)
         for item in block.items
+    )
+
+
+def _reduced_after(source, training, loop) -> bool:
+    """True for a loop that takes no optimizer step and is followed, in its function, by a
+    hand-made all-reduce of the gradients (OpenNMT's truncated-BPTT loop, then
+    `all_reduce_and_rescale_tensors(grads, n)`): the model is not wrapped in DDP, so the
+    backward in the loop syncs nothing and a rank skipping it waits for no one."""
+    function = source.function_of(loop)
+    if function is None or any(c in training.steps for c in source.within(loop.body, cst.Call)):
+        return False
+    end = source.span(loop)[1]
+    return any(
+        "all_reduce" in (callee_name(call) or "") and source.span(call)[0] >= end
+        for call in source.within(function.body, cst.Call)
     )
 
 
