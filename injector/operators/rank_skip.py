@@ -136,7 +136,7 @@ class RankSkip(Operator):
         "import torch.distributed as dist\n"
         "def step_all(self):\n    for name in self._optimizers:\n        self._optimizers[name].step()\n",
         # A truncation loop whose gradients are all-reduced by hand after it: its backward syncs
-        # nothing (the same loop without that all-reduce, under DDP, is a site: see the examples).
+        # nothing (a loop whose backward runs under DDP is a site: see the examples).
         "import torch.distributed\n"
         "def accumulate(self, batch):\n"
         "    for j in range(0, batch.size(1), self.trunc):\n"

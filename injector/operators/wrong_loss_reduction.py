@@ -9,6 +9,7 @@ from injector.patterns import (
     argument,
     callee_name,
     constructed,
+    dotted,
     is_functional,
     is_literal_bool,
     last_name,
@@ -43,6 +44,11 @@ class WrongLossReduction(Operator):
         Example(
             "loss = F.binary_cross_entropy(x_hat, x, size_average=True)\n",
             ("loss = F.binary_cross_entropy(x_hat, x, size_average=False)\n",),
+        ),
+        Example(
+            # Imported from torch.nn by name (the same name from another package is left alone).
+            "from torch.nn import CTCLoss\ncriterion = CTCLoss()\n",
+            ('from torch.nn import CTCLoss\ncriterion = CTCLoss(reduction="sum")\n',),
         ),
         Example(
             "loss = F.mse_loss(pred, target, reduction='mean')\n",
@@ -115,6 +121,8 @@ class WrongLossReduction(Operator):
         "path_penalty = lengths.mean(1) + mean_path.mean(0)\nscore = -torch.mean(real) + torch.mean(fake)\n",
         "def validate(losses):\n    return losses.mean()\n",
         'total = nn.MSELoss(reduction="sum")\n',
+        # A loss class of the same name from another package (its own arguments, no `reduction`).
+        "from warpctc_pytorch import CTCLoss\ncriterion = CTCLoss()\n",
         # The deprecated spelling that already sums.
         "rec = F.binary_cross_entropy(x_hat, x, size_average=False)\n",
     )
@@ -126,6 +134,7 @@ class WrongLossReduction(Operator):
                 ((name in LOSS_FUNCTIONS and is_functional(call)) or name in LOSS_MODULES)
                 and not under_no_grad(source, call)
                 and not _evaluation_only(source, call)
+                and not _foreign(source, call)
             ):
                 reduction = argument(call, "reduction", None)
                 averaged = argument(call, "size_average", None)
@@ -211,6 +220,23 @@ class WrongLossReduction(Operator):
 
 
 LOSS_WORDS = ("loss", "penalty")
+
+
+def _foreign(source, call: cst.Call) -> bool:
+    """True for a loss class of the same name imported from another package (`from
+    warpctc_pytorch import CTCLoss`): it may take no `reduction` (warpctc's sums already)."""
+    if not isinstance(call.func, cst.Name):
+        return False
+    for node in source.nodes(cst.ImportFrom):
+        module = dotted(node.module) if node.module is not None else None
+        if module is None or module == "torch" or module.startswith("torch.") or isinstance(node.names, cst.ImportStar):
+            continue
+        if any(
+            (dotted(alias.asname.name) if alias.asname else dotted(alias.name)) == call.func.value
+            for alias in node.names
+        ):
+            return True
+    return False
 
 
 def _names_loss(name: str) -> bool:
