@@ -127,6 +127,92 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
     )
 
 
+def _at_top(source, call: cst.Call, function: cst.FunctionDef) -> bool:
+    """True if `call` runs unconditionally in `function`, before any loop of it (a constructor's
+    checking loops excepted: `__init__` runs once)."""
+    for ancestor in source.ancestors(call):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, (cst.For, cst.While, cst.If, cst.Try, cst.With)):
+            return False
+    if function.name.value == "__init__":
+        return True
+    here = source.span(call)[0]
+    return not any(source.span(loop)[0] < here for loop in source.within(function.body, (cst.For, cst.While)))
+
+
+def _moved(value, name: str) -> bool:
+    """True for `name.cuda()`, `name.to(device)`, `name.half()`: a move or cast keeps the mode."""
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in ("cuda", "to", "half", "float", "bfloat16")
+        and dotted(value.func.value) == name
+    )
+
+
+def _handed_in_train_mode(source, training, call: cst.Call) -> bool:
+    """True for a `.train()` at the top of a function on a model that is surely in training mode
+    there: in `__init__`, the model just handed in (`self.model = model; self.model.train()`:
+    nothing of the object evaluated it yet); or a parameter that every caller in the file hands
+    a module it built (training mode), in a function that switches it back to training after
+    each of its own evaluations (so a second call finds it in training mode too)."""
+    if not isinstance(call.func, cst.Attribute) or call.args:
+        return False
+    name, function = dotted(call.func.value), source.function_of(call)
+    if not name or function is None or not _at_top(source, call, function):
+        return False
+    params = [p.name.value for p in function.params.params]
+    here = source.span(call)[0]
+    if function.name.value == "__init__" and name.startswith("self.") and name.count(".") == 1:
+        assigns = [a for a in training.assigned_names.get(name, []) if source.function_of(a) is function]
+        return bool(assigns) and all(
+            source.span(a)[0] < here and isinstance(a.value, cst.Name) and a.value.value in params for a in assigns
+        )
+    if "." in name or name not in params:
+        return False
+    position = params.index(name) - (1 if params and params[0] == "self" else 0)
+    callers = [c for c in source.nodes(cst.Call) if function in training.called_functions(c)]
+    if not callers:
+        return False
+    for caller in callers:
+        arg = argument(caller, name, position)
+        handed = dotted(arg.value) if arg is not None else None
+        outer = source.function_of(caller)
+        assigns = [
+            a
+            for a in training.assigned_names.get(handed or "", [])
+            if source.function_of(a) is outer and source.span(a)[0] < source.span(caller)[0]
+        ]
+        if not assigns or not all(
+            _built_or_wrapped(source, a.value, handed or "")
+            or _returns_built(source, training, a.value)
+            or _moved(a.value, handed or "")
+            for a in assigns
+        ):
+            return False
+        if any(
+            other is not caller and _may_evaluate(source, training, other, handed or "")
+            for other in source.within(outer or source.module, cst.Call)
+        ):
+            return False  # evaluated beside this function (`train(model); test(model)`)
+    # Each evaluation in the function is followed, in its block, by the switch back.
+    for other in source.within(function.body, cst.Call):
+        if other is call or _is_train(other) or not _may_evaluate(source, training, other, name):
+            continue
+        statement = next(a for a in source.ancestors(other) if isinstance(a, cst.SimpleStatementLine))
+        line, siblings = source.block_of(statement)
+        later = siblings[siblings.index(line) + 1 :] if line in siblings else []
+        if not any(
+            _is_train(c) and dotted(c.func.value) == name
+            for s in later
+            for c in source.within(s, cst.Call)
+            if isinstance(c.func, cst.Attribute)
+        ):
+            return False
+    return True
+
+
 class MissingTrainMode(Operator):
     id = "missing-train-mode"
     summary = (
@@ -135,6 +221,48 @@ class MissingTrainMode(Operator):
         "evaluation runs in eval mode."
     )
     examples = (
+        Example(
+            # At the top: every caller hands a model it built, and the function switches it back
+            # after each of its evaluations, so only the switch after an evaluation counts.
+            "def fit(model, loader):\n"
+            "    model.train()\n"
+            "    for x in loader:\n"
+            "        step(model, x)\n"
+            "        evaluate(model)\n"
+            "        model.train()\n"
+            "net = Net()\n"
+            "net = net.cuda()\n"
+            "fit(net, loader)\n",
+            (
+                "def fit(model, loader):\n"
+                "    model.train()\n"
+                "    for x in loader:\n"
+                "        step(model, x)\n"
+                "        evaluate(model)\n"
+                "net = Net()\n"
+                "net = net.cuda()\n"
+                "fit(net, loader)\n",
+            ),
+        ),
+        Example(
+            "def fit(model, loader):\n"
+            "    model.train()\n"
+            "    for x in loader:\n"
+            "        step(model, x)\n"
+            "net = Net()\n"
+            "for epoch in range(3):\n"
+            "    fit(net, loader)\n"
+            "    test(net)\n",
+            (
+                "def fit(model, loader):\n"
+                "    for x in loader:\n"
+                "        step(model, x)\n"
+                "net = Net()\n"
+                "for epoch in range(3):\n"
+                "    fit(net, loader)\n"
+                "    test(net)\n",
+            ),
+        ),
         Example(
             "for epoch in range(epochs):\n"
             "    model.train()\n"
@@ -192,6 +320,8 @@ class MissingTrainMode(Operator):
         ),
     )
     untouched = (
+        # A model handed to a constructor that switches it at once.
+        "class Trainer:\n    def __init__(self, model):\n        self.model = model\n        self.model.train()\n",
         "trainer.train()\n",
         "criterion.train()\n",
         # Built here in train mode, and nothing in the file switches it to eval.
@@ -218,7 +348,11 @@ class MissingTrainMode(Operator):
         yield from removed_mode_switches(
             source,
             training,
-            lambda call: _is_train(call) and not _still_built_mode(source, training, call),
+            lambda call: (
+                _is_train(call)
+                and not _still_built_mode(source, training, call)
+                and not _handed_in_train_mode(source, training, call)
+            ),
             True,
             "training continues in eval mode",
         )
