@@ -68,6 +68,15 @@ OUTPUT_FREE = {
 }
 
 
+def _output_free(layer: str | None) -> bool:
+    """True for a layer whose backward does not read its output: the catalogue above, and by
+    name any library's convolution or linear layer (`GCNConv`, `SAGEConv`, `LoRALinear`), whose
+    last operation is a product or a bias add."""
+    if not layer:
+        return False
+    return layer in OUTPUT_FREE or (layer[:1].isupper() and ("Conv" in layer or layer.endswith("Linear")))
+
+
 class InplaceActivation(Operator):
     id = "inplace-activation"
     summary = (
@@ -117,8 +126,23 @@ class InplaceActivation(Operator):
                 "class Gate(nn.Module):\n    def forward(self, x):\n        return x.tanh() * F.elu(x, inplace=True)\n",
             ),
         ),
+        Example(
+            # The method spelling after sigmoid, whose backward reads its output.
+            "class G(nn.Module):\n    def forward(self, x):\n        return self.gate(x).sigmoid().relu()\n",
+            (
+                "class G(nn.Module):\n    def forward(self, x):\n        return self.gate(x).sigmoid().relu_()\n",
+                "class G(nn.Module):\n    def forward(self, x):\n        return self.gate(x).sigmoid_().relu()\n",
+            ),
+        ),
     )
     untouched = (
+        # The method spelling on a library convolution's fresh output (a graph convolution ends
+        # with a bias add, whose backward does not read the output).
+        "class GCN(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        self.conv1 = GCNConv(4, 8)\n"
+        "    def forward(self, x, edge_index):\n"
+        "        return self.conv1(x, edge_index).relu()\n",
         # Straight on a conv's or linear layer's fresh output: nothing reads it again.
         "class Net(nn.Module):\n"
         "    def __init__(self):\n"
@@ -210,17 +234,25 @@ class InplaceActivation(Operator):
         if not index:
             return False
         previous = values[index - 1]
-        return isinstance(previous, cst.Call) and callee_name(previous) in OUTPUT_FREE
+        return isinstance(previous, cst.Call) and _output_free(callee_name(previous))
 
     @staticmethod
     def _overwrites_dead_output(source, training, call) -> bool:
         """`x = F.relu(x)` right after `x = self.conv1(x)`: the activation overwrites the output of
         a layer that does not keep it for backward, and nothing else reads it."""
+        if (
+            not call.args
+            and isinstance(call.func, cst.Attribute)
+            and isinstance(call.func.value, cst.Call)
+            and not isinstance(source.parent(call), cst.Attribute)
+        ):
+            # `self.conv1(x, edge_index).relu()`: the method spelling on a layer's fresh output
+            return _output_free(InplaceActivation._built(training, call.func.value))
         if not call.args:
             return False
         if isinstance(call.args[0].value, cst.Call):
             # `F.relu(self.fc1(x))`: the layer's fresh output, which nothing else reads
-            return InplaceActivation._built(training, call.args[0].value) in OUTPUT_FREE
+            return _output_free(InplaceActivation._built(training, call.args[0].value))
         if not isinstance(call.args[0].value, cst.Name):
             return False
         name = call.args[0].value.value
@@ -251,7 +283,7 @@ class InplaceActivation(Operator):
         layer = producer.value
         if not isinstance(layer, cst.Call):
             return False
-        return InplaceActivation._built(training, layer) in OUTPUT_FREE
+        return _output_free(InplaceActivation._built(training, layer))
 
     @staticmethod
     def _built(training, layer: cst.Call) -> str | None:
