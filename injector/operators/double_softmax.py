@@ -47,6 +47,29 @@ class DoubleSoftmax(Operator):
                 "criterion = nn.CrossEntropyLoss()\n",
             ),
         ),
+        Example(
+            # Built in the branch of a test the use is under too: the other branch's loss is not it.
+            "def train(opt, x, y):\n"
+            "    if opt.ctc:\n"
+            "        criterion = nn.CTCLoss()\n"
+            "    else:\n"
+            "        criterion = nn.CrossEntropyLoss()\n"
+            "    if opt.ctc:\n"
+            "        cost = criterion(x.log_softmax(2), y, n, m)\n"
+            "    else:\n"
+            "        cost = criterion(x.view(-1, x.shape[-1]), y)\n",
+            (
+                "def train(opt, x, y):\n"
+                "    if opt.ctc:\n"
+                "        criterion = nn.CTCLoss()\n"
+                "    else:\n"
+                "        criterion = nn.CrossEntropyLoss()\n"
+                "    if opt.ctc:\n"
+                "        cost = criterion(x.log_softmax(2), y, n, m)\n"
+                "    else:\n"
+                "        cost = criterion(x.view(-1, x.shape[-1]).softmax(dim=1), y)\n",
+            ),
+        ),
     )
     untouched = (
         "loss = F.nll_loss(F.log_softmax(x, dim=1), y)\n",
