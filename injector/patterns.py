@@ -440,7 +440,7 @@ class Training:
         differentiated: dict[cst.FunctionDef, tuple[str, int]] = {}
         for backward in direct:
             function = self.source.function_of(backward.call)
-            name = _loss_name(backward.loss)
+            name = loss_name(backward.loss)
             if function is None or name is None or backward.steps:
                 continue
             params = [p.name.value for p in function.params.params]
@@ -746,14 +746,14 @@ class Training:
         alternatives = self.loss_alternatives(backward)
         if alternatives:
             return alternatives[0]
-        name = _loss_name(backward.loss)
+        name = loss_name(backward.loss)
         return None if name is None else self.last_assignment(name, backward.call)
 
     def loss_alternatives(self, backward: LossUse) -> list[cst.Assign | cst.AnnAssign]:
         """Every assignment that may compute the backward's loss: the unconditional one that
         does not merely rescale it, or, where each branch of an `if` computes it its own way,
         one per branch (assignments that read the loss they assign are rescalings)."""
-        name = _loss_name(backward.loss)
+        name = loss_name(backward.loss)
         if name is None:
             return []
         always = self.last_assignment(name, backward.call, unconditional=True, fresh=True)
@@ -815,7 +815,7 @@ class Training:
         return found
 
 
-def _loss_name(expr: cst.BaseExpression) -> str | None:
+def loss_name(expr: cst.BaseExpression) -> str | None:
     """The name a loss expression is held in: `loss` for `loss / accum`, `self.loss`, and in a
     weighted sum the operand named as a loss (`r1_loss` in `(args.r1 / 2 * r1_loss + 0 * x[0])`),
     else its first named operand."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, method_on, runs_model
+from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, loss_name, method_on, runs_model
 
 
 class DetachedGraph(Operator):
@@ -161,6 +161,28 @@ class DetachedGraph(Operator):
                 "    loss.backward()\n",
             ),
         ),
+        Example(
+            # A loss returned beside the logits, handed rescaled to a helper that runs the backward.
+            "def optimizer_step(_loss, optimizer):\n"
+            "    _loss.backward()\n"
+            "    optimizer.step()\n"
+            "for x, y in loader:\n"
+            "    logits, lm_loss = model(\n"
+            "        x, lm_labels=y\n"
+            "    )\n"
+            "    optimizer_step(lm_loss / accum, optimizer)\n",
+            (
+                "def optimizer_step(_loss, optimizer):\n"
+                "    _loss.backward()\n"
+                "    optimizer.step()\n"
+                "for x, y in loader:\n"
+                "    logits, lm_loss = model(\n"
+                "        x, lm_labels=y\n"
+                "    )\n"
+                "    lm_loss = lm_loss.detach()\n"
+                "    optimizer_step(lm_loss / accum, optimizer)\n",
+            ),
+        ),
     )
     untouched = (
         "loss.backward()\n",
@@ -190,7 +212,8 @@ class DetachedGraph(Operator):
         if assign is not None and assign.value is not None:
             targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
             if len(targets) != 1 or isinstance(targets[0], (cst.Tuple, cst.List)):
-                name = dotted(backward.loss) if isinstance(backward.loss, (cst.Name, cst.Attribute)) else None
+                # The loss as a name, also where the backward gets it rescaled (`_loss / accum`).
+                name = loss_name(backward.loss)
                 if name is None:
                     return
                 yield Change(
