@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"    unreviewed  {mutant.operator} @ {mutant.line}: {mutant.description}")
                 for mutant in verdict.equivalent:
                     print(f"    equivalent  {mutant.operator} @ {mutant.line}: {mutant.description}")
+                for mutant in verdict.real:
+                    print(f"    real        {mutant.operator} @ {mutant.line}: {mutant.description}")
                 for mutant, why in verdict.broken:
                     print(f"    broken      {mutant.operator} @ {mutant.line}: {why}")
             sites += total

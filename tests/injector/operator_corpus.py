@@ -11,7 +11,9 @@ holding it), or `in` is a block header and the mutant must land inside that bloc
 matches a site when it has the site's operator and its edits touch that line (or block).
 
 Judging a mutant: it is *found* when it matches an expected site, *equivalent* when it matches an
-untouched one, *unreviewed* otherwise; *broken* when it does not compile, or when the mutated
+untouched one, *real* when it matches a `real` site (a place the listing did not name where a
+held-out measurement's mutant was reviewed afterwards as a real fault: it counts neither for
+recall nor as equivalent), *unreviewed* otherwise; *broken* when it does not compile, or when the mutated
 module does not load (import it, with stubs for third-party packages that are not installed,
 and build what the manifest's `construct` builds) although the original does.
 """
@@ -64,6 +66,8 @@ class CorpusFile:
     construct: str  # statements run in the loaded module's namespace
     # Broken mutants a held-out measurement found ("op @ line"), kept as measured, not tuned away.
     known_broken: tuple[str, ...] = ()
+    # Unlisted places where a measured mutant was reviewed as a real fault (see the module doc).
+    real: tuple[Site, ...] = ()
 
 
 @dataclass
@@ -77,6 +81,8 @@ class Verdict:
     equivalent: list[Mutant] = field(default_factory=list)
     mutated_untouched: list[Site] = field(default_factory=list)
     unreviewed: list[Mutant] = field(default_factory=list)
+    real: list[Mutant] = field(default_factory=list)
+    real_unreached: list[Site] = field(default_factory=list)  # `real` sites no mutant reaches now
     broken: list[tuple[Mutant, str]] = field(default_factory=list)
 
     @property
@@ -104,6 +110,7 @@ def corpus_files(split: str | None = None) -> list[CorpusFile]:
                     load=entry.get("load", "import"),
                     construct=entry.get("construct", ""),
                     known_broken=tuple(entry.get("known_broken", [])),
+                    real=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("real", [])),
                 )
             )
     return files
@@ -205,11 +212,16 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
     for site in file.untouched:
         if any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants):
             verdict.mutated_untouched.append(site)
+    for site in file.real:
+        if not any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants):
+            verdict.real_unreached.append(site)
     for mutant in mutants:
         if any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.expected):
             continue
         if any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.untouched):
             verdict.equivalent.append(mutant)
+        elif any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.real):
+            verdict.real.append(mutant)
         else:
             verdict.unreviewed.append(mutant)
     if load:

@@ -4,7 +4,8 @@ mutant loads.
 Each corpus file has a reviewed list of the sites a mutant must reach and of the sites where a
 mutant would be equivalent or aimed at the wrong thing. The held-out files (other repositories)
 were never tuned on; their reviewed shortfalls are marked in the manifest (`known_miss`,
-`known_equivalent`, `known_broken`), so this test holds the operators to exactly what was measured.
+`known_equivalent`, `known_broken`), and the unlisted places where a measured mutant was reviewed
+as a real fault (`real`), so this test holds the operators to exactly what was measured.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def test_mutants_reach_the_reviewed_sites_and_nothing_else_and_all_load(file):
     assert [s.label for s in verdict.mutated_untouched] == [s.label for s in file.untouched if s.known]
     unreviewed = [m for m in verdict.unreviewed if f"{m.operator} @ {m.line}" not in file.known_broken]
     assert [f"{m.operator} @ {m.line}: {m.description}" for m in unreviewed] == []
+    assert [s.label for s in verdict.real_unreached] == []
     assert [f"{m.operator} @ {m.line}" for m, _ in verdict.broken] == list(file.known_broken), verdict.broken
 
 
