@@ -187,7 +187,7 @@ class MissingZeroGrad(Operator):
             )
 
 
-def _updates(training, loop: cst.CSTNode) -> bool:
+def _updates(training, loop: cst.For | cst.While) -> bool:
     """True if the loop takes optimizer steps itself. An accumulation loop whose step comes after
     it (OpenNMT's `for k, batch in enumerate(true_batches)`) does not: a zero_grad before it is the
     only one of that update when the loop's own zero_grad is off (`if accum == 1:`)."""
@@ -196,12 +196,12 @@ def _updates(training, loop: cst.CSTNode) -> bool:
     return any(call in steppers for call in inside)
 
 
-def _same_gradients(source, training, statements: list) -> dict:
+def _same_gradients(source, training, statements: list[cst.CSTNode]) -> dict[cst.CSTNode, cst.CSTNode]:
     """Pairs of zero_grad statements of one block that clear the same gradients before the same
     backward: the model's (`net.zero_grad()`) and its optimizer's (`optimizer.zero_grad()`) with
     no backward between them. Deleting either alone changes nothing; the pair is one mutant."""
     backwards = [source.span(b.call)[0] for b in training.backwards]
-    pairs = {}
+    pairs: dict[cst.CSTNode, cst.CSTNode] = {}
     for first, second in zip(statements, statements[1:], strict=False):
         (line, siblings), (other, _) = source.block_of(first), source.block_of(second)
         if source.parent(line) is not source.parent(other) or len(siblings) < 3:
