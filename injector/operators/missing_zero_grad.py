@@ -171,7 +171,7 @@ class MissingZeroGrad(Operator):
 
         description = "removed `{code}`: gradients now accumulate across steps"
         changes = list(deleted_calls(source, wanted, description))
-        pairs = _same_gradients(source, training, [c.node for c in changes])
+        pairs = _same_gradients(source, training, [c.node for c in changes if isinstance(c.node, cst.Expr)])
         for change in changes:
             if change.node in pairs.values():
                 continue  # deleted with its partner
@@ -196,22 +196,27 @@ def _updates(training, loop: cst.For | cst.While) -> bool:
     return any(call in steppers for call in inside)
 
 
-def _same_gradients(source, training, statements: list[cst.CSTNode]) -> dict[cst.CSTNode, cst.CSTNode]:
+def _same_gradients(source, training, statements: list[cst.Expr]) -> dict[cst.Expr, cst.Expr]:
     """Pairs of zero_grad statements of one block that clear the same gradients before the same
     backward: the model's (`net.zero_grad()`) and its optimizer's (`optimizer.zero_grad()`) with
     no backward between them. Deleting either alone changes nothing; the pair is one mutant."""
     backwards = [source.span(b.call)[0] for b in training.backwards]
-    pairs: dict[cst.CSTNode, cst.CSTNode] = {}
+    pairs: dict[cst.Expr, cst.Expr] = {}
     for first, second in zip(statements, statements[1:], strict=False):
         (line, siblings), (other, _) = source.block_of(first), source.block_of(second)
         if source.parent(line) is not source.parent(other) or len(siblings) < 3:
             continue
-        if not all(isinstance(s.value.func, cst.Attribute) for s in (first, second)):
+        receivers = [
+            s.value.func.value
+            for s in (first, second)
+            if isinstance(s.value, cst.Call) and isinstance(s.value.func, cst.Attribute)
+        ]
+        if len(receivers) != 2:
             continue
         start, end = source.span(first)[0], source.span(second)[0]
         if any(start < at < end for at in backwards):
             continue
-        roles = {training.role(statement.value.func.value) for statement in (first, second)}
+        roles = {training.role(receiver) for receiver in receivers}
         if roles == {"optimizer", None} and first not in pairs.values():
             pairs[first] = second
     return pairs
