@@ -522,6 +522,24 @@ class Training:
         return found
 
     @cached_property
+    def optimized(self) -> set[str]:
+        """Objects whose parameters an optimizer of the file is built over (`agent` for
+        `optim.Adam(agent.parameters(), lr=...)`), as written: models, whatever their names."""
+        found = set()
+        for call in self.source.nodes(cst.Call):
+            if _constructor_role(call) != "optimizer":
+                continue
+            for inner in self.source.within(call, cst.Call):
+                if isinstance(inner.func, cst.Attribute) and inner.func.attr.value in (
+                    "parameters",
+                    "named_parameters",
+                ):
+                    name = dotted(inner.func.value)
+                    if name is not None and name != "self":
+                        found.add(name)
+        return found
+
+    @cached_property
     def classes(self) -> set[str]:
         """The names of the classes this file defines."""
         return {c.name.value for c in self.source.nodes(cst.ClassDef)}
@@ -972,6 +990,12 @@ MODEL_WORDS = (
 FORWARD_METHODS = frozenset(
     {"forward", "generate", "validation_step", "test_step", "predict_step", "eval_step", "evaluate", "predict"}
 )
+# nn.Module's own methods: calling them runs no forward pass.
+MODULE_METHODS = frozenset(
+    {"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children"}
+    | {"state_dict", "load_state_dict", "to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train"}
+    | {"eval", "zero_grad", "apply", "requires_grad_", "register_buffer", "register_forward_hook", "share_memory"}
+)
 EVALUATION_WORDS = ("eval", "valid", "test", "estimate", "predict", "infer", "sample", "generate")
 
 
@@ -1026,6 +1050,14 @@ def runs_model(
             and dotted(func) in training.moded
         ):
             return True  # `g_ema(z)` after `g_ema.eval()`: what the file switches to eval mode is a model
+        if isinstance(func, (cst.Name, cst.Attribute)) and dotted(func) in training.optimized:
+            return True  # `agent(obs)` after `Adam(agent.parameters())`: what an optimizer trains is a model
+        if (
+            isinstance(func, cst.Attribute)
+            and dotted(func.value) in training.optimized
+            and func.attr.value not in MODULE_METHODS
+        ):
+            return True  # `agent.get_action_and_value(obs)`: a method of that model runs its layers
         if depth > 0 and any(
             runs_model(source, training, f.body, depth - 1, used, generate) for f in training.called_functions(call)
         ):

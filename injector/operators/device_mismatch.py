@@ -24,7 +24,7 @@ MODEL_WORDS = ("model", "net", "module", "criterion", "loss_fn", "ema")
 
 def _is_model(training, expr: cst.BaseExpression) -> bool:
     """Models and other modules move once at set-up; the operator is about batches."""
-    if isinstance(expr, cst.Call) and (callee_name(expr) or "a")[0].isupper():
+    if isinstance(expr, cst.Call) and (callee_name(expr) or "a")[0].isupper() and not _tensor_class(expr):
         return True  # `Net().to(device)`
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         return True  # `self.backbone.cuda()`: a submodule
@@ -37,9 +37,15 @@ def _fresh_tensor(expr: cst.BaseExpression) -> bool:
     `torch.multinomial(p, 1).unsqueeze(1)`. Fed to the model, it must be on the model's device."""
     while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         if dotted(expr.func.value) == "torch":
-            return expr.func.attr.value[:1].islower()
+            return expr.func.attr.value[:1].islower() or _tensor_class(expr)
         expr = expr.func.value
     return False
+
+
+def _tensor_class(call: cst.Call) -> bool:
+    """True for a tensor built by its class (`torch.Tensor(obs)`, `torch.FloatTensor(n)`), not a module."""
+    name = dotted(call.func) or ""
+    return name.startswith("torch.") and name.endswith("Tensor")
 
 
 def _is_batch(source, call: cst.Call) -> bool:
@@ -233,6 +239,11 @@ class DeviceMismatch(Operator):
             ),
         ),
         Example("data = dataset[0].to(device)\n", ("data = dataset[0]\n",)),
+        Example(
+            # A tensor built by its class from what an environment returned.
+            "next_obs = torch.Tensor(next_obs).to(device)\n",
+            ("next_obs = torch.Tensor(next_obs)\n",),
+        ),
     )
     untouched = (
         # A tensor moved once and only read afterwards; an entry of a table that is no dataset.

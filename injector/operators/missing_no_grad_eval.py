@@ -171,8 +171,18 @@ class MissingNoGradEval(Operator):
                 "    {} s'''.format(t))\n",
             ),
         ),
+        Example(
+            # A model known by the optimizer built over its parameters, run through its own method.
+            "optimizer = optim.Adam(agent.parameters(), lr=lr)\n"
+            "with torch.no_grad():\n"
+            "    action, value = agent.get_action_and_value(obs)\n",
+            ("optimizer = optim.Adam(agent.parameters(), lr=lr)\naction, value = agent.get_action_and_value(obs)\n",),
+        ),
     )
     untouched = (
+        # The same call on an object no optimizer trains; a bookkeeping method of a trained model.
+        "with torch.no_grad():\n    action, value = planner.get_action_and_value(obs)\n",
+        "optimizer = optim.Adam(agent.parameters(), lr=lr)\nwith torch.no_grad():\n    weights = agent.state_dict()\n",
         # An evaluation helper handed no model (it reads a file of predictions).
         "with torch.no_grad():\n    loss, acc = validation(predictions, labels, opt)\n",
         # Features cached without gradients for the accumulated backward that follows: training.
