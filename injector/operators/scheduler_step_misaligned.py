@@ -24,6 +24,15 @@ class SchedulerStepMisaligned(Operator):
             ),
         ),
         Example(
+            # A scheduler Lightning gets without a config: stepped once per epoch.
+            "class M(LightningModule):\n    def configure_optimizers(self):\n        return [opt], [sched]\n",
+            (
+                "class M(LightningModule):\n"
+                "    def configure_optimizers(self):\n"
+                '        return [opt], [{"scheduler": sched, "interval": "step"}]\n',
+            ),
+        ),
+        Example(
             "for i, (x, y) in enumerate(loader):\n"
             "    loss.backward()\n"
             "    if (i + 1) % accum == 0:\n"
@@ -105,6 +114,9 @@ class SchedulerStepMisaligned(Operator):
         "for x, y in loader:\n    opt.step()\n    scheduler.step()\n",
         "config = {'optimizer': opt, 'lr_scheduler': {'scheduler': sched, 'interval': 'step'}}\n",
         "report = {'interval': 'epoch', 'path': out}\n",
+        # The same return outside configure_optimizers; one with no scheduler.
+        "def pair(self):\n    return [opt], [sched]\n",
+        "class M(LightningModule):\n    def configure_optimizers(self):\n        return [opt], []\n",
         "scheduler.step()\n",
         # A plateau scheduler steps on a metric of the epoch: it cannot move into the batch loop.
         "def fit(self):\n    for epoch in range(3):\n        self.train_epoch()\n        self.sched.step(val_loss)\n"
@@ -136,8 +148,41 @@ class SchedulerStepMisaligned(Operator):
                     "the scheduler steps every optimizer step instead of every epoch",
                 )
 
+    @staticmethod
+    def _bare_lightning_schedulers(source):
+        """A scheduler `configure_optimizers` returns without a config (`return [opt], [sched]`,
+        `{"optimizer": opt, "lr_scheduler": sched}`): Lightning steps it once per epoch; the
+        mutant hands it over as `{"scheduler": sched, "interval": "step"}`."""
+        for function in source.nodes(cst.FunctionDef):
+            if function.name.value != "configure_optimizers":
+                continue
+            for ret in source.within(function.body, cst.Return):
+                value = ret.value
+                schedulers: list[cst.BaseExpression] = []
+                if isinstance(value, cst.Tuple) and len(value.elements) == 2:
+                    second = value.elements[1].value
+                    if isinstance(second, cst.List):
+                        schedulers = [e.value for e in second.elements]
+                elif isinstance(value, cst.Dict):
+                    schedulers = [
+                        e.value
+                        for e in value.elements
+                        if isinstance(e, cst.DictElement)
+                        and isinstance(e.key, cst.SimpleString)
+                        and e.key.evaluated_value == "lr_scheduler"
+                    ]
+                for scheduler in schedulers:
+                    if isinstance(scheduler, (cst.Name, cst.Attribute)):
+                        text = source.code(scheduler)
+                        yield Change(
+                            scheduler,
+                            (source.replace(scheduler, f'{{"scheduler": {text}, "interval": "step"}}'),),
+                            "the scheduler steps every optimizer step instead of every epoch",
+                        )
+
     def changes(self, source, training):
         yield from self._per_epoch_configs(source)
+        yield from self._bare_lightning_schedulers(source)
         for statement in source.nodes(cst.Expr):
             call = statement.value
             if not (
