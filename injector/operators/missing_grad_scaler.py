@@ -107,8 +107,29 @@ class MissingGradScaler(Operator):
             "loss_scale = 2 ** self.lg_loss_scale\n(loss * loss_scale).backward()\n",
             ("loss_scale = 2 ** self.lg_loss_scale\n(loss).backward()\n",),
         ),
+        Example(
+            # A scaler kept on the object whose scaled backward runs in another file's callback.
+            "class T:\n"
+            "    def clip(self):\n"
+            "        self._scaler.unscale_(self.optimizer)\n"
+            "        clip_grad_norm_(self.params, 1.0)\n"
+            "    def step(self):\n"
+            "        self.clip()\n"
+            "        self._scaler.step(self.optimizer)\n"
+            "        self._scaler.update()\n",
+            (
+                "class T:\n"
+                "    def clip(self):\n"
+                "        clip_grad_norm_(self.params, 1.0)\n"
+                "    def step(self):\n"
+                "        self.clip()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
+        # A scaler attribute that is only read for its state.
+        "def save(self):\n    return self._scaler.state_dict()\n",
         "loss.backward()\noptimizer.step()\n",
         "(loss * weight).backward()\n(loss + aux_scale).backward()\n",
         "scaler = torch.amp.GradScaler('cuda')\n",
@@ -172,3 +193,33 @@ class MissingGradScaler(Operator):
                     if statement_call(statement) is call:
                         edits.append(source.delete_statement(statement))
             yield Change(backward.call, tuple(edits), f"the training step no longer uses the GradScaler `{scaler}`")
+        yield from self._scaled_elsewhere(source, training, {scaler for _, scaler in done})
+
+    @staticmethod
+    def _scaled_elsewhere(source, training, handled: set[str]):
+        """A GradScaler kept on the object (`self._scaler.step(self.optimizer)`,
+        `self._scaler.update()`, `self._scaler.unscale_(...)`) whose `scale(loss).backward()` runs
+        in another file (a backward callback): the optimizer steps on the scaled gradients and the
+        scale never adapts. One mutant per scaler, over the whole class."""
+        steps: dict[str, list[cst.Call]] = {}
+        for call in source.nodes(cst.Call):
+            if (
+                callee_name(call) in {"step", "update", "unscale_"}
+                and isinstance(call.func, cst.Attribute)
+                and isinstance(call.func.value, cst.Attribute)
+                and training.role(call.func.value) == "scaler"
+            ):
+                steps.setdefault(source.code(call.func.value), []).append(call)
+        for scaler, calls in steps.items():
+            if scaler in handled or not scaler.startswith("self.") or "step" not in {callee_name(c) for c in calls}:
+                continue
+            edits = []
+            for call in calls:
+                optimizer = argument(call, "optimizer", 0)
+                statement = source.parent(call)
+                if callee_name(call) == "step" and optimizer is not None:
+                    edits.append(source.replace(call, method_on(source, optimizer.value, "step")))
+                elif callee_name(call) != "step" and statement_call(statement) is call:
+                    edits.append(source.delete_statement(statement))
+            first = next(c for c in calls if callee_name(c) == "step")
+            yield Change(first, tuple(edits), f"the training step no longer uses the GradScaler `{scaler}`")
