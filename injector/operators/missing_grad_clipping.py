@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, statement_call
+from injector.patterns import argument, callee_name, dotted, statement_call
 
 LIMIT = {"clip_grad_norm_": "max_norm", "clip_grad_norm": "max_norm", "clip_grad_value_": "clip_value"}
 # Settings that turn a framework's clipping on; 0 turns it off in each (DeepSpeed's config,
@@ -13,6 +13,15 @@ SETTINGS = frozenset({"gradient_clipping", "gradient_clip_val"})
 # A callable loss scaler's clipping limit (timm's and Swin's `loss_scaler(..., clip_grad=...)`):
 # `None` is how those scalers are told not to clip, so the mutant passes `None`.
 SCALER_LIMITS = frozenset({"clip_grad", "grad_clip", "max_norm", "clip_value", "max_grad_norm"})
+
+
+def _wrapper_method(call: cst.Call) -> bool:
+    """True for a model wrapper's own clipping method (`self.ddp_model.clip_grad_norm_(max_norm)`,
+    FSDP's): it clips its own parameters, so the limit is its first argument."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    owner = dotted(call.func.value) or ""
+    return not (owner == "torch" or owner.startswith("torch.") or owner.endswith(("utils", "nn")))
 
 
 def _result_unused(source, statement, call: cst.Call) -> bool:
@@ -85,6 +94,11 @@ class MissingGradClipping(Operator):
                 "trainer = Trainer(gradient_clip_val=0.5)\n",
             ),
         ),
+        Example(
+            # A model wrapper's own clipping method: the limit is its first argument.
+            "norm = self.wrapped.clip_grad_norm_(self.max_norm).item()\n",
+            ('norm = self.wrapped.clip_grad_norm_(float("inf")).item()\n',),
+        ),
     )
     untouched = (
         "max_norm = 1.0\n",
@@ -117,7 +131,7 @@ class MissingGradClipping(Operator):
                 if source.is_reachable(statement):
                     yield Change(call, (source.delete_statement(statement),), f"removed `{name}`")
                 continue
-            limit = argument(call, LIMIT[name], 1)
+            limit = argument(call, LIMIT[name], 0 if _wrapper_method(call) else 1)
             if limit is not None:
                 yield Change(
                     call,
