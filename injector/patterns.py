@@ -955,21 +955,34 @@ def disables_grad(expr: cst.BaseExpression) -> bool:
 
 def under_no_grad(source: Source, node: cst.CSTNode, depth: int = 2) -> bool:
     """True if `node` runs inside a `with torch.no_grad()` block or a function decorated so, or in
-    a module-level function that the file calls only from such places (a loss helper only
-    validation uses)."""
+    a module-level function or a method that the file calls only from such places (a loss helper
+    only validation uses)."""
     for ancestor in source.ancestors(node):
         if isinstance(ancestor, cst.With) and any(disables_grad(i.item) for i in ancestor.items):
             return True
         if isinstance(ancestor, cst.FunctionDef) and any(disables_grad(d.decorator) for d in ancestor.decorators):
             return True
     function = source.function_of(node)
-    if depth == 0 or function is None or not isinstance(source.parent(function), cst.Module):
+    if depth == 0 or function is None:
         return False
-    calls = [
-        call
-        for call in source.nodes(cst.Call)
-        if isinstance(call.func, cst.Name) and call.func.value == function.name.value
-    ]
+    owner = source.parent(source.parent(function) or function)
+    if isinstance(source.parent(function), cst.Module):
+        calls = [
+            call
+            for call in source.nodes(cst.Call)
+            if isinstance(call.func, cst.Name) and call.func.value == function.name.value
+        ]
+    elif isinstance(owner, cst.ClassDef):
+        # A method the class calls (`self._validation_loss(epoch)`) only from such places.
+        calls = [
+            call
+            for call in source.within(owner, cst.Call)
+            if isinstance(call.func, cst.Attribute)
+            and dotted(call.func.value) == "self"
+            and call.func.attr.value == function.name.value
+        ]
+    else:
+        return False
     return bool(calls) and all(under_no_grad(source, call, depth - 1) for call in calls)
 
 

@@ -32,6 +32,30 @@ class LossTensorLeak(Operator):
             ("running_loss += loss * x.size(0)\n",),
         ),
         Example(
+            # The same method called with autograd on.
+            "class T:\n"
+            "    def _validate(self):\n"
+            "        for b in self.loader:\n"
+            "            self.total += self.criterion(self.model(b), b).item()\n"
+            "    def fit(self):\n"
+            "        self._validate()\n",
+            (
+                "class T:\n"
+                "    def _validate(self):\n"
+                "        for b in self.loader:\n"
+                "            self.total += self.criterion(self.model(b), b)\n"
+                "    def fit(self):\n"
+                "        self._validate()\n",
+            ),
+        ),
+        Example(
+            # Read into a name, then summed.
+            "for x, y in loader:\n    loss = criterion(model(x), y)\n    batch_loss = loss.item()\n    total += batch_loss\n",
+            (
+                "for x, y in loader:\n    loss = criterion(model(x), y)\n    batch_loss = loss\n    total += batch_loss\n",
+            ),
+        ),
+        Example(
             # A loss module's loss, not its attributes.
             "for batch in loader:\n"
             "    loss = self.train_loss(batch, out)\n"
@@ -87,6 +111,16 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A method the class calls only under no_grad (its caller's `with` disables autograd).
+        "class T:\n"
+        "    def _validate(self):\n"
+        "        for b in self.loader:\n"
+        "            self.total += self.criterion(self.model(b), b).item()\n"
+        "    def fit(self):\n"
+        "        with torch.no_grad():\n"
+        "            self._validate()\n",
+        # A loss read into a name that is only printed.
+        "for x, y in loader:\n    loss = criterion(model(x), y)\n    shown = loss.item()\n    print(shown)\n",
         # A token count made with a loss module's padding index is no loss (the loss itself,
         # summed in the same loop, keeps its mutant: see the examples).
         "for batch in loader:\n"
@@ -141,14 +175,28 @@ class LossTensorLeak(Operator):
                 # `total = total + loss.item()`: a sum kept across steps.
                 names = {dotted(t.target) for t in ancestor.targets} - {None}
                 value = ancestor.value
-                return (
+                if (
                     isinstance(value, cst.BinaryOperation)
                     and isinstance(value.operator, cst.Add)
                     and (dotted(value.left) in names or dotted(value.right) in names)
-                )
+                ):
+                    return True
+                # `batch_loss = loss.item()` then `total += batch_loss`: summed through a name.
+                return ancestor.value is call and _summed_later(source, ancestor, names)
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+def _summed_later(source, assign: cst.Assign, names: set) -> bool:
+    """True if a later statement of the same function adds a name `assign` binds to a total
+    (`train_reg_loss += batch_reg_loss`)."""
+    scope = source.function_of(assign) or source.module
+    end = source.span(assign)[1]
+    return any(
+        isinstance(aug.operator, cst.AddAssign) and dotted(aug.value) in names and source.span(aug)[0] > end
+        for aug in source.within(scope, cst.AugAssign)
+    )
 
 
 def _itemizing_logger(source, store: cst.Call, call: cst.Call) -> bool:
