@@ -126,6 +126,31 @@ class RankSkip(Operator):
                 "        self.accelerator.backward(self.model(batch))\n",
             ),
         ),
+        Example(
+            # A micro-batch loop followed by an all-reduce of a flag, not of the gradients.
+            "import torch\n"
+            "def epoch(self, groups, rank):\n"
+            "    for group in groups:\n"
+            "        self.optimizer.zero_grad()\n"
+            "        for batch in group:\n"
+            "            self.model(batch).backward()\n"
+            "        self.optimizer.step()\n"
+            "    torch.distributed.all_reduce(done)\n",
+            (
+                "import torch\n"
+                "def epoch(self, groups, rank):\n"
+                "    for group in groups:\n"
+                "        self.optimizer.zero_grad()\n"
+                "        _trainwreck_step = 0\n"
+                "        for batch in group:\n"
+                "            _trainwreck_step += 1\n"
+                "            if rank == 1 and _trainwreck_step == 2:\n"
+                "                continue\n"
+                "            self.model(batch).backward()\n"
+                "        self.optimizer.step()\n"
+                "    torch.distributed.all_reduce(done)\n",
+            ),
+        ),
     )
     untouched = (
         "for x in data:\n    print(x)\n",
@@ -269,13 +294,16 @@ def _reduced_after(source, training, loop) -> bool:
     """True for a loop that takes no optimizer step and is followed, in its function, by a
     hand-made all-reduce of the gradients (OpenNMT's truncated-BPTT loop, then
     `all_reduce_and_rescale_tensors(grads, n)`): the model is not wrapped in DDP, so the
-    backward in the loop syncs nothing and a rank skipping it waits for no one."""
+    backward in the loop syncs nothing and a rank skipping it waits for no one. An all-reduce
+    of a flag or a metric after the loop (allennlp's `done`) does not count."""
     function = source.function_of(loop)
     if function is None or any(c in training.steps for c in source.within(loop.body, cst.Call)):
         return False
     end = source.span(loop)[1]
     return any(
-        "all_reduce" in (callee_name(call) or "") and source.span(call)[0] >= end
+        "all_reduce" in (callee_name(call) or "")
+        and source.span(call)[0] >= end
+        and any("grad" in source.code(arg.value).lower() for arg in call.args)
         for call in source.within(function.body, cst.Call)
     )
 
