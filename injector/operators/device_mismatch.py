@@ -42,6 +42,39 @@ def _fresh_tensor(expr: cst.BaseExpression) -> bool:
     return False
 
 
+LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
+
+
+def _needless(source, call: cst.Call) -> bool:
+    """Moves that change nothing: of a `*_like` tensor (`torch.zeros_like(x)` is already on x's
+    device); of a value stored into a slot of an existing tensor (`buf[i] = x.to(device)`: the
+    store copies it to the buffer's device); of a batch in a Lightning module's step, which
+    Lightning moved to the device before calling it."""
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if isinstance(receiver, cst.Call) and (callee_name(receiver) or "").endswith("_like"):
+        return True
+    node: cst.CSTNode = call
+    parent = source.parent(node)
+    while isinstance(parent, cst.Attribute) and parent.value is node:
+        grand = source.parent(parent)
+        if not (isinstance(grand, cst.Call) and grand.func is parent):
+            break
+        node, parent = grand, source.parent(grand)
+    if (
+        isinstance(parent, cst.Assign)
+        and parent.value is node
+        and all(isinstance(t.target, cst.Subscript) for t in parent.targets)
+    ):
+        return True
+    function = source.function_of(call)
+    if function is None or function.name.value not in LIGHTNING_STEPS:
+        return False
+    owner = source.parent(source.parent(function) or function)
+    return isinstance(owner, cst.ClassDef) and any(
+        (last_name(base.value) or "").endswith("LightningModule") for base in owner.bases
+    )
+
+
 def _tensor_class(call: cst.Call) -> bool:
     """True for a tensor built by its class (`torch.Tensor(obs)`, `torch.FloatTensor(n)`), not a module."""
     name = dotted(call.func) or ""
@@ -240,6 +273,10 @@ class DeviceMismatch(Operator):
         ),
         Example("data = dataset[0].to(device)\n", ("data = dataset[0]\n",)),
         Example(
+            "for step in range(n):\n    reward = torch.tensor(reward).to(device).view(-1)\n",
+            ("for step in range(n):\n    reward = torch.tensor(reward).view(-1)\n",),
+        ),
+        Example(
             # A tensor built by its class from what an environment returned.
             "next_obs = torch.Tensor(next_obs).to(device)\n",
             ("next_obs = torch.Tensor(next_obs)\n",),
@@ -257,6 +294,14 @@ class DeviceMismatch(Operator):
         "for x in xs:\n    x = x.type(torch.LongTensor)\n",
         "train_iter = BucketIterator(train, batch_size=8, device=device, train=True)\n"
         "for batch in train_iter:\n    src = batch.src.to(device)\n",
+        # Moves that change nothing: a `*_like` tensor, a value stored into a buffer's slot, a
+        # batch in a Lightning step (Lightning moved it); a plain store keeps its mutant (examples).
+        "for step in range(n):\n"
+        "    adv = torch.zeros_like(rewards).to(device)\n"
+        "    rewards[step] = torch.tensor(reward).to(device).view(-1)\n",
+        "class M(LightningModule):\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        inputs = batch[0].to(self.device)\n",
         # A checkpoint's metric, moved once at start-up, is not a batch.
         "def main_worker(gpu, args):\n    best_acc1 = checkpoint['best_acc1']\n    best_acc1 = best_acc1.to(gpu)\n",
         "for x in xs:\n    x = x.to(torch.float16)\n",
@@ -288,7 +333,7 @@ class DeviceMismatch(Operator):
                 continue
             if not isinstance(call.func, cst.Attribute) or _is_model(training, call.func.value):
                 continue
-            if not _is_batch(source, call) or placed:
+            if not _is_batch(source, call) or placed or _needless(source, call):
                 continue
             name = callee_name(call)
             if name == "type" and len(call.args) == 1:
