@@ -21,6 +21,24 @@ def other_axes(dim: int) -> list[int]:
     return [1] if dim == 0 else [dim - 1]
 
 
+def _eval_mode_only(source, call: cst.Call) -> bool:
+    """True for a softmax only eval mode runs (`if not self.training: return F.softmax(x, -1)`,
+    or the `else` of `if self.training:`): training never reaches it, so the fault is not a
+    training one (a model that returns logits in training and probabilities for decoding)."""
+    child: cst.CSTNode = call
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, cst.FunctionDef):
+            return False
+        if isinstance(ancestor, cst.If):
+            test = source.code(ancestor.test).replace(" ", "")
+            if test.startswith("not") and test[3:].endswith(".training") and child is ancestor.body:
+                return True
+            if test.endswith(".training") and not test.startswith("not") and child is not ancestor.body:
+                return True
+        child = ancestor
+    return False
+
+
 class WrongSoftmaxDim(Operator):
     id = "wrong-softmax-dim"
     summary = "Normalise a softmax/log-softmax over the neighbouring axis (functional, method or `nn.Softmax`)."
@@ -40,8 +58,28 @@ class WrongSoftmaxDim(Operator):
             "self.head = nn.Sequential(nn.Linear(8, 4), nn.LogSoftmax(dim=1))\n",
             ("self.head = nn.Sequential(nn.Linear(8, 4), nn.LogSoftmax(dim=0))\n",),
         ),
+        Example(
+            "class Head(nn.Module):\n"
+            "    def forward(self, x):\n"
+            "        if self.training:\n"
+            "            return F.log_softmax(x, dim=-1)\n"
+            "        return x\n",
+            (
+                "class Head(nn.Module):\n"
+                "    def forward(self, x):\n"
+                "        if self.training:\n"
+                "            return F.log_softmax(x, dim=-2)\n"
+                "        return x\n",
+            ),
+        ),
     )
     untouched = (
+        # Only eval mode runs it (the same softmax in the training branch keeps its mutant).
+        "class Head(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        if not self.training:\n"
+        "            return F.softmax(x, dim=-1)\n"
+        "        return x\n",
         "p = F.softmax(x, dim=self.dim)\n",
         "p = F.softmax(x)\n",
         "p = self.softmax(x)\n",
@@ -59,7 +97,7 @@ class WrongSoftmaxDim(Operator):
                 continue
             dim = argument(call, "dim", position)
             value = None if dim is None else int_value(dim.value)
-            if value is None:
+            if value is None or _eval_mode_only(source, call):
                 continue
             for axis in other_axes(value):
                 yield Change(
