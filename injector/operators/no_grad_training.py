@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, dotted, forward_run, grad_block, last_name
+from injector.patterns import argument, dotted, forward_run, grad_block, last_name, runs_model
 
 
 class NoGradTraining(Operator):
@@ -144,8 +144,62 @@ class NoGradTraining(Operator):
                 "    weighted.backward()\n",
             ),
         ),
+        Example(
+            # One forward pass before an `if` whose branches compute the losses of two optimizers:
+            # each loss without autograd, and the forward pass without it.
+            "import torch\n"
+            "class G(LightningModule):\n"
+            "    def training_step(self, batch, batch_idx, optimizer_idx):\n"
+            "        xrec, qloss = self(batch)\n"
+            "        if optimizer_idx == 0:\n"
+            "            aeloss = self.loss(qloss, batch, xrec, 0)\n"
+            "            return aeloss\n"
+            "        if optimizer_idx == 1:\n"
+            "            discloss = self.loss(qloss, batch, xrec, 1)\n"
+            "            return discloss\n",
+            (
+                "import torch\n"
+                "class G(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx, optimizer_idx):\n"
+                "        xrec, qloss = self(batch)\n"
+                "        if optimizer_idx == 0:\n"
+                "            with torch.no_grad():\n"
+                "                aeloss = self.loss(qloss, batch, xrec, 0)\n"
+                "            return aeloss\n"
+                "        if optimizer_idx == 1:\n"
+                "            discloss = self.loss(qloss, batch, xrec, 1)\n"
+                "            return discloss\n",
+                "import torch\n"
+                "class G(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx, optimizer_idx):\n"
+                "        with torch.no_grad():\n"
+                "            xrec, qloss = self(batch)\n"
+                "        if optimizer_idx == 0:\n"
+                "            aeloss = self.loss(qloss, batch, xrec, 0)\n"
+                "            return aeloss\n"
+                "        if optimizer_idx == 1:\n"
+                "            discloss = self.loss(qloss, batch, xrec, 1)\n"
+                "            return discloss\n",
+                "import torch\n"
+                "class G(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx, optimizer_idx):\n"
+                "        xrec, qloss = self(batch)\n"
+                "        if optimizer_idx == 0:\n"
+                "            aeloss = self.loss(qloss, batch, xrec, 0)\n"
+                "            return aeloss\n"
+                "        if optimizer_idx == 1:\n"
+                "            with torch.no_grad():\n"
+                "                discloss = self.loss(qloss, batch, xrec, 1)\n"
+                "            return discloss\n",
+            ),
+        ),
     )
     untouched = (
+        # A branch whose loss uses no forward pass run before the `if`.
+        "class G(LightningModule):\n"
+        "    def training_step(self, batch, batch_idx, optimizer_idx):\n"
+        "        if optimizer_idx == 0:\n"
+        "            return self.reg.sum()\n",
         "with torch.no_grad():\n    out = model(x)\n",
         "loss = compute()\nprint(loss)\n",
         # What `validation_step` returns is never differentiated.
@@ -157,6 +211,7 @@ class NoGradTraining(Operator):
     )
 
     def changes(self, source, training):
+        branches: set[cst.If] = set()
         for backward in training.loss_uses:
             switch = self._grad_enabled_by_value(source, training, backward)
             if switch is not None:
@@ -174,6 +229,42 @@ class NoGradTraining(Operator):
                 "the forward pass and loss run without autograd",
             )
             yield from self._earlier_terms(source, training, backward, first)
+            yield from self._forward_before_branch(source, training, first, branches)
+
+    @staticmethod
+    def _forward_before_branch(source, training, first, branches: set):
+        """Where each branch of an `if` computes its own loss from one forward pass run before
+        the `if` (a GAN's `training_step` branching on `optimizer_idx`), that forward pass
+        without autograd too: one mutant per `if`, the losses' own mutants are in the branches."""
+        line, siblings = source.block_of(first)
+        if not siblings or line is not siblings[0]:
+            return
+        branch = source.parent(source.parent(line) or line)
+        while isinstance(source.parent(branch), cst.If) and source.parent(branch).orelse is branch:
+            branch = source.parent(branch)  # an elif: its chain starts at the outer if
+        if not isinstance(branch, cst.If) or branch in branches:
+            return
+        branches.add(branch)
+        _, outer = source.block_of(branch)
+        if branch not in outer:
+            return
+        index = outer.index(branch)
+        start = index
+        while start > 0 and isinstance(outer[start - 1], cst.SimpleStatementLine):
+            small = outer[start - 1].body
+            if len(small) != 1 or not isinstance(small[0], cst.Assign):
+                break
+            start -= 1
+        run = outer[start:index]
+        if not run or not any(runs_model(source, training, s) for s in run):
+            return
+        if any(source.has_multiline_string(s) for s in run):
+            return
+        yield Change(
+            run[-1],
+            (source.reindent(run[0], run[-1], add=source.indent, header=f"with {training.torch}.no_grad():"),),
+            "the forward pass runs without autograd before the branches that compute the losses",
+        )
 
     @staticmethod
     def _earlier_terms(source, training, backward, first):
