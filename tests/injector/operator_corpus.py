@@ -255,7 +255,9 @@ def load_module(text: str, file: CorpusFile) -> str | None:
 
     Returns None when it loads, else the error in one line.
     """
-    package = f"corpus_package_{Path(file.name).stem}"  # what `from . import x` reaches: stubs
+    # What `from . import x` and `from ..utils import y` reach: stubs (two levels, for a
+    # library module such as asteroid's engine/system.py).
+    package = f"corpus_package_{Path(file.name).stem}.inner"
     with _stubbed_imports(file.text, package):
         module = types.ModuleType(f"{package}.module")
         module.__file__ = str(CORPUS / file.name)
@@ -417,7 +419,7 @@ def _unimportable_modules(text: str) -> set[str]:
 
 class _stubbed_imports:
     def __init__(self, text: str, package: str) -> None:
-        self.packages = _missing_packages(text) | {package}
+        self.packages = _missing_packages(text) | {package.split(".")[0]}
         self.modules = _unimportable_modules(text)
 
     def __enter__(self) -> None:
