@@ -243,13 +243,22 @@ def _rank(rank: int, world_size: int, port: int, train_rank: Callable, results: 
             timeout=timedelta(seconds=timeout * 0.8),
         )
         model = train_rank(rank, world_size)
-        results.put((rank, torch.cat([p.detach().flatten() for p in model.parameters()]).tolist(), None))
+        _report(results, (rank, torch.cat([p.detach().flatten() for p in model.parameters()]).tolist(), None))
     except BaseException as error:
-        results.put((rank, None, f"{type(error).__name__}: {error}".splitlines()[0]))
+        _report(results, (rank, None, f"{type(error).__name__}: {error}".splitlines()[0]))
         raise
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _report(results: Any, item: tuple) -> None:
+    """Put ITEM on the queue and wait until it is in the pipe. A queue's feeder thread sends
+    later, and a gloo teardown that hangs while holding the GIL would keep it from ever sending:
+    the check then waited out its whole timeout on ranks that had finished."""
+    results.put(item)
+    results.close()
+    results.join_thread()
 
 
 def _same(a: Any, b: Any) -> bool:
