@@ -143,6 +143,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written after the rules were frozen for issue 9's fresh batch 4
+    "lstm_keras": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "frozen-parameters",
+            "label-out-of-range",
+            "dtype-mismatch",
+            "shape-mismatch",
+            "no-grad-training",
+            "detached-graph",
+            "backward-twice",
+            "non-scalar-backward",
+            "missing-epsilon",
+            "no-shuffle",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
