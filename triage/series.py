@@ -100,17 +100,31 @@ def _val_context(text: str) -> bool:
     return ("val" in low or "test" in low) and _VAL_CONTEXT.search(text) is not None
 
 
+_PHASE_LAST = re.compile(r"\b(train|training|val|valid|validation|eval|test)\W*$", re.I)
+
+
+def _phase(gap: str) -> bool | None:
+    """Whether the words right before a metric's name put it in evaluation (True), in training
+    (False), or say nothing (None): `val loss: 1.06`, `train acc: 0.97`."""
+    if not gap or not ("val" in gap or "test" in gap or "rain" in gap or "Val" in gap or "Test" in gap):
+        return None
+    m = _PHASE_LAST.search(gap)
+    if m is None:
+        return None
+    return not m.group(1).lower().startswith("train")
+
+
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|Infinity)"
 # key, separator (= or :), optional quotes and `tensor(`, number (HF Trainer quotes its values:
-# `'loss': '2.456e+26'`)
+# `'loss': '2.456e+26'`); a full stop may end the number where a sentence ends (`val acc 0.718.`)
 _PAIR = re.compile(
     r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\()?['"]?("""
     + _NUM
-    + r""")(?:\s?(?:[KMGT]i?B|ms|s|%))?(?![\w.])"""
+    + r""")(?:\s?(?:[KMGT]i?B|ms|s|%))?(?!\w|\.\w)"""
 )  # a unit after the number is the logger's scale
 # "loss 0.53" (no separator) only for the names that habitually appear that way; "Loss error: 0.5"
 _SPACED = re.compile(
-    r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM + r")(?![\w.])", re.I
+    r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM + r")(?!\w|\.\w)", re.I
 )
 # a loss under a name of its own (`loss_train`, `train/loss_avg`): "loss" is one of its words and no
 # other word names a known metric or another model's loss (a GAN's d_loss and g_loss are two losses)
@@ -198,7 +212,9 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
     text = text[:MAX_READING]  # a metrics print is short; a megabyte-long line is not one
     metrics: dict[str, float] = {}
     val_context = None
+    last_end = 0
     for m in _PAIR.finditer(text):
+        gap, last_end = text[last_end : m.start()], m.end()
         key = _key(m.group(1))
         name = _CANON.get(key)
         if name is None:
@@ -211,7 +227,12 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
             if name is None:
                 continue
         if name in ("loss", "accuracy") and key in ("loss", "acc", "accuracy"):
-            if val_context is None:
+            # a phase word between the last metric and this name decides its phase
+            # (`train acc: 0.97, val loss: 1.06`); without one, the line's opening words do
+            phase = _phase(gap)
+            if phase is not None:
+                val_context = phase
+            elif val_context is None:
                 val_context = _val_context(text[: m.start()])
             if val_context:
                 name = "val_" + name
@@ -219,9 +240,11 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
     if len(metrics) < 3:
         for m in _SPACED.finditer(text):
             name = _CANON.get(_key(m.group(1)))
+            if name in ("loss", "accuracy"):
+                phase = _phase(text[max(0, m.start() - 12) : m.start()])
+                if phase if phase is not None else name == "loss" and _val_context(text[: m.start()]):
+                    name = "val_" + name
             if name and name not in metrics:
-                if name == "loss" and _val_context(text[: m.start()]):
-                    name = "val_loss"
                 metrics[name] = _float(m.group(2))
     if "loss" in metrics and "_runtime" in text:
         del metrics["loss"]  # HF Trainer's closing summary: the mean over the run, not a step's loss

@@ -148,3 +148,24 @@ def test_a_header_needs_a_step_column_and_a_known_metric():
     b.add("name    value    unit", 3)
     b.add("x 1 2", 4)
     assert b.build() == {}
+
+
+WORLD_EXCERPTS = Path(__file__).resolve().parent / "world" / "excerpts"
+
+
+def test_a_phase_word_apart_from_the_name_decides_the_metric_and_a_sentence_may_end_a_number():
+    # https://github.com/LingxiaoShawn/PairNorm/issues/1: `train loss 0.158 train acc: 0.979,
+    # val loss: 1.063 val acc 0.718.` The validation loss was read as the training loss (and,
+    # flat beside a 98% training accuracy, named an optimizer that never stepped).
+    line = (WORLD_EXCERPTS / "pairnorm-1-healthy.log").read_text().splitlines()[0]
+    _, metrics = parse_reading(line)
+    assert metrics == {"loss": 0.158, "accuracy": 0.979, "val_loss": 1.063, "val_accuracy": 0.718}
+    # without a phase word of its own, a metric keeps the phase the line opened with
+    assert parse_reading("Validation: loss=0.5 acc=0.9")[1] == {"val_loss": 0.5, "val_accuracy": 0.9}
+    assert parse_reading("Train Epoch 3: loss=0.4 acc=0.8, Val: loss=0.6 acc=0.7")[1] == {
+        "loss": 0.4,
+        "accuracy": 0.8,
+        "val_loss": 0.6,
+        "val_accuracy": 0.7,
+    }
+    assert parse_reading("loss: 0.5.3")[1] == {}  # a version-like token is no number

@@ -444,6 +444,13 @@ def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:
     a_val = a_last.value / 100 if a_last.value > 1 else a_last.value
     if a_val < 0.8:
         return out
+    # the loss "stayed" only against a start that had not learned yet: where the log opens on a
+    # model already right most of the time (its first point an epoch's mean, or a log joined
+    # late), the error rate has not even halved and the first loss is no untrained baseline
+    a_first = acc.finite()[0].value
+    a_first = a_first / 100 if a_first > 1 else a_first
+    if 1 - a_val > 0.5 * (1 - a_first):
+        return out
     ref = vloss if vloss is not None and len(vloss.finite()) >= 2 else tloss
     if ref is None or len(ref.finite()) < 2:
         return out

@@ -212,7 +212,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # what people write when they paste a description instead of the log itself
     _sig(
         "loss-non-finite-reported",
-        r"\bloss\b[^\n]{0,30}?\b(?:became|becomes|become|is|goes|went|turns?|turned|into|to|of|=|:)\s*"
+        r"\bloss\b[^\n]{0,30}?\b(?:became|becomes|become|is|was|were|got|goes|went|turns?|turned|into|to|of|=|:)\s*"
         r"['\"]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss\b",
         "the log says the loss became NaN or inf",
     ),

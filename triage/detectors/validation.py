@@ -171,7 +171,10 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
     lo = (vals[first - 1].line or 0) if first else 0
     hi = window[-1].line
     t_values = [p.value for p in train if p.line is not None and lo < p.line <= (hi or 0)]
-    if len(t_values) < 8:
+    # the training loss's point-to-point spread is batch noise only where it is logged more
+    # often than validation: an epoch's mean loss (one per evaluation, as Keras prints it) is
+    # an average over many batches, its spread no yardstick for a single evaluation's
+    if len(t_values) < 8 or len(t_values) < 2 * len(window):
         return []
     sigma_v, sigma_t = noise(values, robust=False), noise(t_values, robust=False)
     if sigma_t <= 0:
