@@ -32,6 +32,7 @@ EMITS: frozenset[str] = frozenset(
         "loss-diverging",
         "loss-flat",
         "loss-huge-initial",
+        "loss-huge-then-recovered",
         "loss-non-finite",
         "loss-oscillating",
         "loss-scale-collapse",
@@ -202,7 +203,20 @@ def plateaus(loss: Series, grad: Series | None, accuracy: Series | None = None) 
     k = max(2, len(vals) // 5)
     head, tail = _mean(vals[:k]), _mean(vals[-k:])
     first = vals[0]
-    if first > 20:
+    if first > 20 and tail < 0.1 * first and tail < 20:
+        # far beyond any classifier's starting loss, then down to a classifier's scale within
+        # the run: the first steps blew the loss up and the run came back (a summed loss stays
+        # at its scale, a tenth of its start at the least)
+        out.append(
+            Symptom(
+                "loss-huge-then-recovered",
+                f"the first {loss.name} is {first:.4g}, then it falls to {tail:.4g} "
+                f"({first / tail:.0f}x lower): a blow-up at the start the run recovered from",
+                (_ev(pts[0], loss.name, "first value"), _ev(pts[-1], loss.name, "last")),
+                value=first / tail,
+            )
+        )
+    elif first > 20:
         out.append(
             Symptom(
                 "loss-huge-initial",
