@@ -118,3 +118,13 @@ def test_a_library_stop_message_in_the_past_tense_reports_a_non_finite_loss():
     d = explain(WORLD / "excerpts" / "neuralhydrology-101.log")
     assert "loss-non-finite-reported" in {s.name for s in d.symptoms}
     assert [c.id for c in d.causes][:1] == ["lr-too-high"]
+
+
+def test_a_loss_climbing_to_nan_ranks_the_step_size_first_as_the_field_does():
+    # Summed gradients (no zero_grad, SGD with momentum) and a step too large both make the loss
+    # climb tenfold per epoch to NaN; where the log cannot tell them apart, both are in the top
+    # three, in the order the dev split confirms them (a step too large more often).
+    dev = Counter(m["cause"] for m in MANIFEST if m["split"] == "dev")
+    assert dev["lr-too-high"] > dev["missing-zero-grad"]
+    log = WORLD.parent / "programs" / "logs" / "vit_print__missing-zero-grad__s3.log"
+    assert [c.id for c in explain(log).causes][:2] == ["lr-too-high", "missing-zero-grad"]
