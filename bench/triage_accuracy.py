@@ -63,6 +63,17 @@ class Run:
     def named(self, threshold: float) -> list[str]:
         return [cid for cid, conf in self.ranked if conf >= threshold]
 
+    def tied(self, threshold: float) -> list[str]:
+        """The causes tied first among those named (triage.ties); [] when the first stands alone."""
+        from triage.ties import TIE_MARGIN, score_of
+
+        named = [conf for _, conf in self.ranked if conf >= threshold]
+        if len(named) < 2:
+            return []
+        top = score_of(named[0])
+        tied = [cid for cid, conf in self.ranked[: len(named)] if top - score_of(conf) <= TIE_MARGIN + 1e-6]
+        return tied if len(tied) > 1 else []
+
 
 @dataclass
 class Tally:
@@ -71,6 +82,8 @@ class Tally:
     top3: int = 0
     healthy: int = 0
     alarms: int = 0
+    tied: int = 0  # faulty runs whose answer is a tie at the top (triage.ties): said as a tie
+    tied_top1: int = 0  # of which top-1 was right: counted in top-1 here, but said as a tie
     misses: list[str] = field(default_factory=list)
 
     def add(self, run: Run, threshold: float) -> None:
@@ -84,6 +97,9 @@ class Tally:
         self.runs += 1
         self.top1 += ids[:1] == [run.cause]
         self.top3 += run.cause in ids[:3]
+        if run.tied(threshold):
+            self.tied += 1
+            self.tied_top1 += ids[:1] == [run.cause]
         if ids[:1] != [run.cause]:
             kind = "top-3" if run.cause in ids[:3] else "miss "
             self.misses.append(f"{kind}        {run.name} ({run.cause}): {ids[:3] or 'no cause'}")
@@ -95,6 +111,7 @@ class Tally:
             f"{self.runs:3d} runs  top-1 {100 * self.top1 / self.runs:5.1f}%  "
             f"top-3 {100 * self.top3 / self.runs:5.1f}%   healthy {self.healthy:2d}, "
             f"false alarms {self.alarms}"
+            + (f", tied first {self.tied} ({self.tied_top1} of them top-1)" if self.tied else "")
         )
 
     def to_json(self) -> dict[str, object]:
@@ -104,6 +121,8 @@ class Tally:
             "top3": self.top3 / self.runs if self.runs else None,
             "healthy": self.healthy,
             "false_alarms": self.alarms,
+            "tied": self.tied,
+            "tied_top1": self.tied_top1,
         }
 
 

@@ -71,13 +71,15 @@ _NUMBER_LIST = re.compile(r"\[\s*-?\d[\d.eE+-]*(?:\s*,\s*-?\d[\d.eE+-]*){2,}")
 
 # What triage did with one caught mutant's log (exclusive, in this order).
 FIRST = "first"  # named the injected fault first
+TIED = "tied"  # the fault is among causes triage said the log cannot tell apart at the top
 TOP3 = "top3"  # named it second or third
 OTHER = "other"  # named causes, not it among the first three
 NOTHING = "nothing"  # named no cause
 NO_LOG = "no_log"  # the guard left no output to read (a timed-out pytest guard), or triage failed
-VERDICTS = (FIRST, TOP3, OTHER, NOTHING, NO_LOG)
+VERDICTS = (FIRST, TIED, TOP3, OTHER, NOTHING, NO_LOG)
 VERDICT_LABELS = {
     FIRST: "named first",
+    TIED: "tied first",
     TOP3: "in top 3",
     OTHER: "another cause",
     NOTHING: "nothing found",
@@ -101,6 +103,7 @@ class Entry:
     log: str | None  # the log's path within the corpus folder; None: no output was kept
     triaged: bool = False  # triage read the log (False: no log, or triage failed)
     named: tuple[str, ...] = ()  # the causes triage reported, best first
+    tied: tuple[str, ...] = ()  # the causes triage said tie first (none named the answer); () if none
     symptoms: tuple[str, ...] = ()  # the symptoms triage found
     shows_symptom: bool = False  # see the module docstring
 
@@ -108,7 +111,9 @@ class Entry:
     def verdict(self) -> str:
         if not self.triaged:
             return NO_LOG
-        if self.named[:1] == (self.fault,):
+        if self.fault in self.tied:  # a tie is said as a tie: not counted as named first
+            return TIED
+        if self.named[:1] == (self.fault,) and not self.tied:
             return FIRST
         if self.fault in self.named[:3]:
             return TOP3
@@ -124,6 +129,7 @@ class Entry:
             "log": self.log,
             "triaged": self.triaged,
             "named": list(self.named),
+            "tied": list(self.tied),
             "symptoms": list(self.symptoms),
             "shows_symptom": self.shows_symptom,
             "verdict": self.verdict,
@@ -140,6 +146,7 @@ class Entry:
             log=data.get("log"),
             triaged=bool(data.get("triaged", False)),
             named=tuple(data.get("named", ())),
+            tied=tuple(data.get("tied", ())),
             symptoms=tuple(data.get("symptoms", ())),
             shows_symptom=bool(data.get("shows_symptom", False)),
         )
@@ -154,6 +161,7 @@ class Row:
     symptomatic: int  # caught mutants whose log shows a training symptom
     first_symptomatic: int  # of which triage named the fault first
     instead: Counter[str] = field(default_factory=Counter)  # what triage named first instead
+    tied_symptomatic: int = 0  # of which triage said the fault tied first (not counted as named first)
 
     @property
     def caught(self) -> int:
@@ -215,6 +223,7 @@ def _row(fault: str, entries: list[Entry]) -> Row:
         len(symptomatic),
         sum(1 for e in symptomatic if e.verdict == FIRST),
         Counter(e.named[0] for e in entries if e.verdict in (TOP3, OTHER)),
+        sum(1 for e in symptomatic if e.verdict == TIED),
     )
 
 
@@ -226,6 +235,7 @@ def _row_json(row: Row) -> dict[str, object]:
         "instead": dict(row.instead.most_common()),
         "shows_symptom": row.symptomatic,
         "first_of_symptomatic": row.first_symptomatic,
+        "tied_first_of_symptomatic": row.tied_symptomatic,
         "rate": row.rate,
     }
 
@@ -390,6 +400,7 @@ def answered(entry: Entry, answer: dict | None, folder: Path) -> Entry:
         entry,
         triaged=True,
         named=tuple(answer.get("named", ())),
+        tied=tuple(answer.get("tied", ())),
         symptoms=symptoms,
         shows_symptom=bool(set(symptoms) - {CRASHED})
         or longest >= SERIES_POINTS

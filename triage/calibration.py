@@ -44,6 +44,7 @@ def answer_corpus(folder: Path) -> list[dict[str, object]]:
                 "cause": entry.fault,
                 "status": diagnosis.status,
                 "named": [cause.id for cause in diagnosis.causes],
+                "tied": [cause.id for cause in diagnosis.tied],
                 "confidences": {cause.id: cause.confidence for cause in diagnosis.causes},
                 "symptoms": sorted({symptom.name for symptom in diagnosis.symptoms}),
                 "series": {name: series.summary() for name, series in diagnosis.series.items()},

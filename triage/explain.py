@@ -61,6 +61,13 @@ class Diagnosis:
         return "healthy"
 
     @property
+    def tied(self) -> tuple[Cause, ...]:
+        """The causes tied first (see triage.ties): empty when the first cause stands alone."""
+        from triage.ties import tied_first
+
+        return tied_first(self.causes)
+
+    @property
     def failures(self) -> tuple[Symptom, ...]:
         """The symptoms that mean the run failed (a crash, a non-finite loss, a hang, ...)."""
         return tuple(s for s in self.symptoms if s.name in FAILURE_SYMPTOMS)
@@ -70,6 +77,7 @@ class Diagnosis:
             "log": self.log,
             "status": self.status,
             "causes": [c.to_json() for c in self.causes],
+            "tied": [c.id for c in self.tied],
             "symptoms": [s.to_json() for s in self.symptoms],
             "series": {name: s.summary() for name, s in self.series.items()},
             "failure_step": self.failure_step,

@@ -76,6 +76,14 @@ def text(report: Diagnosis, *, color: bool | None = None, width: int = 100) -> s
             for e in s.evidence[:2]:
                 console.print(Text(f"      {_loc(e.line)}  {e.text}"))
         return buf.getvalue()
+    tied = report.tied
+    if tied:
+        from triage.ties import TIE_MARGIN, sentence
+
+        console.print(
+            f"[yellow]No single answer: {escape(sentence(tied))}[/yellow] (their evidence differs by at most "
+            f"{TIE_MARGIN:g} of weight, one hint or one prior; the order below is not a verdict)"
+        )
     for n, cause in enumerate(report.causes, 1):
         console.print()
         console.print(
@@ -252,6 +260,9 @@ def markdown(report: Diagnosis) -> str:
             }
         )
     symptoms = [{"name": code_span(s.name), "summary": plain(s.summary)} for s in report.symptoms]
+    from triage.ties import TIE_MARGIN, sentence
+
+    tie = sentence(report.tied, [code_span(c.id) for c in report.tied]) if report.tied else None
     from trainwreck_templates import render as render_template
 
     body = render_template(
@@ -260,6 +271,8 @@ def markdown(report: Diagnosis) -> str:
         where=plain(_where(report)),
         status=report.status,
         causes=causes,
+        tie=tie,
+        tie_margin=f"{TIE_MARGIN:g}",
         symptoms=symptoms,
         charts=charts,
         failure_step=report.failure_step,
