@@ -7,7 +7,15 @@ from injector.calibrate import FIRST, VERDICT_LABELS, VERDICTS, Calibration, Row
 from trainwreck.markdown import code_span as md_code
 from trainwreck.markdown import inline as md_inline
 
-COLOURS = {FIRST: "killed", "top3": "timeout", "other": "survived", "nothing": "no_coverage", "no_log": "ignored"}
+# a tie is said as a tie, neither right nor wrong: the colour of an errored outcome, apart from both
+COLOURS = {
+    FIRST: "killed",
+    "tied": "error",
+    "top3": "timeout",
+    "other": "survived",
+    "nothing": "no_coverage",
+    "no_log": "ignored",
+}
 
 
 def _segments(row: Row) -> list[dict[str, object]]:
