@@ -383,11 +383,13 @@ def _slow_from_uniform(first: float, last: float, ev: tuple[Evidence, ...], rank
 
 def _same_call_twice(code: str, listing: list[str]) -> bool:
     """`assert f(x) == f(x)`, or `a == b` with `a = f(x)` and `b = f(x)` quoted above: one call
-    made twice, its two answers differing."""
-    m = re.fullmatch(r"assert\s+(.+?)\s*==\s*(.+)", code)
-    if not m:
+    made twice, its two answers differing. The comparison may be any of the usual spellings of
+    "these two are equal": `==`, `torch.equal`, `torch.allclose`, `np.array_equal`,
+    `np.allclose`, `(a == b).all()`, `torch.all(a == b)`, `torch.testing.assert_close(a, b)`."""
+    pair = _compared(code)
+    if pair is None:
         return False
-    left, right = m.group(1).strip(), m.group(2).strip()
+    left, right = pair
     if left == right:
         return "(" in left
     assigned: dict[str, str] = {}
@@ -395,8 +397,45 @@ def _same_call_twice(code: str, listing: list[str]) -> bool:
         a = re.match(r"^\s*(\w+)\s*=\s*(.+?)\s*$", line.lstrip(">"))
         if a:
             assigned[a.group(1)] = a.group(2)
-    left, right = assigned.get(left), assigned.get(right)
-    return left is not None and left == right and "(" in left
+    left_call, right_call = assigned.get(left), assigned.get(right)
+    return left_call is not None and left_call == right_call and "(" in left_call
+
+
+_EQUAL_CALL = re.compile(
+    r"^(?:assert\s+)?(?:torch\.testing\.assert_close|(?:torch|np|numpy)\.(?:equal|allclose|array_equal)|"
+    r"torch\.all)\((?P<args>.+)\)\s*(?:,.*)?$"
+)
+
+
+def _compared(code: str) -> tuple[str, str] | None:
+    """The two things an equality assertion compares, as written; None for other assertions."""
+    code = code.strip()
+    m = _EQUAL_CALL.match(code)
+    if m:
+        inside = _top_level_split(m.group("args"))
+        if code.startswith(("torch.all(", "assert torch.all(")):
+            return _compared("assert " + inside[0]) if len(inside) == 1 else None
+        return (inside[0].strip(), inside[1].strip()) if len(inside) >= 2 else None
+    m = re.fullmatch(r"assert\s+\((.+)\)\.all\(\)", code)
+    if m:
+        return _compared("assert " + m.group(1))
+    m = re.fullmatch(r"assert\s+(.+?)\s*==\s*(.+)", code)
+    return (m.group(1).strip(), m.group(2).strip()) if m else None
+
+
+def _top_level_split(args: str) -> list[str]:
+    """A call's arguments split on the commas outside brackets (`f(a, b), g(c)` -> two)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(args):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(args[start:i])
+            start = i + 1
+    parts.append(args[start:])
+    return [p for p in parts if "=" not in p.split("(")[0] or "==" in p]
 
 
 def _none_grad_in_traceback(readings: list[Reading]) -> Symptom | None:

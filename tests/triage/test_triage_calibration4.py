@@ -1,0 +1,41 @@
+"""Issue 13 round 4: kinds heldout_sknet exposed, each read from a real run's log."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from triage.explain import explain
+
+CORPUS = Path(__file__).resolve().parent / "calibration"
+PROGRAMS = CORPUS / "programs"
+
+
+def test_torch_equal_of_one_call_made_twice_is_a_repeat_that_differs() -> None:
+    # heldout_sknet's missing-eval-mode: `assert torch.equal(net.predict_proba(X), ...(X))` with
+    # pytest's `assert False` and the two answers: nothing was named before round 4
+    report = explain(CORPUS / "heldout_sknet" / "logs" / "504c0d4c2db5.log")
+    assert "repeat-differs" in {s.name for s in report.symptoms}
+    assert report.causes[0].id == "missing-eval-mode"
+
+
+def test_every_spelling_of_equal_reads_as_a_repeat(tmp_path: Path) -> None:
+    # dropout left on, one prediction asked twice, compared by torch.allclose, torch.equal of two
+    # names assigned from the same call, `(a == b).all()` and `torch.all(a == b)`: run for real
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(PROGRAMS / "repeated_calls.py")],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout[-2000:]
+    sections = re.split(r"(?m)^_{3,} (test_\w+) _{3,}$", done.stdout)
+    failures = dict(zip(sections[1::2], sections[2::2], strict=True))
+    assert set(failures) == {"test_allclose", "test_equal_of_two_names", "test_all_equal", "test_torch_all"}
+    for name, text in failures.items():
+        log = tmp_path / f"{name}.log"
+        log.write_text(text)
+        report = explain(log)
+        assert "repeat-differs" in {s.name for s in report.symptoms}, name
+        assert report.causes[0].id == "missing-eval-mode", name
