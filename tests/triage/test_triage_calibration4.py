@@ -39,3 +39,12 @@ def test_every_spelling_of_equal_reads_as_a_repeat(tmp_path: Path) -> None:
         report = explain(log)
         assert "repeat-differs" in {s.name for s in report.symptoms}, name
         assert report.causes[0].id == "missing-eval-mode", name
+
+
+def test_a_loss_that_went_under_the_softmax_floor_never_had_one() -> None:
+    # heldout_sknet's missing-zero-grad (C=2): 0.62 -> 0.18 at epoch 5, then drifting back to 0.33,
+    # which is where a double softmax's floor ln(e+1)-1 = 0.31 lies; but cross-entropy over
+    # softmax outputs cannot go under that bound at any C, and this loss did
+    report = explain(CORPUS / "heldout_sknet" / "logs" / "9c1ac081cee1.log")
+    assert "double-softmax-floor" not in {s.name for s in report.symptoms}
+    assert "double-softmax" not in [c.id for c in report.causes]

@@ -280,6 +280,11 @@ def softmax_floor(loss: Series, start: float, accuracy: float = 1.0) -> Symptom 
     if not 1.8 <= c_est <= 2000:
         return None
     floor = math.log(math.e + c_est - 1) - accuracy
+    # the floor is a bound, at any C: no sample's cross-entropy over softmax outputs can go below
+    # ln(e + C - 1) - 1 (a confident right answer), so a loss that has been clearly under it (a
+    # run that learnt, then drifted back up to where the floor would be) never had one
+    if min(vals) < 0.9 * (math.log(math.e + c_est - 1) - 1):
+        return None
     # stalled there: the last stretch no lower than the one before it (a healthy run that is
     # still falling may pass the floor on its way down)
     k = max(2, len(vals) // 6)
