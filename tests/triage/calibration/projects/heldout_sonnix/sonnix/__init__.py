@@ -1,0 +1,1 @@
+r"""sonnix, trimmed: some losses and the check that a loss decreases under training."""
