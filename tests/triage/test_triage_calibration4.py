@@ -48,3 +48,19 @@ def test_a_loss_that_went_under_the_softmax_floor_never_had_one() -> None:
     report = explain(CORPUS / "heldout_sknet" / "logs" / "9c1ac081cee1.log")
     assert "double-softmax-floor" not in {s.name for s in report.symptoms}
     assert "double-softmax" not in [c.id for c in report.causes]
+
+
+def test_a_per_step_list_pytest_printed_is_read_as_a_series() -> None:
+    # shared_state's missing-zero-grad: `assert ([[4.67, 3.15, 1.15, 0.04, 0.58, 2.38, ...]] and
+    # 4.57 < 0.001)`: a loss that learnt, then climbed back; summed gradients and a rate too high
+    # both do that, and the log cannot tell which: said as a tie of the two
+    report = explain(CORPUS / "shared_state" / "logs" / "7ae3e0e4df27.log")
+    assert "loss-rose" in {s.name for s in report.symptoms}
+    assert {c.id for c in report.tied} == {"missing-zero-grad", "lr-too-high"}
+
+
+def test_a_printed_list_that_only_fell_is_not_a_rise() -> None:
+    # a healthy-looking series in a failing bar check: heldout_sknet's missing-eval-mode log has
+    # no printed list; the rule needs a low, then a climb back above half the start
+    report = explain(CORPUS / "heldout_sknet" / "logs" / "504c0d4c2db5.log")
+    assert "loss-rose" not in {s.name for s in report.symptoms}

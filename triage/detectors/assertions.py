@@ -149,9 +149,47 @@ def detect(ctx: Context) -> list[Symptom]:
             add(Symptom("params-unchanged", "the guard says parameters did not change", (_ev(rd),), rank=rd.rank))
         if _PROSE_PROBS.search(text):
             add(Symptom("probs-not-normalised", "the guard says probabilities do not sum to one", (_ev(rd),)))
+    for failure in _failures(readings):
+        add(_printed_series(failure))
     add(_none_grad_in_traceback(readings))
     add(_kept_loss_in_traceback(readings))
     return list(found.values())
+
+
+# a list of four or more numbers in pytest's rewrite (`[[4.67, 3.15, 1.15, 0.04, ...]]`): its repr
+# of a sequence, cut with `...` where long
+_PRINTED_LIST = re.compile(r"\[\s*(-?\d[\d.eE+-]*(?:\s*,\s*-?\d[\d.eE+-]*){3,})(?:\s*,\s*\.\.\.)?\s*\]")
+
+
+def _printed_series(failure: Failure) -> Symptom | None:
+    """A per-step series pytest printed in its rewrite of an assertion that takes the sequence's
+    last value (`xs[-1]`) as where training ended: read as a series. One that fell to a low and
+    then climbed back above half of where it started learnt and then came undone (summed
+    gradients growing the step, or a rate too high), which is `loss-rose`."""
+    if "[-1]" not in failure.code:
+        return None
+    for text in failure.message:
+        m = _PRINTED_LIST.search(text)
+        if not m:
+            continue
+        try:
+            values = [float(v) for v in m.group(1).split(",")]
+        except ValueError:
+            continue
+        if not all(math.isfinite(v) for v in values) or values[0] <= 0:
+            continue
+        low = min(range(len(values)), key=values.__getitem__)
+        after = max(values[low:])
+        if values[low] < 0.5 * values[0] and after > 0.5 * values[0] and after > 4 * values[low]:
+            said = ", ".join(f"{v:.4g}" for v in values)
+            return Symptom(
+                "loss-rose",
+                f"the test printed a series ({said}, ...) that fell to {values[low]:.4g} and climbed back to {after:.4g}",
+                (Evidence(failure.line, "> " + failure.code, rank=failure.rank),),
+                value=after,
+                rank=failure.rank,
+            )
+    return None
 
 
 def _may_be_prose(text: str) -> bool:
