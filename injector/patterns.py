@@ -413,8 +413,28 @@ class Training:
                             ),
                             None,
                         )
-                    if isinstance(value, (cst.Name, cst.Attribute)):
+                    if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
+                        found.append(ReturnedLoss(ret, value))  # `return train_loss['loss']`
+                    elif isinstance(value, (cst.Name, cst.Attribute)):
                         found.append(ReturnedLoss(ret, value))
+                        found.extend(self._helper_returns(value, ret))
+        return found
+
+    def _helper_returns(self, value: cst.BaseExpression, ret: cst.Return) -> list[ReturnedLoss]:
+        """Where the returned loss was assigned from a call of a function of this file
+        (`loss = self.common_step(batch, batch_nb, train=True)`), the losses that function
+        returns: its forward pass and loss are the training step's too."""
+        name = dotted(value)
+        assign = self.last_assignment(name, ret) if name is not None else None
+        if assign is None or not isinstance(assign.value, cst.Call):
+            return []
+        found = []
+        for helper in self.called_functions(assign.value):
+            for inner in self.source.within(helper.body, cst.Return):
+                if self.source.function_of(inner) is not helper:
+                    continue
+                if isinstance(inner.value, (cst.Name, cst.Attribute)) and self.is_loss_value(inner.value, inner):
+                    found.append(ReturnedLoss(inner, inner.value))
         return found
 
     def _optimizes_by_hand(self, owner: cst.ClassDef, function: cst.FunctionDef) -> bool:
@@ -837,6 +857,8 @@ def loss_name(expr: cst.BaseExpression) -> str | None:
     """The name a loss expression is held in: `loss` for `loss / accum`, `self.loss`, and in a
     weighted sum the operand named as a loss (`r1_loss` in `(args.r1 / 2 * r1_loss + 0 * x[0])`),
     else its first named operand."""
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
+        return expr.value.value  # a loss kept in a dict: `train_loss['loss']`
     names = _operand_names(expr)
     for name in names:
         if "loss" in name.split(".")[-1].lower():

@@ -211,6 +211,16 @@ class DetachedGraph(Operator):
         """The mutant of one assignment that computes the loss."""
         if assign is not None and assign.value is not None:
             targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+            if isinstance(backward.loss, cst.Subscript):
+                # A loss kept in a dict (`train_loss = model.loss_function(...)`, `return
+                # train_loss['loss']`): the dict has no `detach`, its loss entry is cut off.
+                entry = source.code(backward.loss)
+                yield Change(
+                    assign,
+                    (source.insert_after(assign, [f"{entry} = {entry}.detach()"]),),
+                    "the loss is cut off from the model's graph",
+                )
+                return
             if len(targets) != 1 or isinstance(targets[0], (cst.Tuple, cst.List)):
                 # The loss as a name, also where the backward gets it rescaled (`_loss / accum`).
                 name = loss_name(backward.loss)

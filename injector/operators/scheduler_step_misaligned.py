@@ -171,6 +171,21 @@ class SchedulerStepMisaligned(Operator):
                         and isinstance(e.key, cst.SimpleString)
                         and e.key.evaluated_value == "lr_scheduler"
                     ]
+                elif isinstance(value, (cst.List, cst.Tuple)):
+                    # A list of configs (`return [{"optimizer": opt, "lr_scheduler": sched}, ...]`).
+                    schedulers = [
+                        e.value
+                        for config in value.elements
+                        if isinstance(config.value, cst.Dict)
+                        for e in config.value.elements
+                        if isinstance(e, cst.DictElement)
+                        and isinstance(e.key, cst.SimpleString)
+                        and e.key.evaluated_value == "lr_scheduler"
+                    ]
+                if isinstance(value, cst.Tuple) and len(value.elements) == 2:
+                    second = value.elements[1].value
+                    if isinstance(second, cst.Name):
+                        yield from _held_schedulers(source, function, ret, second)
                 for scheduler in schedulers:
                     if isinstance(scheduler, (cst.Name, cst.Attribute)):
                         text = source.code(scheduler)
@@ -319,6 +334,69 @@ class SchedulerStepMisaligned(Operator):
                         )
                     return Change(statement, edits, "the per-epoch scheduler steps on every batch")
         return None
+
+
+def _held_schedulers(source, function, ret, held: cst.Name):
+    """Schedulers `configure_optimizers` returns in a list held in a name (`return optims,
+    scheds` after `scheds.append(scheduler)`). Where every appended item is a bare scheduler,
+    the returned list is handed over as configs stepped every optimizer step; where the list
+    also gets configs (an item appended under `isinstance(sched, dict)`), only the bare ones."""
+    appends = [
+        call
+        for call in source.within(function.body, cst.Call)
+        if isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "append"
+        and dotted(call.func.value) == held.value
+        and len(call.args) == 1
+    ]
+    built = [
+        a
+        for a in source.within(function.body, cst.Assign)
+        if any(dotted(t.target) == held.value for t in a.targets)
+    ]
+    if not appends and not any(isinstance(a.value, cst.List) and a.value.elements for a in built):
+        return
+    bare = [c for c in appends if not _is_config(source, c.args[0].value, c)]
+    if len(bare) == len(appends):
+        text = f'[{{"scheduler": s, "interval": "step"}} for s in {held.value}]'
+        yield Change(
+            ret, (source.replace(held, text),), "the schedulers step every optimizer step instead of every epoch"
+        )
+        return
+    for call in bare:
+        item = call.args[0].value
+        if not isinstance(item, cst.Name):
+            continue
+        config = f'{{"scheduler": {item.value}, "interval": "step"}}'
+        if any(
+            isinstance(a.value, cst.Dict) and any(dotted(t.target) == item.value for t in a.targets)
+            for a in source.within(function.body, cst.Assign)
+        ):
+            config = f"{item.value} if isinstance({item.value}, dict) else {config}"  # a config kept as is
+        yield Change(
+            call, (source.replace(item, config),), "the scheduler steps every optimizer step instead of every epoch"
+        )
+
+
+def _is_config(source, item: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True if `item` is a scheduler config where `use` runs: a dict literal, or a name under
+    `if isinstance(name, dict)` (or the `else` of its negation)."""
+    if isinstance(item, cst.Dict):
+        return True
+    name = dotted(item)
+    child: cst.CSTNode = use
+    for ancestor in source.ancestors(use):
+        if isinstance(ancestor, cst.FunctionDef):
+            break
+        if isinstance(ancestor, cst.If):
+            test = source.code(ancestor.test).replace(" ", "")
+            positive = child is ancestor.body
+            if test == f"isinstance({name},dict)" and positive:
+                return True
+            if test == f"notisinstance({name},dict)" and not positive:
+                return True
+        child = ancestor
+    return False
 
 
 def _same_class(source, one, other) -> bool:
