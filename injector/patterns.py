@@ -136,13 +136,14 @@ def callee_name(call: cst.Call) -> str | None:
     return last_name(call.func)
 
 
-def is_functional(call: cst.Call) -> bool:
-    """True for `F.f(...)`, `torch.f(...)`, `torch.nn.functional.f(...)` and bare `f(...)`;
-    False for a tensor method `x.f(...)`."""
+def is_functional(call: cst.Call, aliases: frozenset[str] = frozenset()) -> bool:
+    """True for `F.f(...)`, `torch.f(...)`, `torch.nn.functional.f(...)` and bare `f(...)`, and
+    through the file's own alias of torch (`th.mean(...)` after `import torch as th`) given in
+    `aliases`; False for a tensor method `x.f(...)`."""
     if isinstance(call.func, cst.Name):
         return True
     if isinstance(call.func, cst.Attribute):
-        return dotted(call.func.value) in FUNCTIONAL_MODULES
+        return dotted(call.func.value) in FUNCTIONAL_MODULES | aliases
     return False
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.operators.base import Change, Example, Operator, removed_mode_switches
+from injector.operators.base import Change, Example, Operator, deleted_calls, removed_mode_switches
 from injector.patterns import (
     EVALUATION_WORDS,
     argument,
@@ -21,6 +21,20 @@ def _is_train(call: cst.Call) -> bool:
         return False  # `trainer.train()` runs a whole training, it does not set a mode
     mode = argument(call, "mode", 0)
     return mode is None or is_literal_bool(mode.value, True)
+
+
+def _library_mode_setter(training, call: cst.Call) -> bool:
+    """True for a library method that switches a module to training mode, called with a literal
+    True (stable-baselines3's `self.policy.set_training_mode(True)`): a method named for the
+    training mode that this file does not define (one it defines is followed through its body
+    by `mode_helpers`)."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    name = call.func.attr.value.lower()
+    if "train" not in name or "mode" not in name or call.func.attr.value in training.functions:
+        return False
+    mode = argument(call, "mode", 0)
+    return mode is not None and is_literal_bool(mode.value, True) and len(call.args) == 1
 
 
 def _train_by_value(call: cst.Call) -> cst.Arg | None:
@@ -355,6 +369,11 @@ class MissingTrainMode(Operator):
             ),
             True,
             "training continues in eval mode",
+        )
+        yield from deleted_calls(
+            source,
+            lambda call: _library_mode_setter(training, call),
+            "removed `{code}`: training continues in the mode the library left",
         )
 
     @staticmethod

@@ -350,9 +350,7 @@ def _held_schedulers(source, function, ret, held: cst.Name):
         and len(call.args) == 1
     ]
     built = [
-        a
-        for a in source.within(function.body, cst.Assign)
-        if any(dotted(t.target) == held.value for t in a.targets)
+        a for a in source.within(function.body, cst.Assign) if any(dotted(t.target) == held.value for t in a.targets)
     ]
     if not appends and not any(isinstance(a.value, cst.List) and a.value.elements for a in built):
         return

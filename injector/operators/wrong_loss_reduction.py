@@ -20,6 +20,13 @@ from injector.patterns import (
 EVALUATION_PREFIXES = ("eval", "val", "test")
 
 
+def _evaluation_name(name: str) -> bool:
+    """True for the name of an evaluation figure (`val_loss`, `eval_loss`, `test_loss`,
+    `validate_loss_fn`), not of a value head's training term (`value_loss`)."""
+    lowered = name.lower()
+    return lowered.startswith(EVALUATION_PREFIXES) and not lowered.startswith("value")
+
+
 def _evaluation_only(source, call: cst.Call) -> bool:
     """True for a criterion built for evaluation only (`validate_loss_fn = nn.CrossEntropyLoss()`):
     the figure it reports is not what training minimises."""
@@ -27,7 +34,7 @@ def _evaluation_only(source, call: cst.Call) -> bool:
     if assign is None or not isinstance(assign.value, cst.Call) or constructed(assign.value) is not call:
         return False
     names = [(last_name(t.target) or "").lower() for t in assign.targets]
-    return all(n.startswith(EVALUATION_PREFIXES) for n in names)
+    return all(_evaluation_name(n) for n in names)
 
 
 class WrongLossReduction(Operator):
@@ -128,6 +135,7 @@ class WrongLossReduction(Operator):
     )
 
     def changes(self, source, training):
+        aliases = frozenset({training.torch})  # `th.mean(...)` after `import torch as th`
         for call in source.nodes(cst.Call):
             name = callee_name(call)
             if (
@@ -161,9 +169,7 @@ class WrongLossReduction(Operator):
                     )
         for assign in source.nodes(cst.Assign):
             if not any(
-                isinstance(t.target, cst.Name)
-                and _names_loss(t.target.value)
-                and not t.target.value.lower().startswith(EVALUATION_PREFIXES)
+                isinstance(t.target, cst.Name) and _names_loss(t.target.value) and not _evaluation_name(t.target.value)
                 for t in assign.targets
             ):
                 continue  # a training loss, not a reported evaluation figure
@@ -188,7 +194,7 @@ class WrongLossReduction(Operator):
             if isinstance(value, cst.Call) and callee_name(value) == "mean" and isinstance(value.func, cst.Attribute):
                 averages = [value]
             else:
-                averages = _averages(value)
+                averages = _averages(value, aliases)
             if averages:
                 yield _summed(source, value, averages)
         for aug in source.nodes(cst.AugAssign):
@@ -198,10 +204,10 @@ class WrongLossReduction(Operator):
             if (
                 isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign))
                 and "loss" in target
-                and not target.startswith(EVALUATION_PREFIXES)
+                and not _evaluation_name(target)
                 and not under_no_grad(source, aug)
             ):
-                averages = _averages(aug.value)
+                averages = _averages(aug.value, aliases)
                 if averages:
                     yield _summed(source, aug.value, averages)
         for ret in source.nodes(cst.Return):
@@ -212,9 +218,13 @@ class WrongLossReduction(Operator):
             if value is None or function is None or under_no_grad(source, ret):
                 continue
             own = function.name.value.lower()
-            if own.startswith(EVALUATION_PREFIXES):
+            if _evaluation_name(own):
                 continue
-            averages = [a for a in _averages(value) if _names_loss(own) or _names_loss(last_name(_averaged(a)) or "")]
+            averages = [
+                a
+                for a in _averages(value, aliases)
+                if _names_loss(own) or _names_loss(last_name(_averaged(a, aliases)) or "")
+            ]
             if averages:
                 yield _summed(source, value, averages)
 
@@ -243,33 +253,33 @@ def _names_loss(name: str) -> bool:
     """True for the name of a loss or of a loss term (`d_loss`, `gradient_penalty`), not of an
     evaluation figure."""
     lowered = name.lower()
-    return any(word in lowered for word in LOSS_WORDS) and not lowered.startswith(EVALUATION_PREFIXES)
+    return any(word in lowered for word in LOSS_WORDS) and not _evaluation_name(lowered)
 
 
-def _is_average(call: cst.BaseExpression) -> bool:
+def _is_average(call: cst.BaseExpression, aliases: frozenset[str] = frozenset()) -> bool:
     """True for a mean over every element: `x.mean()`, `torch.mean(x)` (a mean over a dimension,
     `x.mean(1)`, is not the batch average)."""
     if not isinstance(call, cst.Call) or callee_name(call) != "mean" or not isinstance(call.func, cst.Attribute):
         return False
-    if is_functional(call):
+    if is_functional(call, aliases):
         return len(call.args) == 1 and call.args[0].keyword is None
     return not call.args
 
 
-def _averaged(call: cst.Call) -> cst.BaseExpression:
+def _averaged(call: cst.Call, aliases: frozenset[str] = frozenset()) -> cst.BaseExpression:
     """What a mean averages: `x` of `x.mean()` and of `torch.mean(x)`."""
-    return call.args[0].value if is_functional(call) else call.func.value  # type: ignore[attr-defined]
+    return call.args[0].value if is_functional(call, aliases) else call.func.value  # type: ignore[attr-defined]
 
 
-def _averages(expr: cst.BaseExpression) -> list[cst.Call]:
+def _averages(expr: cst.BaseExpression, aliases: frozenset[str] = frozenset()) -> list[cst.Call]:
     """The whole-tensor means a loss expression combines with arithmetic: both of
     `-torch.mean(real) + torch.mean(fake) + gp`, the one of `((g.norm(2, dim=1) - 1) ** 2).mean()`."""
     if isinstance(expr, cst.Call):
-        return [expr] if _is_average(expr) else []
+        return [expr] if _is_average(expr, aliases) else []
     if isinstance(expr, cst.BinaryOperation):
-        return _averages(expr.left) + _averages(expr.right)
+        return _averages(expr.left, aliases) + _averages(expr.right, aliases)
     if isinstance(expr, cst.UnaryOperation):
-        return _averages(expr.expression)
+        return _averages(expr.expression, aliases)
     return []
 
 
