@@ -96,6 +96,7 @@ FUNCTIONAL_MODULES = frozenset(
 )
 
 
+CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train", "eval"})
 
 
@@ -548,8 +549,8 @@ class Training:
         `optim.Adam(agent.parameters(), lr=...)`), as written: models, whatever their names."""
         found = set()
         for call in self.source.nodes(cst.Call):
-            if _constructor_role(call) != "optimizer":
-                continue
+            if _constructor_role(call) != "optimizer" and callee_name(call) not in CLIPS:
+                continue  # an optimizer built over its parameters, or its gradients clipped
             for inner in self.source.within(call, cst.Call):
                 if isinstance(inner.func, cst.Attribute) and inner.func.attr.value in (
                     "parameters",

@@ -230,6 +230,37 @@ class NoGradTraining(Operator):
             )
             yield from self._earlier_terms(source, training, backward, first)
             yield from self._forward_before_branch(source, training, first, branches)
+            if not any(
+                runs_model(source, training, s)
+                for s in source.block_of(first)[1][
+                    source.block_of(first)[1].index(first) : source.block_of(first)[1].index(last) + 1
+                ]
+                if first in source.block_of(first)[1]
+            ):
+                yield from self._feeding_forward(source, training, first)
+
+    @staticmethod
+    def _feeding_forward(source, training, first):
+        """Where the run that computes the loss holds no forward pass, the nearest assignment
+        before it in its block that runs the model (a policy's `evaluate_actions`, an agent's
+        `get_action_and_value`, after statements that are no assignments): without autograd."""
+        _, siblings = source.block_of(first)
+        if first not in siblings:
+            return
+        for line in reversed(siblings[: siblings.index(first)]):
+            if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+                continue
+            assign = line.body[0]
+            if not isinstance(assign, cst.Assign) or not runs_model(source, training, assign.value, depth=0):
+                continue
+            if source.has_multiline_string(line):
+                return
+            yield Change(
+                line,
+                (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
+                "the forward pass runs without autograd",
+            )
+            return
 
     @staticmethod
     def _forward_before_branch(source, training, first, branches: set):
