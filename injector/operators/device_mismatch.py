@@ -92,7 +92,7 @@ def _is_batch(source, call: cst.Call) -> bool:
         return True
     if source.enclosing(call, cst.Return) is not None:
         return True
-    if _batch_holder(source, call):
+    if _batch_holder(source, call) or _taken_item(source, call):
         return True
     function = source.function_of(call)
     name = function.name.value.lower() if function is not None else ""
@@ -109,8 +109,34 @@ def _dataset_item(expr: cst.BaseExpression) -> bool:
         inner = expr.args[0].value
         if isinstance(inner, cst.Call) and callee_name(inner) == "iter" and inner.args:
             inner = inner.args[0].value
+        if isinstance(inner, cst.Call):
+            inner = inner.func  # `next(iter(self.trainer.datamodule.test_dataloader()))`
         return any(word in (last_name(inner) or "").lower() for word in ("loader", "iter", "dataset"))
     return False
+
+
+def _taken_item(source, call: cst.Call) -> bool:
+    """True for `x.to(device)` where `x` was last assigned, in the same function, from an item
+    taken from a dataset or loader (`test_input, test_label = next(iter(loader))`): a single
+    batch, moved once."""
+    if not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
+        return False
+    name = call.func.value.value
+    function = source.function_of(call)
+    if function is None:
+        return False
+    before = source.span(call)[0]
+    found = None
+    for assign in source.within(function.body, cst.Assign):
+        if source.span(assign)[0] >= before or source.function_of(assign) is not function:
+            continue
+        if source.span(assign)[1] > before:
+            continue  # the assignment that holds the move (`x = x.to(device)`)
+        for target in assign.targets:
+            names = [target.target] + [e.value for e in getattr(target.target, "elements", ())]
+            if any(isinstance(n, cst.Name) and n.value == name for n in names):
+                found = assign
+    return found is not None and _dataset_item(found.value)
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:

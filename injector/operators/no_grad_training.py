@@ -230,14 +230,11 @@ class NoGradTraining(Operator):
             )
             yield from self._earlier_terms(source, training, backward, first)
             yield from self._forward_before_branch(source, training, first, branches)
-            if not any(
-                runs_model(source, training, s)
-                for s in source.block_of(first)[1][
-                    source.block_of(first)[1].index(first) : source.block_of(first)[1].index(last) + 1
-                ]
-                if first in source.block_of(first)[1]
-            ):
-                yield from self._feeding_forward(source, training, first)
+            _, siblings = source.block_of(first)
+            if first in siblings and last in siblings:
+                run_lines = siblings[siblings.index(first) : siblings.index(last) + 1]
+                if not any(runs_model(source, training, s) for s in run_lines):
+                    yield from self._feeding_forward(source, training, first)
 
     @staticmethod
     def _feeding_forward(source, training, first):
