@@ -69,9 +69,11 @@ def _built_or_wrapped(source, value, name: str) -> bool:
     return any(dotted(arg.value) == name for arg in value.args)
 
 
-def _returns_built(source, training, value) -> bool:
+def _returns_built(source, training, value, position: int | None = None) -> bool:
     """True for a call of the file's own builder (`model = load_model(hparams)`) whose every
-    `return name` returns a module it built or wrapped itself."""
+    `return name` returns a module it built or wrapped itself; with `position`, the element of
+    a returned tuple that an unpacking takes (`model, criterion = set_model(opt)` with `return
+    model, criterion`)."""
     if not isinstance(value, cst.Call):
         return False
     functions = training.called_functions(value)
@@ -82,9 +84,15 @@ def _returns_built(source, training, value) -> bool:
         if not returns:
             return False
         for ret in returns:
-            name = dotted(ret.value) if ret.value is not None else None
+            returned = ret.value
+            if position is not None:
+                elements = returned.elements if isinstance(returned, cst.Tuple) else ()
+                returned = elements[position].value if position < len(elements) else None
+            name = dotted(returned) if returned is not None else None
             assigns = [a for a in training.assigned_names.get(name or "", []) if source.function_of(a) is function]
-            if not assigns or not all(_built_or_wrapped(source, a.value, name or "") for a in assigns):
+            if not assigns or not all(
+                _built_or_wrapped(source, a.value, name or "") or _moved(a.value, name or "") for a in assigns
+            ):
                 return False
     return True
 
@@ -165,6 +173,17 @@ def _moved(value, name: str) -> bool:
     )
 
 
+def _unpacked_at(assign, name: str) -> int | None:
+    """The position of `name` in a tuple target (`model, criterion = ...` -> 0), else None."""
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return None
+    names = [dotted(e.value) for e in target.elements]
+    return names.index(name) if name in names else None
+
+
 def _handed_in_train_mode(source, training, call: cst.Call) -> bool:
     """True for a `.train()` at the top of a function on a model that is surely in training mode
     there: in `__init__`, the model just handed in (`self.model = model; self.model.train()`:
@@ -200,7 +219,7 @@ def _handed_in_train_mode(source, training, call: cst.Call) -> bool:
         ]
         if not assigns or not all(
             _built_or_wrapped(source, a.value, handed or "")
-            or _returns_built(source, training, a.value)
+            or _returns_built(source, training, a.value, _unpacked_at(a, handed or ""))
             or _moved(a.value, handed or "")
             for a in assigns
         ):
