@@ -168,7 +168,7 @@ class LossTensorLeak(Operator):
                 and isinstance(ancestor.func, cst.Attribute)
                 and (callee_name(ancestor) or "").startswith(STORING_PREFIXES)
             ):
-                return not _itemizing_logger(source, ancestor, call)
+                return not _itemizing_logger(source, ancestor, call) and not _keyed_logger(source, ancestor)
             if isinstance(ancestor, cst.Assign):
                 if any(isinstance(t.target, cst.Subscript) for t in ancestor.targets):
                     return True
@@ -196,6 +196,21 @@ def _summed_later(source, assign: cst.Assign, names: set) -> bool:
     return any(
         isinstance(aug.operator, cst.AddAssign) and dotted(aug.value) in names and source.span(aug)[0] > end
         for aug in source.within(scope, cst.AugAssign)
+    )
+
+
+def _keyed_logger(source, store: cst.Call) -> bool:
+    """True for `logger.record("train/loss", value)`: a logger that keeps one value per literal
+    key until it writes them out, each call overwriting the last, so a tensor kept there holds
+    one step's graph at most and nothing grows (`record_mean`, a running mean, keeps them all)."""
+    owner = (last_name(store.func.value) or "").lower()  # type: ignore[attr-defined]
+    first = store.args[0] if store.args else None
+    return (
+        callee_name(store) == "record"
+        and "logger" in owner
+        and first is not None
+        and first.keyword is None
+        and isinstance(first.value, cst.SimpleString)
     )
 
 
