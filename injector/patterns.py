@@ -420,6 +420,8 @@ class Training:
                     elif isinstance(value, (cst.Name, cst.Attribute)):
                         found.append(ReturnedLoss(ret, value))
                         found.extend(self._helper_returns(value, ret))
+                    elif isinstance(value, cst.Call):
+                        found.extend(self._helper_losses(value))  # `return self.shared_step(batch)`
         return found
 
     def _helper_returns(self, value: cst.BaseExpression, ret: cst.Return) -> list[ReturnedLoss]:
@@ -430,8 +432,12 @@ class Training:
         assign = self.last_assignment(name, ret) if name is not None else None
         if assign is None or not isinstance(assign.value, cst.Call):
             return []
+        return self._helper_losses(assign.value)
+
+    def _helper_losses(self, call: cst.Call) -> list[ReturnedLoss]:
+        """The losses a function of this file that `call` runs returns (`return loss`)."""
         found = []
-        for helper in self.called_functions(assign.value):
+        for helper in self.called_functions(call):
             for inner in self.source.within(helper.body, cst.Return):
                 if self.source.function_of(inner) is not helper:
                     continue

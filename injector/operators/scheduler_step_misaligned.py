@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import callee_name, dotted
+from injector.patterns import Training, callee_name, dotted, is_literal_bool
 
 HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
 
@@ -154,7 +154,7 @@ class SchedulerStepMisaligned(Operator):
         `{"optimizer": opt, "lr_scheduler": sched}`): Lightning steps it once per epoch; the
         mutant hands it over as `{"scheduler": sched, "interval": "step"}`."""
         for function in source.nodes(cst.FunctionDef):
-            if function.name.value != "configure_optimizers":
+            if function.name.value != "configure_optimizers" or _manual_optimization(source, function):
                 continue
             for ret in source.within(function.body, cst.Return):
                 value = ret.value
@@ -187,7 +187,11 @@ class SchedulerStepMisaligned(Operator):
                     if isinstance(second, cst.Name):
                         yield from _held_schedulers(source, function, ret, second)
                 for scheduler in schedulers:
-                    if isinstance(scheduler, (cst.Name, cst.Attribute)):
+                    if isinstance(scheduler, cst.Dict):
+                        yield from _config_without_interval(source, scheduler)
+                    elif isinstance(scheduler, (cst.Name, cst.Attribute)) or (
+                        isinstance(scheduler, cst.Call) and _constructs_scheduler(scheduler)
+                    ):
                         text = source.code(scheduler)
                         yield Change(
                             scheduler,
@@ -334,6 +338,49 @@ class SchedulerStepMisaligned(Operator):
                         )
                     return Change(statement, edits, "the per-epoch scheduler steps on every batch")
         return None
+
+
+def _manual_optimization(source, function: cst.FunctionDef) -> bool:
+    """True where the class around `function` optimizes by hand (`self.automatic_optimization =
+    False`, `self.manual_backward(loss)`): Lightning then steps no scheduler itself, whatever its
+    interval, the training step does (`self.lr_schedulers().step()`)."""
+    owner = next((a for a in source.ancestors(function) if isinstance(a, cst.ClassDef)), None)
+    if owner is None:
+        return False
+    if any(callee_name(c) == "manual_backward" for c in source.within(owner.body, cst.Call)):
+        return True
+    return any(
+        (dotted(t.target) or "").endswith("automatic_optimization") and is_literal_bool(a.value, False)
+        for a in source.within(owner.body, cst.Assign)
+        for t in a.targets
+    )
+
+
+def _constructs_scheduler(call: cst.Call) -> bool:
+    """True for a scheduler built in place (`CosineAnnealingLR(opt, 100)` in `return [opt], [...]`)."""
+    return Training.role_of_constructor(call) == "scheduler"
+
+
+def _config_without_interval(source, config: cst.Dict):
+    """`{"scheduler": sched}` handed to Lightning without an `"interval"`: Lightning's default
+    is once per epoch, the mutant steps it every optimizer step. Not a plateau scheduler's config
+    (`"monitor"`: it steps on a metric of the epoch)."""
+    keys = {
+        e.key.evaluated_value
+        for e in config.elements
+        if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+    }
+    if "scheduler" not in keys or "interval" in keys or "monitor" in keys:
+        return
+    if any(isinstance(e, cst.StarredDictElement) for e in config.elements):
+        return
+    last = config.elements[-1]
+    text = source.code(last.value)
+    yield Change(
+        config,
+        (source.replace(last.value, f'{text}, "interval": "step"'),),
+        "the scheduler steps every optimizer step instead of every epoch",
+    )
 
 
 def _held_schedulers(source, function, ret, held: cst.Name):
