@@ -183,6 +183,54 @@ class DetachedGraph(Operator):
                 "    optimizer_step(lm_loss / accum, optimizer)\n",
             ),
         ),
+        Example(
+            # A loss kept in a dict: its entry is cut off (the dict has no `detach`).
+            "class VAE(LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        results = self.forward(batch[0])\n"
+            "        train_loss = self.model.loss_function(*results, M_N=0.1)\n"
+            "        return train_loss['loss']\n",
+            (
+                "class VAE(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        results = self.forward(batch[0])\n"
+                "        train_loss = self.model.loss_function(*results, M_N=0.1)\n"
+                "        train_loss['loss'] = train_loss['loss'].detach()\n"
+                "        return train_loss['loss']\n",
+            ),
+        ),
+        Example(
+            # A loss computed in a helper the training step calls: where it is returned, and in the helper.
+            "class Sep(LightningModule):\n"
+            "    def shared_step(self, batch):\n"
+            "        x, y = batch\n"
+            "        loss = self.loss_func(self(x), y)\n"
+            "        return loss\n"
+            "    def training_step(self, batch, batch_nb):\n"
+            "        loss = self.shared_step(batch)\n"
+            "        self.log('loss', loss)\n"
+            "        return loss\n",
+            (
+                "class Sep(LightningModule):\n"
+                "    def shared_step(self, batch):\n"
+                "        x, y = batch\n"
+                "        loss = self.loss_func(self(x), y)\n"
+                "        return loss\n"
+                "    def training_step(self, batch, batch_nb):\n"
+                "        loss = self.shared_step(batch).detach()\n"
+                "        self.log('loss', loss)\n"
+                "        return loss\n",
+                "class Sep(LightningModule):\n"
+                "    def shared_step(self, batch):\n"
+                "        x, y = batch\n"
+                "        loss = self.loss_func(self(x).detach(), y)\n"
+                "        return loss\n"
+                "    def training_step(self, batch, batch_nb):\n"
+                "        loss = self.shared_step(batch)\n"
+                "        self.log('loss', loss)\n"
+                "        return loss\n",
+            ),
+        ),
     )
     untouched = (
         "loss.backward()\n",

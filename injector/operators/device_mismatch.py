@@ -307,6 +307,32 @@ class DeviceMismatch(Operator):
             "next_obs = torch.Tensor(next_obs).to(device)\n",
             ("next_obs = torch.Tensor(next_obs)\n",),
         ),
+        Example(
+            # A single batch taken from a loader to make sample images.
+            "def sample_images(self):\n"
+            "    test_input, test_label = next(iter(self.trainer.datamodule.test_dataloader()))\n"
+            "    test_input = test_input.to(self.curr_device)\n"
+            "    recons = self.model.generate(test_input)\n",
+            (
+                "def sample_images(self):\n"
+                "    test_input, test_label = next(iter(self.trainer.datamodule.test_dataloader()))\n"
+                "    test_input = test_input\n"
+                "    recons = self.model.generate(test_input)\n",
+            ),
+        ),
+        Example(
+            # The same through `.cuda()`.
+            "def show(model, loader, device):\n"
+            "    images = next(iter(loader))\n"
+            "    images = images.cuda()\n"
+            "    return model(images)\n",
+            (
+                "def show(model, loader, device):\n"
+                "    images = next(iter(loader))\n"
+                "    images = images\n"
+                "    return model(images)\n",
+            ),
+        ),
     )
     untouched = (
         # A tensor moved once and only read afterwards; an entry of a table that is no dataset.

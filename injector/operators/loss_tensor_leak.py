@@ -109,8 +109,21 @@ class LossTensorLeak(Operator):
                 "    history.record_batch('train', err)\n",
             ),
         ),
+        Example(
+            # A running-mean logger keeps every value.
+            "for data in buffer:\n"
+            "    loss = policy_loss + value_loss\n"
+            "    self.logger.record_mean('train/loss', loss.item())\n",
+            (
+                "for data in buffer:\n"
+                "    loss = policy_loss + value_loss\n"
+                "    self.logger.record_mean('train/loss', loss)\n",
+            ),
+        ),
     )
     untouched = (
+        # A logger that keeps one value per key, overwritten every step.
+        "for data in buffer:\n    loss = policy_loss + value_loss\n    self.logger.record('train/loss', loss.item())\n",
         # A method the class calls only under no_grad (its caller's `with` disables autograd).
         "class T:\n"
         "    def _validate(self):\n"

@@ -351,8 +351,36 @@ class MissingTrainMode(Operator):
                 "    critic.train()\n    for x in loader:\n        step(net, x)\n        net.eval()\n",
             ),
         ),
+        Example(
+            # A library's training-mode setter this file does not define.
+            "def train(self):\n"
+            "    self.policy.set_training_mode(True)\n"
+            "    for data in self.buffer.get():\n"
+            "        loss = self.policy.loss(data)\n",
+            ("def train(self):\n    for data in self.buffer.get():\n        loss = self.policy.loss(data)\n",),
+        ),
+        Example(
+            # The same with a keyword.
+            "def update(agent):\n    agent.net.set_train_mode(mode=True)\n    agent.learn()\n",
+            ("def update(agent):\n    agent.learn()\n",),
+        ),
     )
     untouched = (
+        # Switching to eval mode is not this operator's.
+        "def collect(self):\n    self.policy.set_training_mode(False)\n",
+        # A model from the file's builder, returned in a tuple, is still in training mode at the top of the epoch.
+        "def set_model(opt):\n"
+        "    model = ResNet(opt.name)\n"
+        "    model = model.cuda()\n"
+        "    return model, nn.CrossEntropyLoss()\n"
+        "def train(loader, model, criterion):\n"
+        "    model.train()\n"
+        "    for x, y in loader:\n"
+        "        criterion(model(x), y).backward()\n"
+        "def main(opt):\n"
+        "    model, criterion = set_model(opt)\n"
+        "    for epoch in range(3):\n"
+        "        train(loader, model, criterion)\n",
         # A model handed to a constructor that switches it at once.
         "class Trainer:\n    def __init__(self, model):\n        self.model = model\n        self.model.train()\n",
         "trainer.train()\n",

@@ -193,8 +193,99 @@ class NoGradTraining(Operator):
                 "            return discloss\n",
             ),
         ),
+        Example(
+            # A Lightning loss kept in a dict, through `self.forward`: the forward pass and the loss entry.
+            "class VAE(LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        results = self.forward(x, labels=y)\n"
+            "        train_loss = self.model.loss_function(*results, M_N=0.1)\n"
+            "        return train_loss['loss']\n",
+            (
+                "class VAE(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                '        with __import__("torch").no_grad():\n'
+                "            x, y = batch\n"
+                "            results = self.forward(x, labels=y)\n"
+                "            train_loss = self.model.loss_function(*results, M_N=0.1)\n"
+                "        return train_loss['loss']\n",
+            ),
+        ),
+        Example(
+            # A training step that returns what its helper (`common_step`) computes: the helper's run.
+            "import torch\n"
+            "class Sep(LightningModule):\n"
+            "    def common_step(self, batch, batch_nb, train=True):\n"
+            "        inputs, targets = batch\n"
+            "        est = self(inputs)\n"
+            "        loss = self.loss_func(est, targets)\n"
+            "        return loss\n"
+            "    def training_step(self, batch, batch_nb):\n"
+            "        return self.common_step(batch, batch_nb, train=True)\n",
+            (
+                "import torch\n"
+                "class Sep(LightningModule):\n"
+                "    def common_step(self, batch, batch_nb, train=True):\n"
+                "        with torch.no_grad():\n"
+                "            inputs, targets = batch\n"
+                "            est = self(inputs)\n"
+                "            loss = self.loss_func(est, targets)\n"
+                "        return loss\n"
+                "    def training_step(self, batch, batch_nb):\n"
+                "        return self.common_step(batch, batch_nb, train=True)\n",
+            ),
+        ),
+        Example(
+            # A forward pass through a method of what the file clips (`evaluate_actions`), before an `if`.
+            "import torch as th\n"
+            "def train(self):\n"
+            "    for data in self.buffer.get(64):\n"
+            "        values, log_prob = self.policy.evaluate_actions(data.obs, data.actions)\n"
+            "        if self.normalize:\n"
+            "            adv = (data.adv - data.adv.mean()) / (data.adv.std() + 1e-8)\n"
+            "        policy_loss = -(adv * log_prob).mean()\n"
+            "        self.policy.optimizer.zero_grad()\n"
+            "        policy_loss.backward()\n"
+            "        th.nn.utils.clip_grad_norm_(self.policy.parameters(), 0.5)\n"
+            "        self.policy.optimizer.step()\n",
+            (
+                "import torch as th\n"
+                "def train(self):\n"
+                "    for data in self.buffer.get(64):\n"
+                "        values, log_prob = self.policy.evaluate_actions(data.obs, data.actions)\n"
+                "        if self.normalize:\n"
+                "            adv = (data.adv - data.adv.mean()) / (data.adv.std() + 1e-8)\n"
+                "        with th.no_grad():\n"
+                "            policy_loss = -(adv * log_prob).mean()\n"
+                "        self.policy.optimizer.zero_grad()\n"
+                "        policy_loss.backward()\n"
+                "        th.nn.utils.clip_grad_norm_(self.policy.parameters(), 0.5)\n"
+                "        self.policy.optimizer.step()\n",
+                "import torch as th\n"
+                "def train(self):\n"
+                "    for data in self.buffer.get(64):\n"
+                "        with th.no_grad():\n"
+                "            values, log_prob = self.policy.evaluate_actions(data.obs, data.actions)\n"
+                "        if self.normalize:\n"
+                "            adv = (data.adv - data.adv.mean()) / (data.adv.std() + 1e-8)\n"
+                "        policy_loss = -(adv * log_prob).mean()\n"
+                "        self.policy.optimizer.zero_grad()\n"
+                "        policy_loss.backward()\n"
+                "        th.nn.utils.clip_grad_norm_(self.policy.parameters(), 0.5)\n"
+                "        self.policy.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
+        # A helper only validation calls.
+        "class S(LightningModule):\n"
+        "    def shared_step(self, batch):\n"
+        "        x, y = batch\n"
+        "        loss = F.cross_entropy(self(x), y)\n"
+        "        return loss\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        loss = self.shared_step(batch)\n"
+        "        self.log('val_loss', loss)\n",
         # A branch whose loss uses no forward pass run before the `if`.
         "class G(LightningModule):\n"
         "    def training_step(self, batch, batch_idx, optimizer_idx):\n"

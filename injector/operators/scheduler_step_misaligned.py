@@ -109,8 +109,87 @@ class SchedulerStepMisaligned(Operator):
                 "        train(model, loader, optimizer)\n",
             ),
         ),
+        Example(
+            # Schedulers appended to a list returned by name: all of them stepped per optimizer step.
+            "class M(LightningModule):\n"
+            "    def configure_optimizers(self):\n"
+            "        optims, scheds = [], []\n"
+            "        opt = Adam(self.parameters(), lr=1e-3)\n"
+            "        optims.append(opt)\n"
+            "        scheds.append(ExponentialLR(opt, gamma=0.95))\n"
+            "        return optims, scheds\n",
+            (
+                "class M(LightningModule):\n"
+                "    def configure_optimizers(self):\n"
+                "        optims, scheds = [], []\n"
+                "        opt = Adam(self.parameters(), lr=1e-3)\n"
+                "        optims.append(opt)\n"
+                "        scheds.append(ExponentialLR(opt, gamma=0.95))\n"
+                '        return optims, [{"scheduler": s, "interval": "step"} for s in scheds]\n',
+            ),
+        ),
+        Example(
+            # A list that also gets configs: only the bare schedulers.
+            "class M(LightningModule):\n"
+            "    def configure_optimizers(self):\n"
+            "        epoch_schedulers = []\n"
+            "        for sched in self.schedulers:\n"
+            "            if isinstance(sched, dict):\n"
+            "                epoch_schedulers.append(sched)\n"
+            "            else:\n"
+            "                epoch_schedulers.append(sched)\n"
+            "        return [self.optimizer], epoch_schedulers\n",
+            (
+                "class M(LightningModule):\n"
+                "    def configure_optimizers(self):\n"
+                "        epoch_schedulers = []\n"
+                "        for sched in self.schedulers:\n"
+                "            if isinstance(sched, dict):\n"
+                "                epoch_schedulers.append(sched)\n"
+                "            else:\n"
+                '                epoch_schedulers.append({"scheduler": sched, "interval": "step"})\n'
+                "        return [self.optimizer], epoch_schedulers\n",
+            ),
+        ),
+        Example(
+            # A list of configs whose scheduler config has no interval (Lightning's default: per epoch).
+            "class M(LightningModule):\n"
+            "    def configure_optimizers(self):\n"
+            "        opt = SGD(self.parameters(), lr=0.1)\n"
+            "        return [{'optimizer': opt, 'lr_scheduler': {'scheduler': StepLR(opt, 10)}}]\n",
+            (
+                "class M(LightningModule):\n"
+                "    def configure_optimizers(self):\n"
+                "        opt = SGD(self.parameters(), lr=0.1)\n"
+                "        return [{'optimizer': opt, 'lr_scheduler': {'scheduler': StepLR(opt, 10), \"interval\": \"step\"}}]\n",
+            ),
+        ),
+        Example(
+            # A scheduler built in place in the returned list.
+            "class M(LightningModule):\n"
+            "    def configure_optimizers(self):\n"
+            "        opt = SGD(self.parameters(), lr=0.1)\n"
+            "        return [opt], [CosineAnnealingLR(opt, 100)]\n",
+            (
+                "class M(LightningModule):\n"
+                "    def configure_optimizers(self):\n"
+                "        opt = SGD(self.parameters(), lr=0.1)\n"
+                '        return [opt], [{"scheduler": CosineAnnealingLR(opt, 100), "interval": "step"}]\n',
+            ),
+        ),
     )
     untouched = (
+        # Manual optimization: Lightning steps no scheduler, whatever its interval.
+        "class M(LightningModule):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.automatic_optimization = False\n"
+        "    def configure_optimizers(self):\n"
+        "        return [opt], [sched]\n",
+        # A plateau scheduler's config steps on a metric of the epoch.
+        "class M(LightningModule):\n"
+        "    def configure_optimizers(self):\n"
+        "        return {'optimizer': opt, 'lr_scheduler': {'scheduler': plateau, 'monitor': 'val_loss'}}\n",
         "for x, y in loader:\n    opt.step()\n    scheduler.step()\n",
         "config = {'optimizer': opt, 'lr_scheduler': {'scheduler': sched, 'interval': 'step'}}\n",
         "report = {'interval': 'epoch', 'path': out}\n",

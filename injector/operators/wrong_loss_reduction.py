@@ -113,8 +113,27 @@ class WrongLossReduction(Operator):
                 "recon_loss = ((x_hat - x) ** 2).mean()\nloss = torch.sum(torch.abs(a - b))\n",
             ),
         ),
+        Example(
+            # A value head's loss (not an evaluation figure) and a mean through torch's alias.
+            "import torch as th\n"
+            "from torch.nn import functional as F\n"
+            "value_loss = F.mse_loss(returns, values_pred)\n"
+            "entropy_loss = -th.mean(entropy)\n",
+            (
+                "import torch as th\n"
+                "from torch.nn import functional as F\n"
+                'value_loss = F.mse_loss(returns, values_pred, reduction="sum")\n'
+                "entropy_loss = -th.mean(entropy)\n",
+                "import torch as th\n"
+                "from torch.nn import functional as F\n"
+                "value_loss = F.mse_loss(returns, values_pred)\n"
+                "entropy_loss = -th.sum(entropy)\n",
+            ),
+        ),
     )
     untouched = (
+        # A validation figure.
+        "val_loss = F.mse_loss(out, y)\n",
         "loss = F.cross_entropy(logits, y, reduction='none')\n",
         "eval_loss = torch.mean(losses)\n",
         # A criterion only evaluation uses.
