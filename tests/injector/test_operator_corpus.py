@@ -51,6 +51,9 @@ def test_held_out_files_come_from_other_repositories_than_tuned_ones():
     from operator_corpus import MANIFESTS
 
     repos = {
-        split: {entry["repo"] for entry in tomllib.loads(path.read_text())["file"]} for split, path in MANIFESTS.items()
+        split: {entry["repo"] for entry in tomllib.loads(path.read_text()).get("file", [])}
+        for split, path in MANIFESTS.items()
     }
-    assert repos["tuned"] and repos["held-out"] and not repos["tuned"] & repos["held-out"]
+    # The held-out split is empty between rounds (a measured batch moves to tuned, the next one
+    # is listed first in the next round).
+    assert repos["tuned"] and not repos["tuned"] & repos["held-out"]
