@@ -983,6 +983,20 @@ def disables_grad(expr: cst.BaseExpression) -> bool:
     return last_name(expr) in NO_GRAD_CONTEXTS
 
 
+# The steps a LightningModule's trainer runs under `no_grad` (inference mode).
+LIGHTNING_EVALUATION_STEPS = frozenset({"validation_step", "test_step", "predict_step"})
+
+
+def _lightning_evaluation(source: Source, function: cst.FunctionDef) -> bool:
+    """True for `validation_step`/`test_step`/`predict_step` of a LightningModule subclass."""
+    if function.name.value not in LIGHTNING_EVALUATION_STEPS:
+        return False
+    owner = source.parent(source.parent(function) or function)
+    return isinstance(owner, cst.ClassDef) and any(
+        (last_name(base.value) or "").endswith("LightningModule") for base in owner.bases
+    )
+
+
 def under_no_grad(source: Source, node: cst.CSTNode, depth: int = 2) -> bool:
     """True if `node` runs inside a `with torch.no_grad()` block or a function decorated so, or in
     a module-level function or a method that the file calls only from such places (a loss helper
@@ -991,6 +1005,8 @@ def under_no_grad(source: Source, node: cst.CSTNode, depth: int = 2) -> bool:
         if isinstance(ancestor, cst.With) and any(disables_grad(i.item) for i in ancestor.items):
             return True
         if isinstance(ancestor, cst.FunctionDef) and any(disables_grad(d.decorator) for d in ancestor.decorators):
+            return True
+        if isinstance(ancestor, cst.FunctionDef) and _lightning_evaluation(source, ancestor):
             return True
     function = source.function_of(node)
     if depth == 0 or function is None:

@@ -177,6 +177,17 @@ class SchedulerStepMisaligned(Operator):
                 '        return [opt], [{"scheduler": CosineAnnealingLR(opt, 100), "interval": "step"}]\n',
             ),
         ),
+        Example(
+            # A tuple of configs, one per optimizer.
+            "class M(LightningModule):\n"
+            "    def configure_optimizers(self):\n"
+            "        return ({'optimizer': g, 'lr_scheduler': g_sched}, {'optimizer': d})\n",
+            (
+                "class M(LightningModule):\n"
+                "    def configure_optimizers(self):\n"
+                "        return ({'optimizer': g, 'lr_scheduler': {\"scheduler\": g_sched, \"interval\": \"step\"}}, {'optimizer': d})\n",
+            ),
+        ),
     )
     untouched = (
         # Manual optimization: Lightning steps no scheduler, whatever its interval.
@@ -238,10 +249,9 @@ class SchedulerStepMisaligned(Operator):
             for ret in source.within(function.body, cst.Return):
                 value = ret.value
                 schedulers: list[cst.BaseExpression] = []
-                if isinstance(value, cst.Tuple) and len(value.elements) == 2:
-                    second = value.elements[1].value
-                    if isinstance(second, cst.List):
-                        schedulers = [e.value for e in second.elements]
+                pair = isinstance(value, cst.Tuple) and len(value.elements) == 2
+                if pair and isinstance(value.elements[1].value, cst.List):  # type: ignore[union-attr]
+                    schedulers = [e.value for e in value.elements[1].value.elements]  # type: ignore[union-attr]
                 elif isinstance(value, cst.Dict):
                     schedulers = [
                         e.value

@@ -132,6 +132,12 @@ class WrongLossReduction(Operator):
         ),
     )
     untouched = (
+        # Lightning runs validation_step under no_grad: its loss is a reported figure.
+        "class M(LightningModule):\n"
+        "    def validation_step(self, batch, batch_idx):\n"
+        "        x, y = batch\n"
+        "        loss = F.cross_entropy(self.encoder(x), y)\n"
+        "        self.log('val_loss', loss)\n",
         # A validation figure.
         "val_loss = F.mse_loss(out, y)\n",
         "loss = F.cross_entropy(logits, y, reduction='none')\n",
