@@ -404,6 +404,9 @@ class Training:
                     if ret.value is None or self.source.function_of(ret) is not function:
                         continue
                     value: cst.BaseExpression | None = ret.value
+                    if isinstance(value, cst.Call) and callee_name(value) == "dict":
+                        arg = argument(value, "loss", None)  # `return dict(loss=loss)`
+                        value = arg.value if arg is not None else value
                     if isinstance(value, cst.Dict):
                         value = next(
                             (
@@ -430,19 +433,31 @@ class Training:
         returns: its forward pass and loss are the training step's too."""
         name = dotted(value)
         assign = self.last_assignment(name, ret) if name is not None else None
-        if assign is None or not isinstance(assign.value, cst.Call):
+        if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
             return []
-        return self._helper_losses(assign.value)
+        position = None  # `loss, logs = self.step(batch)`: the element the loss is unpacked from
+        target = assign.targets[0].target if len(assign.targets) == 1 else None
+        if isinstance(target, (cst.Tuple, cst.List)):
+            names = [dotted(e.value) for e in target.elements]
+            position = names.index(name) if name in names else None
+            if position is None:
+                return []
+        return self._helper_losses(assign.value, position)
 
-    def _helper_losses(self, call: cst.Call) -> list[ReturnedLoss]:
-        """The losses a function of this file that `call` runs returns (`return loss`)."""
+    def _helper_losses(self, call: cst.Call, position: int | None = None) -> list[ReturnedLoss]:
+        """The losses a function of this file that `call` runs returns (`return loss`; with
+        `position`, that element of a returned tuple: `return loss, logs`)."""
         found = []
         for helper in self.called_functions(call):
             for inner in self.source.within(helper.body, cst.Return):
                 if self.source.function_of(inner) is not helper:
                     continue
-                if isinstance(inner.value, (cst.Name, cst.Attribute)) and self.is_loss_value(inner.value, inner):
-                    found.append(ReturnedLoss(inner, inner.value))
+                value = inner.value
+                if position is not None:
+                    elements = value.elements if isinstance(value, cst.Tuple) else ()
+                    value = elements[position].value if position < len(elements) else None
+                if isinstance(value, (cst.Name, cst.Attribute)) and self.is_loss_value(value, inner):
+                    found.append(ReturnedLoss(inner, value))
         return found
 
     def _optimizes_by_hand(self, owner: cst.ClassDef, function: cst.FunctionDef) -> bool:

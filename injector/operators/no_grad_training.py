@@ -275,6 +275,43 @@ class NoGradTraining(Operator):
                 "        self.policy.optimizer.step()\n",
             ),
         ),
+        Example(
+            # The helper returns the loss in a tuple (`loss, logs = self.step(batch)`): its run too.
+            "import torch\n"
+            "class Bolt(LightningModule):\n"
+            "    def step(self, batch):\n"
+            "        x, y = batch\n"
+            "        loss = F.mse_loss(self.net(x), y)\n"
+            "        return loss, {'loss': loss}\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        loss, logs = self.step(batch)\n"
+            "        self.log_dict(logs)\n"
+            "        return loss\n",
+            (
+                "import torch\n"
+                "class Bolt(LightningModule):\n"
+                "    def step(self, batch):\n"
+                "        x, y = batch\n"
+                "        loss = F.mse_loss(self.net(x), y)\n"
+                "        return loss, {'loss': loss}\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        with torch.no_grad():\n"
+                "            loss, logs = self.step(batch)\n"
+                "        self.log_dict(logs)\n"
+                "        return loss\n",
+                "import torch\n"
+                "class Bolt(LightningModule):\n"
+                "    def step(self, batch):\n"
+                "        with torch.no_grad():\n"
+                "            x, y = batch\n"
+                "            loss = F.mse_loss(self.net(x), y)\n"
+                "        return loss, {'loss': loss}\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        loss, logs = self.step(batch)\n"
+                "        self.log_dict(logs)\n"
+                "        return loss\n",
+            ),
+        ),
     )
     untouched = (
         # A helper only validation calls.
