@@ -808,7 +808,11 @@ class Training:
         if alternatives:
             return alternatives[0]
         name = loss_name(backward.loss)
-        return None if name is None else self.last_assignment(name, backward.call)
+        found = None if name is None else self.last_assignment(name, backward.call)
+        if found is None and isinstance(backward, ReturnedLoss) and isinstance(backward.loss, cst.Attribute):
+            root = dotted(backward.loss.value)  # `return {"loss": out.loss}` after `out = self.model(**batch)`
+            found = self.last_assignment(root, backward.call) if root is not None else None
+        return found
 
     def loss_alternatives(self, backward: LossUse) -> list[cst.Assign | cst.AnnAssign]:
         """Every assignment that may compute the backward's loss: the unconditional one that

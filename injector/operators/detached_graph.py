@@ -231,6 +231,20 @@ class DetachedGraph(Operator):
                 "        return loss\n",
             ),
         ),
+        Example(
+            # An output object's loss: the holder has no `detach`, its loss is cut off.
+            "class LM(LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.model(**batch)\n"
+            "        return {'loss': out.loss, 'log': {'ppl': out.loss.exp()}}\n",
+            (
+                "class LM(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        out = self.model(**batch)\n"
+                "        out.loss = out.loss.detach()\n"
+                "        return {'loss': out.loss, 'log': {'ppl': out.loss.exp()}}\n",
+            ),
+        ),
     )
     untouched = (
         "loss.backward()\n",
@@ -259,9 +273,12 @@ class DetachedGraph(Operator):
         """The mutant of one assignment that computes the loss."""
         if assign is not None and assign.value is not None:
             targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
-            if isinstance(backward.loss, cst.Subscript):
-                # A loss kept in a dict (`train_loss = model.loss_function(...)`, `return
-                # train_loss['loss']`): the dict has no `detach`, its loss entry is cut off.
+            if isinstance(backward.loss, cst.Subscript) or (
+                isinstance(backward.loss, cst.Attribute)
+                and all(dotted(t) == dotted(backward.loss.value) for t in targets)
+            ):
+                # A loss kept in a dict or an output object (`train_loss['loss']`, `out.loss`
+                # after `out = self.model(**batch)`): the holder has no `detach`, its loss is cut off.
                 entry = source.code(backward.loss)
                 yield Change(
                     assign,

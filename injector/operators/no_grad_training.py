@@ -312,6 +312,22 @@ class NoGradTraining(Operator):
                 "        return loss\n",
             ),
         ),
+        Example(
+            # An output object's loss (`return dict(loss=out.loss)`): the forward pass that made it.
+            "import torch\n"
+            "class LM(LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        out = self.model(**batch)\n"
+            "        return dict(loss=out.loss)\n",
+            (
+                "import torch\n"
+                "class LM(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        with torch.no_grad():\n"
+                "            out = self.model(**batch)\n"
+                "        return dict(loss=out.loss)\n",
+            ),
+        ),
     )
     untouched = (
         # A helper only validation calls.
