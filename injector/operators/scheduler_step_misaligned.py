@@ -250,8 +250,8 @@ class SchedulerStepMisaligned(Operator):
                 value = ret.value
                 schedulers: list[cst.BaseExpression] = []
                 pair = isinstance(value, cst.Tuple) and len(value.elements) == 2
-                if pair and isinstance(value.elements[1].value, cst.List):  # type: ignore[union-attr]
-                    schedulers = [e.value for e in value.elements[1].value.elements]  # type: ignore[union-attr]
+                if pair and isinstance(value.elements[1].value, cst.List):
+                    schedulers = [e.value for e in value.elements[1].value.elements]
                 elif isinstance(value, cst.Dict):
                     schedulers = [
                         e.value
