@@ -36,9 +36,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.split and split != args.split:
             continue
         print(f"== {split}")
+        files = corpus_files(split)
+        if not files:
+            print("   no files in this split yet (a held-out batch is listed before it is measured)")
+            continue
         print(f"{'file':44} {'recall':>12} {'mutants':>8} {'broken':>7} {'equiv':>6} {'unrev':>6}")
         sites = found = mutants = broken = equivalent = unreviewed = 0
-        for file in corpus_files(split):
+        for file in files:
             verdict = judge(file, load=not args.no_load)
             total = len(verdict.found) + len(verdict.missed)
             print(
