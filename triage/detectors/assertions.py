@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from triage.detectors import Context
@@ -479,36 +480,43 @@ def _top_level_split(args: str) -> list[str]:
 def _none_grad_in_traceback(readings: list[Reading]) -> Symptom | None:
     """A gradient used while None: an exception about NoneType (or a collective's `Invalid
     function argument`) in a traceback whose quoted lines use `.grad`."""
-    quoted: list[Reading] = []
-    after_frame = False
-    for rd in readings:
-        text = rd.text.strip()
-        if after_frame:
-            after_frame = False
-            quoted.append(rd)
-            continue
-        if text.startswith(("Traceback", "___")) and _TRACEBACK_START.match(text):
-            quoted = []
-        elif (text.startswith('File "') or ".py:" in text) and _FRAME.match(text):
-            after_frame = True
-        elif rd.text.startswith(">") and _FAILING.match(rd.text):
-            quoted.append(rd)
-        elif _names_none(text) and _EXCEPTION.match(text):
-            uses = [q for q in quoted if _GRAD_USE.search(q.text)]
-            if uses:
-                return Symptom(
-                    "grad-none",
-                    "a gradient was None where the code used it (no backward reached it)",
-                    (_ev(uses[-1]), _ev(rd)),
-                    rank=rd.rank,
-                )
-    return None
+    found = _error_where_code_uses(
+        readings, lambda text: _names_none(text) and _EXCEPTION.match(text) is not None, _GRAD_USE
+    )
+    if found is None:
+        return None
+    use, error = found
+    return Symptom(
+        "grad-none",
+        "a gradient was None where the code used it (no backward reached it)",
+        (_ev(use), _ev(error)),
+        rank=error.rank,
+    )
 
 
 def _kept_loss_in_traceback(readings: list[Reading]) -> Symptom | None:
     """Loss values that are no numbers: a TypeError saying two values do not compare, or one does
     not serialise or average, in a traceback whose quoted lines handle a loss or its history.
     A loss kept whole (its tensor, its graph) instead of its `.item()` fails there first."""
+    found = _error_where_code_uses(
+        readings, lambda text: text.startswith("TypeError") and _NOT_A_NUMBER.match(text) is not None, _LOSSY
+    )
+    if found is None:
+        return None
+    use, error = found
+    return Symptom(
+        "loss-not-a-number",
+        "the loss values the code used are objects, not numbers: the loss was kept, not its value",
+        (_ev(use), _ev(error)),
+        rank=error.rank,
+    )
+
+
+def _error_where_code_uses(
+    readings: list[Reading], is_error: Callable[[str], bool], use: re.Pattern[str]
+) -> tuple[Reading, Reading] | None:
+    """The first error line IS_ERROR accepts whose traceback quotes a line USE matches (a
+    Python frame's source line, or pytest's `>` line), with the last such quoted line."""
     quoted: list[Reading] = []
     after_frame = False
     for rd in readings:
@@ -523,15 +531,10 @@ def _kept_loss_in_traceback(readings: list[Reading]) -> Symptom | None:
             after_frame = True
         elif rd.text.startswith(">") and _FAILING.match(rd.text):
             quoted.append(rd)
-        elif text.startswith("TypeError") and _NOT_A_NUMBER.match(text):
-            uses = [q for q in quoted if _LOSSY.search(q.text)]
+        elif is_error(text):
+            uses = [q for q in quoted if use.search(q.text)]
             if uses:
-                return Symptom(
-                    "loss-not-a-number",
-                    "the loss values the code used are objects, not numbers: the loss was kept, not its value",
-                    (_ev(uses[-1]), _ev(rd)),
-                    rank=rd.rank,
-                )
+                return uses[-1], rd
     return None
 
 
