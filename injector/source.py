@@ -213,6 +213,10 @@ class Source:
     def replace_node(self, node: cst.CSTNode, new: cst.CSTNode) -> Edit:
         return self.replace(node, self.render(new))
 
+    def replace_string(self, node: cst.SimpleString, text: str) -> Edit:
+        """Replace a string literal's text, keeping its prefix and quotes (`'mean'` -> `'sum'`)."""
+        return self.replace(node, f"{node.prefix}{node.quote}{text}{node.quote}")
+
     def delete_statement(self, small: cst.BaseSmallStatement) -> Edit:
         """Remove one small statement, keeping the block valid.
 

@@ -231,10 +231,9 @@ class SchedulerStepMisaligned(Operator):
                 and isinstance(interval.value, cst.SimpleString)
                 and interval.value.evaluated_value == "epoch"
             ):
-                quote = interval.value.value[0]
                 yield Change(
                     interval,
-                    (source.replace(interval.value, f"{quote}step{quote}"),),
+                    (source.replace_string(interval.value, "step"),),
                     "the scheduler steps every optimizer step instead of every epoch",
                 )
 

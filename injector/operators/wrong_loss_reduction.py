@@ -186,10 +186,9 @@ class WrongLossReduction(Operator):
                     "mean",
                     "batchmean",
                 }:
-                    quote = reduction.value.value[0]
                     yield Change(
                         call,
-                        (source.replace(reduction.value, f"{quote}sum{quote}"),),
+                        (source.replace_string(reduction.value, "sum"),),
                         f"`{name}` sums instead of averaging",
                     )
         for assign in source.nodes(cst.Assign):
@@ -209,10 +208,9 @@ class WrongLossReduction(Operator):
                     and isinstance(mode.value, cst.SimpleString)
                     and mode.value.evaluated_value == "mean"
                 ):
-                    quote = mode.value.value[0]
                     yield Change(
                         value,
-                        (source.replace(mode.value, f"{quote}sum{quote}"),),
+                        (source.replace_string(mode.value, "sum"),),
                         "the loss is summed instead of averaged",
                     )
                 continue
