@@ -187,6 +187,22 @@ def test_without_hyperscan_the_same_lines_are_picked(tmp_path, small_chunks, mon
     assert _key(with_hs, with_hs.readings) == _key(without, without.readings)
 
 
+
+def test_caseless_words_are_found_in_any_spelling_with_and_without_hyperscan(tmp_path, small_chunks, monkeypatch):
+    # nvidia-smi's "GPU-Util", numpy's "NaN", "eRROR"-style oddities: every mixed spelling of a
+    # caseless word is an event, in a quiet log and in one crowded with warnings alike
+    odd = [b"GPU-Util 3%", b"Gpu Util 0%", b"loss NaN", b"loss nAn", b"eRRoR in step", b"FROZEN layers", b"CanCeLLed"]
+    flood = b"".join(b"WARNING: step %d slow\n" % i for i in range(3000))
+    body = b"step 1 loss 0.5\n" * 50 + b"\n".join(odd) + b"\n" + flood + b"\n".join(odd) + b"\n"
+    p = tmp_path / "odd.log"
+    p.write_bytes(body)
+    with_hs = reader.scan(p)
+    found = {r.text for r in with_hs.events}
+    assert {o.decode() for o in odd} <= found
+    monkeypatch.setattr(reader, "_MATCHER", reader.Matcher(use_hyperscan=False))
+    without = reader.scan(p)
+    assert _key(with_hs, with_hs.events) == _key(without, without.events)
+
 def test_a_crowded_log_keeps_rare_events_and_counts_repeats(tmp_path, small_chunks):
     lines = [f"2024-05-01 10:00:{i % 60:02d} WARNING: NCCL INFO channel {i} ring {i % 8}\n" for i in range(60000)]
     lines.insert(30000, "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x3 and 5x6)\n")
