@@ -6,6 +6,7 @@ into the log (`watch_hang_line`); that line is the hang's record, timestamps or 
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 from statistics import median
@@ -37,23 +38,30 @@ def watch_hang_line(silent_s: float, idle: str) -> str:
 
 
 def _time(text: str) -> float | None:
-    m = _ISO.search(text[:40])
+    head = text[:40]
+    m = _ISO.search(head) if "-" in head else None
     if m:
         y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
         frac = float("0." + m.group(7)) if m.group(7) else 0.0
-        try:
-            return datetime(y, mo, d, h, mi, s).timestamp() + frac
-        except ValueError:
-            return None
+        hour = _hour(y, mo, d, h)
+        return None if hour is None or mi > 59 or s > 59 else hour + 60 * mi + s + frac
     m = _GLOG.match(text)
     if m:
         mo, d, h, mi, s = (int(g) for g in m.groups()[:5])
         frac = float("0." + m.group(6)) if m.group(6) else 0.0
-        try:
-            return datetime(2000, mo, d, h, mi, s).timestamp() + frac
-        except ValueError:
-            return None
+        hour = _hour(2000, mo, d, h)
+        return None if hour is None or mi > 59 or s > 59 else hour + 60 * mi + s + frac
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _hour(y: int, mo: int, d: int, h: int) -> float | None:
+    """The local time's seconds at the start of an hour (a log stamps thousands of lines per
+    hour: one conversion each, not one per line), or None for a date that does not exist."""
+    try:
+        return datetime(y, mo, d, h).timestamp()
+    except ValueError:
+        return None
 
 
 def detect(ctx: Context) -> list[Symptom]:
