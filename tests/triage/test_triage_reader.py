@@ -187,7 +187,6 @@ def test_without_hyperscan_the_same_lines_are_picked(tmp_path, small_chunks, mon
     assert _key(with_hs, with_hs.readings) == _key(without, without.readings)
 
 
-
 def test_caseless_words_are_found_in_any_spelling_with_and_without_hyperscan(tmp_path, small_chunks, monkeypatch):
     # nvidia-smi's "GPU-Util", numpy's "NaN", "eRROR"-style oddities: every mixed spelling of a
     # caseless word is an event, in a quiet log and in one crowded with warnings alike
@@ -202,6 +201,7 @@ def test_caseless_words_are_found_in_any_spelling_with_and_without_hyperscan(tmp
     monkeypatch.setattr(reader, "_MATCHER", reader.Matcher(use_hyperscan=False))
     without = reader.scan(p)
     assert _key(with_hs, with_hs.events) == _key(without, without.events)
+
 
 def test_a_crowded_log_keeps_rare_events_and_counts_repeats(tmp_path, small_chunks):
     lines = [f"2024-05-01 10:00:{i % 60:02d} WARNING: NCCL INFO channel {i} ring {i % 8}\n" for i in range(60000)]
