@@ -902,6 +902,13 @@ def _operand_names(expr: cst.BaseExpression) -> list[str]:
         return _operand_names(expr.left) + _operand_names(expr.right)
     if isinstance(expr, cst.UnaryOperation):
         return _operand_names(expr.expression)
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in ("mean", "sum")
+        and not expr.args
+    ):
+        return _operand_names(expr.func.value)  # reduced where it is differentiated: `loss.mean().backward()`
     return []
 
 
@@ -1272,7 +1279,23 @@ def _constructor_role(call: cst.Call) -> str | None:
         return "scaler"
     if name in LOSS_MODULES:
         return "loss-module"
+    if name[:1].isupper() and _over_parameters(call) and argument(call, "lr", None) is not None:
+        return "optimizer"  # a class of another package built the way torch's are: `LARS(params, lr=...)`
     return None
+
+
+def _over_parameters(call: cst.Call) -> bool:
+    """True where a call's first argument is a model's parameters: `model.parameters()`,
+    `filter(..., m.parameters())`, or a name holding them (`params`, `param_groups`)."""
+    first = argument(call, "params", 0)
+    if first is None:
+        return False
+    value = first.value
+    if isinstance(value, cst.Call) and callee_name(value) == "filter" and len(value.args) == 2:
+        value = value.args[1].value
+    if isinstance(value, cst.Call):
+        return callee_name(value) in ("parameters", "named_parameters")
+    return "param" in (last_name(value) or "").lower()
 
 
 _DATA_MOVES = (".to(", ".cuda(", "next(", "zero_grad", ".item(")

@@ -29,6 +29,11 @@ class DetachedGraph(Operator):
             ),
         ),
         Example(
+            # The loss averaged where it is differentiated is still `loss`.
+            "pi = self.pi(s)\nloss = -torch.min(pi * adv, clipped) + vf_loss\nloss.mean().backward()\n",
+            ("pi = self.pi(s)\nloss = (-torch.min(pi * adv, clipped) + vf_loss).detach()\nloss.mean().backward()\n",),
+        ),
+        Example(
             "logits = model(x)\nloss = F.cross_entropy(logits, y)\nloss.backward()\n",
             ("logits = model(x)\nloss = F.cross_entropy(logits.detach(), y)\nloss.backward()\n",),
         ),

@@ -37,9 +37,24 @@ def _fresh_tensor(expr: cst.BaseExpression) -> bool:
     `torch.multinomial(p, 1).unsqueeze(1)`. Fed to the model, it must be on the model's device."""
     while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         if dotted(expr.func.value) == "torch":
-            return expr.func.attr.value[:1].islower() or _tensor_class(expr)
+            if _tensor_class(expr) or expr.func.attr.value in ("tensor", "as_tensor"):
+                return not (expr.args and _setting(expr.args[0].value))
+            return expr.func.attr.value[:1].islower()
         expr = expr.func.value
     return False
+
+
+_SETTINGS = ("config", "cfg", "conf", "args", "opt", "hparams", "hyp", "settings")
+
+
+def _setting(expr: cst.BaseExpression) -> bool:
+    """True for a value read from the run's settings or written out (`config["LOSS"]["WEIGHT"]`,
+    `args.weights`, `[1.0, 0.5]`): a tensor built from it is a constant, not an input."""
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Integer, cst.Float)):
+        return True
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value.lower() in _SETTINGS
 
 
 LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
@@ -116,18 +131,20 @@ def _dataset_item(expr: cst.BaseExpression) -> bool:
 
 
 def _taken_item(source, call: cst.Call) -> bool:
-    """True for `x.to(device)` where `x` was last assigned, in the same function, from an item
-    taken from a dataset or loader (`test_input, test_label = next(iter(loader))`): a single
-    batch, moved once."""
-    if not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
+    """True for `x.to(device)` (or `x.int().to(device)`) where `x` was last assigned, in the same
+    function or at module level, an item taken from a dataset or loader (`test_input, test_label
+    = next(iter(loader))`, `g = data[0]` after `data = CoraGraphDataset()`): a single batch, moved
+    once."""
+    if not isinstance(call.func, cst.Attribute):
         return False
-    name = call.func.value.value
+    name = _root_name(call.func.value)
+    if name is None:
+        return False
     function = source.function_of(call)
-    if function is None:
-        return False
     before = source.span(call)[0]
     found = None
-    for assign in source.within(function.body, cst.Assign):
+    datasets: set[str] = set()
+    for assign in source.within(function.body if function is not None else source.module, cst.Assign):
         if source.span(assign)[0] >= before or source.function_of(assign) is not function:
             continue
         if source.span(assign)[1] > before:
@@ -136,7 +153,18 @@ def _taken_item(source, call: cst.Call) -> bool:
             names = [target.target] + [e.value for e in getattr(target.target, "elements", ())]
             if any(isinstance(n, cst.Name) and n.value == name for n in names):
                 found = assign
-    return found is not None and _dataset_item(found.value)
+            if (
+                isinstance(target.target, cst.Name)
+                and isinstance(assign.value, cst.Call)
+                and (callee_name(assign.value) or "").endswith("Dataset")
+            ):
+                datasets.add(target.target.value)
+    if found is None:
+        return False
+    value = found.value
+    return _dataset_item(value) or (
+        isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and value.value.value in datasets
+    )
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:
@@ -219,7 +247,34 @@ def _places_batches(source) -> bool:
         if (callee_name(call) or "").endswith(("Iterator", "DataLoader", "Loader"))
         and (callee_name(call) or "")[:1].isupper()
     ]
-    return bool(iterators) and all(argument(call, "device", None) is not None for call in iterators)
+    return bool(iterators) and all(
+        argument(call, "device", None) is not None or _wrapped_with_device(source, call) for call in iterators
+    )
+
+
+def _is_device_arg(arg: cst.Arg) -> bool:
+    keyword = arg.keyword.value if arg.keyword is not None else ""
+    return keyword == "device" or (arg.keyword is None and "device" in (last_name(arg.value) or "").lower())
+
+
+def _wrapped_with_device(source, loader: cst.Call) -> bool:
+    """True if the loader, held in a name, is handed to a wrapper together with the device
+    (`CUDAPrefetcher(train_loader, device)`, a prefetcher that moves each batch as it comes)."""
+    assign = source.parent(loader)
+    if (
+        not isinstance(assign, cst.Assign)
+        or len(assign.targets) != 1
+        or not isinstance(assign.targets[0].target, cst.Name)
+    ):
+        return False
+    name = assign.targets[0].target.value
+    scope = source.function_of(loader) or source.module
+    return any(
+        (callee_name(call) or "")[:1].isupper()  # a wrapper object, not a training function given both
+        and any(isinstance(a.value, cst.Name) and a.value.value == name for a in call.args)
+        and any(_is_device_arg(a) for a in call.args)
+        for call in source.within(scope, cst.Call)
+    )
 
 
 class DeviceMismatch(Operator):
@@ -299,6 +354,28 @@ class DeviceMismatch(Operator):
         ),
         Example("data = dataset[0].to(device)\n", ("data = dataset[0]\n",)),
         Example(
+            # A loader handed to the training function beside the device: it moves nothing itself.
+            "def train(model, device, loader):\n"
+            "    for x, y in loader:\n"
+            "        x = x.to(device)\n"
+            "def main(device):\n"
+            "    train_loader = DataLoader(ds, batch_size=8, shuffle=True)\n"
+            "    train(model, device, train_loader)\n",
+            (
+                "def train(model, device, loader):\n"
+                "    for x, y in loader:\n"
+                "        x = x\n"
+                "def main(device):\n"
+                "    train_loader = DataLoader(ds, batch_size=8, shuffle=True)\n"
+                "    train(model, device, train_loader)\n",
+            ),
+        ),
+        Example(
+            # A graph taken whole from a dataset object, moved through a cast.
+            "data = CoraGraphDataset(transform=t)\ng = data[0]\ng = g.int().to(device)\n",
+            ("data = CoraGraphDataset(transform=t)\ng = data[0]\ng = g.int()\n",),
+        ),
+        Example(
             "for step in range(n):\n    reward = torch.tensor(reward).to(device).view(-1)\n",
             ("for step in range(n):\n    reward = torch.tensor(reward).view(-1)\n",),
         ),
@@ -341,7 +418,22 @@ class DeviceMismatch(Operator):
         "for batch in loader:\n"
         "    out = model(batch, anchors)\n",
         "weights = class_weights[0].to(device)\n",
+        # An item of a table, not of a dataset, moved once.
+        "table = build_table()\nrow = table[0]\nrow = row.float().to(device)\n",
+        # A constant weight built from the settings, not an input.
+        "def train(model, config, device):\n"
+        "    loss_weight = torch.Tensor(config['LOSS']['WEIGHT']).to(device)\n"
+        "    scale = torch.tensor([0.5, 2.0]).to(device)\n",
         "model = Net().to(device)\nself.backbone.cuda()\ncriterion = criterion.to(device)\n",
+        # Batches a prefetcher built with the device already placed (it moves each as it comes).
+        "def load(ds, device):\n"
+        "    loader = DataLoader(ds, batch_size=8, shuffle=True)\n"
+        "    return CUDAPrefetcher(loader, device)\n"
+        "def train(prefetcher, device):\n"
+        "    batch = prefetcher.next()\n"
+        "    while batch is not None:\n"
+        "        x = batch['x'].to(device, non_blocking=True)\n"
+        "        batch = prefetcher.next()\n",
         # A dtype cast; and batches an iterator built with `device=` already placed.
         "for x in xs:\n    x = x.type(torch.LongTensor)\n",
         "train_iter = BucketIterator(train, batch_size=8, device=device, train=True)\n"

@@ -37,6 +37,11 @@ class LrTooHigh(Operator):
     )
     examples = (
         Example(
+            # An optimizer class of another package, built over the parameters with a rate.
+            "optimizer = LARS(params, lr=self.learning_rate, momentum=0.9)\n",
+            ("optimizer = LARS(params, lr=self.learning_rate * 100, momentum=0.9)\n",),
+        ),
+        Example(
             "optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)\n",
             ("optimizer = torch.optim.AdamW(model.parameters(), lr=0.03, weight_decay=0.01)\n",),
         ),
@@ -121,6 +126,8 @@ class LrTooHigh(Operator):
     )
     untouched = (
         "optimizer = torch.optim.Adam(model.parameters())\n",
+        # Built over an optimizer, not over parameters: a warm-up's own starting rate.
+        "warmup = LinearWarmup(optimizer, lr=0.1)\n",
         # A dict with a rate that is no parameter group (a logged record).
         "record = {'step': step, 'lr': lr}\n",
         # A wrapper handed no rate (a lookahead, an EMA of the weights).

@@ -17,6 +17,19 @@ class SchedulerStepMisaligned(Operator):
     )
     examples = (
         Example(
+            # A config held in a name, with Lightning's per-epoch default.
+            "class M(LightningModule):\n"
+            "    def configure_optimizers(self):\n"
+            '        scheduler = {"scheduler": LambdaLR(opt, f), "frequency": 1}\n'
+            "        return [opt], [scheduler]\n",
+            (
+                "class M(LightningModule):\n"
+                "    def configure_optimizers(self):\n"
+                '        scheduler = {"scheduler": LambdaLR(opt, f), "frequency": 1, "interval": "step"}\n'
+                "        return [opt], [scheduler]\n",
+            ),
+        ),
+        Example(
             # Lightning's scheduler config: the trainer steps it per epoch or per optimizer step.
             "config = {'optimizer': opt, 'lr_scheduler': {'scheduler': sched, 'interval': 'epoch', 'frequency': 1}}\n",
             (
@@ -207,6 +220,11 @@ class SchedulerStepMisaligned(Operator):
         # The same return outside configure_optimizers; one with no scheduler.
         "def pair(self):\n    return [opt], [sched]\n",
         "class M(LightningModule):\n    def configure_optimizers(self):\n        return [opt], []\n",
+        # A config held in a name, already stepped per optimizer step.
+        "class M(LightningModule):\n"
+        "    def configure_optimizers(self):\n"
+        "        scheduler = {'scheduler': LambdaLR(opt, f), 'interval': 'step', 'frequency': 1}\n"
+        "        return [opt], [scheduler]\n",
         "scheduler.step()\n",
         # A plateau scheduler steps on a metric of the epoch: it cannot move into the batch loop.
         "def fit(self):\n    for epoch in range(3):\n        self.train_epoch()\n        self.sched.step(val_loss)\n"
@@ -275,7 +293,11 @@ class SchedulerStepMisaligned(Operator):
                     if isinstance(second, cst.Name):
                         yield from _held_schedulers(source, function, ret, second)
                 for scheduler in schedulers:
-                    if isinstance(scheduler, cst.Dict):
+                    held = _assigned_dict(source, function, scheduler)
+                    if held is not None:
+                        # a name holding a scheduler config (`scheduler = {"scheduler": ..., ...}`)
+                        yield from _config_without_interval(source, held)
+                    elif isinstance(scheduler, cst.Dict):
                         yield from _config_without_interval(source, scheduler)
                     elif isinstance(scheduler, (cst.Name, cst.Attribute)) or (
                         isinstance(scheduler, cst.Call) and _constructs_scheduler(scheduler)
@@ -442,6 +464,17 @@ def _manual_optimization(source, function: cst.FunctionDef) -> bool:
         for a in source.within(owner.body, cst.Assign)
         for t in a.targets
     )
+
+
+def _assigned_dict(source, function: cst.FunctionDef, expr: cst.BaseExpression) -> cst.Dict | None:
+    """The dict literal a name was last assigned in `function`, or None."""
+    if not isinstance(expr, cst.Name):
+        return None
+    found = None
+    for assign in source.within(function.body, cst.Assign):
+        if any(isinstance(t.target, cst.Name) and t.target.value == expr.value for t in assign.targets):
+            found = assign.value
+    return found if isinstance(found, cst.Dict) else None
 
 
 def _constructs_scheduler(call: cst.Call) -> bool:

@@ -45,6 +45,11 @@ class WrongLossReduction(Operator):
     )
     examples = (
         Example(
+            # A loss of per-sample terms averaged on the line that differentiates it.
+            "loss = -torch.min(surr1, surr2) + value_term\nloss.mean().backward()\n",
+            ("loss = -torch.min(surr1, surr2) + value_term\nloss.sum().backward()\n",),
+        ),
+        Example(
             "criterion = nn.CrossEntropyLoss(label_smoothing=0.1)\n",
             ('criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum")\n',),
         ),
@@ -132,6 +137,8 @@ class WrongLossReduction(Operator):
         ),
     )
     untouched = (
+        # A mean over one dimension where the loss is differentiated is no batch average.
+        "loss = criterion(out, y)\nloss.mean(0).backward()\n",
         # Lightning runs validation_step under no_grad: its loss is a reported figure.
         "class M(LightningModule):\n"
         "    def validation_step(self, batch, batch_idx):\n"
@@ -233,6 +240,10 @@ class WrongLossReduction(Operator):
                 averages = _averages(aug.value, aliases)
                 if averages:
                     yield _summed(source, aug.value, averages)
+        for backward in training.backwards:
+            # `loss.mean().backward()`: the loss averaged on the line that differentiates it
+            if _is_average(backward.loss, aliases) and not under_no_grad(source, backward.call):
+                yield _summed(source, backward.loss, [backward.loss])
         for ret in source.nodes(cst.Return):
             # `return loss.mean()`, `return real_loss.mean() + fake_loss.mean()` from the function
             # that computes the training loss
