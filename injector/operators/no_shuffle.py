@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, dotted
+from injector.patterns import argument, callee_name, dotted, is_literal_bool
 
 # Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
 SHUFFLE_POSITION = {"DataLoader": 2, "DistributedSampler": 3}
@@ -43,6 +43,14 @@ class NoShuffle(Operator):
         "`DistributedSampler` (also by default, or in a kwargs dict), `RandomSampler` → `SequentialSampler`."
     )
     examples = (
+        Example(
+            # A training API's default, handed to the iterator it builds.
+            "def fit(self, x, y, epochs=1, shuffle=True):\n    it = TorchEpochIterator(x=x, y=y, shuffle=shuffle)\n",
+            (
+                "def fit(self, x, y, epochs=1, shuffle=False):\n"
+                "    it = TorchEpochIterator(x=x, y=y, shuffle=shuffle)\n",
+            ),
+        ),
         Example(
             "train_loader = DataLoader(train_set, batch_size=64, shuffle=True, num_workers=2)\n",
             ("train_loader = DataLoader(train_set, batch_size=64, shuffle=False, num_workers=2)\n",),
@@ -107,6 +115,9 @@ class NoShuffle(Operator):
     )
     untouched = (
         "val_loader = DataLoader(val_set, batch_size=64, shuffle=False)\n",
+        # An evaluation API's default, and a default handed to no loader.
+        "def evaluate(self, x, shuffle=True):\n    it = EpochIterator(x, shuffle=shuffle)\n",
+        "def split(items, shuffle=True):\n    return sorted(items)\n",
         # An evaluation iterator, and a helper of another library that takes `shuffle`.
         "val_iter = BucketIterator(val, batch_size=8, device=device)\nds = load_split(name, shuffle=True)\n",
         "loader = DataLoader(ds, batch_size=8)\n",
@@ -171,6 +182,26 @@ class NoShuffle(Operator):
             if _is_false(shuffle.value):
                 continue
             yield Change(call, (source.replace(shuffle.value, "False"),), f"the {kind} no longer shuffles")
+        for function in source.nodes(cst.FunctionDef):
+            # A training API's own default (`def fit(self, x, y, shuffle=True)`) that it hands
+            # to the iterator it builds (`EpochIterator(x, y, shuffle=shuffle)`).
+            param = next((p for p in function.params.params if p.name.value == "shuffle"), None)
+            if (
+                param is None
+                or param.default is None
+                or not is_literal_bool(param.default, True)
+                or any(
+                    EVALUATION_WORD.fullmatch(w) or w in ("evaluate", "validate", "predict")
+                    for w in function.name.value.lower().split("_")
+                )
+                or not self._hands_on_shuffle(source, function)
+            ):
+                continue
+            yield Change(
+                param,
+                (source.replace(param.default, "False"),),
+                f"`{function.name.value}` no longer shuffles by default",
+            )
         for element in source.nodes(cst.DictElement):
             if (
                 isinstance(element.key, cst.SimpleString)
@@ -178,6 +209,22 @@ class NoShuffle(Operator):
                 and not _is_false(element.value)
             ):
                 yield Change(element, (source.replace(element.value, "False"),), "the DataLoader no longer shuffles")
+
+    @staticmethod
+    def _hands_on_shuffle(source, function: cst.FunctionDef) -> bool:
+        """True if the function builds a loader, sampler or iterator with `shuffle=shuffle`."""
+        for call in source.within(function.body, cst.Call):
+            name = callee_name(call) or ""
+            given = argument(call, "shuffle", None)
+            if (
+                given is not None
+                and isinstance(given.value, cst.Name)
+                and given.value.value == "shuffle"
+                and name[:1].isupper()
+                and name.endswith(("Loader", "Iterator", "Sampler"))
+            ):
+                return True
+        return False
 
     @staticmethod
     def _passes_shuffle(training, call: cst.Call) -> bool:

@@ -44,6 +44,11 @@ class WrongSoftmaxDim(Operator):
     summary = "Normalise a softmax/log-softmax over the neighbouring axis (functional, method or `nn.Softmax`)."
     examples = (
         Example(
+            # The axis a caller chooses: the one before it.
+            "def pi(self, x, softmax_dim=0):\n    return F.softmax(self.fc(x), dim=softmax_dim)\n",
+            ("def pi(self, x, softmax_dim=0):\n    return F.softmax(self.fc(x), dim=softmax_dim - 1)\n",),
+        ),
+        Example(
             "probs = F.softmax(logits, dim=-1)\n",
             ("probs = F.softmax(logits, dim=-2)\n",),
         ),
@@ -74,6 +79,8 @@ class WrongSoftmaxDim(Operator):
         ),
     )
     untouched = (
+        # An axis held in a name the function does not take: nothing tells which axis it is.
+        "AXIS = 1\ndef head(x):\n    return F.softmax(x, dim=AXIS)\n",
         # Only eval mode runs it (the same softmax in the training branch keeps its mutant).
         "class Head(nn.Module):\n"
         "    def forward(self, x):\n"
@@ -97,9 +104,30 @@ class WrongSoftmaxDim(Operator):
                 continue
             dim = argument(call, "dim", position)
             value = None if dim is None else int_value(dim.value)
+            if (
+                dim is not None
+                and value is None
+                and _parameter(source, call, dim.value)
+                and not _eval_mode_only(source, call)
+            ):
+                # the axis a caller chooses (`def pi(self, x, softmax_dim=0)`, called with 1 for a
+                # batch): the axis before the chosen one is another axis of any input of rank 2+
+                text = source.code(dim.value)
+                yield Change(call, (source.replace(dim.value, f"{text} - 1"),), f"{name} over the axis before `{text}`")
+                continue
             if value is None or _eval_mode_only(source, call):
                 continue
             for axis in other_axes(value):
                 yield Change(
                     call, (source.replace(dim.value, str(axis)),), f"{name} over dim {axis} instead of dim {value}"
                 )
+
+
+def _parameter(source, call: cst.Call, expr: cst.BaseExpression) -> bool:
+    """True if `expr` is a parameter of the function that holds `call`."""
+    function = source.function_of(call)
+    return (
+        isinstance(expr, cst.Name)
+        and function is not None
+        and any(p.name.value == expr.value for p in (*function.params.params, *function.params.kwonly_params))
+    )
