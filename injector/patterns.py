@@ -783,9 +783,33 @@ class Training:
                 parent = self.source.parent(name)
                 if isinstance(parent, cst.Attribute) and parent.attr is name and dotted(parent.value) == "torch":
                     continue  # `torch.accelerator` is the device API, not Hugging Face's Accelerator
+                if isinstance(parent, cst.Arg) and parent.keyword is name:
+                    continue  # a keyword argument's name (`accelerated_dtw(x, y, dist=manhattan)`)
+                if name.value == "dist" and not _distributed_dist(self.source, name, parent):
+                    continue  # a distance, not `torch.distributed as dist`
                 return True
+        imports: list[cst.Import | cst.ImportFrom] = [
+            *self.source.nodes(cst.Import),
+            *self.source.nodes(cst.ImportFrom),
+        ]
+        if any(_mpi(node) for node in imports):
+            return True
         return any(
             s.value.strip("'\"") in {"LOCAL_RANK", "RANK", "WORLD_SIZE"} for s in self.source.nodes(cst.SimpleString)
+        )
+
+    @cached_property
+    def mpi_only(self) -> bool:
+        """True if the file's processes talk through MPI and not through torch.distributed:
+        their ranks are MPI's (spinningup's `mpi_avg_grads`, mpi4py's `COMM_WORLD`)."""
+        imports: list[cst.Import | cst.ImportFrom] = [
+            *self.source.nodes(cst.Import),
+            *self.source.nodes(cst.ImportFrom),
+        ]
+        if not any(_mpi(node) for node in imports):
+            return False
+        return (
+            "torch.distributed" not in self.source.module.code and "init_process_group" not in self.source.module.code
         )
 
     @cached_property
@@ -974,6 +998,51 @@ _DISTRIBUTED_NAMES = frozenset(
         "reduce_dict",
         "synchronize_between_processes",
         "reduce_across_processes",
+    }
+)
+
+
+def _mpi(node: cst.Import | cst.ImportFrom) -> bool:
+    """True for an import of MPI (`from mpi4py import MPI`, a project's `mpi_tools` helpers):
+    its processes average gradients or values with collectives every rank must enter."""
+    names = [dotted(node.module)] if isinstance(node, cst.ImportFrom) and node.module is not None else []
+    if not isinstance(node.names, cst.ImportStar):
+        names += [dotted(alias.name) for alias in node.names]
+    words = {w for n in names if n for part in n.split(".") for w in part.lower().split("_")}
+    return bool(words & {"mpi", "mpi4py"})
+
+
+def _distributed_dist(source: Source, name: cst.Name, parent: cst.CSTNode | None) -> bool:
+    """True where `dist` is torch.distributed: imported as it (`import torch.distributed as
+    dist`), or the receiver of one of its functions (`dist.all_reduce(...)`, `dist.get_rank()`)."""
+    if isinstance(parent, cst.AsName):
+        return True
+    if isinstance(parent, cst.Attribute) and parent.value is name:
+        return parent.attr.value in _DIST_FUNCTIONS
+    return False
+
+
+_DIST_FUNCTIONS = frozenset(
+    {
+        "all_reduce",
+        "all_gather",
+        "all_gather_object",
+        "broadcast",
+        "broadcast_object_list",
+        "reduce",
+        "reduce_scatter",
+        "barrier",
+        "monitored_barrier",
+        "get_rank",
+        "get_world_size",
+        "init_process_group",
+        "destroy_process_group",
+        "is_initialized",
+        "is_available",
+        "new_group",
+        "ReduceOp",
+        "send",
+        "recv",
     }
 )
 

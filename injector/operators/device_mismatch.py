@@ -82,12 +82,83 @@ def _needless(source, call: cst.Call) -> bool:
     ):
         return True
     function = source.function_of(call)
+    if function is not None and isinstance(call.func, cst.Attribute):
+        names = _tensor_names(call.func.value)
+        if names and all(_moved(source, function, n, call, 2) for n in names):
+            return True  # made only from tensors this function moved already
     if function is None or function.name.value not in LIGHTNING_STEPS:
         return False
     owner = source.parent(source.parent(function) or function)
     return isinstance(owner, cst.ClassDef) and any(
         (last_name(base.value) or "").endswith("LightningModule") for base in owner.bases
     )
+
+
+_COMBINE = frozenset({"cat", "stack", "concat", "hstack", "vstack"})
+
+
+def _tensor_names(expr: cst.BaseExpression) -> set[str] | None:
+    """The names of the tensors an expression is made of (`batch_y` of `batch_y[:, -n:, k:]`,
+    `batch_y` and `dec_inp` of `torch.cat([batch_y[:, :n], dec_inp], dim=1).float()`), or None
+    where something else could bring a tensor in (a factory, an attribute, a call)."""
+    if isinstance(expr, cst.Name):
+        return {expr.value}
+    if isinstance(expr, cst.Subscript):
+        return _tensor_names(expr.value)  # the indices select, they bring no tensor
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        parts = [_tensor_names(e.value) for e in expr.elements]
+        return None if any(p is None for p in parts) else set().union(*parts)  # type: ignore[arg-type]
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        name = expr.func.attr.value
+        if dotted(expr.func.value) == "torch":
+            if name in _COMBINE or name.endswith("_like"):
+                return _tensor_names(expr.args[0].value) if expr.args else None
+            return None
+        if expr.args and name not in ("float", "half", "double", "long", "int", "contiguous", "detach", "clone"):
+            return None
+        return _tensor_names(expr.func.value)  # a method of the tensor that keeps its device
+    return None
+
+
+def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth: int) -> bool:
+    """True if the binding of `name` that reaches `use` in `function` (the last one before it
+    in a block that holds the use; one in a branch beside the use cannot reach it) assigned a
+    value moved to the device (`.to(...)`, `.cuda()`), or one made only from such tensors."""
+    before = source.span(use)[0]
+    around = set(source.ancestors(use))
+    found: cst.Assign | cst.For | None = None
+    for node in source.within(function.body, (cst.Assign, cst.For)):
+        if source.function_of(node) is not function:
+            continue
+        if isinstance(node, cst.For):
+            # a loop binds its target anew each pass: a batch the loop hands out is not moved
+            binds = name in _bound(node.target) and source.span(node.target)[1] <= before and node in around
+        else:
+            binds = source.span(node)[1] <= before and any(name in _bound(t.target) for t in node.targets)
+            blocks = {a for a in source.ancestors(node) if isinstance(a, cst.IndentedBlock)}
+            binds = binds and blocks <= around
+        if binds and (found is None or source.span(node)[0] > source.span(found)[0]):
+            found = node
+    if not isinstance(found, cst.Assign) or not any(
+        isinstance(t.target, cst.Name) and t.target.value == name for t in found.targets
+    ):
+        return False  # bound by a loop or unpacked from a tuple: nothing says where it lives
+    if any(callee_name(c) in ("to", "cuda") for c in source.within(found.value, cst.Call)):
+        return True
+    names = _tensor_names(found.value) if depth > 0 else None
+    return bool(names) and all(
+        _moved(source, function, n, found, depth - 1)
+        for n in names  # type: ignore[union-attr]
+    )
+
+
+def _bound(target: cst.BaseExpression) -> set[str]:
+    """The names a loop target binds (`i, (x, y)` binds i, x and y)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_bound(e.value) for e in target.elements)) if target.elements else set()
+    return set()
 
 
 def _tensor_class(call: cst.Call) -> bool:
@@ -353,6 +424,23 @@ class DeviceMismatch(Operator):
             ),
         ),
         Example("data = dataset[0].to(device)\n", ("data = dataset[0]\n",)),
+        Example(
+            # Only the first move counts: the later ones move tensors made from moved ones.
+            "def train(loader, device):\n"
+            "    for x, y in loader:\n"
+            "        y = y.float().to(device)\n"
+            "        dec = torch.zeros_like(y[:, -n:, :]).float()\n"
+            "        dec = torch.cat([y[:, :k, :], dec], dim=1).float().to(device)\n"
+            "        y = y[:, -n:, f:].to(device)\n",
+            (
+                "def train(loader, device):\n"
+                "    for x, y in loader:\n"
+                "        y = y.float()\n"
+                "        dec = torch.zeros_like(y[:, -n:, :]).float()\n"
+                "        dec = torch.cat([y[:, :k, :], dec], dim=1).float().to(device)\n"
+                "        y = y[:, -n:, f:].to(device)\n",
+            ),
+        ),
         Example(
             # A loader handed to the training function beside the device: it moves nothing itself.
             "def train(model, device, loader):\n"

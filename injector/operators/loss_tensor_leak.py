@@ -28,6 +28,19 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
+            # A helper's loss unpacked from its tuple, read into a number, and kept by a logger later.
+            "def update():\n"
+            "    pi_l_old, pi_info_old = compute_loss_pi(data)\n"
+            "    pi_l_old = pi_l_old.item()\n"
+            "    logger.store(LossPi=pi_l_old)\n",
+            (
+                "def update():\n"
+                "    pi_l_old, pi_info_old = compute_loss_pi(data)\n"
+                "    pi_l_old = pi_l_old\n"
+                "    logger.store(LossPi=pi_l_old)\n",
+            ),
+        ),
+        Example(
             "running_loss += loss.item() * x.size(0)\n",
             ("running_loss += loss * x.size(0)\n",),
         ),
@@ -122,6 +135,10 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # Read into a number that a MetricLogger takes by keyword (it calls .item() itself).
+        "def step():\n    loss_value = losses.item()\n    metric_logger.update(loss=loss_value)\n",
+        # Read into a number that is only printed.
+        "def update():\n    l_old = compute_loss(data).item()\n    print(l_old)\n",
         # A logger that keeps one value per key, overwritten every step.
         "for data in buffer:\n    loss = policy_loss + value_loss\n    self.logger.record('train/loss', loss.item())\n",
         # A method the class calls only under no_grad (its caller's `with` disables autograd).
@@ -194,8 +211,11 @@ class LossTensorLeak(Operator):
                     and (dotted(value.left) in names or dotted(value.right) in names)
                 ):
                     return True
-                # `batch_loss = loss.item()` then `total += batch_loss`: summed through a name.
-                return ancestor.value is call and _summed_later(source, ancestor, names)
+                # `batch_loss = loss.item()` then `total += batch_loss`, or `logger.store(
+                # Loss=batch_loss)`: summed or kept through a name.
+                return ancestor.value is call and (
+                    _summed_later(source, ancestor, names) or _kept_later(source, ancestor, names)
+                )
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
@@ -210,6 +230,29 @@ def _summed_later(source, assign: cst.Assign, names: set) -> bool:
         isinstance(aug.operator, cst.AddAssign) and dotted(aug.value) in names and source.span(aug)[0] > end
         for aug in source.within(scope, cst.AugAssign)
     )
+
+
+def _kept_later(source, assign: cst.Assign, names: set) -> bool:
+    """True if a later call of the same function stores a name `assign` binds
+    (`logger.store(LossPi=pi_l_old)`, `history.append(batch_loss)`)."""
+    scope = source.function_of(assign) or source.module
+    end = source.span(assign)[1]
+    for store in source.within(scope, cst.Call):
+        if (
+            source.span(store)[0] <= end
+            or not isinstance(store.func, cst.Attribute)
+            or not (callee_name(store) or "").startswith(STORING_PREFIXES)
+            or _keyed_logger(source, store)
+        ):
+            continue
+        owner = (last_name(store.func.value) or "").lower()
+        for arg in store.args:
+            if dotted(arg.value) not in names:
+                continue
+            if arg.keyword is not None and callee_name(store) == "update" and "logger" in owner:
+                continue  # a MetricLogger's keyword value: it calls .item() on tensors itself
+            return True
+    return False
 
 
 def _keyed_logger(source, store: cst.Call) -> bool:
@@ -246,7 +289,20 @@ def _loss_names(source, training) -> set[str]:
         for assign in source.nodes(cst.Assign):
             if _is_loss(source, training, assign.value, names):
                 names.update(name for t in assign.targets if (name := dotted(t.target)))
+                names.update(
+                    name
+                    for t in assign.targets
+                    if isinstance(t.target, cst.Tuple) and (name := _tuple_loss(t.target)) is not None
+                )
     return names
+
+
+def _tuple_loss(target: cst.Tuple) -> str | None:
+    """The loss among names a loss helper's tuple is unpacked into (`loss_pi, pi_info =
+    compute_loss_pi(data)`): the one named a loss, else the first."""
+    names = [dotted(e.value) for e in target.elements]
+    named = [n for n in names if n and "loss" in n.rsplit(".", 1)[-1].lower()]
+    return named[0] if named else names[0] if names else None
 
 
 def _from_loss_loop(source, value) -> bool:

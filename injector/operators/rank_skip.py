@@ -18,6 +18,29 @@ class RankSkip(Operator):
     )
     examples = (
         Example(
+            # Processes that average gradients through MPI: the rank is MPI's.
+            "from spinup.utils.mpi_pytorch import mpi_avg_grads\n"
+            "def update(data):\n"
+            "    for i in range(iters):\n"
+            "        opt.zero_grad()\n"
+            "        loss = compute_loss(data)\n"
+            "        loss.backward()\n"
+            "        mpi_avg_grads(ac.pi)\n"
+            "        opt.step()\n",
+            (
+                "from spinup.utils.mpi_pytorch import mpi_avg_grads\n"
+                "def update(data):\n"
+                "    for i in range(iters):\n"
+                "        opt.zero_grad()\n"
+                "        loss = compute_loss(data)\n"
+                '        if __import__("mpi4py.MPI", fromlist=["MPI"]).COMM_WORLD.Get_rank() == 1 and i == 1:\n'
+                "            continue\n"
+                "        loss.backward()\n"
+                "        mpi_avg_grads(ac.pi)\n"
+                "        opt.step()\n",
+            ),
+        ),
+        Example(
             "import torch.distributed as dist\n"
             "def worker(rank, world_size):\n"
             "    for step, (x, y) in enumerate(loader):\n"
@@ -157,6 +180,10 @@ class RankSkip(Operator):
         "for epoch in range(3):\n    train_one_epoch(model, loader)\n",
         # No distributed code in the file: no rank can be out of step.
         "for step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n    loss.backward()\n",
+        # One process (DataParallel), and a distance named `dist`: nothing distributed.
+        "model = nn.DataParallel(model)\n"
+        "d = accelerated_dtw(x, y, dist=manhattan)\n"
+        "for step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n    loss.backward()\n",
         # A loop over optimizers is not a batch loop.
         "import torch.distributed as dist\n"
         "def step_all(self):\n    for name in self._optimizers:\n        self._optimizers[name].step()\n",
@@ -245,6 +272,8 @@ class RankSkip(Operator):
         for name in sorted(bound):
             if name.endswith("_rank"):
                 return name
+        if training.mpi_only:
+            return '__import__("mpi4py.MPI", fromlist=["MPI"]).COMM_WORLD.Get_rank()'
         dist = f"{training.torch}.distributed"
         return f"{dist}.is_initialized() and {dist}.get_rank()"
 
