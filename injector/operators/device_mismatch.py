@@ -79,9 +79,12 @@ def _needless(source, call: cst.Call) -> bool:
         isinstance(parent, cst.Assign)
         and parent.value is node
         and all(isinstance(t.target, cst.Subscript) for t in parent.targets)
+        and not any(receiver is not None and t.target.deep_equals(receiver) for t in parent.targets)
     ):
-        return True
+        return True  # (`batch[key] = batch[key].to(device)` replaces a dict's entry: no copy)
     function = source.function_of(call)
+    if function is not None and _only_an_index(source, function, parent, node):
+        return True
     if function is not None and isinstance(call.func, cst.Attribute):
         names = _tensor_names(call.func.value)
         if names and all(_moved(source, function, n, call, 2) for n in names):
@@ -92,6 +95,25 @@ def _needless(source, call: cst.Call) -> bool:
     return isinstance(owner, cst.ClassDef) and any(
         (last_name(base.value) or "").endswith("LightningModule") for base in owner.bases
     )
+
+
+def _only_an_index(source, function: cst.FunctionDef, parent, node) -> bool:
+    """True for a tensor assigned to a name that the function only indexes with (`x[~mask]`):
+    an index on the CPU selects from a tensor on any device."""
+    if not (
+        isinstance(parent, cst.Assign)
+        and parent.value is node
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0].target, cst.Name)
+    ):
+        return False
+    name = parent.targets[0].target.value
+    uses = [
+        n
+        for n in source.within(function.body, cst.Name)
+        if n.value == name and source.span(n)[0] > source.span(parent)[1]
+    ]
+    return bool(uses) and all(source.enclosing(n, cst.SubscriptElement) is not None for n in uses)
 
 
 _COMBINE = frozenset({"cat", "stack", "concat", "hstack", "vstack"})
@@ -425,6 +447,11 @@ class DeviceMismatch(Operator):
         ),
         Example("data = dataset[0].to(device)\n", ("data = dataset[0]\n",)),
         Example(
+            # A batch dict moved entry by entry (not a copy into a tensor's slot).
+            "for step, batch in enumerate(loader):\n    for key in batch.keys():\n        batch[key] = batch[key].to('cuda:0')\n",
+            ("for step, batch in enumerate(loader):\n    for key in batch.keys():\n        batch[key] = batch[key]\n",),
+        ),
+        Example(
             # Only the first move counts: the later ones move tensors made from moved ones.
             "def train(loader, device):\n"
             "    for x, y in loader:\n"
@@ -513,6 +540,11 @@ class DeviceMismatch(Operator):
         "    loss_weight = torch.Tensor(config['LOSS']['WEIGHT']).to(device)\n"
         "    scale = torch.tensor([0.5, 2.0]).to(device)\n",
         "model = Net().to(device)\nself.backbone.cuda()\ncriterion = criterion.to(device)\n",
+        # A boolean mask used only as an index (a CPU index selects from a CUDA tensor).
+        "def info_nce(self, features, labels):\n"
+        "    mask = torch.eye(labels.shape[0], dtype=torch.bool).to(self.device)\n"
+        "    sim = features @ features.T\n"
+        "    return sim[~mask].view(sim.shape[0], -1)\n",
         # Batches a prefetcher built with the device already placed (it moves each as it comes).
         "def load(ds, device):\n"
         "    loader = DataLoader(ds, batch_size=8, shuffle=True)\n"

@@ -28,6 +28,11 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
+            # A loss made from a detached input still has the discriminator's graph.
+            "def d_step():\n    d_loss = loss_fn(disc(fake.detach()), ones)\n    history.append(d_loss.item())\n",
+            ("def d_step():\n    d_loss = loss_fn(disc(fake.detach()), ones)\n    history.append(d_loss)\n",),
+        ),
+        Example(
             # A helper's loss unpacked from its tuple, read into a number, and kept by a logger later.
             "def update():\n"
             "    pi_l_old, pi_info_old = compute_loss_pi(data)\n"
@@ -80,11 +85,9 @@ class LossTensorLeak(Operator):
             ),
         ),
         Example(
+            # A detached loss keeps no graph (its `.item()` is no site); `float(...)` of a loss is.
             "history.append(loss.detach().item())\nmeter.update(float(val_loss), n)\n",
-            (
-                "history.append(loss.detach())\nmeter.update(float(val_loss), n)\n",
-                "history.append(loss.detach().item())\nmeter.update(val_loss, n)\n",
-            ),
+            ("history.append(loss.detach().item())\nmeter.update(val_loss, n)\n",),
         ),
         Example(
             # A meter keeps what it is handed (timm's AverageMeter, positional values).
@@ -135,6 +138,16 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # Made only from detached losses: an epoch mean and its perplexity hold no graph.
+        "def train():\n"
+        "    total_loss = 0.0\n"
+        "    for batch in loader:\n"
+        "        loss = model(**batch).loss\n"
+        "        total_loss += loss.detach().float()\n"
+        "    epoch_loss = total_loss / len(loader)\n"
+        "    perplexity = torch.exp(epoch_loss)\n"
+        "    train_loss.append(float(epoch_loss))\n"
+        "    train_prep.append(float(perplexity))\n",
         # Read into a number that a MetricLogger takes by keyword (it calls .item() itself).
         "def step():\n    loss_value = losses.item()\n    metric_logger.update(loss=loss_value)\n",
         # Read into a number that is only printed.
@@ -179,7 +192,7 @@ class LossTensorLeak(Operator):
                 continue
             if not _is_loss(source, training, value, losses) or not self._stored(source, call):
                 continue
-            if under_no_grad(source, call):
+            if under_no_grad(source, call) or _detached(source, value, source.function_of(call), 3):
                 continue
             yield Change(
                 call,
@@ -229,6 +242,68 @@ def _summed_later(source, assign: cst.Assign, names: set) -> bool:
     return any(
         isinstance(aug.operator, cst.AddAssign) and dotted(aug.value) in names and source.span(aug)[0] > end
         for aug in source.within(scope, cst.AugAssign)
+    )
+
+
+def _detached(source, value: cst.BaseExpression, function, depth: int, seen: frozenset[str] = frozenset()) -> bool:
+    """True if `value` holds no graph: a number, a detached tensor (`loss.detach().float()`), a
+    parameter-free function of such values (`torch.exp(...)`, `a / len(loader)`), or a name every
+    binding of which in the function is one (`total_loss = 0.0`, `total_loss += loss.detach()`,
+    `epoch_loss = total_loss / n`). A call of anything else (a model, a loss function) may build
+    a graph of its own."""
+    if _number(value):
+        return True
+    if isinstance(value, cst.Call):
+        name = callee_name(value)
+        if name == "detach":
+            return True
+        if name not in _GRAPH_FREE:
+            return False
+        if isinstance(value.func, cst.Attribute) and dotted(value.func.value) not in ("torch", "math", "np"):
+            return _detached(source, value.func.value, function, depth, seen)  # a tensor's method
+        return bool(value.args) and _detached(source, value.args[0].value, function, depth, seen)
+    if isinstance(value, cst.BinaryOperation):
+        return _detached(source, value.left, function, depth, seen) and _detached(
+            source, value.right, function, depth, seen
+        )
+    if isinstance(value, cst.UnaryOperation):
+        return _detached(source, value.expression, function, depth, seen)
+    if not isinstance(value, cst.Name) or depth == 0 or function is None:
+        return False
+    name = value.value
+    if name in seen:
+        return True  # its own earlier value (`epoch_loss = epoch_loss / world_size`), judged already
+    bound = []
+    for node in source.within(function, (cst.Assign, cst.AugAssign)):
+        targets = [node.target] if isinstance(node, cst.AugAssign) else [t.target for t in node.targets]
+        if any(dotted(t) == name for t in targets):
+            bound.append(node.value)
+        elif any(isinstance(t, (cst.Tuple, cst.List)) and name in _unpacked(t) for t in targets):
+            return False  # unpacked from what a call returns: nothing says it is detached
+    return bool(bound) and all(_detached(source, v, function, depth - 1, seen | {name}) for v in bound)
+
+
+def _unpacked(target: cst.Tuple | cst.List) -> set[str]:
+    """The dotted names a tuple target binds."""
+    out: set[str] = set()
+    for element in target.elements:
+        if isinstance(element.value, (cst.Tuple, cst.List)):
+            out |= _unpacked(element.value)
+        elif (name := dotted(element.value)) is not None:
+            out.add(name)
+    return out
+
+
+# Calls that make a value from their inputs without parameters of their own.
+_GRAPH_FREE = frozenset(
+    {"float", "int", "len", "round", "exp", "log", "sqrt", "mean", "sum", "cpu", "to", "clone", "div"}
+)
+
+
+def _number(value: cst.BaseExpression) -> bool:
+    """True for a plain number: a literal, or `int(...)`, `float(...)`, `len(...)` of anything."""
+    return isinstance(value, (cst.Integer, cst.Float)) or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("int", "len", "round")
     )
 
 
