@@ -163,6 +163,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written after issue 9's rules were last changed (session 6), before triage read its logs
+    "forecast_jsonl": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "no-grad-training",
+            "detached-graph",
+            "wrong-loss-reduction",
+            "missing-epsilon",
+            "loss-tensor-leak",
+            "frozen-parameters",
+            "broadcast-shape",
+            "non-scalar-backward",
+            "inplace-activation",
+            "missing-train-mode",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
