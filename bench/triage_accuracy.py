@@ -16,7 +16,7 @@ counts as a false alarm when any cause is reported):
    that maximises top-1 hits minus three times the false alarms) and the fifth is scored with
    it; the table shows each held-out program and the total. (The rules themselves were written
    with all five in view: this measures the calibration, not the rules. The programs written
-   after the rules froze, a sixth to a ninth, are scored last, each on its own
+   after the rules froze, a sixth to a tenth, are scored last, each on its own
    line, with the threshold calibrated on all five.)
 3. our corpus (`tests/triage/corpus/` and its held-out set): one generator program, the set the
    first rules were fitted to.
