@@ -49,6 +49,18 @@ def test_a_huge_first_loss_is_a_scale_only_where_the_run_stays_at_it(log, cause)
     assert [c.id for c in explain(PROGRAMS / "logs" / log).causes][:1] == [cause]
 
 
+def test_a_loss_that_climbs_while_the_rate_warms_up_is_a_rate_too_high():
+    # forecast_jsonl warms its rate up over the first epoch: with a 100x rate the loss rose
+    # fourfold as the rate reached its peak, then came back down as the cosine decay set in;
+    # its healthy runs warm up the same way and their loss falls
+    bad = explain(PROGRAMS / "logs" / "forecast_jsonl__lr-too-high__s2.log")
+    assert [c.id for c in bad.causes][:1] == ["lr-too-high"]
+    assert any(s.name == "loss-rose-in-warmup" for s in bad.symptoms)
+    for seed in (0, 1):
+        healthy = explain(PROGRAMS / "logs" / f"forecast_jsonl__healthy__s{seed}.log")
+        assert not any(s.name == "loss-rose-in-warmup" for s in healthy.symptoms)
+
+
 def test_five_programs_cover_the_frameworks_and_optimizers():
     progs = {m["program"] for m in MANIFEST}
     assert progs == {"cnn_sgd", "mlp_hf", "lm_accelerate", "rnn_lightning", "gan_ddp"}

@@ -35,6 +35,7 @@ EMITS: frozenset[str] = frozenset(
         "loss-huge-then-recovered",
         "loss-non-finite",
         "loss-oscillating",
+        "loss-rose-in-warmup",
         "loss-scale-collapse",
         "loss-swings-back-to-low",
         "lr-floor-early",
@@ -67,6 +68,8 @@ def detect(ctx: Context) -> list[Symptom]:
         out += grad_trends(grad)
     if "lr" in s:
         out += lr_floor(s["lr"])
+        if loss is not None and loss.name == "loss":
+            out += warmup_blowup(loss, s["lr"])
     if "loss_scale" in s:
         out += scale_collapse(s["loss_scale"])
     if "memory" in s:
@@ -593,6 +596,40 @@ def lr_floor(lr: Series) -> list[Symptom]:
                 (_ev(pts[peak_i], "lr", "peak"), _ev(pts[reach], "lr", "floor reached")),
                 step=pts[reach].step,
                 value=frac,
+            )
+        ]
+    return []
+
+
+def warmup_blowup(loss: Series, lr: Series) -> list[Symptom]:
+    """A loss that climbed while the learning rate warmed up: at the rate's peak the loss is at
+    least twice its first value and its low point before (a healthy warm-up's loss falls). Read
+    against the run's own start and the run's own schedule, so scale-free in both."""
+    rates = lr.finite()
+    if len(rates) < 3 or rates[0].value <= 0:
+        return []
+    peak_i = max(range(len(rates)), key=lambda i: rates[i].value)
+    peak = rates[peak_i]
+    if peak_i == 0 or peak.value < 1.5 * rates[0].value:
+        return []  # no warm-up: the rate started at its peak
+    pts = [p for p in loss.finite() if p.step <= peak.step]
+    if len(pts) < 2 or pts[0].value <= 0:
+        return []
+    low = min(pts, key=lambda p: p.value)
+    top = max(pts[pts.index(low) :], key=lambda p: p.value)
+    if top.value >= 2 * pts[0].value and top.value >= 2 * low.value:
+        return [
+            Symptom(
+                "loss-rose-in-warmup",
+                f"{loss.name} rose from {pts[0].value:.4g} to {top.value:.4g} (step {top.step}) while the "
+                f"learning rate warmed up to {peak.value:.3g}",
+                (
+                    _ev(pts[0], loss.name, "first"),
+                    _ev(top, loss.name, "highest in the warm-up"),
+                    _ev(peak, "lr", "peak"),
+                ),
+                step=top.step,
+                value=top.value / pts[0].value,
             )
         ]
     return []
