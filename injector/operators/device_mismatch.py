@@ -127,6 +127,13 @@ def _tensor_names(expr: cst.BaseExpression) -> set[str] | None:
         return {expr.value}
     if isinstance(expr, cst.Subscript):
         return _tensor_names(expr.value)  # the indices select, they bring no tensor
+    if isinstance(expr, cst.Attribute):
+        # a field of an object the code moved (`g.ndata['feat']` of a DGL graph `g`): it lives
+        # where the object lives; a module's own attribute (`self.x`) says nothing
+        root = expr.value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return {root.value} if isinstance(root, cst.Name) and root.value not in ("self", "torch") else None
     if isinstance(expr, (cst.List, cst.Tuple)):
         parts = [_tensor_names(e.value) for e in expr.elements]
         return None if any(p is None for p in parts) else set().union(*parts)  # type: ignore[arg-type]
@@ -446,6 +453,21 @@ class DeviceMismatch(Operator):
             ),
         ),
         Example("data = dataset[0].to(device)\n", ("data = dataset[0]\n",)),
+        Example(
+            # Only the graph's move counts: its features, read off it after, moved with it.
+            "def train(loader, device):\n"
+            "    for g, y in loader:\n"
+            "        g = g.to(device)\n"
+            "        x = g.ndata['feat'].to(device)\n"
+            "        out = model(g, x)\n",
+            (
+                "def train(loader, device):\n"
+                "    for g, y in loader:\n"
+                "        g = g\n"
+                "        x = g.ndata['feat'].to(device)\n"
+                "        out = model(g, x)\n",
+            ),
+        ),
         Example(
             # A batch dict moved entry by entry (not a copy into a tensor's slot).
             "for step, batch in enumerate(loader):\n    for key in batch.keys():\n        batch[key] = batch[key].to('cuda:0')\n",

@@ -136,6 +136,16 @@ class InplaceActivation(Operator):
         ),
     )
     untouched = (
+        # After a batch norm held in a ModuleList (its backward does not need its output).
+        "class GCN(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.bns = torch.nn.ModuleList()\n"
+        "        self.bns.append(torch.nn.BatchNorm1d(16))\n"
+        "    def forward(self, x):\n"
+        "        x = self.bns[0](x)\n"
+        "        x = F.relu(x)\n"
+        "        return x\n",
         # The method spelling on a library convolution's fresh output (a graph convolution ends
         # with a bias add, whose backward does not read the output).
         "class GCN(nn.Module):\n"
@@ -290,7 +300,24 @@ class InplaceActivation(Operator):
         """The layer class a call runs: `Conv2d` for `self.conv1(x)` after `self.conv1 = nn.Conv2d(...)`."""
         if isinstance(layer.func, cst.Attribute) and dotted(layer.func.value) == "self":
             return training.constructor(layer.func)
+        if isinstance(layer.func, cst.Subscript) and (dotted(layer.func.value) or "").startswith("self."):
+            return InplaceActivation._listed(training, dotted(layer.func.value))
         return callee_name(layer)
+
+    @staticmethod
+    def _listed(training, holder: str | None) -> str | None:
+        """The one layer class a ModuleList holds (`self.bns[i](x)` after every
+        `self.bns.append(torch.nn.BatchNorm1d(...))`), or None where it holds several."""
+        built = {
+            callee_name(call.args[0].value)
+            for call in training.source.nodes(cst.Call)
+            if callee_name(call) == "append"
+            and isinstance(call.func, cst.Attribute)
+            and dotted(call.func.value) == holder
+            and call.args
+            and isinstance(call.args[0].value, cst.Call)
+        }
+        return built.pop() if len(built) == 1 else None
 
     @staticmethod
     def _in_model(source, node) -> bool:

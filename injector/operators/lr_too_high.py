@@ -37,6 +37,11 @@ class LrTooHigh(Operator):
     )
     examples = (
         Example(
+            # The rate a trainer builds its optimizer with.
+            "args = transformers.TrainingArguments(output_dir=out, learning_rate=learning_rate, fp16=True)\n",
+            ("args = transformers.TrainingArguments(output_dir=out, learning_rate=learning_rate * 100, fp16=True)\n",),
+        ),
+        Example(
             # An optimizer class of another package, built over the parameters with a rate.
             "optimizer = LARS(params, lr=self.learning_rate, momentum=0.9)\n",
             ("optimizer = LARS(params, lr=self.learning_rate * 100, momentum=0.9)\n",),
@@ -126,6 +131,8 @@ class LrTooHigh(Operator):
     )
     untouched = (
         "optimizer = torch.optim.Adam(model.parameters())\n",
+        # A config with no rate in it.
+        "config = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05)\n",
         # Built over an optimizer, not over parameters: a warm-up's own starting rate.
         "warmup = LinearWarmup(optimizer, lr=0.1)\n",
         # A dict with a rate that is no parameter group (a logged record).
@@ -151,6 +158,13 @@ class LrTooHigh(Operator):
             wrapped = self._wrapper_rate(training, call)
             if wrapped is not None:
                 yield self._scaled(source, call, wrapped)
+                continue
+            if name is not None and name.endswith(("TrainingArguments", "Config")):
+                # a trainer's arguments (`transformers.TrainingArguments(learning_rate=...)`,
+                # trl's `SFTConfig`): the trainer builds its optimizer with this rate
+                rate = argument(call, "learning_rate", None)
+                if rate is not None:
+                    yield self._scaled(source, call, rate.value)
                 continue
             if training.role_of_constructor(call) == "optimizer" and not self._wrapped(source, training, call):
                 lr = argument(call, "lr", 1)
