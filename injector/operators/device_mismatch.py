@@ -149,10 +149,9 @@ def _tensor_names(expr: cst.BaseExpression) -> set[str] | None:
     return None
 
 
-def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth: int) -> bool:
-    """True if the binding of `name` that reaches `use` in `function` (the last one before it
-    in a block that holds the use; one in a branch beside the use cannot reach it) assigned a
-    value moved to the device (`.to(...)`, `.cuda()`), or one made only from such tensors."""
+def _reaching(source, function: cst.FunctionDef, name: str, use: cst.CSTNode) -> cst.Assign | cst.For | None:
+    """The binding of `name` that reaches `use` in `function`: the last one before it in a block
+    that holds the use (one in a branch beside the use cannot reach it), an assignment or a loop."""
     before = source.span(use)[0]
     around = set(source.ancestors(use))
     found: cst.Assign | cst.For | None = None
@@ -160,7 +159,6 @@ def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth
         if source.function_of(node) is not function:
             continue
         if isinstance(node, cst.For):
-            # a loop binds its target anew each pass: a batch the loop hands out is not moved
             binds = name in _bound(node.target) and source.span(node.target)[1] <= before and node in around
         else:
             binds = source.span(node)[1] <= before and any(name in _bound(t.target) for t in node.targets)
@@ -168,6 +166,13 @@ def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth
             binds = binds and blocks <= around
         if binds and (found is None or source.span(node)[0] > source.span(found)[0]):
             found = node
+    return found
+
+
+def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth: int) -> bool:
+    """True if the binding of `name` that reaches `use` assigned a value moved to the device
+    (`.to(...)`, `.cuda()`), or one made only from such tensors."""
+    found = _reaching(source, function, name, use)
     if not isinstance(found, cst.Assign) or not any(
         isinstance(t.target, cst.Name) and t.target.value == name for t in found.targets
     ):
@@ -179,6 +184,44 @@ def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth
         _moved(source, function, n, found, depth - 1)
         for n in names  # type: ignore[union-attr]
     )
+
+
+_CONVERSIONS = frozenset({"from_numpy", "tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor"})
+
+
+def _loop_constant(source, call: cst.Call) -> bool:
+    """True for `w = w.cuda()` inside a batch loop where `w` was made from nothing the loop
+    binds (`weights = torch.from_numpy(cls_weights)`): the same constant every pass, not a batch."""
+    loop = source.enclosing(call, (cst.For, cst.While))
+    function = source.function_of(call)
+    if loop is None or function is None or not isinstance(call.func, cst.Attribute):
+        return False
+    receiver = call.func.value
+    if not isinstance(receiver, cst.Name):
+        return False
+    found = _reaching(source, function, receiver.value, call)
+    if not isinstance(found, cst.Assign) or not any(isinstance(t.target, cst.Name) for t in found.targets):
+        return False
+    if any(
+        not (dotted(c.func) or "").startswith("torch.") or callee_name(c) not in _CONVERSIONS
+        for c in source.within(found.value, cst.Call)
+    ):
+        return False  # a call may give something new each pass (`next(loader)`)
+    read = {
+        n.value
+        for n in source.within(found.value, cst.Name)
+        if not (isinstance(source.parent(n), cst.Attribute) and source.parent(n).attr is n)
+    } - {"torch"}
+    bound: set[str] = set(_bound(loop.target)) if isinstance(loop, cst.For) else set()
+    for node in source.within(loop.body, (cst.Assign, cst.AugAssign, cst.For)):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                bound |= _bound(t.target)
+        elif isinstance(node, cst.AugAssign):
+            bound |= _bound(node.target)
+        else:
+            bound |= _bound(node.target)
+    return bool(read) and not (read & bound)
 
 
 def _bound(target: cst.BaseExpression) -> set[str]:
@@ -201,6 +244,8 @@ def _is_batch(source, call: cst.Call) -> bool:
     (`return x.to(device), y`), or in a function that names batches; and so does an input the
     code makes itself (`torch.zeros(...).to(device)`, the initial state of a sampling run). A
     checkpoint's metric moved once at start-up (`best_acc1 = best_acc1.to(gpu)`) is not a batch."""
+    if _loop_constant(source, call):
+        return False
     if source.enclosing(call, (cst.For, cst.While, cst.ListComp, cst.DictComp, cst.GeneratorExp)) is not None:
         return True
     if isinstance(call.func, cst.Attribute) and (_fresh_tensor(call.func.value) or _dataset_item(call.func.value)):
@@ -454,6 +499,11 @@ class DeviceMismatch(Operator):
         ),
         Example("data = dataset[0].to(device)\n", ("data = dataset[0]\n",)),
         Example(
+            # Views the loop hands out, joined: a batch, though made by a torch call.
+            "for images, _ in loader:\n    images = torch.cat(images, dim=0)\n    images = images.to(device)\n",
+            ("for images, _ in loader:\n    images = torch.cat(images, dim=0)\n    images = images\n",),
+        ),
+        Example(
             # Only the graph's move counts: its features, read off it after, moved with it.
             "def train(loader, device):\n"
             "    for g, y in loader:\n"
@@ -567,6 +617,13 @@ class DeviceMismatch(Operator):
         "    mask = torch.eye(labels.shape[0], dtype=torch.bool).to(self.device)\n"
         "    sim = features @ features.T\n"
         "    return sim[~mask].view(sim.shape[0], -1)\n",
+        # Class weights made from what the loop never changes, moved with every batch.
+        "def fit(gen, cls_weights, local_rank):\n"
+        "    for iteration, batch in enumerate(gen):\n"
+        "        imgs, pngs = batch\n"
+        "        weights = torch.from_numpy(cls_weights)\n"
+        "        weights = weights.cuda(local_rank)\n"
+        "        loss = CE_Loss(model(imgs), pngs, weights)\n",
         # Batches a prefetcher built with the device already placed (it moves each as it comes).
         "def load(ds, device):\n"
         "    loader = DataLoader(ds, batch_size=8, shuffle=True)\n"
