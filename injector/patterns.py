@@ -148,6 +148,19 @@ def is_functional(call: cst.Call, aliases: frozenset[str] = frozenset()) -> bool
     return False
 
 
+def assigned_alone(statement: cst.CSTNode | None, value: cst.CSTNode) -> str | None:
+    """The name `value` is assigned to alone (`neg = torch.clamp(...)`: `neg`), or None where
+    `statement` is not such an assignment of it."""
+    if (
+        isinstance(statement, cst.Assign)
+        and statement.value is value
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0].target, cst.Name)
+    ):
+        return statement.targets[0].target.value
+    return None
+
+
 def statement_call(small: cst.CSTNode) -> cst.Call | None:
     """The call of an expression statement such as `optimizer.zero_grad()`."""
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, dotted, last_name
+from injector.patterns import argument, assigned_alone, callee_name, dotted, last_name
 
 ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
@@ -100,14 +100,9 @@ def _needless(source, call: cst.Call) -> bool:
 def _only_an_index(source, function: cst.FunctionDef, parent, node) -> bool:
     """True for a tensor assigned to a name that the function only indexes with (`x[~mask]`):
     an index on the CPU selects from a tensor on any device."""
-    if not (
-        isinstance(parent, cst.Assign)
-        and parent.value is node
-        and len(parent.targets) == 1
-        and isinstance(parent.targets[0].target, cst.Name)
-    ):
+    name = assigned_alone(parent, node)
+    if name is None:
         return False
-    name = parent.targets[0].target.value
     uses = [
         n
         for n in source.within(function.body, cst.Name)

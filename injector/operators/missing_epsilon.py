@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, is_functional, last_name, needs_parens
+from injector.patterns import argument, assigned_alone, callee_name, is_functional, last_name, needs_parens
 
 GUARDED = {"log", "log2", "log10", "sqrt", "rsqrt", "reciprocal"}
 CLAMPS = {"clamp", "clamp_min", "clip"}
@@ -99,14 +99,7 @@ class MissingEpsilon(Operator):
     @staticmethod
     def _assigned_name(source, call: cst.Call) -> str | None:
         """The name `call` is assigned to alone (`neg = torch.clamp(neg - s, min=eps)`), or None."""
-        parent = source.parent(call)
-        if (
-            isinstance(parent, cst.Assign)
-            and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)
-        ):
-            return parent.targets[0].target.value
-        return None
+        return assigned_alone(source.parent(call), call)
 
     def _clamped_names(self, source) -> set[tuple[cst.FunctionDef | None, str]]:
         """(function, name) of every name assigned a clamp to an epsilon."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, dotted, statement_call
+from injector.patterns import argument, assigned_alone, callee_name, dotted, statement_call
 
 LIMIT = {"clip_grad_norm_": "max_norm", "clip_grad_norm": "max_norm", "clip_grad_value_": "clip_value"}
 # Settings that turn a framework's clipping on; 0 turns it off in each (DeepSpeed's config,
@@ -26,14 +26,9 @@ def _wrapper_method(call: cst.Call) -> bool:
 
 def _result_unused(source, statement, call: cst.Call) -> bool:
     """True for `name = call` where nothing in the function reads `name` again."""
-    if not (
-        isinstance(statement, cst.Assign)
-        and statement.value is call
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0].target, cst.Name)
-    ):
+    name = assigned_alone(statement, call)
+    if name is None:
         return False
-    name = statement.targets[0].target.value
     scope = source.function_of(statement)
     for node in source.within(scope.body if scope is not None else source.module, cst.Name):
         if node.value == name and not isinstance(source.parent(node), cst.AssignTarget):
