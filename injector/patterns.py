@@ -1164,6 +1164,9 @@ MODULE_METHODS = frozenset(
     | {"eval", "zero_grad", "apply", "requires_grad_", "register_buffer", "register_forward_hook", "share_memory"}
 )
 EVALUATION_WORDS = ("eval", "valid", "test", "estimate", "predict", "infer", "sample", "generate")
+# A model's methods that make its initial recurrent state (`rnn.initHidden()`, `init_hidden(bsz)`,
+# `begin_state(...)`): zeros, not a forward pass.
+STATE_INITIALISERS = ("init", "reset", "zero", "begin_state")
 
 
 def runs_model(
@@ -1223,6 +1226,7 @@ def runs_model(
             isinstance(func, cst.Attribute)
             and dotted(func.value) in training.optimized
             and func.attr.value not in MODULE_METHODS
+            and not func.attr.value.lower().startswith(STATE_INITIALISERS)
         ):
             return True  # `agent.get_action_and_value(obs)`: a method of that model runs its layers
         if depth > 0 and any(

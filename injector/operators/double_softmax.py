@@ -6,6 +6,13 @@ from injector.operators.base import Change, Example, Operator
 from injector.patterns import argument, callee_name, is_functional, method_on, under_no_grad
 
 
+def _cross_entropy_choice(classes: set[str]) -> bool:
+    """True where the criterion is a cross-entropy, or one of the losses a setting chooses
+    between with a cross-entropy among them (`FocalLoss` or `CrossEntropyLoss` by `opts.loss_type`):
+    the runs that choose the cross-entropy give it probabilities."""
+    return "CrossEntropyLoss" in classes and all(name.endswith("Loss") for name in classes)
+
+
 class DoubleSoftmax(Operator):
     id = "double-softmax"
     summary = "Pass `logits.softmax(dim=1)` instead of logits to `cross_entropy` / `nn.CrossEntropyLoss`."
@@ -45,6 +52,21 @@ class DoubleSoftmax(Operator):
                 "def train(model, criterion, x, y):\n"
                 "    return criterion(model(x).softmax(dim=1), y)\n"
                 "criterion = nn.CrossEntropyLoss()\n",
+            ),
+        ),
+        Example(
+            # A criterion a setting chooses, a cross-entropy among the choices.
+            "if opts.loss_type == 'focal_loss':\n"
+            "    criterion = utils.FocalLoss(ignore_index=255)\n"
+            "elif opts.loss_type == 'cross_entropy':\n"
+            "    criterion = nn.CrossEntropyLoss(ignore_index=255)\n"
+            "loss = criterion(outputs, labels)\n",
+            (
+                "if opts.loss_type == 'focal_loss':\n"
+                "    criterion = utils.FocalLoss(ignore_index=255)\n"
+                "elif opts.loss_type == 'cross_entropy':\n"
+                "    criterion = nn.CrossEntropyLoss(ignore_index=255)\n"
+                "loss = criterion(outputs.softmax(dim=1), labels)\n",
             ),
         ),
         Example(
@@ -90,6 +112,8 @@ class DoubleSoftmax(Operator):
         "    with torch.no_grad():\n"
         "        return criterion(model(x), y)\n",
         "criterion = nn.NLLLoss().to(device)\nloss = criterion(output, target)\n",
+        # A choice between a cross-entropy and something that is no loss class.
+        "criterion = nn.CrossEntropyLoss() if cls else make_criterion(cfg)\nloss = criterion(output, target)\n",
         "loss = criterion(out, y)  # criterion built elsewhere: unknown loss\n",
         "loss = F.mse_loss(pred, y)\n",
         "with torch.no_grad():\n    val_loss = F.cross_entropy(model(x), y)\n",
@@ -105,7 +129,7 @@ class DoubleSoftmax(Operator):
         for call in source.nodes(cst.Call):
             if callee_name(call) == "cross_entropy" and is_functional(call):
                 pass
-            elif training.classes_at(call.func, call) != {"CrossEntropyLoss"}:
+            elif not _cross_entropy_choice(training.classes_at(call.func, call)):
                 continue  # another loss, or a criterion that is one only in another function
             logits = argument(call, "input", 0)
             if logits is None or under_no_grad(source, call):

@@ -28,6 +28,25 @@ def _in_param_group(source, element: cst.DictElement) -> bool:
     )
 
 
+def _every_group_sets_its_rate(call: cst.Call) -> bool:
+    """True for an optimizer built over a literal list of parameter groups that each set their
+    own rate (`SGD([{'params': a, 'lr': 0.1 * lr}, {'params': b, 'lr': lr}], lr=lr)`): the
+    optimizer's own `lr` reaches no parameter (the groups' rates get the mutants)."""
+    groups = argument(call, "params", 0)
+    if groups is None or not isinstance(groups.value, cst.List) or not groups.value.elements:
+        return False
+    for element in groups.value.elements:
+        group = element.value
+        if not isinstance(group, cst.Dict) or not any(
+            isinstance(entry, cst.DictElement)
+            and isinstance(entry.key, cst.SimpleString)
+            and entry.key.evaluated_value in LR_KEYS
+            for entry in group.elements
+        ):
+            return False
+    return True
+
+
 class LrTooHigh(Operator):
     id = "lr-too-high"
     summary = (
@@ -128,6 +147,23 @@ class LrTooHigh(Operator):
             "params += [{'params': [value], 'lr': lr * 2, 'weight_decay': 0}]\n",
             ("params += [{'params': [value], 'lr': (lr * 2) * 100, 'weight_decay': 0}]\n",),
         ),
+        Example(
+            # Each parameter group sets its own rate: the optimizer's default reaches no parameter.
+            "optimizer = torch.optim.SGD(params=[\n"
+            "    {'params': model.backbone.parameters(), 'lr': 0.1 * opts.lr},\n"
+            "    {'params': model.classifier.parameters(), 'lr': opts.lr},\n"
+            "], lr=opts.lr, momentum=0.9)\n",
+            (
+                "optimizer = torch.optim.SGD(params=[\n"
+                "    {'params': model.backbone.parameters(), 'lr': (0.1 * opts.lr) * 100},\n"
+                "    {'params': model.classifier.parameters(), 'lr': opts.lr},\n"
+                "], lr=opts.lr, momentum=0.9)\n",
+                "optimizer = torch.optim.SGD(params=[\n"
+                "    {'params': model.backbone.parameters(), 'lr': 0.1 * opts.lr},\n"
+                "    {'params': model.classifier.parameters(), 'lr': opts.lr * 100},\n"
+                "], lr=opts.lr, momentum=0.9)\n",
+            ),
+        ),
     )
     untouched = (
         "optimizer = torch.optim.Adam(model.parameters())\n",
@@ -168,7 +204,11 @@ class LrTooHigh(Operator):
                 continue
             if training.role_of_constructor(call) == "optimizer" and not self._wrapped(source, training, call):
                 lr = argument(call, "lr", 1)
-                if lr is not None and not self._overridden_call(source, call, overridden):
+                if (
+                    lr is not None
+                    and not self._overridden_call(source, call, overridden)
+                    and not _every_group_sets_its_rate(call)
+                ):
                     yield self._scaled(source, call, lr.value)
             elif (
                 name in {"add_", "sub_"}

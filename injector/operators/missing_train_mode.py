@@ -63,6 +63,10 @@ def _built_or_wrapped(source, value, name: str) -> bool:
     if "eval" in {c.func.attr.value for c in _chain(value) if isinstance(c.func, cst.Attribute)}:
         return False  # `Net().eval()`: built, then put in eval mode
     value = constructed(value)  # `Net(h).to(device)`: the device move keeps the mode
+    if isinstance(value.func, cst.Subscript) or (
+        isinstance(value.func, cst.Call) and callee_name(value.func) == "getattr"
+    ):
+        return True  # a builder from a registry: `models.__dict__[arch](...)`, `getattr(models, arch)(...)`
     callee = callee_name(value) or "a"
     if callee[0].isupper() or callee == "from_config":
         return True
@@ -230,20 +234,69 @@ def _handed_in_train_mode(source, training, call: cst.Call) -> bool:
         ):
             return False  # evaluated beside this function (`train(model); test(model)`)
     # Each evaluation in the function is followed, in its block, by the switch back.
-    for other in source.within(function.body, cst.Call):
-        if other is call or _is_train(other) or not _may_evaluate(source, training, other, name):
-            continue
-        statement = next(a for a in source.ancestors(other) if isinstance(a, cst.SimpleStatementLine))
-        line, siblings = source.block_of(statement)
-        later = siblings[siblings.index(line) + 1 :] if line in siblings else []
-        if not any(
-            _is_train(c) and dotted(c.func.value) == name
-            for s in later
-            for c in source.within(s, cst.Call)
-            if isinstance(c.func, cst.Attribute)
-        ):
-            return False
-    return True
+    return all(
+        _switched_back(source, other, name, call)
+        for other in source.within(function.body, cst.Call)
+        if other is not call and not _is_train(other) and _may_evaluate(source, training, other, name)
+    )
+
+
+def _switched_back(source, evaluation: cst.Call, name: str, switch: cst.Call, leaving: bool = False) -> bool:
+    """True if, after `evaluation`, its block switches `name` back to training mode by a call
+    other than `switch`; with `leaving`, a block that returns or raises also counts."""
+    statement = next((a for a in source.ancestors(evaluation) if isinstance(a, cst.SimpleStatementLine)), None)
+    if statement is None:
+        return False
+    line, siblings = source.block_of(statement)
+    later = siblings[siblings.index(line) + 1 :] if line in siblings else []
+    if leaving and any(
+        isinstance(s, cst.SimpleStatementLine) and any(isinstance(small, (cst.Return, cst.Raise)) for small in s.body)
+        for s in later
+    ):
+        return True
+    return any(
+        c is not switch and _is_train(c) and dotted(c.func.value) == name
+        for s in later
+        for c in source.within(s, cst.Call)
+        if isinstance(c.func, cst.Attribute)
+    )
+
+
+def _training_at_each_pass(source, training, call: cst.Call) -> bool:
+    """True for `model.train()` at the top level of a loop's body where the local `model` is in
+    training mode at every pass anyway: built or wrapped before the loop, never rebound in it,
+    and every evaluation in the function after it was built either leaves the function or is
+    switched back in its own block (DeepLabV3Plus's epoch loop, whose validation in the middle
+    of an epoch switches back itself). Then removing this switch changes nothing."""
+    if not isinstance(call.func, cst.Attribute) or call.args:
+        return False
+    name, function = dotted(call.func.value), source.function_of(call)
+    statement = source.parent(call)
+    line = source.parent(statement) if statement is not None else None
+    loop = source.parent(source.parent(line)) if line is not None else None
+    if not name or "." in name or function is None or not isinstance(loop, (cst.For, cst.While)):
+        return False
+    start, end = source.span(loop)
+    assigns = [a for a in training.assigned_names.get(name, []) if source.function_of(a) is function]
+    before = [a for a in assigns if source.span(a)[0] < start]
+    if not before or len(before) != len(assigns):
+        return False  # never built here, or rebound in or after the loop
+    if not all(
+        _built_or_wrapped(source, a.value, name)
+        or _returns_built(source, training, a.value, _unpacked_at(a, name))
+        or _moved(a.value, name)
+        for a in before
+    ):
+        return False
+    first = source.span(before[0])[0]
+    return all(
+        _switched_back(source, other, name, call, leaving=True)
+        for other in source.within(function.body, cst.Call)
+        if other is not call
+        and source.span(other)[0] >= first
+        and not _is_train(other)
+        and _may_evaluate(source, training, other, name)
+    )
 
 
 class MissingTrainMode(Operator):
@@ -308,6 +361,72 @@ class MissingTrainMode(Operator):
             "model = UNet(channels=3)\nfor epoch in range(epochs):\n    model.train()\n    fit(model)\n"
             "def check(m):\n    m.eval()\n",
             ("model = UNet(channels=3)\nfor epoch in range(epochs):\n    fit(model)\ndef check(m):\n    m.eval()\n",),
+        ),
+        Example(
+            # Built from a registry, evaluated before the loop only on a path that returns, and
+            # switched back after each evaluation inside it: the switch at the top of the epoch
+            # changes nothing, the one after evaluation does.
+            "def main(opts):\n"
+            "    model = models.__dict__[opts.arch]()\n"
+            "    model = nn.DataParallel(model)\n"
+            "    if opts.test_only:\n"
+            "        model.eval()\n"
+            "        validate(model)\n"
+            "        return\n"
+            "    while True:\n"
+            "        model.train()\n"
+            "        for x in loader:\n"
+            "            step(model, x)\n"
+            "            if it % 100 == 0:\n"
+            "                model.eval()\n"
+            "                validate(model)\n"
+            "                model.train()\n",
+            (
+                "def main(opts):\n"
+                "    model = models.__dict__[opts.arch]()\n"
+                "    model = nn.DataParallel(model)\n"
+                "    if opts.test_only:\n"
+                "        model.eval()\n"
+                "        validate(model)\n"
+                "        return\n"
+                "    while True:\n"
+                "        model.train()\n"
+                "        for x in loader:\n"
+                "            step(model, x)\n"
+                "            if it % 100 == 0:\n"
+                "                model.eval()\n"
+                "                validate(model)\n",
+            ),
+        ),
+        Example(
+            # The same loop with a model that may arrive in eval mode: both switches count.
+            "def main(opts):\n"
+            "    model = load_pretrained(opts.arch)\n"
+            "    for epoch in range(3):\n"
+            "        model.train()\n"
+            "        for x in loader:\n"
+            "            step(model, x)\n"
+            "            model.eval()\n"
+            "            validate(model)\n"
+            "            model.train()\n",
+            (
+                "def main(opts):\n"
+                "    model = load_pretrained(opts.arch)\n"
+                "    for epoch in range(3):\n"
+                "        for x in loader:\n"
+                "            step(model, x)\n"
+                "            model.eval()\n"
+                "            validate(model)\n"
+                "            model.train()\n",
+                "def main(opts):\n"
+                "    model = load_pretrained(opts.arch)\n"
+                "    for epoch in range(3):\n"
+                "        model.train()\n"
+                "        for x in loader:\n"
+                "            step(model, x)\n"
+                "            model.eval()\n"
+                "            validate(model)\n",
+            ),
         ),
         Example(
             "def on_epoch_start(self):\n    self.net.train(mode=True)\n",
@@ -413,6 +532,7 @@ class MissingTrainMode(Operator):
                 _is_train(call)
                 and not _still_built_mode(source, training, call)
                 and not _handed_in_train_mode(source, training, call)
+                and not _training_at_each_pass(source, training, call)
             ),
             True,
             "training continues in eval mode",

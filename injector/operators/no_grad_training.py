@@ -313,6 +313,40 @@ class NoGradTraining(Operator):
             ),
         ),
         Example(
+            # A recurrent forward run one step at a time before the loss; the initial state is no forward.
+            "import torch\n"
+            "def train(category_tensor, line_tensor):\n"
+            "    hidden = rnn.initHidden()\n"
+            "    optimizer.zero_grad()\n"
+            "    for i in range(line_tensor.size()[0]):\n"
+            "        output, hidden = rnn(line_tensor[i], hidden)\n"
+            "    loss = criterion(output, category_tensor)\n"
+            "    loss.backward()\n"
+            "optimizer = torch.optim.SGD(rnn.parameters(), lr=0.005)\n",
+            (
+                "import torch\n"
+                "def train(category_tensor, line_tensor):\n"
+                "    hidden = rnn.initHidden()\n"
+                "    optimizer.zero_grad()\n"
+                "    for i in range(line_tensor.size()[0]):\n"
+                "        output, hidden = rnn(line_tensor[i], hidden)\n"
+                "    with torch.no_grad():\n"
+                "        loss = criterion(output, category_tensor)\n"
+                "    loss.backward()\n"
+                "optimizer = torch.optim.SGD(rnn.parameters(), lr=0.005)\n",
+                "import torch\n"
+                "def train(category_tensor, line_tensor):\n"
+                "    hidden = rnn.initHidden()\n"
+                "    optimizer.zero_grad()\n"
+                "    with torch.no_grad():\n"
+                "        for i in range(line_tensor.size()[0]):\n"
+                "            output, hidden = rnn(line_tensor[i], hidden)\n"
+                "    loss = criterion(output, category_tensor)\n"
+                "    loss.backward()\n"
+                "optimizer = torch.optim.SGD(rnn.parameters(), lr=0.005)\n",
+            ),
+        ),
+        Example(
             # An output object's loss (`return dict(loss=out.loss)`): the forward pass that made it.
             "import torch\n"
             "class LM(LightningModule):\n"
@@ -389,6 +423,18 @@ class NoGradTraining(Operator):
         if first not in siblings:
             return
         for line in reversed(siblings[: siblings.index(first)]):
+            if isinstance(line, (cst.For, cst.While)) and any(
+                runs_model(source, training, a.value, depth=0) for a in source.within(line.body, cst.Assign)
+            ):
+                # a recurrent forward run step by step (`for i in range(n): out, h = rnn(x[i], h)`)
+                if source.has_multiline_string(line):
+                    return
+                yield Change(
+                    line,
+                    (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
+                    "the forward pass runs without autograd",
+                )
+                return
             if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 continue
             assign = line.body[0]

@@ -63,6 +63,14 @@ class WrongLossReduction(Operator):
             ('from torch.nn import CTCLoss\ncriterion = CTCLoss(reduction="sum")\n',),
         ),
         Example(
+            # A loss class of the project's, averaging by torch's keywords.
+            "criterion = utils.FocalLoss(ignore_index=255, size_average=True)\ndice = DiceLoss(reduction='mean')\n",
+            (
+                "criterion = utils.FocalLoss(ignore_index=255, size_average=False)\ndice = DiceLoss(reduction='mean')\n",
+                "criterion = utils.FocalLoss(ignore_index=255, size_average=True)\ndice = DiceLoss(reduction='sum')\n",
+            ),
+        ),
+        Example(
             "loss = F.mse_loss(pred, target, reduction='mean')\n",
             ("loss = F.mse_loss(pred, target, reduction='sum')\n",),
         ),
@@ -162,6 +170,8 @@ class WrongLossReduction(Operator):
         'total = nn.MSELoss(reduction="sum")\n',
         # A loss class of the same name from another package (its own arguments, no `reduction`).
         "from warpctc_pytorch import CTCLoss\ncriterion = CTCLoss()\n",
+        # A project's loss class with no averaging keyword: its default is its own.
+        "criterion = FocalLoss(gamma=2)\nval_criterion = DiceLoss(size_average=True)\n",
         # The deprecated spelling that already sums.
         "rec = F.binary_cross_entropy(x_hat, x, size_average=False)\n",
     )
@@ -198,6 +208,10 @@ class WrongLossReduction(Operator):
                         (source.replace_string(reduction.value, "sum"),),
                         f"`{name}` sums instead of averaging",
                     )
+            elif _project_loss(source, call):
+                # A loss class of the project's or another package's, averaging by an explicit
+                # keyword in torch's spelling (`utils.FocalLoss(ignore_index=255, size_average=True)`)
+                yield from _summed_by_keyword(source, call, name or "")
         for assign in source.nodes(cst.Assign):
             if not any(
                 isinstance(t.target, cst.Name) and _names_loss(t.target.value) and not _evaluation_name(t.target.value)
@@ -264,6 +278,34 @@ class WrongLossReduction(Operator):
 
 
 LOSS_WORDS = ("loss", "penalty")
+
+
+def _project_loss(source, call: cst.Call) -> bool:
+    """True for a loss class torch does not define (`FocalLoss(...)`, `utils.DiceLoss(...)`)
+    built for training."""
+    name = callee_name(call) or ""
+    return (
+        name.endswith("Loss")
+        and name[:1].isupper()
+        and name not in LOSS_MODULES
+        and not under_no_grad(source, call)
+        and not _evaluation_only(source, call)
+    )
+
+
+def _summed_by_keyword(source, call: cst.Call, name: str):
+    """The mutant of a loss whose averaging is an explicit keyword: `size_average=True` →
+    `False`, `reduction="mean"` → `"sum"` (with no keyword, its default is unknown: no mutant)."""
+    averaged = argument(call, "size_average", None)
+    reduction = argument(call, "reduction", None)
+    if averaged is not None and is_literal_bool(averaged.value, True):
+        yield Change(call, (source.replace(averaged.value, "False"),), f"`{name}` sums instead of averaging")
+    elif (
+        reduction is not None
+        and isinstance(reduction.value, cst.SimpleString)
+        and reduction.value.evaluated_value == "mean"
+    ):
+        yield Change(call, (source.replace_string(reduction.value, "sum"),), f"`{name}` sums instead of averaging")
 
 
 def _foreign(source, call: cst.Call) -> bool:
