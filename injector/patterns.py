@@ -1266,9 +1266,10 @@ def sets_mode(call: cst.Call) -> bool:
 
 def is_criterion(expr: cst.BaseExpression) -> bool:
     """True for a loss module by its name (`criterion`, `loss_fn`, `self.dino_loss`): switching its
-    mode changes nothing unless it holds dropout or batch-norm, which criteria do not."""
+    mode changes nothing unless it holds dropout or batch-norm, which criteria do not. A loss
+    model (Sentence Transformers' `loss_model`) wraps the model it trains: no criterion."""
     name = (last_name(expr) or "").lower()
-    return "criterion" in name or "loss" in name
+    return ("criterion" in name or "loss" in name) and "model" not in name
 
 
 def is_literal_bool(expr: cst.BaseExpression, value: bool | None = None) -> bool:

@@ -241,7 +241,13 @@ def _is_batch(source, call: cst.Call) -> bool:
     checkpoint's metric moved once at start-up (`best_acc1 = best_acc1.to(gpu)`) is not a batch."""
     if _loop_constant(source, call):
         return False
-    if source.enclosing(call, (cst.For, cst.While, cst.ListComp, cst.DictComp, cst.GeneratorExp)) is not None:
+    anchor: cst.CSTNode = call  # a lambda a loop maps over its batch parts runs in that loop
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, cst.FunctionDef):
+            break
+        if isinstance(ancestor, cst.Lambda):
+            anchor = ancestor
+    if source.enclosing(anchor, (cst.For, cst.While, cst.ListComp, cst.DictComp, cst.GeneratorExp)) is not None:
         return True
     if isinstance(call.func, cst.Attribute) and (_fresh_tensor(call.func.value) or _dataset_item(call.func.value)):
         return True
@@ -358,6 +364,12 @@ def _framework_device(training, expr: cst.BaseExpression, use: cst.CSTNode) -> b
 MOVE_HELPERS = frozenset({"convert_tensor", "to_device", "move_to_device", "send_to_device", "move_to"})
 
 
+def _move_helper(name: str | None) -> bool:
+    """True for a function that moves what it is handed to a device: a library's (`send_to_device`,
+    ignite's `convert_tensor`) or a project's named for it (`batch_to_device`, `dict_to_cuda`)."""
+    return name is not None and (name in MOVE_HELPERS or name.endswith(("_to_device", "_to_cuda", "_to_gpu")))
+
+
 def _cpu_type(training, expr: cst.BaseExpression, use: cst.CSTNode) -> str | None:
     """The CPU tensor type for a CUDA one given to `.type(...)`: `torch.FloatTensor` for
     `torch.cuda.FloatTensor`, or for a name assigned `torch.cuda.FloatTensor if cuda else
@@ -461,6 +473,12 @@ class DeviceMismatch(Operator):
             # A library helper that moves the batch (ignite's `convert_tensor`).
             "def train_step(engine, batch):\n    x = convert_tensor(batch[0], device, non_blocking=True)\n",
             ("def train_step(engine, batch):\n    x = batch[0]\n",),
+        ),
+        Example(
+            # A project's helper named for the move, over each part of a batch.
+            "for features, labels in loader:\n"
+            "    features = list(map(lambda batch: batch_to_device(batch, self.device), features))\n",
+            ("for features, labels in loader:\n    features = list(map(lambda batch: batch, features))\n",),
         ),
         Example(
             # A CUDA tensor type: the batch keeps its dtype and stays on the CPU.
@@ -658,7 +676,7 @@ class DeviceMismatch(Operator):
     def changes(self, source, training):
         placed = _places_batches(source)
         for call in source.nodes(cst.Call):
-            if callee_name(call) in MOVE_HELPERS and isinstance(call.func, cst.Name) and _is_batch(source, call):
+            if _move_helper(callee_name(call)) and isinstance(call.func, cst.Name) and _is_batch(source, call):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)
                 if (
                     tensor is not None

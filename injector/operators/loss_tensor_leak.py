@@ -138,6 +138,8 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A NumPy value of the loss: no graph to keep.
+        'batch_logs["loss"] = loss.cpu().detach().numpy().item()\nhistory.append(loss.data.numpy().item())\n',
         # Made only from detached losses: an epoch mean and its perplexity hold no graph.
         "def train():\n"
         "    total_loss = 0.0\n"
@@ -255,8 +257,8 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
         return True
     if isinstance(value, cst.Call):
         name = callee_name(value)
-        if name == "detach":
-            return True
+        if name in ("detach", "numpy", "tolist"):
+            return True  # a NumPy array or a list holds no graph (`loss.cpu().detach().numpy()`)
         if name not in _GRAPH_FREE:
             return False
         if isinstance(value.func, cst.Attribute) and dotted(value.func.value) not in ("torch", "math", "np"):

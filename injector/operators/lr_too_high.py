@@ -47,6 +47,58 @@ def _every_group_sets_its_rate(call: cst.Call) -> bool:
     return True
 
 
+def _bound_values(source, use: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
+    """What `name` may hold where `use` runs, as the file spells it: a parameter's default, a
+    dict assigned to the name, or for `self.x` the class's field `x` and the default of the
+    parameter a method stores in it."""
+    found: list[cst.BaseExpression] = []
+    function = source.function_of(use)
+    if function is not None:
+        found += [p.default for p in function.params.params if p.name.value == name and p.default is not None]
+    attribute = name[len("self.") :] if name.startswith("self.") and name.count(".") == 1 else None
+    for node in [*source.nodes(cst.Assign), *source.nodes(cst.AnnAssign)]:
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        value = node.value
+        if value is None:
+            continue
+        for target in targets:
+            if attribute is not None and isinstance(target, cst.Name) and target.value == attribute:
+                if isinstance(source.parent(source.parent(node)), cst.IndentedBlock) and isinstance(
+                    source.parent(source.parent(source.parent(node))), cst.ClassDef
+                ):
+                    found.append(value)  # a class-level field
+            elif dotted(target) == name:
+                owner = source.function_of(node)
+                if attribute is not None and isinstance(value, cst.Name) and owner is not None:
+                    found += [p.default for p in owner.params.params if p.name.value == value.value and p.default]
+                elif owner is function or attribute is not None:
+                    found.append(value)
+    return found
+
+
+def _rate_in(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The rate of a keyword dict: `{"lr": 2e-5}`, `dict(lr=2e-2)`, also as a dataclass field's
+    `field(default_factory=lambda: ...)` or `field(default=...)`."""
+    if isinstance(value, cst.Call) and callee_name(value) == "field":
+        inner = argument(value, "default_factory", None) or argument(value, "default", None)
+        if inner is None:
+            return None
+        value = inner.value.body if isinstance(inner.value, cst.Lambda) else inner.value
+    if isinstance(value, cst.Dict):
+        for element in value.elements:
+            if (
+                isinstance(element, cst.DictElement)
+                and isinstance(element.key, cst.SimpleString)
+                and element.key.evaluated_value in LR_KEYS
+            ):
+                return element.value
+    if isinstance(value, cst.Call) and callee_name(value) == "dict" and isinstance(value.func, cst.Name):
+        for arg in value.args:
+            if arg.keyword is not None and arg.keyword.value in LR_KEYS:
+                return arg.value
+    return None
+
+
 class LrTooHigh(Operator):
     id = "lr-too-high"
     summary = (
@@ -148,6 +200,35 @@ class LrTooHigh(Operator):
             ("params += [{'params': [value], 'lr': (lr * 2) * 100, 'weight_decay': 0}]\n",),
         ),
         Example(
+            # Keyword arguments handed on with `**`: the rate in a parameter's default,
+            "def fit(self, groups, optimizer_class=AdamW, optimizer_params={'lr': 2e-5}):\n"
+            "    optimizer = optimizer_class(groups, **optimizer_params)\n",
+            (
+                "def fit(self, groups, optimizer_class=AdamW, optimizer_params={'lr': 0.002}):\n"
+                "    optimizer = optimizer_class(groups, **optimizer_params)\n",
+            ),
+        ),
+        Example(
+            # in a dataclass field's default,
+            "@dataclass\n"
+            "class TabModel:\n"
+            "    optimizer_params: Dict = field(default_factory=lambda: dict(lr=2e-2))\n"
+            "    def _set_optimizer(self):\n"
+            "        self._optimizer = self.optimizer_fn(self.network.parameters(), **self.optimizer_params)\n",
+            (
+                "@dataclass\n"
+                "class TabModel:\n"
+                "    optimizer_params: Dict = field(default_factory=lambda: dict(lr=2))\n"
+                "    def _set_optimizer(self):\n"
+                "        self._optimizer = self.optimizer_fn(self.network.parameters(), **self.optimizer_params)\n",
+            ),
+        ),
+        Example(
+            # in a dict the file assigns.
+            "kwargs = {'lr': 0.1, 'momentum': 0.9}\nopt = torch.optim.SGD(model.parameters(), **kwargs)\n",
+            ("kwargs = {'lr': 10, 'momentum': 0.9}\nopt = torch.optim.SGD(model.parameters(), **kwargs)\n",),
+        ),
+        Example(
             # Each parameter group sets its own rate: the optimizer's default reaches no parameter.
             "optimizer = torch.optim.SGD(params=[\n"
             "    {'params': model.backbone.parameters(), 'lr': 0.1 * opts.lr},\n"
@@ -229,6 +310,7 @@ class LrTooHigh(Operator):
                     ):
                         yield self._scaled(source, assign, assign.value)
         yield from self._config_fields(source, training)
+        yield from self._splatted_defaults(source, training)
         for element in source.nodes(cst.DictElement):
             key = element.key
             if not isinstance(key, cst.SimpleString):
@@ -262,6 +344,27 @@ class LrTooHigh(Operator):
         """True for an optimizer built as the first argument of such a wrapper."""
         parent = source.parent(source.parent(call) or call)
         return isinstance(parent, cst.Call) and LrTooHigh._wrapper_rate(training, parent) is not None
+
+    @staticmethod
+    def _splatted_defaults(source, training):
+        """The rate in the keyword arguments an optimizer is built with by `**` (`optimizer_class(
+        groups, **optimizer_params)`): the default of that parameter (`optimizer_params=
+        {"lr": 2e-5}`), a dataclass field's (`field(default_factory=lambda: dict(lr=2e-2))`) or
+        a dict the file assigns to that name."""
+        seen: set[int] = set()
+        for call in source.nodes(cst.Call):
+            name = (callee_name(call) or "").lower()
+            if training.role_of_constructor(call) != "optimizer" and ("optim" not in name or "sched" in name):
+                continue
+            for arg in call.args:
+                splatted = dotted(arg.value) if arg.star == "**" else None
+                if splatted is None:
+                    continue
+                for value in _bound_values(source, call, splatted):
+                    rate = _rate_in(value)
+                    if rate is not None and id(rate) not in seen:
+                        seen.add(id(rate))
+                        yield LrTooHigh._scaled(source, rate, rate)
 
     @staticmethod
     def _config_fields(source, training):

@@ -429,6 +429,17 @@ class MissingTrainMode(Operator):
             ),
         ),
         Example(
+            # A loss model wraps the model it trains (Sentence Transformers): no criterion.
+            "for epoch in range(epochs):\n"
+            "    for loss_model in loss_models:\n"
+            "        loss_model.train()\n"
+            "    fit_epoch(loss_models)\n"
+            "    evaluator(model)\n",
+            (
+                "for epoch in range(epochs):\n    for loss_model in loss_models:\n        pass\n    fit_epoch(loss_models)\n    evaluator(model)\n",
+            ),
+        ),
+        Example(
             "def on_epoch_start(self):\n    self.net.train(mode=True)\n",
             ("def on_epoch_start(self):\n    pass\n",),
         ),

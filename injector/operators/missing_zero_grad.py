@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.patterns import callee_name
+from injector.patterns import callee_name, dotted
 
 
 def _zeroed(source, call: cst.Call) -> str:
@@ -51,6 +51,61 @@ class MissingZeroGrad(Operator):
                 "for x, y in loader:\n    model(x, y).backward()\n    d_opt.step()\n    d_opt.zero_grad()\n",
                 "g_opt.zero_grad()\nfor x, y in loader:\n    model(x, y).backward()\n    d_opt.step()\n",
             ),
+        ),
+        Example(
+            # Each step ends zeroing the one optimizer it steps, and every backward is in that
+            # step: the zero_grad at the top of each epoch clears nothing (the step's does).
+            "for epoch in range(epochs):\n"
+            "    loss_model.zero_grad()\n"
+            "    for x in loader:\n"
+            "        loss_model(x).backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n",
+            (
+                "for epoch in range(epochs):\n"
+                "    loss_model.zero_grad()\n"
+                "    for x in loader:\n"
+                "        loss_model(x).backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # A step that can skip its zero_grad (`continue`): the one before the loop counts.
+            "model.zero_grad()\n"
+            "for x in loader:\n"
+            "    model(x).backward()\n"
+            "    if skip(x): continue\n"
+            "    optimizer.step()\n"
+            "    optimizer.zero_grad()\n",
+            (
+                "for x in loader:\n"
+                "    model(x).backward()\n"
+                "    if skip(x): continue\n"
+                "    optimizer.step()\n"
+                "    optimizer.zero_grad()\n",
+                "model.zero_grad()\n"
+                "for x in loader:\n"
+                "    model(x).backward()\n"
+                "    if skip(x): continue\n"
+                "    optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # Gradients cleared by hand, parameter by parameter.
+            "def _train_batch(self, X, y):\n"
+            "    for param in self.network.parameters():\n"
+            "        param.grad = None\n"
+            "    self.compute_loss(self.network(X), y).backward()\n",
+            (
+                "def _train_batch(self, X, y):\n"
+                "    for param in self.network.parameters():\n"
+                "        pass\n"
+                "    self.compute_loss(self.network(X), y).backward()\n",
+            ),
+        ),
+        Example(
+            "for p in model.parameters():\n    if p.grad is not None:\n        p.grad.detach_()\n        p.grad.zero_()\n",
+            ("for p in model.parameters():\n    if p.grad is not None:\n        pass\n",),
         ),
         Example(
             # A helper that zeroes the parameters it is handed (mixed-precision training code).
@@ -138,6 +193,11 @@ class MissingZeroGrad(Operator):
         ),
     )
     untouched = (
+        # A helper for clearing gradients: where it is called is the site.
+        "def set_grad_none(model, targets):\n"
+        "    for n, p in model.named_parameters():\n"
+        "        if n in targets:\n"
+        "            p.grad = None\n",
         "x = optimizer.zero_grad  # a reference, not a call\n",
         "def f():\n    return\n    optimizer.zero_grad()\n",
         "if False:\n    optimizer.zero_grad()\n",
@@ -155,7 +215,7 @@ class MissingZeroGrad(Operator):
                         looped.setdefault(in_loops[call], []).append(loop)
 
         def wanted(call: cst.Call) -> bool:
-            if callee_name(call) != "zero_grad":
+            if callee_name(call) != "zero_grad" or _cleared_after_each_step(source, training, call):
                 return False
             if call in in_loops:
                 return True
@@ -170,6 +230,7 @@ class MissingZeroGrad(Operator):
             )
 
         description = "removed `{code}`: gradients now accumulate across steps"
+        yield from _cleared_by_hand(source, description)
         changes = list(deleted_calls(source, wanted, description))
         pairs = _same_gradients(source, training, [c.node for c in changes if isinstance(c.node, cst.Expr)])
         for change in changes:
@@ -185,6 +246,90 @@ class MissingZeroGrad(Operator):
                 (*change.edits, source.delete_statement(partner)),
                 description.format(code=text),
             )
+
+
+def _clears_grad(small: cst.BaseSmallStatement) -> bool:
+    """`p.grad = None`, `p.grad.zero_()`, `p.grad.data.zero_()`, `p.grad.detach_()`: one
+    parameter's gradient cleared by hand."""
+    if isinstance(small, cst.Assign):
+        return (
+            len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Attribute)
+            and small.targets[0].target.attr.value == "grad"
+            and isinstance(small.value, cst.Name)
+            and small.value.value == "None"
+        )
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        func = small.value.func
+        return (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("zero_", "detach_")
+            and ".grad" in f".{dotted(func.value) or ''}."
+            and (dotted(func.value) or "").split(".")[-1] in ("grad", "data")
+        )
+    return False
+
+
+def _cleared_by_hand(source, description: str):
+    """Gradients cleared parameter by parameter in a loop (`for param in model.parameters():
+    param.grad = None`), outside a helper named for clearing them (`zero_grads`, `set_grad_none`)."""
+    for loop in source.nodes(cst.For):
+        function = source.function_of(loop)
+        named = function.name.value.lower() if function is not None else ""
+        if "zero" in named or ("grad" in named and any(w in named for w in ("none", "clear", "reset"))):
+            continue  # a helper for clearing gradients (`set_grad_none`): where it is called is the site
+        clears = [
+            small
+            for line in source.within(loop.body, cst.SimpleStatementLine)
+            for small in line.body
+            if _clears_grad(small)
+        ]
+        if clears and source.is_reachable(loop):
+            edits = []
+            for small in clears:
+                line, siblings = source.block_of(small)
+                whole = all(
+                    isinstance(s, cst.SimpleStatementLine) and all(_clears_grad(x) for x in s.body) for s in siblings
+                )
+                # a block made only of clears keeps a `pass` in place of its first
+                first = whole and isinstance(line, cst.SimpleStatementLine) and small is siblings[0].body[0]
+                edits.append(source.replace(small, "pass") if first else source.delete_statement(small))
+            yield Change(clears[0], tuple(edits), description.format(code=source.code(clears[0])))
+
+
+def _within(source, node: cst.CSTNode, statement: cst.CSTNode) -> bool:
+    return any(ancestor is statement for ancestor in source.ancestors(node))
+
+
+def _cleared_after_each_step(source, training, call: cst.Call) -> bool:
+    """True for a zero_grad outside the block that runs every backward of its function, where
+    that block ends each pass zeroing the one optimizer it steps, with no way out of the block
+    before that: wherever else the zero_grad runs, the gradients are empty already (Sentence
+    Transformers' `loss_model.zero_grad()` at the top of each epoch and after each evaluation)."""
+    function = source.function_of(call)
+    backwards = [b.call for b in training.backwards if source.function_of(b.call) is function]
+    if not backwards or (isinstance(call.func, cst.Attribute) and training.role(call.func.value) == "optimizer"):
+        # another optimizer's zero_grad (a GAN's `g_opt` beside `d_opt`) clears what the step's does not
+        return False
+    for clear in source.within(function or source.module, cst.Call):
+        if clear is call or callee_name(clear) != "zero_grad" or not isinstance(source.parent(clear), cst.Expr):
+            continue
+        line, siblings = source.block_of(source.parent(clear))
+        if line not in siblings or any(_within(source, call, s) for s in siblings):
+            continue
+        earlier = siblings[: siblings.index(line)]
+        if not all(any(_within(source, b, s) for s in earlier) for b in backwards):
+            continue
+        if any(source.within(s, (cst.Continue, cst.Break, cst.Return, cst.Raise)) for s in earlier):
+            continue
+        stepped = {
+            source.code(step.args[0].value) if step.args else source.code(step.func.value)
+            for step in training.steps
+            if any(_within(source, step, s) for s in earlier)
+        }
+        if stepped == {_zeroed(source, clear)}:
+            return True
+    return False
 
 
 def _updates(training, loop: cst.For | cst.While) -> bool:
