@@ -712,6 +712,17 @@ class Training:
             loops.append(loop)
         return sorted(loops, key=self.source.span)
 
+    def _helper_step(self, call: cst.Call) -> bool:
+        """True for a call of a function another module defines that runs the step it is named
+        for: `batch_backward(model, scaler, info)`, `update_parameter_and_lr(model, optimizer,
+        ...)` handed the optimizer (wenet's executor runs its whole step through such helpers)."""
+        if not isinstance(call.func, cst.Name) or self.called_functions(call) or not call.args:
+            return False
+        name = call.func.value.lower()
+        if "backward" in name:
+            return True
+        return ("update" in name or "step" in name) and any(self.role(a.value) == "optimizer" for a in call.args)
+
     def training_calls(self, node: cst.CSTNode, depth: int = 3) -> list[cst.Call]:
         """The backward and optimizer-step calls that running `node` makes once, outside any loop
         inside `node`: its own, and those of the functions of this file that it calls."""
@@ -724,7 +735,7 @@ class Training:
         for call in self.source.within(node, cst.Call):
             if _nested_in(self.source, call, node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)):
                 continue
-            if call in wanted:
+            if call in wanted or self._helper_step(call):
                 found.append(call)
             elif depth > 0:
                 for function in self.called_functions(call):
@@ -1206,14 +1217,14 @@ def runs_model(
             return True  # `criterion(model, sample)`: a criterion that runs the model it is handed
         if (
             isinstance(func, (cst.Name, cst.Attribute))
-            and any(word in name for word in EVALUATION_WORDS)
+            and any(word in name for word in (*EVALUATION_WORDS, "forward"))
             and not training.called_functions(call)
             and any(
                 a.keyword is None and any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS)
                 for a in call.args
             )
         ):
-            return True  # `validation(model, loader)`: an imported evaluation function handed the model
+            return True  # `validation(model, loader)`, `batch_forward(model, batch)`: an imported function handed the model
         if (
             isinstance(func, (cst.Name, cst.Attribute))
             and training.role(func) is None

@@ -28,6 +28,11 @@ class MissingBackward(Operator):
             ("loss = criterion(model(x), y)\noptimizer.step()\n",),
         ),
         Example(
+            # A DeepSpeed engine's backward returns the loss it ran: the loss stays, the backward goes.
+            "scaled_loss = model.backward(loss)\nmodel.step()\n",
+            ("scaled_loss = loss\nmodel.step()\n",),
+        ),
+        Example(
             "with torch.autocast('cuda', dtype=torch.float16):\n"
             "    loss = model(x).loss\n"
             "scaler.scale(loss / accum).backward()\n"
@@ -105,6 +110,22 @@ class MissingBackward(Operator):
         for backward in training.backwards:
             if backward.steps:
                 yield from dropped_scaler_call(source, backward.call, "no gradients are computed (nor applied)")
+                continue
+            statement = source.parent(backward.call)
+            if (
+                isinstance(statement, cst.Assign)
+                and statement.value is backward.call
+                and backward.call.args
+                and backward.loss is backward.call.args[0].value
+                and source.is_reachable(statement)
+            ):
+                # an engine's backward that returns the loss it ran (DeepSpeed's `scaled_loss =
+                # model.backward(loss)`): the loss is kept, its backward is gone
+                yield Change(
+                    backward.call,
+                    (source.replace(backward.call, source.code(backward.loss)),),
+                    f"removed `{source.code(backward.call)}`: no gradients are computed",
+                )
 
 
 def dropped_scaler_call(source, call: cst.Call, effect: str) -> Iterator[Change]:

@@ -34,6 +34,16 @@ class MissingNoGradEval(Operator):
     )
     examples = (
         Example(
+            # The forward pass is another module's helper handed the model (wenet's `batch_forward`).
+            "def cv(self, model, loader):\n"
+            "    with torch.no_grad():\n"
+            "        for batch in loader:\n"
+            "            info = batch_forward(model, batch, None, info)\n",
+            (
+                "def cv(self, model, loader):\n    for batch in loader:\n        info = batch_forward(model, batch, None, info)\n",
+            ),
+        ),
+        Example(
             "def evaluate(model, loader):\n"
             "    model.eval()\n"
             "    with torch.no_grad():\n"

@@ -3,7 +3,30 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, dotted, forward_run, grad_block, last_name, runs_model
+from injector.patterns import (
+    EVALUATION_WORDS,
+    argument,
+    dotted,
+    forward_run,
+    grad_block,
+    last_name,
+    runs_model,
+    under_no_grad,
+)
+
+
+def _only_reads(source, first: cst.CSTNode, last: cst.CSTNode) -> bool:
+    """True for a run of assignments that only read values computed before it (`loss =
+    info_dict['loss_dict']['loss']`): no_grad around them builds or cuts no graph."""
+    _, siblings = source.block_of(first)
+    if first not in siblings or last not in siblings:
+        return False
+    for line in siblings[siblings.index(first) : siblings.index(last) + 1]:
+        if not isinstance(line, cst.SimpleStatementLine) or not all(isinstance(s, cst.Assign) for s in line.body):
+            return False
+        if source.within(line, (cst.Call, cst.BinaryOperation, cst.UnaryOperation)):
+            return False
+    return True
 
 
 class NoGradTraining(Operator):
@@ -347,6 +370,27 @@ class NoGradTraining(Operator):
             ),
         ),
         Example(
+            # A helper named for the forward pass, running the model it is handed; the loss is
+            # read by another helper's backward.
+            "import torch\n"
+            "def batch_forward(model, batch, info):\n"
+            "    with autocast:\n"
+            "        loss_dict = model(batch)\n"
+            "    info['loss_dict'] = loss_dict\n"
+            "def batch_backward(info):\n"
+            "    info['loss_dict']['loss'].backward()\n",
+            (
+                "import torch\n"
+                "def batch_forward(model, batch, info):\n"
+                "    with torch.no_grad():\n"
+                "        with autocast:\n"
+                "            loss_dict = model(batch)\n"
+                "    info['loss_dict'] = loss_dict\n"
+                "def batch_backward(info):\n"
+                "    info['loss_dict']['loss'].backward()\n",
+            ),
+        ),
+        Example(
             # An output object's loss (`return dict(loss=out.loss)`): the forward pass that made it.
             "import torch\n"
             "class LM(LightningModule):\n"
@@ -364,6 +408,9 @@ class NoGradTraining(Operator):
         ),
     )
     untouched = (
+        # The backward of a loss read out of a dict that a forward helper filled: reading it
+        # without autograd cuts nothing.
+        "def batch_backward(model, info):\n    loss = info['loss_dict']['loss']\n    scaled = model.backward(loss)\n",
         # A helper only validation calls.
         "class S(LightningModule):\n"
         "    def shared_step(self, batch):\n"
@@ -389,6 +436,7 @@ class NoGradTraining(Operator):
     )
 
     def changes(self, source, training):
+        yield from self._forward_helpers(source, training)
         branches: set[cst.If] = set()
         for backward in training.loss_uses:
             switch = self._grad_enabled_by_value(source, training, backward)
@@ -401,11 +449,12 @@ class NoGradTraining(Operator):
             if run is None:
                 continue
             first, last = run
-            yield Change(
-                backward.call,
-                (source.reindent(first, last, add=source.indent, header=f"with {training.torch}.no_grad():"),),
-                "the forward pass and loss run without autograd",
-            )
+            if not _only_reads(source, first, last):
+                yield Change(
+                    backward.call,
+                    (source.reindent(first, last, add=source.indent, header=f"with {training.torch}.no_grad():"),),
+                    "the forward pass and loss run without autograd",
+                )
             yield from self._earlier_terms(source, training, backward, first)
             yield from self._forward_before_branch(source, training, first, branches)
             _, siblings = source.block_of(first)
@@ -483,6 +532,42 @@ class NoGradTraining(Operator):
             (source.reindent(run[0], run[-1], add=source.indent, header=f"with {training.torch}.no_grad():"),),
             "the forward pass runs without autograd before the branches that compute the losses",
         )
+
+    @staticmethod
+    def _forward_helpers(source, training):
+        """A training file's helper named for the forward pass that runs the model it is handed
+        (wenet's `batch_forward(model, batch, ...)`, its loss read by the backward of another
+        helper): its first statement that runs that model, without autograd. A module's own
+        `forward` and evaluation helpers are not such helpers."""
+        if not training.backwards:
+            return
+        for function in source.nodes(cst.FunctionDef):
+            name = function.name.value.lower()
+            params = {p.name.value for p in function.params.params}
+            if "forward" not in name or name.strip("_") == "forward" or any(word in name for word in EVALUATION_WORDS):
+                continue
+            for statement in function.body.body:
+                calls = [
+                    c
+                    for c in source.within(statement, cst.Call)
+                    if isinstance(c.func, cst.Name)
+                    and c.func.value in params
+                    and c.func.value != "self"
+                    and runs_model(source, training, c, depth=0)
+                ]
+                if not calls:
+                    continue
+                if not under_no_grad(source, calls[0]) and not source.has_multiline_string(statement):
+                    yield Change(
+                        statement,
+                        (
+                            source.reindent(
+                                statement, statement, add=source.indent, header=f"with {training.torch}.no_grad():"
+                            ),
+                        ),
+                        "the forward pass runs without autograd",
+                    )
+                break
 
     @staticmethod
     def _earlier_terms(source, training, backward, first):

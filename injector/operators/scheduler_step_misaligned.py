@@ -17,6 +17,19 @@ class SchedulerStepMisaligned(Operator):
     )
     examples = (
         Example(
+            # A step helper called once per micro-step: its branch is the accumulation boundary.
+            "def update(optimizer, scheduler, i, n):\n"
+            "    if (i + 1) % n == 0:\n"
+            "        optimizer.step()\n"
+            "        scheduler.step()\n",
+            (
+                "def update(optimizer, scheduler, i, n):\n"
+                "    if (i + 1) % n == 0:\n"
+                "        optimizer.step()\n"
+                "    scheduler.step()\n",
+            ),
+        ),
+        Example(
             # A config held in a name, with Lightning's per-epoch default.
             "class M(LightningModule):\n"
             "    def configure_optimizers(self):\n"
@@ -357,12 +370,18 @@ class SchedulerStepMisaligned(Operator):
         of its body that holds the line (the line itself, or a guard such as `if sched:` around it)."""
         loop = source.enclosing(line, (cst.For, cst.While))
         if loop is None:
-            return None, None
+            # A step helper called once per micro-step (wenet's `update_parameter_and_lr`): the
+            # branch is the accumulation boundary, `if (batch_idx + 1) % accum_grad == 0:`.
+            loop = source.function_of(line)
+            if loop is None:
+                return None, None
         child = line
         for ancestor in source.ancestors(line):
             if ancestor is loop:
                 break
-            if isinstance(ancestor, cst.If):
+            if isinstance(ancestor, cst.If) and (
+                isinstance(loop, (cst.For, cst.While)) or _boundary_test(source, ancestor.test)
+            ):
                 start, end = source.span(ancestor)
                 if any(start <= source.span(step)[0] < end for step in training.steps):
                     steps_in_child = any(
@@ -448,6 +467,13 @@ class SchedulerStepMisaligned(Operator):
                         )
                     return Change(statement, edits, "the per-epoch scheduler steps on every batch")
         return None
+
+
+def _boundary_test(source, test: cst.BaseExpression) -> bool:
+    """True for a test on a modulo (`(batch_idx + 1) % accum_grad == 0`): every n-th micro-step."""
+    return any(isinstance(op.operator, cst.Modulo) for op in source.within(test, cst.BinaryOperation)) or (
+        isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo)
+    )
 
 
 def _manual_optimization(source, function: cst.FunctionDef) -> bool:
