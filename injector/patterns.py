@@ -1299,8 +1299,8 @@ def mode_helpers(source: Source, training: Training) -> dict[cst.FunctionDef, in
         if params and params[0] in {"self", "cls"}:
             params = params[1:]
         for call in source.within(function.body, cst.Call):
-            if callee_name(call) != "train" or not isinstance(call.func, cst.Attribute):
-                continue
+            if not sets_mode(call):
+                continue  # `trainer.train(total_epochs)` runs a training, it sets no mode
             mode = argument(call, "mode", 0)
             if mode is not None and isinstance(mode.value, cst.Name) and mode.value.value in params:
                 found[function] = params.index(mode.value.value)
@@ -1318,6 +1318,21 @@ def helper_owned(source: Source, training: Training, call: cst.Call) -> bool:
 
 def mode_calls(source: Source, training: Training, value: bool) -> list[cst.Expr]:
     """Statements that call a mode helper of this file with the literal `value`."""
+    return [statement for statement, arg in _mode_helper_calls(source, training) if is_literal_bool(arg.value, value)]
+
+
+def mode_calls_by_value(source: Source, training: Training) -> list[tuple[cst.Call, cst.Arg]]:
+    """Calls of a mode helper of this file whose mode is a value (`self._set_training(training)`),
+    with that argument."""
+    return [
+        (statement.value, arg)  # type: ignore[misc]
+        for statement, arg in _mode_helper_calls(source, training)
+        if not is_literal_bool(arg.value)
+    ]
+
+
+def _mode_helper_calls(source: Source, training: Training) -> list[tuple[cst.Expr, cst.Arg]]:
+    """Reachable statements that call a mode helper of this file, with the mode argument."""
     helpers = mode_helpers(source, training)
     found = []
     for statement in source.nodes(cst.Expr):
@@ -1337,8 +1352,8 @@ def mode_calls(source: Source, training: Training, value: bool) -> list[cst.Expr
                     None,
                 )
                 arg = argument(call, name or "", helpers[function])
-                if arg is not None and is_literal_bool(arg.value, value):
-                    found.append(statement)
+                if arg is not None:
+                    found.append((statement, arg))
                     break
     return found
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, assigned_alone, callee_name, dotted, last_name
+from injector.patterns import argument, assigned_alone, callee_name, dotted, last_name, runs_model
 
 ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
@@ -364,6 +364,39 @@ def _framework_device(training, expr: cst.BaseExpression, use: cst.CSTNode) -> b
 MOVE_HELPERS = frozenset({"convert_tensor", "to_device", "move_to_device", "send_to_device", "move_to"})
 
 
+# Conversions that place what they make on the device they are given.
+CONVERTERS = frozenset({"to_tensor", "as_tensor"})
+
+
+def _handed_a_batch(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True for a parameter of the function around `use` that the file hands it from a step that
+    takes a batch: every call of that function sits in a loop or in a function with a `batch`
+    parameter (skorch's `infer(self, x)`, called from `train_step_single(self, batch)`)."""
+    function = source.function_of(use)
+    if not isinstance(value, cst.Name) or function is None:
+        return False
+    if value.value not in {p.name.value for p in function.params.params}:
+        return False
+    callers = [c for c in source.nodes(cst.Call) if function in training.called_functions(c)]
+    for caller in callers:
+        outer = source.function_of(caller)
+        if source.enclosing(caller, (cst.For, cst.While)) is None and not (
+            outer is not None and any("batch" in p.name.value for p in outer.params.params)
+        ):
+            return False
+    return bool(callers)
+
+
+def _model_output(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True for a name bound to what running the model returned (`yp = self.evaluation_step(b)`
+    then `to_device(yp, device)`): an output moved where the caller keeps it, not an input."""
+    function = source.function_of(use)
+    if not isinstance(value, cst.Name) or function is None:
+        return False
+    found = _reaching(source, function, value.value, use)
+    return isinstance(found, cst.Assign) and runs_model(source, training, found.value)
+
+
 def _move_helper(name: str | None) -> bool:
     """True for a function that moves what it is handed to a device: a library's (`send_to_device`,
     ignite's `convert_tensor`) or a project's named for it (`batch_to_device`, `dict_to_cuda`)."""
@@ -473,6 +506,23 @@ class DeviceMismatch(Operator):
             # A library helper that moves the batch (ignite's `convert_tensor`).
             "def train_step(engine, batch):\n    x = convert_tensor(batch[0], device, non_blocking=True)\n",
             ("def train_step(engine, batch):\n    x = batch[0]\n",),
+        ),
+        Example(
+            # A conversion that also places the batch, in the step's helper.
+            "class Net:\n"
+            "    def infer(self, x):\n"
+            "        x = to_tensor(x, device=self.device)\n"
+            "        return self.module_(x)\n"
+            "    def train_step(self, batch):\n"
+            "        return self.infer(batch[0])\n",
+            (
+                "class Net:\n"
+                "    def infer(self, x):\n"
+                '        x = to_tensor(x, device="cpu")\n'
+                "        return self.module_(x)\n"
+                "    def train_step(self, batch):\n"
+                "        return self.infer(batch[0])\n",
+            ),
         ),
         Example(
             # A project's helper named for the move, over each part of a batch.
@@ -612,6 +662,14 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A prediction moved to where the caller keeps it: an output, not a batch.
+        "class Net:\n"
+        "    def forward_iter(self, loader, device='cpu'):\n"
+        "        for batch in loader:\n"
+        "            yp = self.evaluation_step(batch)\n"
+        "            yield to_device(yp, device=device)\n"
+        "    def evaluation_step(self, batch):\n"
+        "        return self.module_(batch)\n",
         # A tensor moved once and only read afterwards; an entry of a table that is no dataset.
         "anchors = torch.FloatTensor(1)\n"
         "anchors = anchors.cuda()\n"
@@ -676,6 +734,23 @@ class DeviceMismatch(Operator):
     def changes(self, source, training):
         placed = _places_batches(source)
         for call in source.nodes(cst.Call):
+            if callee_name(call) in CONVERTERS and not placed:
+                device = argument(call, "device", None)
+                tensor = argument(call, "", 0)
+                if (
+                    device is not None
+                    and tensor is not None
+                    and _is_device(device.value)
+                    and not _framework_device(training, device.value, call)
+                    and (_is_batch(source, call) or _handed_a_batch(source, training, tensor.value, call))
+                ):
+                    # a conversion that also places the batch (skorch's `to_tensor(x, device=...)`)
+                    yield Change(
+                        call,
+                        (source.replace(device.value, '"cpu"'),),
+                        f"`{source.code(tensor.value)}` stays on the CPU",
+                    )
+                continue
             if _move_helper(callee_name(call)) and isinstance(call.func, cst.Name) and _is_batch(source, call):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)
                 if (
@@ -683,6 +758,7 @@ class DeviceMismatch(Operator):
                     and device is not None
                     and not _is_model(training, tensor.value)
                     and not _framework_device(training, device.value, call)
+                    and not _model_output(source, training, tensor.value, call)
                 ):
                     text = source.module.code_for_node(tensor.value).strip()
                     yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")

@@ -47,6 +47,23 @@ def _every_group_sets_its_rate(call: cst.Call) -> bool:
     return True
 
 
+def _rate_assignments(source) -> list[cst.Assign]:
+    """`param_group['lr'] = lr`, `kwargs['lr'] = self.lr`: a rate written under its key."""
+    found = []
+    for assign in source.nodes(cst.Assign):
+        for target in assign.targets:
+            if isinstance(target.target, cst.Subscript) and len(target.target.slice) == 1:
+                index = target.target.slice[0].slice
+                if (
+                    isinstance(index, cst.Index)
+                    and isinstance(index.value, cst.SimpleString)
+                    and index.value.evaluated_value in LR_KEYS
+                ):
+                    found.append(assign)
+                    break
+    return found
+
+
 def _bound_values(source, use: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
     """What `name` may hold where `use` runs, as the file spells it: a parameter's default, a
     dict assigned to the name, or for `self.x` the class's field `x` and the default of the
@@ -229,6 +246,26 @@ class LrTooHigh(Operator):
             ("kwargs = {'lr': 10, 'momentum': 0.9}\nopt = torch.optim.SGD(model.parameters(), **kwargs)\n",),
         ),
         Example(
+            # A constructor's default rate, kept on the object and handed on later.
+            "class Net:\n"
+            "    def __init__(self, module, lr=0.01):\n"
+            "        self.lr = lr\n"
+            "    def optimizer_kwargs(self, kwargs):\n"
+            "        kwargs['lr'] = self.lr\n",
+            (
+                "class Net:\n"
+                "    def __init__(self, module, lr=0.01):\n"
+                "        self.lr = lr\n"
+                "    def optimizer_kwargs(self, kwargs):\n"
+                "        kwargs['lr'] = self.lr * 100\n",
+                "class Net:\n"
+                "    def __init__(self, module, lr=1):\n"
+                "        self.lr = lr\n"
+                "    def optimizer_kwargs(self, kwargs):\n"
+                "        kwargs['lr'] = self.lr\n",
+            ),
+        ),
+        Example(
             # Each parameter group sets its own rate: the optimizer's default reaches no parameter.
             "optimizer = torch.optim.SGD(params=[\n"
             "    {'params': model.backbone.parameters(), 'lr': 0.1 * opts.lr},\n"
@@ -299,18 +336,11 @@ class LrTooHigh(Operator):
                 alpha = argument(call, "alpha", None)
                 if alpha is not None:
                     yield self._scaled(source, call, alpha.value)
-        for assign in source.nodes(cst.Assign):
-            for target in assign.targets:
-                if isinstance(target.target, cst.Subscript) and len(target.target.slice) == 1:
-                    index = target.target.slice[0].slice
-                    if (
-                        isinstance(index, cst.Index)
-                        and isinstance(index.value, cst.SimpleString)
-                        and index.value.evaluated_value in LR_KEYS
-                    ):
-                        yield self._scaled(source, assign, assign.value)
+        for assign in _rate_assignments(source):
+            yield self._scaled(source, assign, assign.value)
         yield from self._config_fields(source, training)
         yield from self._splatted_defaults(source, training)
+        yield from self._stored_defaults(source, training)
         for element in source.nodes(cst.DictElement):
             key = element.key
             if not isinstance(key, cst.SimpleString):
@@ -365,6 +395,31 @@ class LrTooHigh(Operator):
                     if rate is not None and id(rate) not in seen:
                         seen.add(id(rate))
                         yield LrTooHigh._scaled(source, rate, rate)
+
+    @staticmethod
+    def _stored_defaults(source, training):
+        """A constructor's default rate kept on the object (`def __init__(self, ..., lr=0.01):
+        self.lr = lr`) that the file then hands an optimizer (`kwargs['lr'] = self.lr`,
+        `SGD(params, lr=self.lr)`): the rate of every net built without one."""
+        applied: set[str] = set()
+        for call in source.nodes(cst.Call):
+            if training.role_of_constructor(call) == "optimizer":
+                lr = argument(call, "lr", 1)
+                if lr is not None and dotted(lr.value):
+                    applied.add(dotted(lr.value) or "")
+        applied.update(dotted(a.value) or "" for a in _rate_assignments(source))
+        for function in source.nodes(cst.FunctionDef):
+            for param in function.params.params:
+                if param.name.value not in LR_KEYS or not isinstance(param.default, (cst.Float, cst.Integer)):
+                    continue
+                kept = any(
+                    isinstance(a.value, cst.Name)
+                    and a.value.value == param.name.value
+                    and any(dotted(t.target) == f"self.{param.name.value}" for t in a.targets)
+                    for a in source.within(function.body, cst.Assign)
+                )
+                if kept and f"self.{param.name.value}" in applied:
+                    yield LrTooHigh._scaled(source, param.default, param.default)
 
     @staticmethod
     def _config_fields(source, training):

@@ -9,6 +9,7 @@ from injector.patterns import (
     helper_owned,
     is_criterion,
     is_literal_bool,
+    mode_calls_by_value,
     only_times_model,
     sets_mode,
 )
@@ -61,6 +62,21 @@ class MissingEvalMode(Operator):
         "`set_training(False)`) before evaluation, or make `model.train(flag)` never switch to eval."
     )
     examples = (
+        Example(
+            # A mode helper of the class handed a value that is False by default.
+            "class Net:\n"
+            "    def _set_training(self, training=True):\n"
+            "        self.module_.train(training)\n"
+            "    def evaluation_step(self, batch, training=False):\n"
+            "        self._set_training(training)\n",
+            (
+                "class Net:\n"
+                "    def _set_training(self, training=True):\n"
+                "        self.module_.train(training)\n"
+                "    def evaluation_step(self, batch, training=False):\n"
+                "        self._set_training(True)\n",
+            ),
+        ),
         Example(
             "def evaluate(model, loader):\n"
             "    model.eval()\n"
@@ -136,6 +152,15 @@ class MissingEvalMode(Operator):
                         (source.replace(mode.value, "True"),),
                         f"`{source.code(call)}` never switches to eval mode",
                     )
+
+        for call, mode in mode_calls_by_value(source, training):
+            # a mode helper of the file handed a value (skorch's `self._set_training(training)`)
+            if not _trains_by_default(source, call, mode.value):
+                yield Change(
+                    call,
+                    (source.replace(mode.value, "True"),),
+                    f"`{source.code(call)}` never switches to eval mode",
+                )
 
         never_trained = _never_trained(source)
 

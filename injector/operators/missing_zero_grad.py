@@ -91,6 +91,29 @@ class MissingZeroGrad(Operator):
             ),
         ),
         Example(
+            # A call of the class's own helper that zeroes every optimizer.
+            "class Net:\n"
+            "    def _zero_grad_optimizer(self):\n"
+            "        for name in self._optimizers:\n"
+            "            getattr(self, name + '_').zero_grad()\n"
+            "    def step_fn(self):\n"
+            "        self._zero_grad_optimizer()\n",
+            (
+                "class Net:\n"
+                "    def _zero_grad_optimizer(self):\n"
+                "        for name in self._optimizers:\n"
+                "            pass\n"
+                "    def step_fn(self):\n"
+                "        self._zero_grad_optimizer()\n",
+                "class Net:\n"
+                "    def _zero_grad_optimizer(self):\n"
+                "        for name in self._optimizers:\n"
+                "            getattr(self, name + '_').zero_grad()\n"
+                "    def step_fn(self):\n"
+                "        pass\n",
+            ),
+        ),
+        Example(
             # Gradients cleared by hand, parameter by parameter.
             "def _train_batch(self, X, y):\n"
             "    for param in self.network.parameters():\n"
@@ -215,6 +238,8 @@ class MissingZeroGrad(Operator):
                         looped.setdefault(in_loops[call], []).append(loop)
 
         def wanted(call: cst.Call) -> bool:
+            if _zeroing_helper(source, training, call):
+                return True  # a call of the file's own helper for it (skorch's `self._zero_grad_optimizer()`)
             if callee_name(call) != "zero_grad" or _cleared_after_each_step(source, training, call):
                 return False
             if call in in_loops:
@@ -295,6 +320,19 @@ def _cleared_by_hand(source, description: str):
                 first = whole and isinstance(line, cst.SimpleStatementLine) and small is siblings[0].body[0]
                 edits.append(source.replace(small, "pass") if first else source.delete_statement(small))
             yield Change(clears[0], tuple(edits), description.format(code=source.code(clears[0])))
+
+
+def _zeroing_helper(source, training, call: cst.Call) -> bool:
+    """True for a call of a function of this file named for zeroing gradients whose body zeroes
+    them (`def _zero_grad_optimizer(self): for name in ...: optimizer.zero_grad()`)."""
+    name = (callee_name(call) or "").lower()
+    if "zero" not in name or name == "zero_grad":
+        return False
+    return any(
+        callee_name(inner) == "zero_grad"
+        for function in training.called_functions(call)
+        for inner in source.within(function.body, cst.Call)
+    )
 
 
 def _within(source, node: cst.CSTNode, statement: cst.CSTNode) -> bool:
