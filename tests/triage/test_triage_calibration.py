@@ -62,6 +62,14 @@ def test_c10d_refusing_a_none_gradient_names_missing_backward():
         assert named(log)[0] == "missing-backward"
 
 
+def test_a_scaler_unscaling_what_no_scaled_backward_made_names_the_scaler_then_the_backward():
+    # GradScaler's own assertion: the step's backward did not go through scaler.scale(loss);
+    # a bare loss.backward() is the likelier fault, a backward dropped altogether the other
+    log = PROGRAMS / "logs" / "unscale_without_scale.log"
+    assert "unscale-without-scale" in symptoms(log)
+    assert named(log)[:2] == ["missing-grad-scaler", "missing-backward"]
+
+
 def test_a_none_gradient_in_an_older_spelling_is_read_from_the_quoted_line(tmp_path):
     # pytorch/pytorch#47167 (https://github.com/pytorch/pytorch/issues/47167): the traceback
     # as posted; there the parameter took no part in the loss, so no backward reached it

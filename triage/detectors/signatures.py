@@ -53,6 +53,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "backward ran through a graph whose saved values were already freed",
     ),
     _sig(
+        "unscale-without-scale",
+        # GradScaler.unscale_ (or step) in an iteration whose backward did not go through
+        # scaler.scale(loss): the scaled backward is gone, or the loss went through .backward() bare
+        r"unscale_? but _scale is None|did not use scaler\.scale\(",
+        "the GradScaler unscaled gradients that no scaler.scale(loss).backward() produced",
+    ),
+    _sig(
         "no-grad-fn",
         # 0.4 said "variables", 0.1-0.3 "there are no graph nodes that require computing gradients"
         r"element \d+ of (?:tensors|variables) does not require grad|"
@@ -288,6 +295,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "inplace-modified": ("inplace operation", "gradient computation"),
     "leaf-inplace": ("leaf variable",),
     "backward-twice": ("a second time",),
+    "unscale-without-scale": ("_scale is none", "scaler.scale("),
     "no-grad-fn": ("does not require grad", "require computing gradients"),
     "non-scalar-backward": ("implicitly created",),
     "device-mismatch": (
