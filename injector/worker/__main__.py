@@ -37,7 +37,11 @@ def main() -> int:
     isolation = pytest_config.isolation_args(
         plan.get("pytest_config"), Path(plan["slots"][slot]), Path(plan["scratch"]), plan["pytest_args"]
     )
-    pytest.main([*isolation, *plan["pytest_args"], "-p", "no:cacheprovider", "-q"], plugins=[TakeOver(worker)])
+    # `--calibrate` keeps each failing test's traceback for triage: in pytest's long form every
+    # frame quotes its function up to the failing line (the training step's `.detach()` or
+    # `no_grad` included), where the default quotes only the failing line of the middle frames
+    long = ["--tb=long"] if plan.get("keep_logs") else []
+    pytest.main([*isolation, *plan["pytest_args"], *long, "-p", "no:cacheprovider", "-q"], plugins=[TakeOver(worker)])
     return 0
 
 

@@ -25,8 +25,9 @@ def log_of(project: str, fault: str, test: str = "") -> Path:
 
 def test_the_same_error_from_two_faults_is_said_as_a_tie() -> None:
     # a detached loss and a forward under no_grad fail backward() with the same RuntimeError: the
-    # 0.3 between them is the table's prior (which the field shows more often), not evidence
-    report = explain(log_of("heldout_sknet", "detached-graph"))
+    # 0.3 between them is the table's prior (which the field shows more often), not evidence. A
+    # smoke-training command's plain traceback quotes only the failing line of each frame.
+    report = explain(log_of("smoke_cli", "detached-graph"))
     assert [c.id for c in report.tied] == ["no-grad-training", "detached-graph"]
     out = render.text(report)
     assert "No single answer: the log cannot tell no-grad-training from detached-graph" in out
@@ -34,6 +35,16 @@ def test_the_same_error_from_two_faults_is_said_as_a_tie() -> None:
     assert "**No single answer: the log cannot tell `no-grad-training` from `detached-graph`.**" in comment
     assert "Most likely" not in comment
     assert json.loads(render.json_text(report))["tied"] == ["no-grad-training", "detached-graph"]
+
+
+def test_a_pytest_guard_s_long_traceback_quotes_the_step_and_breaks_the_tie() -> None:
+    # `--calibrate` runs pytest guards with long tracebacks: the training step's frame quotes its
+    # `with torch.no_grad():` or its `.detach()` on the way to the failing backward(); the test's
+    # own snapshot of the weights (`p.detach().clone()`) is no such evidence
+    for fault in ("no-grad-training", "detached-graph"):
+        for project in ("demo", "library_trainer", "heldout_sknet"):
+            report = explain(log_of(project, fault))
+            assert report.tied == () and report.causes[0].id == fault, (project, fault)
 
 
 def test_a_loss_that_never_moved_ties_a_missing_backward_with_a_missing_step() -> None:

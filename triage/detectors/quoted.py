@@ -38,8 +38,9 @@ _CODE = (
     ),
     (
         "quoted-detach",
-        # a detached value that is logged or moved off the graph on purpose says nothing
-        re.compile(r"\.detach\(\)(?!\s*\.\s*(?:item|cpu|numpy|tolist)\b)"),
+        # a detached value that is logged or moved off the graph on purpose says nothing, nor
+        # does a detached copy (a test's snapshot of the weights: `p.detach().clone()`)
+        re.compile(r"\.detach\(\)(?!\s*\.\s*(?:item|cpu|numpy|tolist|clone)\b)"),
         "the code quoted before the failing backward() detaches a tensor from the graph",
     ),
     (
