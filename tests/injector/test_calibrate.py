@@ -128,6 +128,55 @@ def test_a_smoke_training_command_guard_logs_what_the_run_printed(tmp_path):
     assert set(by_fault["detached-graph"]["tied"]) == {"detached-graph", "no-grad-training"}
 
 
+STEP = """\
+import torch
+
+
+def train_step(model, optimizer, x, y):
+    optimizer.zero_grad()
+    logits = model(x)
+    loss = torch.nn.functional.cross_entropy(logits, y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+"""
+
+STEP_TEST = """\
+import torch
+
+from step import train_step
+
+
+def test_a_step_runs():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_step(model, optimizer, torch.randn(8, 4), torch.randint(0, 2, (8,)))
+"""
+
+
+def test_a_pytest_guard_s_traceback_quotes_the_step_that_broke_the_graph(tmp_path):
+    # the autograd error surfaces in the step function, a middle frame of the test's traceback:
+    # the calibration log quotes that frame whole (pytest's long form), `no_grad` or `.detach()`
+    # included, so triage tells the two faults apart instead of calling them a tie
+    project = tmp_path / "stepper"
+    (project / "tests").mkdir(parents=True)
+    (project / "step.py").write_text(STEP)
+    (project / "tests" / "test_step.py").write_text(STEP_TEST)
+    (project / "pyproject.toml").write_text(
+        '[tool.trainwreck]\npaths = ["step.py"]\nguard = "python -m pytest -q tests"\n'
+    )
+    out = tmp_path / "out"
+    assert run(project, out, "--operators", "no-grad-training,detached-graph") == 0
+    manifest = json.loads((out / "calibration" / "manifest.json").read_text())
+    by_fault = {e["fault"]: e for e in manifest["entries"]}
+    assert set(by_fault) == {"no-grad-training", "detached-graph"}
+    no_grad = (out / "calibration" / by_fault["no-grad-training"]["log"]).read_text()
+    assert "    def train_step(model, optimizer, x, y):" in no_grad and "with torch.no_grad():" in no_grad
+    for fault, entry in by_fault.items():
+        assert entry["verdict"] == calibrate.FIRST, (fault, entry["verdict"], entry.get("tied"))
+
+
 def test_nothing_caught_gives_an_empty_table_that_says_why(project, tmp_path, capsys):
     out = tmp_path / "out"
     assert run(project, out, "--operators", "missing-zero-grad", "--markdown", str(out / "r.md")) == 0
