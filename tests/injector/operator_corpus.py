@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
+import typing_extensions
 
 from injector.generate import mutants_for_source
 from injector.mutants import LineIndex, Mutant
@@ -296,6 +297,8 @@ def _definitions(text: str) -> str:
 class _Anything:
     """Stands for any object from a package that is not installed: every use gives another."""
 
+    _is_protocol = False  # read by the protocols' metaclass (see _StubType)
+
     def __init__(self, *args, **kwargs) -> None:
         pass
 
@@ -322,7 +325,11 @@ class _Anything:
         return (_stub_class("Base"),)
 
 
-class _StubType(type):
+class _StubType(type(typing_extensions.Protocol)):  # type: ignore[misc]
+    """A stub class's metaclass. It derives from the protocols' metaclass (an ABCMeta), so a
+    class can take a stub beside a real protocol or ABC as its bases (torchtitan's `Trainer(
+    torch.distributed.checkpoint.stateful.Stateful, Configurable)`)."""
+
     def __getattr__(cls, name: str):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
@@ -333,6 +340,9 @@ class _StubType(type):
 
     def __iter__(cls):
         return iter(())  # else iteration would go through __getitem__ forever
+
+    def register(cls, *args, **kwargs):  # ABCMeta's, shadowing a stub's (allennlp's `@Trainer.register(...)`)
+        return _Anything()
 
 
 def _stub_class(name: str) -> type:
