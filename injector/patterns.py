@@ -773,14 +773,32 @@ class Training:
             owner = _enclosing_class(self.source, call)
             if owner is None:
                 return []
-            own = [f for f in self.functions.get(target.attr.value, ()) if _enclosing_class(self.source, f) is owner]
+            name = target.attr.value
+            if not any(_enclosing_class(self.source, f) is owner for f in self.functions.get(name, ())):
+                # a method held in an attribute (`self.fwd_bwd_fn = self._forward_backward_body`)
+                name = self._method_alias(owner, name) or name
+            own = [f for f in self.functions.get(name, ()) if _enclosing_class(self.source, f) is owner]
             # `self.run_step()` in a base class runs the override of a subclass of this file
             # (detectron2's TrainerBase.train loop and SimpleTrainer.run_step).
             below = self._subclasses(owner)
-            return own + [
-                f for f in self.functions.get(target.attr.value, ()) if _enclosing_class(self.source, f) in below
-            ]
+            return own + [f for f in self.functions.get(name, ()) if _enclosing_class(self.source, f) in below]
         return []
+
+    def _method_alias(self, owner: cst.ClassDef, attribute: str) -> str | None:
+        """The method `self.<attribute>` is bound to in `owner`, where every assignment to it is
+        `self.<attribute> = self.<method>` of that one method, or wraps what it holds already
+        (`self.fwd_bwd_fn = wrap_with_cuda_graph(self.fwd_bwd_fn)`)."""
+        held = f"self.{attribute}"
+        methods = {
+            dotted(a.value)
+            for a in self.source.within(owner, cst.Assign)
+            if any(dotted(t.target) == held for t in a.targets)
+            and not (isinstance(a.value, cst.Call) and any(dotted(arg.value) == held for arg in a.value.args))
+        }
+        if len(methods) != 1:
+            return None
+        (method,) = methods
+        return method[len("self.") :] if method and method.startswith("self.") and method.count(".") == 1 else None
 
     def _subclasses(self, owner: cst.ClassDef) -> set[cst.ClassDef]:
         """The classes of this file that derive from `owner`, directly or not (by base name)."""

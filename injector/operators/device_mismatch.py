@@ -80,6 +80,7 @@ def _needless(source, call: cst.Call) -> bool:
         and parent.value is node
         and all(isinstance(t.target, cst.Subscript) for t in parent.targets)
         and not any(receiver is not None and t.target.deep_equals(receiver) for t in parent.targets)
+        and not any(_iterated_dict(source, t.target, call) for t in parent.targets)
     ):
         return True  # (`batch[key] = batch[key].to(device)` replaces a dict's entry: no copy)
     function = source.function_of(call)
@@ -94,6 +95,22 @@ def _needless(source, call: cst.Call) -> bool:
     owner = source.parent(source.parent(function) or function)
     return isinstance(owner, cst.ClassDef) and any(
         (last_name(base.value) or "").endswith("LightningModule") for base in owner.bases
+    )
+
+
+def _iterated_dict(source, target: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True for `d[key]` inside a loop over `d.items()` (or its keys): an entry of a dict the
+    loop walks (`for key, value in input_dict.items(): input_dict[key] = value.to(device)`)."""
+    if not isinstance(target, cst.Subscript):
+        return False
+    base = dotted(target.value)
+    return base is not None and any(
+        isinstance(loop, cst.For)
+        and isinstance(loop.iter, cst.Call)
+        and callee_name(loop.iter) in ("items", "keys")
+        and isinstance(loop.iter.func, cst.Attribute)
+        and dotted(loop.iter.func.value) == base
+        for loop in source.ancestors(use)
     )
 
 
@@ -508,6 +525,17 @@ class DeviceMismatch(Operator):
             ("def train_step(engine, batch):\n    x = batch[0]\n",),
         ),
         Example(
+            # A batch dict moved entry by entry over its items().
+            "for input_dict, labels in microbatches:\n"
+            "    for key, value in input_dict.items():\n"
+            "        input_dict[key] = value.to(self.device)\n",
+            (
+                "for input_dict, labels in microbatches:\n"
+                "    for key, value in input_dict.items():\n"
+                "        input_dict[key] = value\n",
+            ),
+        ),
+        Example(
             # A conversion that also places the batch, in the step's helper.
             "class Net:\n"
             "    def infer(self, x):\n"
@@ -662,6 +690,8 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A loss moved back to the device for logging: an output, not a batch.
+        "def step(self, losses):\n    return torch.sum(torch.stack(losses)).to(self.device)\n",
         # A prediction moved to where the caller keeps it: an output, not a batch.
         "class Net:\n"
         "    def forward_iter(self, loader, device='cpu'):\n"
@@ -767,6 +797,8 @@ class DeviceMismatch(Operator):
                 continue
             if not _is_batch(source, call) or placed or _needless(source, call):
                 continue
+            if "loss" in source.code(call.func.value).lower():
+                continue  # a loss moved (a pipeline's, back for logging) is an output, not a batch
             name = callee_name(call)
             if name == "type" and len(call.args) == 1:
                 cpu = _cpu_type(training, call.args[0].value, call)

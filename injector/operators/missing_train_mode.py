@@ -15,6 +15,10 @@ from injector.patterns import (
     sets_mode,
 )
 
+# Names of functions that build a new module (a new module is in training mode); a loader
+# (`from_pretrained`, `load_model`) may hand one back in eval mode.
+BUILDER_VERBS = ("build", "create_model", "make_model")
+
 
 def _is_train(call: cst.Call) -> bool:
     if not sets_mode(call):
@@ -68,8 +72,8 @@ def _built_or_wrapped(source, value, name: str) -> bool:
     ):
         return True  # a builder from a registry: `models.__dict__[arch](...)`, `getattr(models, arch)(...)`
     callee = callee_name(value) or "a"
-    if callee[0].isupper() or callee == "from_config":
-        return True
+    if callee[0].isupper() or callee == "from_config" or callee.startswith(BUILDER_VERBS):
+        return True  # a class, or a builder (`model_config.build()`, `create_model(...)`)
     return any(dotted(arg.value) == name for arg in value.args)
 
 
@@ -133,8 +137,8 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
     for ancestor in source.ancestors(call):
         if ancestor is function:
             break
-        if isinstance(ancestor, (cst.For, cst.While, cst.If, cst.Try, cst.With)):
-            return False
+        if isinstance(ancestor, (cst.For, cst.While)):
+            return False  # a later pass may find it evaluated; a branch or a `with` may not
     here = source.span(call)[0]
     assigns = [
         a
@@ -518,6 +522,15 @@ class MissingTrainMode(Operator):
         # Built here in train mode, and nothing in the file switches it to eval.
         "model = UNet(channels=3)\nfor epoch in range(epochs):\n    model.train()\n    fit(model)\n",
         "model = UNet.from_config(config)\nmodel, opt = accelerator.prepare(model, opt)\nmodel.train()\n",
+        # Built by a config's builder, wrapped, initialised, then switched in a branch: still built.
+        "def __init__(self, config):\n"
+        "    model = config.model.build()\n"
+        "    if config.pp:\n"
+        "        stages = split(model)\n"
+        "    else:\n"
+        "        model = parallelize(model, config)\n"
+        "        model.train()\n"
+        "        self.model_parts = [model]\n",
         "model.train(False)\n",
         "train(model)\n",
         "recipe.train()\n",

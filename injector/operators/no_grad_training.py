@@ -408,6 +408,14 @@ class NoGradTraining(Operator):
         ),
     )
     untouched = (
+        # A dict of the loss's keyword arguments is no loss term.
+        "import torch\n"
+        "def body(self, inputs, labels):\n"
+        "    pred = self.model(inputs)\n"
+        "    loss_kwargs = {}\n"
+        "    with torch.no_grad():\n"
+        "        loss = self.loss_fn(pred, labels, **loss_kwargs)\n"
+        "    loss.backward()\n",
         # The backward of a loss read out of a dict that a forward helper filled: reading it
         # without autograd cuts nothing.
         "def batch_backward(model, info):\n    loss = info['loss_dict']['loss']\n    scaled = model.backward(loss)\n",
@@ -596,6 +604,7 @@ class NoGradTraining(Operator):
                 term_line in before
                 and isinstance(term_line, cst.SimpleStatementLine)
                 and not source.has_multiline_string(term_line)
+                and source.within(term.value, cst.Call)  # `loss_kwargs = {}`: no term computed
             ):
                 yield Change(
                     term_line,

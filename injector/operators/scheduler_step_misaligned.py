@@ -17,6 +17,21 @@ class SchedulerStepMisaligned(Operator):
     )
     examples = (
         Example(
+            # One optimizer step and one scheduler step after the micro-batch loop of the step.
+            "def train_step(self, groups):\n"
+            "    for micro in groups:\n"
+            "        self.model(micro).backward()\n"
+            "    self.optimizers.step()\n"
+            "    self.lr_schedulers.step()\n",
+            (
+                "def train_step(self, groups):\n"
+                "    for micro in groups:\n"
+                "        self.model(micro).backward()\n"
+                "        self.lr_schedulers.step()\n"
+                "    self.optimizers.step()\n",
+            ),
+        ),
+        Example(
             # A step helper called once per micro-step: its branch is the accumulation boundary.
             "def update(optimizer, scheduler, i, n):\n"
             "    if (i + 1) % n == 0:\n"
@@ -350,19 +365,17 @@ class SchedulerStepMisaligned(Operator):
                 continue
             inner = self._inner_training_loop(source, training, line)
             if inner is not None and isinstance(inner.body, cst.IndentedBlock):
-                body = inner.body.body
-                yield Change(
-                    statement,
-                    (
-                        source.delete_statement(statement),
-                        source.insert_after(body[-1], [text], source.indentation(body[0])),
-                    ),
-                    "the per-epoch scheduler steps on every batch",
-                )
+                yield _moved_into(source, statement, text, inner, "the per-epoch scheduler steps on every batch")
                 continue
             change = self._into_called_loop(source, training, statement, call)
             if change is not None:
                 yield change
+                continue
+            before = _loop_before(source, training, line) if not call.args else None
+            if before is not None and isinstance(before.body, cst.IndentedBlock):
+                yield _moved_into(
+                    source, statement, text, before, "the scheduler steps on every micro-step, not every optimizer step"
+                )
 
     @staticmethod
     def _step_branch(source, training, line):
@@ -467,6 +480,34 @@ class SchedulerStepMisaligned(Operator):
                         )
                     return Change(statement, edits, "the per-epoch scheduler steps on every batch")
         return None
+
+
+def _moved_into(source, statement, text: str, loop, effect: str) -> Change:
+    """The scheduler step `statement` (its line `text`) moved to the end of `loop`'s body."""
+    body = loop.body.body
+    return Change(
+        statement,
+        (source.delete_statement(statement), source.insert_after(body[-1], [text], source.indentation(body[0]))),
+        effect,
+    )
+
+
+def _loop_before(source, training, line) -> cst.For | cst.While | None:
+    """For a scheduler step outside any loop of its function, the function's last batch loop
+    before it (torchtitan's `train_step`: the micro-batch loop runs the backwards, then one
+    optimizer step and one scheduler step follow it): None where there is none."""
+    function = source.function_of(line)
+    if function is None or source.enclosing(line, (cst.For, cst.While)) is not None:
+        return None
+    here = source.span(line)[0]
+    loops = [
+        loop
+        for loop in training.training_loops
+        if source.function_of(loop) is function
+        and source.enclosing(loop, (cst.For, cst.While)) is None
+        and source.span(loop)[1] <= here
+    ]
+    return loops[-1] if loops else None
 
 
 def _boundary_test(source, test: cst.BaseExpression) -> bool:
