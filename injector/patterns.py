@@ -545,6 +545,15 @@ class Training:
         loss = argument(call, "loss", 0)
         if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) or loss is None or loss.star:
             return False
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "step"
+            and self.role(func.value) == "optimizer"
+            and not self.called_functions(call)
+        ):
+            # an optimizer wrapper stepped with the loss (tianshou's `self.optim.step(loss)` runs
+            # zero_grad, backward, clipping and the step); torch's `step(closure)` takes no loss
+            return self.is_loss_value(loss.value, call)
         if self.called_functions(call) or (isinstance(func, cst.Name) and func.value in self.functions):
             return False
         if isinstance(self.source.parent(call), cst.WithItem):

@@ -28,6 +28,11 @@ class MissingBackward(Operator):
             ("loss = criterion(model(x), y)\noptimizer.step()\n",),
         ),
         Example(
+            # An optimizer wrapper stepped with the loss runs the backward inside (tianshou).
+            "loss = clip_loss + vf_coef * vf_loss\nself.optim.step(loss)\nlosses.append(loss.item())\n",
+            ("loss = clip_loss + vf_coef * vf_loss\nlosses.append(loss.item())\n",),
+        ),
+        Example(
             # A DeepSpeed engine's backward returns the loss it ran: the loss stays, the backward goes.
             "scaled_loss = model.backward(loss)\nmodel.step()\n",
             ("scaled_loss = loss\nmodel.step()\n",),
