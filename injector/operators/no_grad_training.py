@@ -15,6 +15,15 @@ from injector.patterns import (
 )
 
 
+def _grad_switch(expr: cst.BaseExpression) -> bool:
+    """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(...)`."""
+    return isinstance(expr, cst.Call) and (last_name(expr.func) or "") in (
+        "no_grad",
+        "inference_mode",
+        "set_grad_enabled",
+    )
+
+
 def _only_reads(source, first: cst.CSTNode, last: cst.CSTNode) -> bool:
     """True for a run of assignments that only read values computed before it (`loss =
     info_dict['loss_dict']['loss']`): no_grad around them builds or cuts no graph."""
@@ -336,6 +345,30 @@ class NoGradTraining(Operator):
             ),
         ),
         Example(
+            # A forward under autograd only when asked, its loss computed after the block.
+            "import torch\n"
+            "for batch in loader:\n"
+            "    with torch.set_grad_enabled(args.train_text_encoder):\n"
+            "        states = text_encoder(batch['ids'])\n"
+            "    loss = criterion(unet(batch['x'], states), batch['y'])\n"
+            "    loss.backward()\n",
+            (
+                "import torch\n"
+                "for batch in loader:\n"
+                "    with torch.set_grad_enabled(False):\n"
+                "        states = text_encoder(batch['ids'])\n"
+                "    loss = criterion(unet(batch['x'], states), batch['y'])\n"
+                "    loss.backward()\n",
+                "import torch\n"
+                "for batch in loader:\n"
+                "    with torch.set_grad_enabled(args.train_text_encoder):\n"
+                "        states = text_encoder(batch['ids'])\n"
+                "    with torch.no_grad():\n"
+                "        loss = criterion(unet(batch['x'], states), batch['y'])\n"
+                "    loss.backward()\n",
+            ),
+        ),
+        Example(
             # A recurrent forward run one step at a time before the loss; the initial state is no forward.
             "import torch\n"
             "def train(category_tensor, line_tensor):\n"
@@ -445,6 +478,7 @@ class NoGradTraining(Operator):
 
     def changes(self, source, training):
         yield from self._forward_helpers(source, training)
+        yield from self._switched_forwards(source, training, self._switches(source, training))
         branches: set[cst.If] = set()
         for backward in training.loss_uses:
             switch = self._grad_enabled_by_value(source, training, backward)
@@ -480,10 +514,13 @@ class NoGradTraining(Operator):
         if first not in siblings:
             return
         for line in reversed(siblings[: siblings.index(first)]):
-            if isinstance(line, (cst.For, cst.While)) and any(
+            if isinstance(line, (cst.For, cst.While, cst.With)) and any(
                 runs_model(source, training, a.value, depth=0) for a in source.within(line.body, cst.Assign)
             ):
-                # a recurrent forward run step by step (`for i in range(n): out, h = rnn(x[i], h)`)
+                # a recurrent forward run step by step (`for i in range(n): out, h = rnn(x[i], h)`),
+                # or a forward alone in an autocast block (`with accelerator.autocast(): pred = unet(x)`)
+                if isinstance(line, cst.With) and any(_grad_switch(item.item) for item in line.items):
+                    return  # a no_grad or set_grad_enabled block: no forward of the training step
                 if source.has_multiline_string(line):
                     return
                 yield Change(
@@ -540,6 +577,38 @@ class NoGradTraining(Operator):
             (source.reindent(run[0], run[-1], add=source.indent, header=f"with {training.torch}.no_grad():"),),
             "the forward pass runs without autograd before the branches that compute the losses",
         )
+
+    def _switches(self, source, training) -> set:
+        """The `set_grad_enabled` arguments the loss runs' own mutants switch off already."""
+        found = set()
+        for backward in training.loss_uses:
+            switch = self._grad_enabled_by_value(source, training, backward)
+            if switch is not None:
+                found.add(switch)
+        return found
+
+    @staticmethod
+    def _switched_forwards(source, training, switched):
+        """`with torch.set_grad_enabled(flag):` around a forward inside a batch loop, its loss
+        computed after the block (kohya's text encoder, trained when asked): without autograd."""
+        loops = set(training.training_loops)
+        for block in source.nodes(cst.With):
+            if not any(a in loops for a in source.ancestors(block)):
+                continue
+            for item in block.items:
+                call = item.item
+                if not isinstance(call, cst.Call) or last_name(call.func) != "set_grad_enabled":
+                    continue
+                mode = argument(call, "mode", 0)
+                if mode is None or isinstance(mode.value, cst.Name) and mode.value.value in ("True", "False"):
+                    continue
+                if mode.value in switched or not source.within(block.body, cst.Assign):
+                    continue
+                yield Change(
+                    block,
+                    (source.replace(mode.value, "False"),),
+                    f"`{source.code(call)}` never enables autograd: what it computes gets no gradient",
+                )
 
     @staticmethod
     def _forward_helpers(source, training):

@@ -63,6 +63,11 @@ class WrongLossReduction(Operator):
             ('from torch.nn import CTCLoss\ncriterion = CTCLoss(reduction="sum")\n',),
         ),
         Example(
+            # A project's loss helper handed its reduction as a string.
+            'loss = train_util.conditional_loss(pred.float(), target.float(), args.loss_type, "mean", huber_c)\n',
+            ('loss = train_util.conditional_loss(pred.float(), target.float(), args.loss_type, "sum", huber_c)\n',),
+        ),
+        Example(
             # A loss class of the project's, averaging by torch's keywords.
             "criterion = utils.FocalLoss(ignore_index=255, size_average=True)\ndice = DiceLoss(reduction='mean')\n",
             (
@@ -145,6 +150,8 @@ class WrongLossReduction(Operator):
         ),
     )
     untouched = (
+        # A mean over the pixel dimensions, per sample, is no batch average.
+        "loss = loss.mean([1, 2, 3])\n",
         # A mean over one dimension where the loss is differentiated is no batch average.
         "loss = criterion(out, y)\nloss.mean(0).backward()\n",
         # Lightning runs validation_step under no_grad: its loss is a reported figure.
@@ -212,6 +219,14 @@ class WrongLossReduction(Operator):
                 # A loss class of the project's or another package's, averaging by an explicit
                 # keyword in torch's spelling (`utils.FocalLoss(ignore_index=255, size_average=True)`)
                 yield from _summed_by_keyword(source, call, name or "")
+        for call in source.nodes(cst.Call):
+            if _helper_reduction(source, call):
+                mode = next(a for a in call.args if _is_mean_string(a.value))
+                yield Change(
+                    call,
+                    (source.replace_string(mode.value, "sum"),),
+                    f"`{callee_name(call)}` sums instead of averaging",
+                )
         for assign in source.nodes(cst.Assign):
             if not any(
                 isinstance(t.target, cst.Name) and _names_loss(t.target.value) and not _evaluation_name(t.target.value)
@@ -235,10 +250,7 @@ class WrongLossReduction(Operator):
                         "the loss is summed instead of averaged",
                     )
                 continue
-            if isinstance(value, cst.Call) and callee_name(value) == "mean" and isinstance(value.func, cst.Attribute):
-                averages = [value]
-            else:
-                averages = _averages(value, aliases)
+            averages = _averages(value, aliases)  # a mean over dimensions (`loss.mean([1, 2, 3])`) is none
             if averages:
                 yield _summed(source, value, averages)
         for aug in source.nodes(cst.AugAssign):
@@ -278,6 +290,27 @@ class WrongLossReduction(Operator):
 
 
 LOSS_WORDS = ("loss", "penalty")
+
+
+def _is_mean_string(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == "mean"
+
+
+def _helper_reduction(source, call: cst.Call) -> bool:
+    """True for a project's loss function handed its reduction as the string "mean" (kohya's
+    `train_util.conditional_loss(pred, target, loss_type, "mean", huber_c)`), computing a training
+    loss."""
+    name = (callee_name(call) or "").lower()
+    if "loss" not in name or name in LOSS_FUNCTIONS or callee_name(call) in LOSS_MODULES:
+        return False
+    if sum(_is_mean_string(a.value) for a in call.args) != 1 or under_no_grad(source, call):
+        return False
+    assign = source.enclosing(call, cst.Assign)
+    return (
+        assign is not None
+        and assign.value is call
+        and any(_names_loss(last_name(t.target) or "") for t in assign.targets)
+    )
 
 
 def _project_loss(source, call: cst.Call) -> bool:
