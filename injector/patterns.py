@@ -7,6 +7,7 @@ is an optimizer) with naming conventions for objects built elsewhere.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -1202,6 +1203,8 @@ MODULE_METHODS = frozenset(
     | {"eval", "zero_grad", "apply", "requires_grad_", "register_buffer", "register_forward_hook", "share_memory"}
 )
 EVALUATION_WORDS = ("eval", "valid", "test", "estimate", "predict", "infer", "sample", "generate")
+# A GAN's networks by the field's convention: `G(z)`, `D(x)`, `G_ema(z)`, `which_G(z)`.
+_GAN_NET = re.compile(r"(?:\w+_)?[gd](?:_ema)?")
 # A model's methods that make its initial recurrent state (`rnn.initHidden()`, `init_hidden(bsz)`,
 # `begin_state(...)`): zeros, not a forward pass.
 STATE_INITIALISERS = ("init", "reset", "zero", "begin_state")
@@ -1226,7 +1229,7 @@ def runs_model(
             continue  # `model(images)` alone on its line: its result is dropped
         if (
             isinstance(func, (cst.Name, cst.Attribute, cst.Subscript))
-            and (name == "self" or any(word in name for word in MODEL_WORDS))
+            and (name == "self" or any(word in name for word in MODEL_WORDS) or _GAN_NET.fullmatch(name))
             and training.role(func) is None
             and not name.startswith(("get_", "set_", "load", "save"))
         ):

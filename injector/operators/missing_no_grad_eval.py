@@ -34,6 +34,18 @@ class MissingNoGradEval(Operator):
     )
     examples = (
         Example(
+            # A GAN's generator by the field's naming (`G`, `D`, `G_ema`, `which_G`), sampled.
+            "def save_and_sample(which_G, fixed_z, fixed_y):\n"
+            "    with torch.no_grad():\n"
+            "        fixed_Gz = which_G(fixed_z, which_G.shared(fixed_y))\n"
+            "    save_image(fixed_Gz.float().cpu(), 'samples.jpg')\n",
+            (
+                "def save_and_sample(which_G, fixed_z, fixed_y):\n"
+                "    fixed_Gz = which_G(fixed_z, which_G.shared(fixed_y))\n"
+                "    save_image(fixed_Gz.float().cpu(), 'samples.jpg')\n",
+            ),
+        ),
+        Example(
             # The forward pass is another module's helper handed the model (wenet's `batch_forward`).
             "def cv(self, model, loader):\n"
             "    with torch.no_grad():\n"
