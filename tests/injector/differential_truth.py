@@ -1,4 +1,6 @@
-"""Campaign verdicts against the naive truth, one fixture project per execution model.
+"""Campaign verdicts against the naive truth, one fixture project per execution model: the
+helpers of test_differential_ddp.py and test_differential_processes.py (two files, so that
+`pytest -n 2 --dist loadfile` can run them side by side).
 
 For every mutant of every fixture, the naive truth is what a user gets by hand: copy the
 project, apply the mutant's change, run the guard afresh (pytest in collection order, or the
@@ -27,27 +29,18 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-
 from injector import config
 from injector.cli import main
 from injector.generate import mutants_for_source
 from injector.operators import select
 
 FIXTURES = Path(__file__).parent / "differential"
-CASES = [
-    "fork_ddp",
-    "spawn_ddp",
-    "torchrun_test",
-    "subprocess_script",
-    "command_guard",
-    "shared_state",
-    "nested_factory",
-    "symlinked",
-]
 NAIVE_TIMEOUT = 90
 CAUGHT, PASSED = "caught", "passed"
 _naive_cache: dict[str, dict[str, str]] = {}
+# (case, jobs) -> (project, report, markdown) of the campaign the differential test ran, for the
+# tests below that read more of that same campaign's report (run again when selected alone)
+_campaigns: dict[tuple[str, int], tuple[Path, dict, str]] = {}
 
 
 def digest(*roots: Path) -> dict[str, str]:
@@ -132,16 +125,17 @@ def leftovers() -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-@pytest.mark.parametrize("case", CASES)
-def test_every_outcome_equals_applying_the_mutant_by_hand(case, jobs, tmp_path, capsys):
+def check_case(case: str, jobs: int, tmp_path: Path, capsys) -> None:
+    """A campaign on the fixture agrees with the naive truth, mutant by mutant, and leaves the
+    project as it was and no process or scratch copy behind."""
     project, watched = lay_out(case, tmp_path)
     truth = naive_truth(case, project)
     before = digest(*watched)
-    report_path = tmp_path / "report.json"
-    code = main(["run", str(project), "--jobs", str(jobs), "--json", str(report_path)])
+    report_path, markdown = tmp_path / "report.json", tmp_path / "report.md"
+    code = main(["run", str(project), "--jobs", str(jobs), "--json", str(report_path), "--markdown", str(markdown)])
     assert code == 0, capsys.readouterr().err[-2000:]
     report = json.loads(report_path.read_text())
+    _campaigns[case, jobs] = (project, report, markdown.read_text())
     outcomes = {o["mutant_id"]: o for o in report["outcomes"]}
 
     assert set(outcomes) == set(truth), "the campaign and the naive run saw different mutants"
@@ -161,37 +155,11 @@ def test_every_outcome_equals_applying_the_mutant_by_hand(case, jobs, tmp_path, 
     assert not [d for d in Path(tempfile.gettempdir()).glob(f"trainwreck-{os.getpid()}-*")]
 
 
-def test_tests_that_share_state_are_judged_as_the_guard_runs_them(tmp_path):
-    """shared_state: a fast test relies on a file a slower, earlier test writes; another test
-    only reads what the training code left in a module-level list."""
-    project, _ = lay_out("shared_state", tmp_path)
-    report_path, markdown = tmp_path / "report.json", tmp_path / "report.md"
-    assert main(["run", str(project), "--json", str(report_path), "--markdown", str(markdown)]) == 0
-    report = json.loads(report_path.read_text())
-    assert "kills re-judged in collection order" in markdown.read_text()
-    session = [o for o in report["outcomes"] if o["file"] == "trainer/session.py"]
-    assert session and all(o["status"] == "killed" and "collection order" in o["note"] for o in session)
-    [zero_grad] = [
-        o for o in report["outcomes"] if o["file"] == "trainer/history.py" and o["operator"] == "missing-zero-grad"
-    ]
-    assert zero_grad["status"] == "killed"
-    assert zero_grad["test"] == "tests/test_history.py::test_the_logged_run_converged"
-    assert not (project / "session.json").exists()
-
-
-def test_code_no_test_runs_is_no_coverage_even_inside_a_covered_function(tmp_path):
-    """nested_factory: the AMP branch and the clipping line never run on CPU; the step
-    built at import (a closure made before any mutant) still runs each mutant."""
-    project, _ = lay_out("nested_factory", tmp_path)
-    report_path = tmp_path / "report.json"
-    assert main(["run", str(project), "--json", str(report_path)]) == 0
-    source = (project / "trainer" / "steps.py").read_text().splitlines()
-    by_status: dict[str, set[str]] = {}
-    for outcome in json.loads(report_path.read_text())["outcomes"]:
-        by_status.setdefault(outcome["status"], set()).add(source[outcome["line"] - 1].strip())
-    assert {
-        "scaler.scale(loss).backward()",
-        "scaler.step(optimizer)",
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), clip)",
-    } <= by_status["no_coverage"]
-    assert {"optimizer.zero_grad()", "loss.backward()", "optimizer.step()"} <= by_status["killed"]
+def campaign(case: str, tmp_path: Path) -> tuple[Path, dict, str]:
+    """The `--jobs 1` campaign on a fixture: the one the differential test ran, else a new one."""
+    if (case, 1) not in _campaigns:
+        project, _ = lay_out(case, tmp_path)
+        report_path, markdown = tmp_path / "report.json", tmp_path / "report.md"
+        assert main(["run", str(project), "--json", str(report_path), "--markdown", str(markdown)]) == 0
+        _campaigns[case, 1] = (project, json.loads(report_path.read_text()), markdown.read_text())
+    return _campaigns[case, 1]

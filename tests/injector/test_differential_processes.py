@@ -1,0 +1,45 @@
+"""Campaign verdicts against the naive truth on a test that runs `python train.py`, a
+smoke-training command guard run as `python -m`, tests that share module-level state, a step
+function built by a factory, and a source file that is a symlink (see differential_truth.py)."""
+
+from __future__ import annotations
+
+import pytest
+from differential_truth import campaign, check_case
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("case", ["subprocess_script", "command_guard", "shared_state", "nested_factory", "symlinked"])
+def test_every_outcome_equals_applying_the_mutant_by_hand(case, jobs, tmp_path, capsys):
+    check_case(case, jobs, tmp_path, capsys)
+
+
+def test_tests_that_share_state_are_judged_as_the_guard_runs_them(tmp_path):
+    """shared_state: a fast test relies on a file a slower, earlier test writes; another test
+    only reads what the training code left in a module-level list."""
+    project, report, markdown = campaign("shared_state", tmp_path)
+    assert "kills re-judged in collection order" in markdown
+    session = [o for o in report["outcomes"] if o["file"] == "trainer/session.py"]
+    assert session and all(o["status"] == "killed" and "collection order" in o["note"] for o in session)
+    [zero_grad] = [
+        o for o in report["outcomes"] if o["file"] == "trainer/history.py" and o["operator"] == "missing-zero-grad"
+    ]
+    assert zero_grad["status"] == "killed"
+    assert zero_grad["test"] == "tests/test_history.py::test_the_logged_run_converged"
+    assert not (project / "session.json").exists()
+
+
+def test_code_no_test_runs_is_no_coverage_even_inside_a_covered_function(tmp_path):
+    """nested_factory: the AMP branch and the clipping line never run on CPU; the step
+    built at import (a closure made before any mutant) still runs each mutant."""
+    project, report, _ = campaign("nested_factory", tmp_path)
+    source = (project / "trainer" / "steps.py").read_text().splitlines()
+    by_status: dict[str, set[str]] = {}
+    for outcome in report["outcomes"]:
+        by_status.setdefault(outcome["status"], set()).add(source[outcome["line"] - 1].strip())
+    assert {
+        "scaler.scale(loss).backward()",
+        "scaler.step(optimizer)",
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), clip)",
+    } <= by_status["no_coverage"]
+    assert {"optimizer.zero_grad()", "loss.backward()", "optimizer.step()"} <= by_status["killed"]
