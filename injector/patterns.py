@@ -726,6 +726,13 @@ class Training:
         """True for a call of a function another module defines that runs the step it is named
         for: `batch_backward(model, scaler, info)`, `update_parameter_and_lr(model, optimizer,
         ...)` handed the optimizer (wenet's executor runs its whole step through such helpers)."""
+        if isinstance(call.func, cst.Attribute) and call.args:
+            # a step the class leaves to its subclasses (torchreid's Engine: `loss_summary =
+            # self.forward_backward(data)`, whose body here only raises NotImplementedError)
+            functions = self.called_functions(call)
+            return (
+                bool(functions) and all(_abstract(f) for f in functions) and "backward" in call.func.attr.value.lower()
+            )
         if not isinstance(call.func, cst.Name) or self.called_functions(call) or not call.args:
             return False
         name = call.func.value.lower()
@@ -1295,9 +1302,32 @@ def only_times_model(source: Source, training: Training, node: cst.CSTNode) -> b
     return runs_model(source, training, node) and not runs_model(source, training, node, used=True)
 
 
+def _abstract(function: cst.FunctionDef) -> bool:
+    """True for a method whose body only raises NotImplementedError (after any docstring)."""
+    body = [
+        s
+        for s in function.body.body
+        if not (
+            isinstance(s, cst.SimpleStatementLine)
+            and all(isinstance(b, cst.Expr) and isinstance(b.value, cst.SimpleString) for b in s.body)
+        )
+    ]
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+        return False
+    statement = body[0].body[0]
+    if not isinstance(statement, cst.Raise) or statement.exc is None:
+        return False
+    raised = statement.exc.func if isinstance(statement.exc, cst.Call) else statement.exc
+    return isinstance(raised, cst.Name) and raised.value == "NotImplementedError"
+
+
 def sets_mode(call: cst.Call) -> bool:
-    """True for `module.train(...)` setting a mode, not `trainer.train(epochs)` running a training."""
+    """True for `module.train(...)` setting a mode, not `trainer.train(epochs)` running a training:
+    a module's `train` takes one argument, `mode` (`self.train(print_freq=10, open_layers=...)`
+    is a trainer's own epoch method)."""
     if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
+        return False
+    if len(call.args) > 1 or any(a.star or (a.keyword is not None and a.keyword.value != "mode") for a in call.args):
         return False
     owner = (last_name(call.func.value) or "").lower()
     return not any(

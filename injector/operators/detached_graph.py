@@ -34,6 +34,15 @@ class DetachedGraph(Operator):
             ("pi = self.pi(s)\nloss = (-torch.min(pi * adv, clipped) + vf_loss).detach()\nloss.mean().backward()\n",),
         ),
         Example(
+            # A loss that starts at 0 (no graph to cut): each term added into it is cut off.
+            "def step(x, y, w):\n    feats = model(x)\n    loss = 0\n    if w > 0:\n"
+            "        loss_t = criterion_t(feats, y)\n        loss += w * loss_t\n    loss.backward()\n",
+            (
+                "def step(x, y, w):\n    feats = model(x)\n    loss = 0\n    if w > 0:\n"
+                "        loss_t = criterion_t(feats.detach(), y)\n        loss += w * loss_t\n    loss.backward()\n",
+            ),
+        ),
+        Example(
             "logits = model(x)\nloss = F.cross_entropy(logits, y)\nloss.backward()\n",
             ("logits = model(x)\nloss = F.cross_entropy(logits.detach(), y)\nloss.backward()\n",),
         ),
@@ -272,7 +281,12 @@ class DetachedGraph(Operator):
             # the loss at once, that one gets the mutant.
             whole = [a for a in alternatives if not _accumulated(source, a)]
             for assign in whole or alternatives or [training.loss_assignment(backward)]:
-                yield from self._detached(source, training, backward, assign)
+                if assign is not None and _starts_empty(assign):
+                    # `loss = 0`, then `loss += w * loss_t` per term: each term is cut off
+                    for term in _terms(source, training, assign, backward.call):
+                        yield from self._detached(source, training, backward, term)
+                else:
+                    yield from self._detached(source, training, backward, assign)
 
     def _detached(self, source, training, backward, assign):
         """The mutant of one assignment that computes the loss."""
@@ -325,6 +339,53 @@ class DetachedGraph(Operator):
         return (
             name in LOSS_FUNCTIONS or training.role(call.func) == "loss-module" or "loss" in name or "criterion" in name
         )
+
+
+def _starts_empty(assign: cst.CSTNode) -> bool:
+    """True for a loss that starts as a constant the terms are added into (`loss = 0`,
+    `loss = torch.tensor(0.0)`, `loss = torch.zeros(1)`): it has no graph to cut off."""
+    value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return True
+    return (
+        isinstance(value, cst.Call)
+        and callee_name(value) in ("tensor", "zeros", "scalar_tensor", "new_zeros", "new_tensor")
+        and all(isinstance(a.value, (cst.Integer, cst.Float, cst.List, cst.Tuple)) or a.keyword for a in value.args)
+    )
+
+
+def _terms(source, training, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.Assign]:
+    """The assignments of the loss terms added, after `start` and before `use`, into the name
+    `start` assigns (`loss += self.weight_t * loss_t` after `loss_t = criterion(features, y)`,
+    in branches too)."""
+    name = dotted(start.targets[0].target) if isinstance(start, cst.Assign) and len(start.targets) == 1 else None
+    function = source.function_of(start)
+    if name is None or function is None:
+        return []
+    after, before = source.span(start)[1], source.span(use)[0]
+    found: list[cst.Assign] = []
+    for statement in source.within(function, (cst.AugAssign, cst.Assign)):
+        if not after < source.span(statement)[0] < before:
+            continue
+        if isinstance(statement, cst.AugAssign):
+            if not isinstance(statement.operator, cst.AddAssign) or dotted(statement.target) != name:
+                continue
+        elif [dotted(t.target) for t in statement.targets] != [name]:
+            continue
+        for term in source.within(statement.value, cst.Name):
+            if term.value == name:
+                continue
+            assign = training.last_assignment(term.value, statement)
+            if (
+                isinstance(assign, cst.Assign)
+                and assign not in found
+                and isinstance(assign.value, cst.Call)
+                and DetachedGraph._is_loss(training, assign.value)
+            ):
+                found.append(assign)
+    return found
 
 
 def _accumulated(source, assign: cst.CSTNode) -> bool:

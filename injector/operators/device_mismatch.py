@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, assigned_alone, callee_name, dotted, last_name, runs_model
+from injector.patterns import LOSS_FUNCTIONS, argument, assigned_alone, callee_name, dotted, last_name, runs_model
 
 ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
@@ -277,6 +277,33 @@ def _is_batch(source, call: cst.Call) -> bool:
     return any(word in name for word in ("batch", "step", "device", "prepare", "collate"))
 
 
+def _feeds_model(source, training, call: cst.Call) -> bool:
+    """True for `imgs = imgs.cuda()` where the same function then hands `imgs` to a model or a
+    loss (`outputs = self.model(imgs)`) and runs the backward: the step's input, in a step that
+    takes its batch as a parameter and holds no loop (torchreid's `forward_backward(self, data)`)."""
+    assign = source.parent(call)
+    if not isinstance(call.func, cst.Attribute) or not isinstance(assign, cst.Assign):
+        return False
+    if [dotted(t.target) for t in assign.targets] != [dotted(call.func.value)] or _loop_constant(source, call):
+        return False
+    name, function = dotted(call.func.value), source.function_of(call)
+    if name is None or function is None or not any(source.function_of(b.call) is function for b in training.backwards):
+        return False  # a step function differentiates what it computes
+    after = source.span(assign)[1]
+    return any(
+        source.span(use)[0] > after
+        and (runs_model(source, training, use) or _computes_loss(training, use))
+        and any(dotted(a.value) == name for a in use.args)
+        for use in source.within(function, cst.Call)
+    )
+
+
+def _computes_loss(training, call: cst.Call) -> bool:
+    """A loss function or module, or a helper that computes the loss (`self.compute_loss(...)`)."""
+    name = (callee_name(call) or "").lower()
+    return name in LOSS_FUNCTIONS or "loss" in name or "criterion" in name or training.role(call.func) == "loss-module"
+
+
 def _dataset_item(expr: cst.BaseExpression) -> bool:
     """True for an item taken from a dataset or loader (`dataset[0]`, `next(iter(loader))`):
     a full-graph or single-batch run moves its only batch once, outside any loop."""
@@ -483,6 +510,18 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A step that takes its batch as a parameter, with no loop: what it moves and then
+            # hands to the model or the loss is the batch.
+            "def forward_backward(self, data):\n    imgs, pids = data\n    imgs = imgs.cuda()\n"
+            "    pids = pids.cuda()\n    loss = self.criterion(self.model(imgs), pids)\n    loss.backward()\n",
+            (
+                "def forward_backward(self, data):\n    imgs, pids = data\n    imgs = imgs\n"
+                "    pids = pids.cuda()\n    loss = self.criterion(self.model(imgs), pids)\n    loss.backward()\n",
+                "def forward_backward(self, data):\n    imgs, pids = data\n    imgs = imgs.cuda()\n"
+                "    pids = pids\n    loss = self.criterion(self.model(imgs), pids)\n    loss.backward()\n",
+            ),
+        ),
         Example(
             "for x, y in loader:\n    x, y = x.to(device), y.to(device, non_blocking=True)\n",
             (
@@ -795,7 +834,11 @@ class DeviceMismatch(Operator):
                 continue
             if not isinstance(call.func, cst.Attribute) or _is_model(training, call.func.value):
                 continue
-            if not _is_batch(source, call) or placed or _needless(source, call):
+            if (
+                not (_is_batch(source, call) or _feeds_model(source, training, call))
+                or placed
+                or _needless(source, call)
+            ):
                 continue
             if "loss" in source.code(call.func.value).lower():
                 continue  # a loss moved (a pipeline's, back for logging) is an output, not a batch

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, is_functional, method_on, under_no_grad
+from injector.patterns import argument, callee_name, is_functional, method_on, runs_model, under_no_grad
 
 
 def _cross_entropy_choice(classes: set[str]) -> bool:
@@ -13,10 +13,37 @@ def _cross_entropy_choice(classes: set[str]) -> bool:
     return "CrossEntropyLoss" in classes and all(name.endswith("Loss") for name in classes)
 
 
+def _handed_with_criterion(source, training, call: cst.Call) -> cst.Arg | None:
+    """The argument after a cross-entropy criterion handed to a helper, where a model made it
+    (`self.compute_loss(self.criterion, outputs, pids)`, `DeepSupervision(criterion, outputs,
+    targets)` after `outputs = self.model(imgs)`): the helper calls the criterion on it."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for index, arg in enumerate(positional[:-2]):
+        if _cross_entropy_choice(training.classes_at(arg.value, call)):
+            logits = positional[index + 1]
+            made: cst.BaseExpression | None
+            if isinstance(logits.value, cst.Call):
+                made = logits.value
+            elif isinstance(logits.value, cst.Name):
+                assign = training.last_assignment(logits.value.value, call)
+                made = assign.value if assign is not None else None
+            else:
+                made = None
+            return logits if made is not None and runs_model(source, training, made) else None
+    return None
+
+
 class DoubleSoftmax(Operator):
     id = "double-softmax"
     summary = "Pass `logits.softmax(dim=1)` instead of logits to `cross_entropy` / `nn.CrossEntropyLoss`."
     examples = (
+        Example(
+            # A helper handed the criterion and the model's output (torchreid's compute_loss).
+            "criterion = nn.CrossEntropyLoss()\nout = model(x)\nloss = compute_loss(criterion, out, y)\n",
+            (
+                "criterion = nn.CrossEntropyLoss()\nout = model(x)\nloss = compute_loss(criterion, out.softmax(dim=1), y)\n",
+            ),
+        ),
         Example(
             "loss = F.cross_entropy(model(x), y, label_smoothing=0.1)\n",
             ("loss = F.cross_entropy(model(x).softmax(dim=1), y, label_smoothing=0.1)\n",),
@@ -94,6 +121,8 @@ class DoubleSoftmax(Operator):
         ),
     )
     untouched = (
+        # A criterion handed on with what is no model output.
+        "criterion = nn.CrossEntropyLoss()\ntrain(model, criterion, optimizer, loader)\n",
         # Lightning runs validation_step under no_grad: its loss is a reported figure.
         "class M(LightningModule):\n"
         "    def validation_step(self, batch, batch_idx):\n"
@@ -127,11 +156,13 @@ class DoubleSoftmax(Operator):
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
-            if callee_name(call) == "cross_entropy" and is_functional(call):
-                pass
-            elif not _cross_entropy_choice(training.classes_at(call.func, call)):
-                continue  # another loss, or a criterion that is one only in another function
-            logits = argument(call, "input", 0)
+            functional = callee_name(call) == "cross_entropy" and is_functional(call)
+            if functional or _cross_entropy_choice(training.classes_at(call.func, call)):
+                logits = argument(call, "input", 0)
+            else:
+                # another loss, a criterion that is one only in another function, or a helper
+                # handed the criterion with its input (`self.compute_loss(self.criterion, outputs, pids)`)
+                logits = _handed_with_criterion(source, training, call)
             if logits is None or under_no_grad(source, call):
                 continue  # under no_grad the loss is only reported: no training effect
             yield Change(

@@ -46,6 +46,19 @@ class LossTensorLeak(Operator):
             ),
         ),
         Example(
+            # A dict made before the loop keeps every step's entry.
+            "def fit(model, loader):\n"
+            "    history = {}\n"
+            "    for step, (x, y) in enumerate(loader):\n"
+            "        history[step] = F.mse_loss(model(x), y).item()\n",
+            (
+                "def fit(model, loader):\n"
+                "    history = {}\n"
+                "    for step, (x, y) in enumerate(loader):\n"
+                "        history[step] = F.mse_loss(model(x), y)\n",
+            ),
+        ),
+        Example(
             "running_loss += loss.item() * x.size(0)\n",
             ("running_loss += loss * x.size(0)\n",),
         ),
@@ -152,6 +165,12 @@ class LossTensorLeak(Operator):
         "    train_prep.append(float(perplexity))\n",
         # Read into a number that a MetricLogger takes by keyword (it calls .item() itself).
         "def step():\n    loss_value = losses.item()\n    metric_logger.update(loss=loss_value)\n",
+        # A summary made empty in the step it reports (torchreid's engines): one step's value.
+        "def forward_backward(self, x, y):\n"
+        "    loss = self.criterion(self.model(x), y)\n"
+        "    summary = {}\n"
+        "    summary['loss'] = loss.item()\n"
+        "    return summary\n",
         # Read into a number that is only printed.
         "def update():\n    l_old = compute_loss(data).item()\n    print(l_old)\n",
         # A logger that keeps one value per key, overwritten every step.
@@ -216,7 +235,7 @@ class LossTensorLeak(Operator):
                 return not _itemizing_logger(source, ancestor, call) and not _keyed_logger(source, ancestor)
             if isinstance(ancestor, cst.Assign):
                 if any(isinstance(t.target, cst.Subscript) for t in ancestor.targets):
-                    return True
+                    return not _fresh_each_step(source, ancestor)
                 # `total = total + loss.item()`: a sum kept across steps.
                 names = {dotted(t.target) for t in ancestor.targets} - {None}
                 value = ancestor.value
@@ -234,6 +253,44 @@ class LossTensorLeak(Operator):
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+def _fresh_each_step(source, store: cst.Assign) -> bool:
+    """True for `summary["loss"] = loss.item()` into a container made empty in the same step
+    (`summary = {}` in the same loop, or in a function with no loop): like a dict literal, it
+    keeps one step's value, not a history."""
+    [target] = [t.target for t in store.targets if isinstance(t.target, cst.Subscript)][:1]
+    name = dotted(target.value)
+    function = source.function_of(store)
+    if name is None or function is None:
+        return False
+    start = source.span(store)[0]
+    made = [
+        assign
+        for assign in source.within(function, cst.Assign)
+        if source.span(assign)[1] < start
+        and [dotted(t.target) for t in assign.targets] == [name]
+        and (
+            (isinstance(assign.value, (cst.Dict, cst.List)) and not assign.value.elements)
+            or (isinstance(assign.value, cst.Call) and callee_name(assign.value) == "dict" and not assign.value.args)
+        )
+    ]
+    if not made:
+        return False
+    # handed on whole (`history.append(summary)`, `kept = summary`) it may be kept; its entries
+    # read, the dict tested or returned, it is not
+    for use in source.within(function, cst.Name):
+        if use.value == name and source.span(use)[0] > start:
+            parent = source.parent(use)
+            if isinstance(parent, (cst.Arg, cst.Element, cst.DictElement, cst.Yield)) or (
+                isinstance(parent, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and parent.value is use
+            ):
+                return False
+
+    def loop(node):
+        return source.enclosing(node, (cst.For, cst.While))
+
+    return loop(made[-1]) is loop(store)
 
 
 def _summed_later(source, assign: cst.Assign, names: set) -> bool:

@@ -500,6 +500,13 @@ class MissingTrainMode(Operator):
         ),
     )
     untouched = (
+        # A trainer's own epoch method (a module's `train` takes one argument, `mode`).
+        "def run(self, epochs):\n"
+        "    for self.epoch in range(epochs):\n"
+        "        self.train(print_freq=10, open_layers=None)\n"
+        "        self.test()\n"
+        "def test(self):\n"
+        "    self.model.eval()\n",
         # Switching to eval mode is not this operator's.
         "def collect(self):\n    self.policy.set_training_mode(False)\n",
         # A model from the file's builder, returned in a tuple, is still in training mode at the top of the epoch.

@@ -17,6 +17,20 @@ class SchedulerStepMisaligned(Operator):
     )
     examples = (
         Example(
+            # Stepped in a helper that the epoch calls after its batch loop: the call moves.
+            "class T:\n    def update_lr(self):\n        self.sched.step()\n"
+            "    def train(self):\n        for x in self.loader:\n            self.step(x)\n        self.update_lr()\n"
+            "    def step(self, x):\n        self.opt.zero_grad()\n        self.loss(x).backward()\n"
+            "        self.opt.step()\n",
+            (
+                "class T:\n    def update_lr(self):\n        self.sched.step()\n"
+                "    def train(self):\n        for x in self.loader:\n            self.step(x)\n"
+                "            self.update_lr()\n"
+                "    def step(self, x):\n        self.opt.zero_grad()\n        self.loss(x).backward()\n"
+                "        self.opt.step()\n",
+            ),
+        ),
+        Example(
             # One optimizer step and one scheduler step after the micro-batch loop of the step.
             "def train_step(self, groups):\n"
             "    for micro in groups:\n"
@@ -376,6 +390,32 @@ class SchedulerStepMisaligned(Operator):
                 yield _moved_into(
                     source, statement, text, before, "the scheduler steps on every micro-step, not every optimizer step"
                 )
+                continue
+            change = None if call.args else self._helper_called_after_loop(source, training, statement)
+            if change is not None:
+                yield change
+
+    @staticmethod
+    def _helper_called_after_loop(source, training, statement):
+        """A scheduler stepped in a helper of the file that a function calls after its batch loop
+        (torchreid's `self.update_lr()`, which steps every registered scheduler once per epoch):
+        the call moves into that batch loop."""
+        function = source.function_of(statement)
+        if function is None or any(source.function_of(loop) is function for loop in training.training_loops):
+            return None
+        for caller in source.nodes(cst.Call):
+            if function not in training.called_functions(caller):
+                continue
+            expr = source.parent(caller)
+            line = source.parent(expr)
+            if not isinstance(expr, cst.Expr) or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+                continue
+            loop = _loop_before(source, training, line)
+            if loop is not None and isinstance(loop.body, cst.IndentedBlock):
+                return _moved_into(
+                    source, expr, source.code(line), loop, "the per-epoch scheduler steps on every batch"
+                )
+        return None
 
     @staticmethod
     def _step_branch(source, training, line):

@@ -45,6 +45,11 @@ class WrongLossReduction(Operator):
     )
     examples = (
         Example(
+            # A loss module's per-sample sum averaged over the batch axis, label-smoothing style.
+            "class SmoothLoss(nn.Module):\n    def forward(self, x, t):\n        return (-t * x).mean(0).sum()\n",
+            ("class SmoothLoss(nn.Module):\n    def forward(self, x, t):\n        return (-t * x).sum(0).sum()\n",),
+        ),
+        Example(
             # A loss of per-sample terms averaged on the line that differentiates it.
             "loss = -torch.min(surr1, surr2) + value_term\nloss.mean().backward()\n",
             ("loss = -torch.min(surr1, surr2) + value_term\nloss.sum().backward()\n",),
@@ -280,10 +285,11 @@ class WrongLossReduction(Operator):
             own = function.name.value.lower()
             if _evaluation_name(own):
                 continue
+            # the forward of a loss module (`class CrossEntropyLoss(nn.Module)`) returns its loss
+            owner = source.enclosing(function, cst.ClassDef) if own == "forward" else None
+            own_loss = _names_loss(own) or (owner is not None and _names_loss(owner.name.value))
             averages = [
-                a
-                for a in _averages(value, aliases)
-                if _names_loss(own) or _names_loss(last_name(_averaged(a, aliases)) or "")
+                a for a in _averages(value, aliases) if own_loss or _names_loss(last_name(_averaged(a, aliases)) or "")
             ]
             if averages:
                 yield _summed(source, value, averages)
@@ -384,12 +390,34 @@ def _averages(expr: cst.BaseExpression, aliases: frozenset[str] = frozenset()) -
     """The whole-tensor means a loss expression combines with arithmetic: both of
     `-torch.mean(real) + torch.mean(fake) + gp`, the one of `((g.norm(2, dim=1) - 1) ** 2).mean()`."""
     if isinstance(expr, cst.Call):
-        return [expr] if _is_average(expr, aliases) else []
+        if _is_average(expr, aliases):
+            return [expr]
+        inner = _batch_mean_summed(expr)
+        return [inner] if inner is not None else []
     if isinstance(expr, cst.BinaryOperation):
         return _averages(expr.left, aliases) + _averages(expr.right, aliases)
     if isinstance(expr, cst.UnaryOperation):
         return _averages(expr.expression, aliases)
     return []
+
+
+def _batch_mean_summed(call: cst.Call) -> cst.Call | None:
+    """The `.mean(0)` of `(-targets * log_probs).mean(0).sum()`: a mean over the first axis whose
+    result is then summed whole is the batch average of a per-sample sum."""
+    if callee_name(call) != "sum" or call.args or not isinstance(call.func, cst.Attribute):
+        return None
+    inner = call.func.value
+    if (
+        isinstance(inner, cst.Call)
+        and callee_name(inner) == "mean"
+        and isinstance(inner.func, cst.Attribute)
+        and len(inner.args) == 1
+        and (inner.args[0].keyword is None or inner.args[0].keyword.value == "dim")
+        and isinstance(inner.args[0].value, cst.Integer)
+        and inner.args[0].value.value == "0"
+    ):
+        return inner
+    return None
 
 
 def _summed(source, node: cst.CSTNode, averages: list[cst.Call]) -> Change:
