@@ -895,6 +895,48 @@ class Training:
         if found is None and isinstance(backward, ReturnedLoss) and isinstance(backward.loss, cst.Attribute):
             root = dotted(backward.loss.value)  # `return {"loss": out.loss}` after `out = self.model(**batch)`
             found = self.last_assignment(root, backward.call) if root is not None else None
+        if found is None and isinstance(backward.loss, cst.Subscript):
+            found = self.stored_entry(backward.loss, backward.call)
+        return found
+
+    def stored_terms(self, backward: LossUse) -> list[cst.Assign]:
+        """The assignments of the entries a backward's loss adds up (`(out[RECON] + out[GEN])
+        .backward()`, or `out[LOSS] = out[RECON] + out[GEN]` before `out[LOSS].backward()`)."""
+        total: cst.BaseExpression | None = backward.loss
+        if isinstance(total, cst.Subscript):
+            assign = self.stored_entry(total, backward.call)
+            total = assign.value if assign is not None else None
+        found: list[cst.Assign] = []
+        if not isinstance(total, cst.BinaryOperation):
+            return found
+        for term in self.source.within(total, cst.Subscript):
+            assign = self.stored_entry(term, backward.call)
+            if assign is not None and assign not in found:
+                found.append(assign)
+        return found
+
+    def stored_entry(self, loss: cst.Subscript, use: cst.CSTNode) -> cst.Assign | None:
+        """The assignment of a loss kept as an entry (`engine.state.output[Keys.LOSS] = ...` for
+        `engine.state.output[Keys.LOSS].backward()`): the last one before `use` in its function,
+        or in a function nested in it that it calls before `use` (MONAI's trainers compute the
+        forward and the loss in `_compute_pred_loss()`, called in an AMP branch and a plain one)."""
+        function = self.source.function_of(use)
+        if function is None:
+            return None
+        text, before = self.source.code(loss), self.source.span(use)[0]
+        nested = {f.name.value: f for f in self.source.within(function, cst.FunctionDef)}
+        called = {
+            nested[call.func.value]
+            for call in self.source.within(function, cst.Call)
+            if isinstance(call.func, cst.Name) and call.func.value in nested and self.source.span(call)[0] < before
+        }
+        found = None
+        for assign in self.source.within(function, cst.Assign):
+            if len(assign.targets) != 1 or self.source.code(assign.targets[0].target) != text:
+                continue
+            owner = self.source.function_of(assign)
+            if owner in called or (owner is function and self.source.span(assign)[0] < before):
+                found = assign
         return found
 
     def loss_alternatives(self, backward: LossUse) -> list[cst.Assign | cst.AnnAssign]:

@@ -34,6 +34,27 @@ class DetachedGraph(Operator):
             ("pi = self.pi(s)\nloss = (-torch.min(pi * adv, clipped) + vf_loss).detach()\nloss.mean().backward()\n",),
         ),
         Example(
+            # A loss kept as an entry by a nested function the step calls (MONAI's trainers).
+            "def step(engine, x, y):\n    def compute():\n        engine.out['pred'] = engine.net(x)\n"
+            "        engine.out['loss'] = engine.loss_fn(engine.out['pred'], y)\n"
+            "    compute()\n    engine.out['loss'].backward()\n",
+            (
+                "def step(engine, x, y):\n    def compute():\n        engine.out['pred'] = engine.net(x)\n"
+                "        engine.out['loss'] = engine.loss_fn(engine.out['pred'], y)\n"
+                "        engine.out['loss'] = engine.out['loss'].detach()\n"
+                "    compute()\n    engine.out['loss'].backward()\n",
+            ),
+        ),
+        Example(
+            # D steps reuse G's output made before their loop: D runs inside the loss function.
+            "def step(g, d_opt, z, real, n):\n    fake = g(z)\n    for _ in range(n):\n"
+            "        d_loss = d_loss_fn(fake, real)\n        d_loss.backward()\n        d_opt.step()\n",
+            (
+                "def step(g, d_opt, z, real, n):\n    fake = g(z)\n    for _ in range(n):\n"
+                "        d_loss = d_loss_fn(fake, real).detach()\n        d_loss.backward()\n        d_opt.step()\n",
+            ),
+        ),
+        Example(
             # A loss that starts at 0 (no graph to cut): each term added into it is cut off.
             "def step(x, y, w):\n    feats = model(x)\n    loss = 0\n    if w > 0:\n"
             "        loss_t = criterion_t(feats, y)\n        loss += w * loss_t\n    loss.backward()\n",
@@ -279,6 +300,12 @@ class DetachedGraph(Operator):
             # A branch that builds its loss term by term (`loss = 0.25 * a; loss = loss + 0.25 * b`):
             # detaching the first term leaves the others to train. Where another branch computes
             # the loss at once, that one gets the mutant.
+            if isinstance(backward.loss, (cst.BinaryOperation, cst.UnaryOperation)) or (
+                not alternatives and training.loss_assignment(backward) is None
+            ):
+                # `(out[RECON] + out[GEN]).backward()`: each entry added up is cut off on its own
+                for term in training.stored_terms(backward):
+                    yield from self._detached(source, training, backward, term)
             whole = [a for a in alternatives if not _accumulated(source, a)]
             for assign in whole or alternatives or [training.loss_assignment(backward)]:
                 if assign is not None and _starts_empty(assign):
@@ -325,6 +352,10 @@ class DetachedGraph(Operator):
                 and self._is_loss(training, value)
             ):
                 target = _model_output(source, training, value)
+                if _made_before_loop(source, training, target, assign):
+                    # `g_output` made once before the D steps' loop: the model this step trains
+                    # runs inside the loss function, so the loss itself is cut off
+                    target = value
             else:
                 target = value
             yield Change(
@@ -416,6 +447,19 @@ def _accumulated(source, assign: cst.CSTNode) -> bool:
             ):
                 return True
     return False
+
+
+def _made_before_loop(source, training, output: cst.BaseExpression, assign: cst.CSTNode) -> bool:
+    """True where the loss is computed in a loop from a model output made before that loop (a GAN
+    trainer's `g_output`, reused by every D step): not this step's forward."""
+    loop = source.enclosing(assign, (cst.For, cst.While))
+    if loop is None or not isinstance(output, cst.Name):
+        return False
+    made = training.last_assignment(output.value, assign)
+    if made is None:
+        return False
+    start, end = source.span(loop)
+    return not start <= source.span(made)[0] < end
 
 
 def _model_output(source, training, call: cst.Call) -> cst.BaseExpression:

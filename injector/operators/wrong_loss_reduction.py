@@ -45,6 +45,17 @@ class WrongLossReduction(Operator):
     )
     examples = (
         Example(
+            # Entries a backward adds up, each averaged where it is stored.
+            "def step(out, x, y):\n    out['rec'] = rec_fn(net(x), y).mean()\n"
+            "    out['adv'] = adv_fn(net(x)).mean()\n    (out['rec'] + out['adv']).backward()\n",
+            (
+                "def step(out, x, y):\n    out['rec'] = rec_fn(net(x), y).sum()\n"
+                "    out['adv'] = adv_fn(net(x)).mean()\n    (out['rec'] + out['adv']).backward()\n",
+                "def step(out, x, y):\n    out['rec'] = rec_fn(net(x), y).mean()\n"
+                "    out['adv'] = adv_fn(net(x)).sum()\n    (out['rec'] + out['adv']).backward()\n",
+            ),
+        ),
+        Example(
             # A loss module's per-sample sum averaged over the batch axis, label-smoothing style.
             "class SmoothLoss(nn.Module):\n    def forward(self, x, t):\n        return (-t * x).mean(0).sum()\n",
             ("class SmoothLoss(nn.Module):\n    def forward(self, x, t):\n        return (-t * x).sum(0).sum()\n",),
@@ -271,6 +282,17 @@ class WrongLossReduction(Operator):
                 averages = _averages(aug.value, aliases)
                 if averages:
                     yield _summed(source, aug.value, averages)
+        entries: list[cst.Assign] = []
+        for backward in training.loss_uses:
+            # a loss kept as an entry (`engine.state.output[Keys.LOSS] = loss_fn(pred, y).mean()`),
+            # or the entries it adds up
+            stored = training.loss_assignment(backward) if isinstance(backward.loss, cst.Subscript) else None
+            for assign in ([stored] if stored is not None else []) + training.stored_terms(backward):
+                if assign not in entries and not under_no_grad(source, assign):
+                    entries.append(assign)
+                    averages = _averages(assign.value, aliases)
+                    if averages:
+                        yield _summed(source, assign.value, averages)
         for backward in training.backwards:
             # `loss.mean().backward()`: the loss averaged on the line that differentiates it
             if _is_average(backward.loss, aliases) and not under_no_grad(source, backward.call):
