@@ -234,8 +234,10 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
 
 
 def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant, str]]:
-    """Mutants that do not compile, or whose module does not load where the original does."""
+    """Mutants that do not compile, that call a method on a number (`(0).detach()`: it loads,
+    then fails on the step's first run), or whose module does not load where the original does."""
     original = load_module(file.text, file)
+    on_numbers = _methods_on_numbers(file.text)
     broken = []
     for mutant in mutants:
         text = mutant.apply(file.text)
@@ -244,11 +246,28 @@ def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant
         except SyntaxError as error:
             broken.append((mutant, f"SyntaxError: {error.msg} (line {error.lineno})"))
             continue
+        added = _methods_on_numbers(text) - on_numbers
+        if added:
+            broken.append((mutant, f"AttributeError: a method on a number: {sorted(added)[0]}"))
+            continue
         if original is None:
             problem = load_module(text, file)
             if problem is not None:
                 broken.append((mutant, problem))
     return broken
+
+
+def _methods_on_numbers(text: str) -> set[str]:
+    """`(0).detach`, `(1.0).cuda`: attributes read off a number literal (each spelled once)."""
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, (int, float, complex))
+        ):
+            found.add(f"({node.value.value!r}).{node.attr}")
+    return found
 
 
 def load_module(text: str, file: CorpusFile) -> str | None:

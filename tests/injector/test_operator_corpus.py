@@ -13,7 +13,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from operator_corpus import corpus_files, judge, load_module
+from operator_corpus import broken_mutants, corpus_files, judge, load_module
 
 FILES = [pytest.param(f, id=f"{f.split}:{f.name}") for f in corpus_files()]
 
@@ -43,6 +43,25 @@ def test_a_mutant_that_breaks_construction_is_found_broken():
     broken = file.text.replace("nn.ReLU(True),", "nn.ReLU(True, inplace=True),", 1)
     problem = load_module(broken, file)
     assert problem is not None and problem.startswith("TypeError")
+
+
+def test_a_mutant_that_calls_a_method_on_a_number_is_broken_though_it_loads():
+    """Batch 23's `loss = 0` became `loss = (0).detach()`: the module loads, the first step fails."""
+    [file] = [f for f in corpus_files() if f.name == "torchreid_triplet.py"]
+    mutated = file.text.replace("        loss = 0\n", "        loss = (0).detach()\n", 1)
+    assert mutated != file.text and load_module(mutated, file) is None
+    [(_, problem)] = broken_mutants(file, [_Applied(mutated)])
+    assert problem == "AttributeError: a method on a number: (0).detach"
+
+
+class _Applied:
+    """A stand-in mutant whose change gives a fixed text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def apply(self, _original: str) -> str:
+        return self.text
 
 
 def test_held_out_files_come_from_other_repositories_than_tuned_ones():
