@@ -4,9 +4,10 @@
 
 The corpus is `tests/injector/corpus/` (files from public repositories, reviewed site lists in
 `tuned.toml` and `heldout.toml`; see `tests/injector/operator_corpus.py`). Recall is the share
-of reviewed sites that get a mutant of their operator; *broken* mutants do not compile or do
-not load (the mutated module is imported with stubs for packages that are not installed, and
-what the manifest constructs is built); *equivalent* mutants land on a reviewed untouched site;
+of reviewed sites that get a mutant of their operator; *broken* mutants do not compile, read a
+method off a number (`(0).detach()`: it loads, then fails on the first step) or do not load (the
+mutated module is imported with stubs for packages that are not installed, and what the manifest
+constructs is built); *equivalent* mutants land on a reviewed untouched site;
 *unreviewed* mutants land on neither list. The tuned and held-out sets are reported apart: the
 held-out files come from other repositories and were never tuned on.
 """
