@@ -439,6 +439,32 @@ class Training:
                         found.extend(self._helper_returns(value, ret))
                     elif isinstance(value, cst.Call):
                         found.extend(self._helper_losses(value))  # `return self.shared_step(batch)`
+        found.extend(self._transformed_losses())
+        return found
+
+    def _transformed_losses(self) -> list[ReturnedLoss]:
+        """Losses returned by a function that torch.func differentiates (`grad_and_value(
+        compute_loss)`, opacus' per-sample gradients under `vmap`): what it returns is the loss."""
+        imported = set()
+        for node in self.source.nodes(cst.ImportFrom):
+            if node.module is None or dotted(node.module) not in ("torch.func", "functorch"):
+                continue
+            for alias in () if isinstance(node.names, cst.ImportStar) else node.names:
+                if isinstance(alias.name, cst.Name) and alias.name.value in ("grad", "grad_and_value"):
+                    local = alias.asname.name if alias.asname is not None else alias.name
+                    imported.add(local.value if isinstance(local, cst.Name) else alias.name.value)
+        found = []
+        for call in self.source.nodes(cst.Call):
+            func = dotted(call.func) or ""
+            if not call.args or not (func in imported or func.startswith(("torch.func.grad", "functorch.grad"))):
+                continue
+            target = call.args[0].value
+            if not isinstance(target, cst.Name):
+                continue
+            for function in self.functions.get(target.value, ()):
+                for ret in self.source.within(function.body, cst.Return):
+                    if self.source.function_of(ret) is function and isinstance(ret.value, cst.Name):
+                        found.append(ReturnedLoss(ret, ret.value))
         return found
 
     def _helper_returns(self, value: cst.BaseExpression, ret: cst.Return) -> list[ReturnedLoss]:

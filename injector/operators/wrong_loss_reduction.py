@@ -34,7 +34,41 @@ def _evaluation_only(source, call: cst.Call) -> bool:
     if assign is None or not isinstance(assign.value, cst.Call) or constructed(assign.value) is not call:
         return False
     names = [(last_name(t.target) or "").lower() for t in assign.targets]
-    return all(_evaluation_name(n) for n in names)
+    if all(_evaluation_name(n) for n in names):
+        return True
+    # a criterion its function only calls under no_grad (a `test()` that builds its own)
+    function = source.function_of(assign)
+    target = assign.targets[0].target if len(assign.targets) == 1 else None
+    if function is None or not isinstance(target, cst.Name):
+        return False
+    uses = [n for n in source.within(function, cst.Name) if n.value == target.value and n is not target]
+    calls = [source.parent(n) for n in uses]
+    return bool(uses) and all(
+        isinstance(c, cst.Call) and c.func is n and under_no_grad(source, c) for n, c in zip(uses, calls, strict=True)
+    )
+
+
+def _only_logged(source, training, assign: cst.Assign) -> bool:
+    """True for a loss assigned in one branch of an `if` whose other branch holds every backward
+    of that name (opacus' per-sample path: `loss = torch.mean(per_sample_losses)` only logged,
+    its gradients computed apart; the `else` runs `loss.backward()`)."""
+    branch = source.enclosing(assign, cst.If)
+    names = {dotted(t.target) for t in assign.targets}
+    if branch is None or branch.orelse is None:
+        return False
+    uses = [
+        use
+        for use in training.backwards
+        if dotted(use.loss) in names and source.function_of(use.call) is source.function_of(assign)
+    ]
+
+    def inside(node, block) -> bool:
+        start, end = source.span(block)
+        return start <= source.span(node)[0] < end
+
+    here = branch.body if inside(assign, branch.body) else branch.orelse
+    other = branch.orelse if here is branch.body else branch.body
+    return bool(uses) and all(inside(use.call, other) for use in uses)
 
 
 class WrongLossReduction(Operator):
@@ -193,6 +227,12 @@ class WrongLossReduction(Operator):
         'total = nn.MSELoss(reduction="sum")\n',
         # A loss class of the same name from another package (its own arguments, no `reduction`).
         "from warpctc_pytorch import CTCLoss\ncriterion = CTCLoss()\n",
+        # A loss only logged in its branch: the other branch differentiates its own.
+        "if per_sample:\n    loss = torch.mean(per_sample_losses)\nelse:\n    loss = criterion(model(x), y)\n"
+        "    loss.backward()\n",
+        # A criterion its function only calls under no_grad.
+        "def test(model, x, y):\n    criterion = nn.CrossEntropyLoss()\n    with torch.no_grad():\n"
+        "        return criterion(model(x), y).item()\n",
         # A project's loss class with no averaging keyword: its default is its own.
         "criterion = FocalLoss(gamma=2)\nval_criterion = DiceLoss(size_average=True)\n",
         # The deprecated spelling that already sums.
@@ -249,7 +289,7 @@ class WrongLossReduction(Operator):
                 for t in assign.targets
             ):
                 continue  # a training loss, not a reported evaluation figure
-            if under_no_grad(source, assign):
+            if under_no_grad(source, assign) or _only_logged(source, training, assign):
                 continue
             value = assign.value
             if isinstance(value, cst.Call) and callee_name(value) == "reduce":
