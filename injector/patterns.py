@@ -1270,6 +1270,7 @@ MODEL_WORDS = (
 )
 FORWARD_METHODS = frozenset(
     {"forward", "generate", "validation_step", "test_step", "predict_step", "eval_step", "evaluate", "predict"}
+    | {"val_step", "valid_step"}  # mmengine's and others' spelling of the validation step
 )
 # nn.Module's own methods: calling them runs no forward pass.
 MODULE_METHODS = frozenset(

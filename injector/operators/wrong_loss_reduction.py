@@ -48,6 +48,25 @@ def _evaluation_only(source, call: cst.Call) -> bool:
     )
 
 
+def _called_in_evaluation(source, training, assign: cst.Assign) -> bool:
+    """True for a helper whose every caller in the file first switches a model to eval mode
+    (mmengine's `_parse_losses`, called by the validation and test loops after
+    `self.runner.model.eval()`): what it averages is a reported figure."""
+    function = source.function_of(assign)
+    if function is None:
+        return False
+    callers = [call for call in source.nodes(cst.Call) if function in training.called_functions(call)]
+
+    def after_eval(call: cst.Call) -> bool:
+        caller = source.function_of(call)
+        return caller is not None and any(
+            callee_name(c) == "eval" and not c.args and source.span(c)[0] < source.span(call)[0]
+            for c in source.within(caller, cst.Call)
+        )
+
+    return bool(callers) and all(after_eval(call) for call in callers)
+
+
 def _only_logged(source, training, assign: cst.Assign) -> bool:
     """True for a loss assigned in one branch of an `if` whose other branch holds every backward
     of that name (opacus' per-sample path: `loss = torch.mean(per_sample_losses)` only logged,
@@ -227,6 +246,9 @@ class WrongLossReduction(Operator):
         'total = nn.MSELoss(reduction="sum")\n',
         # A loss class of the same name from another package (its own arguments, no `reduction`).
         "from warpctc_pytorch import CTCLoss\ncriterion = CTCLoss()\n",
+        # A helper only the evaluation calls, after switching the model to eval mode.
+        "def parse(history):\n    avg_loss = history.mean()\n    return avg_loss\n"
+        "def validate(model, history):\n    model.eval()\n    return parse(history)\n",
         # A loss only logged in its branch: the other branch differentiates its own.
         "if per_sample:\n    loss = torch.mean(per_sample_losses)\nelse:\n    loss = criterion(model(x), y)\n"
         "    loss.backward()\n",
@@ -289,7 +311,11 @@ class WrongLossReduction(Operator):
                 for t in assign.targets
             ):
                 continue  # a training loss, not a reported evaluation figure
-            if under_no_grad(source, assign) or _only_logged(source, training, assign):
+            if (
+                under_no_grad(source, assign)
+                or _only_logged(source, training, assign)
+                or _called_in_evaluation(source, training, assign)
+            ):
                 continue
             value = assign.value
             if isinstance(value, cst.Call) and callee_name(value) == "reduce":
