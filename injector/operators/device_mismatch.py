@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import LOSS_FUNCTIONS, argument, assigned_alone, callee_name, dotted, last_name, runs_model
+from injector.patterns import argument, assigned_alone, callee_name, dotted, last_name, runs_model
 
 ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
@@ -292,16 +292,10 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
     after = source.span(assign)[1]
     return any(
         source.span(use)[0] > after
-        and (runs_model(source, training, use) or _computes_loss(training, use))
+        and (runs_model(source, training, use) or training.is_loss_value(use, use))
         and any(dotted(a.value) == name for a in use.args)
         for use in source.within(function, cst.Call)
     )
-
-
-def _computes_loss(training, call: cst.Call) -> bool:
-    """A loss function or module, or a helper that computes the loss (`self.compute_loss(...)`)."""
-    name = (callee_name(call) or "").lower()
-    return name in LOSS_FUNCTIONS or "loss" in name or "criterion" in name or training.role(call.func) == "loss-module"
 
 
 def _dataset_item(expr: cst.BaseExpression) -> bool:

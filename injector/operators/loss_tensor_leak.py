@@ -259,7 +259,7 @@ def _fresh_each_step(source, store: cst.Assign) -> bool:
     """True for `summary["loss"] = loss.item()` into a container made empty in the same step
     (`summary = {}` in the same loop, or in a function with no loop): like a dict literal, it
     keeps one step's value, not a history."""
-    [target] = [t.target for t in store.targets if isinstance(t.target, cst.Subscript)][:1]
+    target = next(t.target for t in store.targets if isinstance(t.target, cst.Subscript))
     name = dotted(target.value)
     function = source.function_of(store)
     if name is None or function is None:

@@ -237,16 +237,17 @@ def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant
     """Mutants that do not compile, that call a method on a number (`(0).detach()`: it loads,
     then fails on the step's first run), or whose module does not load where the original does."""
     original = load_module(file.text, file)
-    on_numbers = _methods_on_numbers(file.text)
+    on_numbers = _methods_on_numbers(ast.parse(file.text))
     broken = []
     for mutant in mutants:
         text = mutant.apply(file.text)
         try:
-            compile(text, file.name, "exec")
+            tree = ast.parse(text, file.name)
+            compile(tree, file.name, "exec")
         except SyntaxError as error:
             broken.append((mutant, f"SyntaxError: {error.msg} (line {error.lineno})"))
             continue
-        added = _methods_on_numbers(text) - on_numbers
+        added = _methods_on_numbers(tree) - on_numbers
         if added:
             broken.append((mutant, f"AttributeError: a method on a number: {sorted(added)[0]}"))
             continue
@@ -257,10 +258,10 @@ def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant
     return broken
 
 
-def _methods_on_numbers(text: str) -> set[str]:
+def _methods_on_numbers(tree: ast.AST) -> set[str]:
     """`(0).detach`, `(1.0).cuda`: attributes read off a number literal (each spelled once)."""
     found = set()
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Constant)
