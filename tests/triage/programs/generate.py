@@ -183,6 +183,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 11 without reading triage's rules
+    "textcls_hydra": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "frozen-parameters",
+            "label-out-of-range",
+            "shape-mismatch",
+            "dtype-mismatch",
+            "no-grad-training",
+            "detached-graph",
+            "missing-epsilon",
+            "no-shuffle",
+            "missing-train-mode",
+            "scheduler-step-misaligned",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
