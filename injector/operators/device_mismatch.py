@@ -191,10 +191,43 @@ def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth
         return False  # bound by a loop or unpacked from a tuple: nothing says where it lives
     if any(callee_name(c) in ("to", "cuda") for c in source.within(found.value, cst.Call)):
         return True
+    if _sampled_from_placed_store(source, found.value):
+        return True
     names = _tensor_names(found.value) if depth > 0 else None
     return bool(names) and all(
         _moved(source, function, n, found, depth - 1)
         for n in names  # type: ignore[union-attr]
+    )
+
+
+def _sampled_from_placed_store(source, value: cst.BaseExpression) -> bool:
+    """True for `replay_buffer.sample(n)` where the file builds `replay_buffer` with a device
+    somewhere in its construction (`TensorDictReplayBuffer(storage=LazyTensorStorage(size,
+    device=device))`, `ReplayBuffer(size, device=device)`): the store keeps its tensors there, so
+    what it hands out is on the device already."""
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and (callee_name(value) or "").startswith(("sample", "get_batch"))
+    ):
+        return False
+    store = dotted(value.func.value)
+    if store is None:
+        return False
+    built = [
+        assign.value
+        for assign in source.nodes(cst.Assign)
+        if [dotted(t.target) for t in assign.targets] == [store] and isinstance(assign.value, cst.Call)
+    ]
+    return bool(built) and all(
+        any(
+            a.keyword is not None
+            and a.keyword.value == "device"
+            and _is_device(a.value)
+            for c in source.within(call, cst.Call)
+            for a in c.args
+        )
+        for call in built
     )
 
 
@@ -517,6 +550,23 @@ class DeviceMismatch(Operator):
             ),
         ),
         Example(
+            # A batch sampled from a replay buffer kept on the CPU (no device for its storage).
+            "def train(model, device):\n"
+            "    rb = ReplayBuffer(storage=LazyTensorStorage(1000))\n"
+            "    for step in range(100):\n"
+            "        batch = rb.sample(32)\n"
+            "        batch = batch.to(device)\n"
+            "        loss_fn(model(batch['obs']), batch['target']).backward()\n",
+            (
+                "def train(model, device):\n"
+                "    rb = ReplayBuffer(storage=LazyTensorStorage(1000))\n"
+                "    for step in range(100):\n"
+                "        batch = rb.sample(32)\n"
+                "        batch = batch\n"
+                "        loss_fn(model(batch['obs']), batch['target']).backward()\n",
+            ),
+        ),
+        Example(
             "for x, y in loader:\n    x, y = x.to(device), y.to(device, non_blocking=True)\n",
             (
                 "for x, y in loader:\n    x, y = x, y.to(device, non_blocking=True)\n",
@@ -767,6 +817,13 @@ class DeviceMismatch(Operator):
         "    while batch is not None:\n"
         "        x = batch['x'].to(device, non_blocking=True)\n"
         "        batch = prefetcher.next()\n",
+        # A batch sampled from a replay buffer whose storage the file put on the device.
+        "def train(model, device):\n"
+        "    rb = ReplayBuffer(storage=LazyTensorStorage(1000, device=device))\n"
+        "    for step in range(100):\n"
+        "        batch = rb.sample(32)\n"
+        "        batch = batch.to(device)\n"
+        "        loss_fn(model(batch['obs']), batch['target']).backward()\n",
         # A dtype cast; and batches an iterator built with `device=` already placed.
         "for x in xs:\n    x = x.type(torch.LongTensor)\n",
         "train_iter = BucketIterator(train, batch_size=8, device=device, train=True)\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, last_name, under_no_grad
+from injector.patterns import LOSS_FUNCTIONS, argument, callee_name, dotted, last_name, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
 STORING_PREFIXES = (
@@ -139,6 +139,50 @@ class LossTensorLeak(Operator):
             ),
         ),
         Example(
+            # What a function of this file returns with its graph, copied into a buffer made here.
+            "def main():\n"
+            "    def update(batch):\n"
+            "        loss = criterion(model(batch), batch)\n"
+            "        loss.backward()\n"
+            "        return loss\n"
+            "    losses = torch.zeros(10)\n"
+            "    for j in range(10):\n"
+            "        losses[j].copy_(update(next(it)))\n"
+            "    metrics.update({'loss': losses.mean().item()})\n",
+            (
+                "def main():\n"
+                "    def update(batch):\n"
+                "        loss = criterion(model(batch), batch)\n"
+                "        loss.backward()\n"
+                "        return loss\n"
+                "    losses = torch.zeros(10)\n"
+                "    for j in range(10):\n"
+                "        losses[j].copy_(update(next(it)))\n"
+                "    metrics.update({'loss': losses.mean()})\n",
+            ),
+        ),
+        Example(
+            # An evaluation helper's loss unpacked from its tuple, summed with its graph there.
+            "def evaluate(model, loader):\n"
+            "    total = 0.0\n"
+            "    for x, y in loader:\n"
+            "        total += criterion(model(x), y)\n"
+            "    return torch.exp(total / len(loader)), total / len(loader)\n"
+            "def fit(model, loader):\n"
+            "    ppl, val_loss = evaluate(model, loader)\n"
+            "    history.append(float(val_loss))\n",
+            (
+                "def evaluate(model, loader):\n"
+                "    total = 0.0\n"
+                "    for x, y in loader:\n"
+                "        total += criterion(model(x), y)\n"
+                "    return torch.exp(total / len(loader)), total / len(loader)\n"
+                "def fit(model, loader):\n"
+                "    ppl, val_loss = evaluate(model, loader)\n"
+                "    history.append(val_loss)\n",
+            ),
+        ),
+        Example(
             # A running-mean logger keeps every value.
             "for data in buffer:\n"
             "    loss = policy_loss + value_loss\n"
@@ -171,6 +215,25 @@ class LossTensorLeak(Operator):
         "    summary = {}\n"
         "    summary['loss'] = loss.item()\n"
         "    return summary\n",
+        # What a function of this file returns detached (torchrl's `update()` returns
+        # `q_loss.detach()`), copied into a buffer made here, or unpacked from a tuple.
+        "def main():\n"
+        "    def update(batch):\n"
+        "        loss = criterion(model(batch), batch)\n"
+        "        loss.backward()\n"
+        "        return loss.detach()\n"
+        "    losses = torch.zeros(10)\n"
+        "    for j in range(10):\n"
+        "        losses[j].copy_(update(next(it)))\n"
+        "    metrics.update({'loss': losses.mean().item()})\n",
+        "def evaluate(model, loader):\n"
+        "    total = 0.0\n"
+        "    for x, y in loader:\n"
+        "        total += criterion(model(x), y).detach().float()\n"
+        "    return torch.exp(total / len(loader)), total / len(loader)\n"
+        "def fit(model, loader):\n"
+        "    ppl, val_loss = evaluate(model, loader)\n"
+        "    history.append(float(val_loss))\n",
         # Read into a number that is only printed.
         "def update():\n    l_old = compute_loss(data).item()\n    print(l_old)\n",
         # A logger that keeps one value per key, overwritten every step.
@@ -213,7 +276,7 @@ class LossTensorLeak(Operator):
                 continue
             if not _is_loss(source, training, value, losses) or not self._stored(source, call):
                 continue
-            if under_no_grad(source, call) or _detached(source, value, source.function_of(call), 3):
+            if under_no_grad(source, call) or _detached(source, value, source.function_of(call), 5):
                 continue
             yield Change(
                 call,
@@ -316,6 +379,13 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
         name = callee_name(value)
         if name in ("detach", "numpy", "tolist"):
             return True  # a NumPy array or a list holds no graph (`loss.cpu().detach().numpy()`)
+        if name in _FACTORIES and dotted(value.func) == f"torch.{name}":
+            # a new tensor (`torch.zeros(n)`) records no graph unless asked to
+            return argument(value, "requires_grad", None) is None
+        returned = _returned(source, value) if depth > 0 else None
+        if returned is not None:
+            # a function of this file whose every return is detached (`return q_loss.detach()`)
+            return all(_detached(source, r, where, depth - 1) for where, r in returned)
         if name not in _GRAPH_FREE:
             return False
         if isinstance(value.func, cst.Attribute) and dotted(value.func.value) not in ("torch", "math", "np"):
@@ -332,14 +402,86 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
     name = value.value
     if name in seen:
         return True  # its own earlier value (`epoch_loss = epoch_loss / world_size`), judged already
-    bound = []
+    bound: list[tuple[cst.FunctionDef, cst.BaseExpression]] = []
     for node in source.within(function, (cst.Assign, cst.AugAssign)):
+        if source.function_of(node) is not function:
+            continue  # a nested function's name of the same spelling is another variable
         targets = [node.target] if isinstance(node, cst.AugAssign) else [t.target for t in node.targets]
-        if any(dotted(t) == name for t in targets):
-            bound.append(node.value)
+        if any(dotted(t) == name or isinstance(t, cst.Subscript) and dotted(t.value) == name for t in targets):
+            bound.append((function, node.value))  # bound, or a slot written (`q_losses[j] = v`)
         elif any(isinstance(t, (cst.Tuple, cst.List)) and name in _unpacked(t) for t in targets):
-            return False  # unpacked from what a call returns: nothing says it is detached
-    return bool(bound) and all(_detached(source, v, function, depth - 1, seen | {name}) for v in bound)
+            at = _position(targets, name)
+            returned = _returned(source, node.value, at) if at is not None else None
+            if returned is None:
+                return False  # unpacked from what a call returns: nothing says it is detached
+            bound.extend(returned)  # `loss, n = update(batch)`: what update returns there
+    for call in source.within(function, cst.Call):
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        while isinstance(receiver, cst.Subscript):
+            receiver = receiver.value
+        if (
+            callee_name(call) in _IN_PLACE_WRITES
+            and dotted(receiver) == name
+            and call.args
+            and source.function_of(call) is function
+        ):
+            bound.append((function, call.args[0].value))  # a slot filled in place (`q_losses[j].copy_(v)`)
+    return bool(bound) and all(
+        _detached(source, v, where, depth - 1, seen | {name} if where is function else frozenset())
+        for where, v in bound
+    )
+
+
+# In-place methods that write what they are given into the tensor they are called on.
+_IN_PLACE_WRITES = frozenset({"copy_", "fill_", "add_", "index_copy_", "masked_scatter_"})
+
+
+def _position(targets: list[cst.BaseAssignTargetExpression], name: str) -> int | None:
+    """Where `name` sits in a flat tuple target (`loss, n = update(...)` -> 0 for `loss`)."""
+    for target in targets:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            names = [dotted(e.value) if not isinstance(e, cst.StarredElement) else None for e in target.elements]
+            if name in names and None not in names:
+                return names.index(name)
+    return None
+
+
+def _definitions(source, name: str) -> list[cst.FunctionDef] | None:
+    """The functions of this file a call of `name` runs: every `def name`, where each other
+    binding of the name wraps it (`update = torch.compile(update, mode=...)`); None where the
+    name is bound to anything else (or nothing here defines it)."""
+    defs = [d for d in source.nodes(cst.FunctionDef) if d.name.value == name]
+    for assign in source.nodes(cst.Assign):
+        if any(dotted(t.target) == name for t in assign.targets):
+            value = assign.value
+            if not (isinstance(value, cst.Call) and value.args and dotted(value.args[0].value) == name):
+                return None
+    return defs or None
+
+
+def _returned(source, value: cst.BaseExpression, at: int | None = None) -> list[tuple[cst.FunctionDef, cst.BaseExpression]] | None:
+    """What a call of a function defined in this file returns (`update(batch)` whose one
+    `return q_loss.detach()` gives `q_loss.detach()`), each with the function it is read in; at
+    `at`, the element of a returned tuple. None for any other value, or a return that is bare
+    or not a tuple of the right shape."""
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+        return None
+    defs = _definitions(source, value.func.value)
+    if defs is None:
+        return None
+    out = []
+    for def_ in defs:
+        returns = [r for r in source.within(def_.body, cst.Return) if source.function_of(r) is def_]
+        for ret in returns:
+            got = ret.value
+            if at is not None:
+                if not isinstance(got, cst.Tuple) or len(got.elements) <= at:
+                    return None
+                got = got.elements[at].value
+            if got is None:
+                return None
+            out.append((def_, got))
+    return out or None
 
 
 def _unpacked(target: cst.Tuple | cst.List) -> set[str]:
@@ -353,6 +495,8 @@ def _unpacked(target: cst.Tuple | cst.List) -> set[str]:
     return out
 
 
+# Tensor factories: a new tensor with no graph.
+_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "tensor", "arange"})
 # Calls that make a value from their inputs without parameters of their own.
 _GRAPH_FREE = frozenset(
     {"float", "int", "len", "round", "exp", "log", "sqrt", "mean", "sum", "cpu", "to", "clone", "div"}
