@@ -221,9 +221,7 @@ def _sampled_from_placed_store(source, value: cst.BaseExpression) -> bool:
     ]
     return bool(built) and all(
         any(
-            a.keyword is not None
-            and a.keyword.value == "device"
-            and _is_device(a.value)
+            a.keyword is not None and a.keyword.value == "device" and _is_device(a.value)
             for c in source.within(call, cst.Call)
             for a in c.args
         )

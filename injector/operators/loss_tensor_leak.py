@@ -421,6 +421,7 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
             receiver = receiver.value
         if (
             callee_name(call) in _IN_PLACE_WRITES
+            and receiver is not None
             and dotted(receiver) == name
             and call.args
             and source.function_of(call) is function
@@ -459,7 +460,9 @@ def _definitions(source, name: str) -> list[cst.FunctionDef] | None:
     return defs or None
 
 
-def _returned(source, value: cst.BaseExpression, at: int | None = None) -> list[tuple[cst.FunctionDef, cst.BaseExpression]] | None:
+def _returned(
+    source, value: cst.BaseExpression, at: int | None = None
+) -> list[tuple[cst.FunctionDef, cst.BaseExpression]] | None:
     """What a call of a function defined in this file returns (`update(batch)` whose one
     `return q_loss.detach()` gives `q_loss.detach()`), each with the function it is read in; at
     `at`, the element of a returned tuple. None for any other value, or a return that is bare
