@@ -169,6 +169,8 @@ class Series:
     explicit_steps: bool = False
     from_bar: set[int] = field(default_factory=set, repr=False)  # ids of points read off a progress bar
     templates: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)  # point id -> line shape
+    numbered: set[int] = field(default_factory=set, repr=False)  # ids of points whose line gave no step
+    strays: list[Point] = field(default_factory=list, repr=False)  # points of one-off lines (see _drop_strays)
 
     def values(self) -> list[float]:
         return [p.value for p in self.points]
@@ -399,6 +401,8 @@ class SeriesBuilder:
             series.explicit_steps |= explicit
             point = Point(step, value, line, rank)
             series.points.append(point)
+            if not explicit:
+                series.numbered.add(id(point))
             if is_bar:
                 series.from_bar.add(id(point))
             series.templates[id(point)] = template
@@ -424,7 +428,12 @@ class SeriesBuilder:
             series.points.sort(key=lambda p: p.line if p.line is not None else 1 << 62)
             if series.explicit_steps:
                 series.points = _drop_echoes(series.points)
-            series.points = _drop_strays(series.points, series.templates)
+            kept = _drop_strays(series.points, series.templates)
+            if len(kept) < len(series.points):
+                ids = {id(p) for p in kept}
+                series.strays = [p for p in series.points if id(p) not in ids]
+            series.points = kept
+            series.points = _drop_summaries(series)
             if name.startswith("val_") and series.from_bar:
                 series.points = _drop_repeats(series.points, series.from_bar)
             out[name] = series
@@ -465,6 +474,27 @@ def _drop_strays(points: list[Point], templates: dict[int, tuple[str, ...]]) -> 
     if max(counts.values()) < 3:
         return points
     return [p for p in points if counts[templates.get(id(p), ())] > 1]
+
+
+def _drop_summaries(series: Series) -> list[Point]:
+    """Drop the points of lines that give no step from a series that other lines log with one.
+
+    A loop that logs `epoch 3 | iter 25/100 | loss 0.71` every few batches and `epoch 3 done:
+    mean loss 0.70` at the end of each epoch prints one metric at two granularities: the
+    epoch's mean is no step of the batch series (it has no step of its own and averages the
+    batches around it). Kept only where the stepped lines are most of the series and the lines
+    without a step are of other shapes than theirs.
+    """
+    points = series.points
+    if not series.numbered or len(series.numbered) == len(points):
+        return points
+    stepped = [p for p in points if id(p) not in series.numbered]
+    shapes = {series.templates.get(id(p), ()) for p in stepped}
+    if len(stepped) < 2 * (len(points) - len(stepped)) or any(
+        series.templates.get(id(p), ()) in shapes for p in points if id(p) in series.numbered
+    ):
+        return points
+    return stepped
 
 
 def _drop_repeats(points: list[Point], from_bar: set[int]) -> list[Point]:

@@ -61,6 +61,65 @@ def test_a_loss_that_climbs_while_the_rate_warms_up_is_a_rate_too_high():
         assert not any(s.name == "loss-rose-in-warmup" for s in healthy.symptoms)
 
 
+def _symptoms(log: str) -> dict[str, str]:
+    return {s.name: s.summary for s in explain(PROGRAMS / "logs" / log).symptoms}
+
+
+def _series(log: str) -> dict:
+    from triage.series import SeriesBuilder
+
+    builder = SeriesBuilder()
+    for number, line in enumerate((PROGRAMS / "logs" / log).read_text().splitlines(), 1):
+        builder.add(line, number)
+    return builder.build()
+
+
+def test_an_epoch_summary_line_is_no_step_of_the_batch_series():
+    # textcls_hydra logs `epoch 3 | iter 25/100 | loss 0.71` four times an epoch and `epoch 3
+    # done: mean loss 0.70` once: the batch series holds the 60 stepped points only
+    series = _series("textcls_hydra__healthy__s0.log")
+    assert len(series["loss"].points) == 15 * 4
+    assert len({p.step for p in series["loss"].points}) == 60
+
+
+def test_the_rate_printed_in_a_config_dump_is_read_against_the_rates_logged():
+    # the YAML config says `lr: 0.5`; a MultiStepLR stepped every batch sits at 0.02 from the
+    # first logged step, a factor of 100 in the code starts it at 50
+    below = _symptoms("textcls_hydra__scheduler-step-misaligned__s3.log")
+    assert "lr-below-configured" in below and "25x lower" in below["lr-below-configured"]
+    above = _symptoms("textcls_hydra__lr-too-high__s2.log")
+    assert "lr-above-configured" in above and "100x higher" in above["lr-above-configured"]
+    for seed in (0, 1):  # the healthy runs log the configured 0.5, then its planned decays
+        healthy = _symptoms(f"textcls_hydra__healthy__s{seed}.log")
+        assert not {"lr-below-configured", "lr-above-configured"} & set(healthy)
+
+
+def test_a_run_that_ends_worse_than_it_started_is_told_from_an_unshuffled_one():
+    # gradients summed over steps under plain SGD: both losses end above their start; an
+    # unshuffled loader's batch loss rises too (its first class block was easy) but its
+    # validation improves, and its ups and downs come back every epoch
+    worse = _symptoms("textcls_hydra__missing-zero-grad__s3.log")
+    assert "worse-than-start" in worse and "val-noisy" not in worse
+    blocks = _symptoms("textcls_hydra__no-shuffle__s3.log")
+    assert "worse-than-start" not in blocks and "val-noisy" not in blocks
+    assert "batch-order-repeats" in blocks
+    assert [c.id for c in explain(PROGRAMS / "logs" / "textcls_hydra__no-shuffle__s3.log").causes][:1] in (
+        ["no-shuffle"],
+        ["missing-set-epoch"],
+    )
+
+
+def test_label_smoothing_is_no_loss_that_stayed_high():
+    # 85% right over five classes with label smoothing 0.1: a validation loss of 0.74 is what a
+    # model that knows how often it is right scores; a second softmax over ten classes sits
+    # far above that
+    for seed in (0, 1):
+        assert "accurate-but-loss-high" not in _symptoms(f"textcls_hydra__healthy__s{seed}.log")
+    assert "accurate-but-loss-high" in {
+        s.name for s in explain(PROGRAMS.parent / "corpus" / "logs" / "double-softmax__kv__s2.log").symptoms
+    }
+
+
 def test_five_programs_cover_the_frameworks_and_optimizers():
     progs = {m["program"] for m in MANIFEST}
     assert progs == {"cnn_sgd", "mlp_hf", "lm_accelerate", "rnn_lightning", "gan_ddp"}

@@ -35,6 +35,8 @@ EMITS: frozenset[str] = frozenset(
         "loss-huge-then-recovered",
         "loss-non-finite",
         "loss-oscillating",
+        "lr-above-configured",
+        "lr-below-configured",
         "loss-rose-in-warmup",
         "loss-scale-collapse",
         "loss-swings-back-to-low",
@@ -68,6 +70,7 @@ def detect(ctx: Context) -> list[Symptom]:
         out += grad_trends(grad)
     if "lr" in s:
         out += lr_floor(s["lr"])
+        out += lr_against_configured(s["lr"])
         if loss is not None and loss.name == "loss":
             out += warmup_blowup(loss, s["lr"])
     if "loss_scale" in s:
@@ -77,6 +80,7 @@ def detect(ctx: Context) -> list[Symptom]:
     if "val_loss" in s and "loss" in s:
         out += validation.overfit_after_first_eval(s["loss"], s["val_loss"])
         out += validation.noisy_validation(s["loss"], s["val_loss"], s.get("lr"))
+        out += validation.worse_than_start(s["loss"], s["val_loss"])
     if "data_time" in s and "batch_time" in s:
         out += data_wait(s["data_time"], s["batch_time"])
     return out
@@ -396,6 +400,9 @@ def swings_back_to_low(loss: Series) -> list[Symptom]:
 
 REPEAT_Z = 4.0  # standard errors a correlation must clear, at one period and at two
 REPEAT_POINTS = 800
+BELOW_CONFIGURED = 10.0  # every logged rate this many times under the configured one
+ABOVE_CONFIGURED = 30.0  # or this many times over it (a linear scaling rule reaches 8-16x)
+REPEAT_MULTIPLES = 4  # the repeat is looked for one, two, three and four periods later
 
 
 def repeating_batches(loss: Series) -> list[Symptom]:
@@ -422,7 +429,16 @@ def repeating_batches(loss: Series) -> list[Symptom]:
         z1 = _corr(wiggle[:-period], wiggle[period:]) * math.sqrt(n - period)
         if z1 < REPEAT_Z:
             continue
-        z2 = _corr(wiggle[: -2 * period], wiggle[2 * period :]) * math.sqrt(n - 2 * period)
+        # the repeat must come back at every later multiple of the period too: their
+        # correlations pooled (each about N(0, 1) by chance, so their sum over sqrt(count))
+        later = [
+            _corr(wiggle[: -k * period], wiggle[k * period :]) * math.sqrt(n - k * period)
+            for k in range(2, REPEAT_MULTIPLES + 1)
+            if n - k * period >= 2 * period
+        ]
+        if not later:
+            continue
+        z2 = sum(later) / math.sqrt(len(later))
         if z2 < REPEAT_Z:
             continue
         # cite the period's largest wiggle and its repeat one period later
@@ -433,7 +449,7 @@ def repeating_batches(loss: Series) -> list[Symptom]:
                 "batch-order-repeats",
                 f"the training loss repeats the same ups and downs every {period} logged "
                 f"points ({b.step - a.step} steps; correlation {z1 / math.sqrt(n - period):.2f} "
-                f"one period later, {z2 / math.sqrt(n - 2 * period):.2f} two): the batches "
+                f"one period later, {later[0] / math.sqrt(n - 2 * period):.2f} two): the batches "
                 "come in the same order every epoch",
                 (_ev(a, loss.name, "high point"), _ev(b, loss.name, "one period later")),
                 step=b.step - a.step,
@@ -452,6 +468,20 @@ def _corr(xs: list[float], ys: list[float]) -> float:
     if sxx == 0 or syy == 0:
         return 0.0
     return sum(map(mul, dx, dy)) / math.sqrt(sxx * syy)
+
+
+# How far above a calibrated model's cross-entropy a loss must sit, at the accuracy logged, to
+# say "accurate but the loss stayed high": cross-entropy over softmax outputs sits at least 2.3x
+# above it for ten classes or more (ln(e + C - 1) - a against the calibrated loss), a softmax
+# over the wrong axis about ten times.
+CALIBRATED_FACTOR = 2.0
+
+
+def calibrated_loss(accuracy: float, classes: float) -> float:
+    """The cross-entropy of a model right on a share `accuracy` of samples over `classes` classes
+    that knows it: probability `accuracy` on its answer, the rest spread over the other classes."""
+    a = min(max(accuracy, 1e-6), 1 - 1e-6)
+    return -a * math.log(a) - (1 - a) * math.log((1 - a) / max(classes - 1, 1.0))
 
 
 def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:
@@ -477,6 +507,17 @@ def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:
     if ref is None or len(ref.finite()) < 2:
         return out
     r0, r1 = ref.finite()[0], ref.finite()[-1]
+    # against the run's own scale: a loss several times what a model right on a share a_val of
+    # C classes scores when it knows how often it is right (C read off the first training loss,
+    # a uniform guess's ln C); label smoothing, a few classes or an honest margin of doubt keep
+    # a healthy loss near that, a second softmax or the wrong axis put it far above
+    start = tloss.finite()[0].value if tloss is not None and tloss.finite() else None
+    if (
+        start is not None
+        and 0.58 <= start <= 7.6
+        and r1.value < CALIBRATED_FACTOR * calibrated_loss(a_val, math.exp(start))
+    ):
+        return out
     if r1.value >= 0.5 * r0.value and r1.value > 0.3:
         out.append(
             Symptom(
@@ -596,6 +637,53 @@ def lr_floor(lr: Series) -> list[Symptom]:
                 (_ev(pts[peak_i], "lr", "peak"), _ev(pts[reach], "lr", "floor reached")),
                 step=pts[reach].step,
                 value=frac,
+            )
+        ]
+    return []
+
+
+def lr_against_configured(lr: Series) -> list[Symptom]:
+    """The rates a run logged against the one it printed once before training (a config dump's
+    `lr: 0.5`, an argparse Namespace):
+
+    - `lr-below-configured`: every logged rate, from the first logged step on, at least
+      `BELOW_CONFIGURED` times lower: the schedule ran its decay before the run logged anything
+      (a per-epoch schedule stepped every batch); a warm-up would climb to the configured rate;
+    - `lr-above-configured`: the first logged rate at least `ABOVE_CONFIGURED` times higher: the
+      code multiplied the rate it was given (a scaling rule applied twice, a factor in the wrong
+      place); a schedule may bring it down later, a warm-up would start below it.
+    """
+    pts = lr.finite()
+    if len(pts) < 8 or not lr.strays:
+        return []
+    first = pts[0].line
+    before = [p for p in lr.strays if p.line is not None and first is not None and p.line < first]
+    if not before or before[-1].value <= 0:
+        return []
+    configured = before[-1]
+    top, start = max(p.value for p in pts), pts[0].value
+    evidence = (_ev(configured, "lr", "configured"), _ev(pts[0], "lr", "first logged"))
+    if top > 0 and top * BELOW_CONFIGURED <= configured.value:
+        return [
+            Symptom(
+                "lr-below-configured",
+                f"the run was configured with a learning rate of {configured.value:.3g}, but every "
+                f"logged rate, from the first (step {pts[0].step}) on, is at most {top:.3g} "
+                f"({configured.value / top:.3g}x lower)",
+                evidence,
+                step=pts[0].step,
+                value=configured.value / top,
+            )
+        ]
+    if start >= ABOVE_CONFIGURED * configured.value:
+        return [
+            Symptom(
+                "lr-above-configured",
+                f"the run was configured with a learning rate of {configured.value:.3g}, but it "
+                f"started at {start:.3g} ({start / configured.value:.3g}x higher)",
+                evidence,
+                step=pts[0].step,
+                value=start / configured.value,
             )
         ]
     return []

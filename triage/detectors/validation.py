@@ -11,6 +11,11 @@ noise. They are what a forgotten `model.train()` / `model.eval()` leaves in a lo
 - `val-noisy`: validation jumps between evaluations although the learning rate has decayed and
   the weights barely move. Evaluated in eval mode, a model is a fixed function of its weights;
   evaluated in training mode, dropout (and small-batch statistics) add fresh noise every time.
+
+One more compares the run with its own start: `worse-than-start`, training and validation loss
+both ending well above where they began (the steps made the model worse: a step too large, or
+gradients summed over steps); a loader that deals classes in blocks, or overfitting, leaves the
+validation loss lower than its first value.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ EMITS: frozenset[str] = frozenset(
     {
         "overfit-after-first-eval",
         "val-noisy",
+        "worse-than-start",
     }
 )
 
@@ -50,6 +56,7 @@ NOISE_SHARE = 0.06
 # first evaluation they agree within this factor (a summed loss or another criterion does not).
 SAME_SCALE = 3.0
 LOW_LR = 0.3  # "decayed": at most this share of the run's peak learning rate
+RATE_STEP = 1.5  # two logged rates in a row this far apart: the schedule stepped, it did not glide
 # Without a decayed learning rate the weights still move a lot between evaluations, and their
 # movement alone can explain more jitter: ask for twice the share, and be less sure.
 UNDECAYED_FACTOR = 2.0
@@ -94,6 +101,39 @@ def intervals(train: list[Point], val: list[Point]) -> list[tuple[Point, list[Po
             j += 1
         out.append((v, train[start:j]))
     return out
+
+
+WORSE = 1.3  # "well above where it began": this many times the run's own first values
+
+
+def worse_than_start(loss: Series | None, val: Series | None) -> list[Symptom]:
+    """Training and validation loss both ending well above where they began: the steps made the
+    model worse. Each end is the median of the last fifth of its points against the median of
+    the first fifth (validation: its first and last evaluations), so one noisy point decides
+    nothing; a run that went non-finite is another symptom's."""
+    train, vals = _usable(loss), _usable(val)
+    if len(train) < 8 or len(vals) < 3:
+        return []
+    k = max(2, len(train) // 5)
+    head, tail = median(p.value for p in train[:k]), median(p.value for p in train[-k:])
+    kv = max(1, len(vals) // 5)
+    v_head, v_tail = median(p.value for p in vals[:kv]), median(p.value for p in vals[-kv:])
+    if tail < WORSE * head or v_tail < WORSE * v_head:
+        return []
+    return [
+        Symptom(
+            "worse-than-start",
+            f"training loss ended at about {tail:.4g} from {head:.4g} and validation loss at "
+            f"{v_tail:.4g} from {v_head:.4g}: the run made the model worse",
+            (
+                _ev(train[0], loss.name if loss else "loss", "first"),
+                _ev(train[-1], loss.name if loss else "loss", "last"),
+                _ev(vals[0], val.name if val else "val_loss", "first evaluation"),
+                _ev(vals[-1], val.name if val else "val_loss", "last evaluation"),
+            ),
+            value=tail / head,
+        )
+    ]
 
 
 def overfit_after_first_eval(loss: Series | None, val: Series | None) -> list[Symptom]:
@@ -164,6 +204,9 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
     if len(window) < MIN_EVALS:
         return []
     values = [p.value for p in window]
+    # a jump where the schedule changed the rate (a step decay between two evaluations) is the
+    # schedule's doing: only evaluations made at one rate are compared with each other
+    segments = _same_rate(window, lr)
     settled = [p.value for p in vals[len(vals) // 4 :]]
     if max(settled) > 10 * min(settled):
         return []  # a diverging or recovering run is not "noisy"
@@ -176,7 +219,9 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
     # an average over many batches, its spread no yardstick for a single evaluation's
     if len(t_values) < 8 or len(t_values) < 2 * len(window):
         return []
-    sigma_v, sigma_t = noise(values, robust=False), noise(t_values, robust=False)
+    if sum(max(0, len(seg) - 2) for seg in segments) < MIN_EVALS - 2:
+        return []
+    sigma_v, sigma_t = segmented_noise(segments), noise(t_values, robust=False)
     if sigma_t <= 0:
         return []
     share = (sigma_v / math.sqrt(median(values))) / (sigma_t / math.sqrt(median(t_values)))
@@ -202,6 +247,34 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
             strength=1.0 if decayed else UNDECAYED_STRENGTH,
         )
     ]
+
+
+def _same_rate(window: list[Point], lr: Series | None) -> list[list[float]]:
+    """The window's validation values split where the learning rate dropped or rose at once
+    between two evaluations (a step decay: two logged rates in a row at least `RATE_STEP` apart);
+    a rate that moves a little every step (a cosine) splits nothing."""
+    rates = [p for p in lr.finite() if p.line is not None and p.value > 0] if lr is not None else []
+    jumps = [
+        b.line or 0
+        for a, b in zip(rates, rates[1:], strict=False)
+        if max(a.value, b.value) >= RATE_STEP * min(a.value, b.value)
+    ]
+    segments: list[list[float]] = [[]]
+    previous: Point | None = None
+    for v in window:
+        if previous is not None and any((previous.line or 0) < j <= (v.line or 0) for j in jumps):
+            segments.append([])
+        segments[-1].append(v.value)
+        previous = v
+    return segments
+
+
+def segmented_noise(segments: list[list[float]]) -> float:
+    """`noise(..., robust=False)` over several stretches: their second differences pooled."""
+    d = [abs(c - 2 * b + a) for seg in segments for a, b, c in zip(seg, seg[1:], seg[2:], strict=False)]
+    if not d:
+        return 0.0
+    return sum(d) / len(d) * math.sqrt(math.pi / 2) / math.sqrt(6)
 
 
 def quiet_window(vals: list[Point], lr: Series | None) -> tuple[list[Point], bool]:
