@@ -203,6 +203,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 12 without reading triage's rules
+    "vae_ignite": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "frozen-parameters",
+            "shape-mismatch",
+            "dtype-mismatch",
+            "no-grad-training",
+            "detached-graph",
+            "missing-epsilon",
+            "missing-train-mode",
+            "scheduler-step-misaligned",
+            "wrong-loss-reduction",
+            "loss-tensor-leak",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
