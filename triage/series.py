@@ -86,6 +86,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "img_s",
         "tokens_s",
     ),
+    # a KL term logged beside the loss: a variational objective (an ELBO), whose reconstruction
+    # part is summed over pixels or tokens by convention
+    "kl": ("kl", "kld", "kl_loss", "loss_kl", "kl_div", "kl_divergence", "kl_term"),
     "data_time": ("data_time", "time_data", "data", "dataload_time", "data_wait"),
     "batch_time": ("batch_time", "step_time", "iter_time", "time_step", "time"),
 }

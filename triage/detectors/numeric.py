@@ -59,7 +59,7 @@ def detect(ctx: Context) -> list[Symptom]:
     if loss is not None and loss.points:
         out += non_finite(loss, grad)
         out += divergence(loss)
-        out += plateaus(loss, grad, s.get("accuracy") or s.get("val_accuracy"))
+        out += plateaus(loss, grad, s.get("accuracy") or s.get("val_accuracy"), huge_means_sum="kl" not in s)
         if not any(x.name == "double-softmax-floor" for x in out):
             out += val_softmax_floor(s)
         out += oscillation(loss)
@@ -200,7 +200,9 @@ def _falls_steadily(vals: list[float]) -> bool:
     return all(b < a for a, b in zip(means, means[1:], strict=False))
 
 
-def plateaus(loss: Series, grad: Series | None, accuracy: Series | None = None) -> list[Symptom]:
+def plateaus(
+    loss: Series, grad: Series | None, accuracy: Series | None = None, huge_means_sum: bool = True
+) -> list[Symptom]:
     """A loss that does not move, where it sits, and whether it sits at a double-softmax floor."""
     pts = loss.finite()
     out: list[Symptom] = []
@@ -223,7 +225,9 @@ def plateaus(loss: Series, grad: Series | None, accuracy: Series | None = None) 
                 value=first / tail,
             )
         )
-    elif first > 20:
+    elif first > 20 and huge_means_sum:
+        # (not where a KL term is logged beside the loss: a VAE's ELBO is summed over pixels and
+        # starts in the hundreds when nothing is wrong)
         out.append(
             Symptom(
                 "loss-huge-initial",
@@ -762,9 +766,12 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
     if not (total > 0.04 * abs(vals[0]) and second_half > 0.4 * max(first_half, 0) and second_half > 0 and ups >= 0.1):
         return []
     ev = (_ev(pts[0], "memory", "first"), _ev(pts[-1], "memory", "last"))
-    # where does the growth happen: across validation passes, or at every step?
-    if val is not None and val.points:
-        val_lines = sorted(p.line for p in val.points if p.line is not None)
+    # where does the growth happen: across validation passes, or at every step? Only a log that
+    # reads the memory during training too can say: where every reading has a validation pass
+    # since the one before (memory printed once per epoch), each gap holds both
+    val_lines = sorted(p.line for p in val.points if p.line is not None) if val is not None else []
+    apart = [(a, b) for a, b in zip(pts, pts[1:], strict=False) if a.line is not None and b.line is not None]
+    if val_lines and any(not _any_between(val_lines, a.line, b.line) for a, b in apart):  # type: ignore[arg-type]
         at_eval = 0.0
         for a, b in zip(pts, pts[1:], strict=False):
             if (

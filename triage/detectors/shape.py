@@ -68,7 +68,8 @@ def detect(ctx: Context) -> list[Symptom]:
         out += climb(loss)
         out += collapse(loss)
         out += non_finite_shape(loss)
-        out += huge_start(loss, ctx.series.get("accuracy") or ctx.series.get("val_accuracy"))
+        if "kl" not in ctx.series:  # an ELBO is summed over pixels by convention: its scale says nothing
+            out += huge_start(loss, ctx.series.get("accuracy") or ctx.series.get("val_accuracy"))
         out += falling(loss)
     grad = ctx.series.get("grad_norm")
     if grad is not None and grad.points:

@@ -57,8 +57,9 @@ NOISE_SHARE = 0.06
 SAME_SCALE = 3.0
 LOW_LR = 0.3  # "decayed": at most this share of the run's peak learning rate
 RATE_STEP = 1.5  # two logged rates in a row this far apart: the schedule stepped, it did not glide
-# Without a decayed learning rate the weights still move a lot between evaluations, and their
-# movement alone can explain more jitter: ask for twice the share, and be less sure.
+# Where the log shows no learning rate, the rate may not have decayed: the weights may still move
+# a lot between evaluations, and their movement alone can explain more jitter: ask for twice the
+# share, and be less sure.
 UNDECAYED_FACTOR = 2.0
 UNDECAYED_STRENGTH = 0.6
 
@@ -201,6 +202,11 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
     if len(vals) < MIN_EVALS * 2 or len(train) < 8:
         return []
     window, decayed = quiet_window(vals, lr)
+    if not decayed and lr is not None and len([p for p in lr.finite() if p.line is not None]) >= 4:
+        # the log shows a rate that never decayed: the weights move a lot between evaluations,
+        # and their movement alone jitters validation (only a log that shows no rate at all
+        # is read with the stricter undecayed bar)
+        return []
     if len(window) < MIN_EVALS:
         return []
     values = [p.value for p in window]
