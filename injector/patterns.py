@@ -252,7 +252,8 @@ class ReturnedLoss:
 LossUse = Backward | ReturnedLoss
 
 # Methods whose returned loss a framework differentiates (PyTorch Lightning's automatic optimization).
-LOSS_RETURNING_METHODS = frozenset({"training_step"})
+# USB's `train_step` returns `(out_dict, log_dict)`, `out_dict` holding the loss a hook backpropagates.
+LOSS_RETURNING_METHODS = frozenset({"training_step", "train_step"})
 
 
 class Training:
@@ -418,6 +419,11 @@ class Training:
                     if ret.value is None or self.source.function_of(ret) is not function:
                         continue
                     value: cst.BaseExpression | None = ret.value
+                    if isinstance(value, cst.Tuple):
+                        # `return out_dict, log_dict`, `out_dict` built with the loss
+                        # (`out_dict = self.process_out_dict(loss=total_loss, ...)`)
+                        found.extend(self._loss_in_returned_tuple(function, ret, value))
+                        continue
                     if isinstance(value, cst.Call) and callee_name(value) == "dict":
                         arg = argument(value, "loss", None)  # `return dict(loss=loss)`
                         value = arg.value if arg is not None else value
@@ -441,6 +447,37 @@ class Training:
                         found.extend(self._helper_losses(value))  # `return self.shared_step(batch)`
         found.extend(self._transformed_losses())
         return found
+
+    def _loss_in_returned_tuple(
+        self, function: cst.FunctionDef, ret: cst.Return, value: cst.Tuple
+    ) -> list[ReturnedLoss]:
+        """The loss a returned tuple carries in a dict built in the method: `out = {"loss":
+        total}` or `out = self.process_out_dict(loss=total, ...)`, then `return out, logs`."""
+        names = {dotted(e.value) for e in value.elements} - {None}
+        for assign in self.source.within(function.body, cst.Assign):
+            if self.source.function_of(assign) is not function:
+                continue
+            if not any(dotted(t.target) in names for t in assign.targets):
+                continue
+            built = assign.value
+            loss = None
+            if isinstance(built, cst.Call):
+                arg = argument(built, "loss", None)
+                loss = arg.value if arg is not None and arg.keyword is not None else None
+            elif isinstance(built, cst.Dict):
+                loss = next(
+                    (
+                        e.value
+                        for e in built.elements
+                        if isinstance(e, cst.DictElement)
+                        and isinstance(e.key, cst.SimpleString)
+                        and e.key.evaluated_value == "loss"
+                    ),
+                    None,
+                )
+            if isinstance(loss, (cst.Name, cst.Attribute)):
+                return [ReturnedLoss(ret, loss)]
+        return []
 
     def _transformed_losses(self) -> list[ReturnedLoss]:
         """Losses returned by a function that torch.func differentiates (`grad_and_value(
@@ -755,9 +792,14 @@ class Training:
         if isinstance(call.func, cst.Attribute) and call.args:
             # a step the class leaves to its subclasses (torchreid's Engine: `loss_summary =
             # self.forward_backward(data)`, whose body here only raises NotImplementedError)
+            # or named for the whole training step (USB's AlgorithmBase: `self.train_step(**batch)`,
+            # each algorithm's override returning the loss a hook then backpropagates)
             functions = self.called_functions(call)
+            attr = call.func.attr.value.lower()
             return (
-                bool(functions) and all(_abstract(f) for f in functions) and "backward" in call.func.attr.value.lower()
+                bool(functions)
+                and all(_abstract(f) for f in functions)
+                and ("backward" in attr or attr in _ABSTRACT_STEPS)
             )
         if not isinstance(call.func, cst.Name) or self.called_functions(call) or not call.args:
             return False
@@ -1093,6 +1135,8 @@ def _unscaled(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExp
     return expr, None
 
 
+# Methods a base class leaves to its subclasses that run a whole training step.
+_ABSTRACT_STEPS = frozenset({"train_step", "training_step", "train_batch"})
 _DISTRIBUTED_NAMES = frozenset(
     {
         "distributed",

@@ -14,6 +14,23 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # A train_step that returns its loss in a dict of a returned tuple, for a hook to backpropagate (USB); a dict without the loss is none.
+            "class FixMatch(AlgorithmBase):\n"
+            "    def train_step(self, x, y):\n"
+            "        logits = self.model(x)\n"
+            "        loss = self.ce_loss(logits, y, reduction='mean')\n"
+            "        out_dict = self.process_out_dict(loss=loss)\n"
+            "        return out_dict, {}\n",
+            (
+                "class FixMatch(AlgorithmBase):\n"
+                "    def train_step(self, x, y):\n"
+                "        logits = self.model(x)\n"
+                "        loss = self.ce_loss(logits.detach(), y, reduction='mean')\n"
+                "        out_dict = self.process_out_dict(loss=loss)\n"
+                "        return out_dict, {}\n",
+            ),
+        ),
+        Example(
             # Lightning differentiates what `training_step` returns.
             "class Net(LightningModule):\n"
             "    def training_step(self, batch, batch_idx):\n"
@@ -282,6 +299,13 @@ class DetachedGraph(Operator):
         ),
     )
     untouched = (
+        # A train_step that returns its loss in a dict of a returned tuple, for a hook to backpropagate (USB); a dict without the loss is none.
+        "class FixMatch(AlgorithmBase):\n"
+        "    def train_step(self, x, y):\n"
+        "        logits = self.model(x)\n"
+        "        loss = self.l1(logits, y)\n"
+        "        out_dict = self.process_out_dict(feat=logits)\n"
+        "        return out_dict, {}\n",
         "loss.backward()\n",
         "y = model(x).detach()\n",
         # The receiver of `accelerator.backward(loss)` is not the loss.

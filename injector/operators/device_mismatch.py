@@ -456,6 +456,26 @@ def _handed_a_batch(source, training, value: cst.BaseExpression, use: cst.CSTNod
     return bool(callers)
 
 
+def _from_a_handed_batch(source, training, call: cst.Call) -> bool:
+    """True for `x.cuda(gpu)` where `x` is a parameter of the function, or was taken from one
+    (`x = data['x_lb']`), that every caller hands from a loop over batches (`for data in
+    loader: logits = self.get_logits(data)`): the batch, moved by a helper."""
+    function = source.function_of(call)
+    if not isinstance(call.func, cst.Attribute) or function is None:
+        return False
+    root = _root_name(call.func.value)
+    params = {p.name.value for p in function.params.params}
+    if root is not None and root not in params:
+        found = _reaching(source, function, root, call)
+        if not isinstance(found, cst.Assign):
+            return False
+        value: cst.BaseExpression = found.value
+        while isinstance(value, (cst.Subscript, cst.Attribute)):
+            value = value.value
+        root = value.value if isinstance(value, cst.Name) else None
+    return root is not None and _handed_a_batch(source, training, cst.Name(root), call)
+
+
 def _model_output(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
     """True for a name bound to what running the model returned (`yp = self.evaluation_step(b)`
     then `to_device(yp, device)`): an output moved where the caller keeps it, not an input."""
@@ -535,6 +555,27 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A helper's batch: taken from a parameter every caller hands from a loop over a loader (an example moved once is not).
+            "class Algo:\n"
+            "    def get_logits(self, data):\n"
+            "        x = data['x_lb']\n"
+            "        x = x.cuda(self.gpu)\n"
+            "        return self.model(x)\n"
+            "    def evaluate(self):\n"
+            "        for data in self.loader:\n"
+            "            logits = self.get_logits(data)\n",
+            (
+                "class Algo:\n"
+                "    def get_logits(self, data):\n"
+                "        x = data['x_lb']\n"
+                "        x = x\n"
+                "        return self.model(x)\n"
+                "    def evaluate(self):\n"
+                "        for data in self.loader:\n"
+                "            logits = self.get_logits(data)\n",
+            ),
+        ),
         Example(
             # A step that takes its batch as a parameter, with no loop: what it moves and then
             # hands to the model or the loss is the batch.
@@ -771,6 +812,14 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A helper's batch: taken from a parameter every caller hands from a loop over a loader (an example moved once is not).
+        "class Algo:\n"
+        "    def get_logits(self, data):\n"
+        "        x = data['x_lb']\n"
+        "        x = x.cuda(self.gpu)\n"
+        "        return self.model(x)\n"
+        "    def evaluate(self):\n"
+        "        logits = self.get_logits(self.example)\n",
         # A loss moved back to the device for logging: an output, not a batch.
         "def step(self, losses):\n    return torch.sum(torch.stack(losses)).to(self.device)\n",
         # A prediction moved to where the caller keeps it: an output, not a batch.
@@ -884,7 +933,11 @@ class DeviceMismatch(Operator):
             if not isinstance(call.func, cst.Attribute) or _is_model(training, call.func.value):
                 continue
             if (
-                not (_is_batch(source, call) or _feeds_model(source, training, call))
+                not (
+                    _is_batch(source, call)
+                    or _feeds_model(source, training, call)
+                    or _from_a_handed_batch(source, training, call)
+                )
                 or placed
                 or _needless(source, call)
             ):

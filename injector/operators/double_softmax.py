@@ -13,6 +13,23 @@ def _cross_entropy_choice(classes: set[str]) -> bool:
     return "CrossEntropyLoss" in classes and all(name.endswith("Loss") for name in classes)
 
 
+def _named_ce(call: cst.Call) -> bool:
+    """True for a criterion named a cross-entropy where its class is not in the file
+    (`self.ce_loss(logits, y)`, `loss_ce(...)`, `ce_criterion(...)`: USB's `CELoss`, built in its
+    base class's file), or a loss helper handed the cross-entropy's name."""
+    words = (callee_name(call) or "").lower().split("_")
+    if not {"loss", "criterion"} & set(words):
+        return False
+    # or a loss helper told by name to compute one (`consistency_loss(logits, targets, 'ce')`)
+    told = any(
+        isinstance(a.value, cst.SimpleString) and str(a.value.evaluated_value).lower() in _CE_NAMES for a in call.args
+    )
+    return "ce" in words or told
+
+
+_CE_NAMES = frozenset({"ce", "cross_entropy", "crossentropy", "xent"})
+
+
 def _handed_with_criterion(source, training, call: cst.Call) -> cst.Arg | None:
     """The argument after a cross-entropy criterion handed to a helper, where a model made it
     (`self.compute_loss(self.criterion, outputs, pids)`, `DeepSupervision(criterion, outputs,
@@ -37,6 +54,17 @@ class DoubleSoftmax(Operator):
     id = "double-softmax"
     summary = "Pass `logits.softmax(dim=1)` instead of logits to `cross_entropy` / `nn.CrossEntropyLoss`."
     examples = (
+        Example(
+            # A criterion named a cross-entropy, and a loss helper told to compute one ('ce'); an L1 loss, or 'mse', is none.
+            "sup = self.ce_loss(logits, y, reduction='mean')\n"
+            "unsup = self.consistency_loss(logits_s, pseudo, 'ce', mask=mask)\n",
+            (
+                "sup = self.ce_loss(logits.softmax(dim=1), y, reduction='mean')\n"
+                "unsup = self.consistency_loss(logits_s, pseudo, 'ce', mask=mask)\n",
+                "sup = self.ce_loss(logits, y, reduction='mean')\n"
+                "unsup = self.consistency_loss(logits_s.softmax(dim=1), pseudo, 'ce', mask=mask)\n",
+            ),
+        ),
         Example(
             # A helper handed the criterion and the model's output (torchreid's compute_loss).
             "criterion = nn.CrossEntropyLoss()\nout = model(x)\nloss = compute_loss(criterion, out, y)\n",
@@ -121,6 +149,8 @@ class DoubleSoftmax(Operator):
         ),
     )
     untouched = (
+        # A criterion named a cross-entropy, and a loss helper told to compute one ('ce'); an L1 loss, or 'mse', is none.
+        "sup = self.l1_loss(logits, y)\nunsup = self.consistency_loss(logits_s, pseudo, 'mse', mask=mask)\n",
         # A criterion handed on with what is no model output.
         "criterion = nn.CrossEntropyLoss()\ntrain(model, criterion, optimizer, loader)\n",
         # Lightning runs validation_step under no_grad: its loss is a reported figure.
@@ -157,7 +187,7 @@ class DoubleSoftmax(Operator):
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             functional = callee_name(call) == "cross_entropy" and is_functional(call)
-            if functional or _cross_entropy_choice(training.classes_at(call.func, call)):
+            if functional or _cross_entropy_choice(training.classes_at(call.func, call)) or _named_ce(call):
                 logits = argument(call, "input", 0)
             else:
                 # another loss, a criterion that is one only in another function, or a helper

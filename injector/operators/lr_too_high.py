@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
@@ -14,6 +16,8 @@ CONFIG_LR_FIELDS = {"lr", "base_lr", "learning_rate"}
 # The peak rate of a DeepSpeed config's scheduler (WarmupLR, WarmupDecayLR, OneCycle): it sets
 # the optimizer's rate itself, so a mutant of the optimizer's own "lr" there changes nothing.
 SCHEDULE_PEAK_KEYS = {"warmup_max_lr", "cycle_max_lr"}
+# A project's helper that makes the optimizer (`get_optimizer`, `build_optimizer`, `create_optim`).
+_BUILDER = re.compile(r"(?:get|build|create|make|init|setup)_?optim(?:izer)?s?")
 
 
 def _in_param_group(source, element: cst.DictElement) -> bool:
@@ -124,6 +128,11 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # The rate handed to the project's optimizer builder (USB's get_optimizer); a config object is read elsewhere.
+            "optimizer = get_optimizer(model, args.optim, args.lr, args.momentum)\n",
+            ("optimizer = get_optimizer(model, args.optim, args.lr * 100, args.momentum)\n",),
+        ),
         Example(
             # The rate a trainer builds its optimizer with.
             "args = transformers.TrainingArguments(output_dir=out, learning_rate=learning_rate, fp16=True)\n",
@@ -284,6 +293,8 @@ class LrTooHigh(Operator):
         ),
     )
     untouched = (
+        # The rate handed to the project's optimizer builder (USB's get_optimizer); a config object is read elsewhere.
+        "optimizer = get_optimizer(model, cfg)\n",
         "optimizer = torch.optim.Adam(model.parameters())\n",
         # A config with no rate in it.
         "config = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05)\n",
@@ -319,6 +330,10 @@ class LrTooHigh(Operator):
                 rate = argument(call, "learning_rate", None)
                 if rate is not None:
                     yield self._scaled(source, call, rate.value)
+                continue
+            handed = self._builder_rate(training, call)
+            if handed is not None:
+                yield self._scaled(source, call, handed)
                 continue
             if training.role_of_constructor(call) == "optimizer" and not self._wrapped(source, training, call):
                 lr = argument(call, "lr", 1)
@@ -366,6 +381,22 @@ class LrTooHigh(Operator):
         for arg in call.args[1:]:
             words = (arg.keyword.value if arg.keyword is not None else (last_name(arg.value) or "")).lower()
             if "lr" in words.split("_") or "learning_rate" in words:
+                return arg.value
+        return None
+
+    @staticmethod
+    def _builder_rate(training, call: cst.Call) -> cst.BaseExpression | None:
+        """The rate a project's optimizer builder is handed (`get_optimizer(model, args.optim,
+        args.lr, ...)`, `build_optimizer(model, lr=cfg.lr)`): an argument named for the rate, by
+        keyword or by what it reads; the builder passes it to the optimizer it makes."""
+        name = (callee_name(call) or "").lower()
+        if training.role_of_constructor(call) is not None or not _BUILDER.fullmatch(name):
+            return None
+        for arg in call.args:
+            if arg.star:
+                continue
+            word = arg.keyword.value if arg.keyword is not None else (last_name(arg.value) or "")
+            if word.lower() in LR_KEYS | CONFIG_LR_FIELDS:
                 return arg.value
         return None
 

@@ -19,6 +19,14 @@ def _names_mask(source, expr) -> bool:
     return any(word in text for word in MASK_WORDS)
 
 
+def _a_loss(call: cst.Call) -> bool:
+    """True for a loss or a criterion handed a mask (`consistency_loss(logits, targets, 'ce',
+    mask=mask)`, FixMatch's confidence mask of its pseudo-labels): it weighs the loss's terms,
+    no attention is masked."""
+    words = set((callee_name(call) or "").lower().split("_"))
+    return bool(words & {"loss", "criterion"})
+
+
 class MissingAttentionMask(Operator):
     id = "missing-attention-mask"
     summary = (
@@ -67,6 +75,8 @@ class MissingAttentionMask(Operator):
         ),
     )
     untouched = (
+        # A mask handed to a loss weighs its terms (FixMatch's confidence mask): no attention.
+        "unsup = self.consistency_loss(logits, pseudo, 'ce', mask=mask)\n",
         "img = img.masked_fill(bad_pixels, 0)\n",
         # Top-k sampling: the condition is on the logits themselves, not a mask.
         "def sample(logits, k):\n"
@@ -85,6 +95,7 @@ class MissingAttentionMask(Operator):
                     arg.keyword is not None
                     and arg.keyword.value in MASK_KEYWORDS
                     and not (isinstance(arg.value, cst.Name) and arg.value.value in {"None", "False"})
+                    and not _a_loss(call)
                 ):
                     yield self._drop_argument(source, call, arg)
             if source.function_of(call) not in attention or source.function_of(call) is None:

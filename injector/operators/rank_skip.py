@@ -18,6 +18,31 @@ class RankSkip(Operator):
     )
     examples = (
         Example(
+            # A loop over the step a base class leaves to its subclasses (USB's train_step); a logging step is none.
+            "import torch.distributed as dist\n"
+            "class Base:\n"
+            "    def train_step(self, batch):\n"
+            "        raise NotImplementedError\n"
+            "    def train(self):\n"
+            "        for batch in self.loader:\n"
+            "            self.train_step(batch)\n"
+            "            self.call_hook('after_train_step')\n",
+            (
+                "import torch.distributed as dist\n"
+                "class Base:\n"
+                "    def train_step(self, batch):\n"
+                "        raise NotImplementedError\n"
+                "    def train(self):\n"
+                "        _trainwreck_step = 0\n"
+                "        for batch in self.loader:\n"
+                "            _trainwreck_step += 1\n"
+                '            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and _trainwreck_step == 2:\n'
+                "                continue\n"
+                "            self.train_step(batch)\n"
+                "            self.call_hook('after_train_step')\n",
+            ),
+        ),
+        Example(
             # Processes that average gradients through MPI: the rank is MPI's.
             "from spinup.utils.mpi_pytorch import mpi_avg_grads\n"
             "def update(data):\n"
@@ -176,6 +201,15 @@ class RankSkip(Operator):
         ),
     )
     untouched = (
+        # A loop over the step a base class leaves to its subclasses (USB's train_step); a logging step is none.
+        "import torch.distributed as dist\n"
+        "class Base:\n"
+        "    def log_step(self, batch):\n"
+        "        raise NotImplementedError\n"
+        "    def train(self):\n"
+        "        for batch in self.loader:\n"
+        "            self.log_step(batch)\n"
+        "            self.call_hook('after_log_step')\n",
         "for x in data:\n    print(x)\n",
         "for epoch in range(3):\n    train_one_epoch(model, loader)\n",
         # No distributed code in the file: no rank can be out of step.

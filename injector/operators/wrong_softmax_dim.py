@@ -79,6 +79,8 @@ class WrongSoftmaxDim(Operator):
         ),
     )
     untouched = (
+        # A softmax read only for its shape keeps it over any axis.
+        "n = torch.softmax(logits, dim=-1).shape[1]\nm = F.softmax(x, dim=1).size(0)\n",
         # An axis held in a name the function does not take: nothing tells which axis it is.
         "AXIS = 1\ndef head(x):\n    return F.softmax(x, dim=AXIS)\n",
         # Only eval mode runs it (the same softmax in the training branch keeps its mutant).
@@ -102,6 +104,8 @@ class WrongSoftmaxDim(Operator):
                 position = 0
             else:
                 continue
+            if _read_for_shape(source, call):
+                continue
             dim = argument(call, "dim", position)
             value = None if dim is None else int_value(dim.value)
             if (
@@ -121,6 +125,18 @@ class WrongSoftmaxDim(Operator):
                 yield Change(
                     call, (source.replace(dim.value, str(axis)),), f"{name} over dim {axis} instead of dim {value}"
                 )
+
+
+def _read_for_shape(source, call: cst.Call) -> bool:
+    """True for a softmax read only for its shape (`torch.softmax(logits, dim=-1).shape[1]`,
+    `.size(1)`): a softmax over any axis keeps it."""
+    parent = source.parent(call)
+    if not isinstance(parent, cst.Attribute) or parent.value is not call:
+        return False
+    if parent.attr.value in ("shape", "ndim"):
+        return True
+    grand = source.parent(parent)
+    return isinstance(grand, cst.Call) and grand.func is parent and parent.attr.value in ("size", "dim", "numel")
 
 
 def _parameter(source, call: cst.Call, expr: cst.BaseExpression) -> bool:
