@@ -223,6 +223,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 13 without reading triage's rules
+    "gcn_pyg": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "missing-eval-mode",
+            "missing-train-mode",
+            "wrong-softmax-dim",
+            "double-softmax",
+            "label-out-of-range",
+            "shape-mismatch",
+            "dtype-mismatch",
+            "no-grad-training",
+            "missing-epsilon",
+            "frozen-parameters",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
