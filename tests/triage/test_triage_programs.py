@@ -34,9 +34,14 @@ CONFUSABLE = {frozenset({"missing-zero-grad", "lr-too-high"})}
 # vae_ignite's 200x rate collapsed the decoder to a constant output within the first ten steps:
 # from the first logged point on the loss is as flat as without a backward or a step, and is
 # said as that tie.
+# gcn_pyg logs one full-batch step per epoch and no validation loss: summed gradients make the
+# loss swing and climb, which only the unshuffled loader's swings match; a log-softmax over the
+# 1200 nodes starts at ln 1200 and stalls where a second softmax over 1200 classes would.
 KNOWN_WRONG = {
     "lstm_keras__missing-zero-grad__s3.log": "missing-train-mode",
     "vae_ignite__lr-too-high__s2.log": "missing-backward",
+    "gcn_pyg__missing-zero-grad__s3.log": "no-shuffle",
+    "gcn_pyg__wrong-softmax-dim__s2.log": "double-softmax",
 }
 
 
@@ -157,6 +162,15 @@ def test_validation_under_a_rate_that_never_decayed_is_not_called_noisy():
 def test_a_flat_loss_alone_is_said_as_a_tie_of_the_missing_backward_and_step():
     report = explain(PROGRAMS / "logs" / "vae_ignite__missing-optimizer-step__s3.log")
     assert {c.id for c in report.tied} >= {"missing-backward", "missing-optimizer-step"}
+
+
+def test_a_loss_flat_to_its_last_digit_repeats_no_batch_order():
+    # gcn_pyg's 100x rate killed the network into a uniform guess over 6 classes: 1.7918 at every
+    # epoch, its wiggles the printed digits' rounding; an unshuffled loader's swing by 6-14%
+    dead = _symptoms("gcn_pyg__lr-too-high__s2.log")
+    assert "batch-order-repeats" not in dead and "loss-collapsed-to-log-c" in dead
+    assert [c.id for c in explain(PROGRAMS / "logs" / "gcn_pyg__lr-too-high__s2.log").causes][:1] == ["lr-too-high"]
+    assert "batch-order-repeats" in _symptoms("cnn_sgd__no-shuffle__s3.log")
 
 
 def test_five_programs_cover_the_frameworks_and_optimizers():

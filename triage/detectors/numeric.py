@@ -406,7 +406,8 @@ REPEAT_Z = 4.0  # standard errors a correlation must clear, at one period and at
 REPEAT_POINTS = 800
 BELOW_CONFIGURED = 10.0  # every logged rate this many times under the configured one
 ABOVE_CONFIGURED = 30.0  # or this many times over it (a linear scaling rule reaches 8-16x)
-REPEAT_MULTIPLES = 4  # the repeat is looked for one, two, three and four periods later
+REPEAT_MULTIPLES = 4
+REPEAT_WIGGLE = 0.01  # the median batch-to-batch wiggle must be 1% of the loss at least  # the repeat is looked for one, two, three and four periods later
 
 
 def repeating_batches(loss: Series) -> list[Symptom]:
@@ -429,6 +430,8 @@ def repeating_batches(loss: Series) -> list[Symptom]:
     logs = [math.log(p.value) for p in pts]
     # what is left after a running median of nine points: batch-to-batch wiggles, not the trend
     wiggle = [logs[i] - median(logs[max(0, i - 4) : i + 5]) for i in range(n)]
+    if median(abs(w) for w in wiggle) < REPEAT_WIGGLE:
+        return []  # a loss flat to its last printed digit: its wiggles are rounding, not batches
     for period in range(2, min(n // 3, REPEAT_POINTS // 4) + 1):
         z1 = _corr(wiggle[:-period], wiggle[period:]) * math.sqrt(n - period)
         if z1 < REPEAT_Z:
