@@ -252,8 +252,9 @@ class ReturnedLoss:
 LossUse = Backward | ReturnedLoss
 
 # Methods whose returned loss a framework differentiates (PyTorch Lightning's automatic optimization).
-# USB's `train_step` returns `(out_dict, log_dict)`, `out_dict` holding the loss a hook backpropagates.
-LOSS_RETURNING_METHODS = frozenset({"training_step", "train_step"})
+# USB's `train_step` returns `(out_dict, log_dict)`, `out_dict` holding the loss a hook backpropagates;
+# SpeechBrain's Brain backpropagates what `compute_objectives` returns.
+LOSS_RETURNING_METHODS = frozenset({"training_step", "train_step", "compute_objectives"})
 
 
 class Training:
@@ -780,7 +781,11 @@ class Training:
                 continue
             if isinstance(loop, cst.For) and all(c in self.steps for c in reached):
                 targets = {n.value for n in self.source.within(loop.target, cst.Name)}
-                if all(any(n.value in targets for n in self.source.within(c.func, cst.Name)) for c in reached):
+                if all(
+                    any(n.value in targets for n in self.source.within(c.func, cst.Name))
+                    or any(dotted(a.value) in targets for a in c.args)  # `scaler.step(opt)`
+                    for c in reached
+                ):
                     continue  # iterating over optimizers, not over batches
             loops.append(loop)
         return sorted(loops, key=self.source.span)

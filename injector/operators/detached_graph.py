@@ -14,6 +14,19 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # The loss a framework backpropagates after compute_objectives returns it (SpeechBrain's Brain).
+            "class SpkIdBrain(sb.Brain):\n"
+            "    def compute_objectives(self, predictions, batch, stage):\n"
+            "        loss = sb.nnet.losses.nll_loss(predictions, batch.y)\n"
+            "        return loss\n",
+            (
+                "class SpkIdBrain(sb.Brain):\n"
+                "    def compute_objectives(self, predictions, batch, stage):\n"
+                "        loss = sb.nnet.losses.nll_loss(predictions.detach(), batch.y)\n"
+                "        return loss\n",
+            ),
+        ),
+        Example(
             # A train_step that returns its loss in a dict of a returned tuple, for a hook to backpropagate (USB); a dict without the loss is none.
             "class FixMatch(AlgorithmBase):\n"
             "    def train_step(self, x, y):\n"

@@ -305,6 +305,11 @@ def _is_batch(source, call: cst.Call) -> bool:
         return True
     function = source.function_of(call)
     name = function.name.value.lower() if function is not None else ""
+    if function is not None and isinstance(call.func, cst.Attribute):
+        # a parameter named for the batch (SpeechBrain's `compute_forward(self, batch, stage)`)
+        root = _root_name(call.func.value)
+        if root is not None and "batch" in root.lower() and root in {p.name.value for p in function.params.params}:
+            return True
     return any(word in name for word in ("batch", "step", "device", "prepare", "collate"))
 
 
@@ -555,6 +560,19 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A parameter named for the batch (SpeechBrain's compute_forward); a model's own buffer is none.
+            "class Brain:\n"
+            "    def compute_forward(self, batch, stage):\n"
+            "        batch = batch.to(self.device)\n"
+            "        return self.modules.model(batch.sig)\n",
+            (
+                "class Brain:\n"
+                "    def compute_forward(self, batch, stage):\n"
+                "        batch = batch\n"
+                "        return self.modules.model(batch.sig)\n",
+            ),
+        ),
         Example(
             # A helper's batch: taken from a parameter every caller hands from a loop over a loader (an example moved once is not).
             "class Algo:\n"
@@ -812,6 +830,11 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A parameter named for the batch (SpeechBrain's compute_forward); a model's own buffer is none.
+        "class Brain:\n"
+        "    def compute_forward(self, inputs, stage):\n"
+        "        self.mask = self.mask.to(self.device)\n"
+        "        return self.modules.model(inputs)\n",
         # A helper's batch: taken from a parameter every caller hands from a loop over a loader (an example moved once is not).
         "class Algo:\n"
         "    def get_logits(self, data):\n"

@@ -28,6 +28,37 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
+            # A parameter every caller hands a loss its method returned detached (SpeechBrain's update_average); handed the loss itself, it keeps the graph.
+            "class Brain:\n"
+            "    def fit_batch(self, batch):\n"
+            "        loss = self.compute_loss(batch)\n"
+            "        loss.backward()\n"
+            "        return loss\n"
+            "    def fit(self, loader):\n"
+            "        avg = 0.0\n"
+            "        for batch in loader:\n"
+            "            loss = self.fit_batch(batch)\n"
+            "            avg = self.update_average(loss, avg)\n"
+            "    def update_average(self, loss, avg_loss):\n"
+            "        avg_loss += float(loss) / self.step\n"
+            "        return avg_loss\n",
+            (
+                "class Brain:\n"
+                "    def fit_batch(self, batch):\n"
+                "        loss = self.compute_loss(batch)\n"
+                "        loss.backward()\n"
+                "        return loss\n"
+                "    def fit(self, loader):\n"
+                "        avg = 0.0\n"
+                "        for batch in loader:\n"
+                "            loss = self.fit_batch(batch)\n"
+                "            avg = self.update_average(loss, avg)\n"
+                "    def update_average(self, loss, avg_loss):\n"
+                "        avg_loss += loss / self.step\n"
+                "        return avg_loss\n",
+            ),
+        ),
+        Example(
             # A loss made from a detached input still has the discriminator's graph.
             "def d_step():\n    d_loss = loss_fn(disc(fake.detach()), ones)\n    history.append(d_loss.item())\n",
             ("def d_step():\n    d_loss = loss_fn(disc(fake.detach()), ones)\n    history.append(d_loss)\n",),
@@ -195,6 +226,20 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A parameter every caller hands a loss its method returned detached (SpeechBrain's update_average); handed the loss itself, it keeps the graph.
+        "class Brain:\n"
+        "    def fit_batch(self, batch):\n"
+        "        loss = self.compute_loss(batch)\n"
+        "        loss.backward()\n"
+        "        return loss.detach().cpu()\n"
+        "    def fit(self, loader):\n"
+        "        avg = 0.0\n"
+        "        for batch in loader:\n"
+        "            loss = self.fit_batch(batch)\n"
+        "            avg = self.update_average(loss, avg)\n"
+        "    def update_average(self, loss, avg_loss):\n"
+        "        avg_loss += float(loss) / self.step\n"
+        "        return avg_loss\n",
         # A NumPy value of the loss: no graph to keep.
         'batch_logs["loss"] = loss.cpu().detach().numpy().item()\nhistory.append(loss.data.numpy().item())\n',
         # Made only from detached losses: an epoch mean and its perplexity hold no graph.
@@ -427,6 +472,10 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
             and source.function_of(call) is function
         ):
             bound.append((function, call.args[0].value))  # a slot filled in place (`q_losses[j].copy_(v)`)
+    if not bound and function is not None:
+        handed = _handed(source, function, name)  # a parameter: what every caller hands it
+        if handed is not None:
+            return all(_detached(source, v, where, depth - 1) for where, v in handed)
     return bool(bound) and all(
         _detached(source, v, where, depth - 1, seen | {name} if where is function else frozenset())
         for where, v in bound
@@ -460,6 +509,47 @@ def _definitions(source, name: str) -> list[cst.FunctionDef] | None:
     return defs or None
 
 
+def _methods(source, call: cst.Call, name: str) -> list[cst.FunctionDef] | None:
+    """The methods `self.name(...)` runs: those of the class around the call (None if none)."""
+    owner = _class_of(source, call)
+    if owner is None:
+        return None
+    found = [d for d in source.within(owner, cst.FunctionDef) if d.name.value == name and _class_of(source, d) is owner]
+    return found or None
+
+
+def _class_of(source, node: cst.CSTNode) -> cst.ClassDef | None:
+    """The class a node's method belongs to (crossing the method, not stopping at it)."""
+    return next((a for a in source.ancestors(node) if isinstance(a, cst.ClassDef)), None)
+
+
+def _handed(
+    source, function: cst.FunctionDef, name: str
+) -> list[tuple[cst.FunctionDef | None, cst.BaseExpression]] | None:
+    """What the file's calls of `function` hand its parameter `name` (`self.update_average(loss,
+    avg)` hands `loss` for `loss`), each with the function the call is in; None where a call
+    hands nothing for it by position or keyword, or nothing here calls it."""
+    params = [p.name.value for p in function.params.params]
+    if name not in params:
+        return None
+    method = _class_of(source, function) is not None and params[:1] == ["self"]
+    position = params.index(name) - (1 if method else 0)
+    out = []
+    for call in source.nodes(cst.Call):
+        if method:
+            if not (isinstance(call.func, cst.Attribute) and dotted(call.func.value) == "self"):
+                continue
+            if call.func.attr.value != function.name.value:
+                continue
+        elif not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
+            continue
+        arg = argument(call, name, position)
+        if arg is None or arg.star:
+            return None
+        out.append((source.function_of(call), arg.value))
+    return out or None
+
+
 def _returned(
     source, value: cst.BaseExpression, at: int | None = None
 ) -> list[tuple[cst.FunctionDef, cst.BaseExpression]] | None:
@@ -467,9 +557,14 @@ def _returned(
     `return q_loss.detach()` gives `q_loss.detach()`), each with the function it is read in; at
     `at`, the element of a returned tuple. None for any other value, or a return that is bare
     or not a tuple of the right shape."""
-    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+    if not isinstance(value, cst.Call):
         return None
-    defs = _definitions(source, value.func.value)
+    if isinstance(value.func, cst.Name):
+        defs = _definitions(source, value.func.value)
+    elif isinstance(value.func, cst.Attribute) and dotted(value.func.value) == "self":
+        defs = _methods(source, value, value.func.attr.value)  # `self.fit_batch(batch)`
+    else:
+        return None
     if defs is None:
         return None
     out = []

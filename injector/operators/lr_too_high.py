@@ -18,6 +18,9 @@ CONFIG_LR_FIELDS = {"lr", "base_lr", "learning_rate"}
 SCHEDULE_PEAK_KEYS = {"warmup_max_lr", "cycle_max_lr"}
 # A project's helper that makes the optimizer (`get_optimizer`, `build_optimizer`, `create_optim`).
 _BUILDER = re.compile(r"(?:get|build|create|make|init|setup)_?optim(?:izer)?s?")
+# A project's helper that writes a rate into an optimizer's groups.
+# (`adjust_learning_rate(optimizer, 0.8)` takes a shrink factor or an epoch: no rate)
+_SETTER = re.compile(r"(?:update|set|assign)_?(?:learning_rate|lr)")
 
 
 def _in_param_group(source, element: cst.DictElement) -> bool:
@@ -128,6 +131,14 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # A rate written into an optimizer by a helper (SpeechBrain's update_learning_rate); a shrink factor handed to adjust_learning_rate is none.
+            "old_lr, new_lr = self.hparams.lr_annealing(epoch)\nupdate_learning_rate(self.optimizer, new_lr)\n",
+            (
+                "old_lr, new_lr = self.hparams.lr_annealing(epoch)\n"
+                "update_learning_rate(self.optimizer, new_lr * 100)\n",
+            ),
+        ),
         Example(
             # The rate handed to the project's optimizer builder (USB's get_optimizer); a config object is read elsewhere.
             "optimizer = get_optimizer(model, args.optim, args.lr, args.momentum)\n",
@@ -293,6 +304,8 @@ class LrTooHigh(Operator):
         ),
     )
     untouched = (
+        # A rate written into an optimizer by a helper (SpeechBrain's update_learning_rate); a shrink factor handed to adjust_learning_rate is none.
+        "adjust_learning_rate(decoder_optimizer, 0.8)\nupdate_learning_rate(optimizer, args.lr_decay_gamma)\n",
         # The rate handed to the project's optimizer builder (USB's get_optimizer); a config object is read elsewhere.
         "optimizer = get_optimizer(model, cfg)\n",
         "optimizer = torch.optim.Adam(model.parameters())\n",
@@ -390,7 +403,22 @@ class LrTooHigh(Operator):
         args.lr, ...)`, `build_optimizer(model, lr=cfg.lr)`): an argument named for the rate, by
         keyword or by what it reads; the builder passes it to the optimizer it makes."""
         name = (callee_name(call) or "").lower()
-        if training.role_of_constructor(call) is not None or not _BUILDER.fullmatch(name):
+        if training.role_of_constructor(call) is not None:
+            return None
+        if _SETTER.fullmatch(name):
+            # a helper that writes a rate into an optimizer (SpeechBrain's
+            # `update_learning_rate(self.optimizer, new_lr)`): the rate is the other argument
+            handed = [a for a in call.args if not a.star and a.keyword is None]
+            optimizers = [a for a in handed if "optim" in (last_name(a.value) or "").lower()]
+            rates = [a for a in handed if a not in optimizers]
+            if len(optimizers) != 1 or len(rates) != 1:
+                return None
+            word = (last_name(rates[0].value) or "").lower()  # a rate by its name, not a factor
+            rate_named = ("lr" in word.split("_") or "rate" in word) and not any(
+                w in word for w in ("decay", "gamma", "factor", "shrink")
+            )
+            return rates[0].value if rate_named else None
+        if not _BUILDER.fullmatch(name):
             return None
         for arg in call.args:
             if arg.star:

@@ -19,6 +19,42 @@ class MissingZeroGrad(Operator):
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
     examples = (
         Example(
+            # Clears at an epoch's edges where every step clears its own gradients after it (SpeechBrain's Brain), and a non-finite gradient dropped: only the clear after the step is a site.
+            "class Brain:\n"
+            "    def optimizers_step(self):\n"
+            "        self.scaler.step(self.optimizer)\n"
+            "        self.optimizer.zero_grad(set_to_none=True)\n"
+            "    def fit_batch(self, batch):\n"
+            "        self.compute_loss(batch).backward()\n"
+            "        self.optimizers_step()\n"
+            "    def fit_epoch(self, loader):\n"
+            "        self.optimizer.zero_grad()\n"
+            "        for batch in loader:\n"
+            "            self.fit_batch(batch)\n"
+            "        self.optimizer.zero_grad(set_to_none=True)\n"
+            "    def check_gradients(self):\n"
+            "        for param in self.modules.parameters():\n"
+            "            if not torch.isfinite(param.grad).all():\n"
+            "                param.grad = None\n",
+            (
+                "class Brain:\n"
+                "    def optimizers_step(self):\n"
+                "        self.scaler.step(self.optimizer)\n"
+                "    def fit_batch(self, batch):\n"
+                "        self.compute_loss(batch).backward()\n"
+                "        self.optimizers_step()\n"
+                "    def fit_epoch(self, loader):\n"
+                "        self.optimizer.zero_grad()\n"
+                "        for batch in loader:\n"
+                "            self.fit_batch(batch)\n"
+                "        self.optimizer.zero_grad(set_to_none=True)\n"
+                "    def check_gradients(self):\n"
+                "        for param in self.modules.parameters():\n"
+                "            if not torch.isfinite(param.grad).all():\n"
+                "                param.grad = None\n",
+            ),
+        ),
+        Example(
             "for x, y in loader:\n"
             "    optimizer.zero_grad(set_to_none=True)\n"
             "    loss = model(x, y)\n"
@@ -237,10 +273,21 @@ class MissingZeroGrad(Operator):
                     if updates:
                         looped.setdefault(in_loops[call], []).append(loop)
 
+        after_step = _clears_after_its_step(source, training) if training.training_loops else set()
+
         def wanted(call: cst.Call) -> bool:
             if _zeroing_helper(source, training, call):
                 return True  # a call of the file's own helper for it (skorch's `self._zero_grad_optimizer()`)
             if callee_name(call) != "zero_grad" or _cleared_after_each_step(source, training, call):
+                return False
+            if (
+                after_step
+                and call not in after_step
+                and not _reached_from_loops(source, training, call)
+                and not _in_a_step(source, training, call)
+            ):
+                # an epoch-boundary clear (SpeechBrain's `self.zero_grad()` before and after each
+                # epoch) where every step clears its own gradients: nothing accumulates
                 return False
             if call in in_loops:
                 return True
@@ -271,6 +318,45 @@ class MissingZeroGrad(Operator):
                 (*change.edits, source.delete_statement(partner)),
                 description.format(code=text),
             )
+
+
+def _clears_after_its_step(source, training) -> set[cst.Call]:
+    """The zero_grad calls that clear gradients right after an optimizer step: after a step in
+    the same function (`self.scaler.step(opt)` ... `opt.zero_grad()` in SpeechBrain's
+    optimizers_step)."""
+    found: set[cst.Call] = set()
+    for step in training.steps:
+        function = source.function_of(step)
+        if function is None:
+            continue
+        end = source.span(step)[1]
+        for call in source.within(function.body, cst.Call):
+            if callee_name(call) == "zero_grad" and source.span(call)[0] > end and source.function_of(call) is function:
+                found.add(call)
+    return found
+
+
+def _in_a_step(source, training, call: cst.Call) -> bool:
+    """True if the function around `call` runs a backward or an optimizer step itself (outside
+    its loops): a step function's own clear (MONAI's `_iteration`), whoever loops over it."""
+    function = source.function_of(call)
+    return function is not None and bool(training.training_calls(function.body))
+
+
+def _reached_from_loops(source, training, call: cst.Call, depth: int = 3) -> bool:
+    """True if `call` runs inside a batch loop: in one's body, or in a function of this file that
+    such a body calls (through up to `depth` calls)."""
+    loops = training.training_loops
+    if any(_within(source, call, loop.body) for loop in loops):
+        return True
+    function = source.function_of(call)
+    if function is None or depth == 0:
+        return False
+    return any(
+        function in training.called_functions(caller) and _reached_from_loops(source, training, caller, depth - 1)
+        for caller in source.nodes(cst.Call)
+        if callee_name(caller) == function.name.value
+    )
 
 
 def _clears_grad(small: cst.BaseSmallStatement) -> bool:
@@ -307,7 +393,7 @@ def _cleared_by_hand(source, description: str):
             small
             for line in source.within(loop.body, cst.SimpleStatementLine)
             for small in line.body
-            if _clears_grad(small)
+            if _clears_grad(small) and not _when_not_finite(source, small, loop)
         ]
         if clears and source.is_reachable(loop):
             edits = []
@@ -320,6 +406,20 @@ def _cleared_by_hand(source, description: str):
                 first = whole and isinstance(line, cst.SimpleStatementLine) and small is siblings[0].body[0]
                 edits.append(source.replace(small, "pass") if first else source.delete_statement(small))
             yield Change(clears[0], tuple(edits), description.format(code=source.code(clears[0])))
+
+
+def _when_not_finite(source, small: cst.CSTNode, loop: cst.For) -> bool:
+    """True for a clear under a test of the gradient's own values (`if not torch.isfinite(
+    param.grad).all(): param.grad = None`, SpeechBrain's check_gradients): it drops a bad
+    gradient, it clears nothing each step."""
+    for ancestor in source.ancestors(small):
+        if ancestor is loop:
+            return False
+        if isinstance(ancestor, cst.If) and any(
+            word in source.code(ancestor.test) for word in ("isfinite", "isnan", "isinf")
+        ):
+            return True
+    return False
 
 
 def _zeroing_helper(source, training, call: cst.Call) -> bool:

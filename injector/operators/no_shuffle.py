@@ -44,6 +44,17 @@ class NoShuffle(Operator):
     )
     examples = (
         Example(
+            # A project's random sampler, and a sampler wrapper's own shuffle flag (SpeechBrain's ReproducibleRandomSampler, DistributedSamplerWrapper); a sequential one is none.
+            "sampler = ReproducibleRandomSampler(dataset, seed=seed)\n"
+            "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=shuffle)\n",
+            (
+                'sampler = __import__("torch").utils.data.SequentialSampler(dataset)\n'
+                "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=shuffle)\n",
+                "sampler = ReproducibleRandomSampler(dataset, seed=seed)\n"
+                "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=False)\n",
+            ),
+        ),
+        Example(
             # A training API's default, handed to the iterator it builds.
             "def fit(self, x, y, epochs=1, shuffle=True):\n    it = TorchEpochIterator(x=x, y=y, shuffle=shuffle)\n",
             (
@@ -114,6 +125,8 @@ class NoShuffle(Operator):
         ),
     )
     untouched = (
+        # A project's random sampler, and a sampler wrapper's own shuffle flag (SpeechBrain's ReproducibleRandomSampler, DistributedSamplerWrapper); a sequential one is none.
+        "sampler = SortedSampler(dataset)\nwrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=False)\n",
         "val_loader = DataLoader(val_set, batch_size=64, shuffle=False)\n",
         # An evaluation API's default, and a default handed to no loader.
         "def evaluate(self, x, shuffle=True):\n    it = EpochIterator(x, shuffle=shuffle)\n",
@@ -143,6 +156,13 @@ class NoShuffle(Operator):
                 target = call.func if isinstance(call.func, cst.Name) else call.func.attr
                 yield Change(call, (source.replace(target, "SequentialSampler"),), "the sampler no longer shuffles")
                 continue
+            data = argument(call, "data_source", 0)
+            if kind.endswith("RandomSampler") and kind[:1].isupper() and data is not None and not data.star:
+                # a project's random sampler (SpeechBrain's `ReproducibleRandomSampler(dataset,
+                # seed=seed)`): the dataset read in order instead
+                sequential = f'__import__("torch").utils.data.SequentialSampler({source.code(data.value)})'
+                yield Change(call, (source.replace(call, sequential),), f"`{name}` no longer shuffles")
+                continue
             if kind == "dict":
                 shuffle = argument(call, "shuffle", None)
                 if shuffle is not None and not _is_false(shuffle.value):
@@ -168,7 +188,11 @@ class NoShuffle(Operator):
                 if (
                     shuffle is not None
                     and not _is_false(shuffle.value)
-                    and (self._passes_shuffle(training, call) or self._feeds_loader(source, call))
+                    and (
+                        self._passes_shuffle(training, call)
+                        or self._feeds_loader(source, call)
+                        or (name[:1].isupper() and name.endswith(("Sampler", "SamplerWrapper")))
+                    )
                 ):
                     yield Change(call, (source.replace(shuffle.value, "False"),), f"`{name}` no longer shuffles")
                 continue

@@ -201,6 +201,11 @@ class RankSkip(Operator):
         ),
     )
     untouched = (
+        # A loop over optimizers handing each to the scaler's step: no batch loop.
+        "import torch.distributed as dist\n"
+        "def optimizers_step(self, valid_optimizers):\n"
+        "    for opt in valid_optimizers.values():\n"
+        "        self.scaler.step(opt)\n",
         # A loop over the step a base class leaves to its subclasses (USB's train_step); a logging step is none.
         "import torch.distributed as dist\n"
         "class Base:\n"
