@@ -541,6 +541,8 @@ class Training:
     def _optimizes_by_hand(self, owner: cst.ClassDef, function: cst.FunctionDef) -> bool:
         if any(callee_name(c) == "backward" for c in self.source.within(function.body, cst.Call)):
             return True
+        if self.training_calls(function.body):
+            return True  # a step that runs its backward or step through its own helpers (OLMo's train_step)
         if any(callee_name(c) == "manual_backward" for c in self.source.within(owner.body, cst.Call)):
             return True
         return any(

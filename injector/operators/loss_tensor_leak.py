@@ -226,6 +226,18 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # Either branch of a conditional start, and None, hold no graph (OLMo's z-loss total).
+        "def train_batch(self, micro_batches, use_z):\n"
+        "    z_loss_total = None if not use_z else torch.tensor(0.0)\n"
+        "    for mb in micro_batches:\n"
+        "        loss, z = self.forward(mb)\n"
+        "        loss.backward()\n"
+        "        if z is not None:\n"
+        "            z_loss_total += z.detach()\n"
+        "    return z_loss_total\n"
+        "def train_step(self, batch, metrics):\n"
+        "    z_loss_total = train_batch(self, batch, True)\n"
+        "    metrics['z'] = z_loss_total.item()\n",
         # A parameter every caller hands a loss its method returned detached (SpeechBrain's update_average); handed the loss itself, it keeps the graph.
         "class Brain:\n"
         "    def fit_batch(self, batch):\n"
@@ -418,8 +430,12 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
     binding of which in the function is one (`total_loss = 0.0`, `total_loss += loss.detach()`,
     `epoch_loss = total_loss / n`). A call of anything else (a model, a loss function) may build
     a graph of its own."""
-    if _number(value):
+    if _number(value) or (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
         return True
+    if isinstance(value, cst.IfExp):  # `None if not z else torch.tensor(0.0)`: either branch
+        return _detached(source, value.body, function, depth, seen) and _detached(
+            source, value.orelse, function, depth, seen
+        )
     if isinstance(value, cst.Call):
         name = callee_name(value)
         if name in ("detach", "numpy", "tolist"):

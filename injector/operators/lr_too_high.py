@@ -71,6 +71,13 @@ def _rate_assignments(source) -> list[cst.Assign]:
     return found
 
 
+def _in_a_step(source, training, node: cst.CSTNode) -> bool:
+    """True if `node` sits in a function that runs a backward or an optimizer step itself
+    (outside its loops): the step writes its rate before stepping (OLMo's train_step)."""
+    function = source.function_of(node)
+    return function is not None and bool(training.training_calls(function.body))
+
+
 def _bound_values(source, use: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
     """What `name` may hold where `use` runs, as the file spells it: a parameter's default, a
     dict assigned to the name, or for `self.x` the class's field `x` and the default of the
@@ -131,6 +138,55 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # A rate the step writes into every group before stepping: the one written on restore is rewritten (OLMo).
+            "class Trainer:\n"
+            "    def train_batch(self, batch):\n"
+            "        loss = self.model(batch).mean()\n"
+            "        loss.backward()\n"
+            "        return loss.detach()\n"
+            "    def train_step(self, batch):\n"
+            "        metrics = {}\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        metrics['loss'] = self.train_batch(batch).item()\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
+            "        self.optim.step()\n"
+            "        return metrics\n"
+            "    def eval(self):\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        self.model.eval()\n"
+            "    def restore(self, state):\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = state['lr']\n"
+            "    def fit(self):\n"
+            "        for batch in self.loader:\n"
+            "            self.train_step(batch)\n",
+            (
+                "class Trainer:\n"
+                "    def train_batch(self, batch):\n"
+                "        loss = self.model(batch).mean()\n"
+                "        loss.backward()\n"
+                "        return loss.detach()\n"
+                "    def train_step(self, batch):\n"
+                "        metrics = {}\n"
+                "        self.optim.zero_grad(set_to_none=True)\n"
+                "        metrics['loss'] = self.train_batch(batch).item()\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step) * 100\n"
+                "        self.optim.step()\n"
+                "        return metrics\n"
+                "    def eval(self):\n"
+                "        self.optim.zero_grad(set_to_none=True)\n"
+                "        self.model.eval()\n"
+                "    def restore(self, state):\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = state['lr']\n"
+                "    def fit(self):\n"
+                "        for batch in self.loader:\n"
+                "            self.train_step(batch)\n",
+            ),
+        ),
         Example(
             # A rate written into an optimizer by a helper (SpeechBrain's update_learning_rate); a shrink factor handed to adjust_learning_rate is none.
             "old_lr, new_lr = self.hparams.lr_annealing(epoch)\nupdate_learning_rate(self.optimizer, new_lr)\n",
@@ -364,7 +420,11 @@ class LrTooHigh(Operator):
                 alpha = argument(call, "alpha", None)
                 if alpha is not None:
                     yield self._scaled(source, call, alpha.value)
-        for assign in _rate_assignments(source):
+        assignments = _rate_assignments(source)
+        in_steps = [a for a in assignments if _in_a_step(source, training, a)]
+        for assign in assignments:
+            if in_steps and assign not in in_steps:
+                continue  # rewritten before every step by the step's own (OLMo's reset on restore)
             yield self._scaled(source, assign, assign.value)
         yield from self._config_fields(source, training)
         yield from self._splatted_defaults(source, training)

@@ -19,6 +19,54 @@ class MissingZeroGrad(Operator):
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
     examples = (
         Example(
+            # A step that clears its gradients first makes the clear before an evaluation redundant (OLMo).
+            "class Trainer:\n"
+            "    def train_batch(self, batch):\n"
+            "        loss = self.model(batch).mean()\n"
+            "        loss.backward()\n"
+            "        return loss.detach()\n"
+            "    def train_step(self, batch):\n"
+            "        metrics = {}\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        metrics['loss'] = self.train_batch(batch).item()\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
+            "        self.optim.step()\n"
+            "        return metrics\n"
+            "    def eval(self):\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        self.model.eval()\n"
+            "    def restore(self, state):\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = state['lr']\n"
+            "    def fit(self):\n"
+            "        for batch in self.loader:\n"
+            "            self.train_step(batch)\n",
+            (
+                "class Trainer:\n"
+                "    def train_batch(self, batch):\n"
+                "        loss = self.model(batch).mean()\n"
+                "        loss.backward()\n"
+                "        return loss.detach()\n"
+                "    def train_step(self, batch):\n"
+                "        metrics = {}\n"
+                "        metrics['loss'] = self.train_batch(batch).item()\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
+                "        self.optim.step()\n"
+                "        return metrics\n"
+                "    def eval(self):\n"
+                "        self.optim.zero_grad(set_to_none=True)\n"
+                "        self.model.eval()\n"
+                "    def restore(self, state):\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = state['lr']\n"
+                "    def fit(self):\n"
+                "        for batch in self.loader:\n"
+                "            self.train_step(batch)\n",
+            ),
+        ),
+        Example(
             # Clears at an epoch's edges where every step clears its own gradients after it (SpeechBrain's Brain), and a non-finite gradient dropped: only the clear after the step is a site.
             "class Brain:\n"
             "    def optimizers_step(self):\n"
@@ -273,7 +321,7 @@ class MissingZeroGrad(Operator):
                     if updates:
                         looped.setdefault(in_loops[call], []).append(loop)
 
-        after_step = _clears_after_its_step(source, training) if training.training_loops else set()
+        after_step = _clears_in_each_step(source, training) if training.training_loops else set()
 
         def wanted(call: cst.Call) -> bool:
             if _zeroing_helper(source, training, call):
@@ -283,11 +331,12 @@ class MissingZeroGrad(Operator):
             if (
                 after_step
                 and call not in after_step
-                and not _reached_from_loops(source, training, call)
+                and not any(_within(source, call, loop.body) for loop in training.training_loops)
                 and not _in_a_step(source, training, call)
             ):
-                # an epoch-boundary clear (SpeechBrain's `self.zero_grad()` before and after each
-                # epoch) where every step clears its own gradients: nothing accumulates
+                # a clear between steps (SpeechBrain's `self.zero_grad()` at an epoch's edges,
+                # OLMo's before saving or evaluating) where every step clears its own gradients:
+                # nothing accumulates
                 return False
             if call in in_loops:
                 return True
@@ -320,19 +369,26 @@ class MissingZeroGrad(Operator):
             )
 
 
-def _clears_after_its_step(source, training) -> set[cst.Call]:
-    """The zero_grad calls that clear gradients right after an optimizer step: after a step in
-    the same function (`self.scaler.step(opt)` ... `opt.zero_grad()` in SpeechBrain's
-    optimizers_step)."""
-    found: set[cst.Call] = set()
+def _clears_in_each_step(source, training) -> set[cst.Call]:
+    """The zero_grad calls that clear each step's gradients: in a function that runs a backward
+    or an optimizer step itself (outside its loops: OLMo's train_step clears before it), or after
+    an optimizer step in the same function (SpeechBrain's optimizers_step, stepping each
+    optimizer in a loop over them, clears each after)."""
+    found = {
+        call
+        for call in source.nodes(cst.Call)
+        if callee_name(call) == "zero_grad" and _in_a_step(source, training, call)
+    }
     for step in training.steps:
         function = source.function_of(step)
         if function is None:
             continue
         end = source.span(step)[1]
-        for call in source.within(function.body, cst.Call):
-            if callee_name(call) == "zero_grad" and source.span(call)[0] > end and source.function_of(call) is function:
-                found.add(call)
+        found.update(
+            call
+            for call in source.within(function.body, cst.Call)
+            if callee_name(call) == "zero_grad" and source.span(call)[0] > end and source.function_of(call) is function
+        )
     return found
 
 
@@ -341,22 +397,6 @@ def _in_a_step(source, training, call: cst.Call) -> bool:
     its loops): a step function's own clear (MONAI's `_iteration`), whoever loops over it."""
     function = source.function_of(call)
     return function is not None and bool(training.training_calls(function.body))
-
-
-def _reached_from_loops(source, training, call: cst.Call, depth: int = 3) -> bool:
-    """True if `call` runs inside a batch loop: in one's body, or in a function of this file that
-    such a body calls (through up to `depth` calls)."""
-    loops = training.training_loops
-    if any(_within(source, call, loop.body) for loop in loops):
-        return True
-    function = source.function_of(call)
-    if function is None or depth == 0:
-        return False
-    return any(
-        function in training.called_functions(caller) and _reached_from_loops(source, training, caller, depth - 1)
-        for caller in source.nodes(cst.Call)
-        if callee_name(caller) == function.name.value
-    )
 
 
 def _clears_grad(small: cst.BaseSmallStatement) -> bool:

@@ -234,8 +234,9 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
 
 
 def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant, str]]:
-    """Mutants that do not compile, that call a method on a number (`(0).detach()`: it loads,
-    then fails on the step's first run), or whose module does not load where the original does."""
+    """Mutants that do not compile, that read a method a literal does not have (`(0).detach()`,
+    `{}.detach()`: they load, then fail on the step's first run), or whose module does not load
+    where the original does."""
     original = load_module(file.text, file)
     on_numbers = _methods_on_numbers(ast.parse(file.text))
     broken = []
@@ -249,7 +250,7 @@ def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant
             continue
         added = _methods_on_numbers(tree) - on_numbers
         if added:
-            broken.append((mutant, f"AttributeError: a method on a number: {sorted(added)[0]}"))
+            broken.append((mutant, f"AttributeError: a method a literal lacks: {sorted(added)[0]}"))
             continue
         if original is None:
             problem = load_module(text, file)
@@ -258,16 +259,22 @@ def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant
     return broken
 
 
+_LITERALS = {ast.Dict: dict, ast.List: list, ast.Set: set, ast.Tuple: tuple}
+
+
 def _methods_on_numbers(tree: ast.AST) -> set[str]:
-    """`(0).detach`, `(1.0).cuda`: attributes read off a number literal (each spelled once)."""
+    """`(0).detach`, `(1.0).cuda`, `{}.detach`: attributes a literal's type does not have, read
+    off a number, dict, list, set or tuple literal (each spelled once)."""
     found = set()
     for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, (int, float, complex))
-        ):
-            found.add(f"({node.value.value!r}).{node.attr}")
+        if not isinstance(node, ast.Attribute):
+            continue
+        value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, (int, float, complex)):
+            if not hasattr(value.value, node.attr):
+                found.add(f"({value.value!r}).{node.attr}")
+        elif type(value) in _LITERALS and not hasattr(_LITERALS[type(value)], node.attr):
+            found.add(f"{_LITERALS[type(value)].__name__} literal.{node.attr}")
     return found
 
 

@@ -51,7 +51,20 @@ def test_a_mutant_that_calls_a_method_on_a_number_is_broken_though_it_loads():
     mutated = file.text.replace("        loss = 0\n", "        loss = (0).detach()\n", 1)
     assert mutated != file.text and load_module(mutated, file) is None
     [(_, problem)] = broken_mutants(file, [_Applied(mutated)])
-    assert problem == "AttributeError: a method on a number: (0).detach"
+    assert problem == "AttributeError: a method a literal lacks: (0).detach"
+
+
+def test_a_mutant_that_detaches_a_dict_literal_is_broken_though_it_loads():
+    """Batch 30's `metrics: Dict[str, float] = {}.detach()` (OLMo's train_step taken for a step
+    returning its loss): the module loads, the first step fails; a dict's own method is fine."""
+    [file] = [f for f in corpus_files() if f.name == "olmo_train.py"]
+    line = "        metrics: Dict[str, float] = {}\n"
+    mutated = file.text.replace(line, line.replace("{}", "{}.detach()"), 1)
+    assert mutated != file.text and load_module(mutated, file) is None
+    [(_, problem)] = broken_mutants(file, [_Applied(mutated)])
+    assert problem == "AttributeError: a method a literal lacks: dict literal.detach"
+    kept = file.text.replace(line, line.replace("{}", "{}.copy()"), 1)
+    assert broken_mutants(file, [_Applied(kept)]) == []
 
 
 class _Applied:
