@@ -14,85 +14,6 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
-            # A train_step that runs its backward through its own helper returns figures, not a loss (OLMo): only the helper's loss is a site.
-            "class Trainer:\n"
-            "    def train_batch(self, batch):\n"
-            "        loss = self.model(batch).mean()\n"
-            "        loss.backward()\n"
-            "        return loss.detach()\n"
-            "    def train_step(self, batch):\n"
-            "        metrics = {}\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        metrics['loss'] = self.train_batch(batch).item()\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-            "        self.optim.step()\n"
-            "        return metrics\n"
-            "    def eval(self):\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        self.model.eval()\n"
-            "    def restore(self, state):\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = state['lr']\n"
-            "    def fit(self):\n"
-            "        for batch in self.loader:\n"
-            "            self.train_step(batch)\n",
-            (
-                "class Trainer:\n"
-                "    def train_batch(self, batch):\n"
-                "        loss = self.model(batch).mean().detach()\n"
-                "        loss.backward()\n"
-                "        return loss.detach()\n"
-                "    def train_step(self, batch):\n"
-                "        metrics = {}\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        metrics['loss'] = self.train_batch(batch).item()\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-                "        self.optim.step()\n"
-                "        return metrics\n"
-                "    def eval(self):\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        self.model.eval()\n"
-                "    def restore(self, state):\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = state['lr']\n"
-                "    def fit(self):\n"
-                "        for batch in self.loader:\n"
-                "            self.train_step(batch)\n",
-            ),
-        ),
-        Example(
-            # The loss a framework backpropagates after compute_objectives returns it (SpeechBrain's Brain).
-            "class SpkIdBrain(sb.Brain):\n"
-            "    def compute_objectives(self, predictions, batch, stage):\n"
-            "        loss = sb.nnet.losses.nll_loss(predictions, batch.y)\n"
-            "        return loss\n",
-            (
-                "class SpkIdBrain(sb.Brain):\n"
-                "    def compute_objectives(self, predictions, batch, stage):\n"
-                "        loss = sb.nnet.losses.nll_loss(predictions.detach(), batch.y)\n"
-                "        return loss\n",
-            ),
-        ),
-        Example(
-            # A train_step that returns its loss in a dict of a returned tuple, for a hook to backpropagate (USB); a dict without the loss is none.
-            "class FixMatch(AlgorithmBase):\n"
-            "    def train_step(self, x, y):\n"
-            "        logits = self.model(x)\n"
-            "        loss = self.ce_loss(logits, y, reduction='mean')\n"
-            "        out_dict = self.process_out_dict(loss=loss)\n"
-            "        return out_dict, {}\n",
-            (
-                "class FixMatch(AlgorithmBase):\n"
-                "    def train_step(self, x, y):\n"
-                "        logits = self.model(x)\n"
-                "        loss = self.ce_loss(logits.detach(), y, reduction='mean')\n"
-                "        out_dict = self.process_out_dict(loss=loss)\n"
-                "        return out_dict, {}\n",
-            ),
-        ),
-        Example(
             # Lightning differentiates what `training_step` returns.
             "class Net(LightningModule):\n"
             "    def training_step(self, batch, batch_idx):\n"
@@ -357,6 +278,85 @@ class DetachedGraph(Operator):
                 "        out = self.model(**batch)\n"
                 "        out.loss = out.loss.detach()\n"
                 "        return {'loss': out.loss, 'log': {'ppl': out.loss.exp()}}\n",
+            ),
+        ),
+        Example(
+            # A train_step that runs its backward through its own helper returns figures, not a loss (OLMo): only the helper's loss is a site.
+            "class Trainer:\n"
+            "    def train_batch(self, batch):\n"
+            "        loss = self.model(batch).mean()\n"
+            "        loss.backward()\n"
+            "        return loss.detach()\n"
+            "    def train_step(self, batch):\n"
+            "        metrics = {}\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        metrics['loss'] = self.train_batch(batch).item()\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
+            "        self.optim.step()\n"
+            "        return metrics\n"
+            "    def eval(self):\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        self.model.eval()\n"
+            "    def restore(self, state):\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = state['lr']\n"
+            "    def fit(self):\n"
+            "        for batch in self.loader:\n"
+            "            self.train_step(batch)\n",
+            (
+                "class Trainer:\n"
+                "    def train_batch(self, batch):\n"
+                "        loss = self.model(batch).mean().detach()\n"
+                "        loss.backward()\n"
+                "        return loss.detach()\n"
+                "    def train_step(self, batch):\n"
+                "        metrics = {}\n"
+                "        self.optim.zero_grad(set_to_none=True)\n"
+                "        metrics['loss'] = self.train_batch(batch).item()\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
+                "        self.optim.step()\n"
+                "        return metrics\n"
+                "    def eval(self):\n"
+                "        self.optim.zero_grad(set_to_none=True)\n"
+                "        self.model.eval()\n"
+                "    def restore(self, state):\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = state['lr']\n"
+                "    def fit(self):\n"
+                "        for batch in self.loader:\n"
+                "            self.train_step(batch)\n",
+            ),
+        ),
+        Example(
+            # The loss a framework backpropagates after compute_objectives returns it (SpeechBrain's Brain).
+            "class SpkIdBrain(sb.Brain):\n"
+            "    def compute_objectives(self, predictions, batch, stage):\n"
+            "        loss = sb.nnet.losses.nll_loss(predictions, batch.y)\n"
+            "        return loss\n",
+            (
+                "class SpkIdBrain(sb.Brain):\n"
+                "    def compute_objectives(self, predictions, batch, stage):\n"
+                "        loss = sb.nnet.losses.nll_loss(predictions.detach(), batch.y)\n"
+                "        return loss\n",
+            ),
+        ),
+        Example(
+            # A train_step that returns its loss in a dict of a returned tuple, for a hook to backpropagate (USB); a dict without the loss is none.
+            "class FixMatch(AlgorithmBase):\n"
+            "    def train_step(self, x, y):\n"
+            "        logits = self.model(x)\n"
+            "        loss = self.ce_loss(logits, y, reduction='mean')\n"
+            "        out_dict = self.process_out_dict(loss=loss)\n"
+            "        return out_dict, {}\n",
+            (
+                "class FixMatch(AlgorithmBase):\n"
+                "    def train_step(self, x, y):\n"
+                "        logits = self.model(x)\n"
+                "        loss = self.ce_loss(logits.detach(), y, reduction='mean')\n"
+                "        out_dict = self.process_out_dict(loss=loss)\n"
+                "        return out_dict, {}\n",
             ),
         ),
     )

@@ -561,40 +561,6 @@ class DeviceMismatch(Operator):
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
         Example(
-            # A parameter named for the batch (SpeechBrain's compute_forward); a model's own buffer is none.
-            "class Brain:\n"
-            "    def compute_forward(self, batch, stage):\n"
-            "        batch = batch.to(self.device)\n"
-            "        return self.modules.model(batch.sig)\n",
-            (
-                "class Brain:\n"
-                "    def compute_forward(self, batch, stage):\n"
-                "        batch = batch\n"
-                "        return self.modules.model(batch.sig)\n",
-            ),
-        ),
-        Example(
-            # A helper's batch: taken from a parameter every caller hands from a loop over a loader (an example moved once is not).
-            "class Algo:\n"
-            "    def get_logits(self, data):\n"
-            "        x = data['x_lb']\n"
-            "        x = x.cuda(self.gpu)\n"
-            "        return self.model(x)\n"
-            "    def evaluate(self):\n"
-            "        for data in self.loader:\n"
-            "            logits = self.get_logits(data)\n",
-            (
-                "class Algo:\n"
-                "    def get_logits(self, data):\n"
-                "        x = data['x_lb']\n"
-                "        x = x\n"
-                "        return self.model(x)\n"
-                "    def evaluate(self):\n"
-                "        for data in self.loader:\n"
-                "            logits = self.get_logits(data)\n",
-            ),
-        ),
-        Example(
             # A step that takes its batch as a parameter, with no loop: what it moves and then
             # hands to the model or the loss is the batch.
             "def forward_backward(self, data):\n    imgs, pids = data\n    imgs = imgs.cuda()\n"
@@ -826,6 +792,40 @@ class DeviceMismatch(Operator):
                 "    images = next(iter(loader))\n"
                 "    images = images\n"
                 "    return model(images)\n",
+            ),
+        ),
+        Example(
+            # A parameter named for the batch (SpeechBrain's compute_forward); a model's own buffer is none.
+            "class Brain:\n"
+            "    def compute_forward(self, batch, stage):\n"
+            "        batch = batch.to(self.device)\n"
+            "        return self.modules.model(batch.sig)\n",
+            (
+                "class Brain:\n"
+                "    def compute_forward(self, batch, stage):\n"
+                "        batch = batch\n"
+                "        return self.modules.model(batch.sig)\n",
+            ),
+        ),
+        Example(
+            # A helper's batch: taken from a parameter every caller hands from a loop over a loader (an example moved once is not).
+            "class Algo:\n"
+            "    def get_logits(self, data):\n"
+            "        x = data['x_lb']\n"
+            "        x = x.cuda(self.gpu)\n"
+            "        return self.model(x)\n"
+            "    def evaluate(self):\n"
+            "        for data in self.loader:\n"
+            "            logits = self.get_logits(data)\n",
+            (
+                "class Algo:\n"
+                "    def get_logits(self, data):\n"
+                "        x = data['x_lb']\n"
+                "        x = x\n"
+                "        return self.model(x)\n"
+                "    def evaluate(self):\n"
+                "        for data in self.loader:\n"
+                "            logits = self.get_logits(data)\n",
             ),
         ),
     )

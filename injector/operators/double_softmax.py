@@ -55,17 +55,6 @@ class DoubleSoftmax(Operator):
     summary = "Pass `logits.softmax(dim=1)` instead of logits to `cross_entropy` / `nn.CrossEntropyLoss`."
     examples = (
         Example(
-            # A criterion named a cross-entropy, and a loss helper told to compute one ('ce'); an L1 loss, or 'mse', is none.
-            "sup = self.ce_loss(logits, y, reduction='mean')\n"
-            "unsup = self.consistency_loss(logits_s, pseudo, 'ce', mask=mask)\n",
-            (
-                "sup = self.ce_loss(logits.softmax(dim=1), y, reduction='mean')\n"
-                "unsup = self.consistency_loss(logits_s, pseudo, 'ce', mask=mask)\n",
-                "sup = self.ce_loss(logits, y, reduction='mean')\n"
-                "unsup = self.consistency_loss(logits_s.softmax(dim=1), pseudo, 'ce', mask=mask)\n",
-            ),
-        ),
-        Example(
             # A helper handed the criterion and the model's output (torchreid's compute_loss).
             "criterion = nn.CrossEntropyLoss()\nout = model(x)\nloss = compute_loss(criterion, out, y)\n",
             (
@@ -145,6 +134,17 @@ class DoubleSoftmax(Operator):
                 "        cost = criterion(x.log_softmax(2), y, n, m)\n"
                 "    else:\n"
                 "        cost = criterion(x.view(-1, x.shape[-1]).softmax(dim=1), y)\n",
+            ),
+        ),
+        Example(
+            # A criterion named a cross-entropy, and a loss helper told to compute one ('ce'); an L1 loss, or 'mse', is none.
+            "sup = self.ce_loss(logits, y, reduction='mean')\n"
+            "unsup = self.consistency_loss(logits_s, pseudo, 'ce', mask=mask)\n",
+            (
+                "sup = self.ce_loss(logits.softmax(dim=1), y, reduction='mean')\n"
+                "unsup = self.consistency_loss(logits_s, pseudo, 'ce', mask=mask)\n",
+                "sup = self.ce_loss(logits, y, reduction='mean')\n"
+                "unsup = self.consistency_loss(logits_s.softmax(dim=1), pseudo, 'ce', mask=mask)\n",
             ),
         ),
     )

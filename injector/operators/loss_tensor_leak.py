@@ -28,37 +28,6 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
-            # A parameter every caller hands a loss its method returned detached (SpeechBrain's update_average); handed the loss itself, it keeps the graph.
-            "class Brain:\n"
-            "    def fit_batch(self, batch):\n"
-            "        loss = self.compute_loss(batch)\n"
-            "        loss.backward()\n"
-            "        return loss\n"
-            "    def fit(self, loader):\n"
-            "        avg = 0.0\n"
-            "        for batch in loader:\n"
-            "            loss = self.fit_batch(batch)\n"
-            "            avg = self.update_average(loss, avg)\n"
-            "    def update_average(self, loss, avg_loss):\n"
-            "        avg_loss += float(loss) / self.step\n"
-            "        return avg_loss\n",
-            (
-                "class Brain:\n"
-                "    def fit_batch(self, batch):\n"
-                "        loss = self.compute_loss(batch)\n"
-                "        loss.backward()\n"
-                "        return loss\n"
-                "    def fit(self, loader):\n"
-                "        avg = 0.0\n"
-                "        for batch in loader:\n"
-                "            loss = self.fit_batch(batch)\n"
-                "            avg = self.update_average(loss, avg)\n"
-                "    def update_average(self, loss, avg_loss):\n"
-                "        avg_loss += loss / self.step\n"
-                "        return avg_loss\n",
-            ),
-        ),
-        Example(
             # A loss made from a detached input still has the discriminator's graph.
             "def d_step():\n    d_loss = loss_fn(disc(fake.detach()), ones)\n    history.append(d_loss.item())\n",
             ("def d_step():\n    d_loss = loss_fn(disc(fake.detach()), ones)\n    history.append(d_loss)\n",),
@@ -222,6 +191,37 @@ class LossTensorLeak(Operator):
                 "for data in buffer:\n"
                 "    loss = policy_loss + value_loss\n"
                 "    self.logger.record_mean('train/loss', loss)\n",
+            ),
+        ),
+        Example(
+            # A parameter every caller hands a loss its method returned detached (SpeechBrain's update_average); handed the loss itself, it keeps the graph.
+            "class Brain:\n"
+            "    def fit_batch(self, batch):\n"
+            "        loss = self.compute_loss(batch)\n"
+            "        loss.backward()\n"
+            "        return loss\n"
+            "    def fit(self, loader):\n"
+            "        avg = 0.0\n"
+            "        for batch in loader:\n"
+            "            loss = self.fit_batch(batch)\n"
+            "            avg = self.update_average(loss, avg)\n"
+            "    def update_average(self, loss, avg_loss):\n"
+            "        avg_loss += float(loss) / self.step\n"
+            "        return avg_loss\n",
+            (
+                "class Brain:\n"
+                "    def fit_batch(self, batch):\n"
+                "        loss = self.compute_loss(batch)\n"
+                "        loss.backward()\n"
+                "        return loss\n"
+                "    def fit(self, loader):\n"
+                "        avg = 0.0\n"
+                "        for batch in loader:\n"
+                "            loss = self.fit_batch(batch)\n"
+                "            avg = self.update_average(loss, avg)\n"
+                "    def update_average(self, loss, avg_loss):\n"
+                "        avg_loss += loss / self.step\n"
+                "        return avg_loss\n",
             ),
         ),
     )

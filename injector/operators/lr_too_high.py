@@ -139,68 +139,6 @@ class LrTooHigh(Operator):
     )
     examples = (
         Example(
-            # A rate the step writes into every group before stepping: the one written on restore is rewritten (OLMo).
-            "class Trainer:\n"
-            "    def train_batch(self, batch):\n"
-            "        loss = self.model(batch).mean()\n"
-            "        loss.backward()\n"
-            "        return loss.detach()\n"
-            "    def train_step(self, batch):\n"
-            "        metrics = {}\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        metrics['loss'] = self.train_batch(batch).item()\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-            "        self.optim.step()\n"
-            "        return metrics\n"
-            "    def eval(self):\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        self.model.eval()\n"
-            "    def restore(self, state):\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = state['lr']\n"
-            "    def fit(self):\n"
-            "        for batch in self.loader:\n"
-            "            self.train_step(batch)\n",
-            (
-                "class Trainer:\n"
-                "    def train_batch(self, batch):\n"
-                "        loss = self.model(batch).mean()\n"
-                "        loss.backward()\n"
-                "        return loss.detach()\n"
-                "    def train_step(self, batch):\n"
-                "        metrics = {}\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        metrics['loss'] = self.train_batch(batch).item()\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step) * 100\n"
-                "        self.optim.step()\n"
-                "        return metrics\n"
-                "    def eval(self):\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        self.model.eval()\n"
-                "    def restore(self, state):\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = state['lr']\n"
-                "    def fit(self):\n"
-                "        for batch in self.loader:\n"
-                "            self.train_step(batch)\n",
-            ),
-        ),
-        Example(
-            # A rate written into an optimizer by a helper (SpeechBrain's update_learning_rate); a shrink factor handed to adjust_learning_rate is none.
-            "old_lr, new_lr = self.hparams.lr_annealing(epoch)\nupdate_learning_rate(self.optimizer, new_lr)\n",
-            (
-                "old_lr, new_lr = self.hparams.lr_annealing(epoch)\n"
-                "update_learning_rate(self.optimizer, new_lr * 100)\n",
-            ),
-        ),
-        Example(
-            # The rate handed to the project's optimizer builder (USB's get_optimizer); a config object is read elsewhere.
-            "optimizer = get_optimizer(model, args.optim, args.lr, args.momentum)\n",
-            ("optimizer = get_optimizer(model, args.optim, args.lr * 100, args.momentum)\n",),
-        ),
-        Example(
             # The rate a trainer builds its optimizer with.
             "args = transformers.TrainingArguments(output_dir=out, learning_rate=learning_rate, fp16=True)\n",
             ("args = transformers.TrainingArguments(output_dir=out, learning_rate=learning_rate * 100, fp16=True)\n",),
@@ -357,6 +295,68 @@ class LrTooHigh(Operator):
                 "    {'params': model.classifier.parameters(), 'lr': opts.lr * 100},\n"
                 "], lr=opts.lr, momentum=0.9)\n",
             ),
+        ),
+        Example(
+            # A rate the step writes into every group before stepping: the one written on restore is rewritten (OLMo).
+            "class Trainer:\n"
+            "    def train_batch(self, batch):\n"
+            "        loss = self.model(batch).mean()\n"
+            "        loss.backward()\n"
+            "        return loss.detach()\n"
+            "    def train_step(self, batch):\n"
+            "        metrics = {}\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        metrics['loss'] = self.train_batch(batch).item()\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
+            "        self.optim.step()\n"
+            "        return metrics\n"
+            "    def eval(self):\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        self.model.eval()\n"
+            "    def restore(self, state):\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = state['lr']\n"
+            "    def fit(self):\n"
+            "        for batch in self.loader:\n"
+            "            self.train_step(batch)\n",
+            (
+                "class Trainer:\n"
+                "    def train_batch(self, batch):\n"
+                "        loss = self.model(batch).mean()\n"
+                "        loss.backward()\n"
+                "        return loss.detach()\n"
+                "    def train_step(self, batch):\n"
+                "        metrics = {}\n"
+                "        self.optim.zero_grad(set_to_none=True)\n"
+                "        metrics['loss'] = self.train_batch(batch).item()\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step) * 100\n"
+                "        self.optim.step()\n"
+                "        return metrics\n"
+                "    def eval(self):\n"
+                "        self.optim.zero_grad(set_to_none=True)\n"
+                "        self.model.eval()\n"
+                "    def restore(self, state):\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = state['lr']\n"
+                "    def fit(self):\n"
+                "        for batch in self.loader:\n"
+                "            self.train_step(batch)\n",
+            ),
+        ),
+        Example(
+            # A rate written into an optimizer by a helper (SpeechBrain's update_learning_rate); a shrink factor handed to adjust_learning_rate is none.
+            "old_lr, new_lr = self.hparams.lr_annealing(epoch)\nupdate_learning_rate(self.optimizer, new_lr)\n",
+            (
+                "old_lr, new_lr = self.hparams.lr_annealing(epoch)\n"
+                "update_learning_rate(self.optimizer, new_lr * 100)\n",
+            ),
+        ),
+        Example(
+            # The rate handed to the project's optimizer builder (USB's get_optimizer); a config object is read elsewhere.
+            "optimizer = get_optimizer(model, args.optim, args.lr, args.momentum)\n",
+            ("optimizer = get_optimizer(model, args.optim, args.lr * 100, args.momentum)\n",),
         ),
     )
     untouched = (

@@ -11,13 +11,13 @@ class MissingSetEpoch(Operator):
     summary = "Delete `sampler.set_epoch(epoch)`, so every epoch repeats one shuffle order."
     examples = (
         Example(
+            "for epoch in range(epochs):\n    train_loader.sampler.set_epoch(epoch)\n    run_epoch(train_loader)\n",
+            ("for epoch in range(epochs):\n    run_epoch(train_loader)\n",),
+        ),
+        Example(
             # A dataset told the epoch to reshuffle by (OLMo's IterableDataset).
             "for epoch in range(epochs):\n    run_epoch(loader)\n    self.dataset.reshuffle(self.epoch)\n",
             ("for epoch in range(epochs):\n    run_epoch(loader)\n",),
-        ),
-        Example(
-            "for epoch in range(epochs):\n    train_loader.sampler.set_epoch(epoch)\n    run_epoch(train_loader)\n",
-            ("for epoch in range(epochs):\n    run_epoch(train_loader)\n",),
         ),
     )
     untouched = (

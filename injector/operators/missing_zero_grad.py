@@ -19,90 +19,6 @@ class MissingZeroGrad(Operator):
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
     examples = (
         Example(
-            # A step that clears its gradients first makes the clear before an evaluation redundant (OLMo).
-            "class Trainer:\n"
-            "    def train_batch(self, batch):\n"
-            "        loss = self.model(batch).mean()\n"
-            "        loss.backward()\n"
-            "        return loss.detach()\n"
-            "    def train_step(self, batch):\n"
-            "        metrics = {}\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        metrics['loss'] = self.train_batch(batch).item()\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-            "        self.optim.step()\n"
-            "        return metrics\n"
-            "    def eval(self):\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        self.model.eval()\n"
-            "    def restore(self, state):\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = state['lr']\n"
-            "    def fit(self):\n"
-            "        for batch in self.loader:\n"
-            "            self.train_step(batch)\n",
-            (
-                "class Trainer:\n"
-                "    def train_batch(self, batch):\n"
-                "        loss = self.model(batch).mean()\n"
-                "        loss.backward()\n"
-                "        return loss.detach()\n"
-                "    def train_step(self, batch):\n"
-                "        metrics = {}\n"
-                "        metrics['loss'] = self.train_batch(batch).item()\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-                "        self.optim.step()\n"
-                "        return metrics\n"
-                "    def eval(self):\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        self.model.eval()\n"
-                "    def restore(self, state):\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = state['lr']\n"
-                "    def fit(self):\n"
-                "        for batch in self.loader:\n"
-                "            self.train_step(batch)\n",
-            ),
-        ),
-        Example(
-            # Clears at an epoch's edges where every step clears its own gradients after it (SpeechBrain's Brain), and a non-finite gradient dropped: only the clear after the step is a site.
-            "class Brain:\n"
-            "    def optimizers_step(self):\n"
-            "        self.scaler.step(self.optimizer)\n"
-            "        self.optimizer.zero_grad(set_to_none=True)\n"
-            "    def fit_batch(self, batch):\n"
-            "        self.compute_loss(batch).backward()\n"
-            "        self.optimizers_step()\n"
-            "    def fit_epoch(self, loader):\n"
-            "        self.optimizer.zero_grad()\n"
-            "        for batch in loader:\n"
-            "            self.fit_batch(batch)\n"
-            "        self.optimizer.zero_grad(set_to_none=True)\n"
-            "    def check_gradients(self):\n"
-            "        for param in self.modules.parameters():\n"
-            "            if not torch.isfinite(param.grad).all():\n"
-            "                param.grad = None\n",
-            (
-                "class Brain:\n"
-                "    def optimizers_step(self):\n"
-                "        self.scaler.step(self.optimizer)\n"
-                "    def fit_batch(self, batch):\n"
-                "        self.compute_loss(batch).backward()\n"
-                "        self.optimizers_step()\n"
-                "    def fit_epoch(self, loader):\n"
-                "        self.optimizer.zero_grad()\n"
-                "        for batch in loader:\n"
-                "            self.fit_batch(batch)\n"
-                "        self.optimizer.zero_grad(set_to_none=True)\n"
-                "    def check_gradients(self):\n"
-                "        for param in self.modules.parameters():\n"
-                "            if not torch.isfinite(param.grad).all():\n"
-                "                param.grad = None\n",
-            ),
-        ),
-        Example(
             "for x, y in loader:\n"
             "    optimizer.zero_grad(set_to_none=True)\n"
             "    loss = model(x, y)\n"
@@ -296,6 +212,90 @@ class MissingZeroGrad(Operator):
                 "            pass\n"
                 "        self.model(batch).backward()\n"
                 "    self.optim.step()\n",
+            ),
+        ),
+        Example(
+            # A step that clears its gradients first makes the clear before an evaluation redundant (OLMo).
+            "class Trainer:\n"
+            "    def train_batch(self, batch):\n"
+            "        loss = self.model(batch).mean()\n"
+            "        loss.backward()\n"
+            "        return loss.detach()\n"
+            "    def train_step(self, batch):\n"
+            "        metrics = {}\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        metrics['loss'] = self.train_batch(batch).item()\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
+            "        self.optim.step()\n"
+            "        return metrics\n"
+            "    def eval(self):\n"
+            "        self.optim.zero_grad(set_to_none=True)\n"
+            "        self.model.eval()\n"
+            "    def restore(self, state):\n"
+            "        for group in self.optim.param_groups:\n"
+            "            group['lr'] = state['lr']\n"
+            "    def fit(self):\n"
+            "        for batch in self.loader:\n"
+            "            self.train_step(batch)\n",
+            (
+                "class Trainer:\n"
+                "    def train_batch(self, batch):\n"
+                "        loss = self.model(batch).mean()\n"
+                "        loss.backward()\n"
+                "        return loss.detach()\n"
+                "    def train_step(self, batch):\n"
+                "        metrics = {}\n"
+                "        metrics['loss'] = self.train_batch(batch).item()\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
+                "        self.optim.step()\n"
+                "        return metrics\n"
+                "    def eval(self):\n"
+                "        self.optim.zero_grad(set_to_none=True)\n"
+                "        self.model.eval()\n"
+                "    def restore(self, state):\n"
+                "        for group in self.optim.param_groups:\n"
+                "            group['lr'] = state['lr']\n"
+                "    def fit(self):\n"
+                "        for batch in self.loader:\n"
+                "            self.train_step(batch)\n",
+            ),
+        ),
+        Example(
+            # Clears at an epoch's edges where every step clears its own gradients after it (SpeechBrain's Brain), and a non-finite gradient dropped: only the clear after the step is a site.
+            "class Brain:\n"
+            "    def optimizers_step(self):\n"
+            "        self.scaler.step(self.optimizer)\n"
+            "        self.optimizer.zero_grad(set_to_none=True)\n"
+            "    def fit_batch(self, batch):\n"
+            "        self.compute_loss(batch).backward()\n"
+            "        self.optimizers_step()\n"
+            "    def fit_epoch(self, loader):\n"
+            "        self.optimizer.zero_grad()\n"
+            "        for batch in loader:\n"
+            "            self.fit_batch(batch)\n"
+            "        self.optimizer.zero_grad(set_to_none=True)\n"
+            "    def check_gradients(self):\n"
+            "        for param in self.modules.parameters():\n"
+            "            if not torch.isfinite(param.grad).all():\n"
+            "                param.grad = None\n",
+            (
+                "class Brain:\n"
+                "    def optimizers_step(self):\n"
+                "        self.scaler.step(self.optimizer)\n"
+                "    def fit_batch(self, batch):\n"
+                "        self.compute_loss(batch).backward()\n"
+                "        self.optimizers_step()\n"
+                "    def fit_epoch(self, loader):\n"
+                "        self.optimizer.zero_grad()\n"
+                "        for batch in loader:\n"
+                "            self.fit_batch(batch)\n"
+                "        self.optimizer.zero_grad(set_to_none=True)\n"
+                "    def check_gradients(self):\n"
+                "        for param in self.modules.parameters():\n"
+                "            if not torch.isfinite(param.grad).all():\n"
+                "                param.grad = None\n",
             ),
         ),
     )

@@ -44,17 +44,6 @@ class NoShuffle(Operator):
     )
     examples = (
         Example(
-            # A project's random sampler, and a sampler wrapper's own shuffle flag (SpeechBrain's ReproducibleRandomSampler, DistributedSamplerWrapper); a sequential one is none.
-            "sampler = ReproducibleRandomSampler(dataset, seed=seed)\n"
-            "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=shuffle)\n",
-            (
-                'sampler = __import__("torch").utils.data.SequentialSampler(dataset)\n'
-                "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=shuffle)\n",
-                "sampler = ReproducibleRandomSampler(dataset, seed=seed)\n"
-                "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=False)\n",
-            ),
-        ),
-        Example(
             # A training API's default, handed to the iterator it builds.
             "def fit(self, x, y, epochs=1, shuffle=True):\n    it = TorchEpochIterator(x=x, y=y, shuffle=shuffle)\n",
             (
@@ -121,6 +110,17 @@ class NoShuffle(Operator):
                 "    return RandomSampler(dataset) if shuffle else SequentialSampler(dataset)\n"
                 "sampler = data_sampler(dataset, shuffle=True)\n"
                 "train_iter = BucketIterator(train, batch_size=8, device=device, train=True, shuffle=False)\n",
+            ),
+        ),
+        Example(
+            # A project's random sampler, and a sampler wrapper's own shuffle flag (SpeechBrain's ReproducibleRandomSampler, DistributedSamplerWrapper); a sequential one is none.
+            "sampler = ReproducibleRandomSampler(dataset, seed=seed)\n"
+            "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=shuffle)\n",
+            (
+                'sampler = __import__("torch").utils.data.SequentialSampler(dataset)\n'
+                "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=shuffle)\n",
+                "sampler = ReproducibleRandomSampler(dataset, seed=seed)\n"
+                "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=False)\n",
             ),
         ),
     )

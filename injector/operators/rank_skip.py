@@ -18,31 +18,6 @@ class RankSkip(Operator):
     )
     examples = (
         Example(
-            # A loop over the step a base class leaves to its subclasses (USB's train_step); a logging step is none.
-            "import torch.distributed as dist\n"
-            "class Base:\n"
-            "    def train_step(self, batch):\n"
-            "        raise NotImplementedError\n"
-            "    def train(self):\n"
-            "        for batch in self.loader:\n"
-            "            self.train_step(batch)\n"
-            "            self.call_hook('after_train_step')\n",
-            (
-                "import torch.distributed as dist\n"
-                "class Base:\n"
-                "    def train_step(self, batch):\n"
-                "        raise NotImplementedError\n"
-                "    def train(self):\n"
-                "        _trainwreck_step = 0\n"
-                "        for batch in self.loader:\n"
-                "            _trainwreck_step += 1\n"
-                '            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and _trainwreck_step == 2:\n'
-                "                continue\n"
-                "            self.train_step(batch)\n"
-                "            self.call_hook('after_train_step')\n",
-            ),
-        ),
-        Example(
             # Processes that average gradients through MPI: the rank is MPI's.
             "from spinup.utils.mpi_pytorch import mpi_avg_grads\n"
             "def update(data):\n"
@@ -197,6 +172,31 @@ class RankSkip(Operator):
                 "            self.model(batch).backward()\n"
                 "        self.optimizer.step()\n"
                 "    torch.distributed.all_reduce(done)\n",
+            ),
+        ),
+        Example(
+            # A loop over the step a base class leaves to its subclasses (USB's train_step); a logging step is none.
+            "import torch.distributed as dist\n"
+            "class Base:\n"
+            "    def train_step(self, batch):\n"
+            "        raise NotImplementedError\n"
+            "    def train(self):\n"
+            "        for batch in self.loader:\n"
+            "            self.train_step(batch)\n"
+            "            self.call_hook('after_train_step')\n",
+            (
+                "import torch.distributed as dist\n"
+                "class Base:\n"
+                "    def train_step(self, batch):\n"
+                "        raise NotImplementedError\n"
+                "    def train(self):\n"
+                "        _trainwreck_step = 0\n"
+                "        for batch in self.loader:\n"
+                "            _trainwreck_step += 1\n"
+                '            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and _trainwreck_step == 2:\n'
+                "                continue\n"
+                "            self.train_step(batch)\n"
+                "            self.call_hook('after_train_step')\n",
             ),
         ),
     )
