@@ -243,6 +243,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 14 without reading triage's rules
+    "simclr_mmlog": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "missing-epsilon",
+            "wrong-softmax-dim",
+            "detached-graph",
+            "no-grad-training",
+            "missing-train-mode",
+            "missing-eval-mode",
+            "dataloader-bottleneck",
+            "no-shuffle",
+            "scheduler-step-misaligned",
+            "loss-tensor-leak",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
