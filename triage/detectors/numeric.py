@@ -288,7 +288,9 @@ def softmax_floor(loss: Series, start: float, accuracy: float = 1.0) -> Symptom 
     if not 0.58 <= start <= 7.6:  # ln 1.8 .. ln 2000: a uniform guess over 2 to 2000 classes
         return None
     c_est = math.exp(start)
-    if not 1.8 <= c_est <= 2000:
+    if not 1.8 <= c_est <= FLOOR_MAX_CLASSES:
+        # over many classes the floor is about one nat under ln(C): a loss still on its way down
+        # (a contrastive loss over 127 other views, a model that has barely started) passes it
         return None
     floor = math.log(math.e + c_est - 1) - accuracy
     # the floor is a bound, at any C: no sample's cross-entropy over softmax outputs can go below
@@ -404,6 +406,7 @@ def swings_back_to_low(loss: Series) -> list[Symptom]:
 
 REPEAT_Z = 4.0  # standard errors a correlation must clear, at one period and at two
 REPEAT_POINTS = 800
+FLOOR_MAX_CLASSES = 30  # the double-softmax floor is told from a slow fall only for a few classes
 BELOW_CONFIGURED = 10.0  # every logged rate this many times under the configured one
 ABOVE_CONFIGURED = 30.0  # or this many times over it (a linear scaling rule reaches 8-16x)
 REPEAT_MULTIPLES = 4
