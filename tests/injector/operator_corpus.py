@@ -69,6 +69,9 @@ class CorpusFile:
     known_broken: tuple[str, ...] = ()
     # Unlisted places where a measured mutant was reviewed as a real fault (see the module doc).
     real: tuple[Site, ...] = ()
+    # Build the file's classes without their `metaclass=`: an ABCMeta of its own cannot be
+    # combined with the stubs standing for an uninstalled package's base classes.
+    without_metaclass: bool = False
 
 
 @dataclass
@@ -112,6 +115,7 @@ def corpus_files(split: str | None = None) -> list[CorpusFile]:
                     construct=entry.get("construct", ""),
                     known_broken=tuple(entry.get("known_broken", [])),
                     real=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("real", [])),
+                    without_metaclass=bool(entry.get("without_metaclass", False)),
                 )
             )
     return files
@@ -291,6 +295,8 @@ def load_module(text: str, file: CorpusFile) -> str | None:
         module.__file__ = str(CORPUS / file.name)
         module.__package__ = package
         code = text if file.load == "import" else _definitions(text)
+        if file.without_metaclass:
+            code = _without_metaclasses(code)
         sys.modules[module.__name__] = module  # dataclasses look their module up there
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # what the file prints at start-up
@@ -304,6 +310,25 @@ def load_module(text: str, file: CorpusFile) -> str | None:
         finally:
             sys.modules.pop(module.__name__, None)
     return None
+
+
+def _without_metaclasses(text: str) -> str:
+    """`text` with every class statement's `metaclass=...` keyword left out."""
+    module = cst.parse_module(text)
+
+    class Drop(cst.CSTTransformer):
+        def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+            kept = [k for k in updated.keywords if k.keyword is None or k.keyword.value != "metaclass"]
+            if len(kept) == len(updated.keywords):
+                return updated
+            if kept:
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            bases = list(updated.bases)
+            if not kept and bases:
+                bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(bases=bases, keywords=kept)
+
+    return module.visit(Drop()).code
 
 
 def _definitions(text: str) -> str:

@@ -67,6 +67,17 @@ def test_a_mutant_that_detaches_a_dict_literal_is_broken_though_it_loads():
     assert broken_mutants(file, [_Applied(kept)]) == []
 
 
+def test_a_class_with_its_own_metaclass_over_stubbed_bases_loads_without_it():
+    """torchtnt's AutoUnit: `metaclass=_ConfigureOptimizersCaller` (an ABCMeta) over TrainUnit and
+    EvalUnit, which stand as stubs here, cannot be built; the file's entry builds it without."""
+    from dataclasses import replace
+
+    [file] = [f for f in corpus_files() if f.name == "torchtnt_auto_unit.py"]
+    assert file.without_metaclass and load_module(file.text, file) is None
+    problem = load_module(file.text, replace(file, without_metaclass=False))
+    assert problem is not None and "metaclass conflict" in problem
+
+
 class _Applied:
     """A stand-in mutant whose change gives a fixed text."""
 
