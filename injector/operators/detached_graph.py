@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import HELPER_STEP_TRAINER
 from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, loss_name, method_on, runs_model
 
 
@@ -282,51 +283,11 @@ class DetachedGraph(Operator):
         ),
         Example(
             # A train_step that runs its backward through its own helper returns figures, not a loss (OLMo): only the helper's loss is a site.
-            "class Trainer:\n"
-            "    def train_batch(self, batch):\n"
-            "        loss = self.model(batch).mean()\n"
-            "        loss.backward()\n"
-            "        return loss.detach()\n"
-            "    def train_step(self, batch):\n"
-            "        metrics = {}\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        metrics['loss'] = self.train_batch(batch).item()\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-            "        self.optim.step()\n"
-            "        return metrics\n"
-            "    def eval(self):\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        self.model.eval()\n"
-            "    def restore(self, state):\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = state['lr']\n"
-            "    def fit(self):\n"
-            "        for batch in self.loader:\n"
-            "            self.train_step(batch)\n",
+            HELPER_STEP_TRAINER,
             (
-                "class Trainer:\n"
-                "    def train_batch(self, batch):\n"
-                "        loss = self.model(batch).mean().detach()\n"
-                "        loss.backward()\n"
-                "        return loss.detach()\n"
-                "    def train_step(self, batch):\n"
-                "        metrics = {}\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        metrics['loss'] = self.train_batch(batch).item()\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-                "        self.optim.step()\n"
-                "        return metrics\n"
-                "    def eval(self):\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        self.model.eval()\n"
-                "    def restore(self, state):\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = state['lr']\n"
-                "    def fit(self):\n"
-                "        for batch in self.loader:\n"
-                "            self.train_step(batch)\n",
+                HELPER_STEP_TRAINER.replace(
+                    "        loss = self.model(batch).mean()\n", "        loss = self.model(batch).mean().detach()\n"
+                ),
             ),
         ),
         Example(

@@ -5,6 +5,7 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import HELPER_STEP_TRAINER
 from injector.patterns import argument, callee_name, constructed, dotted, last_name, needs_parens
 
 FACTOR = 100
@@ -298,51 +299,12 @@ class LrTooHigh(Operator):
         ),
         Example(
             # A rate the step writes into every group before stepping: the one written on restore is rewritten (OLMo).
-            "class Trainer:\n"
-            "    def train_batch(self, batch):\n"
-            "        loss = self.model(batch).mean()\n"
-            "        loss.backward()\n"
-            "        return loss.detach()\n"
-            "    def train_step(self, batch):\n"
-            "        metrics = {}\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        metrics['loss'] = self.train_batch(batch).item()\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-            "        self.optim.step()\n"
-            "        return metrics\n"
-            "    def eval(self):\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        self.model.eval()\n"
-            "    def restore(self, state):\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = state['lr']\n"
-            "    def fit(self):\n"
-            "        for batch in self.loader:\n"
-            "            self.train_step(batch)\n",
+            HELPER_STEP_TRAINER,
             (
-                "class Trainer:\n"
-                "    def train_batch(self, batch):\n"
-                "        loss = self.model(batch).mean()\n"
-                "        loss.backward()\n"
-                "        return loss.detach()\n"
-                "    def train_step(self, batch):\n"
-                "        metrics = {}\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        metrics['loss'] = self.train_batch(batch).item()\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step) * 100\n"
-                "        self.optim.step()\n"
-                "        return metrics\n"
-                "    def eval(self):\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        self.model.eval()\n"
-                "    def restore(self, state):\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = state['lr']\n"
-                "    def fit(self):\n"
-                "        for batch in self.loader:\n"
-                "            self.train_step(batch)\n",
+                HELPER_STEP_TRAINER.replace(
+                    "self.scheduler.get_lr(self.cfg.lr, self.step)\n",
+                    "self.scheduler.get_lr(self.cfg.lr, self.step) * 100\n",
+                ),
             ),
         ),
         Example(

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
+from injector.operators.snippets import HELPER_STEP_TRAINER
 from injector.patterns import callee_name, dotted
 
 
@@ -216,51 +217,8 @@ class MissingZeroGrad(Operator):
         ),
         Example(
             # A step that clears its gradients first makes the clear before an evaluation redundant (OLMo).
-            "class Trainer:\n"
-            "    def train_batch(self, batch):\n"
-            "        loss = self.model(batch).mean()\n"
-            "        loss.backward()\n"
-            "        return loss.detach()\n"
-            "    def train_step(self, batch):\n"
-            "        metrics = {}\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        metrics['loss'] = self.train_batch(batch).item()\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-            "        self.optim.step()\n"
-            "        return metrics\n"
-            "    def eval(self):\n"
-            "        self.optim.zero_grad(set_to_none=True)\n"
-            "        self.model.eval()\n"
-            "    def restore(self, state):\n"
-            "        for group in self.optim.param_groups:\n"
-            "            group['lr'] = state['lr']\n"
-            "    def fit(self):\n"
-            "        for batch in self.loader:\n"
-            "            self.train_step(batch)\n",
-            (
-                "class Trainer:\n"
-                "    def train_batch(self, batch):\n"
-                "        loss = self.model(batch).mean()\n"
-                "        loss.backward()\n"
-                "        return loss.detach()\n"
-                "    def train_step(self, batch):\n"
-                "        metrics = {}\n"
-                "        metrics['loss'] = self.train_batch(batch).item()\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = self.scheduler.get_lr(self.cfg.lr, self.step)\n"
-                "        self.optim.step()\n"
-                "        return metrics\n"
-                "    def eval(self):\n"
-                "        self.optim.zero_grad(set_to_none=True)\n"
-                "        self.model.eval()\n"
-                "    def restore(self, state):\n"
-                "        for group in self.optim.param_groups:\n"
-                "            group['lr'] = state['lr']\n"
-                "    def fit(self):\n"
-                "        for batch in self.loader:\n"
-                "            self.train_step(batch)\n",
-            ),
+            HELPER_STEP_TRAINER,
+            (HELPER_STEP_TRAINER.replace("        self.optim.zero_grad(set_to_none=True)\n", "", 1),),
         ),
         Example(
             # Clears at an epoch's edges where every step clears its own gradients after it (SpeechBrain's Brain), and a non-finite gradient dropped: only the clear after the step is a site.
