@@ -815,6 +815,12 @@ class Training:
             return True
         return ("update" in name or "step" in name) and any(self.role(a.value) == "optimizer" for a in call.args)
 
+    def in_a_step(self, node: cst.CSTNode) -> bool:
+        """True if `node` sits in a step function: one that runs a backward or an optimizer step
+        itself, outside its loops (OLMo's train_step, MONAI's `_iteration`), whoever loops over it."""
+        function = self.source.function_of(node)
+        return function is not None and bool(self.training_calls(function.body))
+
     def training_calls(self, node: cst.CSTNode, depth: int = 3) -> list[cst.Call]:
         """The backward and optimizer-step calls that running `node` makes once, outside any loop
         inside `node`: its own, and those of the functions of this file that it calls."""

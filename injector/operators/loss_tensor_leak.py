@@ -333,7 +333,7 @@ class LossTensorLeak(Operator):
                 continue
             if not _is_loss(source, training, value, losses) or not self._stored(source, call):
                 continue
-            if under_no_grad(source, call) or _detached(source, value, source.function_of(call), 5):
+            if under_no_grad(source, call) or _detached(source, training, value, source.function_of(call), 5):
                 continue
             yield Change(
                 call,
@@ -424,7 +424,9 @@ def _summed_later(source, assign: cst.Assign, names: set) -> bool:
     )
 
 
-def _detached(source, value: cst.BaseExpression, function, depth: int, seen: frozenset[str] = frozenset()) -> bool:
+def _detached(
+    source, training, value: cst.BaseExpression, function, depth: int, seen: frozenset[str] = frozenset()
+) -> bool:
     """True if `value` holds no graph: a number, a detached tensor (`loss.detach().float()`), a
     parameter-free function of such values (`torch.exp(...)`, `a / len(loader)`), or a name every
     binding of which in the function is one (`total_loss = 0.0`, `total_loss += loss.detach()`,
@@ -433,8 +435,8 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
     if _number(value) or (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
         return True
     if isinstance(value, cst.IfExp):  # `None if not z else torch.tensor(0.0)`: either branch
-        return _detached(source, value.body, function, depth, seen) and _detached(
-            source, value.orelse, function, depth, seen
+        return _detached(source, training, value.body, function, depth, seen) and _detached(
+            source, training, value.orelse, function, depth, seen
         )
     if isinstance(value, cst.Call):
         name = callee_name(value)
@@ -443,21 +445,21 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
         if name in _FACTORIES and dotted(value.func) == f"torch.{name}":
             # a new tensor (`torch.zeros(n)`) records no graph unless asked to
             return argument(value, "requires_grad", None) is None
-        returned = _returned(source, value) if depth > 0 else None
+        returned = _returned(source, training, value) if depth > 0 else None
         if returned is not None:
             # a function of this file whose every return is detached (`return q_loss.detach()`)
-            return all(_detached(source, r, where, depth - 1) for where, r in returned)
+            return all(_detached(source, training, r, where, depth - 1) for where, r in returned)
         if name not in _GRAPH_FREE:
             return False
         if isinstance(value.func, cst.Attribute) and dotted(value.func.value) not in ("torch", "math", "np"):
-            return _detached(source, value.func.value, function, depth, seen)  # a tensor's method
-        return bool(value.args) and _detached(source, value.args[0].value, function, depth, seen)
+            return _detached(source, training, value.func.value, function, depth, seen)  # a tensor's method
+        return bool(value.args) and _detached(source, training, value.args[0].value, function, depth, seen)
     if isinstance(value, cst.BinaryOperation):
-        return _detached(source, value.left, function, depth, seen) and _detached(
-            source, value.right, function, depth, seen
+        return _detached(source, training, value.left, function, depth, seen) and _detached(
+            source, training, value.right, function, depth, seen
         )
     if isinstance(value, cst.UnaryOperation):
-        return _detached(source, value.expression, function, depth, seen)
+        return _detached(source, training, value.expression, function, depth, seen)
     if not isinstance(value, cst.Name) or depth == 0 or function is None:
         return False
     name = value.value
@@ -472,7 +474,7 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
             bound.append((function, node.value))  # bound, or a slot written (`q_losses[j] = v`)
         elif any(isinstance(t, (cst.Tuple, cst.List)) and name in _unpacked(t) for t in targets):
             at = _position(targets, name)
-            returned = _returned(source, node.value, at) if at is not None else None
+            returned = _returned(source, training, node.value, at) if at is not None else None
             if returned is None:
                 return False  # unpacked from what a call returns: nothing says it is detached
             bound.extend(returned)  # `loss, n = update(batch)`: what update returns there
@@ -489,11 +491,11 @@ def _detached(source, value: cst.BaseExpression, function, depth: int, seen: fro
         ):
             bound.append((function, call.args[0].value))  # a slot filled in place (`q_losses[j].copy_(v)`)
     if not bound and function is not None:
-        handed = _handed(source, function, name)  # a parameter: what every caller hands it
+        handed = _handed(source, training, function, name)  # a parameter: what every caller hands it
         if handed is not None:
-            return all(_detached(source, v, where, depth - 1) for where, v in handed)
+            return all(_detached(source, training, v, where, depth - 1) for where, v in handed)
     return bool(bound) and all(
-        _detached(source, v, where, depth - 1, seen | {name} if where is function else frozenset())
+        _detached(source, training, v, where, depth - 1, seen | {name} if where is function else frozenset())
         for where, v in bound
     )
 
@@ -525,22 +527,8 @@ def _definitions(source, name: str) -> list[cst.FunctionDef] | None:
     return defs or None
 
 
-def _methods(source, call: cst.Call, name: str) -> list[cst.FunctionDef] | None:
-    """The methods `self.name(...)` runs: those of the class around the call (None if none)."""
-    owner = _class_of(source, call)
-    if owner is None:
-        return None
-    found = [d for d in source.within(owner, cst.FunctionDef) if d.name.value == name and _class_of(source, d) is owner]
-    return found or None
-
-
-def _class_of(source, node: cst.CSTNode) -> cst.ClassDef | None:
-    """The class a node's method belongs to (crossing the method, not stopping at it)."""
-    return next((a for a in source.ancestors(node) if isinstance(a, cst.ClassDef)), None)
-
-
 def _handed(
-    source, function: cst.FunctionDef, name: str
+    source, training, function: cst.FunctionDef, name: str
 ) -> list[tuple[cst.FunctionDef | None, cst.BaseExpression]] | None:
     """What the file's calls of `function` hand its parameter `name` (`self.update_average(loss,
     avg)` hands `loss` for `loss`), each with the function the call is in; None where a call
@@ -548,16 +536,10 @@ def _handed(
     params = [p.name.value for p in function.params.params]
     if name not in params:
         return None
-    method = _class_of(source, function) is not None and params[:1] == ["self"]
-    position = params.index(name) - (1 if method else 0)
+    position = params.index(name) - (1 if params[:1] == ["self"] else 0)
     out = []
     for call in source.nodes(cst.Call):
-        if method:
-            if not (isinstance(call.func, cst.Attribute) and dotted(call.func.value) == "self"):
-                continue
-            if call.func.attr.value != function.name.value:
-                continue
-        elif not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
+        if function not in training.called_functions(call):
             continue
         arg = argument(call, name, position)
         if arg is None or arg.star:
@@ -567,7 +549,7 @@ def _handed(
 
 
 def _returned(
-    source, value: cst.BaseExpression, at: int | None = None
+    source, training, value: cst.BaseExpression, at: int | None = None
 ) -> list[tuple[cst.FunctionDef, cst.BaseExpression]] | None:
     """What a call of a function defined in this file returns (`update(batch)` whose one
     `return q_loss.detach()` gives `q_loss.detach()`), each with the function it is read in; at
@@ -578,7 +560,7 @@ def _returned(
     if isinstance(value.func, cst.Name):
         defs = _definitions(source, value.func.value)
     elif isinstance(value.func, cst.Attribute) and dotted(value.func.value) == "self":
-        defs = _methods(source, value, value.func.attr.value)  # `self.fit_batch(batch)`
+        defs = training.called_functions(value) or None  # `self.fit_batch(batch)`
     else:
         return None
     if defs is None:

@@ -72,13 +72,6 @@ def _rate_assignments(source) -> list[cst.Assign]:
     return found
 
 
-def _in_a_step(source, training, node: cst.CSTNode) -> bool:
-    """True if `node` sits in a function that runs a backward or an optimizer step itself
-    (outside its loops): the step writes its rate before stepping (OLMo's train_step)."""
-    function = source.function_of(node)
-    return function is not None and bool(training.training_calls(function.body))
-
-
 def _bound_values(source, use: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
     """What `name` may hold where `use` runs, as the file spells it: a parameter's default, a
     dict assigned to the name, or for `self.x` the class's field `x` and the default of the
@@ -383,7 +376,7 @@ class LrTooHigh(Operator):
                 if alpha is not None:
                     yield self._scaled(source, call, alpha.value)
         assignments = _rate_assignments(source)
-        in_steps = [a for a in assignments if _in_a_step(source, training, a)]
+        in_steps = [a for a in assignments if training.in_a_step(a)]
         for assign in assignments:
             if in_steps and assign not in in_steps:
                 continue  # rewritten before every step by the step's own (OLMo's reset on restore)

@@ -279,7 +279,7 @@ class MissingZeroGrad(Operator):
                     if updates:
                         looped.setdefault(in_loops[call], []).append(loop)
 
-        after_step = _clears_in_each_step(source, training) if training.training_loops else set()
+        step_clears = _clears_in_each_step(source, training) if training.training_loops else set()
 
         def wanted(call: cst.Call) -> bool:
             if _zeroing_helper(source, training, call):
@@ -287,10 +287,9 @@ class MissingZeroGrad(Operator):
             if callee_name(call) != "zero_grad" or _cleared_after_each_step(source, training, call):
                 return False
             if (
-                after_step
-                and call not in after_step
+                step_clears
+                and call not in step_clears  # (it would be, were it in a step function)
                 and not any(_within(source, call, loop.body) for loop in training.training_loops)
-                and not _in_a_step(source, training, call)
             ):
                 # a clear between steps (SpeechBrain's `self.zero_grad()` at an epoch's edges,
                 # OLMo's before saving or evaluating) where every step clears its own gradients:
@@ -332,11 +331,7 @@ def _clears_in_each_step(source, training) -> set[cst.Call]:
     or an optimizer step itself (outside its loops: OLMo's train_step clears before it), or after
     an optimizer step in the same function (SpeechBrain's optimizers_step, stepping each
     optimizer in a loop over them, clears each after)."""
-    found = {
-        call
-        for call in source.nodes(cst.Call)
-        if callee_name(call) == "zero_grad" and _in_a_step(source, training, call)
-    }
+    found = {call for call in source.nodes(cst.Call) if callee_name(call) == "zero_grad" and training.in_a_step(call)}
     for step in training.steps:
         function = source.function_of(step)
         if function is None:
@@ -348,13 +343,6 @@ def _clears_in_each_step(source, training) -> set[cst.Call]:
             if callee_name(call) == "zero_grad" and source.span(call)[0] > end and source.function_of(call) is function
         )
     return found
-
-
-def _in_a_step(source, training, call: cst.Call) -> bool:
-    """True if the function around `call` runs a backward or an optimizer step itself (outside
-    its loops): a step function's own clear (MONAI's `_iteration`), whoever loops over it."""
-    function = source.function_of(call)
-    return function is not None and bool(training.training_calls(function.body))
 
 
 def _clears_grad(small: cst.BaseSmallStatement) -> bool:
