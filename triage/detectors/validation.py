@@ -77,7 +77,13 @@ def noise(xs: list[float], *, robust: bool = True) -> float:
     s * sqrt(6)). `robust` takes their median, so one odd value does not decide; otherwise
     their mean, which uses every jump and so needs fewer evaluations to be sure.
     """
-    d = [abs(c - 2 * b + a) for a, b, c in zip(xs, xs[1:], xs[2:], strict=False)]
+    return pooled_noise([xs], robust=robust)
+
+
+def pooled_noise(segments: list[list[float]], *, robust: bool = True) -> float:
+    """`noise` over several stretches of one series: their second differences pooled, none
+    taken across the boundary between two stretches (a step decay of the rate)."""
+    d = [abs(c - 2 * b + a) for xs in segments for a, b, c in zip(xs, xs[1:], xs[2:], strict=False)]
     if not d:
         return 0.0
     if robust:
@@ -227,7 +233,7 @@ def noisy_validation(loss: Series | None, val: Series | None, lr: Series | None)
         return []
     if sum(max(0, len(seg) - 2) for seg in segments) < MIN_EVALS - 2:
         return []
-    sigma_v, sigma_t = segmented_noise(segments), noise(t_values, robust=False)
+    sigma_v, sigma_t = pooled_noise(segments, robust=False), noise(t_values, robust=False)
     if sigma_t <= 0:
         return []
     share = (sigma_v / math.sqrt(median(values))) / (sigma_t / math.sqrt(median(t_values)))
@@ -273,14 +279,6 @@ def _same_rate(window: list[Point], lr: Series | None) -> list[list[float]]:
         segments[-1].append(v.value)
         previous = v
     return segments
-
-
-def segmented_noise(segments: list[list[float]]) -> float:
-    """`noise(..., robust=False)` over several stretches: their second differences pooled."""
-    d = [abs(c - 2 * b + a) for seg in segments for a, b, c in zip(seg, seg[1:], seg[2:], strict=False)]
-    if not d:
-        return 0.0
-    return sum(d) / len(d) * math.sqrt(math.pi / 2) / math.sqrt(6)
 
 
 def quiet_window(vals: list[Point], lr: Series | None) -> tuple[list[Point], bool]:
