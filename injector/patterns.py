@@ -98,6 +98,8 @@ FUNCTIONAL_MODULES = frozenset(
 
 
 CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+# calls that hand back their (last) argument, only checked or typed: `none_throws(self.lr_scheduler)`
+UNWRAPPERS = frozenset({"none_throws", "not_none", "cast", "unwrap"})
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train", "eval"})
 
 
@@ -347,6 +349,8 @@ class Training:
             return self.roles[text]
         if isinstance(expr, cst.Subscript):
             return self.role(expr.value)
+        if isinstance(expr, cst.Call) and callee_name(expr) in UNWRAPPERS and expr.args:
+            return self.role(expr.args[-1].value)  # `none_throws(self.lr_scheduler)`, `cast(T, opt)`
         name = (last_name(expr) or "").lower()
         if "sched" in name or name in {"lr_scheduler", "warmup"}:
             return "scheduler"

@@ -7,6 +7,18 @@ from injector.operators.base import Change, Example, Operator
 from injector.patterns import Training, callee_name, dotted, is_literal_bool
 
 HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
+UPDATE_UNDER_A_BOUNDARY = (
+    "class Unit:\n"
+    "    def train_step(self, state, batch):\n"
+    "        self.loss(batch).backward()\n"
+    "        if self.boundary(state):\n"
+    "            self._update_weights(state)\n"
+    "    def _update_weights(self, state):\n"
+    "        none_throws(self.optimizer).step()\n"
+    "        self._advance(state)\n"
+    "    def _advance(self, state):\n"
+    "        none_throws(self.lr_scheduler).step()\n"
+)
 
 
 class SchedulerStepMisaligned(Operator):
@@ -243,6 +255,23 @@ class SchedulerStepMisaligned(Operator):
                 "        return ({'optimizer': g, 'lr_scheduler': {\"scheduler\": g_sched, \"interval\": \"step\"}}, {'optimizer': d})\n",
             ),
         ),
+        Example(
+            # The weights' update (step and schedule, through a helper) runs only on the
+            # accumulation boundary of the step that calls it: the schedule moves out of it.
+            UPDATE_UNDER_A_BOUNDARY,
+            (
+                "class Unit:\n"
+                "    def train_step(self, state, batch):\n"
+                "        self.loss(batch).backward()\n"
+                "        if self.boundary(state):\n"
+                "            self._update_weights(state)\n"
+                "        self._advance(state)\n"
+                "    def _update_weights(self, state):\n"
+                "        none_throws(self.optimizer).step()\n"
+                "    def _advance(self, state):\n"
+                "        none_throws(self.lr_scheduler).step()\n",
+            ),
+        ),
     )
     untouched = (
         # Manual optimization: Lightning steps no scheduler, whatever its interval.
@@ -271,6 +300,8 @@ class SchedulerStepMisaligned(Operator):
         # A plateau scheduler steps on a metric of the epoch: it cannot move into the batch loop.
         "def fit(self):\n    for epoch in range(3):\n        self.train_epoch()\n        self.sched.step(val_loss)\n"
         "def train_epoch(self):\n    for b in self.loader:\n        self.opt.step()\n",
+        # The same update run on every step (no boundary): it already steps once per optimizer step.
+        UPDATE_UNDER_A_BOUNDARY.replace("        if self.boundary(state):\n            self._update_weights", "        self._update_weights"),
     )
 
     @staticmethod
@@ -354,6 +385,7 @@ class SchedulerStepMisaligned(Operator):
     def changes(self, source, training):
         yield from self._per_epoch_configs(source)
         yield from self._bare_lightning_schedulers(source)
+        moved_out: set[int] = set()  # statements `_out_of_the_update` moved (two schedulers, one call)
         for statement in source.nodes(cst.Expr):
             call = statement.value
             if not (
@@ -392,6 +424,10 @@ class SchedulerStepMisaligned(Operator):
                 )
                 continue
             change = None if call.args else self._helper_called_after_loop(source, training, statement)
+            if change is not None:
+                yield change
+                continue
+            change = None if call.args else _out_of_the_update(source, training, statement, moved_out)
             if change is not None:
                 yield change
 
@@ -520,6 +556,107 @@ class SchedulerStepMisaligned(Operator):
                         )
                     return Change(statement, edits, "the per-epoch scheduler steps on every batch")
         return None
+
+
+CHAIN_DEPTH = 3  # helpers followed from a scheduler's step up to the function that updates the weights
+
+
+def _out_of_the_update(source, training, statement, moved_out: set[int]) -> Change | None:
+    """A scheduler stepped, directly or through helpers of the file, by a function that also steps
+    the optimizer and runs only under its caller's accumulation branch (torchtnt's
+    `_update_weights`, called `if should_update_weights:`, steps the schedule through
+    `self._update_lr_and_swa(...)`): that statement (with a guard around it) moves out of the
+    update to after the caller's branch, where it runs on every micro-step."""
+    for update, held in _updates_stepping(source, training, statement, CHAIN_DEPTH):
+        top = _top_statement(source, update, held)
+        if top is None or id(top) in moved_out or _holds_a_step(source, training, top):
+            continue
+        for caller in source.nodes(cst.Call):
+            if update not in training.called_functions(caller):
+                continue
+            function = source.function_of(caller)
+            branch = source.enclosing(caller, cst.If)
+            if function is None or function is update or branch is None or not _within_body(source, branch, caller):
+                continue
+            if not _names_available(source, top, update, function):
+                continue
+            moved_out.add(id(top))
+            return Change(
+                held,
+                (
+                    SchedulerStepMisaligned._delete(source, top),
+                    source.insert_after(branch, SchedulerStepMisaligned._lines(source, top, branch)),
+                ),
+                "the scheduler steps on every micro-step, not every optimizer step",
+            )
+    return None
+
+
+def _updates_stepping(source, training, statement, depth: int):
+    """(function, statement) pairs: a function of the file that steps an optimizer and the
+    statement of it that steps the scheduler, itself or through the helpers it calls."""
+    function = source.function_of(statement)
+    if function is None:
+        return
+    if _holds_a_step(source, training, function):
+        yield function, statement
+        return
+    if depth == 0:
+        return
+    for caller in source.nodes(cst.Call):
+        if function not in training.called_functions(caller):
+            continue
+        expr = source.parent(caller)
+        if isinstance(expr, cst.Expr) and source.function_of(expr) is not function:
+            yield from _updates_stepping(source, training, expr, depth - 1)
+
+
+def _holds_a_step(source, training, node) -> bool:
+    start, end = source.span(node)
+    return any(start <= source.span(step)[0] < end for step in training.steps)
+
+
+def _top_statement(source, function, node):
+    """The statement of `function`'s own body that holds `node`."""
+    body = function.body
+    for ancestor in source.ancestors(node):
+        if source.parent(ancestor) is body:
+            return ancestor
+    return None
+
+
+def _within_body(source, branch: cst.If, node) -> bool:
+    start, end = source.span(branch.body)
+    return start <= source.span(node)[0] < end
+
+
+def _names_available(source, top, update, caller) -> bool:
+    """Every parameter of `update` the moved statement reads is a parameter of `caller` too, it
+    reads no other local of `update`, and `self` means one class in both."""
+    params = {p.name.value for p in update.params.params}
+    locals_ = {
+        name for a in source.within(update.body, cst.Assign) for t in a.targets for name in _read_names(source, t.target)
+    }
+    used = _read_names(source, top)
+    theirs = {p.name.value for p in caller.params.params}
+    if used & (locals_ - params):
+        return False
+    if "self" in used and not _same_class(source, top, caller):
+        return False
+    return used & params <= theirs
+
+
+def _read_names(source, node) -> set[str]:
+    """The variables `node` names (not attribute names after a dot, not keyword names)."""
+    names = set()
+    for name in source.within(node, cst.Name):
+        parent = source.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.attr is name:
+            continue
+        if isinstance(parent, cst.Arg) and parent.keyword is name:
+            continue
+        names.add(name.value)
+    return names
 
 
 def _moved_into(source, statement, text: str, loop, effect: str) -> Change:
