@@ -301,7 +301,9 @@ class SchedulerStepMisaligned(Operator):
         "def fit(self):\n    for epoch in range(3):\n        self.train_epoch()\n        self.sched.step(val_loss)\n"
         "def train_epoch(self):\n    for b in self.loader:\n        self.opt.step()\n",
         # The same update run on every step (no boundary): it already steps once per optimizer step.
-        UPDATE_UNDER_A_BOUNDARY.replace("        if self.boundary(state):\n            self._update_weights", "        self._update_weights"),
+        UPDATE_UNDER_A_BOUNDARY.replace(
+            "        if self.boundary(state):\n            self._update_weights", "        self._update_weights"
+        ),
     )
 
     @staticmethod
@@ -635,7 +637,10 @@ def _names_available(source, top, update, caller) -> bool:
     reads no other local of `update`, and `self` means one class in both."""
     params = {p.name.value for p in update.params.params}
     locals_ = {
-        name for a in source.within(update.body, cst.Assign) for t in a.targets for name in _read_names(source, t.target)
+        name
+        for a in source.within(update.body, cst.Assign)
+        for t in a.targets
+        for name in _read_names(source, t.target)
     }
     used = _read_names(source, top)
     theirs = {p.name.value for p in caller.params.params}
