@@ -55,6 +55,32 @@ def _every_group_sets_its_rate(call: cst.Call) -> bool:
     return True
 
 
+def _rate_computing_schedulers(training, source) -> list[tuple[cst.Call, cst.BaseExpression]]:
+    """Schedulers built from a rate and no optimizer (YOLOX's `LRScheduler(self.scheduler, lr,
+    iters_per_epoch, ...)`), with that rate: such a scheduler only computes the rate, which the
+    trainer writes into every parameter group, so the rate the optimizer is built with is
+    overwritten and the scheduler's is where the fault goes."""
+    found = []
+    for call in source.nodes(cst.Call):
+        name = callee_name(call) or ""
+        if not (name[:1].isupper() and name.endswith("Scheduler")) or any(a.star for a in call.args):
+            continue
+        if any(training.role(a.value) == "optimizer" for a in call.args):
+            continue
+        rate = next(
+            (
+                a.value
+                for a in call.args
+                if (a.keyword is not None and a.keyword.value in CONFIG_LR_FIELDS)
+                or (a.keyword is None and (last_name(a.value) or "") in CONFIG_LR_FIELDS)
+            ),
+            None,
+        )
+        if rate is not None:
+            found.append((call, rate))
+    return found
+
+
 def _rate_assignments(source) -> list[cst.Assign]:
     """`param_group['lr'] = lr`, `kwargs['lr'] = self.lr`: a rate written under its key."""
     found = []
@@ -313,8 +339,20 @@ class LrTooHigh(Operator):
             "optimizer = get_optimizer(model, args.optim, args.lr, args.momentum)\n",
             ("optimizer = get_optimizer(model, args.optim, args.lr * 100, args.momentum)\n",),
         ),
+        Example(
+            # A scheduler that computes the rate from its own (YOLOX's LRScheduler): the trainer
+            # writes it into every group, so the optimizer's rate is not the one to raise.
+            "optimizer = torch.optim.SGD(params, lr=lr, momentum=0.9)\n"
+            "scheduler = LRScheduler('yoloxwarmcos', lr, iters_per_epoch, max_epoch)\n",
+            (
+                "optimizer = torch.optim.SGD(params, lr=lr, momentum=0.9)\n"
+                "scheduler = LRScheduler('yoloxwarmcos', lr * 100, iters_per_epoch, max_epoch)\n",
+            ),
+        ),
     )
     untouched = (
+        # A scheduler of the optimizer's rate (handed the optimizer) computes none of its own.
+        "scheduler = LinearScheduler(optimizer, lr, total_steps)\n",
         # A rate written into an optimizer by a helper (SpeechBrain's update_learning_rate); a shrink factor handed to adjust_learning_rate is none.
         "adjust_learning_rate(decoder_optimizer, 0.8)\nupdate_learning_rate(optimizer, args.lr_decay_gamma)\n",
         # The rate handed to the project's optimizer builder (USB's get_optimizer); a config object is read elsewhere.
@@ -337,8 +375,13 @@ class LrTooHigh(Operator):
 
     def changes(self, source, training):
         overridden = self._overridden(source, training)
+        computed = _rate_computing_schedulers(training, source)
+        for scheduler, rate in computed:
+            yield self._scaled(source, scheduler, rate)
         for call in source.nodes(cst.Call):
             name = callee_name(call)
+            if computed and any(call is scheduler for scheduler, _ in computed):
+                continue
             if name in OVERRIDING_SCHEDULERS:
                 peak = argument(call, OVERRIDING_SCHEDULERS[name], 2 if name == "CyclicLR" else 1)
                 if peak is not None:
@@ -359,6 +402,8 @@ class LrTooHigh(Operator):
             if handed is not None:
                 yield self._scaled(source, call, handed)
                 continue
+            if computed and training.role_of_constructor(call) == "optimizer":
+                continue  # its rate is overwritten by the rate the scheduler computes
             if training.role_of_constructor(call) == "optimizer" and not self._wrapped(source, training, call):
                 lr = argument(call, "lr", 1)
                 if (

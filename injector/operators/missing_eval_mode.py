@@ -14,6 +14,8 @@ from injector.patterns import (
     sets_mode,
 )
 
+MODE_KEYWORDS = frozenset({"training", "train", "is_training", "train_mode"})  # a mode handed to a context manager
+
 
 def _is_eval(call: cst.Call) -> bool:
     if not isinstance(call.func, cst.Attribute) or is_criterion(call.func.value):
@@ -123,8 +125,16 @@ class MissingEvalMode(Operator):
             "def run_epoch(model, loader, training=False):\n    model.train(training)\n",
             ("def run_epoch(model, loader, training=False):\n    model.train(True)\n",),
         ),
+        Example(
+            # A context manager handed the model and its mode (YOLOX's adjust_status).
+            "with adjust_status(evalmodel, training=False):\n    ap = evaluate(evalmodel)\n",
+            ("with adjust_status(evalmodel, training=True):\n    ap = evaluate(evalmodel)\n",),
+        ),
     )
     untouched = (
+        # The same manager handed training mode, and a context that is handed no model.
+        "with adjust_status(model, training=True):\n    loss = model(x)\n",
+        "with torch.autocast('cpu', training=False):\n    y = model(x)\n",
         # A flag that defaults to training; a module put in eval mode twice and never trained.
         "def train_one_epoch(model, loader, set_training_mode=True):\n    model.train(set_training_mode)\n",
         "g_ema.eval()\nfor i in range(steps):\n    with torch.no_grad():\n        g_ema.eval()\n        sample = g_ema(z)\n",
@@ -160,6 +170,25 @@ class MissingEvalMode(Operator):
                     call,
                     (source.replace(mode.value, "True"),),
                     f"`{source.code(call)}` never switches to eval mode",
+                )
+
+        for item in source.nodes(cst.WithItem):
+            # a context manager handed the model and a mode (YOLOX's `with adjust_status(model,
+            # training=False):`): the block runs with the mode it is handed
+            call = item.item
+            if not (
+                isinstance(call, cst.Call)
+                and call.args
+                and call.args[0].keyword is None
+                and isinstance(call.args[0].value, (cst.Name, cst.Attribute))
+            ):
+                continue  # handed no model first
+            mode = next((a for a in call.args if a.keyword is not None and a.keyword.value in MODE_KEYWORDS), None)
+            if mode is not None and is_literal_bool(mode.value, False):
+                yield Change(
+                    call,
+                    (source.replace(mode.value, "True"),),
+                    f"`{source.code(call)}` runs its block in training mode",
                 )
 
         never_trained = _never_trained(source)

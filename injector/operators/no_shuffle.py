@@ -10,6 +10,8 @@ from injector.patterns import argument, callee_name, dotted, is_literal_bool
 # Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
 SHUFFLE_POSITION = {"DataLoader": 2, "DistributedSampler": 3}
 SHUFFLES_BY_DEFAULT = {"DistributedSampler"}
+# The infinite training samplers of detectron2, MMEngine and YOLOX: `shuffle=True` by default.
+SHUFFLING_SAMPLERS = ("InfiniteSampler", "TrainingSampler")
 
 
 # A word of a loader or sampler's name that says it feeds evaluation, whose order changes no
@@ -123,8 +125,16 @@ class NoShuffle(Operator):
                 "wrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=False)\n",
             ),
         ),
+        Example(
+            # An infinite training sampler that shuffles unless told not to (YOLOX, detectron2).
+            "sampler = InfiniteSampler(len(self.dataset), seed=self.seed)\n",
+            ("sampler = InfiniteSampler(len(self.dataset), seed=self.seed, shuffle=False)\n",),
+        ),
     )
     untouched = (
+        # The same sampler already in order, and one feeding evaluation.
+        "sampler = InfiniteSampler(len(self.dataset), shuffle=False)\n",
+        "val_sampler = InferenceSampler(len(val_set))\ntest_sampler = TrainingSampler(len(test_set))\n",
         # A project's random sampler, and a sampler wrapper's own shuffle flag (SpeechBrain's ReproducibleRandomSampler, DistributedSamplerWrapper); a sequential one is none.
         "sampler = SortedSampler(dataset)\nwrapped = DistributedSamplerWrapper(sampler, rank=rank, shuffle=False)\n",
         "val_loader = DataLoader(val_set, batch_size=64, shuffle=False)\n",
@@ -182,6 +192,17 @@ class NoShuffle(Operator):
                     )
                 continue
             if kind in SHUFFLE_POSITION and _feeds_evaluation(source, call):
+                continue
+            if (
+                name.endswith(SHUFFLING_SAMPLERS)
+                and argument(call, "shuffle", None) is None
+                and call.args
+                and not any(a.star for a in call.args)
+                and not _feeds_evaluation(source, call)
+            ):
+                yield Change(
+                    call, (source.replace(call, self._with_false(source, call)),), f"`{name}` no longer shuffles"
+                )
                 continue
             if kind not in SHUFFLE_POSITION:
                 shuffle = argument(call, "shuffle", None)
