@@ -16,7 +16,8 @@ horizontal flip and brightness jitter in the mapper, evaluation every 200 iterat
 end (batch size 1, as detectron2 runs inference). It logs as detectron2's DefaultTrainer does
 (detectron2 itself is not used): the environment, the full config and the model at start, then
 
-    [11/27 10:00:01 d2.utils.events]:  eta: 0:00:31  iter: 19  total_loss: 3.1  loss_cls: 1.38 ...  lr: 0.0038162  max_mem: 180M
+    [11/27 10:00:01 d2.utils.events]:  eta: 0:00:31  iter: 19  total_loss: 3.7  loss_cls: 1.385  loss_box_reg: 0.36
+      loss_box_iou: 2    time: 0.0390  last_time: 0.0380  data_time: 0.0040  ...   lr: 0.0038162  max_mem: 340M
     [11/27 10:00:05 d2.evaluation.coco_evaluation]: Evaluation results for bbox:
     |   AP   |  AP50  |  AP75  |  APs   |  APm   |  APl   |
 
@@ -111,8 +112,8 @@ class _D2Formatter(logging.Formatter):
         return log
 
 
-def setup_logger() -> logging.Logger:
-    root = logging.getLogger("detectron2")
+def setup_logger(name: str) -> logging.Logger:
+    root = logging.getLogger(name)
     root.setLevel(logging.DEBUG)
     root.propagate = False
     handler = logging.StreamHandler(stream=sys.stdout)
@@ -136,7 +137,7 @@ def dump_yaml(d: dict, indent: int = 0) -> str:
             lines.append(dump_yaml(v, indent + 1))
         elif isinstance(v, (list, tuple)):
             inner = ", ".join(repr(x) if isinstance(x, str) else str(x) for x in v)
-            lines.append(f"{pad}{k}: {'[' if isinstance(v, list) else '['}{inner}]")
+            lines.append(f"{pad}{k}: [{inner}]")
         elif isinstance(v, bool):
             lines.append(f"{pad}{k}: {str(v).lower()}")
         else:
@@ -151,13 +152,13 @@ def pipe_table(rows: list[list[str]], headers: list[str], align: str) -> str:
     def cell(s: str, w: int) -> str:
         return " " + (s.center(w) if align == "center" else s.ljust(w)) + " "
 
-    out = ["|" + "|".join(cell(h, w) for h, w in zip(headers, widths)) + "|"]
+    out = ["|" + "|".join(cell(h, w) for h, w in zip(headers, widths, strict=True)) + "|"]
     if align == "center":
         out.append("|" + "|".join(":" + "-" * w + ":" for w in widths) + "|")
     else:
         out.append("|" + "|".join(":" + "-" * (w + 1) for w in widths) + "|")
     for r in rows:
-        out.append("|" + "|".join(cell(s, w) for s, w in zip(r, widths)) + "|")
+        out.append("|" + "|".join(cell(s, w) for s, w in zip(r, widths, strict=True)) + "|")
     return "\n".join(out)
 
 
@@ -252,9 +253,7 @@ class DatasetMapper(Dataset):
 
 # ---------------------------------------------------------------- model
 def conv_bn(cin: int, cout: int, stride: int) -> nn.Sequential:
-    return nn.Sequential(
-        nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()
-    )
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
 
 
 class SmallConvNet(nn.Module):
@@ -380,9 +379,8 @@ def inference_and_evaluate(model: nn.Module, loader: DataLoader, fault: str) -> 
     start = time.perf_counter()
     compute = 0.0
     records = []
-    model.eval()
-    if fault == "missing-eval-mode":
-        model.train()
+    if fault != "missing-eval-mode":
+        model.eval()
     with torch.no_grad():
         for idx, batch in enumerate(loader):
             if idx == num_warmup:
@@ -396,12 +394,12 @@ def inference_and_evaluate(model: nn.Module, loader: DataLoader, fault: str) -> 
             gt_box = batch["gt_boxes"][0]
             area = float((gt_box[2] - gt_box[0]) * (gt_box[3] - gt_box[1])) * SIZE * SIZE
             records.append((int(batch["gt_classes"][0]), int(pred[0]), float(iou[0]), area))
-    model.train()
+    if fault != "missing-train-mode":
+        model.train()
     total = time.perf_counter() - start
     n = len(loader) - num_warmup
     log.info(
-        f"Total inference time: {datetime.timedelta(seconds=total)} "
-        f"({total / n:.6f} s / iter per device, on 1 devices)"
+        f"Total inference time: {datetime.timedelta(seconds=total)} ({total / n:.6f} s / iter per device, on 1 devices)"
     )
     log.info(
         f"Total inference pure compute time: {datetime.timedelta(seconds=int(compute))} "
@@ -452,8 +450,8 @@ def main() -> int:
     cfg["SEED"] = a.seed
     solver = cfg["SOLVER"]
 
-    setup_logger()
-    logger = logging.getLogger("detectron2")
+    logger = setup_logger("detectron2")
+    setup_logger("fvcore")
     logger.info("Rank of current process: 0. World size: 1")
     env_rows = [
         ("sys.platform", sys.platform),
@@ -466,9 +464,7 @@ def main() -> int:
         ("CPU threads", str(torch.get_num_threads())),
     ]
     bar = "-" * 22 + "  " + "-" * 46
-    logger.info(
-        "Environment info:\n" + bar + "\n" + "\n".join(f"{k:<22}  {v}" for k, v in env_rows) + "\n" + bar
-    )
+    logger.info("Environment info:\n" + bar + "\n" + "\n".join(f"{k:<22}  {v}" for k, v in env_rows) + "\n" + bar)
     logger.info(
         "Command line arguments: Namespace(config_file='configs/shapes_det.yaml', dist_url='tcp://127.0.0.1:50152', "
         f"eval_only=False, machine_rank=0, num_gpus=0, num_machines=1, opts=['SEED', '{a.seed}'], resume=False)"
@@ -494,7 +490,7 @@ def main() -> int:
     build_log.info(f"Removed 0 images with no usable annotations. {len(train_dicts)} images left.")
     counts = [sum(1 for d in train_dicts if d["annotations"][0]["category_id"] == c + 1) for c in range(NUM_CLASSES)]
     dist = []
-    for name, c in zip(CATEGORIES, counts):
+    for name, c in zip(CATEGORIES, counts, strict=True):
         dist.extend([name, str(c)])
     dist = [dist[:6], dist[6:] + ["total", str(sum(counts))] + [""] * 2]
     build_log.info(
@@ -535,9 +531,7 @@ def main() -> int:
     def write_metrics_line(iteration: int) -> None:
         if not any("loss" in k for k in storage.histories):
             return
-        losses = "  ".join(
-            f"{k}: {storage.median(k, 20):.4g}" for k in storage.histories if "loss" in k
-        )
+        losses = "  ".join(f"{k}: {storage.median(k, 20):.4g}" for k in storage.histories if "loss" in k)
         parts = []
         if "time" in storage.histories:
             times = storage.histories["time"]
@@ -548,8 +542,7 @@ def main() -> int:
             head, tail = f" iter: {iteration}  ", ""
         if "data_time" in storage.histories:
             tail += (
-                f"data_time: {storage.avg('data_time', 20):.4f}  "
-                f"last_data_time: {storage.latest('data_time'):.4f}  "
+                f"data_time: {storage.avg('data_time', 20):.4f}  last_data_time: {storage.latest('data_time'):.4f}  "
             )
         lr_s = f"{storage.latest('lr'):.5g}" if "lr" in storage.histories else "N/A"
         parts.append(head + losses + "    " + tail + f" lr: {lr_s}  max_mem: {max_mem_mb():.0f}M")
@@ -565,7 +558,7 @@ def main() -> int:
         if not math.isfinite(total):
             raise FloatingPointError(
                 f"Loss became infinite or NaN at iteration={iteration}!\n"
-                f"loss_dict = {({k: float(v) for k, v in metrics.items()})}"
+                f"loss_dict = { ({k: float(v) for k, v in metrics.items()}) }"
             )
         storage.put_scalar("total_loss", total)
         for k, v in metrics.items():
@@ -590,15 +583,11 @@ def main() -> int:
             scheduler.step()
 
     def do_test(iteration: int) -> None:
-        logging.getLogger("detectron2.data.dataset_mapper").info(
-            "[DatasetMapper] Augmentations used in inference: []"
-        )
+        logging.getLogger("detectron2.data.dataset_mapper").info("[DatasetMapper] Augmentations used in inference: []")
         common_log.info(f"Serializing {len(val_dicts)} elements to byte tensors and concatenating them all ...")
         common_log.info(f"Serialized dataset takes {len(val_dicts) * SIZE * SIZE * 3 / 2**20:.2f} MiB")
         results = inference_and_evaluate(model, val_loader, fault)
-        logging.getLogger("detectron2.engine.defaults").info(
-            "Evaluation results for shapes_val in csv format:"
-        )
+        logging.getLogger("detectron2.engine.defaults").info("Evaluation results for shapes_val in csv format:")
         test_log = logging.getLogger("detectron2.evaluation.testing")
         keys = ["AP", "AP50", "AP75", "APs", "APm", "APl"]
         test_log.info("copypaste: Task: bbox")
@@ -606,7 +595,7 @@ def main() -> int:
         test_log.info("copypaste: " + ",".join(f"{results[k]:.4f}" for k in keys))
 
     model.train()
-    loop_log.info("No checkpoint found. Initializing model from scratch")
+    logging.getLogger("fvcore.common.checkpoint").info("No checkpoint found. Initializing model from scratch")
     loop_log.info("Starting training from iteration 0")
     train_start = time.perf_counter()
     hook_time = 0.0

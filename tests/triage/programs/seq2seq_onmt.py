@@ -351,7 +351,7 @@ def main() -> int:
         hidden_size=64,
         transformer_ff=128,
         dropout=0.1,
-        batch_size=32,
+        batch_size=24,
         accum_count=2,
         train_steps=600,
         valid_steps=100,
