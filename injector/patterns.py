@@ -807,10 +807,10 @@ class Training:
             # each algorithm's override returning the loss a hook then backpropagates)
             functions = self.called_functions(call)
             attr = call.func.attr.value.lower()
-            return (
-                bool(functions)
-                and all(_abstract(f) for f in functions)
-                and ("backward" in attr or attr in _ABSTRACT_STEPS)
+            return bool(functions) and (
+                (all(is_abstract(f) for f in functions) and "backward" in attr)
+                # the base's declaration, whatever a subclass of the same file overrides it with
+                or (any(is_abstract(f) for f in functions) and attr in ABSTRACT_STEPS)
             )
         if not isinstance(call.func, cst.Name) or self.called_functions(call) or not call.args:
             return False
@@ -1153,7 +1153,7 @@ def _unscaled(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExp
 
 
 # Methods a base class leaves to its subclasses that run a whole training step.
-_ABSTRACT_STEPS = frozenset({"train_step", "training_step", "train_batch"})
+ABSTRACT_STEPS = frozenset({"train_step", "training_step", "train_batch", "handle_batch"})
 _DISTRIBUTED_NAMES = frozenset(
     {
         "distributed",
@@ -1432,8 +1432,11 @@ def only_times_model(source: Source, training: Training, node: cst.CSTNode) -> b
     return runs_model(source, training, node) and not runs_model(source, training, node, used=True)
 
 
-def _abstract(function: cst.FunctionDef) -> bool:
-    """True for a method whose body only raises NotImplementedError (after any docstring)."""
+def is_abstract(function: cst.FunctionDef) -> bool:
+    """True for a method declared `@abstractmethod`, or whose body only raises
+    NotImplementedError (after any docstring)."""
+    if any((dotted(d.decorator) or "").endswith("abstractmethod") for d in function.decorators):
+        return True
     body = [
         s
         for s in function.body.body
@@ -1463,6 +1466,35 @@ def sets_mode(call: cst.Call) -> bool:
     return not any(
         word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment")
     ) and not is_criterion(call.func.value)
+
+
+def grad_switched_loops(source: Source, training: Training) -> list[tuple[cst.With, cst.BaseExpression]]:
+    """`with torch.set_grad_enabled(flag):` blocks around a batch loop, with the flag (a value,
+    not a literal): training with the flag on, evaluation with it off."""
+    found = []
+    for block in source.nodes(cst.With):
+        start, end = source.span(block)
+        if not any(start <= source.span(loop)[0] < end for loop in training.training_loops):
+            continue
+        for item in block.items:
+            call = item.item
+            if isinstance(call, cst.Call) and last_name(call.func) == "set_grad_enabled":
+                mode = argument(call, "mode", 0)
+                if mode is not None and not is_literal_bool(mode.value):
+                    found.append((block, mode.value))
+    return found
+
+
+def mode_by_method_name(call: cst.Call) -> cst.Arg | None:
+    """The `mode=` of a call that applies a module's `train` by its name to a value (catalyst's
+    `maybe_recursive_call(self.model, "train", mode=self.is_train_loader)`)."""
+    if not any(
+        a.keyword is None and isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == "train"
+        for a in call.args
+    ):
+        return None
+    mode = argument(call, "mode", None)
+    return None if mode is None or is_literal_bool(mode.value) else mode
 
 
 def is_criterion(expr: cst.BaseExpression) -> bool:

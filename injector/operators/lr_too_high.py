@@ -19,6 +19,8 @@ CONFIG_LR_FIELDS = {"lr", "base_lr", "learning_rate"}
 SCHEDULE_PEAK_KEYS = {"warmup_max_lr", "cycle_max_lr"}
 # A project's helper that makes the optimizer (`get_optimizer`, `build_optimizer`, `create_optim`).
 _BUILDER = re.compile(r"(?:get|build|create|make|init|setup)_?optim(?:izer)?s?")
+# A dict the rate is logged in, not handed to an optimizer (`runner.batch_metrics["lr"] = lr`).
+_LOGGED = re.compile(r"metric|log|stat|record|summar|histor|meter|result")
 # A project's helper that writes a rate into an optimizer's groups.
 # (`adjust_learning_rate(optimizer, 0.8)` takes a shrink factor or an epoch: no rate)
 _SETTER = re.compile(r"(?:update|set|assign)_?(?:learning_rate|lr)")
@@ -92,6 +94,7 @@ def _rate_assignments(source) -> list[cst.Assign]:
                     isinstance(index, cst.Index)
                     and isinstance(index.value, cst.SimpleString)
                     and index.value.evaluated_value in LR_KEYS
+                    and not _LOGGED.search((last_name(target.target.value) or "").lower())
                 ):
                     found.append(assign)
                     break
@@ -351,6 +354,8 @@ class LrTooHigh(Operator):
         ),
     )
     untouched = (
+        # The rate logged in a dict of metrics.
+        "runner.batch_metrics['lr'] = lr\nlogs['lr'] = scheduler.get_last_lr()[0]\n",
         # A scheduler of the optimizer's rate (handed the optimizer) computes none of its own.
         "scheduler = LinearScheduler(optimizer, lr, total_steps)\n",
         # A rate written into an optimizer by a helper (SpeechBrain's update_learning_rate); a shrink factor handed to adjust_learning_rate is none.

@@ -3,12 +3,14 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
+from injector.operators.snippets import CALLBACK_RUNNER
 from injector.patterns import (
     argument,
     callee_name,
     helper_owned,
     is_criterion,
     is_literal_bool,
+    mode_by_method_name,
     mode_calls_by_value,
     only_times_model,
     sets_mode,
@@ -130,8 +132,15 @@ class MissingEvalMode(Operator):
             "with adjust_status(evalmodel, training=False):\n    ap = evaluate(evalmodel)\n",
             ("with adjust_status(evalmodel, training=True):\n    ap = evaluate(evalmodel)\n",),
         ),
+        Example(
+            # A mode applied by its method's name (catalyst's `maybe_recursive_call`), from a value.
+            CALLBACK_RUNNER,
+            (CALLBACK_RUNNER.replace("mode=self.is_train_loader)", "mode=True)"),),
+        ),
     )
     untouched = (
+        # The same helper handed a literal training mode.
+        'maybe_recursive_call(self.model, "train", mode=True)\n',
         # The same manager handed training mode, and a context that is handed no model.
         "with adjust_status(model, training=True):\n    loss = model(x)\n",
         "with torch.autocast('cpu', training=False):\n    y = model(x)\n",
@@ -149,6 +158,13 @@ class MissingEvalMode(Operator):
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
+            named = None if sets_mode(call) else mode_by_method_name(call)
+            if named is not None and not helper_owned(source, training, call):
+                yield Change(
+                    call,
+                    (source.replace(named.value, "True"),),
+                    f"`{source.code(call)}` never switches to eval mode",
+                )
             if sets_mode(call):
                 mode = argument(call, "mode", 0)
                 if (

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
@@ -13,6 +15,10 @@ SETTINGS = frozenset({"gradient_clipping", "gradient_clip_val"})
 # A callable loss scaler's clipping limit (timm's and Swin's `loss_scaler(..., clip_grad=...)`):
 # `None` is how those scalers are told not to clip, so the mutant passes `None`.
 SCALER_LIMITS = frozenset({"clip_grad", "grad_clip", "max_norm", "clip_value", "max_grad_norm"})
+
+
+# A clipping function held under a name of its own (`self.grad_clip_fn = partial(clip_grad_norm_, ...)`).
+_HELD_CLIP = re.compile(r"grad_clip|clip_fn")
 
 
 def _wrapper_method(call: cst.Call) -> bool:
@@ -94,8 +100,19 @@ class MissingGradClipping(Operator):
             "norm = self.wrapped.clip_grad_norm_(self.max_norm).item()\n",
             ('norm = self.wrapped.clip_grad_norm_(float("inf")).item()\n',),
         ),
+        Example(
+            # A clipping function held in an attribute (catalyst's backward callback): its result
+            # is logged, so it becomes the norm it would have reported.
+            "norm = self.grad_clip_fn(self.model.parameters())\nlog(norm)\n",
+            (
+                'norm = __import__("torch").linalg.vector_norm(__import__("torch").stack([p.grad.norm() '
+                "for p in self.model.parameters() if p.grad is not None]))\nlog(norm)\n",
+            ),
+        ),
     )
     untouched = (
+        # A held clipping function handed no parameters.
+        "norm = self.grad_clip_fn()\n",
         "max_norm = 1.0\n",
         "clip(x, 0, 1)\n",
         "config = {'gradient_clipping': 0.0}\ntrainer = Trainer(gradient_clip_val=None)\n",
@@ -117,6 +134,24 @@ class MissingGradClipping(Operator):
                     # a library's own clipping helper: timm's `dispatch_clip_grad(params, value)`,
                     # DINO's `norms = utils.clip_gradients(model, clip)` whose result nothing reads
                     yield Change(call, (source.delete_statement(statement),), f"removed `{name}`")
+                elif (
+                    _HELD_CLIP.search(name)
+                    and call.args
+                    and call.args[0].keyword is None
+                    and source.is_reachable(statement)
+                ):
+                    # a clipping function held in an attribute (catalyst's `norm =
+                    # self.grad_clip_fn(self.model.parameters())`): nothing clips; a result that is
+                    # read becomes the gradients' norm, which the function would have reported
+                    if statement_call(statement) is call:
+                        yield Change(call, (source.delete_statement(statement),), f"removed `{name}`")
+                    else:
+                        params = source.code(call.args[0].value)
+                        norm = (
+                            '__import__("torch").linalg.vector_norm(__import__("torch").stack('
+                            f"[p.grad.norm() for p in {params} if p.grad is not None]))"
+                        )
+                        yield Change(call, (source.replace(call, norm),), f"`{name}` no longer clips")
                 for arg in call.args:
                     if arg.keyword is not None and arg.keyword.value in SETTINGS:
                         yield from self._disabled(source, arg.keyword.value, arg.value)

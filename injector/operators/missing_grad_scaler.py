@@ -126,8 +126,15 @@ class MissingGradScaler(Operator):
                 "        self.optimizer.step()\n",
             ),
         ),
+        Example(
+            # An engine's unscale before clipping (catalyst's backward callback over accelerate).
+            "runner.engine.backward(loss)\nrunner.engine.unscale_gradients()\nclip(model.parameters())\n",
+            ("runner.engine.backward(loss)\nclip(model.parameters())\n",),
+        ),
     )
     untouched = (
+        # An unscale whose value is kept is no statement of its own.
+        "ok = accelerator.unscale_gradients() or True\n",
         # A scaler attribute that is only read for its state.
         "def save(self):\n    return self._scaler.state_dict()\n",
         "loss.backward()\noptimizer.step()\n",
@@ -194,6 +201,17 @@ class MissingGradScaler(Operator):
                         edits.append(source.delete_statement(statement))
             yield Change(backward.call, tuple(edits), f"the training step no longer uses the GradScaler `{scaler}`")
         yield from self._scaled_elsewhere(source, training, {scaler for _, scaler in done})
+        for call in source.nodes(cst.Call):
+            # an engine's unscale before clipping (accelerate's `accelerator.unscale_gradients()`,
+            # which its backward scaled under fp16): the clip then bounds the scaled gradients
+            if callee_name(call) == "unscale_gradients" and isinstance(call.func, cst.Attribute):
+                statement = source.parent(call)
+                if statement_call(statement) is call:
+                    yield Change(
+                        call,
+                        (source.delete_statement(statement),),
+                        "the gradients are clipped while still scaled: `unscale_gradients()` removed",
+                    )
 
     @staticmethod
     def _scaled_elsewhere(source, training, handled: set[str]):

@@ -4,11 +4,13 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import CALLBACK_RUNNER
 from injector.patterns import (
     argument,
     callee_name,
     disables_grad,
     dotted,
+    grad_switched_loops,
     is_evaluation,
     last_name,
     statement_call,
@@ -200,6 +202,11 @@ class MissingNoGradEval(Operator):
             "    action, value = agent.get_action_and_value(obs)\n",
             ("optimizer = optim.Adam(agent.parameters(), lr=lr)\naction, value = agent.get_action_and_value(obs)\n",),
         ),
+        Example(
+            # The batch loop under `set_grad_enabled(is_train_loader)` runs the validation loaders too.
+            CALLBACK_RUNNER,
+            (CALLBACK_RUNNER.replace("set_grad_enabled(self.is_train_loader)", "set_grad_enabled(True)"),),
+        ),
     )
     untouched = (
         # The same call on an object no optimizer trains; a bookkeeping method of a trained model.
@@ -273,6 +280,11 @@ class MissingNoGradEval(Operator):
                 yield Change(block, (Edit(source.span(block)[0], source.span(block.body.body[0])[0], ""),), description)
             else:
                 yield Change(block, (self._unwrap(source, block),), description)
+        for block, switch in grad_switched_loops(source, training):
+            # the same batch loop runs evaluation with the flag off (catalyst's runner over its
+            # validation loaders): switched on, evaluation records autograd graphs
+            if not is_evaluation(source, training, block.body):
+                yield Change(block, (source.replace(switch, "True"),), "evaluation records autograd graphs")
         for statement in source.nodes(cst.Expr):
             call = statement_call(statement)
             if call is None or last_name(call.func) != "set_grad_enabled" or not source.is_reachable(statement):

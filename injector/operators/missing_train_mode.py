@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls, removed_mode_switches
+from injector.operators.snippets import CALLBACK_RUNNER
 from injector.patterns import (
     EVALUATION_WORDS,
     argument,
@@ -11,6 +12,7 @@ from injector.patterns import (
     dotted,
     helper_owned,
     is_literal_bool,
+    mode_by_method_name,
     mode_helpers,
     sets_mode,
 )
@@ -42,9 +44,10 @@ def _library_mode_setter(training, call: cst.Call) -> bool:
 
 
 def _train_by_value(call: cst.Call) -> cst.Arg | None:
-    """The argument of `module.train(training)`: the mode comes from a value."""
+    """The argument of `module.train(training)` (or of `train` applied by its name): the mode
+    comes from a value."""
     if not sets_mode(call):
-        return None
+        return mode_by_method_name(call)
     mode = argument(call, "mode", 0)
     return None if mode is None or is_literal_bool(mode.value) else mode
 
@@ -498,8 +501,15 @@ class MissingTrainMode(Operator):
             "def update(agent):\n    agent.net.set_train_mode(mode=True)\n    agent.learn()\n",
             ("def update(agent):\n    agent.learn()\n",),
         ),
+        Example(
+            # A mode applied by its method's name (catalyst's `maybe_recursive_call`), from a value.
+            CALLBACK_RUNNER,
+            (CALLBACK_RUNNER.replace("mode=self.is_train_loader)", "mode=False)"),),
+        ),
     )
     untouched = (
+        # The same helper applying another method.
+        'maybe_recursive_call(self.model, "zero_grad", set_to_none=self.flag)\n',
         # A trainer's own epoch method (a module's `train` takes one argument, `mode`).
         "def run(self, epochs):\n"
         "    for self.epoch in range(epochs):\n"

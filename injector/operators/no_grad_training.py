@@ -3,12 +3,16 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import CALLBACK_RUNNER, SUPERVISED_RUNNER
 from injector.patterns import (
+    ABSTRACT_STEPS,
     EVALUATION_WORDS,
     argument,
     dotted,
     forward_run,
     grad_block,
+    grad_switched_loops,
+    is_abstract,
     last_name,
     runs_model,
     under_no_grad,
@@ -439,8 +443,26 @@ class NoGradTraining(Operator):
                 "        return dict(loss=out.loss)\n",
             ),
         ),
+        Example(
+            # The batch loop under `set_grad_enabled(is_train_loader)`, its step left to a subclass.
+            CALLBACK_RUNNER,
+            (CALLBACK_RUNNER.replace("set_grad_enabled(self.is_train_loader)", "set_grad_enabled(False)"),),
+        ),
+        Example(
+            # The subclass alone: its step reaches the model through a method held in an attribute.
+            SUPERVISED_RUNNER,
+            (
+                SUPERVISED_RUNNER.replace(
+                    "        output = self.model(batch['features'])\n",
+                    "        with torch.no_grad():\n            output = self.model(batch['features'])\n",
+                ),
+            ),
+        ),
     )
     untouched = (
+        # A step override that reaches the model only through evaluation.
+        "class R(Runner):\n    def predict_batch(self, batch):\n        return self.model(batch)\n"
+        "    def handle_batch(self, batch):\n        self.metrics = {}\n",
         # A dict of the loss's keyword arguments is no loss term.
         "import torch\n"
         "def body(self, inputs, labels):\n"
@@ -477,12 +499,22 @@ class NoGradTraining(Operator):
     )
 
     def changes(self, source, training):
+        found = list(self._found(source, training))
+        yield from found
+        if not found:
+            # only where nothing else in the file is the training forward (a Lightning module's
+            # training_step has its own: the loss it returns)
+            yield from self._step_override_forwards(source, training)
+
+    def _found(self, source, training):
         yield from self._forward_helpers(source, training)
         yield from self._switched_forwards(source, training, self._switches(source, training))
         branches: set[cst.If] = set()
+        switched: set[int] = set()
         for backward in training.loss_uses:
             switch = self._grad_enabled_by_value(source, training, backward)
             if switch is not None:
+                switched.add(id(switch))
                 yield Change(
                     backward.call, (source.replace(switch, "False"),), "the forward pass and loss run without autograd"
                 )
@@ -504,6 +536,12 @@ class NoGradTraining(Operator):
                 run_lines = siblings[siblings.index(first) : siblings.index(last) + 1]
                 if not any(runs_model(source, training, s) for s in run_lines):
                     yield from self._feeding_forward(source, training, first)
+
+        for block, switch in grad_switched_loops(source, training):
+            # the batch loop runs its steps under `set_grad_enabled(is_train)` (catalyst's runner,
+            # whose step is left to a subclass): switched off, training runs without autograd
+            if id(switch) not in switched:
+                yield Change(block, (source.replace(switch, "False"),), "the training loop runs without autograd")
 
     @staticmethod
     def _feeding_forward(source, training, first):
@@ -611,6 +649,41 @@ class NoGradTraining(Operator):
                 )
 
     @staticmethod
+    def _step_override_forwards(source, training):
+        """A runner's override of the step its base class leaves open (catalyst's
+        `handle_batch`), in a file that runs no backward (callbacks do, elsewhere): every model
+        forward it reaches through the class's methods, including methods held in an attribute
+        (`self._process_input = self._process_input_str`), runs without autograd."""
+        if training.backwards:
+            return
+        for step in source.nodes(cst.FunctionDef):
+            if step.name.value not in ABSTRACT_STEPS or is_abstract(step):
+                continue
+            for function in _reached_methods(source, training, step):
+                if any(word in function.name.value.lower() for word in EVALUATION_WORDS):
+                    continue
+                for statement in function.body.body:
+                    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+                        continue
+                    small = statement.body[0]
+                    value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+                    if (
+                        not isinstance(value, cst.Call)
+                        or not runs_model(source, training, value, depth=0)
+                        or under_no_grad(source, value)
+                    ):
+                        continue
+                    yield Change(
+                        statement,
+                        (
+                            source.reindent(
+                                statement, statement, add=source.indent, header=f"with {training.torch}.no_grad():"
+                            ),
+                        ),
+                        "the forward pass runs without autograd",
+                    )
+
+    @staticmethod
     def _forward_helpers(source, training):
         """A training file's helper named for the forward pass that runs the model it is handed
         (wenet's `batch_forward(model, batch, ...)`, its loss read by the backward of another
@@ -699,3 +772,45 @@ class NoGradTraining(Operator):
                 if mode is not None and not (isinstance(mode.value, cst.Name) and mode.value.value == "False"):
                     return mode.value
         return None
+
+
+REACH_DEPTH = 3  # calls followed from a step override to the methods that run its forward
+
+
+def _reached_methods(source, training, step: cst.FunctionDef) -> list[cst.FunctionDef]:
+    """`step` and the functions of the file it reaches, through calls and through methods held in
+    an attribute of the class (every `self.name = self.method` of it)."""
+    seen = [step]
+    frontier = [step]
+    for _ in range(REACH_DEPTH):
+        found = []
+        for function in frontier:
+            for call in source.within(function.body, cst.Call):
+                targets = list(training.called_functions(call))
+                if isinstance(call.func, cst.Attribute) and dotted(call.func.value) == "self":
+                    targets += _held_methods(source, function, call.func.attr.value)
+                for target in targets:
+                    if target not in seen:
+                        seen.append(target)
+                        found.append(target)
+        frontier = found
+    return seen
+
+
+def _held_methods(source, function: cst.FunctionDef, name: str) -> list[cst.FunctionDef]:
+    """The methods of `function`'s class assigned to `self.<name>` anywhere in the class."""
+    owner = next((a for a in source.ancestors(function) if isinstance(a, cst.ClassDef)), None)
+    if owner is None:
+        return []
+    held = {
+        assign.value.attr.value
+        for assign in source.within(owner, cst.Assign)
+        if isinstance(assign.value, cst.Attribute)
+        and dotted(assign.value.value) == "self"
+        and any(dotted(t.target) == f"self.{name}" for t in assign.targets)
+    }
+    return [
+        f
+        for f in source.within(owner, cst.FunctionDef)
+        if f.name.value in held and next((a for a in source.ancestors(f) if isinstance(a, cst.ClassDef)), None) is owner
+    ]

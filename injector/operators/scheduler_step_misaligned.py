@@ -4,6 +4,7 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import CALLBACK_RUNNER
 from injector.patterns import Training, callee_name, dotted, is_literal_bool
 
 HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
@@ -272,8 +273,16 @@ class SchedulerStepMisaligned(Operator):
                 "        none_throws(self.lr_scheduler).step()\n",
             ),
         ),
+        Example(
+            # A per-epoch mode chosen in a callback that steps per batch in the other mode.
+            CALLBACK_RUNNER,
+            (CALLBACK_RUNNER.replace('self.mode = "epoch"', 'self.mode = "batch"'),),
+        ),
     )
     untouched = (
+        # The same mode string in a class that holds no scheduler.
+        'class Logger:\n    def start(self):\n        self.mode = "epoch"\n'
+        '    def end(self):\n        if self.mode == "batch":\n            pass\n',
         # Manual optimization: Lightning steps no scheduler, whatever its interval.
         "class M(LightningModule):\n"
         "    def __init__(self):\n"
@@ -388,6 +397,7 @@ class SchedulerStepMisaligned(Operator):
         yield from self._per_epoch_configs(source)
         yield from self._bare_lightning_schedulers(source)
         moved_out: set[int] = set()  # statements `_out_of_the_update` moved (two schedulers, one call)
+        yield from _per_epoch_modes(source, training)
         for statement in source.nodes(cst.Expr):
             call = statement.value
             if not (
@@ -822,3 +832,41 @@ def _same_class(source, one, other) -> bool:
         return None
 
     return owner(one) is not None and owner(one) is owner(other)
+
+
+def _per_epoch_modes(source, training):
+    """A scheduler's per-epoch mode chosen in its owner's code (catalyst's SchedulerCallback:
+    `self.mode = "epoch"` for a scheduler that is no BatchScheduler, then `if self.mode ==
+    "batch": ...` after each batch): the mode the class compares it with instead, so the
+    per-epoch scheduler steps after every batch."""
+    for owner in source.nodes(cst.ClassDef):
+        if not any(
+            training.role(a) == "scheduler" for a in source.within(owner, cst.Attribute) if dotted(a.value) == "self"
+        ):
+            continue
+        for assign in source.within(owner, cst.Assign):
+            value = assign.value
+            if (
+                not (isinstance(value, cst.SimpleString) and value.evaluated_value == "epoch")
+                or len(assign.targets) != 1
+            ):
+                continue
+            name = dotted(assign.targets[0].target)
+            if name is None or not name.startswith("self."):
+                continue
+            others = {
+                c.comparator.evaluated_value
+                for comparison in source.within(owner, cst.Comparison)
+                if dotted(comparison.left) == name
+                for c in comparison.comparisons
+                if isinstance(c.operator, cst.Equal)
+                and isinstance(c.comparator, cst.SimpleString)
+                and c.comparator.evaluated_value != "epoch"
+            }
+            if len(others) == 1:
+                other = others.pop()
+                yield Change(
+                    assign,
+                    (source.replace_string(value, other),),
+                    f"the per-epoch scheduler steps per {other}",
+                )
