@@ -228,8 +228,9 @@ class DatasetMapper(Dataset):
     def brightness(self, image: torch.Tensor, factor: float) -> torch.Tensor:
         if self.fault == "dataloader-bottleneck":
             out = torch.empty_like(image)
-            for y in range(image.shape[1]):
-                out[:, y] = image[:, y] * factor
+            for c in range(image.shape[0]):
+                for y in range(image.shape[1]):
+                    out[c, y] = image[c, y] * factor
             return out
         return image * factor
 

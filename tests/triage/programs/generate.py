@@ -263,6 +263,46 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 15 without reading triage's rules
+    "seq2seq_onmt": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "missing-train-mode",
+            "missing-eval-mode",
+            "scheduler-step-misaligned",
+            "loss-tensor-leak",
+            "frozen-parameters",
+            "missing-attention-mask",
+            "no-shuffle",
+            "wrong-softmax-dim",
+            "label-out-of-range",
+            "detached-graph",
+        ),
+        "python",
+    ),
+    # written for issue 9's fresh program 16 without reading triage's rules
+    "detect_d2": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "missing-train-mode",
+            "missing-eval-mode",
+            "no-shuffle",
+            "loss-tensor-leak",
+            "frozen-parameters",
+            "wrong-loss-reduction",
+            "missing-epsilon",
+            "scheduler-step-misaligned",
+            "label-out-of-range",
+            "dataloader-bottleneck",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
