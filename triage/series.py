@@ -29,6 +29,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "lm_loss",
         "total_loss",
         "objective",
+        "xent",  # OpenNMT-py's per-token cross-entropy
     ),
     "val_loss": ("val_loss", "valid_loss", "validation_loss", "eval_loss", "test_loss", "dev_loss", "val_loss_epoch"),
     "accuracy": ("acc", "accuracy", "train_acc", "train_accuracy", "top1", "acc1"),
@@ -93,6 +94,21 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "batch_time": ("batch_time", "step_time", "iter_time", "time_step", "time"),
 }
 _CANON = {spelling: name for name, spellings in ALIASES.items() for spelling in spellings}
+# A perplexity is exp(loss): read as the loss it stands for (OpenNMT-py prints `ppl:` beside its
+# `xent:`, and `Validation perplexity: 12.3` alone for its validation).
+PERPLEXITIES = {
+    "ppl": "loss",
+    "perplexity": "loss",
+    "train_ppl": "loss",
+    "train_perplexity": "loss",
+    "val_ppl": "val_loss",
+    "valid_ppl": "val_loss",
+    "val_perplexity": "val_loss",
+    "validation_perplexity": "val_loss",
+    "eval_ppl": "val_loss",
+    "eval_perplexity": "val_loss",
+    "test_ppl": "val_loss",
+}
 MAX_READING = 8192
 _VAL_CONTEXT = re.compile(r"\b(?:val|valid|validation|eval|evaluation|test)\b", re.I)
 
@@ -123,8 +139,8 @@ _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|i
 _PAIR = re.compile(
     r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\()?['"]?("""
     + _NUM
-    + r""")(?:\s?(?:[KMGT]i?B|ms|s|%))?(?!\w|\.\w)"""
-)  # a unit after the number is the logger's scale
+    + r""")(?:\s?(?:[KMGT]i?B|ms|s|%)|[KMGT](?=[\s,;|]|$))?(?!\w|\.\w)"""
+)  # a unit after the number is the logger's scale (detectron2's `max_mem: 1234M` too)
 # "loss 0.53" (no separator) only for the names that habitually appear that way; "Loss error: 0.5"
 _SPACED = re.compile(
     r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM + r")(?!\w|\.\w)", re.I
@@ -222,6 +238,15 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
         gap, last_end = text[last_end : m.start()], m.end()
         key = _key(m.group(1))
         name = _CANON.get(key)
+        if name is None and key in PERPLEXITIES:
+            name = PERPLEXITIES[key]
+            if name == "loss" and key in ("ppl", "perplexity"):
+                phase = _phase(gap)
+                if phase if phase is not None else _val_context(text[: m.start()]):
+                    name = "val_loss"
+            ppl = _float(m.group(2))
+            metrics.setdefault(name, math.log(ppl) if ppl > 0 else math.nan)
+            continue
         if name is None:
             # "train/loss", "metrics.val_loss": judge by the last component
             name = _CANON.get(key.rsplit("_", 1)[-1] if key.startswith(("train_", "metrics_")) else "")

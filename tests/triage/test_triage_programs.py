@@ -8,6 +8,7 @@ ranks. Their logs are committed; `programs/generate.py` reruns them.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,10 @@ CONFUSABLE = {frozenset({"missing-zero-grad", "lr-too-high"})}
 # loss swing and climb, which only the unshuffled loader's swings match. simclr_mmlog's summed
 # gradients, a model left in eval mode and a log-softmax over the wrong axis each leave the
 # contrastive loss flat from the first logged window, said as the missing backward/step tie.
+# detect_d2's frozen backbone leaves the heads to fit alone, and their box loss blows up
+# 5-100x as a rate too high does; its summed box loss stays large and wavers, read as a bad
+# start (tied with an unshuffled loader's swings). seq2seq_onmt's 100x rate killed the network
+# before the first print: its loss is as flat as without a backward or a step (the tie).
 KNOWN_WRONG = {
     "lstm_keras__missing-zero-grad__s3.log": "missing-train-mode",
     "vae_ignite__lr-too-high__s2.log": "missing-backward",
@@ -45,6 +50,9 @@ KNOWN_WRONG = {
     "simclr_mmlog__missing-train-mode__s2.log": "missing-backward",
     "simclr_mmlog__missing-zero-grad__s3.log": "missing-backward",
     "simclr_mmlog__wrong-softmax-dim__s3.log": "missing-backward",
+    "detect_d2__frozen-parameters__s2.log": "lr-too-high",
+    "detect_d2__wrong-loss-reduction__s3.log": "bad-init",
+    "seq2seq_onmt__lr-too-high__s2.log": "missing-backward",
 }
 
 
@@ -233,3 +241,26 @@ def test_fresh_program_run_never_gets_a_wrong_cause(entry):
         assert ids == [] or entry["cause"] in ids[:3]  # silent, or among the causes it reads the same as
     else:
         assert ids[:1] in ([], [entry["cause"]])
+
+
+def test_a_perplexity_is_read_as_the_loss_it_stands_for():
+    # OpenNMT-py prints the training loss only as `xent` and `ppl`, and validation only as
+    # `Validation perplexity: ...`: both are losses (ln of a perplexity)
+    series = explain(PROGRAMS / "logs" / "seq2seq_onmt__healthy__s0.log").series
+    assert len(series["loss"].points) >= 20 and len(series["val_loss"].points) >= 5
+    text = (PROGRAMS / "logs" / "seq2seq_onmt__healthy__s0.log").read_text()
+    first = next(line for line in text.splitlines() if "Validation perplexity:" in line)
+    assert series["val_loss"].points[0].value == pytest.approx(math.log(float(first.rsplit(" ", 1)[1])))
+
+
+def test_a_model_right_far_more_often_than_a_guess_did_not_collapse_to_one():
+    # its loss fell from 3.5 to 0.66 (near ln 2) while its accuracy reached 99%: no dead network
+    report = explain(PROGRAMS / "logs" / "seq2seq_onmt__missing-train-mode__s2.log")
+    assert "loss-collapsed-to-log-c" not in {s.name for s in report.symptoms}
+
+
+def test_detectron2s_memory_in_bare_megabytes_is_read():
+    # `max_mem: 338M` growing a quarter over the run while the losses train normally: the leak
+    leak = explain(PROGRAMS / "logs" / "detect_d2__loss-tensor-leak__s3.log")
+    assert [c.id for c in leak.causes][:1] == ["loss-tensor-leak"]
+    assert explain(PROGRAMS / "logs" / "detect_d2__healthy__s0.log").series["memory"].points

@@ -66,7 +66,7 @@ def detect(ctx: Context) -> list[Symptom]:
     loss = ctx.series.get("loss")
     if loss is not None and loss.points:
         out += climb(loss)
-        out += collapse(loss)
+        out += collapse(loss, ctx.series.get("accuracy") or ctx.series.get("val_accuracy"))
         out += non_finite_shape(loss)
         if "kl" not in ctx.series:  # an ELBO is summed over pixels by convention: its scale says nothing
             out += huge_start(loss, ctx.series.get("accuracy") or ctx.series.get("val_accuracy"))
@@ -224,8 +224,9 @@ def log_c(value: float) -> int | None:
     return None
 
 
-def collapse(loss: Series) -> list[Symptom]:
-    """A loss that shot up, then sat at ln(C) for the rest of the run."""
+def collapse(loss: Series, accuracy: Series | None = None) -> list[Symptom]:
+    """A loss that shot up, then sat at ln(C) for the rest of the run, where a logged accuracy
+    does not say the model answers far better than a uniform guess does."""
     pts = loss.finite()
     if len(pts) < 8:
         return []
@@ -252,6 +253,8 @@ def collapse(loss: Series) -> list[Symptom]:
     flat = median(abs(v - level) for v in rest) <= 0.05 * level
     if not (peak >= 8 * level or (peak >= 5 * level and flat) or (at_start and peak >= SPIKE_RATIO * level)):
         return []
+    if accuracy is not None and _beats_a_guess(accuracy, c):
+        return []  # a model that is right far more often than 1/C is no uniform guess
     return [
         Symptom(
             "loss-collapsed-to-log-c",
@@ -263,6 +266,16 @@ def collapse(loss: Series) -> list[Symptom]:
             value=level,
         )
     ]
+
+
+def _beats_a_guess(accuracy: Series, c: int) -> bool:
+    """True if the last logged accuracy (a fraction or a percentage) is more than halfway from a
+    uniform guess's 1/C to always right."""
+    last = accuracy.finite()
+    if not last:
+        return False
+    value = last[-1].value / 100 if last[-1].value > 1 else last[-1].value
+    return value > 1 / c + 0.5 * (1 - 1 / c)
 
 
 def non_finite_shape(loss: Series) -> list[Symptom]:
