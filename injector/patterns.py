@@ -98,6 +98,8 @@ FUNCTIONAL_MODULES = frozenset(
 
 
 CLIPS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+# A model's own walks: a loop over them goes over modules or parameters, never over batches.
+MODULE_WALKS = frozenset({"modules", "named_modules", "children", "named_children", "parameters", "named_parameters"})
 # calls that hand back their (last) argument, only checked or typed: `none_throws(self.lr_scheduler)`
 UNWRAPPERS = frozenset({"none_throws", "not_none", "cast", "unwrap"})
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train", "eval"})
@@ -400,7 +402,7 @@ class Training:
             elif name == "backward":
                 loss, scaler = _unscaled(receiver)
                 if scaler is None and isinstance(receiver, cst.Name):
-                    scaled = self._scaled_value(receiver, call)
+                    scaled = self.scaled_value(receiver, call)
                     if scaled is not None:
                         loss, scaler = _unscaled(scaled)
             else:
@@ -698,11 +700,15 @@ class Training:
                 return self.is_loss_value(assign.value, use, depth - 1)
         return False
 
-    def _scaled_value(self, name: cst.Name, use: cst.CSTNode) -> cst.Call | None:
-        """`scaler.scale(loss)` when `name` was last assigned from it before `use`."""
+    def scaled_value(self, name: cst.Name, use: cst.CSTNode) -> cst.Call | None:
+        """`scaler.scale(loss)` when `name` was last assigned from it before `use` (also through
+        `cast(Tensor, scaler.scale(loss))`, composer's)."""
         assign = self.last_assignment(name.value, use)
-        if assign is not None and isinstance(assign.value, cst.Call) and callee_name(assign.value) == "scale":
-            return assign.value
+        value = assign.value if assign is not None else None
+        while isinstance(value, cst.Call) and callee_name(value) in UNWRAPPERS and value.args:
+            value = value.args[-1].value
+        if isinstance(value, cst.Call) and callee_name(value) == "scale":
+            return value
         return None
 
     def last_assignment(
@@ -782,6 +788,8 @@ class Training:
         """
         loops = []
         for loop in self.source.nodes(cst.For) + self.source.nodes(cst.While):
+            if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and callee_name(loop.iter) in MODULE_WALKS:
+                continue  # over a model's modules or parameters, not over batches
             reached = self.training_calls(loop.body)
             if not reached:
                 continue
@@ -835,7 +843,11 @@ class Training:
         wanted = {b.call for b in self.backwards} | set(self.steps)
         found = []
         for call in self.source.within(node, cst.Call):
-            if _nested_in(self.source, call, node, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)):
+            if _nested_in(self.source, call, node, (cst.FunctionDef, cst.Lambda)) or any(
+                not _once_per_step(self.source, loop)
+                for loop in _ancestors_within(self.source, call, node)
+                if isinstance(loop, (cst.For, cst.While))
+            ):
                 continue
             if call in wanted or self._helper_step(call):
                 found.append(call)
@@ -1233,6 +1245,18 @@ _DIST_FUNCTIONS = frozenset(
         "recv",
     }
 )
+
+
+def _once_per_step(source: Source, loop: cst.For | cst.While) -> bool:
+    """True for a loop a step runs through once as a whole, not once per batch: over the
+    optimizers (`for optimizer in self.state.optimizers:`), or a `while True:` a step retries in
+    until it succeeds (composer's out-of-memory retry, left by `break` or `return`) and that takes
+    no batch of its own."""
+    if isinstance(loop, cst.For):
+        return "optim" in (last_name(loop.iter) or "").lower()
+    if not (isinstance(loop.test, cst.Name) and loop.test.value == "True"):
+        return False
+    return not any(callee_name(c) == "next" for c in source.within(loop.body, cst.Call))
 
 
 def _nested_in(source: Source, node: cst.CSTNode, outer: cst.CSTNode, kinds: tuple[type, ...]) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import HELPER_STEP_TRAINER
+from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER
 from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, loss_name, method_on, runs_model
 
 
@@ -322,6 +322,8 @@ class DetachedGraph(Operator):
         ),
     )
     untouched = (
+        # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
+        MICROBATCH_TRAINER,
         # A train_step that returns its loss in a dict of a returned tuple, for a hook to backpropagate (USB); a dict without the loss is none.
         "class FixMatch(AlgorithmBase):\n"
         "    def train_step(self, x, y):\n"
@@ -423,15 +425,21 @@ def _starts_empty(assign: cst.CSTNode) -> bool:
     """True for a loss that starts as a constant the terms are added into (`loss = 0`,
     `loss = torch.tensor(0.0)`, `loss = torch.zeros(1)`): it has no graph to cut off."""
     value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
+    return _empty(value)
+
+
+def _empty(value: cst.BaseExpression | None) -> bool:
     if isinstance(value, cst.UnaryOperation):
         value = value.expression
     if isinstance(value, (cst.Integer, cst.Float)):
         return True
-    return (
-        isinstance(value, cst.Call)
-        and callee_name(value) in ("tensor", "zeros", "scalar_tensor", "new_zeros", "new_tensor")
-        and all(isinstance(a.value, (cst.Integer, cst.Float, cst.List, cst.Tuple)) or a.keyword for a in value.args)
-    )
+    if not isinstance(value, cst.Call):
+        return False
+    if callee_name(value) in ("tensor", "zeros", "scalar_tensor", "new_zeros", "new_tensor"):
+        return all(isinstance(a.value, (cst.Integer, cst.Float, cst.List, cst.Tuple)) or a.keyword for a in value.args)
+    # a constant handed to a move (composer's `self.state.device.tensor_to_device(torch.zeros(size=(1,)))`)
+    positional = [a for a in value.args if a.keyword is None]
+    return len(positional) == 1 and isinstance(positional[0].value, cst.Call) and _empty(positional[0].value)
 
 
 def _terms(source, training, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.Assign]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import MICROBATCH_TRAINER
 from injector.patterns import argument, assigned_alone, callee_name, dotted, last_name, runs_model
 
 ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
@@ -828,6 +829,11 @@ class DeviceMismatch(Operator):
                 "            logits = self.get_logits(data)\n",
             ),
         ),
+        Example(
+            # A device object's own move of each micro-batch (composer's `state.device.batch_to_device`).
+            MICROBATCH_TRAINER,
+            (MICROBATCH_TRAINER.replace("self.state.device.batch_to_device(self.state.batch)", "self.state.batch"),),
+        ),
     )
     untouched = (
         # A parameter named for the batch (SpeechBrain's compute_forward); a model's own buffer is none.
@@ -940,6 +946,21 @@ class DeviceMismatch(Operator):
                         (source.replace(device.value, '"cpu"'),),
                         f"`{source.code(tensor.value)}` stays on the CPU",
                     )
+                continue
+            if (
+                isinstance(call.func, cst.Attribute)
+                and _move_helper(callee_name(call))
+                and "device" in (last_name(call.func.value) or "").lower()
+                and "batch" in (callee_name(call) or "")
+                and len(call.args) == 1
+                and call.args[0].keyword is None
+                and "batch" in (last_name(call.args[0].value) or "").lower()
+                and _is_batch(source, call)
+                and not _is_model(training, call.args[0].value)
+            ):
+                # a device object's own move (composer's `self.state.device.batch_to_device(batch)`)
+                text = source.code(call.args[0].value)
+                yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
                 continue
             if _move_helper(callee_name(call)) and isinstance(call.func, cst.Name) and _is_batch(source, call):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)

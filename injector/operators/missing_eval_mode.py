@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
-from injector.operators.snippets import CALLBACK_RUNNER
+from injector.operators.snippets import CALLBACK_RUNNER, MICROBATCH_TRAINER
 from injector.patterns import (
     argument,
     callee_name,
@@ -137,6 +137,15 @@ class MissingEvalMode(Operator):
             CALLBACK_RUNNER,
             (CALLBACK_RUNNER.replace("mode=self.is_train_loader)", "mode=True)"),),
         ),
+        Example(
+            # A context manager named for eval mode (composer's `model_eval_mode(model)`).
+            MICROBATCH_TRAINER,
+            (
+                MICROBATCH_TRAINER.replace(
+                    "model_eval_mode(self.state.model)", '__import__("contextlib").nullcontext()'
+                ),
+            ),
+        ),
     )
     untouched = (
         # The same helper handed a literal training mode.
@@ -200,6 +209,13 @@ class MissingEvalMode(Operator):
             ):
                 continue  # handed no model first
             mode = next((a for a in call.args if a.keyword is not None and a.keyword.value in MODE_KEYWORDS), None)
+            if mode is None and "eval_mode" in (callee_name(call) or "").lower():
+                # a context manager named for eval mode (composer's `model_eval_mode(model)`)
+                yield Change(
+                    call,
+                    (source.replace(call, '__import__("contextlib").nullcontext()'),),
+                    f"`{source.code(call)}` no longer puts the model in eval mode",
+                )
             if mode is not None and is_literal_bool(mode.value, False):
                 yield Change(
                     call,

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import MICROBATCH_TRAINER
 from injector.patterns import argument, callee_name, last_name, method_on, needs_parens, statement_call
 
 
@@ -131,6 +132,16 @@ class MissingGradScaler(Operator):
             "runner.engine.backward(loss)\nrunner.engine.unscale_gradients()\nclip(model.parameters())\n",
             ("runner.engine.backward(loss)\nclip(model.parameters())\n",),
         ),
+        Example(
+            # Scaled under the loss's own name, through `cast` (composer's micro-batch).
+            MICROBATCH_TRAINER,
+            (
+                MICROBATCH_TRAINER.replace(
+                    "cast(torch.Tensor, self.state.scaler.scale(microbatch_loss))",
+                    "cast(torch.Tensor, microbatch_loss)",
+                ),
+            ),
+        ),
     )
     untouched = (
         # An unscale whose value is kept is no statement of its own.
@@ -181,6 +192,10 @@ class MissingGradScaler(Operator):
                 continue
             done.add((scope, scaler))
             scaled = backward.call.func.value  # the `scaler.scale(loss)` call
+            if isinstance(scaled, cst.Name) and source.code(backward.loss) == scaled.value:
+                # scaled under the loss's own name, `loss = cast(Tensor, scaler.scale(loss))` before
+                # `loss.backward()` (composer's): the scaling goes where it was assigned
+                scaled = training.scaled_value(scaled, backward.call) or scaled
             loss = source.module.code_for_node(backward.loss).strip()
             edits = [source.replace(scaled, f"({loss})" if needs_parens(backward.loss) else loss)]
             for call in source.nodes(cst.Call):

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from injector.operators.base import Example, Operator, deleted_calls
+from injector.operators.snippets import MICROBATCH_TRAINER
 from injector.patterns import callee_name
 
 
@@ -19,6 +22,15 @@ class MissingSetEpoch(Operator):
             "for epoch in range(epochs):\n    run_epoch(loader)\n    self.dataset.reshuffle(self.epoch)\n",
             ("for epoch in range(epochs):\n    run_epoch(loader)\n",),
         ),
+        Example(
+            # The training loop's sampler; an evaluation loop's is none.
+            MICROBATCH_TRAINER,
+            (
+                MICROBATCH_TRAINER.replace(
+                    "            self.state.dataloader.sampler.set_epoch(int(self.state.timestamp.epoch))\n", ""
+                ),
+            ),
+        ),
     )
     untouched = (
         "set_epoch(epoch)\n",
@@ -28,15 +40,40 @@ class MissingSetEpoch(Operator):
     )
 
     def changes(self, source, training):
+        calls = [
+            call
+            for call in source.nodes(cst.Call)
+            if isinstance(call.func, cst.Attribute)
+            and (
+                callee_name(call) == "set_epoch"
+                # a dataset that shuffles itself, told the epoch (OLMo's `dataset.reshuffle(epoch)`)
+                or (callee_name(call) == "reshuffle" and any("epoch" in source.code(a.value) for a in call.args))
+            )
+        ]
         return deleted_calls(
             source,
-            lambda call: (
-                isinstance(call.func, cst.Attribute)
-                and (
-                    callee_name(call) == "set_epoch"
-                    # a dataset that shuffles itself, told the epoch (OLMo's `dataset.reshuffle(epoch)`)
-                    or (callee_name(call) == "reshuffle" and any("epoch" in source.code(a.value) for a in call.args))
-                )
-            ),
+            lambda call: call in calls and not _for_evaluation(source, call),
             "removed `{code}`: the sampler reuses one order every epoch",
         )
+
+
+def _for_evaluation(source, call: cst.Call) -> bool:
+    """True for an evaluation loader's sampler: in an evaluation function (composer's `_eval_loop`)
+    or in a loop over evaluators; the order of evaluation changes no metric."""
+    function = source.function_of(call)
+    if function is not None and _evaluation_words(function.name.value) and "train" not in function.name.value:
+        return True
+    return any(
+        _evaluation_words(source.code(loop.iter))
+        for loop in source.ancestors(call)
+        if isinstance(loop, cst.For) and source.function_of(loop) is function
+    )
+
+
+EVALUATION_NAMES = frozenset(
+    {"eval", "evaluate", "evaluation", "evaluator", "valid", "validate", "validation", "test", "predict", "inference"}
+)
+
+
+def _evaluation_words(text: str) -> bool:
+    return any(word.rstrip("s") in EVALUATION_NAMES for word in re.split(r"[^a-z]+", text.lower()))

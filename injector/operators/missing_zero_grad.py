@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.operators.snippets import HELPER_STEP_TRAINER
+from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER
 from injector.patterns import callee_name, dotted
 
 
@@ -256,6 +256,17 @@ class MissingZeroGrad(Operator):
                 "                param.grad = None\n",
             ),
         ),
+        Example(
+            # Cleared once before an accumulation loop that steps no optimizer (composer's micro-batches);
+            # the clear before an out-of-memory retry is redundant with it.
+            MICROBATCH_TRAINER,
+            (
+                MICROBATCH_TRAINER.replace(
+                    "        for optimizer in self.state.optimizers:\n            optimizer.zero_grad(set_to_none=True)\n        for self.state",
+                    "        for optimizer in self.state.optimizers:\n            pass\n        for self.state",
+                ),
+            ),
+        ),
     )
     untouched = (
         # A helper for clearing gradients: where it is called is the site.
@@ -332,6 +343,20 @@ def _clears_in_each_step(source, training) -> set[cst.Call]:
     an optimizer step in the same function (SpeechBrain's optimizers_step, stepping each
     optimizer in a loop over them, clears each after)."""
     found = {call for call in source.nodes(cst.Call) if callee_name(call) == "zero_grad" and training.in_a_step(call)}
+    for call in source.nodes(cst.Call):
+        # a clear before an accumulation loop that steps no optimizer (composer's
+        # `_train_microbatches` clears, then runs each micro-batch's backward through a method)
+        function = source.function_of(call)
+        if callee_name(call) != "zero_grad" or function is None:
+            continue
+        end = source.span(call)[1]
+        if any(
+            source.function_of(loop) is function
+            and source.span(loop)[0] > end
+            and not _steps_within(source, training, loop)
+            for loop in training.training_loops
+        ):
+            found.add(call)
     for step in training.steps:
         function = source.function_of(step)
         if function is None:
@@ -343,6 +368,20 @@ def _clears_in_each_step(source, training) -> set[cst.Call]:
             if callee_name(call) == "zero_grad" and source.span(call)[0] > end and source.function_of(call) is function
         )
     return found
+
+
+def _steps_within(source, training, node, depth: int = 3) -> bool:
+    """True if running `node` steps an optimizer: itself or through the functions of the file it
+    calls (up to `depth` calls deep)."""
+    start, end = source.span(node)
+    if any(start <= source.span(step)[0] < end for step in training.steps):
+        return True
+    return depth > 0 and any(
+        _steps_within(source, training, function.body, depth - 1)
+        for call in source.within(node, cst.Call)
+        for function in training.called_functions(call)
+        if function is not source.function_of(node)
+    )
 
 
 def _clears_grad(small: cst.BaseSmallStatement) -> bool:

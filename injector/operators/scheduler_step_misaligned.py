@@ -4,8 +4,8 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import CALLBACK_RUNNER
-from injector.patterns import Training, callee_name, dotted, is_literal_bool
+from injector.operators.snippets import CALLBACK_RUNNER, MICROBATCH_TRAINER
+from injector.patterns import Training, callee_name, dotted, is_literal_bool, last_name
 
 HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
 UPDATE_UNDER_A_BOUNDARY = (
@@ -278,6 +278,38 @@ class SchedulerStepMisaligned(Operator):
             CALLBACK_RUNNER,
             (CALLBACK_RUNNER.replace('self.mode = "epoch"', 'self.mode = "batch"'),),
         ),
+        Example(
+            # Schedulers stepped in a loop over them, per batch (into the micro-batch loop of the
+            # step the batch loop calls) and per epoch (into the batch loop).
+            MICROBATCH_TRAINER,
+            (
+                MICROBATCH_TRAINER.replace(
+                    "                self._train_batch()\n"
+                    "                if self._scheduler_step_frequency == TimeUnit.BATCH:\n"
+                    "                    for scheduler in self.state.schedulers:\n"
+                    "                        scheduler.step()\n",
+                    "                self._train_batch()\n",
+                ).replace(
+                    "            self._train_microbatch()\n",
+                    "            self._train_microbatch()\n"
+                    "            if self._scheduler_step_frequency == TimeUnit.BATCH:\n"
+                    "                for scheduler in self.state.schedulers:\n"
+                    "                    scheduler.step()\n",
+                ),
+                MICROBATCH_TRAINER.replace(
+                    "            if self._scheduler_step_frequency == TimeUnit.EPOCH:\n"
+                    "                for scheduler in self.state.schedulers:\n"
+                    "                    scheduler.step()\n",
+                    "",
+                ).replace(
+                    "                        scheduler.step()\n    def _train_batch",
+                    "                        scheduler.step()\n"
+                    "                if self._scheduler_step_frequency == TimeUnit.EPOCH:\n"
+                    "                    for scheduler in self.state.schedulers:\n"
+                    "                        scheduler.step()\n    def _train_batch",
+                ),
+            ),
+        ),
     )
     untouched = (
         # The same mode string in a class that holds no scheduler.
@@ -398,6 +430,7 @@ class SchedulerStepMisaligned(Operator):
         yield from self._bare_lightning_schedulers(source)
         moved_out: set[int] = set()  # statements `_out_of_the_update` moved (two schedulers, one call)
         yield from _per_epoch_modes(source, training)
+        yield from _scheduler_loops(source, training)
         for statement in source.nodes(cst.Expr):
             call = statement.value
             if not (
@@ -870,3 +903,82 @@ def _per_epoch_modes(source, training):
                     (source.replace_string(value, other),),
                     f"the per-epoch scheduler steps per {other}",
                 )
+
+
+def _scheduler_loops(source, training):
+    """Schedulers stepped in a loop over them (composer's `for scheduler in self.state.schedulers:
+    scheduler.step()`, under `if self._scheduler_step_frequency == TimeUnit.EPOCH:` or `BATCH:`):
+    that block moves as one. Per epoch (in the loop around the batch loop), into the batch loop;
+    per batch, into the micro-batch loop of the step the batch loop calls."""
+    for loop in source.nodes(cst.For):
+        target = dotted(loop.target)
+        body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
+        if (
+            target is None
+            or "sched" not in (last_name(loop.iter) or "").lower()
+            or len(body) != 1
+            or not isinstance(body[0], cst.SimpleStatementLine)
+            or source.code(body[0]).strip() != f"{target}.step()"
+        ):
+            continue
+        unit = loop
+        guard = source.parent(source.parent(loop))
+        if isinstance(guard, cst.If) and guard.orelse is None and len(guard.body.body) == 1:
+            unit = guard
+        outer = source.enclosing(unit, (cst.For, cst.While))
+        if outer is None:
+            continue
+        inner = next(
+            (
+                batch
+                for batch in training.training_loops
+                if batch is not outer and source.enclosing(batch, (cst.For, cst.While)) is outer
+            ),
+            None,
+        )
+        if inner is not None and isinstance(inner.body, cst.IndentedBlock):
+            yield _unit_moved(source, unit, inner, loop, "the per-epoch scheduler steps on every batch")
+            continue
+        if outer in training.training_loops:
+            micro = _micro_loop_reached(source, training, outer)
+            if micro is not None:
+                yield _unit_moved(
+                    source, unit, micro, loop, "the scheduler steps on every micro-step, not every optimizer step"
+                )
+
+
+def _unit_moved(source, unit, loop, anchor, effect: str) -> Change:
+    body = loop.body.body
+    return Change(
+        anchor,
+        (
+            SchedulerStepMisaligned._delete(source, unit),
+            source.insert_after(
+                body[-1], SchedulerStepMisaligned._lines(source, unit, loop), source.indentation(body[0])
+            ),
+        ),
+        effect,
+    )
+
+
+def _micro_loop_reached(source, training, batch_loop, depth: int = 2):
+    """A training loop that steps no optimizer (the micro-batches' backwards), in a method of the
+    same class that the batch loop reaches through its calls."""
+    frontier = [batch_loop.body]
+    for _ in range(depth):
+        reached = []
+        for node in frontier:
+            for call in source.within(node, cst.Call):
+                for function in training.called_functions(call):
+                    for loop in training.training_loops:
+                        start, end = source.span(loop)
+                        if (
+                            source.function_of(loop) is function
+                            and isinstance(loop.body, cst.IndentedBlock)
+                            and not any(start <= source.span(step)[0] < end for step in training.steps)
+                            and _same_class(source, loop, batch_loop)
+                        ):
+                            return loop
+                    reached.append(function.body)
+        frontier = reached
+    return None

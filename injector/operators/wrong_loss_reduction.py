@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import MICROBATCH_TRAINER
 from injector.patterns import (
     LOSS_FUNCTIONS,
     LOSS_MODULES,
@@ -217,6 +218,11 @@ class WrongLossReduction(Operator):
                 "entropy_loss = -th.sum(entropy)\n",
             ),
         ),
+        Example(
+            # The mean of each loss the model returns, summed in place into the total.
+            MICROBATCH_TRAINER,
+            (MICROBATCH_TRAINER.replace("microbatch_loss.add_(loss.mean())", "microbatch_loss.add_(loss.sum())"),),
+        ),
     )
     untouched = (
         # A mean over the pixel dimensions, per sample, is no batch average.
@@ -348,6 +354,20 @@ class WrongLossReduction(Operator):
                 averages = _averages(aug.value, aliases)
                 if averages:
                     yield _summed(source, aug.value, averages)
+        for call in source.nodes(cst.Call):
+            # `total.add_(loss.mean())`: the same sum written in place (composer's micro-batch
+            # loss adds up the mean of each loss the model returns)
+            if (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in ("add_", "sub_")
+                and len(call.args) == 1
+                and "loss" in (last_name(call.func.value) or "").lower()
+                and not _evaluation_name((last_name(call.func.value) or "").lower())
+                and not under_no_grad(source, call)
+            ):
+                averages = _averages(call.args[0].value, aliases)
+                if averages:
+                    yield _summed(source, call.args[0].value, averages)
         entries: list[cst.Assign] = []
         for backward in training.loss_uses:
             # a loss kept as an entry (`engine.state.output[Keys.LOSS] = loss_fn(pred, y).mean()`),
