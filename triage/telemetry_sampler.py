@@ -160,8 +160,12 @@ class ProcessTree:
                     if process.status() == psutil.STATUS_ZOMBIE:
                         continue  # exited, not yet reaped: no memory, and its time is final
                     times = process.cpu_times()
-                    seconds[(pid, process.create_time())] = times.user + times.system
-                    rss += process.memory_info().rss
+                    resident = process.memory_info().rss
+                    started = process.create_time()
+                if resident == 0:
+                    continue  # exiting: its memory is already released (a sample taken now reads 0)
+                seconds[(pid, started)] = times.user + times.system
+                rss += resident
             except psutil.Error:
                 continue  # it ended between the listing and now, or is not ours to read
         cpu = None

@@ -472,3 +472,37 @@ def test_idle_means_the_runs_own_gpus_when_nvml_names_its_processes():
     sampler = Sampler(os.getpid(), nvml=fake)
     assert not sampler.gpu and "NVML sees no GPU" in (sampler.notice or "")
     assert read_gpus(fake, []) == []
+
+
+def test_a_process_that_is_exiting_counts_neither_memory_nor_time(monkeypatch):
+    # caught between releasing its memory and becoming a zombie, a process reads 0 bytes resident:
+    # a sample that counted it would show the run's memory dropping to nothing
+    import contextlib
+    from types import SimpleNamespace
+
+    from triage import telemetry_sampler
+
+    resident = {1: 50 << 20, 2: 0}
+
+    class Fake:
+        def __init__(self, pid):
+            self.pid = pid
+
+        def oneshot(self):
+            return contextlib.nullcontext()
+
+        def status(self):
+            return "running"
+
+        def cpu_times(self):
+            return SimpleNamespace(user=1.0, system=0.5)
+
+        def memory_info(self):
+            return SimpleNamespace(rss=resident[self.pid])
+
+        def create_time(self):
+            return 100.0
+
+    monkeypatch.setattr(telemetry_sampler.psutil, "Process", Fake)
+    usage = telemetry_sampler.ProcessTree(0).read(1.0, [1, 2])
+    assert usage is not None and usage.rss == 50 << 20 and usage.procs == 1
