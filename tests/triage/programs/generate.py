@@ -303,6 +303,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 18 without reading triage's rules
+    "finetune_fastai": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "missing-train-mode",
+            "missing-eval-mode",
+            "no-shuffle",
+            "frozen-parameters",
+            "double-softmax",
+            "scheduler-step-misaligned",
+            "loss-tensor-leak",
+            "wrong-loss-reduction",
+            "label-out-of-range",
+            "bad-init",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
