@@ -166,6 +166,7 @@ _CELLS = re.compile(r"[^\s|]+")
 _HEADER_NAME = re.compile(r"[A-Za-z][\w./\-]*$")
 _CELL_NUMBER = re.compile(r"(" + _NUM + r")(?:/\d+)?(?:[KMGT]i?B?|%)?$")
 _STEP_COLUMNS = {"step", "global_step", "iter", "iteration", "it", "batch", "steps", "iters"}
+_CLOCK = re.compile(r"\d{1,3}(?::\d{2}){1,2}$")
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:it|samples|tok|img)/s\b")
 
 
@@ -365,9 +366,13 @@ def _row(text: str, columns: tuple[str | None, ...]) -> tuple[int | None, dict[s
     values = []
     for cell in cells[-len(columns) :]:
         m = _CELL_NUMBER.match(cell)
-        if m is None:
+        if m is not None:
+            values.append(_float(m.group(1)))
+        elif _CLOCK.match(cell):
+            # a duration as a clock (fastai's `time` column, `00:03`): seconds
+            values.append(float(sum(int(part) * 60**k for k, part in enumerate(reversed(cell.split(":"))))))
+        else:
             return None
-        values.append(_float(m.group(1)))
     step = None
     metrics: dict[str, float] = {}
     for name, value in zip(columns, values, strict=True):

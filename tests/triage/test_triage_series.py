@@ -169,3 +169,13 @@ def test_a_phase_word_apart_from_the_name_decides_the_metric_and_a_sentence_may_
         "val_accuracy": 0.7,
     }
     assert parse_reading("loss: 0.5.3")[1] == {}  # a version-like token is no number
+
+
+def test_a_table_whose_last_column_is_a_clock_is_read():
+    # fastai prints one row per epoch, its `time` column a clock (`00:03`): every row is read
+    text = (Path(__file__).parent / "programs" / "logs" / "finetune_fastai__healthy__s0.log").read_text()
+    builder = SeriesBuilder()
+    for number, line in enumerate(text.splitlines(), 1):
+        builder.add(line, number)
+    rows = [line for line in text.splitlines() if line[:1].isdigit() and line.rstrip().endswith(("0", "1", "2", "3"))]
+    assert len(builder.series["loss"].points) == len(builder.series["val_loss"].points) == len(rows) == 8
