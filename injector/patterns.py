@@ -1326,10 +1326,17 @@ def under_no_grad(source: Source, node: cst.CSTNode, depth: int = 2) -> bool:
             if isinstance(call.func, cst.Name) and call.func.value == function.name.value
         ]
     elif isinstance(owner, cst.ClassDef):
-        # A method the class calls (`self._validation_loss(epoch)`) only from such places.
+        # A method the class (or a subclass of the file: nanotron's pipeline engines call their
+        # base's `forward` to train) calls (`self._validation_loss(epoch)`) only from such places.
+        classes = [owner] + [
+            c
+            for c in source.nodes(cst.ClassDef)
+            if any((dotted(b.value) or "").rsplit(".", 1)[-1] == owner.name.value for b in c.bases)
+        ]
         calls = [
             call
-            for call in source.within(owner, cst.Call)
+            for cls in classes
+            for call in source.within(cls, cst.Call)
             if isinstance(call.func, cst.Attribute)
             and dotted(call.func.value) == "self"
             and call.func.attr.value == function.name.value

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER
+from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER, PIPELINE_ENGINE
 from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, loss_name, method_on, runs_model
 
 
@@ -320,6 +320,17 @@ class DetachedGraph(Operator):
                 "        return out_dict, {}\n",
             ),
         ),
+        Example(
+            # A loss registered for a backward run later (nanotron's pipeline engine).
+            PIPELINE_ENGINE,
+            (
+                PIPELINE_ENGINE.replace(
+                    '        output["loss"] = output["loss"] / self.nb_microbatches\n',
+                    '        output["loss"] = output["loss"] / self.nb_microbatches\n'
+                    '        output["loss"] = output["loss"].detach()\n',
+                ),
+            ),
+        ),
     )
     untouched = (
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
@@ -344,6 +355,7 @@ class DetachedGraph(Operator):
     )
 
     def changes(self, source, training):
+        yield from _registered_for_backward(source, training)
         for backward in training.loss_uses:
             alternatives = training.loss_alternatives(backward)
             # A branch that builds its loss term by term (`loss = 0.25 * a; loss = loss + 0.25 * b`):
@@ -426,6 +438,40 @@ def _starts_empty(assign: cst.CSTNode) -> bool:
     `loss = torch.tensor(0.0)`, `loss = torch.zeros(1)`): it has no graph to cut off."""
     value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
     return _empty(value)
+
+
+def _registered_for_backward(source, training):
+    """A loss handed to a helper that keeps it for a backward run later (nanotron's pipeline
+    engine: `state.register_activation_requiring_backward(output["loss"])`, backpropagated as
+    `sum(activations).backward()` elsewhere): its last assignment before that call is cut off."""
+    backwards = {b.call for b in training.backwards}
+    for call in source.nodes(cst.Call):
+        name = callee_name(call) or ""
+        if (
+            "backward" not in name
+            or "register" not in name  # kept for later, not a helper that runs it now (timm's `_backward`)
+            or call in backwards
+            or len(call.args) != 1
+            or call.args[0].keyword is not None
+            or not isinstance(call.args[0].value, (cst.Name, cst.Subscript, cst.Attribute))
+        ):
+            continue
+        text = source.code(call.args[0].value)
+        function = source.function_of(call)
+        start = source.span(call)[0]
+        assigns = [
+            a
+            for a in source.nodes(cst.Assign)
+            if source.function_of(a) is function
+            and source.span(a)[1] <= start
+            and any(source.code(t.target) == text for t in a.targets)
+        ]
+        if assigns and not _empty(assigns[-1].value):
+            yield Change(
+                assigns[-1],
+                (source.insert_after(assigns[-1], [f"{text} = {text}.detach()"]),),
+                "the loss is cut off from the model's graph",
+            )
 
 
 def _empty(value: cst.BaseExpression | None) -> bool:

@@ -492,6 +492,11 @@ def _model_output(source, training, value: cst.BaseExpression, use: cst.CSTNode)
     return isinstance(found, cst.Assign) and runs_model(source, training, found.value)
 
 
+def _state_dict(expr: cst.BaseExpression) -> bool:
+    """True for an object's saved state (`optimizer.state_dict()`), moved on resume: no batch."""
+    return isinstance(expr, cst.Call) and callee_name(expr) == "state_dict"
+
+
 def _move_helper(name: str | None) -> bool:
     """True for a function that moves what it is handed to a device: a library's (`send_to_device`,
     ignite's `convert_tensor`) or a project's named for it (`batch_to_device`, `dict_to_cuda`)."""
@@ -836,6 +841,8 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # An optimizer's state moved back to the GPU on resume (nanotron): no batch.
+        "def training_step(self):\n    state_dict_to_device(self.optimizer.state_dict(), 'cuda')\n    self.optimizer.step()\n",
         # A parameter named for the batch (SpeechBrain's compute_forward); a model's own buffer is none.
         "class Brain:\n"
         "    def compute_forward(self, inputs, stage):\n"
@@ -968,6 +975,7 @@ class DeviceMismatch(Operator):
                     tensor is not None
                     and device is not None
                     and not _is_model(training, tensor.value)
+                    and not _state_dict(tensor.value)
                     and not _framework_device(training, device.value, call)
                     and not _model_output(source, training, tensor.value, call)
                 ):

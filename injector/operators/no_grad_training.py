@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import CALLBACK_RUNNER, SUPERVISED_RUNNER
+from injector.operators.snippets import CALLBACK_RUNNER, PIPELINE_ENGINE, SUPERVISED_RUNNER
 from injector.patterns import (
     ABSTRACT_STEPS,
     EVALUATION_WORDS,
@@ -458,6 +458,17 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # A pipeline engine's own `forward` (no module's: it is handed the model), which a
+            # subclass trains through while the base validates through it under inference mode.
+            PIPELINE_ENGINE,
+            (
+                PIPELINE_ENGINE.replace(
+                    "        output = model(**micro_batch)\n",
+                    "        with torch.no_grad():\n            output = model(**micro_batch)\n",
+                ),
+            ),
+        ),
     )
     untouched = (
         # A step override that reaches the model only through evaluation.
@@ -694,8 +705,10 @@ class NoGradTraining(Operator):
         for function in source.nodes(cst.FunctionDef):
             name = function.name.value.lower()
             params = {p.name.value for p in function.params.params}
-            if "forward" not in name or name.strip("_") == "forward" or any(word in name for word in EVALUATION_WORDS):
+            if "forward" not in name or any(word in name for word in EVALUATION_WORDS):
                 continue
+            if name.strip("_") == "forward" and _module_class(source, function):
+                continue  # a module's own forward: the model, not a helper that runs it
             for statement in function.body.body:
                 calls = [
                     c
@@ -814,3 +827,14 @@ def _held_methods(source, function: cst.FunctionDef, name: str) -> list[cst.Func
         for f in source.within(owner, cst.FunctionDef)
         if f.name.value in held and next((a for a in source.ancestors(f) if isinstance(a, cst.ClassDef)), None) is owner
     ]
+
+
+def _module_class(source, function: cst.FunctionDef) -> bool:
+    """True if `function` is a method of a class that derives from a module (a base named
+    `Module`, `nn.Module`, `LightningModule`, ...) or from no base the file can tell apart from one:
+    a class with no base at all (`class Engine:`, `class Engine(ABC):`) is no module."""
+    owner = next((a for a in source.ancestors(function) if isinstance(a, cst.ClassDef)), None)
+    if owner is None:
+        return False
+    bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in owner.bases]
+    return not all(base in ("ABC", "object", "") or base.endswith(("Engine", "Mixin")) for base in bases)

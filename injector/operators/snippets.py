@@ -132,3 +132,28 @@ MICROBATCH_TRAINER = (
     "            for self.state.batch in dataloader:\n"
     "                self.state.outputs = self.state.model(self.state.batch)\n"
 )
+
+# nanotron's pipeline engine: the base's `forward` (no module's: it is handed the model) divides
+# the loss by the micro-batch count and registers it for a backward run later; a subclass trains
+# through it, while the base's own call of it validates under inference mode.
+PIPELINE_ENGINE = (
+    "import torch\n"
+    "from abc import ABC\n"
+    "class PipelineEngine(ABC):\n"
+    "    def forward(self, state, micro_batch, model):\n"
+    "        output = model(**micro_batch)\n"
+    '        output["loss"] = output["loss"] / self.nb_microbatches\n'
+    '        state.register_activation_requiring_backward(output["loss"])\n'
+    "        return output\n"
+    "    def backward(self, state):\n"
+    "        sum(state.pop_last_activations_requiring_backward()).backward()\n"
+    "    @torch.inference_mode()\n"
+    "    def validate_batch_iter(self, model, batch, state):\n"
+    "        return [self.forward(state, micro_batch, model) for micro_batch in batch]\n"
+    "class AllForwardAllBackward(PipelineEngine):\n"
+    "    def train_batch_iter(self, model, batch, state):\n"
+    "        for micro_batch in batch:\n"
+    "            self.forward(state, micro_batch, model)\n"
+    "        for _ in range(len(state.activations)):\n"
+    "            self.backward(state)\n"
+)
