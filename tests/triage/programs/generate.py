@@ -323,6 +323,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 17 without reading triage's rules
+    "asr_fairseq": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "missing-train-mode",
+            "missing-eval-mode",
+            "no-shuffle",
+            "scheduler-step-misaligned",
+            "loss-tensor-leak",
+            "frozen-parameters",
+            "wrong-softmax-dim",
+            "wrong-loss-reduction",
+            "detached-graph",
+            "dtype-mismatch",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
