@@ -34,6 +34,16 @@ HELPER_STEP_TRAINER = (
 # `handle_batch`), sets the mode by applying `train` by its name, runs every loader's batch loop
 # under `set_grad_enabled(is_train_loader)`; a subclass's step reaches the model through a method
 # held in an attribute; a callback steps its scheduler per batch or per epoch by a mode string.
+_SUPERVISED = (
+    "class SupervisedRunner(Runner):\n"
+    "    def __init__(self):\n"
+    "        self._process_input = self._process_input_str\n"
+    "    def _process_input_str(self, batch):\n"
+    "        output = self.model(batch['features'])\n"
+    "        return output\n"
+    "    def handle_batch(self, batch):\n"
+    "        self.batch = {**batch, 'logits': self._process_input(batch)}\n"
+)
 CALLBACK_RUNNER = (
     "import torch\n"
     "from abc import abstractmethod\n"
@@ -45,16 +55,7 @@ CALLBACK_RUNNER = (
     '        maybe_recursive_call(self.model, "train", mode=self.is_train_loader)\n'
     "        with torch.set_grad_enabled(self.is_train_loader):\n"
     "            for self.batch in self.loader:\n"
-    "                self.handle_batch(batch=self.batch)\n"
-    "class SupervisedRunner(Runner):\n"
-    "    def __init__(self):\n"
-    "        self._process_input = self._process_input_str\n"
-    "    def _process_input_str(self, batch):\n"
-    "        output = self.model(batch['features'])\n"
-    "        return output\n"
-    "    def handle_batch(self, batch):\n"
-    "        self.batch = {**batch, 'logits': self._process_input(batch)}\n"
-    "class SchedulerCallback:\n"
+    "                self.handle_batch(batch=self.batch)\n" + _SUPERVISED + "class SchedulerCallback:\n"
     "    def on_experiment_start(self, runner):\n"
     "        self.scheduler = runner.scheduler\n"
     '        self.mode = "epoch"\n'
@@ -64,20 +65,12 @@ CALLBACK_RUNNER = (
 )
 
 # The same subclass in a file of its own, as catalyst keeps it: its step reaches the model
-# through the method held in an attribute, and the base's loop is elsewhere.
+# through the method held in an attribute, and the base's loop is elsewhere; its prediction runs
+# under no_grad.
 SUPERVISED_RUNNER = (
-    "import torch\n"
-    "class SupervisedRunner(Runner):\n"
-    "    def __init__(self):\n"
-    "        self._process_input = self._process_input_str\n"
-    "    def _process_input_str(self, batch):\n"
-    "        output = self.model(batch['features'])\n"
-    "        return output\n"
-    "    @torch.no_grad()\n"
+    "import torch\n" + _SUPERVISED + "    @torch.no_grad()\n"
     "    def predict_batch(self, batch):\n"
     "        return self.model(batch['features'])\n"
-    "    def handle_batch(self, batch):\n"
-    "        self.batch = {**batch, 'logits': self._process_input(batch)}\n"
 )
 
 # Composer's shape: the epoch loop tells the sampler its epoch and steps per-epoch schedulers in
