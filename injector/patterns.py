@@ -804,6 +804,19 @@ class Training:
             loops.append(loop)
         return sorted(loops, key=self.source.span)
 
+    def steps_within(self, node: cst.CSTNode, depth: int = 3) -> bool:
+        """True if running `node` steps an optimizer: itself or through the functions of this file
+        it calls (up to `depth` calls deep)."""
+        start, end = self.source.span(node)
+        if any(start <= self.source.span(step)[0] < end for step in self.steps):
+            return True
+        return depth > 0 and any(
+            self.steps_within(function.body, depth - 1)
+            for call in self.source.within(node, cst.Call)
+            for function in self.called_functions(call)
+            if function is not self.source.function_of(node)
+        )
+
     def _helper_step(self, call: cst.Call) -> bool:
         """True for a call of a function another module defines that runs the step it is named
         for: `batch_backward(model, scaler, info)`, `update_parameter_and_lr(model, optimizer,
@@ -1371,6 +1384,20 @@ MODULE_METHODS = frozenset(
     | {"eval", "zero_grad", "apply", "requires_grad_", "register_buffer", "register_forward_hook", "share_memory"}
 )
 EVALUATION_WORDS = ("eval", "valid", "test", "estimate", "predict", "infer", "sample", "generate")
+# A whole word of a name that says it serves evaluation: `val`, `validate`, `test`, `eval`,
+# `evaluator`, `predict`, `inference`, alone or run into what it names (`valset`, `testloader`);
+# `value_loader` or `interval_sampler` serve training.
+EVALUATION_WORD = re.compile(
+    r"(?:val|valid|validate|validation|test|testing|eval|evaluate|evaluation|evaluator|predict|prediction|inference)"
+    r"(?:set|data|dataset|loader|dl|ds|iter|iterator|sampler)?s?"
+)
+
+
+def names_evaluation(text: str) -> bool:
+    """True if a word of `text` (split at anything but letters) is an evaluation word."""
+    return any(EVALUATION_WORD.fullmatch(word) for word in re.split(r"[^a-z]+", text.lower()) if word)
+
+
 # A GAN's networks by the field's convention: `G(z)`, `D(x)`, `G_ema(z)`, `which_G(z)`.
 _GAN_NET = re.compile(r"(?:\w+_)?[gd](?:_ema)?")
 # A model's methods that make its initial recurrent state (`rnn.initHidden()`, `init_hidden(bsz)`,

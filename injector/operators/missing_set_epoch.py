@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from injector.operators.base import Example, Operator, deleted_calls
 from injector.operators.snippets import MICROBATCH_TRAINER
-from injector.patterns import callee_name
+from injector.patterns import callee_name, names_evaluation
 
 
 class MissingSetEpoch(Operator):
@@ -61,19 +59,10 @@ def _for_evaluation(source, call: cst.Call) -> bool:
     """True for an evaluation loader's sampler: in an evaluation function (composer's `_eval_loop`)
     or in a loop over evaluators; the order of evaluation changes no metric."""
     function = source.function_of(call)
-    if function is not None and _evaluation_words(function.name.value) and "train" not in function.name.value:
+    if function is not None and names_evaluation(function.name.value) and "train" not in function.name.value:
         return True
     return any(
-        _evaluation_words(source.code(loop.iter))
+        names_evaluation(source.code(loop.iter))
         for loop in source.ancestors(call)
         if isinstance(loop, cst.For) and source.function_of(loop) is function
     )
-
-
-EVALUATION_NAMES = frozenset(
-    {"eval", "evaluate", "evaluation", "evaluator", "valid", "validate", "validation", "test", "predict", "inference"}
-)
-
-
-def _evaluation_words(text: str) -> bool:
-    return any(word.rstrip("s") in EVALUATION_NAMES for word in re.split(r"[^a-z]+", text.lower()))

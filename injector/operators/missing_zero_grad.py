@@ -351,9 +351,7 @@ def _clears_in_each_step(source, training) -> set[cst.Call]:
             continue
         end = source.span(call)[1]
         if any(
-            source.function_of(loop) is function
-            and source.span(loop)[0] > end
-            and not _steps_within(source, training, loop)
+            source.function_of(loop) is function and source.span(loop)[0] > end and not training.steps_within(loop)
             for loop in training.training_loops
         ):
             found.add(call)
@@ -368,20 +366,6 @@ def _clears_in_each_step(source, training) -> set[cst.Call]:
             if callee_name(call) == "zero_grad" and source.span(call)[0] > end and source.function_of(call) is function
         )
     return found
-
-
-def _steps_within(source, training, node, depth: int = 3) -> bool:
-    """True if running `node` steps an optimizer: itself or through the functions of the file it
-    calls (up to `depth` calls deep)."""
-    start, end = source.span(node)
-    if any(start <= source.span(step)[0] < end for step in training.steps):
-        return True
-    return depth > 0 and any(
-        _steps_within(source, training, function.body, depth - 1)
-        for call in source.within(node, cst.Call)
-        for function in training.called_functions(call)
-        if function is not source.function_of(node)
-    )
 
 
 def _clears_grad(small: cst.BaseSmallStatement) -> bool:

@@ -1,25 +1,15 @@
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, dotted, is_literal_bool
+from injector.patterns import argument, callee_name, dotted, is_literal_bool, names_evaluation
 
 # Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
 SHUFFLE_POSITION = {"DataLoader": 2, "DistributedSampler": 3}
 SHUFFLES_BY_DEFAULT = {"DistributedSampler"}
 # The infinite training samplers of detectron2, MMEngine and YOLOX: `shuffle=True` by default.
 SHUFFLING_SAMPLERS = ("InfiniteSampler", "TrainingSampler")
-
-
-# A word of a loader or sampler's name that says it feeds evaluation, whose order changes no
-# metric: `val`, `valid`, `validation`, `test`, `eval`, alone or run into what it names
-# (`valset`, `testloader`); `value_loader` or `interval_sampler` feed training.
-EVALUATION_WORD = re.compile(
-    r"(?:val|valid|validation|test|testing|eval|evaluation)(?:set|data|dataset|loader|dl|ds|iter|iterator|sampler)?s?"
-)
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:
@@ -33,9 +23,7 @@ def _feeds_evaluation(source, call: cst.Call) -> bool:
     assign = source.enclosing(call, cst.Assign)
     if assign is None or len(assign.targets) != 1:
         return False
-    name = (dotted(assign.targets[0].target) or "").rsplit(".", 1)[-1].lower()
-    words = name.replace("-", "_").split("_")
-    return any(EVALUATION_WORD.fullmatch(w) for w in words if w)
+    return names_evaluation((dotted(assign.targets[0].target) or "").rsplit(".", 1)[-1])
 
 
 class NoShuffle(Operator):
@@ -235,10 +223,7 @@ class NoShuffle(Operator):
                 param is None
                 or param.default is None
                 or not is_literal_bool(param.default, True)
-                or any(
-                    EVALUATION_WORD.fullmatch(w) or w in ("evaluate", "validate", "predict")
-                    for w in function.name.value.lower().split("_")
-                )
+                or names_evaluation(function.name.value)
                 or not self._hands_on_shuffle(source, function)
             ):
                 continue

@@ -971,11 +971,10 @@ def _micro_loop_reached(source, training, batch_loop, depth: int = 2):
             for call in source.within(node, cst.Call):
                 for function in training.called_functions(call):
                     for loop in training.training_loops:
-                        start, end = source.span(loop)
                         if (
                             source.function_of(loop) is function
                             and isinstance(loop.body, cst.IndentedBlock)
-                            and not any(start <= source.span(step)[0] < end for step in training.steps)
+                            and not training.steps_within(loop)
                             and _same_class(source, loop, batch_loop)
                         ):
                             return loop
