@@ -907,7 +907,7 @@ class Training:
             own = [f for f in self.functions.get(name, ()) if _enclosing_class(self.source, f) is owner]
             # `self.run_step()` in a base class runs the override of a subclass of this file
             # (detectron2's TrainerBase.train loop and SimpleTrainer.run_step).
-            below = self._subclasses(owner)
+            below = subclasses(self.source, owner)
             return own + [f for f in self.functions.get(name, ()) if _enclosing_class(self.source, f) in below]
         return []
 
@@ -926,22 +926,6 @@ class Training:
             return None
         (method,) = methods
         return method[len("self.") :] if method and method.startswith("self.") and method.count(".") == 1 else None
-
-    def _subclasses(self, owner: cst.ClassDef) -> set[cst.ClassDef]:
-        """The classes of this file that derive from `owner`, directly or not (by base name)."""
-        found: set[cst.ClassDef] = set()
-        names = {owner.name.value}
-        grew = True
-        while grew:
-            grew = False
-            for cls in self.source.nodes(cst.ClassDef):
-                if cls in found or cls is owner:
-                    continue
-                if any(last_name(base.value) in names for base in cls.bases):
-                    found.add(cls)
-                    names.add(cls.name.value)
-                    grew = True
-        return found
 
     @cached_property
     def distributed(self) -> bool:
@@ -1260,6 +1244,23 @@ _DIST_FUNCTIONS = frozenset(
 )
 
 
+def subclasses(source: Source, owner: cst.ClassDef) -> set[cst.ClassDef]:
+    """The classes of this file that derive from `owner`, directly or not (by base name)."""
+    found: set[cst.ClassDef] = set()
+    names = {owner.name.value}
+    grew = True
+    while grew:
+        grew = False
+        for cls in source.nodes(cst.ClassDef):
+            if cls in found or cls is owner:
+                continue
+            if any(last_name(base.value) in names for base in cls.bases):
+                found.add(cls)
+                names.add(cls.name.value)
+                grew = True
+    return found
+
+
 def _once_per_step(source: Source, loop: cst.For | cst.While) -> bool:
     """True for a loop a step runs through once as a whole, not once per batch: over the
     optimizers (`for optimizer in self.state.optimizers:`), or a `while True:` a step retries in
@@ -1341,11 +1342,7 @@ def under_no_grad(source: Source, node: cst.CSTNode, depth: int = 2) -> bool:
     elif isinstance(owner, cst.ClassDef):
         # A method the class (or a subclass of the file: nanotron's pipeline engines call their
         # base's `forward` to train) calls (`self._validation_loss(epoch)`) only from such places.
-        classes = [owner] + [
-            c
-            for c in source.nodes(cst.ClassDef)
-            if any((dotted(b.value) or "").rsplit(".", 1)[-1] == owner.name.value for b in c.bases)
-        ]
+        classes = [owner, *subclasses(source, owner)]
         calls = [
             call
             for cls in classes

@@ -614,7 +614,7 @@ def _out_of_the_update(source, training, statement, moved_out: set[int]) -> Chan
     update to after the caller's branch, where it runs on every micro-step."""
     for update, held in _updates_stepping(source, training, statement, CHAIN_DEPTH):
         top = _top_statement(source, update, held)
-        if top is None or id(top) in moved_out or _holds_a_step(source, training, top):
+        if top is None or id(top) in moved_out or training.steps_within(top, 0):
             continue
         for caller in source.nodes(cst.Call):
             if update not in training.called_functions(caller):
@@ -643,7 +643,7 @@ def _updates_stepping(source, training, statement, depth: int):
     function = source.function_of(statement)
     if function is None:
         return
-    if _holds_a_step(source, training, function):
+    if training.steps_within(function, 0):
         yield function, statement
         return
     if depth == 0:
@@ -654,11 +654,6 @@ def _updates_stepping(source, training, statement, depth: int):
         expr = source.parent(caller)
         if isinstance(expr, cst.Expr) and source.function_of(expr) is not function:
             yield from _updates_stepping(source, training, expr, depth - 1)
-
-
-def _holds_a_step(source, training, node) -> bool:
-    start, end = source.span(node)
-    return any(start <= source.span(step)[0] < end for step in training.steps)
 
 
 def _top_statement(source, function, node):
