@@ -218,6 +218,11 @@ def _r(x: float) -> float:
 _KEY_SEPARATORS = str.maketrans({c: "_" for c in "/-. "})
 
 
+def as_fraction(accuracy: float) -> float:
+    """An accuracy as a fraction, whether it was logged as one (0.87) or as a percentage (87.0)."""
+    return accuracy / 100 if accuracy > 1 else accuracy
+
+
 def _key(raw: str) -> str:
     return raw.lower().translate(_KEY_SEPARATORS)
 

@@ -14,7 +14,7 @@ from statistics import median
 
 from triage.detectors import Context, validation
 from triage.records import Evidence, Symptom
-from triage.series import Point, Series
+from triage.series import Point, Series, as_fraction
 
 # The symptom names this detector emits (the cause table may only name declared symptoms);
 # the validation helpers it calls emit their own.
@@ -264,7 +264,7 @@ def plateaus(
     # the floor depends on how often the model is right: where the log says, it can rule the
     # floor out (a model right on 60% of samples cannot sit where one right on all of them does)
     acc = accuracy.finite()[-1].value if accuracy is not None and accuracy.finite() else None
-    acc = acc / 100 if acc is not None and acc > 1 else acc
+    acc = as_fraction(acc) if acc is not None else acc
     if floor is not None and acc is not None and 0 < acc < 0.9 and softmax_floor(loss, first, acc) is None:
         floor = None
     if floor is not None:
@@ -326,7 +326,7 @@ def val_softmax_floor(s: dict[str, Series]) -> list[Symptom]:
     if train is None or val is None or acc is None or not train.finite() or not acc.finite():
         return []
     a = acc.finite()[-1].value
-    a = a / 100 if a > 1 else a
+    a = as_fraction(a)
     if not 0.5 <= a <= 1:
         return []
     found = softmax_floor(val, train.finite()[0].value, a)
@@ -503,14 +503,14 @@ def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:
     if acc is None or len(acc.finite()) < 2:
         return out
     a_last = acc.finite()[-1]
-    a_val = a_last.value / 100 if a_last.value > 1 else a_last.value
+    a_val = as_fraction(a_last.value)
     if a_val < 0.8:
         return out
     # the loss "stayed" only against a start that had not learned yet: where the log opens on a
     # model already right most of the time (its first point an epoch's mean, or a log joined
     # late), the error rate has not even halved and the first loss is no untrained baseline
     a_first = acc.finite()[0].value
-    a_first = a_first / 100 if a_first > 1 else a_first
+    a_first = as_fraction(a_first)
     if 1 - a_val > 0.5 * (1 - a_first):
         return out
     ref = vloss if vloss is not None and len(vloss.finite()) >= 2 else tloss

@@ -30,7 +30,7 @@ from statistics import median
 
 from triage.detectors import Context
 from triage.records import Evidence, Symptom
-from triage.series import Point, Series
+from triage.series import Point, Series, as_fraction
 
 # The symptom names this detector emits (the cause table may only name declared symptoms).
 EMITS: frozenset[str] = frozenset(
@@ -274,8 +274,7 @@ def _beats_a_guess(accuracy: Series, c: int) -> bool:
     last = accuracy.finite()
     if not last:
         return False
-    value = last[-1].value / 100 if last[-1].value > 1 else last[-1].value
-    return value > 1 / c + 0.5 * (1 - 1 / c)
+    return as_fraction(last[-1].value) > 1 / c + 0.5 * (1 - 1 / c)
 
 
 def non_finite_shape(loss: Series) -> list[Symptom]:
