@@ -177,13 +177,13 @@ def calibration_runs(folder: Path, tab) -> list[Run]:
 
 def shows_symptom(path: Path) -> bool:
     """Whether a calibration log shows a training symptom, by injector/calibrate.py's rule."""
-    from injector.calibrate import CRASHED, SERIES_POINTS, raises, shows_behaviour
+    from injector.calibrate import NOT_SYMPTOMS, SERIES_POINTS, raises, shows_behaviour
     from triage.explain import explain
 
     report = explain(path)
     text = path.read_text(encoding="utf-8", errors="replace")
     return (
-        bool({s.name for s in report.symptoms} - {CRASHED})
+        bool({s.name for s in report.symptoms} - NOT_SYMPTOMS)
         or max((len(series.points) for series in report.series.values()), default=0) >= SERIES_POINTS
         or raises(text)
         or shows_behaviour(text)

@@ -15,7 +15,8 @@ or a metric series of at least `SERIES_POINTS` values, or the guard's verdict sh
 training quantity behaved (see `shows_behaviour`: `assert 5.0 < 5.0` under `>   assert
 losses[-1] < losses[0]`, "parameter fc1.weight did not change", "loss 1.57 -> 1.51"), or triage
 finds a symptom in it beyond "the run stopped with an exception" (that one alone is the guard's
-assertion failing). The first three do not depend on what triage makes of the log, so a log
+assertion failing) and beyond the training probe's word that the run backpropagated and stepped
+as it should (a fact of every healthy run). The first three do not depend on what triage makes of the log, so a log
 triage reads nothing in still counts against it. A guard that only says `assert True is False`
 about a project's own object, or `assert 2.21 < 0.05` about the last loss (training fell short
 of a bar: every training fault does that), gives a reader nothing to diagnose; the headline
@@ -50,12 +51,16 @@ SERIES_POINTS = 3  # a metric series this long shows how training went
 TRIAGE_TIMEOUT = 600.0  # seconds for triage to read every log of one campaign
 # the symptom every exception gives: alone, it says no more than that the guard failed
 CRASHED = "crashed"
+# what triage may find in a log that is no symptom of a failing run: the crash alone, and the
+# training probe saying that the backward pass and every optimizer's steps ran as they should
+NOT_SYMPTOMS = frozenset({CRASHED, "probe-trained"})
 DEFINITION = (
     "a log shows a training symptom when it holds an exception other than an AssertionError, or "
     f"a metric series of at least {SERIES_POINTS} values, or the guard's failing line or verdict "
     "names a training quantity (the loss, gradients, parameters, probabilities, the learning rate, "
     "the training mode) with more than a last value against a fixed bar (two values compared, a "
-    "NaN or inf, a printed series), or triage finds a symptom in it other than the crash itself"
+    "NaN or inf, a printed series), or triage finds a symptom in it other than the crash itself "
+    "(and other than the training probe's word that the backward pass and the steps ran)"
 )
 # What a guard's verdict names when it is about training (see the module docstring).
 TRAINING_WORDS = re.compile(
@@ -402,7 +407,7 @@ def answered(entry: Entry, answer: dict | None, folder: Path) -> Entry:
         named=tuple(answer.get("named", ())),
         tied=tuple(answer.get("tied", ())),
         symptoms=symptoms,
-        shows_symptom=bool(set(symptoms) - {CRASHED})
+        shows_symptom=bool(set(symptoms) - NOT_SYMPTOMS)
         or longest >= SERIES_POINTS
         or raises(text)
         or shows_behaviour(text),

@@ -93,6 +93,7 @@ KEYWORDS: tuple[bytes, ...] = (
     b"NCCL",
     b"exitcode",
     b"triage watch:",
+    b"[trainwreck probe]",
     # what the real-world corpus showed errors and prose reports spelled with (issue 9)
     b"xpected",
     b"out of memory",

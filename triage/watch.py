@@ -17,6 +17,11 @@ process it left behind is ended too. Ctrl-C, SIGTERM or SIGHUP is forwarded to t
 process group; whatever is still running `--grace` seconds later is ended. Should watch itself
 be killed, the command gets SIGTERM.
 
+Python processes of the run count what trains (`trainwreck.probe`: backward passes, optimizer
+steps, gradients kept from one step to the next) through a `sitecustomize` put first on their
+PYTHONPATH (an environment's own still runs after it); the counts go into the log as its last
+line, for triage to tell faults apart that print alike (`--no-probe`: leave the run as it is).
+
 When the command fails (and was not interrupted), triage explains the log and telemetry
 recorded: as text on stderr, or in `--format` into `--report F`. A command that exits 0 although
 its log shows a failure (NaN or inf losses, a diverging loss, a traceback, an out-of-memory
@@ -39,15 +44,18 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from trainwreck import probe
 from trainwreck.errors import TrainwreckError
 from trainwreck.processes import alive, become_subreaper, children, descendants, kill_tree
 
@@ -91,6 +99,7 @@ class Options:
     stall_timeout: float = DEFAULT_STALL_S  # 0: never end a run as hung
     grace: float = 5.0
     use_nvml: bool = True
+    use_probe: bool = True  # count what trains in the run's Python processes (trainwreck.probe)
 
 
 @dataclass(frozen=True)
@@ -161,6 +170,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--no-nvml", action="store_true", help="record CPU and process memory even where NVML is available")
     p.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="do not count backward passes and optimizer steps in the run's Python processes "
+        "(the last line of the log says what the probe counted)",
+    )
+    p.add_argument(
         "--format",
         choices=("text", "markdown", "json"),
         default="text",
@@ -207,6 +222,7 @@ def main(args: argparse.Namespace) -> int:
         stall_timeout=args.stall_timeout,
         grace=args.grace,
         use_nvml=not args.no_nvml,
+        use_probe=not args.no_probe,
     )
     if args.report:
         _writable(args.report, "report")
@@ -264,8 +280,8 @@ def _die_with_us() -> Callable[[], None] | None:
     return arm
 
 
-def _spawn(command: list[str]) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def _spawn(command: list[str], extra: dict[str, str]) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
     try:
         # own session: the group can be ended as a whole, and a terminal's Ctrl-C reaches the
         # command once, forwarded by us, not twice
@@ -310,15 +326,19 @@ class _Tee:
         self.log.flush()
         self.log_at_line_start = data.endswith(b"\n")
 
+    def log_line(self, line: str) -> None:
+        """One line of our own into the log only, on a line of its own."""
+        self.log.write((b"" if self.log_at_line_start else b"\n") + line.encode() + b"\n")
+        self.log.flush()
+        self.log_at_line_start = True
+
     def note(self, line: str, *, log: bool = True) -> None:
         """One line of our own on stderr and (`log`) into the log, each on a line of its own."""
         # after a progress bar's unfinished line, start a new one rather than glue onto it
         print(("" if self.console_at_line_start else "\n") + line, file=self.errors, flush=True)
         self.console_at_line_start = True
         if log:
-            self.log.write((b"" if self.log_at_line_start else b"\n") + line.encode() + b"\n")
-            self.log.flush()
-            self.log_at_line_start = True
+            self.log_line(line)
 
 
 def run(
@@ -343,22 +363,28 @@ def run(
     # imported here, not with the module: `triage explain` builds this command's parser too
     from triage.telemetry_sampler import Sampler
 
+    counted = Path(tempfile.mkdtemp(prefix="trainwreck-probe-")) if opts.use_probe else None
     with log, telemetry, _SignalTrap() as trap:
         become_subreaper()
         tee = _Tee(log, console, errors)
-        proc = _spawn(command)
+        proc = _spawn(command, probe.environment(counted) if counted is not None else {})
         try:
             sampler = Sampler(os.getpid(), use_nvml=opts.use_nvml)
             try:
                 if sampler.notice:
                     tee.note(f"triage watch: {sampler.notice}", log=False)
-                return _Watch(proc, opts, tee, sampler, telemetry, trap).loop()
+                outcome = _Watch(proc, opts, tee, sampler, telemetry, trap).loop()
             finally:
                 sampler.close()
+            if counted is not None and not (counts := probe.collect(counted)).empty:
+                tee.log_line(counts.line())
+            return outcome
         finally:
             _end_run(proc, 0.0)  # whatever happened above, nothing of the run outlives us
             proc.wait()
             proc.stdout.close()  # type: ignore[union-attr]
+            if counted is not None:
+                shutil.rmtree(counted, ignore_errors=True)
 
 
 class _SignalTrap:

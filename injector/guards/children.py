@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import importlib.util
 import json
 import os
 import sys
@@ -19,6 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from trainwreck import sites
 
 ENV = "TRAINWRECK_WATCH"
 SITE = str(Path(__file__).parent / "site")
@@ -28,18 +29,9 @@ EXIT_FAILED = 70
 @contextmanager
 def passed_on(faults: tuple[str, ...], options: dict[str, object]) -> Iterator[None]:
     """Within the block, new Python processes watch `faults` as this one does."""
-    saved = {name: os.environ.get(name) for name in (ENV, "PYTHONPATH")}
-    os.environ[ENV] = json.dumps({"faults": list(faults), "options": options})
-    path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = SITE + (os.pathsep + path if path else "")
-    try:
+    spec = json.dumps({"faults": list(faults), "options": options})
+    with sites.variables({ENV: spec, **sites.environment(SITE)}):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @contextmanager
@@ -80,7 +72,7 @@ def _then(fn: Callable, verdicts: Callable[[], None], *args: Any) -> None:
 def watch_this_process() -> None:
     """Start the watchers the parent passed on, for the life of this process."""
     spec = os.environ.get(ENV)
-    _chain()
+    sites.chain(SITE)
     if not spec:
         return
     try:
@@ -106,22 +98,3 @@ def watch_this_process() -> None:
                 os._exit(EXIT_FAILED)
 
     atexit.register(verdicts)
-
-
-def _chain() -> None:
-    """Run the next `sitecustomize` on sys.path, which ours shadows (trainwreck's reach
-    recorder during a campaign's baseline, or the environment's own)."""
-    here = os.path.realpath(SITE)
-    seen_ours = False
-    for entry in sys.path:
-        folder = os.path.realpath(entry or ".")
-        if folder == here:
-            seen_ours = True
-            continue
-        candidate = os.path.join(folder, "sitecustomize.py")
-        if seen_ours and os.path.isfile(candidate):
-            spec = importlib.util.spec_from_file_location("_trainwreck_chained_sitecustomize", candidate)
-            if spec is not None and spec.loader is not None:
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-            return

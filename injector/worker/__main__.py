@@ -11,7 +11,7 @@ from pathlib import Path
 from injector import pytest_config
 from injector.worker import forking
 from injector.worker.core import Worker
-from trainwreck import processes
+from trainwreck import probe, processes
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -39,9 +39,16 @@ def main() -> int:
     )
     # `--calibrate` keeps each failing test's traceback for triage: in pytest's long form every
     # frame quotes its function up to the failing line (the training step's `.detach()` or
-    # `no_grad` included), where the default quotes only the failing line of the middle frames
-    long = ["--tb=long"] if plan.get("keep_logs") else []
-    pytest.main([*isolation, *plan["pytest_args"], *long, "-p", "no:cacheprovider", "-q"], plugins=[TakeOver(worker)])
+    # `no_grad` included), where the default quotes only the failing line of the middle frames;
+    # and each test's report ends with what the training probe counted while it ran
+    plugins: list[object] = [TakeOver(worker)]
+    long = []
+    if plan.get("keep_logs"):
+        from trainwreck import probe_pytest
+
+        long = ["--tb=long"]
+        plugins.append(probe_pytest)
+    pytest.main([*isolation, *plan["pytest_args"], *long, "-p", "no:cacheprovider", "-q"], plugins=plugins)
     return 0
 
 
@@ -60,6 +67,10 @@ def _prepare_environment(plan: dict, slot: Path) -> None:
     sys.path[:0] = roots
     path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(roots + ([path] if path else []))
+    if plan.get("keep_logs"):  # `--calibrate`: the training probe counts in this slot's runs
+        folder = slot.parent / f"probe-{slot.name}"
+        os.environ.update(probe.environment(folder))
+        probe.install(folder)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from injector.outcomes import ERROR, KILLED, SURVIVED, TIMEOUT
 from injector.protocol import Result
 from injector.worker import forking, guards
 from injector.worker.output import bounded_log, failure_line, first_failure, last_lines
+from trainwreck import probe
 
 ORDER_NOTE = "the fastest-first test order fails on the unmutated code too, so the tests ran in collection order"
 
@@ -413,7 +414,18 @@ class Worker:
             output = (self.slot.parent / f"mutant-{self.index}.log").read_text(errors="replace")
         except OSError:
             return None
+        output = self._with_probe(output)
         return bounded_log(output) if output else None
+
+    def _with_probe(self, output: str) -> str:
+        """A command guard's output and, under `--calibrate`, the training probe's line about
+        its run (pytest guards get theirs in each test's report)."""
+        folder = probe.folder()
+        counts = probe.collect(folder) if self.keep_logs and folder is not None else None
+        if counts is None or counts.empty:
+            return output
+        separator = "\n" if output and not output.endswith("\n") else ""
+        return f"{output}{separator}{counts.line()}\n"
 
     def _mutant_child(
         self,
@@ -425,6 +437,9 @@ class Worker:
         path: Path,
     ) -> dict:
         self._child_prologue()
+        folder = probe.folder()
+        if self.keep_logs and folder is not None:
+            probe.clear(folder)  # what the baseline or the mutant before counted is not this run's
         if self.mode == "pytest" and warm:
             forking.silence_output()
             if swap is not None:
@@ -464,6 +479,8 @@ class Worker:
                 self.plan.get("pytest_config"), self.slot, Path(self.plan["scratch"]), self.plan["pytest_options"]
             )
             options = [*isolation, *self.plan["pytest_options"]]
+            if self.keep_logs:
+                options += ["-p", "trainwreck.probe_pytest"]
             code, output = guards.run_fresh(guards.pytest_argv(options, list(tests)), self.slot)
             spent = {"tests_run": len(tests), "guard_seconds": time.perf_counter() - started}
             if code == 0:
@@ -482,10 +499,11 @@ class Worker:
             guards.redirect_output(log)
             self._forget_project_modules()
             code = self.command.run_here(self.slot)
-            output = log.read_text(errors="replace")
+            output = self._with_probe(log.read_text(errors="replace"))
         else:
             forking.silence_output()
             code, output = guards.run_fresh(self.plan["argv"], self.slot)
+            output = self._with_probe(output)
         spent = {"tests_run": 1, "guard_seconds": time.perf_counter() - started}
         if code == 0:
             return {"status": SURVIVED, **spent}

@@ -123,9 +123,13 @@ def test_a_smoke_training_command_guard_logs_what_the_run_printed(tmp_path):
     # a real exception and a metric series are training symptoms; triage read both
     assert by_fault["detached-graph"]["shows_symptom"] and by_fault["missing-optimizer-step"]["shows_symptom"]
     assert "no-grad-fn" in by_fault["detached-graph"]["symptoms"]
-    # the same error as no-grad-training: said as a tie of the two, which names it
-    assert by_fault["detached-graph"]["verdict"] == calibrate.TIED
-    assert set(by_fault["detached-graph"]["tied"]) == {"detached-graph", "no-grad-training"}
+    # the same error as no-grad-training, and the same flat loss as a missing backward: the
+    # training probe's line, last in each log, says what ran (every forward with gradients on, a
+    # backward that raised; backward passes, an optimizer never stepped), and triage names each
+    assert detached.splitlines()[-1].startswith("[trainwreck probe] ")
+    assert "probe-graph-cut" in by_fault["detached-graph"]["symptoms"]
+    assert "probe-optimizer-never-stepped" in by_fault["missing-optimizer-step"]["symptoms"]
+    assert by_fault["detached-graph"]["verdict"] == by_fault["missing-optimizer-step"]["verdict"] == calibrate.FIRST
 
 
 STEP = """\
@@ -173,6 +177,11 @@ def test_a_pytest_guard_s_traceback_quotes_the_step_that_broke_the_graph(tmp_pat
     assert set(by_fault) == {"no-grad-training", "detached-graph"}
     no_grad = (out / "calibration" / by_fault["no-grad-training"]["log"]).read_text()
     assert "    def train_step(model, optimizer, x, y):" in no_grad and "with torch.no_grad():" in no_grad
+    # the failing test's report ends with the training probe's section: its forward ran with
+    # gradients off in training mode, the other's with them on; both backward passes raised
+    assert "- trainwreck probe call -" in no_grad
+    assert "probe-no-grad-forward" in by_fault["no-grad-training"]["symptoms"]
+    assert "probe-graph-cut" in by_fault["detached-graph"]["symptoms"]
     for fault, entry in by_fault.items():
         assert entry["verdict"] == calibrate.FIRST, (fault, entry["verdict"], entry.get("tied"))
 

@@ -506,3 +506,40 @@ def test_a_process_that_is_exiting_counts_neither_memory_nor_time(monkeypatch):
     monkeypatch.setattr(telemetry_sampler.psutil, "Process", Fake)
     usage = telemetry_sampler.ProcessTree(0).read(1.0, [1, 2])
     assert usage is not None and usage.rss == 50 << 20 and usage.procs == 1
+
+
+STEP_FAULTS = Path(__file__).resolve().parent / "calibration" / "programs" / "step_faults.py"
+
+
+def _watched_causes(tmp_path: Path, fault: str, *options: str) -> tuple[str, dict]:
+    log, report = tmp_path / f"{fault}.log", tmp_path / f"{fault}.json"
+    done = watch(
+        tmp_path, "--no-nvml", "--log", str(log), "--telemetry", str(tmp_path / "t.jsonl"),
+        "--format", "json", "--report", str(report), *options, "--", sys.executable, str(STEP_FAULTS), fault,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr.decode()[-2000:]
+    return log.read_text(), json.loads(report.read_text())
+
+
+def test_the_probe_tells_a_missing_backward_from_a_missing_step_that_print_alike(tmp_path):
+    """The two runs print the same losses and the same verdict; under watch the training probe's
+    line (the log's last) says which part of the step ran, and triage names each first. With
+    `--no-probe` the same logs are said as a tie."""
+    named = {}
+    for fault, cause in (("no-backward", "missing-backward"), ("no-step", "missing-optimizer-step")):
+        log, report = _watched_causes(tmp_path, fault)
+        assert log.splitlines()[-1].startswith("[trainwreck probe] ")
+        assert report["causes"][0]["id"] == cause and not report["tied"], report["causes"][:2]
+        named[fault] = log
+    bare, report = _watched_causes(tmp_path, "no-step", "--no-probe")
+    assert "[trainwreck probe]" not in bare
+    assert set(report["tied"]) == {"missing-backward", "missing-optimizer-step"}
+    strip = [line for line in named["no-step"].splitlines() if not line.startswith("[trainwreck probe]")]
+    assert strip == bare.splitlines()  # the probe added its line and changed nothing else
+
+
+def test_the_probe_names_gradients_kept_across_steps(tmp_path):
+    log, report = _watched_causes(tmp_path, "no-zero-grad")
+    assert report["causes"][0]["id"] == "missing-zero-grad", report["causes"][:2]
+    assert any(s["name"] == "probe-gradients-kept" for s in report["symptoms"])

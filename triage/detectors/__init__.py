@@ -31,9 +31,17 @@ Detector = Callable[[Context], list[Symptom]]
 
 
 def all_detectors() -> tuple[Detector, ...]:
-    from triage.detectors import assertions, numeric, progress, shape, signatures, telemetry
+    from triage.detectors import assertions, numeric, probe, progress, shape, signatures, telemetry
 
-    return (signatures.detect, numeric.detect, shape.detect, progress.detect, telemetry.detect, assertions.detect)
+    return (
+        signatures.detect,
+        numeric.detect,
+        shape.detect,
+        progress.detect,
+        telemetry.detect,
+        assertions.detect,
+        probe.detect,
+    )
 
 
 @cache
