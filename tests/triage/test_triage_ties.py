@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from triage_corpus import without_probe
+
 from injector import calibrate
 from triage import render, ties
 from triage.explain import explain
@@ -23,11 +25,15 @@ def log_of(project: str, fault: str, test: str = "") -> Path:
     )
 
 
-def test_the_same_error_from_two_faults_is_said_as_a_tie() -> None:
+def test_the_same_error_from_two_faults_is_said_as_a_tie(tmp_path) -> None:
     # a detached loss and a forward under no_grad fail backward() with the same RuntimeError: the
     # 0.3 between them is the table's prior (which the field shows more often), not evidence. A
-    # smoke-training command's plain traceback quotes only the failing line of each frame.
-    report = explain(log_of("smoke_cli", "detached-graph"))
+    # smoke-training command's plain traceback quotes only the failing line of each frame. The
+    # training probe's line (the forward passes ran with gradients on) is what tells them apart.
+    log = log_of("smoke_cli", "detached-graph")
+    probed = explain(log)
+    assert probed.tied == () and probed.causes[0].id == "detached-graph"
+    report = explain(without_probe(log, tmp_path))
     assert [c.id for c in report.tied] == ["no-grad-training", "detached-graph"]
     out = render.text(report)
     assert "No single answer: the log cannot tell no-grad-training from detached-graph" in out
@@ -47,11 +53,15 @@ def test_a_pytest_guard_s_long_traceback_quotes_the_step_and_breaks_the_tie() ->
             assert report.tied == () and report.causes[0].id == fault, (project, fault)
 
 
-def test_a_loss_that_never_moved_ties_a_missing_backward_with_a_missing_step() -> None:
+def test_a_loss_that_never_moved_ties_a_missing_backward_with_a_missing_step(tmp_path) -> None:
     # with no backward() or no optimizer.step() the parameters never change: the guard prints the
-    # same thing for both, and nothing in the log weighs more for one
+    # same thing for both, and nothing in the log weighs more for one; the training probe's line
+    # (which of the two ran) names each
     for fault in ("missing-backward", "missing-optimizer-step"):
-        report = explain(log_of("shared_state", fault, "test_training_is_logged"))
+        log = log_of("shared_state", fault, "test_training_is_logged")
+        probed = explain(log)
+        assert probed.tied == () and probed.causes[0].id == fault
+        report = explain(without_probe(log, tmp_path))
         assert {c.id for c in report.tied} == {"missing-backward", "missing-optimizer-step"}, fault
 
 

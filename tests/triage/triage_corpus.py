@@ -1,4 +1,5 @@
-"""The labelled corpus of real training logs (see corpus/generate.py), for the triage tests."""
+"""The labelled corpus of real training logs (see corpus/generate.py), for the triage tests; and
+a calibration log as it reads without the training probe."""
 
 from __future__ import annotations
 
@@ -20,3 +21,16 @@ def one_log(cause: str | None, style: str | None = None) -> Path:
         if m["cause"] == cause and (style is None or m["style"] == style):
             return LOGS / m["file"]
     raise LookupError(f"no corpus log for {cause} / {style}")
+
+
+def without_probe(log: Path, folder: Path) -> Path:
+    """The same log as a run without the training probe leaves it (`triage watch --no-probe`, a
+    CI log uploaded as it is): its probe line and pytest's section header for it taken out."""
+    kept = [
+        line
+        for line in log.read_text().splitlines(keepends=True)
+        if not line.startswith("[trainwreck probe]") and " trainwreck probe " not in line
+    ]
+    bare = folder / log.name
+    bare.write_text("".join(kept))
+    return bare
