@@ -101,10 +101,13 @@ def test_the_line_reads_back_and_an_environments_own_sitecustomize_still_runs(tm
     theirs = tmp_path / "theirs"
     theirs.mkdir()
     (theirs / "sitecustomize.py").write_text("import builtins\nbuiltins.THEIRS_RAN = True\n")
+    # ours first, then another of ours (a guard's watchers), then the environment's: each runs once
+    from injector.guards.children import SITE as WATCHERS
+
     env = dict(os.environ, **probe.environment(tmp_path / "probe"))
-    env["PYTHONPATH"] += os.pathsep + str(theirs)
+    env["PYTHONPATH"] = os.pathsep.join([probe.SITE, WATCHERS, str(theirs), env["PYTHONPATH"]])
     done = subprocess.run(
         [sys.executable, "-c", "import builtins; print(getattr(builtins, 'THEIRS_RAN', False))"],
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
-    assert done.stdout.strip() == "True", done.stderr
+    assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr[-2000:]

@@ -184,10 +184,11 @@ def install(folder: Path) -> None:
         sys.meta_path.insert(0, _AfterTorch())
 
 
-def start_from_environment() -> None:
-    """In a process a probed run started (our sitecustomize): count if the run asks for it."""
+def start_from_environment(site: str = SITE) -> None:
+    """In a process a probed run started (our sitecustomize, loaded from `site`): count if the
+    run asks for it, then run the `sitecustomize` ours shadows."""
     folder = os.environ.get(ENV)
-    sites.chain(SITE)
+    sites.chain(site)
     if folder:
         with contextlib.suppress(OSError):
             install(Path(folder))

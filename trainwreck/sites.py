@@ -37,7 +37,10 @@ def variables(values: dict[str, str]) -> Iterator[None]:
 
 
 def chain(site: str) -> None:
-    """Run the next `sitecustomize` on sys.path after `site`'s, which ours shadows."""
+    """Run the next `sitecustomize` on sys.path after the one in `site`, which ours shadows.
+
+    `site` is the folder the running `sitecustomize` was loaded from (its `__file__`'s): a
+    checkout beside an installed copy holds two copies of each of our folders."""
     here = os.path.realpath(site)
     seen_ours = False
     for entry in sys.path:

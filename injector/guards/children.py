@@ -69,10 +69,11 @@ def _then(fn: Callable, verdicts: Callable[[], None], *args: Any) -> None:
     verdicts()
 
 
-def watch_this_process() -> None:
-    """Start the watchers the parent passed on, for the life of this process."""
+def watch_this_process(site: str = SITE) -> None:
+    """Start the watchers the parent passed on, for the life of this process (our
+    sitecustomize, loaded from `site`, calls this)."""
     spec = os.environ.get(ENV)
-    sites.chain(SITE)
+    sites.chain(site)
     if not spec:
         return
     try:
