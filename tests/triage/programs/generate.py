@@ -343,6 +343,46 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 19 without reading triage's rules
+    "ppo_sb3": (
+        (
+            "lr-too-high",
+            "missing-zero-grad",
+            "missing-backward",
+            "missing-optimizer-step",
+            "missing-train-mode",
+            "missing-eval-mode",
+            "no-grad-training",
+            "detached-graph",
+            "wrong-softmax-dim",
+            "double-softmax",
+            "loss-tensor-leak",
+            "frozen-parameters",
+            "wrong-loss-reduction",
+            "missing-epsilon",
+        ),
+        "python",
+    ),
+    # written for issue 9's fresh program 20 without reading triage's rules
+    "ddpm_diffusers": (
+        (
+            "frozen-parameters",
+            "lr-too-high",
+            "no-shuffle",
+            "no-grad-training",
+            "detached-graph",
+            "missing-epsilon",
+            "wrong-loss-reduction",
+            "missing-backward",
+            "loss-tensor-leak",
+            "scheduler-step-misaligned",
+            "missing-optimizer-step",
+            "missing-zero-grad",
+            "missing-eval-mode",
+            "missing-train-mode",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
