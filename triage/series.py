@@ -1,7 +1,8 @@
 """Metric series: per-step numbers pulled out of whatever format a training loop prints.
 
 One tolerant pass per reading: `key=value`, `key: value`, JSON and Python-dict prints all reduce
-to "a known metric name, then a number"; the step comes from an explicit `step`/`iter`/`global_step`
+to "a known metric name, then a number"; a box of `| name | value |` lines (one report of
+Stable-Baselines3's logger) is one reading of all its lines; the step comes from an explicit `step`/`iter`/`global_step`
 field, a `epoch E/N | batch B/M` pair or a progress bar's `B/M`, and otherwise from the order of
 the readings. A table (a header line of column names, then rows of bare numbers, whatever prefix a
 logger puts before both) gives the same series, its columns read by their header's names. Names map onto a small canonical set; anything unknown is ignored, so an unfamiliar
@@ -167,6 +168,17 @@ _HEADER_NAME = re.compile(r"[A-Za-z][\w./\-]*$")
 _CELL_NUMBER = re.compile(r"(" + _NUM + r")(?:/\d+)?(?:[KMGT]i?B?|%)?$")
 _STEP_COLUMNS = {"step", "global_step", "iter", "iteration", "it", "batch", "steps", "iters"}
 _CLOCK = re.compile(r"\d{1,3}(?::\d{2}){1,2}$")
+# a boxed record of one name and one value per line, sections as `| train/ |   |` (Stable-Baselines3's
+# logger and its kin print one such box per report, between lines of dashes)
+_BOX_ROW = re.compile(r"\|\s*([A-Za-z_][\w.\-]*)\s*\|\s*(" + _NUM + r")\s*\|$")
+_BOX_SECTION = re.compile(r"\|\s*([A-Za-z_][\w.\-]*)/\s*\|\s*\|$")
+_BOX_EDGE = re.compile(r"-{8,}$")
+# the box's own step counter, in the order they are preferred
+_BOX_STEPS = ("total_timesteps", "timesteps", "global_step", "step", "n_updates", "iterations", "iteration")
+# what a reinforcement learner's box holds beside its loss: that loss sums a policy-gradient term,
+# a value regression towards returns that grow as the policy improves, and an entropy bonus, so
+# its level and its shape say nothing of how the training goes
+_RL_NAMES = frozenset({"ep_rew_mean", "mean_reward", "policy_gradient_loss", "value_loss", "approx_kl", "entropy_loss"})
 _RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:it|samples|tok|img)/s\b")
 
 
@@ -194,6 +206,13 @@ class Series:
 
     def values(self) -> list[float]:
         return [p.value for p in self.points]
+
+    @property
+    def signed(self) -> bool:
+        """Whether it goes below zero: for a loss, an objective (a policy gradient's, a
+        generator's, a negative ELBO), not an error minimised towards zero, so its shape says
+        nothing of divergence, plateaus or a fall; only a NaN does."""
+        return any(p.value < 0 for p in self.finite())
 
     def finite(self) -> list[Point]:
         return [p for p in self.points if math.isfinite(p.value)]
@@ -401,14 +420,74 @@ class SeriesBuilder:
         self._last: dict[int | None, tuple[int, int]] = {}  # rank -> (last logged step, offset)
         # the last metric line: (line, text, its metrics)
         self._prev: tuple[int | None, str, dict[str, float]] = (None, "", {})
+        # the box being read: its section, (section, name) -> value, its first line and rank
+        self._box: dict[tuple[str, str], float] = {}
+        self._box_section = ""
+        self._box_at: tuple[int | None, int | None] = (None, None)
 
     def add(self, text: str, line: int | None, rank: int | None = None) -> None:
+        if self._boxed(text.strip(), line, rank):
+            return
         step, metrics, in_epoch, is_bar = _parse(text)
         if not metrics:
             row = self._table(text)
             if row is None:
                 return
             step, metrics = row
+        self._record(text, line, rank, step, metrics, in_epoch, is_bar)
+
+    def _boxed(self, text: str, line: int | None, rank: int | None) -> bool:
+        """Whether `text` is a line of a box (taken in); a line that is not ends the box."""
+        if text[:1] == "|" and text[-1:] == "|":
+            row = _BOX_ROW.match(text)
+            if row is not None:
+                key = (self._box_section, _key(row.group(1)))
+                if key in self._box:  # the next report's box, with no edge between
+                    self._end_box()
+                if not self._box:
+                    self._box_at = (line, rank)
+                self._box[key] = _float(row.group(2))
+                return True
+            section = _BOX_SECTION.match(text)
+            if section is not None:
+                self._box_section = _key(section.group(1))
+                return True
+        self._end_box()
+        return _BOX_EDGE.match(text) is not None
+
+    def _end_box(self) -> None:
+        """The box read so far as one record: its known metrics, at its own step counter."""
+        box, (line, rank) = self._box, self._box_at
+        self._box, self._box_section = {}, ""
+        if not box:
+            return
+        metrics: dict[str, float] = {}
+        counters: dict[str, float] = {}
+        reinforcement = any(name in _RL_NAMES for _, name in box)
+        for (section, name), value in box.items():
+            counters.setdefault(name, value)
+            canonical = _CANON.get(name)
+            if canonical is None or (reinforcement and canonical in ("loss", "val_loss")):
+                continue
+            if canonical in ("loss", "accuracy") and _VAL_WORD.search(section):
+                canonical = "val_" + canonical
+            metrics.setdefault(canonical, value)
+        step = next((int(counters[c]) for c in _BOX_STEPS if c in counters and math.isfinite(counters[c])), None)
+        if metrics:
+            text = " ".join(f"{s}/{n}={v}" for (s, n), v in box.items())
+            self._record(text, line, rank, step, metrics, False, False)
+
+    def _record(
+        self,
+        text: str,
+        line: int | None,
+        rank: int | None,
+        step: int | None,
+        metrics: dict[str, float],
+        in_epoch: bool,
+        is_bar: bool,
+    ) -> None:
+        """One reading's metrics as points of their series, at its step (or the next ordinal)."""
         prev_line, prev_text, prev_metrics = self._prev
         self._prev = (line, text, metrics)
         if line is not None and prev_line == line - 1 and prev_metrics == metrics and _echo(prev_text, text, metrics):
@@ -457,6 +536,7 @@ class SeriesBuilder:
 
     def build(self) -> dict[str, Series]:
         """The series in log order; one rank's points where several ranks logged."""
+        self._end_box()
         out: dict[str, Series] = {}
         for name, series in self.series.items():
             ranks = {p.rank for p in series.points if p.rank is not None}

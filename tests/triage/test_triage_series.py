@@ -179,3 +179,43 @@ def test_a_table_whose_last_column_is_a_clock_is_read():
         builder.add(line, number)
     rows = [line for line in text.splitlines() if line[:1].isdigit() and line.rstrip().endswith(("0", "1", "2", "3"))]
     assert len(builder.series["loss"].points) == len(builder.series["val_loss"].points) == len(rows) == 8
+
+
+def test_a_stable_baselines3_box_is_one_reading_at_its_own_step_counter():
+    """programs/ppo_sb3.py prints one box of `| name | value |` lines per rollout, sections as
+    `| train/ |  |`, between lines of dashes, as Stable-Baselines3's logger does; its
+    `learning_rate` is read at the box's `total_timesteps` (an update's values go into whichever
+    box prints next, an evaluation's at 2496 too). A reinforcement learner's `loss`
+    (policy gradient + value regression towards growing returns + entropy) is no error that
+    training drives down: the box beside `ep_rew_mean`/`value_loss` gives no loss series."""
+    s = build(PROGRAM_LOGS / "ppo_sb3__healthy__s0.log")
+    lr = s["lr"]
+    steps = [p.step for p in lr.points]
+    assert steps[:3] == [2048, 2496, 4096]  # the first box has no train/ section
+    assert steps == sorted(set(steps)) and len(steps) == 29 and lr.points[0].value == pytest.approx(0.00029)
+    assert "loss" not in s and "val_loss" not in s
+
+
+def test_a_supervised_loss_in_a_box_is_read_and_the_boxes_need_no_edge_between_them():
+    b = SeriesBuilder()
+    rows = ["| train/        |        |", "|    loss       | 0.91   |", "|    n_updates  | 10     |"]
+    rows += ["| train/        |        |", "|    loss       | 0.52   |", "|    n_updates  | 20     |", "done"]
+    for number, row in enumerate(rows, 1):
+        b.add(row, number)
+    loss = b.build()["loss"]
+    assert [(p.step, p.value) for p in loss.points] == [(10, 0.91), (20, 0.52)]
+
+
+def test_a_loss_below_zero_is_an_objective_whose_shape_names_nothing():
+    """A policy-gradient or generator objective has no floor at zero: a climb from -0.01 to 0.2
+    is no divergence. Only a NaN in it still counts."""
+    from triage.detectors import Context, numeric, shape
+    from triage.series import Point, Series
+
+    values = [-0.01, 0.02, -0.005, 0.05, 0.1, 0.2, 0.15, 0.3, 0.25, 0.4]
+    objective = Series("loss", [Point(i, v, i + 1) for i, v in enumerate(values)])
+    assert objective.signed
+    ctx = Context([], {"loss": objective})
+    assert shape.detect(ctx) == [] and numeric.detect(ctx) == []
+    positive = Series("loss", [Point(i, v + 0.02, i + 1) for i, v in enumerate(values)])
+    assert not positive.signed and shape.detect(Context([], {"loss": positive}))

@@ -58,6 +58,12 @@ def detect(ctx: Context) -> list[Symptom]:
     grad = s.get("grad_norm")
     if loss is not None and loss.points:
         out += non_finite(loss, grad)
+        if loss.signed:
+            # a policy-gradient, a generator's or a negative-ELBO objective: it has no floor at
+            # zero to fall towards, so its shape says nothing of divergence or plateaus; only a
+            # NaN does
+            loss = None
+    if loss is not None and loss.points:
         out += divergence(loss)
         out += plateaus(loss, grad, s.get("accuracy") or s.get("val_accuracy"), huge_means_sum="kl" not in s)
         if not any(x.name == "double-softmax-floor" for x in out):
@@ -77,7 +83,7 @@ def detect(ctx: Context) -> list[Symptom]:
         out += scale_collapse(s["loss_scale"])
     if "memory" in s:
         out += memory_growth(s["memory"], s.get("val_loss") or s.get("val_accuracy"))
-    if "val_loss" in s and "loss" in s:
+    if "val_loss" in s and "loss" in s and not s["loss"].signed and not s["val_loss"].signed:
         out += validation.overfit_after_first_eval(s["loss"], s["val_loss"])
         out += validation.noisy_validation(s["loss"], s["val_loss"], s.get("lr"))
         out += validation.worse_than_start(s["loss"], s["val_loss"])

@@ -64,6 +64,8 @@ SWING = 0.15  # a relative change counted as a rise or a fall
 def detect(ctx: Context) -> list[Symptom]:
     out: list[Symptom] = []
     loss = ctx.series.get("loss")
+    if loss is not None and loss.signed:
+        return non_finite_shape(loss)  # an objective with no floor at zero: only a NaN says something
     if loss is not None and loss.points:
         out += climb(loss)
         out += collapse(loss, ctx.series.get("accuracy") or ctx.series.get("val_accuracy"))
