@@ -16,7 +16,8 @@ watch`, every Python process of the run that imports torch counts:
   module, and the gradient tensor the same one);
 - forward passes of a module with trainable parameters, in training mode, with gradients off
   (torch's global forward pre-hook);
-- the processes that stepped an optimizer, and whether they took different numbers of steps.
+- the processes that stepped an optimizer, and whether they took different numbers of steps or
+  of backward passes (ranks of one data-parallel run take the same).
 
 The counts become one line of the log that triage reads (`Counts.line`, `Counts.parse`), each
 number before its words:
@@ -69,7 +70,7 @@ class Counts:
     kept: int = 0  # steps on gradients kept from the optimizer's step before
     no_grad_forwards: int = 0  # forward passes of a trainable module in training mode, gradients off
     stepping: int = 0  # processes that stepped an optimizer
-    uneven: int = 0  # 1 where those processes took different numbers of steps (`collect` sets it)
+    uneven: int = 0  # 1 where those processes took different numbers of steps or backward passes (`collect`)
 
     def __add__(self, other: Counts) -> Counts:
         return Counts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
@@ -140,16 +141,16 @@ def collect(folder: Path) -> Counts:
     if folder == _state.folder:
         _state.save()  # this process's latest counts (some are written only now and then)
     total = Counts()
-    steps = set()
+    paces = set()  # (backward passes, steps) of each process that stepped
     with contextlib.suppress(OSError):
         for file in folder.glob(f"*{_SUFFIX}"):
             with contextlib.suppress(OSError):
                 counts = Counts.from_record(file.read_bytes())
                 if counts is not None:
                     total = total + counts
-                    steps.add(counts.steps)
-    steps.discard(0)
-    total.uneven = int(len(steps) > 1)
+                    if counts.steps:
+                        paces.add((counts.backward, counts.steps))
+    total.uneven = int(len(paces) > 1)
     return total
 
 

@@ -101,7 +101,8 @@ def detect(ctx: Context) -> list[Symptom]:
         out.append(
             Symptom(
                 "probe-uneven-steps",
-                f"the {counts.stepping} processes that stepped an optimizer took different numbers of steps",
+                f"the {counts.stepping} processes that stepped an optimizer took different numbers of steps "
+                "or backward passes",
                 evidence,
             )
         )
