@@ -65,6 +65,11 @@ def forked_ranks(verdicts: Callable[[], None]) -> Iterator[None]:
 
 
 def _then(fn: Callable, verdicts: Callable[[], None], *args: Any) -> None:
+    import torch
+
+    # the intra-op thread pool does not survive a fork: a parent that trained before the block (an
+    # earlier test, a warm-up) leaves a rank that would hang in its first parallel op
+    torch.set_num_threads(1)
     fn(*args)
     verdicts()
 

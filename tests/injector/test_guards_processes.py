@@ -172,3 +172,35 @@ def test_in_process_a_watched_script_runs_here_and_answers_as_a_subprocess(tmp_p
     assert passed.returncode == 0, passed.stderr[-500:]
     assert (loud.returncode, loud.stdout) == (4, b"trained\n")
     assert subprocess.run.__module__ == "subprocess"
+
+
+RANKS_AFTER_TRAINING = """\
+import torch
+from injector.guards import watch
+
+
+def rank(index):
+    model = torch.nn.Linear(256, 256)
+    model(torch.randn(512, 256)).square().mean().backward()
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    model = torch.nn.Linear(256, 256)
+    model(torch.randn(512, 256)).square().mean().backward()  # the parent trained before the block
+    with watch("wrong-softmax-dim"):
+        torch.multiprocessing.spawn(rank, nprocs=2)
+    print("ranks done")
+"""
+
+
+def test_ranks_forked_after_the_parent_trained_do_not_hang(tmp_path):
+    # A process that ran parallel ops (an earlier test, suggest's timing warm-up) holds an
+    # intra-op thread pool that a fork does not carry over: a forked rank's first parallel op
+    # then waited forever (spawn_ddp's suggested guard, run after the warm-up). Forked ranks run
+    # single-threaded.
+    (tmp_path / "ranks.py").write_text(RANKS_AFTER_TRAINING)
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "ranks.py")], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0 and "ranks done" in done.stdout, done.stderr[-2000:]
