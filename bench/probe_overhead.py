@@ -82,7 +82,9 @@ def main() -> int:
         probed = timed(args.steps, args.width, args.depth, probed=True)
         ratios.append(probed / bare)
         per_step = 1000 * bare / args.steps
-        print(f"pair {repeat + 1}: bare {bare:.3f} s ({per_step:.2f} ms/step), probe {probed:.3f} s, ratio {probed / bare:.3f}")
+        print(
+            f"pair {repeat + 1}: bare {bare:.3f} s ({per_step:.2f} ms/step), probe {probed:.3f} s, ratio {probed / bare:.3f}"
+        )
     modules = 2 + 4 * args.depth
     print(
         f"median ratio probe/bare: {statistics.median(ratios):.3f} over {args.repeats} pairs "

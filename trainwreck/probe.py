@@ -46,7 +46,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from trainwreck import sites
+from trainwreck import imports, sites
 
 ENV = "TRAINWRECK_PROBE"
 SITE = str(Path(__file__).parent / "probe_site")
@@ -258,18 +258,10 @@ class _AfterTorch(importlib.abc.MetaPathFinder):
     spec found and not used, `importlib.util.find_spec("torch")`, leaves it waiting)."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch":
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is None:
-                continue
-            if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader.exec_module = functools.partial(self._then_hook, spec.loader.exec_module)  # type: ignore[method-assign]
-            return spec
-        return None
+        spec = imports.spec_elsewhere(self, name, path, target) if name == "torch" else None
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader.exec_module = functools.partial(self._then_hook, spec.loader.exec_module)
+        return spec
 
     def _then_hook(self, run: Any, module: Any) -> None:
         run(module)

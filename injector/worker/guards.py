@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from injector.worker.output import MESSAGE_LIMIT, report_message
+from trainwreck import imports
 
 PYTHON_NAMES = ("python", "python3", Path(sys.executable).name)
 # Interpreter options a warm run can honour (they change nothing a forked child must redo).
@@ -192,16 +193,10 @@ class ImportWatch(importlib.abc.MetaPathFinder):
         sys.meta_path.insert(0, self)
 
     def find_spec(self, name, path=None, target=None):
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is None:
-                continue
-            if spec.origin and os.path.realpath(spec.origin) == self.path and spec.loader is not None:
-                spec.loader = _WatchedLoader(spec.loader, self)
-            return spec
-        return None
+        spec = imports.spec_elsewhere(self, name, path, target)
+        if spec is not None and spec.origin and os.path.realpath(spec.origin) == self.path and spec.loader is not None:
+            spec.loader = _WatchedLoader(spec.loader, self)
+        return spec
 
 
 class _WatchedLoader(importlib.abc.Loader):
