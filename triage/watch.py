@@ -44,7 +44,6 @@ import fcntl
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -363,8 +362,15 @@ def run(
     # imported here, not with the module: `triage explain` builds this command's parser too
     from triage.telemetry_sampler import Sampler
 
-    counted = Path(tempfile.mkdtemp(prefix="trainwreck-probe-")) if opts.use_probe else None
-    with log, telemetry, _SignalTrap() as trap:
+    # where the run's processes count (trainwreck.probe): removed however the run ends, a command
+    # that cannot start included
+    probed = (
+        tempfile.TemporaryDirectory(prefix="trainwreck-probe-", ignore_cleanup_errors=True)
+        if opts.use_probe
+        else contextlib.nullcontext(None)
+    )
+    with probed as folder, log, telemetry, _SignalTrap() as trap:
+        counted = Path(folder) if folder is not None else None
         become_subreaper()
         tee = _Tee(log, console, errors)
         proc = _spawn(command, probe.environment(counted) if counted is not None else {})
@@ -383,8 +389,6 @@ def run(
             _end_run(proc, 0.0)  # whatever happened above, nothing of the run outlives us
             proc.wait()
             proc.stdout.close()  # type: ignore[union-attr]
-            if counted is not None:
-                shutil.rmtree(counted, ignore_errors=True)
 
 
 class _SignalTrap:

@@ -544,3 +544,15 @@ def test_the_probe_names_gradients_kept_across_steps(tmp_path):
     log, report = _watched_causes(tmp_path, "no-zero-grad")
     assert report["causes"][0]["id"] == "missing-zero-grad", report["causes"][:2]
     assert any(s["name"] == "probe-gradients-kept" for s in report["symptoms"])
+
+
+@pytest.mark.parametrize("command", [["no-such-command-trainwreck"], [sys.executable, "-c", "print('done')"]])
+def test_the_probes_folder_is_removed_however_the_run_ends(tmp_path, command):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    subprocess.run(
+        [sys.executable, "-m", "triage.cli", "watch", "--no-nvml", "--", *command],
+        cwd=tmp_path, capture_output=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert list(scratch.iterdir()) == []
