@@ -31,13 +31,15 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tests" / "injector"))
     warnings.filterwarnings("ignore")
-    from operator_corpus import corpus_files, judge
+    from operator_corpus import absent_files, corpus_files, judge
 
     for split in ("tuned", "held-out"):
         if args.split and split != args.split:
             continue
         print(f"== {split}")
         files = corpus_files(split)
+        for absent in absent_files(split):
+            print(f"   not in this checkout (fetched code is not committed): {absent}")
         if not files:
             print("   no files in this split yet (a held-out batch is listed before it is measured)")
             continue

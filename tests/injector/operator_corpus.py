@@ -40,6 +40,10 @@ from injector.mutants import LineIndex, Mutant
 
 CORPUS = Path(__file__).parent / "corpus"
 MANIFESTS = {"tuned": CORPUS / "tuned.toml", "held-out": CORPUS / "heldout.toml"}
+# Files a manifest marks `fetched = true` are not committed (code fetched from a public repository
+# stays out of the project's commits): a developer puts them here from their repository, path and
+# commit, and they count only where present. The folder is ignored by git.
+FETCHED = CORPUS / "fetched"
 
 
 @dataclass(frozen=True)
@@ -96,13 +100,16 @@ class Verdict:
 
 
 def corpus_files(split: str | None = None) -> list[CorpusFile]:
-    """The corpus files of one split (both when None), in manifest order."""
+    """The corpus files of one split (both when None), in manifest order, those not fetched here left out."""
     files = []
     for name, manifest in MANIFESTS.items():
         if split is not None and name != split:
             continue
         for entry in tomllib.loads(manifest.read_text()).get("file", []):  # held-out is empty between rounds
-            text = (CORPUS / entry["name"]).read_text()
+            path = (FETCHED if entry.get("fetched") else CORPUS) / entry["name"]
+            if entry.get("fetched") and not path.exists():
+                continue
+            text = path.read_text()
             lines = LineIndex(text)
             files.append(
                 CorpusFile(
@@ -119,6 +126,18 @@ def corpus_files(split: str | None = None) -> list[CorpusFile]:
                 )
             )
     return files
+
+
+def absent_files(split: str | None = None) -> list[str]:
+    """`repo:path@commit` of the fetched files a manifest lists that are not in this checkout."""
+    absent = []
+    for name, manifest in MANIFESTS.items():
+        if split is not None and name != split:
+            continue
+        for entry in tomllib.loads(manifest.read_text()).get("file", []):
+            if entry.get("fetched") and not (FETCHED / entry["name"]).exists():
+                absent.append(f"{entry['repo']}:{entry['path']}@{entry['commit'][:12]} as fetched/{entry['name']}")
+    return absent
 
 
 def _site(text: str, lines: LineIndex, spec: dict, name: str) -> Site:
