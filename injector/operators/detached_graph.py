@@ -6,6 +6,18 @@ from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER, PIPELINE_ENGINE
 from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, loss_name, method_on, runs_model
 
+RETRIEVAL_FORWARD = (
+    "class Retrieval(nn.Module):\n"
+    "    def forward(self, image, text, targets, labels):\n"
+    "        sim = self.img(image) @ self.txt(text).t() / self.temp\n"
+    "        loss_i2t = -torch.sum(F.log_softmax(sim, dim=1) * targets, dim=1).mean()\n"
+    "        loss_t2i = -torch.sum(F.log_softmax(sim.t(), dim=1) * targets, dim=1).mean()\n"
+    "        loss_ita = (loss_i2t + loss_t2i) / 2\n"
+    "        logits = self.itm_head(self.fuse(image, text))\n"
+    "        loss_itm = F.cross_entropy(logits, labels)\n"
+    "        return loss_ita, loss_itm\n"
+)
+
 
 class DetachedGraph(Operator):
     id = "detached-graph"
@@ -331,6 +343,49 @@ class DetachedGraph(Operator):
                 ),
             ),
         ),
+        Example(
+            # Losses a model's forward returns for the script to add up (BLIP): each cut off where
+            # computed, an average of two term by term.
+            RETRIEVAL_FORWARD,
+            (
+                RETRIEVAL_FORWARD.replace(
+                    "loss_i2t = -torch.sum(F.log_softmax(sim, dim=1) * targets, dim=1).mean()",
+                    "loss_i2t = (-torch.sum(F.log_softmax(sim, dim=1) * targets, dim=1).mean()).detach()",
+                ),
+                RETRIEVAL_FORWARD.replace(
+                    "loss_t2i = -torch.sum(F.log_softmax(sim.t(), dim=1) * targets, dim=1).mean()",
+                    "loss_t2i = (-torch.sum(F.log_softmax(sim.t(), dim=1) * targets, dim=1).mean()).detach()",
+                ),
+                RETRIEVAL_FORWARD.replace(
+                    "F.cross_entropy(logits, labels)", "F.cross_entropy(logits.detach(), labels)"
+                ),
+            ),
+        ),
+        Example(
+            # The loss a forward computes only when given targets (nanoGPT): `loss = None` has no graph.
+            "class GPT(nn.Module):\n"
+            "    def forward(self, idx, targets=None):\n"
+            "        x = self.blocks(idx)\n"
+            "        if targets is not None:\n"
+            "            logits = self.lm_head(x)\n"
+            "            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))\n"
+            "        else:\n"
+            "            logits = self.lm_head(x[:, [-1], :])\n"
+            "            loss = None\n"
+            "        return logits, loss\n",
+            (
+                "class GPT(nn.Module):\n"
+                "    def forward(self, idx, targets=None):\n"
+                "        x = self.blocks(idx)\n"
+                "        if targets is not None:\n"
+                "            logits = self.lm_head(x)\n"
+                "            loss = F.cross_entropy(logits.view(-1, logits.size(-1)).detach(), targets.view(-1))\n"
+                "        else:\n"
+                "            logits = self.lm_head(x[:, [-1], :])\n"
+                "            loss = None\n"
+                "        return logits, loss\n",
+            ),
+        ),
     )
     untouched = (
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
@@ -356,6 +411,7 @@ class DetachedGraph(Operator):
 
     def changes(self, source, training):
         yield from _registered_for_backward(source, training)
+        yield from _returned_by_forward(source, training)
         for backward in training.loss_uses:
             alternatives = training.loss_alternatives(backward)
             # A branch that builds its loss term by term (`loss = 0.25 * a; loss = loss + 0.25 * b`):
@@ -438,6 +494,61 @@ def _starts_empty(assign: cst.CSTNode) -> bool:
     `loss = torch.tensor(0.0)`, `loss = torch.zeros(1)`): it has no graph to cut off."""
     value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
     return _empty(value)
+
+
+def _returned_by_forward(source, training):
+    """The losses a module's `forward` returns for a training script to add up and differentiate
+    (BLIP's retrieval model: `return loss_ita, loss_itm`), in a file that runs no backward of its
+    own: each is cut off where it is computed, and one that adds up other losses of the forward
+    (`loss_ita = (loss_i2t + loss_t2i) / 2`) is cut off term by term."""
+    if training.backwards:
+        return
+    for function in training.functions.get("forward", ()):
+        for ret in source.within(function.body, cst.Return):
+            if ret.value is None or source.function_of(ret) is not function:
+                continue
+            values = [e.value for e in ret.value.elements] if isinstance(ret.value, cst.Tuple) else [ret.value]
+            for value in values:
+                name = dotted(value) if isinstance(value, cst.Name) else None
+                if name is not None and "loss" in name.lower():
+                    yield from _cut_where_computed(source, training, name, ret, depth=2)
+
+
+def _cut_where_computed(source, training, name: str, use: cst.CSTNode, depth: int):
+    """Every assignment that computes `name` for `use` (one per branch: `loss = F.cross_entropy(
+    ...)` where targets are given; `loss = None` otherwise has nothing to cut)."""
+    function = source.function_of(use)
+    before = source.span(use)[0]
+    for assign in training.assigned_names.get(name, ()):
+        if (
+            not isinstance(assign, cst.Assign)
+            or len(assign.targets) != 1
+            or source.function_of(assign) is not function
+            or source.span(assign)[0] >= before
+            or assign.value is None
+            or _empty(assign.value)
+            or (isinstance(assign.value, cst.Name) and assign.value.value == "None")
+            or any(n.value == name for n in source.within(assign.value, cst.Name))
+        ):
+            continue
+        value = assign.value
+        terms = [
+            n.value
+            for n in source.within(value, cst.Name)
+            if "loss" in n.value.lower() and training.last_assignment(n.value, assign) is not None
+        ]
+        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) and terms and depth > 0:
+            for term in dict.fromkeys(terms):
+                yield from _cut_where_computed(source, training, term, assign, depth - 1)
+            continue
+        target = value
+        if isinstance(value, cst.Call) and DetachedGraph._is_loss(training, value):
+            target = _model_output(source, training, value)
+        yield Change(
+            assign,
+            (source.replace(target, method_on(source, target, "detach")),),
+            "the loss is cut off from the model's graph",
+        )
 
 
 def _registered_for_backward(source, training):

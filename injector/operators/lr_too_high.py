@@ -21,9 +21,54 @@ SCHEDULE_PEAK_KEYS = {"warmup_max_lr", "cycle_max_lr"}
 _BUILDER = re.compile(r"(?:get|build|create|make|init|setup)_?optim(?:izer)?s?")
 # A dict the rate is logged in, not handed to an optimizer (`runner.batch_metrics["lr"] = lr`).
 _LOGGED = re.compile(r"metric|log|stat|record|summar|histor|meter|result")
-# A project's helper that writes a rate into an optimizer's groups.
-# (`adjust_learning_rate(optimizer, 0.8)` takes a shrink factor or an epoch: no rate)
-_SETTER = re.compile(r"(?:update|set|assign)_?(?:learning_rate|lr)")
+# Words of an argument's name that make it a factor or a decay of the rate, not a rate.
+_NOT_A_RATE = ("decay", "gamma", "factor", "shrink", "ratio", "mult", "scale", "step", "epoch", "sched")
+# An optimizer by its name (`optimizer`, `opt`, `g_optim`), not a setting of one (`optimizer_type`).
+_OPTIMIZER_NAME = re.compile(r"(?:\w+_)?(?:optimizer|optim|opt)s?")
+
+
+def _rate_word(expr: cst.BaseExpression) -> str:
+    """The name a value reads as: `init_lr` for `config['init_lr']` and `args.init_lr`."""
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+        index = expr.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            key = index.value.evaluated_value
+            return key if isinstance(key, str) else ""
+    return last_name(expr) or ""
+
+
+def _rate_named(word: str) -> bool:
+    """A name for a rate (`lr`, `init_lr`, `min_lr`, `learning_rate`), not for a factor or a
+    decay of one (`lr_decay_rate`, `lr_gamma`)."""
+    word = word.lower()
+    return ("lr" in word.split("_") or "learning_rate" in word) and not any(w in word for w in _NOT_A_RATE)
+
+
+def _schedule_helper_rates(training, call: cst.Call) -> list[cst.BaseExpression]:
+    """The rates handed to a helper another module defines that writes a rate into the optimizer
+    it is handed (BLIP's `cosine_lr_schedule(optimizer, epoch, max_epoch, init_lr, min_lr)`,
+    `warmup_lr_schedule(...)`: `param_group['lr'] = ...` in utils.py), named for the rate; empty
+    for anything else. Every rate it is handed is raised, so the schedule keeps its shape."""
+    name = (callee_name(call) or "").lower()
+    if not ("lr" in name.split("_") or "learning_rate" in name) or _LOGGED.search(name):
+        return []  # `append_lr_to_logs(logs, lr_scheduler, ...)` records the rate
+    if training.called_functions(call) or training.role_of_constructor(call) is not None:
+        return []
+    if (callee_name(call) or "")[:1].isupper():
+        return []
+    handed = [a for a in call.args if not a.star]
+    optimizers = [
+        a
+        for a in handed
+        if training.role(a.value) == "optimizer" or _OPTIMIZER_NAME.fullmatch(_rate_word(a.value).lower())
+    ]
+    if len(optimizers) != 1:
+        return []
+    return [
+        a.value
+        for a in handed
+        if a not in optimizers and _rate_named(a.keyword.value if a.keyword else _rate_word(a.value))
+    ]
 
 
 def _in_param_group(source, element: cst.DictElement) -> bool:
@@ -352,8 +397,50 @@ class LrTooHigh(Operator):
                 "scheduler = LRScheduler('yoloxwarmcos', lr * 100, iters_per_epoch, max_epoch)\n",
             ),
         ),
+        Example(
+            # A helper of another module writes the rates it is handed into the optimizer's groups
+            # before each epoch's training (BLIP): every rate it gets is raised, and the rate the
+            # optimizer is built with never reaches a step. One under `if epoch == 0:` is not.
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=config['init_lr'])\n"
+            "for epoch in range(max_epoch):\n"
+            "    cosine_lr_schedule(optimizer, epoch, max_epoch, config['init_lr'], config['min_lr'])\n"
+            "    train(model, loader, optimizer)\n"
+            "def train(model, loader, optimizer):\n"
+            "    for i, (x, y) in enumerate(loader):\n"
+            "        if epoch == 0:\n"
+            "            warmup_lr_schedule(optimizer, i, steps, config['warmup_lr'], config['init_lr'])\n"
+            "        loss = model(x, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "optimizer = torch.optim.AdamW(model.parameters(), lr=config['init_lr'])\n"
+                "for epoch in range(max_epoch):\n"
+                "    cosine_lr_schedule(optimizer, epoch, max_epoch, config['init_lr'] * 100, config['min_lr'] * 100)\n"
+                "    train(model, loader, optimizer)\n"
+                "def train(model, loader, optimizer):\n"
+                "    for i, (x, y) in enumerate(loader):\n"
+                "        if epoch == 0:\n"
+                "            warmup_lr_schedule(optimizer, i, steps, config['warmup_lr'], config['init_lr'])\n"
+                "        loss = model(x, y)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "optimizer = torch.optim.AdamW(model.parameters(), lr=config['init_lr'])\n"
+                "for epoch in range(max_epoch):\n"
+                "    cosine_lr_schedule(optimizer, epoch, max_epoch, config['init_lr'], config['min_lr'])\n"
+                "    train(model, loader, optimizer)\n"
+                "def train(model, loader, optimizer):\n"
+                "    for i, (x, y) in enumerate(loader):\n"
+                "        if epoch == 0:\n"
+                "            warmup_lr_schedule(optimizer, i, steps, config['warmup_lr'] * 100, config['init_lr'] * 100)\n"
+                "        loss = model(x, y)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
+        # A decay of the rate handed to a schedule helper is no rate.
+        "step_lr_schedule(optimizer, epoch, config['lr_decay_rate'])\n",
         # The rate logged in a dict of metrics.
         "runner.batch_metrics['lr'] = lr\nlogs['lr'] = scheduler.get_last_lr()[0]\n",
         # A scheduler of the optimizer's rate (handed the optimizer) computes none of its own.
@@ -402,6 +489,10 @@ class LrTooHigh(Operator):
                 rate = argument(call, "learning_rate", None)
                 if rate is not None:
                     yield self._scaled(source, call, rate.value)
+                continue
+            rates = _schedule_helper_rates(training, call)
+            if rates:
+                yield LrTooHigh._scaled(source, call, *rates)
                 continue
             handed = self._builder_rate(training, call)
             if handed is not None:
@@ -470,19 +561,6 @@ class LrTooHigh(Operator):
         name = (callee_name(call) or "").lower()
         if training.role_of_constructor(call) is not None:
             return None
-        if _SETTER.fullmatch(name):
-            # a helper that writes a rate into an optimizer (SpeechBrain's
-            # `update_learning_rate(self.optimizer, new_lr)`): the rate is the other argument
-            handed = [a for a in call.args if not a.star and a.keyword is None]
-            optimizers = [a for a in handed if "optim" in (last_name(a.value) or "").lower()]
-            rates = [a for a in handed if a not in optimizers]
-            if len(optimizers) != 1 or len(rates) != 1:
-                return None
-            word = (last_name(rates[0].value) or "").lower()  # a rate by its name, not a factor
-            rate_named = ("lr" in word.split("_") or "rate" in word) and not any(
-                w in word for w in ("decay", "gamma", "factor", "shrink")
-            )
-            return rates[0].value if rate_named else None
         if not _BUILDER.fullmatch(name):
             return None
         for arg in call.args:
@@ -584,7 +662,28 @@ class LrTooHigh(Operator):
             name = LrTooHigh._reset_each_step(source, loop)
             if name is not None:
                 found[name] = loop
+        for call in source.nodes(cst.Call):
+            if _schedule_helper_rates(training, call) and LrTooHigh._before_training(source, training, call):
+                for arg in call.args:
+                    if training.role(arg.value) == "optimizer" or _OPTIMIZER_NAME.fullmatch(
+                        _rate_word(arg.value).lower()
+                    ):
+                        found[dotted(arg.value) or ""] = call
         return found
+
+    @staticmethod
+    def _before_training(source, training, call: cst.Call) -> bool:
+        """True where a statement after `call`'s own, in the same block, steps the optimizer
+        (BLIP's epoch loop: `cosine_lr_schedule(optimizer, ...)`, then `train(...)`): the rate
+        the helper writes is the one the steps use; under `if epoch == 0:` it is not."""
+        statement = source.parent(call)
+        while statement is not None and not isinstance(statement, cst.SimpleStatementLine):
+            statement = source.parent(statement)
+        block = source.parent(statement) if statement is not None else None
+        if block is None or not hasattr(block, "body"):
+            return False
+        later = list(block.body)[list(block.body).index(statement) + 1 :]
+        return any(training.steps_within(node) for node in later)
 
     @staticmethod
     def _reset_each_step(source, loop: cst.For) -> str | None:
@@ -621,14 +720,17 @@ class LrTooHigh(Operator):
         return any(dotted(t.target) in overridden for t in parent.targets)
 
     @staticmethod
-    def _scaled(source, node, value) -> Change:
-        if isinstance(value, (cst.Float, cst.Integer)):
-            text = f"{float(value.evaluated_value) * FACTOR:g}"
-        else:
-            code = source.module.code_for_node(value).strip()
-            text = (
-                f"({code}) * {FACTOR}"
-                if needs_parens(value) and not isinstance(value, cst.UnaryOperation)
-                else f"{code} * {FACTOR}"
-            )
-        return Change(node, (source.replace(value, text),), f"learning rate multiplied by {FACTOR}")
+    def _scaled(source, node, *values) -> Change:
+        edits = []
+        for value in values:
+            if isinstance(value, (cst.Float, cst.Integer)):
+                text = f"{float(value.evaluated_value) * FACTOR:g}"
+            else:
+                code = source.module.code_for_node(value).strip()
+                text = (
+                    f"({code}) * {FACTOR}"
+                    if needs_parens(value) and not isinstance(value, cst.UnaryOperation)
+                    else f"{code} * {FACTOR}"
+                )
+            edits.append(source.replace(value, text))
+        return Change(node, tuple(edits), f"learning rate multiplied by {FACTOR}")

@@ -85,6 +85,12 @@ class MissingAttentionMask(Operator):
         "    return F.softmax(logits, dim=-1)\n",
         "out = self.attn(x, x, x, attn_mask=None)\n",
         "def f(x, mask):\n    x = x + mask\n    return x.sum()\n",
+        # Zeroing the positives out of the weights a softmax made, to sample hard negatives
+        # (BLIP): a mask on probabilities, after the softmax; attention masks its scores before.
+        "def negatives(sim, mask):\n"
+        "    weights = F.softmax(sim, dim=1)\n"
+        "    weights.masked_fill_(mask, 0)\n"
+        "    return torch.multinomial(weights, 1)\n",
     )
 
     def changes(self, source, training):
@@ -104,6 +110,9 @@ class MissingAttentionMask(Operator):
             mask = argument(call, "mask", 0)
             if name in {"masked_fill", "masked_fill_"} and (mask is None or not _names_mask(source, mask.value)):
                 continue  # `logits.masked_fill(logits < kth, -inf)`: top-k sampling, not attention
+            fill = argument(call, "value", 1)
+            if name in {"masked_fill", "masked_fill_"} and fill is not None and _zero(fill.value):
+                continue  # probabilities zeroed after a softmax: attention masks scores with -inf
             if name == "masked_fill" and isinstance(call.func, cst.Attribute):
                 kept = source.module.code_for_node(call.func.value).strip()
                 yield Change(call, (source.replace(call, kept),), "the attention mask is never applied")
@@ -154,3 +163,10 @@ class MissingAttentionMask(Operator):
             (source.replace_node(call, call.with_changes(args=args)),),
             f"`{arg.keyword.value}` is no longer passed",
         )
+
+
+def _zero(expr: cst.BaseExpression) -> bool:
+    """A literal zero (`0`, `0.0`, `False`)."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return float(expr.evaluated_value) == 0
+    return isinstance(expr, cst.Name) and expr.value == "False"

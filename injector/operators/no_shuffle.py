@@ -114,12 +114,29 @@ class NoShuffle(Operator):
             ),
         ),
         Example(
+            # Loaders and samplers a helper of another module builds from one flag per dataset, the
+            # training set's first (BLIP's create_sampler(datasets, shuffles, ...) and
+            # create_loader(..., is_trains, ...), which shuffles where no sampler is given).
+            "samplers = create_sampler([train_set, val_set], [True, False], world_size, rank)\n"
+            "loaders = create_loader([train_set, val_set], [None, None], batch_size=[8, 8], is_trains=[True, False])\n",
+            (
+                "samplers = create_sampler([train_set, val_set], [False, False], world_size, rank)\n"
+                "loaders = create_loader([train_set, val_set], [None, None], batch_size=[8, 8], is_trains=[True, False])\n",
+                "samplers = create_sampler([train_set, val_set], [True, False], world_size, rank)\n"
+                "loaders = create_loader([train_set, val_set], [None, None], batch_size=[8, 8], is_trains=[False, False])\n",
+            ),
+        ),
+        Example(
             # An infinite training sampler that shuffles unless told not to (YOLOX, detectron2).
             "sampler = InfiniteSampler(len(self.dataset), seed=self.seed)\n",
             ("sampler = InfiniteSampler(len(self.dataset), seed=self.seed, shuffle=False)\n",),
         ),
     )
     untouched = (
+        # With samplers always given, a loader helper's is_train flag shuffles nothing.
+        "def main(datasets):\n"
+        "    samplers = create_sampler(datasets, [False], num_tasks, rank)\n"
+        "    loader = create_loader(datasets, samplers, batch_size=[8], is_trains=[True])[0]\n",
         # The same sampler already in order, and one feeding evaluation.
         "sampler = InfiniteSampler(len(self.dataset), shuffle=False)\n",
         "val_sampler = InferenceSampler(len(val_set))\ntest_sampler = TrainingSampler(len(test_set))\n",
@@ -143,6 +160,10 @@ class NoShuffle(Operator):
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
+            flag = _training_flag(source, training, call)
+            if flag is not None:
+                yield Change(call, (source.replace(flag, "False"),), f"`{name}` no longer shuffles the training set")
+                continue
             kind = (
                 "DataLoader"
                 if name.endswith("DataLoader")
@@ -292,3 +313,41 @@ class NoShuffle(Operator):
             indent = source.indentation(call.args[-1])
             return f"{inner},\n{indent}shuffle=False{closing}"
         return f"{inner}{separator}shuffle=False{closing}"
+
+
+def _training_flag(source, training, call: cst.Call) -> cst.BaseExpression | None:
+    """The training set's flag where a helper of another module builds samplers or loaders from
+    one flag per dataset (BLIP's `create_sampler(datasets, [True, False], ...)`: shuffles; its
+    `create_loader(..., is_trains=[True, False])`: shuffle where no sampler is given): the first
+    `True` of that list. A loader helper always handed samplers (a name only ever assigned a call)
+    shuffles nothing by its flag."""
+    name = callee_name(call) or ""
+    if not ("sampler" in name.lower() or "loader" in name.lower()) or name[:1].isupper():
+        return None
+    if training.called_functions(call):
+        return None
+    for position, arg in enumerate(call.args):
+        if arg.star or not isinstance(arg.value, cst.List) or not arg.value.elements:
+            continue
+        values = [e.value for e in arg.value.elements]
+        if not all(is_literal_bool(v) for v in values):
+            continue
+        word = arg.keyword.value.lower() if arg.keyword is not None else ""
+        if "train" in word and "loader" in name.lower():
+            samplers = next((a for a in call.args if "sampler" in (dotted(a.value) or "").lower()), None)
+            if samplers is not None and _always_samplers(source, training, samplers.value, call):
+                return None
+        elif not ("shuffle" in word or (not word and "sampler" in name.lower() and position > 0)):
+            continue
+        return next((v for v in values if is_literal_bool(v, True)), None)
+    return None
+
+
+def _always_samplers(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True for a name every assignment of which in `use`'s function is a call (samplers made),
+    none a list literal (`[None, None]`: no sampler)."""
+    if not isinstance(value, cst.Name):
+        return False
+    function = source.function_of(use)
+    assigns = [a for a in training.assigned_names.get(value.value, ()) if source.function_of(a) is function]
+    return bool(assigns) and all(isinstance(a.value, cst.Call) for a in assigns)
