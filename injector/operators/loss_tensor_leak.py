@@ -224,6 +224,21 @@ class LossTensorLeak(Operator):
                 "        return avg_loss\n",
             ),
         ),
+        Example(
+            # A loss read into a number inside a tuple, then kept by a meter (SlowFast).
+            "for x, y in loader:\n"
+            "    loss = criterion(model(x), y)\n"
+            "    loss.backward()\n"
+            "    loss, grad_norm = (loss.item(), grad_norm.item())\n"
+            "    train_meter.update_stats(loss, grad_norm)\n",
+            (
+                "for x, y in loader:\n"
+                "    loss = criterion(model(x), y)\n"
+                "    loss.backward()\n"
+                "    loss, grad_norm = (loss, grad_norm.item())\n"
+                "    train_meter.update_stats(loss, grad_norm)\n",
+            ),
+        ),
     )
     untouched = (
         # Either branch of a conditional start, and None, hold no graph (OLMo's z-loss total).
@@ -367,12 +382,30 @@ class LossTensorLeak(Operator):
                     return True
                 # `batch_loss = loss.item()` then `total += batch_loss`, or `logger.store(
                 # Loss=batch_loss)`: summed or kept through a name.
-                return ancestor.value is call and (
-                    _summed_later(source, ancestor, names) or _kept_later(source, ancestor, names)
-                )
+                if ancestor.value is not call:
+                    names = _unpacked_into(ancestor, call)
+                    if not names:
+                        return False
+                return _summed_later(source, ancestor, names) or _kept_later(source, ancestor, names)
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+def _unpacked_into(assign: cst.Assign, call: cst.Call) -> set:
+    """The name a tuple assignment binds `call` to (SlowFast's `loss, grad_norm = (loss.item(),
+    grad_norm.item())` binds the first to `loss`); empty where `call` is no element of its own."""
+    value = assign.value
+    if len(assign.targets) != 1 or not isinstance(value, cst.Tuple):
+        return set()
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != len(value.elements):
+        return set()
+    for element, bound in zip(value.elements, target.elements, strict=True):
+        if element.value is call:
+            name = dotted(bound.value)
+            return {name} if name is not None else set()
+    return set()
 
 
 def _fresh_each_step(source, store: cst.Assign) -> bool:

@@ -29,6 +29,23 @@ class MissingSetEpoch(Operator):
                 ),
             ),
         ),
+        Example(
+            # A loader helper that tells the sampler the epoch (SlowFast); for a reloaded chunk's
+            # loader it is called again right after, so only the epoch's own call is the site.
+            "for cur_epoch in range(start_epoch, max_epoch):\n"
+            "    if reload:\n"
+            "        train_loader = loader.construct_loader(cfg, 'train')\n"
+            "        loader.shuffle_dataset(train_loader, cur_epoch)\n"
+            "    loader.shuffle_dataset(train_loader, cur_epoch)\n"
+            "    train_epoch(train_loader, model, optimizer)\n",
+            (
+                "for cur_epoch in range(start_epoch, max_epoch):\n"
+                "    if reload:\n"
+                "        train_loader = loader.construct_loader(cfg, 'train')\n"
+                "        loader.shuffle_dataset(train_loader, cur_epoch)\n"
+                "    train_epoch(train_loader, model, optimizer)\n",
+            ),
+        ),
     )
     untouched = (
         "set_epoch(epoch)\n",
@@ -44,9 +61,15 @@ class MissingSetEpoch(Operator):
             if isinstance(call.func, cst.Attribute)
             and (
                 callee_name(call) == "set_epoch"
-                # a dataset that shuffles itself, told the epoch (OLMo's `dataset.reshuffle(epoch)`)
-                or (callee_name(call) == "reshuffle" and any("epoch" in source.code(a.value) for a in call.args))
+                # a dataset that shuffles itself, told the epoch (OLMo's `dataset.reshuffle(epoch)`),
+                # or a loader helper that tells the sampler (SlowFast's `loader.shuffle_dataset(
+                # train_loader, cur_epoch)`)
+                or (
+                    "shuffle" in (callee_name(call) or "")
+                    and any("epoch" in source.code(a.value) for a in call.args)
+                )
             )
+            and not _repeated_later(source, call)
         ]
         return deleted_calls(
             source,
@@ -65,4 +88,20 @@ def _for_evaluation(source, call: cst.Call) -> bool:
         names_evaluation(source.code(loop.iter))
         for loop in source.ancestors(call)
         if isinstance(loop, cst.For) and source.function_of(loop) is function
+    )
+
+
+def _repeated_later(source, call: cst.Call) -> bool:
+    """True where the same call, word for word, runs again later in the enclosing loop's own body,
+    unconditionally (SlowFast calls `shuffle_dataset` for a reloaded chunk's loader, then again for
+    the epoch): without the first the second still tells the sampler the epoch."""
+    loop = source.enclosing(call, (cst.For, cst.While))
+    if loop is None:
+        return False
+    text, end = source.code(call), source.span(call)[1]
+    return any(
+        isinstance(statement, cst.SimpleStatementLine)
+        and source.span(statement)[0] > end
+        and any(source.code(c) == text for c in source.within(statement, cst.Call))
+        for statement in loop.body.body
     )

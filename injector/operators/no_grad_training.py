@@ -469,6 +469,63 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # The forward chosen by an if/elif chain before the loss (SlowFast, by task): each
+            # branch's forward without autograd (the loss block gets its own mutant too).
+            "import torch\n"
+            "for inputs, labels in loader:\n"
+            "    optimizer.zero_grad()\n"
+            "    if detection:\n"
+            "        preds = model(inputs, boxes)\n"
+            "    else:\n"
+            "        preds = model(inputs)\n"
+            "    if masked:\n"
+            "        labels = targets\n"
+            "    loss = loss_fun(preds, labels)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch\n"
+                "for inputs, labels in loader:\n"
+                "    optimizer.zero_grad()\n"
+                "    if detection:\n"
+                "        preds = model(inputs, boxes)\n"
+                "    else:\n"
+                "        preds = model(inputs)\n"
+                "    if masked:\n"
+                "        labels = targets\n"
+                "    with torch.no_grad():\n"
+                "        loss = loss_fun(preds, labels)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "for inputs, labels in loader:\n"
+                "    optimizer.zero_grad()\n"
+                "    if detection:\n"
+                "        with torch.no_grad():\n"
+                "            preds = model(inputs, boxes)\n"
+                "    else:\n"
+                "        preds = model(inputs)\n"
+                "    if masked:\n"
+                "        labels = targets\n"
+                "    loss = loss_fun(preds, labels)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "for inputs, labels in loader:\n"
+                "    optimizer.zero_grad()\n"
+                "    if detection:\n"
+                "        preds = model(inputs, boxes)\n"
+                "    else:\n"
+                "        with torch.no_grad():\n"
+                "            preds = model(inputs)\n"
+                "    if masked:\n"
+                "        labels = targets\n"
+                "    loss = loss_fun(preds, labels)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A step override that reaches the model only through evaluation.
@@ -578,6 +635,30 @@ class NoGradTraining(Operator):
                     "the forward pass runs without autograd",
                 )
                 return
+            if isinstance(line, cst.If):
+                # the forward chosen by an if/elif chain (SlowFast: by task): each branch's own
+                forwards = [
+                    statement
+                    for statement in _branch_statements(line)
+                    if isinstance(statement, cst.SimpleStatementLine)
+                    and len(statement.body) == 1
+                    and isinstance(statement.body[0], cst.Assign)
+                    and runs_model(source, training, statement.body[0].value, depth=0)
+                    and not source.has_multiline_string(statement)
+                ]
+                for statement in forwards:
+                    yield Change(
+                        statement,
+                        (
+                            source.reindent(
+                                statement, statement, add=source.indent, header=f"with {training.torch}.no_grad():"
+                            ),
+                        ),
+                        "the forward pass runs without autograd",
+                    )
+                if forwards:
+                    return
+                continue
             if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 continue
             assign = line.body[0]
@@ -838,3 +919,13 @@ def _module_class(source, function: cst.FunctionDef) -> bool:
         return False
     bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in owner.bases]
     return not all(base in ("ABC", "object", "") or base.endswith(("Engine", "Mixin")) for base in bases)
+
+
+def _branch_statements(branch: cst.If) -> list[cst.CSTNode]:
+    """The statements directly in each branch of an if/elif/else chain."""
+    found: list[cst.CSTNode] = []
+    node: cst.If | cst.Else | None = branch
+    while node is not None:
+        found.extend(node.body.body if isinstance(node.body, cst.IndentedBlock) else ())
+        node = node.orelse if isinstance(node, cst.If) else None
+    return found

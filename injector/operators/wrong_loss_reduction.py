@@ -223,6 +223,11 @@ class WrongLossReduction(Operator):
             MICROBATCH_TRAINER,
             (MICROBATCH_TRAINER.replace("microbatch_loss.add_(loss.mean())", "microbatch_loss.add_(loss.sum())"),),
         ),
+        Example(
+            # The loss a project's factory returns, averaging by an explicit keyword (SlowFast).
+            'loss_fun = losses.get_loss_func(cfg.MODEL.LOSS_FUNC)(reduction="mean")\n',
+            ('loss_fun = losses.get_loss_func(cfg.MODEL.LOSS_FUNC)(reduction="sum")\n',),
+        ),
     )
     untouched = (
         # A mean over the pixel dimensions, per sample, is no batch average.
@@ -302,7 +307,8 @@ class WrongLossReduction(Operator):
             elif _project_loss(source, call):
                 # A loss class of the project's or another package's, averaging by an explicit
                 # keyword in torch's spelling (`utils.FocalLoss(ignore_index=255, size_average=True)`)
-                yield from _summed_by_keyword(source, call, name or "")
+                factory = callee_name(call.func) if isinstance(call.func, cst.Call) else None
+                yield from _summed_by_keyword(source, call, name or f"the loss {factory}() builds")
         for call in source.nodes(cst.Call):
             if _helper_reduction(source, call):
                 mode = next(a for a in call.args if _is_mean_string(a.value))
@@ -428,13 +434,13 @@ def _helper_reduction(source, call: cst.Call) -> bool:
 
 
 def _project_loss(source, call: cst.Call) -> bool:
-    """True for a loss class torch does not define (`FocalLoss(...)`, `utils.DiceLoss(...)`)
-    built for training."""
+    """True for a loss class torch does not define (`FocalLoss(...)`, `utils.DiceLoss(...)`), or
+    the one a factory returns (SlowFast's `losses.get_loss_func(cfg.MODEL.LOSS_FUNC)(reduction=
+    "mean")`), built for training."""
     name = callee_name(call) or ""
+    factory = isinstance(call.func, cst.Call) and "loss" in (callee_name(call.func) or "").lower()
     return (
-        name.endswith("Loss")
-        and name[:1].isupper()
-        and name not in LOSS_MODULES
+        ((name.endswith("Loss") and name[:1].isupper() and name not in LOSS_MODULES) or factory)
         and not under_no_grad(source, call)
         and not _evaluation_only(source, call)
     )
