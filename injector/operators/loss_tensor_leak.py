@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
 from injector.patterns import LOSS_FUNCTIONS, argument, callee_name, dotted, last_name, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
+# An object that keeps running averages of what is assigned to its attributes (LeRobot's
+# MetricsTracker: `train_metrics.loss = ...` updates an AverageMeter).
+_TRACKER = re.compile(r"tracker|meter|metrics")
 STORING_PREFIXES = (
     "append",
     "extend",
@@ -239,6 +244,24 @@ class LossTensorLeak(Operator):
                 "    train_meter.update_stats(loss, grad_norm)\n",
             ),
         ),
+        Example(
+            # A loss assigned to a metrics tracker's attribute, whose setter updates a running
+            # average (LeRobot's MetricsTracker); a plain attribute replaced each step keeps nothing.
+            "def update_policy(train_metrics, policy, batch, optimizer):\n"
+            "    loss, _ = policy(batch)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    train_metrics.loss = loss.item()\n"
+            "    self.last = loss.item()\n",
+            (
+                "def update_policy(train_metrics, policy, batch, optimizer):\n"
+                "    loss, _ = policy(batch)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n"
+                "    train_metrics.loss = loss\n"
+                "    self.last = loss.item()\n",
+            ),
+        ),
     )
     untouched = (
         # Either branch of a conditional start, and None, hold no graph (OLMo's z-loss total).
@@ -371,6 +394,11 @@ class LossTensorLeak(Operator):
             if isinstance(ancestor, cst.Assign):
                 if any(isinstance(t.target, cst.Subscript) for t in ancestor.targets):
                     return not _fresh_each_step(source, ancestor)
+                if ancestor.value is call and any(
+                    isinstance(t.target, cst.Attribute) and _TRACKER.search((last_name(t.target.value) or "").lower())
+                    for t in ancestor.targets
+                ):
+                    return True  # `train_metrics.loss = loss.item()`: a tracker's setter adds it into a meter
                 # `total = total + loss.item()`: a sum kept across steps.
                 names = {dotted(t.target) for t in ancestor.targets} - {None}
                 value = ancestor.value

@@ -64,10 +64,7 @@ class MissingSetEpoch(Operator):
                 # a dataset that shuffles itself, told the epoch (OLMo's `dataset.reshuffle(epoch)`),
                 # or a loader helper that tells the sampler (SlowFast's `loader.shuffle_dataset(
                 # train_loader, cur_epoch)`)
-                or (
-                    "shuffle" in (callee_name(call) or "")
-                    and any("epoch" in source.code(a.value) for a in call.args)
-                )
+                or ("shuffle" in (callee_name(call) or "") and any("epoch" in source.code(a.value) for a in call.args))
             )
             and not _repeated_later(source, call)
         ]

@@ -14,7 +14,9 @@ from injector.patterns import (
     is_literal_bool,
     mode_by_method_name,
     mode_helpers,
+    runs_model,
     sets_mode,
+    statement_call,
 )
 
 # Names of functions that build a new module (a new module is in training mode); a loader
@@ -306,6 +308,53 @@ def _training_at_each_pass(source, training, call: cst.Call) -> bool:
     )
 
 
+def _reset_by_the_step(source, training, call: cst.Call) -> bool:
+    """True for `policy.train()` outside the step function where that function switches the model
+    it is handed to training mode itself, before its forward (LeRobot's `update_policy` starts with
+    `policy.train()`), and every training pass of the caller goes through it: whatever came before
+    (an evaluation, a policy loaded in eval mode), each pass trains in training mode."""
+    if not isinstance(call.func, cst.Attribute) or call.args:
+        return False
+    name, function = dotted(call.func.value), source.function_of(call)
+    if not name or function is None:
+        return False
+    own = source.within(function.body, cst.Call)
+    if training.steps_within(function.body, depth=0) or any(b.call in own for b in training.backwards):
+        return False  # the caller trains by itself too
+    passes = [c for c in own if training.steps_within(c, depth=1)]
+    steps = {f for c in passes for f in training.called_functions(c)}
+    if not passes or not steps:
+        return False
+    for step in steps:
+        if step is function or not isinstance(step.body, cst.IndentedBlock):
+            return False
+        params = [p.name.value for p in step.params.params]
+        reset = None
+        for statement in step.body.body:
+            if runs_model(source, training, statement, depth=0):
+                break
+            switch = statement_call(statement.body[0]) if isinstance(statement, cst.SimpleStatementLine) else None
+            if switch is None or not isinstance(switch.func, cst.Attribute) or not _is_train(switch):
+                continue
+            if dotted(switch.func.value) in params:
+                reset = dotted(switch.func.value)
+                break
+        if reset is None:
+            return False
+        for pass_ in passes:
+            if step not in training.called_functions(pass_):
+                return False
+            handed = [
+                a
+                for position, a in enumerate(pass_.args)
+                if (a.keyword is not None and a.keyword.value == reset)
+                or (a.keyword is None and position == params.index(reset))
+            ]
+            if not handed or dotted(handed[0].value) != name:
+                return False
+    return True
+
+
 class MissingTrainMode(Operator):
     id = "missing-train-mode"
     summary = (
@@ -506,6 +555,36 @@ class MissingTrainMode(Operator):
             CALLBACK_RUNNER,
             (CALLBACK_RUNNER.replace("mode=self.is_train_loader)", "mode=False)"),),
         ),
+        Example(
+            # The step function switches the model it is handed to training mode itself (LeRobot's
+            # update_policy): the caller's switches, before the loop and after an evaluation, are
+            # redundant; the step's own is the site.
+            "def update_policy(policy, batch, optimizer):\n"
+            "    policy.train()\n"
+            "    loss = policy(batch)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "def train(policy, loader, optimizer):\n"
+            "    policy.train()\n"
+            "    for batch in loader:\n"
+            "        update_policy(policy, batch, optimizer)\n"
+            "        policy.eval()\n"
+            "        evaluate(policy)\n"
+            "        policy.train()\n",
+            (
+                "def update_policy(policy, batch, optimizer):\n"
+                "    loss = policy(batch)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n"
+                "def train(policy, loader, optimizer):\n"
+                "    policy.train()\n"
+                "    for batch in loader:\n"
+                "        update_policy(policy, batch, optimizer)\n"
+                "        policy.eval()\n"
+                "        evaluate(policy)\n"
+                "        policy.train()\n",
+            ),
+        ),
     )
     untouched = (
         # The same helper applying another method.
@@ -574,6 +653,7 @@ class MissingTrainMode(Operator):
                 and not _still_built_mode(source, training, call)
                 and not _handed_in_train_mode(source, training, call)
                 and not _training_at_each_pass(source, training, call)
+                and not _reset_by_the_step(source, training, call)
             ),
             True,
             "training continues in eval mode",
