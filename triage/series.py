@@ -146,6 +146,9 @@ _PAIR = re.compile(
 _SPACED = re.compile(
     r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM + r")(?!\w|\.\w)", re.I
 )
+# `| learning rate: 3.000000E-04 | grad norm: 1.234 | lm loss: 5.9E+00 |`: a field of a line split
+# by bars whose name is words apart (Megatron-LM's, NeMo's and GPT-NeoX's iteration lines)
+_FIELD = re.compile(r"(?:^|\|)\s*([A-Za-z]+(?: [A-Za-z]+){1,3})\s*:\s*(" + _NUM + r")\s*(?=\||$)")
 # a loss under a name of its own (`loss_train`, `train/loss_avg`): "loss" is one of its words and no
 # other word names a known metric or another model's loss (a GAN's d_loss and g_loss are two losses)
 _LOSS_WORD = re.compile(r"(?:^|_)loss(?:_|$)")
@@ -259,6 +262,16 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
     metrics: dict[str, float] = {}
     val_context = None
     last_end = 0
+    if "|" in text and " " in text:
+        for m in _FIELD.finditer(text):
+            key = _key(m.group(1))
+            name = _CANON.get(key)
+            if name is None and _LOSS_WORD.search(key) and not _NOT_THE_LOSS.search(key):
+                name = "loss"  # `lm loss value:` of a validation block
+            if name == "loss" and (_VAL_WORD.search(key) or _val_context(text[: m.start()])):
+                name = "val_loss"
+            if name is not None:
+                metrics.setdefault(name, _float(m.group(2)))
     for m in _PAIR.finditer(text):
         gap, last_end = text[last_end : m.start()], m.end()
         key = _key(m.group(1))

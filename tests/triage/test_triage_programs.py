@@ -45,7 +45,9 @@ CONFUSABLE = {frozenset({"missing-zero-grad", "lr-too-high"})}
 # before the first print: its loss is as flat as without a backward or a step (the tie).
 # finetune_fastai's summed loss (64 times the mean, falling by half over eight epochs) reads as
 # the bad start its bad initialisation also shows. asr_fairseq's log-softmax over time leaves the
-# loss stuck near 14 bits from the first print: read as a bad start.
+# loss stuck near 14 bits from the first print: read as a bad start. gpt_megatron's bad
+# initialisation starts at 30 and falls eightfold to 3.8, as a loss summed over a small batch can:
+# read as the summed loss.
 KNOWN_WRONG = {
     "lstm_keras__missing-zero-grad__s3.log": "missing-train-mode",
     "vae_ignite__lr-too-high__s2.log": "missing-backward",
@@ -58,6 +60,7 @@ KNOWN_WRONG = {
     "seq2seq_onmt__lr-too-high__s2.log": "missing-backward",
     "finetune_fastai__wrong-loss-reduction__s3.log": "bad-init",
     "asr_fairseq__wrong-softmax-dim__s2.log": "bad-init",
+    "gpt_megatron__bad-init__s2.log": "wrong-loss-reduction",
 }
 
 
@@ -269,3 +272,28 @@ def test_detectron2s_memory_in_bare_megabytes_is_read():
     leak = explain(PROGRAMS / "logs" / "detect_d2__loss-tensor-leak__s3.log")
     assert [c.id for c in leak.causes][:1] == ["loss-tensor-leak"]
     assert explain(PROGRAMS / "logs" / "detect_d2__healthy__s0.log").series["memory"].points
+
+
+def test_fields_named_in_words_between_bars_are_read():
+    # Megatron-LM's iteration line: `| learning rate: 3.000000E-04 | ... | lm loss: 5.9E+00 |
+    # loss scale: 1.0 | grad norm: 1.268 |`; its validation block's `| lm loss value: ... |`
+    series = _series("gpt_megatron__missing-optimizer-step__s2.log")
+    assert {"loss", "lr", "grad_norm", "loss_scale", "val_loss"} <= set(series)
+    assert series["grad_norm"].points[0].value == 1.268
+    assert series["lr"].points[0].value == 1e-3
+
+
+def test_a_flat_loss_beside_a_live_gradient_norm_is_a_missing_step_not_a_missing_backward():
+    step = explain(PROGRAMS / "logs" / "gpt_megatron__missing-optimizer-step__s2.log")
+    assert [c.id for c in step.causes][:1] == ["missing-optimizer-step"] and not step.tied
+    backward = explain(PROGRAMS / "logs" / "gpt_megatron__missing-backward__s3.log")
+    assert [c.id for c in backward.causes][:1] == ["missing-backward"]
+    assert "loss-flat-with-gradients" not in {s.name for s in backward.symptoms}
+
+
+def test_a_schedule_at_a_tenth_of_its_peak_for_most_of_the_run_hit_its_floor_early():
+    # a per-micro-batch cosine with Megatron's minimum (a tenth of the peak) from iteration 75 of
+    # 300; the healthy runs reach it only at the end
+    assert "lr-floor-early" in _symptoms("gpt_megatron__scheduler-step-misaligned__s2.log")
+    for seed in (0, 1):
+        assert "lr-floor-early" not in _symptoms(f"gpt_megatron__healthy__s{seed}.log")

@@ -31,6 +31,7 @@ EMITS: frozenset[str] = frozenset(
         "loss-at-log-c",
         "loss-diverging",
         "loss-flat",
+        "loss-flat-with-gradients",
         "loss-huge-initial",
         "loss-huge-then-recovered",
         "loss-non-finite",
@@ -74,6 +75,8 @@ def detect(ctx: Context) -> list[Symptom]:
         out += accuracy_vs_loss(s)
     if grad is not None and grad.points:
         out += grad_trends(grad)
+        if any(x.name == "loss-flat" for x in out):
+            out += gradients_without_progress(grad)
     if "lr" in s:
         out += lr_floor(s["lr"])
         out += lr_against_configured(s["lr"])
@@ -558,6 +561,23 @@ def accuracy_vs_loss(s: dict[str, Series]) -> list[Symptom]:
     return out
 
 
+def gradients_without_progress(grad: Series) -> list[Symptom]:
+    """`loss-flat-with-gradients`: beside a flat loss, a gradient norm that stays well above zero
+    at every logged step. Backward runs and yields gradients, yet nothing moves: the update is what
+    is missing (a backward that never ran logs a norm of zero, or none)."""
+    pts = [p for p in grad.points if math.isfinite(p.value)]
+    if len(pts) < 3 or len(pts) < 0.8 * len(grad.points) or min(p.value for p in pts) <= 1e-8:
+        return []
+    return [
+        Symptom(
+            "loss-flat-with-gradients",
+            f"the gradient norm stays between {min(p.value for p in pts):.3g} and "
+            f"{max(p.value for p in pts):.3g} over {len(pts)} logged steps while the loss does not move",
+            (_ev(pts[0], grad.name), _ev(pts[-1], grad.name)),
+        )
+    ]
+
+
 def grad_trends(grad: Series) -> list[Symptom]:
     pts = grad.points
     out: list[Symptom] = []
@@ -636,7 +656,9 @@ def lr_floor(lr: Series) -> list[Symptom]:
     peak_i = max(range(len(vals)), key=lambda i: vals[i])
     after = vals[peak_i:]
     floor = min(after)
-    if floor < 0 or vals[peak_i] <= 0 or vals[peak_i] < 10 * floor:
+    # a floor a fifth of the peak or lower (Megatron's and many recipes' minimum is a tenth of the
+    # peak rate, which a logged peak a step off the true one may not quite reach)
+    if floor < 0 or vals[peak_i] <= 0 or vals[peak_i] < 5 * floor:
         return []
     # a schedule that decays to exactly zero has reached its floor within 1% of its peak; one
     # that keeps decaying geometrically (a StepLR stepped every batch) has none, but a thousandth
