@@ -149,6 +149,8 @@ _SPACED = re.compile(
 # `| learning rate: 3.000000E-04 | grad norm: 1.234 | lm loss: 5.9E+00 |`: a field of a line split
 # by bars whose name is words apart (Megatron-LM's, NeMo's and GPT-NeoX's iteration lines)
 _FIELD = re.compile(r"(?:^|\|)\s*([A-Za-z]+(?: [A-Za-z]+){1,3})\s*:\s*(" + _NUM + r")\s*(?=\||$)")
+# RecBole's epoch line, whose training loss is the sum of the epoch's batch losses
+_EPOCH_SUM = re.compile(r"\bepoch \d+ training \[time: [\d.]+s, train loss: ")
 # a loss under a name of its own (`loss_train`, `train/loss_avg`): "loss" is one of its words and no
 # other word names a known metric or another model's loss (a GAN's d_loss and g_loss are two losses)
 _LOSS_WORD = re.compile(r"(?:^|_)loss(?:_|$)")
@@ -206,6 +208,9 @@ class Series:
     templates: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)  # point id -> line shape
     numbered: set[int] = field(default_factory=set, repr=False)  # ids of points whose line gave no step
     strays: list[Point] = field(default_factory=list, repr=False)  # points of one-off lines (see _drop_strays)
+    # the logger prints the sum of an epoch's batch losses (RecBole's `epoch 3 training [time:
+    # 0.81s, train loss: 15.2213]`): its size says nothing of a reduction or an initialisation
+    epoch_sum: bool = False
 
     def values(self) -> list[float]:
         return [p.value for p in self.points]
@@ -528,6 +533,8 @@ class SeriesBuilder:
             series = self.series.get(name)
             if series is None:
                 series = self.series[name] = Series(name)
+            if name == "loss" and "training [time:" in text and _EPOCH_SUM.search(text):
+                series.epoch_sum = True
             series.explicit_steps |= explicit
             point = Point(step, value, line, rank)
             series.points.append(point)

@@ -297,3 +297,16 @@ def test_a_schedule_at_a_tenth_of_its_peak_for_most_of_the_run_hit_its_floor_ear
     assert "lr-floor-early" in _symptoms("gpt_megatron__scheduler-step-misaligned__s2.log")
     for seed in (0, 1):
         assert "lr-floor-early" not in _symptoms(f"gpt_megatron__healthy__s{seed}.log")
+
+
+def test_an_epoch_sum_of_batch_losses_says_nothing_by_its_size():
+    # RecBole prints `epoch 3 training [time: 0.81s, train loss: 15.2213]`, the sum of the epoch's
+    # 29 batch losses (BPR starts at ln 2 a batch): a loss that stays near 20 is neither a bad start
+    # nor a summed reduction, and a flat one is the missing backward/step tie
+    for log in ("recsys_recbole__missing-backward__s2.log", "recsys_recbole__healthy__s0.log"):
+        assert _series(log)["loss"].epoch_sum
+        symptoms = _symptoms(log)
+        assert not {"loss-huge-initial", "loss-huge-and-stuck", "loss-huge-and-learning"} & set(symptoms)
+    flat = explain(PROGRAMS / "logs" / "recsys_recbole__missing-optimizer-step__s3.log")
+    assert {c.id for c in flat.tied} >= {"missing-backward", "missing-optimizer-step"}
+    assert not _series("gpt_megatron__healthy__s0.log")["loss"].epoch_sum

@@ -66,7 +66,9 @@ def detect(ctx: Context) -> list[Symptom]:
             loss = None
     if loss is not None and loss.points:
         out += divergence(loss)
-        out += plateaus(loss, grad, s.get("accuracy") or s.get("val_accuracy"), huge_means_sum="kl" not in s)
+        out += plateaus(
+            loss, grad, s.get("accuracy") or s.get("val_accuracy"), huge_means_sum="kl" not in s and not loss.epoch_sum
+        )
         if not any(x.name == "double-softmax-floor" for x in out):
             out += val_softmax_floor(s)
         out += oscillation(loss)

@@ -70,7 +70,9 @@ def detect(ctx: Context) -> list[Symptom]:
         out += climb(loss)
         out += collapse(loss, ctx.series.get("accuracy") or ctx.series.get("val_accuracy"))
         out += non_finite_shape(loss)
-        if "kl" not in ctx.series:  # an ELBO is summed over pixels by convention: its scale says nothing
+        # an ELBO is summed over pixels by convention, RecBole prints an epoch's sum of batch losses:
+        # the scale says nothing
+        if "kl" not in ctx.series and not loss.epoch_sum:
             out += huge_start(loss, ctx.series.get("accuracy") or ctx.series.get("val_accuracy"))
         out += falling(loss)
     grad = ctx.series.get("grad_norm")
