@@ -100,3 +100,26 @@ def test_held_out_files_come_from_other_repositories_than_tuned_ones():
     # The held-out split is empty between rounds (a measured batch moves to tuned, the next one
     # is listed first in the next round).
     assert repos["tuned"] and not repos["tuned"] & repos["held-out"]
+
+
+def test_a_fetched_file_counts_only_where_it_was_put_and_is_listed_where_absent(tmp_path, monkeypatch):
+    """Code fetched from a public repository is not committed: a manifest entry marked `fetched`
+    names a file under corpus/fetched/, read where present, listed as absent where not (CI)."""
+    import operator_corpus
+
+    manifest = tmp_path / "heldout.toml"
+    manifest.write_text(
+        '[[file]]\nname = "here.py"\nfetched = true\nrepo = "o/r"\npath = "a/here.py"\n'
+        'commit = "0123456789abcdef0123"\nexpected = [{ op = "missing-zero-grad", at = "opt.zero_grad()" }]\n\n'
+        '[[file]]\nname = "gone.py"\nfetched = true\nrepo = "o/r"\npath = "b/gone.py"\n'
+        'commit = "fedcba9876543210fedc"\n'
+    )
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    (fetched / "here.py").write_text("for x in loader:\n    opt.zero_grad()\n    loss(x).backward()\n    opt.step()\n")
+    monkeypatch.setattr(operator_corpus, "MANIFESTS", {"held-out": manifest})
+    monkeypatch.setattr(operator_corpus, "FETCHED", fetched)
+    assert [f.name for f in operator_corpus.corpus_files()] == ["here.py"]
+    assert operator_corpus.absent_files() == ["o/r:b/gone.py@fedcba987654 as fetched/gone.py"]
+    [file] = operator_corpus.corpus_files()
+    assert [s.label for s in judge(file, load=False).found] == ["missing-zero-grad @ 2: opt.zero_grad()"]
