@@ -93,7 +93,8 @@ def test_user_table_overrides_and_extends(tmp_path):
     user.write_text(
         "threshold: 0.2\n"
         "causes:\n"
-        "  missing-optimizer-step: {supports: {loss-flat: 0, scheduler-before-optimizer: 0, val-loss-constant: 0}}\n"
+        "  missing-optimizer-step:\n"
+        "    supports: {loss-flat: 0, scheduler-before-optimizer: 0, val-loss-constant: 0, loss-flat-with-gradients: 0}\n"
         "  flaky-disk:\n"
         "    title: The dataset disk is flaky.\n"
         "    fix: Copy the data to local storage first.\n"
