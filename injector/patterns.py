@@ -1733,6 +1733,11 @@ def forward_run(source: Source, training: Training, backward: LossUse) -> tuple[
     first and last statement, siblings in one block, or None if there is no such run.
     """
     assign = training.loss_assignment(backward)
+    if assign is None and isinstance(backward.loss, cst.Attribute):
+        # `losses.total_loss.backward()` after `losses = self.forward(imgs, ...)`: the forward
+        # returned the losses in a tuple of its own (a namedtuple), and that call computes them
+        root = dotted(backward.loss.value)
+        assign = training.last_assignment(root, backward.call) if root is not None else None
     if assign is None:
         return None
     line = source.parent(assign)

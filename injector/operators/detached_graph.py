@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER, PIPELINE_ENGINE
+from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER, PIPELINE_ENGINE, TUPLE_TRAINER
 from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, loss_name, method_on, runs_model
 
 RETRIEVAL_FORWARD = (
@@ -386,6 +386,15 @@ class DetachedGraph(Operator):
                 "        return logits, loss\n",
             ),
         ),
+        Example(
+            # A trainer module's forward returning its losses in a namedtuple built from a list
+            # (simple-faster-rcnn-pytorch): each listed loss is cut off where computed.
+            TUPLE_TRAINER,
+            (
+                TUPLE_TRAINER.replace("F.cross_entropy(scores, labels)", "F.cross_entropy(scores.detach(), labels)"),
+                TUPLE_TRAINER.replace("self.reg(scores).mean()\n", "self.reg(scores).mean().detach()\n"),
+            ),
+        ),
     )
     untouched = (
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
@@ -498,20 +507,34 @@ def _starts_empty(assign: cst.CSTNode) -> bool:
 
 def _returned_by_forward(source, training):
     """The losses a module's `forward` returns for a training script to add up and differentiate
-    (BLIP's retrieval model: `return loss_ita, loss_itm`), in a file that runs no backward of its
-    own: each is cut off where it is computed, and one that adds up other losses of the forward
-    (`loss_ita = (loss_i2t + loss_t2i) / 2`) is cut off term by term."""
-    if training.backwards:
-        return
+    (BLIP's retrieval model: `return loss_ita, loss_itm`; a trainer module's `return
+    LossTuple(*losses)`, whose `losses.total_loss` its train_step backpropagates), where the file
+    computes no loss of its own backward: each is cut off where it is computed, and one that adds
+    up other losses of the forward (`loss_ita = (loss_i2t + loss_t2i) / 2`) or lists them is cut
+    off term by term."""
+    if any(training.loss_assignment(b) is not None for b in training.backwards):
+        return  # the file computes the loss it backpropagates: its own mutants are there
     for function in training.functions.get("forward", ()):
         for ret in source.within(function.body, cst.Return):
             if ret.value is None or source.function_of(ret) is not function:
                 continue
-            values = [e.value for e in ret.value.elements] if isinstance(ret.value, cst.Tuple) else [ret.value]
-            for value in values:
-                name = dotted(value) if isinstance(value, cst.Name) else None
-                if name is not None and "loss" in name.lower():
+            for name in _returned_names(ret.value):
+                if "loss" in name.lower():
                     yield from _cut_where_computed(source, training, name, ret, depth=2)
+
+
+def _returned_names(value: cst.BaseExpression) -> list[str]:
+    """The names a forward's return hands back: `loss`, `logits, loss`, `{"loss_cls": loss_cls,
+    ...}` (torchvision's detection models), `LossTuple(*losses)` (a namedtuple of the losses)."""
+    if isinstance(value, cst.Name):
+        return [value.value]
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return [n for e in value.elements for n in _returned_names(e.value)]
+    if isinstance(value, cst.Dict):
+        return [n for e in value.elements if isinstance(e, cst.DictElement) for n in _returned_names(e.value)]
+    if isinstance(value, cst.Call):
+        return [n for a in value.args for n in _returned_names(a.value)]
+    return []
 
 
 def _cut_where_computed(source, training, name: str, use: cst.CSTNode, depth: int):
@@ -537,6 +560,11 @@ def _cut_where_computed(source, training, name: str, use: cst.CSTNode, depth: in
             for n in source.within(value, cst.Name)
             if "loss" in n.value.lower() and training.last_assignment(n.value, assign) is not None
         ]
+        if isinstance(value, (cst.List, cst.Tuple)):
+            # `losses = [rpn_loc_loss, rpn_cls_loss, ...]`: each loss the list holds
+            for term in dict.fromkeys(terms) if depth > 0 else ():
+                yield from _cut_where_computed(source, training, term, assign, depth - 1)
+            continue
         if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)) and terms and depth > 0:
             for term in dict.fromkeys(terms):
                 yield from _cut_where_computed(source, training, term, assign, depth - 1)

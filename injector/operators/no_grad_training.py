@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import CALLBACK_RUNNER, PIPELINE_ENGINE, SUPERVISED_RUNNER
+from injector.operators.snippets import CALLBACK_RUNNER, PIPELINE_ENGINE, SUPERVISED_RUNNER, TUPLE_TRAINER
 from injector.patterns import (
     ABSTRACT_STEPS,
     EVALUATION_WORDS,
@@ -524,6 +524,17 @@ class NoGradTraining(Operator):
                 "    loss = loss_fun(preds, labels)\n"
                 "    loss.backward()\n"
                 "    optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # The backpropagated loss is an attribute of what the forward call returns
+            # (`losses.total_loss`, simple-faster-rcnn-pytorch): that call runs without autograd.
+            TUPLE_TRAINER,
+            (
+                TUPLE_TRAINER.replace(
+                    "        losses = self.forward(imgs, labels)\n",
+                    '        with __import__("torch").no_grad():\n            losses = self.forward(imgs, labels)\n',
+                ),
             ),
         ),
     )

@@ -150,3 +150,21 @@ PIPELINE_ENGINE = (
     "        for _ in range(len(state.activations)):\n"
     "            self.backward(state)\n"
 )
+
+# A trainer module whose forward returns its losses in a namedtuple (simple-faster-rcnn-pytorch's
+# FasterRCNNTrainer): its train_step backpropagates `losses.total_loss`.
+TUPLE_TRAINER = (
+    "class Trainer(nn.Module):\n"
+    "    def forward(self, imgs, labels):\n"
+    "        scores = self.model(imgs)\n"
+    "        cls_loss = F.cross_entropy(scores, labels)\n"
+    "        reg_loss = self.reg(scores).mean()\n"
+    "        losses = [cls_loss, reg_loss]\n"
+    "        losses = losses + [sum(losses)]\n"
+    "        return LossTuple(*losses)\n"
+    "    def train_step(self, imgs, labels):\n"
+    "        self.optimizer.zero_grad()\n"
+    "        losses = self.forward(imgs, labels)\n"
+    "        losses.total_loss.backward()\n"
+    "        self.optimizer.step()\n"
+)
