@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import CALLBACK_RUNNER, PIPELINE_ENGINE, SUPERVISED_RUNNER, TUPLE_TRAINER
+from injector.operators.snippets import CALLBACK_RUNNER, PHASE_LOOP, PIPELINE_ENGINE, SUPERVISED_RUNNER, TUPLE_TRAINER
 from injector.patterns import (
     ABSTRACT_STEPS,
     EVALUATION_WORDS,
@@ -537,6 +537,30 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # Two chains before the loss (the main forward, one branch in an autocast block, the
+            # validation's under no_grad; an adversarial pass): each training forward, and the loss.
+            PHASE_LOOP,
+            (
+                PHASE_LOOP.replace(
+                    "        loss = criterion(outputs, labels)\n",
+                    "        with torch.no_grad():\n            loss = criterion(outputs, labels)\n",
+                ),
+                PHASE_LOOP.replace(
+                    "            outputs_adv = model(attack(inputs))\n",
+                    "            with torch.no_grad():\n                outputs_adv = model(attack(inputs))\n",
+                ),
+                PHASE_LOOP.replace(
+                    "            with torch.autocast('cuda'):\n                outputs = model(inputs)\n",
+                    "            with torch.autocast('cuda'):\n                with torch.no_grad():\n"
+                    "                    outputs = model(inputs)\n",
+                ),
+                PHASE_LOOP.replace(
+                    "        else:\n            outputs = model(inputs)\n",
+                    "        else:\n            with torch.no_grad():\n                outputs = model(inputs)\n",
+                ),
+            ),
+        ),
     )
     untouched = (
         # A step override that reaches the model only through evaluation.
@@ -630,7 +654,12 @@ class NoGradTraining(Operator):
         _, siblings = source.block_of(first)
         if first not in siblings:
             return
+        chained = False  # an if/elif chain's forwards were taken: only earlier chains may follow
         for line in reversed(siblings[: siblings.index(first)]):
+            if chained and not isinstance(line, cst.If):
+                if isinstance(line, cst.SimpleStatementLine) or runs_model(source, training, line, depth=0):
+                    return
+                continue
             if isinstance(line, (cst.For, cst.While, cst.With)) and any(
                 runs_model(source, training, a.value, depth=0) for a in source.within(line.body, cst.Assign)
             ):
@@ -650,7 +679,7 @@ class NoGradTraining(Operator):
                 # the forward chosen by an if/elif chain (SlowFast: by task): each branch's own
                 forwards = [
                     statement
-                    for statement in _branch_statements(line)
+                    for statement in _branch_statements(line, lambda w: any(_grad_switch(i.item) for i in w.items))
                     if isinstance(statement, cst.SimpleStatementLine)
                     and len(statement.body) == 1
                     and isinstance(statement.body[0], cst.Assign)
@@ -667,8 +696,9 @@ class NoGradTraining(Operator):
                         ),
                         "the forward pass runs without autograd",
                     )
-                if forwards:
-                    return
+                # an earlier chain may choose another forward the loss reads (an adversarial
+                # pass after the main one, ReID's baseline)
+                chained = chained or bool(forwards)
                 continue
             if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 continue
@@ -932,11 +962,17 @@ def _module_class(source, function: cst.FunctionDef) -> bool:
     return not all(base in ("ABC", "object", "") or base.endswith(("Engine", "Mixin")) for base in bases)
 
 
-def _branch_statements(branch: cst.If) -> list[cst.CSTNode]:
-    """The statements directly in each branch of an if/elif/else chain."""
+def _branch_statements(branch: cst.If, switched=lambda with_: False) -> list[cst.CSTNode]:
+    """The statements directly in each branch of an if/elif/else chain, and in the `with` blocks
+    there (an autocast) unless `switched` says the block turns autograd off."""
     found: list[cst.CSTNode] = []
     node: cst.If | cst.Else | None = branch
     while node is not None:
-        found.extend(node.body.body if isinstance(node.body, cst.IndentedBlock) else ())
+        for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+            if isinstance(statement, cst.With) and isinstance(statement.body, cst.IndentedBlock):
+                if not switched(statement):
+                    found.extend(statement.body.body)
+            else:
+                found.append(statement)
         node = node.orelse if isinstance(node, cst.If) else None
     return found

@@ -168,3 +168,28 @@ TUPLE_TRAINER = (
     "        losses.total_loss.backward()\n"
     "        self.optimizer.step()\n"
 )
+
+# A loop over a train and a val phase whose forward an if/elif chain chooses, one branch in an
+# autocast block, then an adversarial pass (layumi/Person_reID_baseline_pytorch's train.py).
+PHASE_LOOP = (
+    "import torch\n"
+    "for phase in ['train', 'val']:\n"
+    "    for inputs, labels in loaders[phase]:\n"
+    "        optimizer.zero_grad()\n"
+    "        if phase == 'val':\n"
+    "            with torch.no_grad():\n"
+    "                outputs = model(inputs)\n"
+    "        elif fp16:\n"
+    "            with torch.autocast('cuda'):\n"
+    "                outputs = model(inputs)\n"
+    "        else:\n"
+    "            outputs = model(inputs)\n"
+    "        if adv:\n"
+    "            outputs_adv = model(attack(inputs))\n"
+    "        loss = criterion(outputs, labels)\n"
+    "        if adv:\n"
+    "            loss += criterion(outputs_adv, labels)\n"
+    "        if phase == 'train':\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+)

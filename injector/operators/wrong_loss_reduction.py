@@ -255,6 +255,9 @@ class WrongLossReduction(Operator):
         "path_penalty = lengths.mean(1) + mean_path.mean(0)\nscore = -torch.mean(real) + torch.mean(fake)\n",
         "def validate(losses):\n    return losses.mean()\n",
         'total = nn.MSELoss(reduction="sum")\n',
+        # A loss reached through a module of another package (pytorch-metric-learning's losses
+        # take a `reducer`, no `reduction`).
+        "from pytorch_metric_learning import losses\ncriterion_triplet = losses.TripletMarginLoss(margin=0.3)\n",
         # A loss class of the same name from another package (its own arguments, no `reduction`).
         "from warpctc_pytorch import CTCLoss\ncriterion = CTCLoss()\n",
         # A helper only the evaluation calls, after switching the model to eval mode.
@@ -463,18 +466,28 @@ def _summed_by_keyword(source, call: cst.Call, name: str):
 
 def _foreign(source, call: cst.Call) -> bool:
     """True for a loss class of the same name imported from another package (`from
-    warpctc_pytorch import CTCLoss`): it may take no `reduction` (warpctc's sums already)."""
-    if not isinstance(call.func, cst.Name):
+    warpctc_pytorch import CTCLoss`), or reached through a module of another package (`from
+    pytorch_metric_learning import losses`, then `losses.TripletMarginLoss(...)`): it may take no
+    `reduction` (warpctc's sums already; pytorch-metric-learning's losses take a `reducer`)."""
+    if isinstance(call.func, cst.Name):
+        bound = call.func.value
+    elif isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name):
+        bound = call.func.value.value
+    else:
         return False
     for node in source.nodes(cst.ImportFrom):
         module = dotted(node.module) if node.module is not None else None
         if module is None or module == "torch" or module.startswith("torch.") or isinstance(node.names, cst.ImportStar):
             continue
-        if any(
-            (dotted(alias.asname.name) if alias.asname else dotted(alias.name)) == call.func.value
-            for alias in node.names
-        ):
+        if any((dotted(alias.asname.name) if alias.asname else dotted(alias.name)) == bound for alias in node.names):
             return True
+    if isinstance(call.func, cst.Attribute):
+        for node in source.nodes(cst.Import):
+            for alias in node.names:
+                module = dotted(alias.name) or ""
+                local = dotted(alias.asname.name) if alias.asname else module.split(".")[0]
+                if local == bound and module != "torch" and not module.startswith("torch."):
+                    return True
     return False
 
 
