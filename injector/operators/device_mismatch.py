@@ -61,6 +61,21 @@ def _setting(expr: cst.BaseExpression) -> bool:
 LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
 
 
+def _made_a_number(source, call: cst.Call) -> bool:
+    """True where what the move makes is turned into a Python number within the same expression
+    (`.item()`, `.tolist()`, `float(...)`, `int(...)`): the device it was on is gone with it."""
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+        if isinstance(ancestor, cst.Call) and ancestor is not call:
+            name = callee_name(ancestor)
+            if (name in ("item", "tolist") and isinstance(ancestor.func, cst.Attribute) and not ancestor.args) or (
+                name in ("float", "int") and isinstance(ancestor.func, cst.Name)
+            ):
+                return True
+    return False
+
+
 def _needless(source, call: cst.Call) -> bool:
     """Moves that change nothing: of a `*_like` tensor (`torch.zeros_like(x)` is already on x's
     device); of a value stored into a slot of an existing tensor (`buf[i] = x.to(device)`: the
@@ -84,6 +99,8 @@ def _needless(source, call: cst.Call) -> bool:
         and not any(_iterated_dict(source, t.target, call) for t in parent.targets)
     ):
         return True  # (`batch[key] = batch[key].to(device)` replaces a dict's entry: no copy)
+    if _made_a_number(source, call):
+        return True  # `-torch.prod(torch.Tensor(shape).to(device)).item()`: a number either way
     function = source.function_of(call)
     if function is not None and _only_an_index(source, function, parent, node):
         return True
@@ -841,6 +858,8 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A move whose result becomes a number in the same expression (soft actor-critic's target entropy).
+        "target_entropy = -torch.prod(torch.Tensor(action_space.shape).to(self.device)).item()\n",
         # An optimizer's state moved back to the GPU on resume (nanotron): no batch.
         "def training_step(self):\n    state_dict_to_device(self.optimizer.state_dict(), 'cuda')\n    self.optimizer.step()\n",
         # A parameter named for the batch (SpeechBrain's compute_forward); a model's own buffer is none.
