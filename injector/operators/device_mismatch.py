@@ -63,9 +63,15 @@ LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "p
 
 def _made_a_number(source, call: cst.Call) -> bool:
     """True where what the move makes is turned into a Python number within the same expression
-    (`.item()`, `.tolist()`, `float(...)`, `int(...)`): the device it was on is gone with it."""
+    (`.item()`, `.tolist()`, `float(...)`, `int(...)`), meeting no other tensor on the way: the
+    device it was on is gone with it. (`(predicted == labels.to(device)).sum().item()` compares
+    it with a tensor on the device first: that move is a site.)"""
     for ancestor in source.ancestors(call):
         if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+        if isinstance(ancestor, (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation)):
+            return False
+        if isinstance(ancestor, cst.Call) and ancestor is not call and len(ancestor.args) > 1:
             return False
         if isinstance(ancestor, cst.Call) and ancestor is not call:
             name = callee_name(ancestor)
@@ -855,6 +861,24 @@ class DeviceMismatch(Operator):
             # A device object's own move of each micro-batch (composer's `state.device.batch_to_device`).
             MICROBATCH_TRAINER,
             (MICROBATCH_TRAINER.replace("self.state.device.batch_to_device(self.state.batch)", "self.state.batch"),),
+        ),
+        Example(
+            # A batch moved to meet the device's predictions, then counted into a number: a site
+            # (the comparison meets a tensor on the device first).
+            "for images, labels in loader:\n"
+            "    outputs = model(images.to(dev))\n"
+            "    _, predicted = outputs.max(1)\n"
+            "    correct += (predicted == labels.to(dev)).sum().item()\n",
+            (
+                "for images, labels in loader:\n"
+                "    outputs = model(images)\n"
+                "    _, predicted = outputs.max(1)\n"
+                "    correct += (predicted == labels.to(dev)).sum().item()\n",
+                "for images, labels in loader:\n"
+                "    outputs = model(images.to(dev))\n"
+                "    _, predicted = outputs.max(1)\n"
+                "    correct += (predicted == labels).sum().item()\n",
+            ),
         ),
     )
     untouched = (
