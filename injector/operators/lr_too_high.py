@@ -44,6 +44,11 @@ def _rate_named(word: str) -> bool:
     return ("lr" in word.split("_") or "learning_rate" in word) and not any(w in word for w in _NOT_A_RATE)
 
 
+def _is_optimizer(training, value: cst.BaseExpression) -> bool:
+    """An optimizer by its role in the file or by its name (`optimizer`, `self.g_optim`)."""
+    return training.role(value) == "optimizer" or bool(_OPTIMIZER_NAME.fullmatch(_rate_word(value).lower()))
+
+
 def _schedule_helper_rates(training, call: cst.Call) -> list[cst.BaseExpression]:
     """The rates handed to a helper another module defines that writes a rate into the optimizer
     it is handed (BLIP's `cosine_lr_schedule(optimizer, epoch, max_epoch, init_lr, min_lr)`,
@@ -57,11 +62,7 @@ def _schedule_helper_rates(training, call: cst.Call) -> list[cst.BaseExpression]
     if (callee_name(call) or "")[:1].isupper():
         return []
     handed = [a for a in call.args if not a.star]
-    optimizers = [
-        a
-        for a in handed
-        if training.role(a.value) == "optimizer" or _OPTIMIZER_NAME.fullmatch(_rate_word(a.value).lower())
-    ]
+    optimizers = [a for a in handed if _is_optimizer(training, a.value)]
     if len(optimizers) != 1:
         return []
     return [
@@ -665,9 +666,7 @@ class LrTooHigh(Operator):
         for call in source.nodes(cst.Call):
             if _schedule_helper_rates(training, call) and LrTooHigh._before_training(source, training, call):
                 for arg in call.args:
-                    if training.role(arg.value) == "optimizer" or _OPTIMIZER_NAME.fullmatch(
-                        _rate_word(arg.value).lower()
-                    ):
+                    if _is_optimizer(training, arg.value):
                         found[dotted(arg.value) or ""] = call
         return found
 
