@@ -8,10 +8,12 @@ import re
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 
 from injector import catalog
 from injector.discovery import Skipped, SourceFile
 from injector.mutants import Edit, Mutant, mutant_id, unified_diff
+from injector.neighbours import Neighbours, Reader, folder_reader
 from injector.operators import Operator, all_operators
 from injector.patterns import Training
 from injector.source import ParseError, Source
@@ -21,12 +23,23 @@ PARALLEL_FROM_LINES = 3000  # below this, starting workers costs more than it sa
 IGNORE_COMMENT = re.compile(r"#\s*trainwreck:\s*ignore(?:\[([^\]]*)\])?")
 
 
-def mutants_for_source(text: str, path: str = "<string>", operators: Iterable[Operator] | None = None) -> list[Mutant]:
+def mutants_for_source(
+    text: str,
+    path: str = "<string>",
+    operators: Iterable[Operator] | None = None,
+    read: Reader | None = None,
+    cache: dict | None = None,
+) -> list[Mutant]:
     """Every mutant the operators make of one file's text, in operator then source order.
 
-    Raises `injector.source.ParseError` if the text is not valid Python.
+    `path` is the file's posix path from the project root; `read` reads the project's other
+    files by such paths (the modules this one imports, where an operator needs their
+    definitions), and `cache` keeps what it parsed for the next file. Raises
+    `injector.source.ParseError` if the text is not valid Python.
     """
     source = Source(text, path)
+    if read is not None:
+        source.neighbours = Neighbours(path, read, cache)
     training = Training(source)
     mutants: list[Mutant] = []
     seen: set[tuple[Edit, ...]] = set()
@@ -113,7 +126,8 @@ def mutants_for_files(files: list[SourceFile], operators: Iterable[Operator], jo
         with ProcessPoolExecutor(max_workers=min(jobs, len(files)), mp_context=context) as pool:
             results = list(pool.map(_file_mutants, files, [operators] * len(files)))
     else:
-        results = [_file_mutants(file, operators) for file in files]
+        cache: dict = {}  # the project's modules other files import, parsed once
+        results = [_file_mutants(file, operators, cache) for file in files]
     mutants: list[Mutant] = []
     skipped: list[Skipped] = []
     lines = 0
@@ -126,8 +140,20 @@ def mutants_for_files(files: list[SourceFile], operators: Iterable[Operator], jo
     return Generation(mutants, skipped, len(files) - len(skipped), lines)
 
 
-def _file_mutants(file: SourceFile, operators: tuple[Operator, ...]) -> list[Mutant] | Skipped:
+def _root_of(file: SourceFile) -> Path | None:
+    """The project root a file's relative path was taken from (None for a file outside it)."""
+    standing = Path(os.path.abspath(file.path))
+    parts = PurePosixPath(file.relative).parts
+    if file.relative.startswith(("/", "..")) or standing.parts[-len(parts) :] != parts:
+        return None
+    return standing.parents[len(parts) - 1]
+
+
+def _file_mutants(
+    file: SourceFile, operators: tuple[Operator, ...], cache: dict | None = None
+) -> list[Mutant] | Skipped:
+    read = folder_reader(root) if (root := _root_of(file)) is not None else None
     try:
-        return mutants_for_source(file.text, file.relative, operators)
+        return mutants_for_source(file.text, file.relative, operators, read, cache)
     except ParseError as error:
         return Skipped(file.relative, error.reason, error.line)

@@ -54,6 +54,8 @@ class Source:
         self.lines = LineIndex(text)
         self.indent = self.module.default_indent
         self._start_index: dict[type, tuple[list[cst.CSTNode], list[int]]] = {}
+        # the project's other modules (`injector.neighbours.Neighbours`), where the caller knows them
+        self.neighbours: Any = None
 
     # ---- finding nodes ----
 

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from injector.mode_free import built_mode_free
 from injector.mutants import Edit
 from injector.patterns import Training, mode_calls
 from injector.source import Source
@@ -52,17 +53,24 @@ def removed_mode_switches(
 ) -> Iterator[Change]:
     """Every way a `.train()`/`.eval()` switch (`is_switch(call)`) can go missing: the call
     dropped from `model = model.eval()`, the call statement deleted, and the project's own
-    mode-setting statements (`patterns.mode_calls`) deleted. `effect` ends each description."""
+    mode-setting statements (`patterns.mode_calls`) deleted. `effect` ends each description.
+    A switch of a model whose modes compute the same (`injector.mode_free`) gets none."""
+
+    def switches(call: cst.Call) -> bool:
+        return is_switch(call) and not (
+            isinstance(call.func, cst.Attribute) and built_mode_free(source, call.func.value)
+        )
+
     for assign in source.nodes(cst.Assign):
         call = assign.value
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and is_switch(call):
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and switches(call):
             receiver = source.module.code_for_node(call.func.value).strip()
             yield Change(
                 assign,
                 (source.replace(call, receiver),),
                 f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
             )
-    yield from deleted_calls(source, is_switch, "removed `{code}`: " + effect)
+    yield from deleted_calls(source, switches, "removed `{code}`: " + effect)
     for statement in mode_calls(source, training, to_train):
         yield Change(
             statement, (source.delete_statement(statement),), f"removed `{source.code(statement.value)}`: {effect}"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
-from injector.operators.snippets import CALLBACK_RUNNER, MICROBATCH_TRAINER
+from injector.operators.snippets import CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MICROBATCH_TRAINER, MLP_CRITIC
 from injector.patterns import (
     argument,
     callee_name,
@@ -146,6 +146,11 @@ class MissingEvalMode(Operator):
                 ),
             ),
         ),
+        Example(
+            # A model class of the file with a dropout layer: its mode matters.
+            CRITIC_WITH_DROPOUT,
+            (CRITIC_WITH_DROPOUT.replace("    critic.eval()\n", ""),),
+        ),
     )
     untouched = (
         # The same helper handed a literal training mode.
@@ -163,6 +168,9 @@ class MissingEvalMode(Operator):
         "model.eval(deep=True)\n",
         # A throughput benchmark: the outputs are dropped, so the mode changes no number.
         "def throughput(model, images):\n    model.eval()\n    for i in range(30):\n        model(images)\n",
+        # The same model of linear layers only: both modes compute the same (a sibling module's
+        # class is read the same way, through the project's files).
+        MLP_CRITIC,
     )
 
     def changes(self, source, training):

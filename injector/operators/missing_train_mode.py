@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls, removed_mode_switches
-from injector.operators.snippets import CALLBACK_RUNNER
+from injector.operators.snippets import CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MLP_CRITIC
 from injector.patterns import (
     EVALUATION_WORDS,
     argument,
@@ -585,6 +585,11 @@ class MissingTrainMode(Operator):
                 "        policy.train()\n",
             ),
         ),
+        Example(
+            # A model class of the file with a dropout layer: its mode matters.
+            CRITIC_WITH_DROPOUT,
+            (CRITIC_WITH_DROPOUT.replace("    critic.train()\n", ""),),
+        ),
     )
     untouched = (
         # The same helper applying another method.
@@ -632,6 +637,9 @@ class MissingTrainMode(Operator):
         "recipe.train()\n",
         "class R:\n    def _set_training(self, flag):\n        self.model.train(flag)\n"
         "    def evaluate(self):\n        self._set_training(False)\n",
+        # The same model of linear layers only: both modes compute the same (a sibling module's
+        # class is read the same way, through the project's files).
+        MLP_CRITIC,
     )
 
     def changes(self, source, training):

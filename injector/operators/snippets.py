@@ -193,3 +193,23 @@ PHASE_LOOP = (
     "            loss.backward()\n"
     "            optimizer.step()\n"
 )
+
+# A model class of the file whose two modes compute the same (linear layers, no dropout or batch
+# norm), switched to eval for a score inside the training loop and back.
+MLP_CRITIC = (
+    "import torch.nn as nn\n"
+    "class Critic(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.net = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))\n"
+    "    def forward(self, x):\n"
+    "        return self.net(x)\n"
+    "critic = Critic()\n"
+    "for x, y in loader:\n"
+    "    critic.train()\n"
+    "    loss = (critic(x) - y).pow(2).mean()\n"
+    "    loss.backward()\n"
+    "    critic.eval()\n"
+    "    score = critic(x)\n"
+)
+CRITIC_WITH_DROPOUT = MLP_CRITIC.replace("nn.ReLU(), ", "nn.ReLU(), nn.Dropout(0.1), ")

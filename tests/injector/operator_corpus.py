@@ -29,6 +29,7 @@ import io
 import sys
 import tomllib
 import types
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,7 @@ import typing_extensions
 
 from injector.generate import mutants_for_source
 from injector.mutants import LineIndex, Mutant
+from injector.neighbours import mapping_reader
 
 CORPUS = Path(__file__).parent / "corpus"
 MANIFESTS = {"tuned": CORPUS / "tuned.toml", "held-out": CORPUS / "heldout.toml"}
@@ -44,6 +46,9 @@ MANIFESTS = {"tuned": CORPUS / "tuned.toml", "held-out": CORPUS / "heldout.toml"
 # stays out of the project's commits): a developer puts them here from their repository, path and
 # commit, and they count only where present. The folder is ignored by git.
 FETCHED = CORPUS / "fetched"
+# Modules a corpus file imports from its own repository (its model's definition), fetched like the
+# files: `fetched/neighbours/<file name without .py>/<path in the repository>`.
+NEIGHBOURS = FETCHED / "neighbours"
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,10 @@ class CorpusFile:
     # Build the file's classes without their `metaclass=`: an ABCMeta of its own cannot be
     # combined with the stubs standing for an uninstalled package's base classes.
     without_metaclass: bool = False
+    # The file's path in its repository, and the other modules of it the operators may read
+    # (`neighbours` in the manifest: repository paths, fetched into NEIGHBOURS/<name>/).
+    path: str = ""
+    neighbours: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,21 +120,31 @@ def corpus_files(split: str | None = None) -> list[CorpusFile]:
                 continue
             text = path.read_text()
             lines = LineIndex(text)
+            neighbours = _neighbours(entry)
+            absent = set(entry.get("neighbours", [])) - set(neighbours)
             files.append(
                 CorpusFile(
                     name=entry["name"],
                     split=name,
                     text=text,
-                    expected=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("expected", [])),
-                    untouched=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("untouched", [])),
+                    expected=tuple(_site(text, lines, s, entry["name"], absent) for s in entry.get("expected", [])),
+                    untouched=tuple(_site(text, lines, s, entry["name"], absent) for s in entry.get("untouched", [])),
                     load=entry.get("load", "import"),
                     construct=entry.get("construct", ""),
                     known_broken=tuple(entry.get("known_broken", [])),
                     real=tuple(_site(text, lines, s, entry["name"]) for s in entry.get("real", [])),
                     without_metaclass=bool(entry.get("without_metaclass", False)),
+                    path=entry["path"],
+                    neighbours=neighbours,
                 )
             )
     return files
+
+
+def _neighbours(entry: dict) -> dict[str, str]:
+    """The entry's neighbour modules present here: repository path -> text."""
+    folder = NEIGHBOURS / entry["name"].removesuffix(".py")
+    return {p: (folder / p).read_text() for p in entry.get("neighbours", []) if (folder / p).is_file()}
 
 
 def absent_files(split: str | None = None) -> list[str]:
@@ -137,10 +156,13 @@ def absent_files(split: str | None = None) -> list[str]:
         for entry in tomllib.loads(manifest.read_text()).get("file", []):
             if entry.get("fetched") and not (FETCHED / entry["name"]).exists():
                 absent.append(f"{entry['repo']}:{entry['path']}@{entry['commit'][:12]} as fetched/{entry['name']}")
+            folder = f"neighbours/{entry['name'].removesuffix('.py')}"
+            for path in sorted(set(entry.get("neighbours", [])) - set(_neighbours(entry))):
+                absent.append(f"{entry['repo']}:{path}@{entry['commit'][:12]} as fetched/{folder}/{path}")
     return absent
 
 
-def _site(text: str, lines: LineIndex, spec: dict, name: str) -> Site:
+def _site(text: str, lines: LineIndex, spec: dict, name: str, absent: Collection[str] = ()) -> Site:
     anchor = spec.get("at", spec.get("in"))
     holding = [n for n in range(1, len(lines.starts) + 1) if anchor in lines.line_text(n)]
     nth = spec.get("nth")
@@ -151,7 +173,9 @@ def _site(text: str, lines: LineIndex, spec: dict, name: str) -> Site:
     line = holding[(nth or 1) - 1]
     last = _block_end(text, lines, line) if "in" in spec else _statement_end(text, lines, line)
     label = f"{spec['op']} @ {line}: {anchor.strip()}"
-    known = bool(spec.get("known_miss") or spec.get("known_equivalent"))
+    # `without_neighbours`: a shortfall only where the file's neighbour modules are not fetched
+    # (the operators need their definitions to leave the site alone)
+    known = bool(spec.get("known_miss") or spec.get("known_equivalent") or (spec.get("without_neighbours") and absent))
     return Site(spec["op"], line, last, label, spec.get("why", spec.get("known_miss", "")), "in" in spec, known)
 
 
@@ -225,7 +249,10 @@ def loop_headers(mutant: Mutant, lines: LineIndex) -> set[int]:
 
 def judge(file: CorpusFile, load: bool = True) -> Verdict:
     """Compare the operators' mutants of one corpus file with its review."""
-    mutants = mutants_for_source(file.text, file.name)
+    if file.neighbours:
+        mutants = mutants_for_source(file.text, file.path, read=mapping_reader(file.neighbours))
+    else:
+        mutants = mutants_for_source(file.text, file.name)
     verdict = Verdict(file, mutants)
     lines = LineIndex(file.text)
     touched = {m.id: touched_lines(m, lines) for m in mutants}

@@ -123,3 +123,34 @@ def test_a_fetched_file_counts_only_where_it_was_put_and_is_listed_where_absent(
     assert operator_corpus.absent_files() == ["o/r:b/gone.py@fedcba987654 as fetched/gone.py"]
     [file] = operator_corpus.corpus_files()
     assert [s.label for s in judge(file, load=False).found] == ["missing-zero-grad @ 2: opt.zero_grad()"]
+
+
+def test_a_files_neighbour_modules_are_read_where_fetched_and_listed_where_absent(tmp_path, monkeypatch):
+    """A corpus file's model lives in another module of its repository (`neighbours`): with that
+    module fetched, a switch of a model of linear layers gets no mutant; without it, the site is
+    a shortfall (`without_neighbours`) and the module is listed as absent."""
+    import operator_corpus
+
+    manifest = tmp_path / "tuned.toml"
+    manifest.write_text(
+        '[[file]]\nname = "agent.py"\nrepo = "o/r"\npath = "rl/agent.py"\ncommit = "0123456789abcdef0123"\n'
+        'neighbours = ["rl/nets.py"]\n'
+        'untouched = [{ op = "missing-eval-mode", at = "net.eval()", why = "linear layers", without_neighbours = true }]\n'
+    )
+    (tmp_path / "agent.py").write_text("from nets import Net\nnet = Net()\nnet.eval()\nscore = net(data)\n")
+    folder = tmp_path / "fetched" / "neighbours" / "agent" / "rl"
+    monkeypatch.setattr(operator_corpus, "MANIFESTS", {"tuned": manifest})
+    monkeypatch.setattr(operator_corpus, "CORPUS", tmp_path)
+    monkeypatch.setattr(operator_corpus, "NEIGHBOURS", tmp_path / "fetched" / "neighbours")
+    [file] = operator_corpus.corpus_files()
+    assert [s.known for s in file.untouched] == [True]
+    assert [s.label for s in judge(file, load=False).mutated_untouched] == ["missing-eval-mode @ 3: net.eval()"]
+    assert operator_corpus.absent_files() == ["o/r:rl/nets.py@0123456789ab as fetched/neighbours/agent/rl/nets.py"]
+    folder.mkdir(parents=True)
+    (folder / "nets.py").write_text(
+        "import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(2, 2)\n    def forward(self, x):\n        return self.fc(x)\n"
+    )
+    [file] = operator_corpus.corpus_files()
+    assert [s.known for s in file.untouched] == [False]
+    assert judge(file, load=False).mutated_untouched == [] and operator_corpus.absent_files() == []

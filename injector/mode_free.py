@@ -1,0 +1,537 @@
+"""Models whose training and evaluation modes compute the same thing.
+
+`model.train()` and `model.eval()` only change what a module does where it holds a layer that
+reads the mode: dropout, batch norm, an RNN's inter-layer dropout, or code of its own that reads
+`self.training`. A small policy network of `nn.Linear` layers (soft actor-critic's `QNetwork`) or
+a convolutional generator without normalisation computes the same in both modes, so deleting a
+switch of its mode is an equivalent mutant.
+
+`built_mode_free` answers for the module a switch is called on, from the values the file assigns
+to it: each must build a class of the file or of the project (read through `Neighbours`) or a
+torch layer, and every class on the way is read whole. Anything this cannot see (a module handed
+in, a class from an installed package, a layer built by a helper it cannot follow, a submodule
+attached afterwards) makes the answer False, so the mutant stays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from injector.neighbours import Neighbours
+from injector.source import Source
+
+# torch.nn layers with no behaviour that depends on the mode.
+MODE_FREE_LAYERS = frozenset(
+    {
+        "Module", "Identity", "Linear", "Bilinear", "LazyLinear",
+        "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+        "ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
+        "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softplus", "Softsign", "Hardtanh",
+        "Hardswish", "Hardsigmoid", "Tanhshrink", "GLU", "Threshold",
+        "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
+        "Embedding", "EmbeddingBag", "Flatten", "Unflatten",
+        "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+        "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+        "Upsample", "PixelShuffle", "PixelUnshuffle",
+        "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
+        "ReplicationPad2d", "ConstantPad1d", "ConstantPad2d",
+        "Sequential", "ModuleList", "ModuleDict", "Parameter", "ParameterList", "ParameterDict",
+    }
+)  # fmt: skip
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+# Layers whose `dropout` argument (zero by default) only acts in training mode.
+DROPOUT_ARGUMENT = frozenset({"RNN", "LSTM", "GRU", "MultiheadAttention"})
+# Words in a name that mean the mode matters (dropout, batch or instance norm, their functional
+# forms, randomized ReLU, spectral norm's power iteration, stochastic depth).
+MODE_WORDS = (
+    "dropout", "batchnorm", "batch_norm", "instancenorm", "instance_norm", "rrelu",
+    "spectral_norm", "drop_path", "droppath", "stochastic_depth", "syncbn",
+)  # fmt: skip
+# Calls of plain names that build nothing.
+BUILTINS = frozenset(
+    {
+        "super", "isinstance", "issubclass", "len", "range", "int", "float", "bool", "str",
+        "list", "tuple", "dict", "set", "zip", "enumerate", "min", "max", "abs", "sum", "any",
+        "all", "sorted", "reversed", "map", "filter", "getattr", "setattr", "hasattr", "print",
+        "type", "round", "pow", "divmod", "iter", "next", "repr", "format", "ValueError",
+        "TypeError", "RuntimeError", "NotImplementedError", "AssertionError", "KeyError",
+    }
+)  # fmt: skip
+# Moves and casts that return the same module.
+SAME_MODULE = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_"})
+ADDS = frozenset({"append", "extend", "insert", "add_module", "register_module"})  # a container gains a module
+# nn.Module's own methods a class calls on itself.
+MODULE_METHODS = frozenset(
+    {
+        "apply", "to", "cuda", "cpu", "float", "double", "half", "parameters", "named_parameters",
+        "modules", "named_modules", "children", "named_children", "buffers", "register_buffer",
+        "register_parameter", "state_dict", "load_state_dict", "zero_grad", "requires_grad_",
+        "eval", "train", "forward", "__init__", "type",
+    }
+)  # fmt: skip
+WRAPPERS = frozenset(
+    {"DistributedDataParallel", "DataParallel", "DDP", "compile"}
+)  # the mode reaches the wrapped model
+DEPTH = 24  # calls followed into one another: enough for nested containers of project classes
+
+
+def built_mode_free(source: Source, receiver: cst.BaseExpression) -> bool:
+    """True where every value the file gives `receiver` (the module a mode switch is called on)
+    builds a module whose modes compute the same."""
+    values = _assigned_values(source, receiver)
+    if not values:
+        return False
+    reader = _Reader()
+    return all(reader.builds_mode_free(source, value, 0) for value in values)
+
+
+def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """What the file assigns to `receiver` (`self.x` anywhere in its class; a name in the
+    function that binds it, or at module level), without the model itself moved or wrapped;
+    None where anything else reaches it (a parameter, a loop target, a submodule attached later)."""
+    name = source.code(receiver)
+    scope: cst.CSTNode | None
+    if _is_self_attribute(receiver):
+        scope = next((a for a in source.ancestors(receiver) if isinstance(a, cst.ClassDef)), None)
+        in_scope = _everywhere
+    elif isinstance(receiver, cst.Name):
+        function = source.function_of(receiver)
+        if function is not None and name in _bound_names(function):
+            if any(p.name.value == name for p in _params(function)):
+                return None  # handed in
+            scope, in_scope = function, _everywhere
+        else:  # a module-level name (assigned there, or in a function that declares it global)
+            scope = source.module
+
+            def in_scope(node: cst.CSTNode) -> bool:
+                owner = source.function_of(node)
+                return owner is None or name in _globals(owner)
+
+    else:
+        return None
+    if scope is None:
+        return None
+    values: list[cst.BaseExpression] = []
+    for node in walk(scope):
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in {"add_module", "register_module"}
+            and source.code(node.func.value) == name
+        ):
+            return None
+        targets = _targets(node)
+        if any(source.code(t).startswith((name + ".", name + "[")) for t in targets):
+            return None  # a submodule attached afterwards
+        if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem)):
+            continue
+        if not in_scope(node):
+            continue
+        if isinstance(node, (cst.For, cst.CompFor)) and name in _target_names(node.target):
+            return None
+        if isinstance(node, cst.WithItem) and node.asname is not None and name in _target_names(node.asname.name):
+            return None
+        for target in targets:
+            if source.code(target) == name and isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                value = _unwrapped(node.value, source, name) if node.value is not None else None
+                if value is not None:
+                    values.append(value)
+            elif name in _target_names(target):
+                return None  # unpacked from a tuple: unknown
+    return values
+
+
+def _everywhere(node: cst.CSTNode) -> bool:
+    return True
+
+
+def _bound_names(function: cst.FunctionDef) -> set[str]:
+    """The names a function binds: its parameters and what it assigns, loops over or opens."""
+    bound = {p.name.value for p in _params(function)}
+    for node in walk(function.body):
+        for target in _targets(node):
+            bound |= _target_names(target)
+        if isinstance(node, (cst.For, cst.CompFor)):
+            bound |= _target_names(node.target)
+        if isinstance(node, cst.WithItem) and node.asname is not None:
+            bound |= _target_names(node.asname.name)
+    return bound - _globals(function)
+
+
+def _globals(function: cst.FunctionDef) -> set[str]:
+    return {n.name.value for node in walk(function.body) if isinstance(node, cst.Global) for n in node.names}
+
+
+def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, (cst.AnnAssign, cst.AugAssign)) and getattr(node, "value", None) is not None:
+        return [node.target]
+    return []
+
+
+def _target_names(target: cst.CSTNode) -> set[str]:
+    if isinstance(target, (cst.Name, cst.Attribute)):
+        return {cst.Module([]).code_for_node(target)}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_target_names(e.value) for e in target.elements)) if target.elements else set()
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
+def _params(function: cst.FunctionDef) -> Iterator[cst.Param]:
+    p = function.params
+    yield from (*p.posonly_params, *p.params, *p.kwonly_params)
+    if isinstance(p.star_arg, cst.Param):
+        yield p.star_arg
+    if p.star_kwarg is not None:
+        yield p.star_kwarg
+
+
+def _unwrapped(value: cst.BaseExpression, source: Source, name: str) -> cst.BaseExpression | None:
+    """The value without moves and casts; None where it is the same model (moved or wrapped)."""
+    value = _without_moves(value)
+    if source.code(value) == name:
+        return None
+    if (
+        isinstance(value, cst.Call)
+        and value.args
+        and _last(value.func) in WRAPPERS
+        and source.code(_without_moves(value.args[0].value)) == name
+    ):
+        return None
+    return value
+
+
+def _without_moves(value: cst.BaseExpression) -> cst.BaseExpression:
+    while (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in SAME_MODULE
+    ):
+        value = value.func.value
+    return value
+
+
+def _last(func: cst.BaseExpression) -> str | None:
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node and everything under it, in document order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+@dataclass(frozen=True)
+class _Import:
+    module: str  # the module, for `import a.b as c` and `from a import b` alike: "a.b" / "a"
+    name: str | None  # the imported name, for `from a import name`
+    level: int
+
+
+def _imports(source: Source) -> dict[str, _Import]:
+    """The module's imports (at any level of it): local name -> where it comes from."""
+    table: dict[str, _Import] = {}
+    for node in source.nodes(cst.Import):
+        for alias in node.names:
+            dotted = _dotted(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                table[alias.asname.name.value] = _Import(dotted, None, 0)
+            else:
+                table[dotted.split(".")[0]] = _Import(dotted.split(".")[0], None, 0)
+    for statement in source.nodes(cst.ImportFrom):
+        if isinstance(statement.names, cst.ImportStar):
+            continue
+        module = _dotted(statement.module) if statement.module is not None else ""
+        for name in statement.names:
+            local = name.asname.name if name.asname is not None else name.name
+            if isinstance(local, cst.Name) and isinstance(name.name, cst.Name):
+                table[local.value] = _Import(module or "", name.name.value, len(statement.relative))
+    return table
+
+
+def _is_torch(module: str) -> bool:
+    return module == "torch" or module.startswith("torch.")
+
+
+class _Reader:
+    """Reads classes and functions across the project's modules, each once."""
+
+    def __init__(self) -> None:
+        self._verdicts: dict[tuple[str, str], bool] = {}
+        self._imports: dict[str, dict[str, _Import]] = {}
+
+    def imports(self, source: Source) -> dict[str, _Import]:
+        if source.path not in self._imports:
+            self._imports[source.path] = _imports(source)
+        return self._imports[source.path]
+
+    # ---- what a value builds ----
+
+    def builds_mode_free(self, source: Source, value: cst.BaseExpression, depth: int) -> bool:
+        value = _without_moves(value)
+        if not isinstance(value, cst.Call) or depth > DEPTH:
+            return False
+        dotted = _dotted(value.func)
+        if dotted is None or "." in dotted and dotted.partition(".")[0] not in self.imports(source):
+            return False  # what a method of some value returns (`task.get_model()`): unknown
+        if not self.call_mode_free(source, value, depth):
+            return False
+        imported = self.imports(source).get(dotted.partition(".")[0])
+        if imported is not None and _is_torch(imported.module) and not dotted.rsplit(".", 1)[-1][:1].isupper():
+            # a torch function handed a module (`weight_norm(Conv1d(...))`): that module too
+            return all(
+                self.builds_mode_free(source, a.value, depth + 1)
+                for a in value.args
+                if a.keyword is None and isinstance(a.value, cst.Call)
+            )
+        return True
+
+    def _added_mode_free(self, source: Source, call: cst.Call, depth: int) -> bool:
+        """For `self.layers.append(m)` (extend, insert, add_module): the module added is built
+        mode-free too; True for any other call through self."""
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if method not in ADDS or not call.args:
+            return True
+        added = _built_elements(call.args[-1].value) if method == "extend" else [call.args[-1].value]
+        return all(self.builds_mode_free(source, module, depth + 1) for module in added)
+
+    def call_mode_free(self, source: Source, call: cst.Call, depth: int) -> bool:
+        """True where `call` builds or runs nothing whose behaviour depends on the mode."""
+        dotted = _dotted(call.func)
+        if dotted is None:
+            # a method of what another call returns (`super().__init__()`, `x.view(-1).sum()`):
+            # that call is read on its own
+            return isinstance(call.func, cst.Attribute)
+        if any(word in dotted.lower() for word in MODE_WORDS):
+            return False
+        head, _, rest = dotted.partition(".")
+        imported = self.imports(source).get(head)
+        if imported is not None:
+            module = imported.module if imported.name is None else f"{imported.module}.{imported.name}".strip(".")
+            if _is_torch(module) and imported.level == 0:
+                return self._torch_call(source, call, f"{module}.{rest}" if rest else module, depth)
+            return self._project_call(source, call, imported, rest, depth)
+        if rest:
+            return True  # a method of a value the code holds (a tensor, `self.linear1`, a layer)
+        if head in BUILTINS:
+            return True
+        definition = _top_level(source, head)
+        if isinstance(definition, cst.ClassDef):
+            return self.class_mode_free(source, definition, depth + 1)
+        if isinstance(definition, cst.FunctionDef):
+            return self.body_mode_free(source, definition, None, depth + 1)
+        choices = _chosen_classes(source, call, head)
+        if choices:  # `block = ResBlock1 if h.resblock == "1" else ResBlock2; block(...)`
+            return all(self.call_mode_free(source, call.with_changes(func=c), depth + 1) for c in choices)
+        return False  # a name the code was handed or made: unknown
+
+    def _torch_call(self, source: Source, call: cst.Call, dotted: str, depth: int) -> bool:
+        name = dotted.rsplit(".", 1)[-1]
+        if not name[:1].isupper():
+            return True  # a function (torch.cat, F.relu, nn.init.xavier_uniform_, weight_norm)
+        if dotted.startswith("torch.distributions") or dotted.count(".") == 1 and not dotted.startswith("torch.nn"):
+            return True  # a distribution, torch.Tensor, torch.Size, torch.Generator
+        if name in DROPOUT_ARGUMENT:
+            dropout = next((a for a in call.args if a.keyword is not None and a.keyword.value == "dropout"), None)
+            return dropout is None or (
+                isinstance(dropout.value, (cst.Integer, cst.Float)) and float(dropout.value.value) == 0
+            )
+        if name not in MODE_FREE_LAYERS:
+            return False
+        if name not in CONTAINERS:
+            return True
+        # a container: what it holds is built here too
+        for arg in call.args:
+            for element in _built_elements(arg.value):
+                if not self.builds_mode_free(source, element, depth + 1):
+                    return False
+        return True
+
+    def _project_call(self, source: Source, call: cst.Call, imported: _Import, rest: str, depth: int) -> bool:
+        """A class or function of another module of the project (or None outside it)."""
+        neighbours: Neighbours | None = getattr(source, "neighbours", None)
+        if neighbours is None or depth > DEPTH:
+            return False
+        if imported.name is not None:
+            # `from pkg import name`: a module of pkg, or a name defined in pkg
+            module = neighbours.module(f"{imported.module}.{imported.name}".strip("."), imported.level)
+            path = rest.split(".") if rest else []
+            if module is None:
+                module = neighbours.module(imported.module, imported.level)
+                path = [imported.name, *path]
+        else:
+            module = neighbours.module(imported.module)
+            path = rest.split(".") if rest else []
+        if module is None or len(path) != 1:
+            return False
+        module.neighbours = neighbours.beside(module)
+        definition = _top_level(module, path[0])
+        if isinstance(definition, cst.ClassDef):
+            return self.class_mode_free(module, definition, depth + 1)
+        if isinstance(definition, cst.FunctionDef):
+            return self.body_mode_free(module, definition, None, depth + 1)
+        re_exported = self.imports(module).get(path[0])  # `from .model import QNetwork` in a package's __init__
+        if re_exported is not None and not _is_torch(re_exported.module):
+            return self._project_call(module, call, re_exported, "", depth + 1)
+        return False
+
+    # ---- what a class or function runs ----
+
+    def class_mode_free(self, source: Source, cls: cst.ClassDef, depth: int) -> bool:
+        key = (source.path, cls.name.value)
+        if key not in self._verdicts:
+            self._verdicts[key] = False  # a class reaching itself again adds nothing
+            self._verdicts[key] = all(
+                self._base_mode_free(source, base.value, depth) for base in cls.bases
+            ) and self.body_mode_free(source, cls, cls, depth)
+        return self._verdicts[key]
+
+    def _base_mode_free(self, source: Source, base: cst.BaseExpression, depth: int) -> bool:
+        dotted = _dotted(base)
+        if dotted is None:
+            return False
+        head, _, rest = dotted.partition(".")
+        imported = self.imports(source).get(head)
+        if imported is not None:
+            module = imported.module if imported.name is None else f"{imported.module}.{imported.name}".strip(".")
+            if _is_torch(module) and imported.level == 0:
+                return dotted.rsplit(".", 1)[-1] == "Module"
+            return self._project_call(source, cst.Call(base), imported, rest, depth)
+        definition = _top_level(source, head) if not rest else None
+        return isinstance(definition, cst.ClassDef) and self.class_mode_free(source, definition, depth + 1)
+
+    def body_mode_free(self, source: Source, node: cst.CSTNode, cls: cst.ClassDef | None, depth: int) -> bool:
+        """True where nothing in a class or function reads the mode or builds what does."""
+        methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)} if cls else set()
+        assigned: dict[str, list[cst.BaseExpression]] = {}
+        used: set[str] = set()  # attributes of self the code calls, calls a method of, or loops over
+        for inner in walk(node):
+            if isinstance(inner, cst.Attribute) and inner.attr.value == "training":
+                return False
+            if isinstance(inner, cst.Name) and any(word in inner.value.lower() for word in MODE_WORDS):
+                return False
+            if isinstance(inner, cst.Call):
+                attribute = _self_root(inner.func)
+                looped = _looped_over(source, inner)
+                if attribute is not None:
+                    used.add(attribute)
+                    if not self._added_mode_free(source, inner, depth):
+                        return False
+                elif looped is not None:
+                    used |= looped  # `for block in self.blocks: x = block(x)`
+                elif not self.call_mode_free(source, inner, depth):
+                    return False
+            if isinstance(inner, (cst.For, cst.CompFor)) and (attribute := _self_root(inner.iter)) is not None:
+                used.add(attribute)
+            for target in _targets(inner):
+                if _is_self_attribute(target):
+                    assigned.setdefault(target.attr.value, []).append(inner.value)  # type: ignore[attr-defined]
+        for attribute in used - methods - MODULE_METHODS:
+            # a submodule the class runs: it must be one the class builds itself, of mode-free parts
+            values = [v for v in assigned.get(attribute, []) if not _no_module(v, attribute)]
+            if not values or not all(self.builds_mode_free(source, v, depth + 1) for v in values):
+                return False
+        return True
+
+
+def _looped_over(source: Source, call: cst.Call) -> set[str] | None:
+    """The attributes of self a loop iterates where `call` calls its loop variable
+    (`for c1, c2 in zip(self.convs1, self.convs2): c1(x)`); None for any other call."""
+    if not isinstance(call.func, cst.Name):
+        return None
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, cst.FunctionDef):
+            return None
+        if isinstance(ancestor, cst.For) and call.func.value in _target_names(ancestor.target):
+            roots = {r for n in walk(ancestor.iter) if (r := _self_root(n)) is not None}  # type: ignore[arg-type]
+            return roots or None
+    return None
+
+
+def _chosen_classes(source: Source, call: cst.Call, name: str) -> list[cst.BaseExpression]:
+    """The names a local variable is chosen among (`block = A if flag else B`), where the
+    function around `call` assigns it only that way; [] otherwise."""
+    function = source.function_of(call)
+    if function is None:
+        return []
+    choices: list[cst.BaseExpression] = []
+    for node in walk(function.body):
+        for target in _targets(node):
+            if name not in _target_names(target):
+                continue
+            if not isinstance(target, cst.Name) or not isinstance(node, cst.Assign):
+                return []
+            pending: list[cst.BaseExpression] = [node.value]
+            while pending:
+                value = pending.pop()
+                if isinstance(value, cst.IfExp):
+                    pending += [value.body, value.orelse]
+                elif isinstance(value, (cst.Name, cst.Attribute)):
+                    choices.append(value)
+                else:
+                    return []
+    return choices
+
+
+def _no_module(value: cst.BaseExpression, attribute: str) -> bool:
+    """A value that brings no module: a literal, or the attribute itself moved (`self.x.to(d)`)."""
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(value, cst.Name) and value.value in {"None", "True", "False"}:
+        return True
+    moved = _without_moves(value)
+    return _is_self_attribute(moved) and moved.attr.value == attribute  # type: ignore[attr-defined]
+
+
+def _self_root(node: cst.BaseExpression) -> str | None:
+    """`x` for `self.x`, `self.x.m`, `self.x[i]` (what a call or a loop reaches through self)."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        if isinstance(node, cst.Attribute) and _is_self_attribute(node):
+            return node.attr.value
+        node = node.value
+    return None
+
+
+def _is_self_attribute(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
+def _built_elements(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The modules an argument of a container holds: itself, a list's elements, a comprehension's."""
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return [e.value for e in value.elements]
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        return [value.elt]
+    if isinstance(value, cst.Dict):
+        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    if isinstance(value, cst.StarredElement):
+        return _built_elements(value.value)
+    return [value]
+
+
+def _top_level(source: Source, name: str) -> cst.CSTNode | None:
+    for statement in source.module.body:
+        if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) and statement.name.value == name:
+            return statement
+    return None
