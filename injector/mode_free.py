@@ -16,11 +16,10 @@ attached afterwards) makes the answer False, so the mutant stays.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import libcst as cst
 
-from injector.neighbours import Neighbours
+from injector.neighbours import Import, Resolver, dotted_name, is_torch, top_level
 from injector.source import Source
 
 # torch.nn layers with no behaviour that depends on the mode.
@@ -64,6 +63,8 @@ BUILTINS = frozenset(
 # Moves and casts that return the same module.
 SAME_MODULE = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval", "requires_grad_"})
 ADDS = frozenset({"append", "extend", "insert", "add_module", "register_module"})  # a container gains a module
+# Calls by which a method may switch a module's mode (its own or through a helper).
+SWITCHING = frozenset({"train", "eval", "requires_grad_", "apply", "modules", "children", "set_mode", "set_training"})
 # nn.Module's own methods a class calls on itself.
 MODULE_METHODS = frozenset(
     {
@@ -87,6 +88,28 @@ def built_mode_free(source: Source, receiver: cst.BaseExpression) -> bool:
         return False
     reader = _Reader()
     return all(reader.builds_mode_free(source, value, 0) for value in values)
+
+
+def switches_no_module(source: Source, receiver: cst.BaseExpression, method: str) -> bool:
+    """True where every value the file gives `receiver` is an object of a project class that is
+    no module and whose own `method` (`train`/`eval`) switches nothing (an environment's
+    `train()` that sets a flag of its own): deleting the call is no model-mode fault."""
+    values = _assigned_values(source, receiver)
+    if not values:
+        return False
+    reader = _Reader()
+    for value in values:
+        value = _without_moves(value)
+        found = reader.definition(source, value.func) if isinstance(value, cst.Call) else None
+        if found is None:
+            return False
+        module, cls = found
+        if not isinstance(cls, cst.ClassDef) or not reader.plain_class(module, cls):
+            return False
+        own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
+        if own is None or any(isinstance(node, cst.Call) and _last(node.func) in SWITCHING for node in walk(own.body)):
+            return False
+    return True
 
 
 def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.BaseExpression] | None:
@@ -233,58 +256,12 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(current.children))
 
 
-def _dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
-
-
-@dataclass(frozen=True)
-class _Import:
-    module: str  # the module, for `import a.b as c` and `from a import b` alike: "a.b" / "a"
-    name: str | None  # the imported name, for `from a import name`
-    level: int
-
-
-def _imports(source: Source) -> dict[str, _Import]:
-    """The module's imports (at any level of it): local name -> where it comes from."""
-    table: dict[str, _Import] = {}
-    for node in source.nodes(cst.Import):
-        for alias in node.names:
-            dotted = _dotted(alias.name) or ""
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                table[alias.asname.name.value] = _Import(dotted, None, 0)
-            else:
-                table[dotted.split(".")[0]] = _Import(dotted.split(".")[0], None, 0)
-    for statement in source.nodes(cst.ImportFrom):
-        if isinstance(statement.names, cst.ImportStar):
-            continue
-        module = _dotted(statement.module) if statement.module is not None else ""
-        for name in statement.names:
-            local = name.asname.name if name.asname is not None else name.name
-            if isinstance(local, cst.Name) and isinstance(name.name, cst.Name):
-                table[local.value] = _Import(module or "", name.name.value, len(statement.relative))
-    return table
-
-
-def _is_torch(module: str) -> bool:
-    return module == "torch" or module.startswith("torch.")
-
-
-class _Reader:
+class _Reader(Resolver):
     """Reads classes and functions across the project's modules, each once."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._verdicts: dict[tuple[str, str], bool] = {}
-        self._imports: dict[str, dict[str, _Import]] = {}
-
-    def imports(self, source: Source) -> dict[str, _Import]:
-        if source.path not in self._imports:
-            self._imports[source.path] = _imports(source)
-        return self._imports[source.path]
 
     # ---- what a value builds ----
 
@@ -292,13 +269,13 @@ class _Reader:
         value = _without_moves(value)
         if not isinstance(value, cst.Call) or depth > DEPTH:
             return False
-        dotted = _dotted(value.func)
+        dotted = dotted_name(value.func)
         if dotted is None or "." in dotted and dotted.partition(".")[0] not in self.imports(source):
             return False  # what a method of some value returns (`task.get_model()`): unknown
         if not self.call_mode_free(source, value, depth):
             return False
         imported = self.imports(source).get(dotted.partition(".")[0])
-        if imported is not None and _is_torch(imported.module) and not dotted.rsplit(".", 1)[-1][:1].isupper():
+        if imported is not None and is_torch(imported.module) and not dotted.rsplit(".", 1)[-1][:1].isupper():
             # a torch function handed a module (`weight_norm(Conv1d(...))`): that module too
             return all(
                 self.builds_mode_free(source, a.value, depth + 1)
@@ -318,7 +295,7 @@ class _Reader:
 
     def call_mode_free(self, source: Source, call: cst.Call, depth: int) -> bool:
         """True where `call` builds or runs nothing whose behaviour depends on the mode."""
-        dotted = _dotted(call.func)
+        dotted = dotted_name(call.func)
         if dotted is None:
             # a method of what another call returns (`super().__init__()`, `x.view(-1).sum()`):
             # that call is read on its own
@@ -329,14 +306,14 @@ class _Reader:
         imported = self.imports(source).get(head)
         if imported is not None:
             module = imported.module if imported.name is None else f"{imported.module}.{imported.name}".strip(".")
-            if _is_torch(module) and imported.level == 0:
+            if is_torch(module) and imported.level == 0:
                 return self._torch_call(source, call, f"{module}.{rest}" if rest else module, depth)
             return self._project_call(source, call, imported, rest, depth)
         if rest:
             return True  # a method of a value the code holds (a tensor, `self.linear1`, a layer)
         if head in BUILTINS:
             return True
-        definition = _top_level(source, head)
+        definition = top_level(source, head)
         if isinstance(definition, cst.ClassDef):
             return self.class_mode_free(source, definition, depth + 1)
         if isinstance(definition, cst.FunctionDef):
@@ -368,33 +345,26 @@ class _Reader:
                     return False
         return True
 
-    def _project_call(self, source: Source, call: cst.Call, imported: _Import, rest: str, depth: int) -> bool:
-        """A class or function of another module of the project (or None outside it)."""
-        neighbours: Neighbours | None = getattr(source, "neighbours", None)
-        if neighbours is None or depth > DEPTH:
+    def _project_call(self, source: Source, call: cst.Call, imported: Import, rest: str, depth: int) -> bool:
+        """A class or function of another module of the project (False outside it)."""
+        found = self.imported_definition(source, imported, rest, depth)
+        if found is None:
             return False
-        if imported.name is not None:
-            # `from pkg import name`: a module of pkg, or a name defined in pkg
-            module = neighbours.module(f"{imported.module}.{imported.name}".strip("."), imported.level)
-            path = rest.split(".") if rest else []
-            if module is None:
-                module = neighbours.module(imported.module, imported.level)
-                path = [imported.name, *path]
-        else:
-            module = neighbours.module(imported.module)
-            path = rest.split(".") if rest else []
-        if module is None or len(path) != 1:
-            return False
-        module.neighbours = neighbours.beside(module)
-        definition = _top_level(module, path[0])
+        module, definition = found
         if isinstance(definition, cst.ClassDef):
             return self.class_mode_free(module, definition, depth + 1)
-        if isinstance(definition, cst.FunctionDef):
-            return self.body_mode_free(module, definition, None, depth + 1)
-        re_exported = self.imports(module).get(path[0])  # `from .model import QNetwork` in a package's __init__
-        if re_exported is not None and not _is_torch(re_exported.module):
-            return self._project_call(module, call, re_exported, "", depth + 1)
-        return False
+        return self.body_mode_free(module, definition, None, depth + 1)
+
+    def plain_class(self, source: Source, cls: cst.ClassDef) -> bool:
+        """True for a class with no base, or only bases of the project that are plain classes
+        too: not an nn.Module (or anything else from a package)."""
+        for base in cls.bases:
+            found = self.definition(source, base.value)
+            if dotted_name(base.value) == "object":
+                continue
+            if found is None or not isinstance(found[1], cst.ClassDef) or not self.plain_class(found[0], found[1]):
+                return False
+        return True
 
     # ---- what a class or function runs ----
 
@@ -408,17 +378,17 @@ class _Reader:
         return self._verdicts[key]
 
     def _base_mode_free(self, source: Source, base: cst.BaseExpression, depth: int) -> bool:
-        dotted = _dotted(base)
+        dotted = dotted_name(base)
         if dotted is None:
             return False
         head, _, rest = dotted.partition(".")
         imported = self.imports(source).get(head)
         if imported is not None:
             module = imported.module if imported.name is None else f"{imported.module}.{imported.name}".strip(".")
-            if _is_torch(module) and imported.level == 0:
+            if is_torch(module) and imported.level == 0:
                 return dotted.rsplit(".", 1)[-1] == "Module"
             return self._project_call(source, cst.Call(base), imported, rest, depth)
-        definition = _top_level(source, head) if not rest else None
+        definition = top_level(source, head) if not rest else None
         return isinstance(definition, cst.ClassDef) and self.class_mode_free(source, definition, depth + 1)
 
     def body_mode_free(self, source: Source, node: cst.CSTNode, cls: cst.ClassDef | None, depth: int) -> bool:
@@ -528,10 +498,3 @@ def _built_elements(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(value, cst.StarredElement):
         return _built_elements(value.value)
     return [value]
-
-
-def _top_level(source: Source, name: str) -> cst.CSTNode | None:
-    for statement in source.module.body:
-        if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) and statement.name.value == name:
-            return statement
-    return None

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+
+import libcst as cst
 
 from injector.source import ParseError, Source
 
@@ -84,3 +87,110 @@ class Neighbours:
             except ParseError:
                 self._cache[relative] = None
         return self._cache[relative]
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the module, for `import a.b as c` and `from a import b` alike: "a.b" / "a"
+    name: str | None  # the imported name, for `from a import name`
+    level: int
+
+
+def module_imports(source: Source) -> dict[str, Import]:
+    """The module's imports (at any level of it): local name -> where it comes from."""
+    table: dict[str, Import] = {}
+    for node in source.nodes(cst.Import):
+        for alias in node.names:
+            dotted = dotted_name(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                table[alias.asname.name.value] = Import(dotted, None, 0)
+            else:
+                table[dotted.split(".")[0]] = Import(dotted.split(".")[0], None, 0)
+    for statement in source.nodes(cst.ImportFrom):
+        if isinstance(statement.names, cst.ImportStar):
+            continue
+        module = dotted_name(statement.module) if statement.module is not None else ""
+        for name in statement.names:
+            local = name.asname.name if name.asname is not None else name.name
+            if isinstance(local, cst.Name) and isinstance(name.name, cst.Name):
+                table[local.value] = Import(module or "", name.name.value, len(statement.relative))
+    return table
+
+
+def is_torch(module: str) -> bool:
+    return module == "torch" or module.startswith("torch.")
+
+
+class Resolver:
+    """Finds what a name of a file stands for across the project: its imports, and the class or
+    function of the file or of another project module a callee names (through `Neighbours`,
+    which the file's `Source.neighbours` holds where the caller knows the project)."""
+
+    DEPTH = 24  # re-exports followed
+
+    def __init__(self) -> None:
+        self._imports: dict[str, dict[str, Import]] = {}
+
+    def imports(self, source: Source) -> dict[str, Import]:
+        if source.path not in self._imports:
+            self._imports[source.path] = module_imports(source)
+        return self._imports[source.path]
+
+    def definition(
+        self, source: Source, func: cst.BaseExpression
+    ) -> tuple[Source, cst.ClassDef | cst.FunctionDef] | None:
+        """The class or function of the file or of the project a call's callee names."""
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        imported = self.imports(source).get(head)
+        if imported is None:
+            found = top_level(source, head) if not rest else None
+            return (source, found) if isinstance(found, (cst.ClassDef, cst.FunctionDef)) else None
+        if is_torch(imported.module):
+            return None
+        return self.imported_definition(source, imported, rest, 0)
+
+    def imported_definition(
+        self, source: Source, imported: Import, rest: str, depth: int
+    ) -> tuple[Source, cst.ClassDef | cst.FunctionDef] | None:
+        neighbours: Neighbours | None = getattr(source, "neighbours", None)
+        if neighbours is None or depth > self.DEPTH:
+            return None
+        if imported.name is not None:
+            # `from pkg import name`: a module of pkg, or a name defined in pkg
+            module = neighbours.module(f"{imported.module}.{imported.name}".strip("."), imported.level)
+            path = rest.split(".") if rest else []
+            if module is None:
+                module = neighbours.module(imported.module, imported.level)
+                path = [imported.name, *path]
+        else:
+            module = neighbours.module(imported.module)
+            path = rest.split(".") if rest else []
+        if module is None or len(path) != 1:
+            return None
+        module.neighbours = neighbours.beside(module)
+        definition = top_level(module, path[0])
+        if isinstance(definition, (cst.ClassDef, cst.FunctionDef)):
+            return module, definition
+        re_exported = self.imports(module).get(path[0])  # `from .model import QNetwork` in a package's __init__
+        if re_exported is not None and not is_torch(re_exported.module):
+            return self.imported_definition(module, re_exported, "", depth + 1)
+        return None
+
+
+def top_level(source: Source, name: str) -> cst.CSTNode | None:
+    for statement in source.module.body:
+        if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) and statement.name.value == name:
+            return statement
+    return None

@@ -137,6 +137,18 @@ def last_name(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def becomes_number(expr: cst.BaseExpression) -> bool:
+    """True for a value made a Python number or list in the expression itself (`t.item()`,
+    `t.tolist()`, `float(t)`, or a tuple of those): it keeps no autograd graph."""
+    if isinstance(expr, cst.Tuple):
+        return bool(expr.elements) and all(becomes_number(e.value) for e in expr.elements)
+    if not isinstance(expr, cst.Call):
+        return False
+    if isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value in {"item", "tolist"} and not expr.args
+    return isinstance(expr.func, cst.Name) and expr.func.value in {"float", "int", "bool"}
+
+
 def callee_name(call: cst.Call) -> str | None:
     """The called function's own name: `softmax` for `F.softmax(...)` and `x.softmax(...)`."""
     return last_name(call.func)

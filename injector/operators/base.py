@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import libcst as cst
 
-from injector.mode_free import built_mode_free
+from injector.mode_free import built_mode_free, switches_no_module
 from injector.mutants import Edit
 from injector.patterns import Training, mode_calls
 from injector.source import Source
@@ -54,11 +54,16 @@ def removed_mode_switches(
     """Every way a `.train()`/`.eval()` switch (`is_switch(call)`) can go missing: the call
     dropped from `model = model.eval()`, the call statement deleted, and the project's own
     mode-setting statements (`patterns.mode_calls`) deleted. `effect` ends each description.
-    A switch of a model whose modes compute the same (`injector.mode_free`) gets none."""
+    A switch of a model whose modes compute the same, or of an object of the project that is no
+    module and switches none (`injector.mode_free`), gets none."""
 
     def switches(call: cst.Call) -> bool:
         return is_switch(call) and not (
-            isinstance(call.func, cst.Attribute) and built_mode_free(source, call.func.value)
+            isinstance(call.func, cst.Attribute)
+            and (
+                built_mode_free(source, call.func.value)
+                or switches_no_module(source, call.func.value, call.func.attr.value)
+            )
         )
 
     for assign in source.nodes(cst.Assign):

@@ -25,6 +25,18 @@ STORING_PREFIXES = (
 )  # the OpenAI baselines logger's running mean keeps every value
 
 
+_ENTROPY_STEP = (
+    "for batch in loader:\n"
+    "    values, log_probs, entropy = model.evaluate(batch)\n"
+    "    value_loss = (values - batch.returns).pow(2).mean()\n"
+    "    optimizer.zero_grad()\n"
+    "    (value_loss - 0.01 * entropy).backward()\n"
+    "    optimizer.step()\n"
+    "    value_total += value_loss.item()\n"
+    "    entropy_total += entropy.item()\n"
+)
+
+
 class LossTensorLeak(Operator):
     id = "loss-tensor-leak"
     summary = (
@@ -260,6 +272,14 @@ class LossTensorLeak(Operator):
                 "    optimizer.step()\n"
                 "    train_metrics.loss = loss\n"
                 "    self.last = loss.item()\n",
+            ),
+        ),
+        Example(
+            # A term of the loss backward runs on, with no "loss" in its name (PPO's entropy).
+            _ENTROPY_STEP,
+            (
+                _ENTROPY_STEP.replace("value_total += value_loss.item()", "value_total += value_loss"),
+                _ENTROPY_STEP.replace("entropy_total += entropy.item()", "entropy_total += entropy"),
             ),
         ),
     )
@@ -720,6 +740,10 @@ def _itemizing_logger(source, store: cst.Call, call: cst.Call) -> bool:
 def _loss_names(source, training) -> set[str]:
     """Names that hold a loss: what backward runs on, what a loss call returns, and sums of those."""
     names = {name for b in training.backwards if (name := dotted(b.loss))}
+    for backward in training.backwards:
+        if backward.loss is not None and dotted(backward.loss) is None:
+            # `(value_loss * c + action_loss - dist_entropy * c).backward()`: each term is a loss
+            names.update(_terms(source, backward.loss))
     for _ in range(2):
         for assign in source.nodes(cst.Assign):
             if _is_loss(source, training, assign.value, names):
@@ -730,6 +754,18 @@ def _loss_names(source, training) -> set[str]:
                     if isinstance(t.target, cst.Tuple) and (name := _tuple_loss(t.target)) is not None
                 )
     return names
+
+
+def _terms(source, expression: cst.BaseExpression) -> set[str]:
+    """The plain names an expression adds, subtracts or scales (not the names inside a call's
+    arguments or an attribute: those are coefficients and modules, not loss terms)."""
+    if isinstance(expression, cst.Name):
+        return {expression.value}
+    if isinstance(expression, cst.BinaryOperation):
+        return _terms(source, expression.left) | _terms(source, expression.right)
+    if isinstance(expression, cst.UnaryOperation):
+        return _terms(source, expression.expression)
+    return set()
 
 
 def _tuple_loss(target: cst.Tuple) -> str | None:

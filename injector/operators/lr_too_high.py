@@ -4,6 +4,7 @@ import re
 
 import libcst as cst
 
+from injector.neighbours import Resolver
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import HELPER_STEP_TRAINER
 from injector.patterns import argument, callee_name, constructed, dotted, last_name, needs_parens
@@ -28,7 +29,11 @@ _OPTIMIZER_NAME = re.compile(r"(?:\w+_)?(?:optimizer|optim|opt)s?")
 
 
 def _rate_word(expr: cst.BaseExpression) -> str:
-    """The name a value reads as: `init_lr` for `config['init_lr']` and `args.init_lr`."""
+    """The name a value reads as: `init_lr` for `config['init_lr']` and `args.init_lr`; for a
+    choice (`opt.lr if acktr else args.lr`), the name its branches share."""
+    if isinstance(expr, cst.IfExp):
+        body, orelse = _rate_word(expr.body), _rate_word(expr.orelse)
+        return body if body == orelse else ""
     if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
         index = expr.slice[0].slice
         if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
@@ -49,13 +54,62 @@ def _is_optimizer(training, value: cst.BaseExpression) -> bool:
     return training.role(value) == "optimizer" or bool(_OPTIMIZER_NAME.fullmatch(_rate_word(value).lower()))
 
 
-def _schedule_helper_rates(training, call: cst.Call) -> list[cst.BaseExpression]:
+def _project_builder_rates(source, resolver: Resolver, call: cst.Call) -> list[cst.BaseExpression]:
+    """The arguments of a call of the project's own class or function that its definition (read
+    through the project's modules) hands to a torch optimizer as the rate (`algo.PPO(policy, ...,
+    lr=args.lr)` where PPO's `__init__` builds `optim.Adam(params, lr=lr)`)."""
+    found = resolver.definition(source, call.func)
+    if found is None:
+        return []
+    module, definition = found
+    if isinstance(definition, cst.ClassDef):
+        init = next(
+            (s for s in definition.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None
+        )
+        if init is None:
+            return []
+        function, params = init, [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
+    else:
+        function, params = (
+            definition,
+            [p.name.value for p in (*definition.params.posonly_params, *definition.params.params)],
+        )
+    params += [p.name.value for p in function.params.kwonly_params]
+    bound: dict[str, cst.BaseExpression] = {}
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            break
+        if arg.keyword is not None:
+            bound[arg.keyword.value] = arg.value
+        elif index < len(params):
+            bound[params[index]] = arg.value
+    rates = []
+    for inner in module.within(function, cst.Call):
+        callee = dotted(inner.func) or ""
+        imported = resolver.imports(module).get(callee.partition(".")[0])
+        origin = (imported.module + "." + (imported.name or "")) if imported is not None else ""
+        if (
+            not (origin.startswith("torch.optim") or callee.startswith("torch.optim."))
+            or not callee.rsplit(".", 1)[-1][:1].isupper()
+        ):
+            continue  # not a torch optimizer
+        rate = argument(inner, "lr", 1)
+        if rate is not None and isinstance(rate.value, cst.Name) and rate.value.value in bound:
+            rates.append(bound[rate.value.value])
+    return rates
+
+
+def _schedule_helper_rates(training, call: cst.Call, statement: bool = True) -> list[cst.BaseExpression]:
     """The rates handed to a helper another module defines that writes a rate into the optimizer
     it is handed (BLIP's `cosine_lr_schedule(optimizer, epoch, max_epoch, init_lr, min_lr)`,
-    `warmup_lr_schedule(...)`: `param_group['lr'] = ...` in utils.py), named for the rate; empty
+    `warmup_lr_schedule(...)`: `param_group['lr'] = ...` in utils.py), named for the rate or for
+    a schedule (`update_linear_schedule(optimizer, j, updates, lr)`); empty
     for anything else. Every rate it is handed is raised, so the schedule keeps its shape."""
     name = (callee_name(call) or "").lower()
-    if not ("lr" in name.split("_") or "learning_rate" in name) or _LOGGED.search(name):
+    named_for_rate = "lr" in name.split("_") or "learning_rate" in name
+    # a helper named for a schedule only where it is a statement: one whose result is kept
+    # (`get_cosine_schedule_with_warmup(...)`) builds a scheduler instead
+    if not (named_for_rate or ("schedule" in name.split("_") and statement)) or _LOGGED.search(name):
         return []  # `append_lr_to_logs(logs, lr_scheduler, ...)` records the rate
     if training.called_functions(call) or training.role_of_constructor(call) is not None:
         return []
@@ -438,6 +492,17 @@ class LrTooHigh(Operator):
                 "        optimizer.step()\n",
             ),
         ),
+        Example(
+            # A helper named for a schedule, handed the optimizer and a rate each update.
+            "for j in range(num_updates):\n"
+            "    utils.update_linear_schedule(agent.optimizer, j, num_updates, args.lr)\n"
+            "    agent.update(rollouts)\n",
+            (
+                "for j in range(num_updates):\n"
+                "    utils.update_linear_schedule(agent.optimizer, j, num_updates, args.lr * 100)\n"
+                "    agent.update(rollouts)\n",
+            ),
+        ),
     )
     untouched = (
         # A decay of the rate handed to a schedule helper is no rate.
@@ -464,9 +529,12 @@ class LrTooHigh(Operator):
         "lrs = [group['lr'] for group in optimizer.param_groups]\n",
         # A config field no optimizer builder of the file reads; `self.lr` of a class.
         "config.TRAIN.BASE_LR = 0.1\nself.lr = lr\nmodel = build_model(config)\n",
+        # A builder named for a schedule whose result is kept: it makes a scheduler.
+        "lr_scheduler = get_cosine_schedule_with_warmup(optimizer, 100, 1000, min_lr=args.min_lr)\n",
     )
 
     def changes(self, source, training):
+        resolver = Resolver()
         overridden = self._overridden(source, training)
         computed = _rate_computing_schedulers(training, source)
         for scheduler, rate in computed:
@@ -491,13 +559,17 @@ class LrTooHigh(Operator):
                 if rate is not None:
                     yield self._scaled(source, call, rate.value)
                 continue
-            rates = _schedule_helper_rates(training, call)
+            rates = _schedule_helper_rates(training, call, isinstance(source.parent(call), cst.Expr))
             if rates:
                 yield LrTooHigh._scaled(source, call, *rates)
                 continue
             handed = self._builder_rate(training, call)
             if handed is not None:
                 yield self._scaled(source, call, handed)
+                continue
+            rates = _project_builder_rates(source, resolver, call)
+            if rates:
+                yield self._scaled(source, call, *rates)
                 continue
             if computed and training.role_of_constructor(call) == "optimizer":
                 continue  # its rate is overwritten by the rate the scheduler computes
@@ -664,7 +736,9 @@ class LrTooHigh(Operator):
             if name is not None:
                 found[name] = loop
         for call in source.nodes(cst.Call):
-            if _schedule_helper_rates(training, call) and LrTooHigh._before_training(source, training, call):
+            if _schedule_helper_rates(
+                training, call, isinstance(source.parent(call), cst.Expr)
+            ) and LrTooHigh._before_training(source, training, call):
                 for arg in call.args:
                     if _is_optimizer(training, arg.value):
                         found[dotted(arg.value) or ""] = call

@@ -7,6 +7,7 @@ from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import CALLBACK_RUNNER
 from injector.patterns import (
     argument,
+    becomes_number,
     callee_name,
     disables_grad,
     dotted,
@@ -209,6 +210,11 @@ class MissingNoGradEval(Operator):
         ),
     )
     untouched = (
+        # Values made numbers in the block itself (Rainbow's act() and evaluate_q()): no graph is kept.
+        "def act(self, state):\n    self.net.eval()\n    with torch.no_grad():\n"
+        "        return (self.net(state) * self.support).sum(2).argmax(1).item()\n",
+        "def evaluate(model, x, y):\n    model.eval()\n    with torch.no_grad():\n"
+        "        score = model(x).eq(y).float().mean().item()\n    return score\n",
         # The same call on an object no optimizer trains; a bookkeeping method of a trained model.
         "with torch.no_grad():\n    action, value = planner.get_action_and_value(obs)\n",
         "optimizer = optim.Adam(agent.parameters(), lr=lr)\nwith torch.no_grad():\n    weights = agent.state_dict()\n",
@@ -336,8 +342,9 @@ class MissingNoGradEval(Operator):
 
     @staticmethod
     def _keeps_only_detached(source, block: cst.With) -> bool:
-        """True if the block only computes values it detaches at once (`fake = gen(z).detach()`,
-        or `x = f(y)` then `x.detach_()`): no graph outlives the block."""
+        """True if the block only computes values it detaches or makes numbers at once (`fake =
+        gen(z).detach()`, `x = f(y)` then `x.detach_()`, `return q(s).argmax(1).item()`): no
+        graph outlives the block."""
         if not isinstance(block.body, cst.IndentedBlock):
             return False
         assigned, detached = [], set()
@@ -348,8 +355,12 @@ class MissingNoGradEval(Operator):
                 call = statement_call(small)
                 if call is not None and last_name(call.func) == "detach_" and isinstance(call.func, cst.Attribute):
                     detached.add(source.code(call.func.value))
+                elif isinstance(small, cst.Return) and small.value is not None:
+                    assigned.append("return")
+                    if becomes_number(small.value):
+                        detached.add("return")
                 elif isinstance(small, cst.Assign) and len(small.targets) == 1:
-                    if ".detach()" in source.code(small.value):
+                    if ".detach()" in source.code(small.value) or becomes_number(small.value):
                         detached.add(source.code(small.targets[0].target))
                     assigned.append(source.code(small.targets[0].target))
                 else:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls, removed_mode_switches
-from injector.operators.snippets import CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MLP_CRITIC
+from injector.operators.snippets import AGENT_CONSTRUCTOR, CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MLP_CRITIC
 from injector.patterns import (
     EVALUATION_WORDS,
     argument,
@@ -137,19 +137,28 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
         return False
     name = dotted(call.func.value)
     function = source.function_of(call)
-    if not name or "." in name or function is None:
+    if not name or function is None:
         return False
+    if "." in name and not (name.count(".") == 1 and name.startswith("self.") and function.name.value == "__init__"):
+        return False  # a local, or a module the constructor builds into `self`
     for ancestor in source.ancestors(call):
         if ancestor is function:
             break
         if isinstance(ancestor, (cst.For, cst.While)):
             return False  # a later pass may find it evaluated; a branch or a `with` may not
     here = source.span(call)[0]
-    assigns = [
-        a
-        for a in training.assigned_names.get(name, [])
-        if source.function_of(a) is function and source.span(a)[0] < here
-    ]
+    if "." in name:
+        assigns = [
+            a
+            for a in source.within(function, cst.Assign)
+            if source.span(a)[0] < here and any(dotted(t.target) == name for t in a.targets)
+        ]
+    else:
+        assigns = [
+            a
+            for a in training.assigned_names.get(name, [])
+            if source.function_of(a) is function and source.span(a)[0] < here
+        ]
     if not assigns or not all(
         _built_or_wrapped(source, a.value, name) or _returns_built(source, training, a.value) for a in assigns
     ):
@@ -590,6 +599,15 @@ class MissingTrainMode(Operator):
             CRITIC_WITH_DROPOUT,
             (CRITIC_WITH_DROPOUT.replace("    critic.train()\n", ""),),
         ),
+        Example(
+            # The same constructor where the module may have been switched to eval first.
+            AGENT_CONSTRUCTOR.replace("self.net.load_state_dict(torch.load(args.model))", "self.net.eval()"),
+            (
+                AGENT_CONSTRUCTOR.replace(
+                    "self.net.load_state_dict(torch.load(args.model))", "self.net.eval()"
+                ).replace("        self.net.train()\n", ""),
+            ),
+        ),
     )
     untouched = (
         # The same helper applying another method.
@@ -640,6 +658,8 @@ class MissingTrainMode(Operator):
         # The same model of linear layers only: both modes compute the same (a sibling module's
         # class is read the same way, through the project's files).
         MLP_CRITIC,
+        # A constructor's own module, switched to training mode right after it is built.
+        AGENT_CONSTRUCTOR,
     )
 
     def changes(self, source, training):

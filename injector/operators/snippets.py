@@ -213,3 +213,15 @@ MLP_CRITIC = (
     "    score = critic(x)\n"
 )
 CRITIC_WITH_DROPOUT = MLP_CRITIC.replace("nn.ReLU(), ", "nn.ReLU(), nn.Dropout(0.1), ")
+
+# A constructor that builds its network into self, may load weights, then switches it to
+# training mode (Rainbow's Agent): a module just built is in training mode already.
+AGENT_CONSTRUCTOR = (
+    "class Agent:\n"
+    "    def __init__(self, args):\n"
+    "        self.net = DQN(args).to(args.device)\n"
+    "        if args.model:\n"
+    "            self.net.load_state_dict(torch.load(args.model))\n"
+    "        self.net.train()\n"
+    "        self.optimiser = optim.Adam(self.net.parameters(), lr=args.lr)\n"
+)

@@ -174,3 +174,46 @@ def test_the_models_judged_mode_free_compute_the_same_in_both_modes(tmp_path):
         del sys.modules["mode_free_model"]
     assert torch.equal(trained[0], evaluated[0])
     assert not torch.allclose(trained[1], evaluated[1])
+
+
+ENVIRONMENT = (
+    "class Env:\n"
+    "    def __init__(self, args):\n"
+    "        self.training = True\n"
+    "    def train(self):\n"
+    "        self.training = True\n"
+    "    def eval(self):\n"
+    "        self.training = False\n"
+)
+AGENT = (
+    "from model import Encoder\n"
+    "class Agent:\n"
+    "    def __init__(self):\n"
+    "        self.net = Encoder()\n"
+    "    def train(self):\n"
+    "        self.net.train()\n"
+    "    def eval(self):\n"
+    "        self.net.eval()\n"
+)
+LOOP = (
+    "from env import Env\n"
+    "from agent import Agent\n"
+    "env = Env(None)\n"
+    "agent = Agent()\n"
+    "for step in range(10):\n"
+    "    env.eval()\n"
+    "    agent.eval()\n"
+    "    score = evaluate(agent, env)\n"
+    "    env.train()\n"
+    "    agent.train()\n"
+    "    learn(agent, env)\n"
+)
+
+
+def test_a_switch_of_a_project_object_that_switches_no_module_gets_no_mutant(tmp_path, capsys):
+    """An environment's train()/eval() set a flag of its own: deleting them is no model-mode
+    fault. An agent's train()/eval() switch its network: they keep their mutants."""
+    write_project(tmp_path, MODELS, LOOP)
+    (tmp_path / "env.py").write_text(ENVIRONMENT)
+    (tmp_path / "agent.py").write_text(AGENT)
+    assert mode_mutants(capsys, tmp_path / "train.py") == [("missing-eval-mode", 7), ("missing-train-mode", 10)]

@@ -1,0 +1,91 @@
+"""Operators read the project's other modules the way Python would import them, and nothing else."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from injector.cli import main
+from injector.neighbours import Neighbours, folder_reader, mapping_reader
+
+ALGO = (
+    "import torch.optim as optim\n"
+    "\n"
+    "\n"
+    "class PPO:\n"
+    "    def __init__(self, policy, clip, lr=None, eps=None):\n"
+    "        self.policy = policy\n"
+    "        self.clip = clip\n"
+    "        self.optimizer = optim.Adam(policy.parameters(), lr=lr, eps=eps)\n"
+    "\n"
+    "\n"
+    "class Recorder:\n"
+    "    def __init__(self, lr=None):\n"
+    "        self.lr = lr\n"
+)
+SCRIPT = (
+    "from algo import PPO, Recorder\n"
+    "agent = PPO(policy, 0.2, lr=args.lr, eps=1e-5)\n"
+    "recorder = Recorder(lr=args.lr)\n"
+    "for batch in loader:\n"
+    "    agent.update(batch)\n"
+)
+
+
+def lr_mutants(capsys, path) -> list[tuple[str, int, str]]:
+    assert main(["mutants", str(path), "--format", "json", "--operators", "lr-too-high"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    return [(m["file"], m["line"], m["diff"]) for m in data["mutants"]]
+
+
+def test_a_rate_handed_to_a_project_class_that_builds_the_optimizer_is_raised_where_it_is_handed(tmp_path, capsys):
+    (tmp_path / "algo.py").write_text(ALGO)
+    (tmp_path / "train.py").write_text(SCRIPT)
+    found = lr_mutants(capsys, tmp_path)
+    assert [(file, line) for file, line, _ in found] == [("algo.py", 8), ("train.py", 2)]
+    assert "+agent = PPO(policy, 0.2, lr=args.lr * 100, eps=1e-5)" in found[1][2]
+    # a class that only keeps the rate is not handed an optimizer's rate: no mutant on line 3
+
+
+def test_without_the_class_definition_the_script_alone_gets_no_such_mutant(tmp_path, capsys):
+    (tmp_path / "train.py").write_text(SCRIPT)
+    assert lr_mutants(capsys, tmp_path / "train.py") == []
+
+
+def test_modules_are_found_as_python_imports_them(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/models/__init__.py": "",
+        "pkg/models/nets.py": "class Net: pass\n",
+        "pkg/train/loop.py": "from ..models import nets\n",
+        "src/lib/layers.py": "X = 1\n",
+        "model.py": "Y = 2\n",
+    }
+    read = mapping_reader(files)
+    loop = Neighbours("pkg/train/loop.py", read)
+    assert loop.module("models.nets", level=2).path == "pkg/models/nets.py"
+    assert loop.module("pkg.models.nets").path == "pkg/models/nets.py"  # from the root
+    assert loop.module("pkg.models").path == "pkg/models/__init__.py"
+    assert loop.module("lib.layers").path == "src/lib/layers.py"  # a src layout
+    assert loop.module("model").path == "model.py"
+    assert loop.module("torch.nn") is None  # an installed package
+    assert Neighbours("train.py", read).module("x", level=3) is None  # above the root
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symbolic links")
+def test_nothing_outside_the_project_root_is_read(tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text("SECRET = 1\n")
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "link.py").symlink_to(outside)
+    (root / "broken.py").write_text("def (\n")
+    (root / "latin.py").write_bytes(b"x = '\xe9'\n")
+    read = folder_reader(root)
+    assert read("../outside.py") is None and read("link.py") is None
+    neighbours = Neighbours("train.py", read)
+    assert neighbours.module("broken") is None  # does not parse: unknown
+    assert neighbours.module("latin") is None  # not UTF-8: unknown
+    assert neighbours.module("missing") is None
