@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, statement_call
+from injector.patterns import argument, callee_name, dotted, statement_call
 
 MASK_KEYWORDS = {"attn_mask", "key_padding_mask", "is_causal", "mask"}
 NORMALISERS = {"softmax", "log_softmax", "scaled_dot_product_attention"}
@@ -91,6 +93,12 @@ class MissingAttentionMask(Operator):
         "    weights = F.softmax(sim, dim=1)\n"
         "    weights.masked_fill_(mask, 0)\n"
         "    return torch.multinomial(weights, 1)\n",
+        # A loss gaining a Dice term whose arguments name masks (Pytorch-UNet): no attention.
+        "def step(model, images, true_masks):\n"
+        "    pred = model(images)\n"
+        "    loss = criterion(pred, true_masks)\n"
+        "    loss += dice_loss(F.softmax(pred, dim=1), true_masks)\n"
+        "    return loss\n",
     )
 
     def changes(self, source, training):
@@ -124,7 +132,11 @@ class MissingAttentionMask(Operator):
             if source.function_of(node) not in attention or source.function_of(node) is None:
                 continue
             if isinstance(node, cst.AugAssign):
-                if isinstance(node.operator, cst.AddAssign) and _names_mask(source, node.value):
+                if (
+                    isinstance(node.operator, cst.AddAssign)
+                    and _names_mask(source, node.value)
+                    and self._read_by_softmax_after(source, node)
+                ):
                     yield Change(node, (source.delete_statement(node),), "the additive attention mask is dropped")
             elif (
                 isinstance(node, cst.BinaryOperation)
@@ -134,6 +146,23 @@ class MissingAttentionMask(Operator):
             ):
                 kept = source.module.code_for_node(node.left).strip()
                 yield Change(node, (source.replace(node, kept),), "the additive attention mask is dropped")
+
+    @staticmethod
+    def _read_by_softmax_after(source, node: cst.AugAssign) -> bool:
+        """`scores += mask` where a later softmax of the function reads `scores`; not a loss
+        that gains a term whose text names a mask (`loss += dice_loss(pred, true_masks)`)."""
+        target = dotted(node.target)
+        if target is None:
+            return False
+        function, end = source.function_of(node), source.span(node)[1]
+        word = re.compile(rf"(?<![\w.]){re.escape(target)}(?!\w)")
+        return any(
+            callee_name(call) in NORMALISERS
+            and source.function_of(call) is function
+            and source.span(call)[0] >= end
+            and word.search(source.code(call))
+            for call in source.nodes(cst.Call)
+        )
 
     @staticmethod
     def _feeds_softmax(source, node) -> bool:
