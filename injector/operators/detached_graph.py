@@ -3,7 +3,13 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER, PIPELINE_ENGINE, TUPLE_TRAINER
+from injector.operators.snippets import (
+    HELPER_STEP_TRAINER,
+    MICROBATCH_TRAINER,
+    PIPELINE_ENGINE,
+    SR_MODEL_STEP,
+    TUPLE_TRAINER,
+)
 from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, loss_name, method_on, runs_model
 
 RETRIEVAL_FORWARD = (
@@ -395,6 +401,18 @@ class DetachedGraph(Operator):
                 TUPLE_TRAINER.replace("self.reg(scores).mean()\n", "self.reg(scores).mean().detach()\n"),
             ),
         ),
+        Example(
+            # Terms added into a loss that starts at zero, whatever computes them; one unpacked from a call.
+            SR_MODEL_STEP,
+            (
+                SR_MODEL_STEP.replace(
+                    "self.cri_pix(self.output, self.gt)", "self.cri_pix(self.output, self.gt).detach()"
+                ),
+                SR_MODEL_STEP.replace(
+                    "self.cri_perceptual(self.output, self.gt)", "self.cri_perceptual(self.output.detach(), self.gt)"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
@@ -437,7 +455,10 @@ class DetachedGraph(Operator):
                 if assign is not None and _starts_empty(assign):
                     # `loss = 0`, then `loss += w * loss_t` per term: each term is cut off
                     for term in _terms(source, training, assign, backward.call):
-                        yield from self._detached(source, training, backward, term)
+                        if isinstance(term.targets[0].target, cst.Tuple):
+                            yield from _detached_input(source, training, term)
+                        else:
+                            yield from self._detached(source, training, backward, term)
                 else:
                     yield from self._detached(source, training, backward, assign)
 
@@ -653,10 +674,39 @@ def _terms(source, training, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.A
                 isinstance(assign, cst.Assign)
                 and assign not in found
                 and isinstance(assign.value, cst.Call)
-                and DetachedGraph._is_loss(training, assign.value)
+                and (
+                    DetachedGraph._is_loss(training, assign.value)
+                    # added into a loss that starts empty: a term of it, whatever computes it
+                    # (BasicSR's `l_pix = self.cri_pix(self.output, self.gt)`, then `l_total += l_pix`)
+                    or (
+                        _empty_start(source, training, name, statement)
+                        and len(assign.targets) == 1
+                        and isinstance(assign.targets[0].target, (cst.Name, cst.Tuple))
+                    )
+                )
             ):
                 found.append(assign)
     return found
+
+
+def _detached_input(source, training, term: cst.Assign):
+    """Terms unpacked from one loss call (`l_percep, l_style = self.cri_perceptual(self.output,
+    self.gt)`): the model's output is cut off where the call takes it."""
+    call = term.value
+    if not isinstance(call, cst.Call) or not any(a.keyword is None and not a.star for a in call.args):
+        return
+    target = _model_output(source, training, call)
+    yield Change(
+        term,
+        (source.replace(target, method_on(source, target, "detach")),),
+        "the loss is cut off from the model's graph",
+    )
+
+
+def _empty_start(source, training, name: str, statement: cst.CSTNode) -> bool:
+    """True where `name` was last assigned a constant before `statement` (`l_total = 0`)."""
+    assign = training.last_assignment(name, statement)
+    return assign is not None and _starts_empty(assign)
 
 
 def _accumulated(source, assign: cst.CSTNode) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import MICROBATCH_TRAINER
+from injector.operators.snippets import MICROBATCH_TRAINER, SR_MODEL_STEP
 from injector.patterns import argument, assigned_alone, callee_name, dotted, last_name, runs_model
 
 ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
@@ -355,6 +355,53 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
         and (runs_model(source, training, use) or training.is_loss_value(use, use))
         and any(dotted(a.value) == name for a in use.args)
         for use in source.within(function, cst.Call)
+    )
+
+
+def _stored_for_the_step(source, training, call: cst.Call) -> bool:
+    """True for `self.lq = data['lq'].to(self.device)` where a method of the same class hands
+    `self.lq` to a model or a loss and runs the backward (BasicSR's `feed_data()` then
+    `optimize_parameters()`, pix2pix's `set_input()`): the step's input, moved where it is stored."""
+    assign = source.parent(call)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return False
+    target = dotted(assign.targets[0].target)
+    if target is None or not target.startswith("self.") or target.count(".") != 1:
+        return False
+    cls = next((a for a in source.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+    if cls is None:
+        return False
+    stepping = {source.function_of(b.call) for b in training.backwards}
+    terms = _loss_terms(source, training)
+    return any(
+        source.function_of(use) in stepping
+        and (runs_model(source, training, use) or training.is_loss_value(use, use) or _assigned_to(source, use, terms))
+        and any(dotted(a.value) == target for a in use.args)
+        for use in source.within(cls, cst.Call)
+    )
+
+
+def _loss_terms(source, training) -> set[str]:
+    """The names added into what a backward runs on (`l_total += l_pix`, `loss = a + b`)."""
+    terms: set[str] = set()
+    for backward in training.backwards:
+        name, function = dotted(backward.loss), source.function_of(backward.call)
+        if name is None or function is None:
+            continue
+        for statement in source.within(function, (cst.AugAssign, cst.Assign)):
+            targets = (
+                [statement.target] if isinstance(statement, cst.AugAssign) else [t.target for t in statement.targets]
+            )
+            if any(dotted(t) == name for t in targets):
+                terms.update(n.value for n in source.within(statement.value, cst.Name) if n.value != name)
+    return terms
+
+
+def _assigned_to(source, call: cst.Call, names: set[str]) -> bool:
+    """True where `call`'s result is assigned (alone or unpacked) to one of `names`."""
+    assign = source.parent(call)
+    return isinstance(assign, cst.Assign) and any(
+        n.value in names for t in assign.targets for n in source.within(t.target, cst.Name)
     )
 
 
@@ -880,6 +927,14 @@ class DeviceMismatch(Operator):
                 "    correct += (predicted == labels).sum().item()\n",
             ),
         ),
+        Example(
+            # A batch moved into attributes that the step hands to the network and a loss.
+            SR_MODEL_STEP,
+            (
+                SR_MODEL_STEP.replace("data['lq'].to(self.device)", "data['lq']"),
+                SR_MODEL_STEP.replace("data['gt'].to(self.device)", "data['gt']"),
+            ),
+        ),
     )
     untouched = (
         # A move whose result becomes a number in the same expression (soft actor-critic's target entropy).
@@ -1032,6 +1087,7 @@ class DeviceMismatch(Operator):
                     _is_batch(source, call)
                     or _feeds_model(source, training, call)
                     or _from_a_handed_batch(source, training, call)
+                    or _stored_for_the_step(source, training, call)
                 )
                 or placed
                 or _needless(source, call)

@@ -3,7 +3,13 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls, removed_mode_switches
-from injector.operators.snippets import AGENT_CONSTRUCTOR, CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MLP_CRITIC
+from injector.operators.snippets import (
+    AGENT_CONSTRUCTOR,
+    CALLBACK_RUNNER,
+    CRITIC_WITH_DROPOUT,
+    INIT_HELPER_MODEL,
+    MLP_CRITIC,
+)
 from injector.patterns import (
     EVALUATION_WORDS,
     argument,
@@ -139,8 +145,6 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
     function = source.function_of(call)
     if not name or function is None:
         return False
-    if "." in name and not (name.count(".") == 1 and name.startswith("self.") and function.name.value == "__init__"):
-        return False  # a local, or a module the constructor builds into `self`
     for ancestor in source.ancestors(call):
         if ancestor is function:
             break
@@ -148,12 +152,17 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
             return False  # a later pass may find it evaluated; a branch or a `with` may not
     here = source.span(call)[0]
     if "." in name:
+        regions = _construction(source, function, here) if name.count(".") == 1 and name.startswith("self.") else None
+        if regions is None:
+            return False  # a module the constructor builds into `self` is the one case read
         assigns = [
             a
-            for a in source.within(function, cst.Assign)
-            if source.span(a)[0] < here and any(dotted(t.target) == name for t in a.targets)
+            for region, end in regions
+            for a in source.within(region, cst.Assign)
+            if source.span(a)[0] < end and any(dotted(t.target) == name for t in a.targets)
         ]
     else:
+        regions = [(function, here)]
         assigns = [
             a
             for a in training.assigned_names.get(name, [])
@@ -165,10 +174,33 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
         return False
     first = source.span(assigns[0])[0]
     return not any(
-        first <= source.span(other)[0] < here and _may_evaluate(source, training, other, name)
-        for other in source.within(function, cst.Call)
+        first <= source.span(other)[0] < end and _may_evaluate(source, training, other, name)
+        for region, end in regions
+        for other in source.within(region, cst.Call)
         if other is not call
     )
+
+
+def _construction(source, function: cst.FunctionDef, here: int) -> list[tuple[cst.FunctionDef, int]] | None:
+    """Where an object is still being built up to `here` in `function`: `__init__` itself, or a
+    method that only `__init__` calls (BasicSR's `init_training_settings()`), with the part of
+    `__init__` before that call; None for any other method."""
+    if function.name.value == "__init__":
+        return [(function, here)]
+    cls = next((a for a in source.ancestors(function) if isinstance(a, cst.ClassDef)), None)
+    if cls is None or source.parent(source.parent(function)) is not cls:
+        return None
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    callers = [
+        c
+        for c in source.within(cls, cst.Call)
+        if isinstance(c.func, cst.Attribute)
+        and dotted(c.func.value) == "self"
+        and c.func.attr.value == function.name.value
+    ]
+    if init is None or not callers or any(source.function_of(c) is not init for c in callers):
+        return None
+    return [(init, source.span(callers[0])[0]), (function, here)]
 
 
 def _at_top(source, call: cst.Call, function: cst.FunctionDef) -> bool:
@@ -608,6 +640,17 @@ class MissingTrainMode(Operator):
                 ).replace("        self.net.train()\n", ""),
             ),
         ),
+        Example(
+            # The same settings method called again after an evaluation: its switch matters.
+            INIT_HELPER_MODEL
+            + "    def resume(self):\n        self.net_g.eval()\n        self.init_training_settings()\n",
+            (
+                (
+                    INIT_HELPER_MODEL
+                    + "    def resume(self):\n        self.net_g.eval()\n        self.init_training_settings()\n"
+                ).replace("        self.net_g.train()\n", ""),
+            ),
+        ),
     )
     untouched = (
         # The same helper applying another method.
@@ -660,6 +703,8 @@ class MissingTrainMode(Operator):
         MLP_CRITIC,
         # A constructor's own module, switched to training mode right after it is built.
         AGENT_CONSTRUCTOR,
+        # A settings method only the constructor calls, switching the module it just built.
+        INIT_HELPER_MODEL,
     )
 
     def changes(self, source, training):

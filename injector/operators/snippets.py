@@ -225,3 +225,36 @@ AGENT_CONSTRUCTOR = (
     "        self.net.train()\n"
     "        self.optimiser = optim.Adam(self.net.parameters(), lr=args.lr)\n"
 )
+
+# A constructor that builds its network and calls a settings method only it calls, which switches
+# the network to training mode (BasicSR's SRModel): nothing could have evaluated it yet.
+INIT_HELPER_MODEL = (
+    "class SRModel(BaseModel):\n"
+    "    def __init__(self, opt):\n"
+    "        self.net_g = build_network(opt)\n"
+    "        if self.is_train:\n"
+    "            self.init_training_settings()\n"
+    "    def init_training_settings(self):\n"
+    "        self.net_g.train()\n"
+    "        self.optimizer_g = torch.optim.Adam(self.net_g.parameters(), lr=1e-4)\n"
+)
+
+# A library-style model class (BasicSR's SRModel): feed_data() moves the batch into attributes
+# that optimize_parameters() hands to the network and to its losses, which are added into a
+# total that starts at zero, one of them unpacked from a call.
+SR_MODEL_STEP = (
+    "class SRModel(BaseModel):\n"
+    "    def feed_data(self, data):\n"
+    "        self.lq = data['lq'].to(self.device)\n"
+    "        self.gt = data['gt'].to(self.device)\n"
+    "    def optimize_parameters(self, current_iter):\n"
+    "        self.optimizer_g.zero_grad()\n"
+    "        self.output = self.net_g(self.lq)\n"
+    "        l_total = 0\n"
+    "        l_pix = self.cri_pix(self.output, self.gt)\n"
+    "        l_total += l_pix\n"
+    "        l_percep, l_style = self.cri_perceptual(self.output, self.gt)\n"
+    "        l_total += l_percep + l_style\n"
+    "        l_total.backward()\n"
+    "        self.optimizer_g.step()\n"
+)
