@@ -175,13 +175,23 @@ class InplaceActivation(Operator):
         # Already in place, by position: `nn.ReLU(True)` gets no mutant (the keyword would clash).
         "act = nn.ReLU(True)\nleaky = nn.LeakyReLU(0.2, True)\n",
         "class Net(nn.Module):\n    def forward(self, x):\n        y = x + 1\n        return F.gelu(y)\n",
+        # A ReLU module every use runs on a linear layer's fresh output.
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self, device):\n"
+        "        super().__init__()\n"
+        "        self.linear = nn.Linear(8, 4).to(device)\n"
+        "        self.relu = torch.nn.ReLU().to(device)\n"
+        "    def forward(self, h):\n"
+        "        return self.relu(self.linear(h))\n",
     )
 
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
             if name in MODULES:
-                if not self._after_output_free_layer(source, training, call):
+                if not self._after_output_free_layer(source, training, call) and not self._runs_on_fresh_outputs(
+                    source, training, call
+                ):
                     yield from self._module(source, call, name)
             elif self._in_model(source, call) and not self._overwrites_dead_output(source, training, call):
                 yield from self._activation(source, call, name)
@@ -245,6 +255,26 @@ class InplaceActivation(Operator):
             return False
         previous = values[index - 1]
         return isinstance(previous, cst.Call) and _output_free(callee_name(previous))
+
+    @staticmethod
+    def _runs_on_fresh_outputs(source, training, call) -> bool:
+        """`self.relu = nn.ReLU().to(device)` where every use in the class runs it on the fresh
+        output of a layer that does not keep its output for backward (`self.relu(self.linear(h))`,
+        RTVC's speaker encoder): in place changes nothing."""
+        assign = source.enclosing(call, cst.Assign)
+        if assign is None or len(assign.targets) != 1:
+            return False
+        target = dotted(assign.targets[0].target)
+        cls = next((a for a in source.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+        if target is None or not target.startswith("self.") or cls is None:
+            return False
+        uses = [c for c in source.within(cls, cst.Call) if dotted(c.func) == target]
+        return bool(uses) and all(
+            c.args
+            and isinstance(c.args[0].value, cst.Call)
+            and _output_free(InplaceActivation._built(training, c.args[0].value))
+            for c in uses
+        )
 
     @staticmethod
     def _overwrites_dead_output(source, training, call) -> bool:

@@ -155,6 +155,8 @@ class NoShuffle(Operator):
         "val_loader = torch.utils.data.DataLoader(val_set, batch_size=8, shuffle=True)\n",
         "valid_sampler = DistributedSampler(valset) if distributed else None\n",
         "eval_kwargs = {'shuffle': False, 'batch_size': 8}\n",
+        # A project's loader class whose third parameter is its own, not torch's `shuffle`.
+        "loader = SpeakerVerificationDataLoader(dataset, speakers_per_batch, utterances_per_speaker, num_workers=4)\n",
     )
 
     def changes(self, source, training):
@@ -226,7 +228,10 @@ class NoShuffle(Operator):
                 ):
                     yield Change(call, (source.replace(shuffle.value, "False"),), f"`{name}` no longer shuffles")
                 continue
-            shuffle = argument(call, "shuffle", SHUFFLE_POSITION[kind])
+            # torch's own classes take `shuffle` positionally; another `...DataLoader` (a
+            # project's, RTVC's `SpeakerVerificationDataLoader(dataset, speakers, utterances)`)
+            # has parameters of its own: only the keyword says shuffle there
+            shuffle = argument(call, "shuffle", SHUFFLE_POSITION[kind] if name == kind else None)
             if shuffle is None:
                 if kind in SHUFFLES_BY_DEFAULT and call.args and not any(a.star for a in call.args):
                     yield Change(
