@@ -59,6 +59,115 @@ def _never_trained(source) -> set[str]:
     return {r for r, n in evals.items() if n > 1 and r not in trained}
 
 
+# What a module can be asked without running it.
+_NOT_RUNNING = frozenset(
+    {
+        "state_dict", "load_state_dict", "parameters", "named_parameters", "buffers", "named_buffers",
+        "to", "cuda", "cpu", "half", "float", "eval", "train", "requires_grad_",
+    }
+)  # fmt: skip
+
+
+def _local_model(source, call: cst.Call) -> tuple[cst.FunctionDef, str] | None:
+    """The function and the name of a local the function assigns (not a parameter, a global or
+    a name a nested function or lambda reads) that `call` switches, outside any loop."""
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    function = source.function_of(call)
+    if not isinstance(receiver, cst.Name) or function is None:
+        return None
+    name = receiver.value
+    params = function.params
+    if name in {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}:
+        return None
+    for ancestor in source.ancestors(call):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, (cst.For, cst.While)):
+            return None
+    for node in source.within(function, (cst.Global, cst.Nonlocal, cst.FunctionDef, cst.Lambda)):
+        if node is function:
+            continue
+        if isinstance(node, (cst.Global, cst.Nonlocal)):
+            if any(n.name.value == name for n in node.names):
+                return None
+        elif any(n.value == name for n in source.within(node, cst.Name)):
+            return None
+    assigned = any(
+        isinstance(t.target, cst.Name) and t.target.value == name
+        for a in source.within(function, cst.Assign)
+        for t in a.targets
+    )
+    return (function, name) if assigned else None
+
+
+def _unused_after(source, call: cst.Call) -> bool:
+    """True for `model.eval()` on a local of a function that nothing reads afterwards (DiT's
+    `model.eval()` before `cleanup()` at the end of training): the mode it sets is never used."""
+    local = _local_model(source, call)
+    if local is None:
+        return False
+    function, name = local
+    end = source.span(call)[1]
+    return not any(n.value == name and source.span(n)[0] >= end for n in source.within(function, cst.Name))
+
+
+def _never_run(source, call: cst.Call) -> bool:
+    """True for `ema.eval()` on a local the function never runs: it is only asked for its
+    parameters or state, or handed to functions of the file that only do that (DiT's EMA copy,
+    updated by `update_ema(ema, model)` and saved): its mode changes nothing."""
+    local = _local_model(source, call)
+    if local is None:
+        return False
+    function, name = local
+    for use in source.within(function, cst.Name):
+        if use.value != name:
+            continue
+        parent = source.parent(use)
+        if isinstance(parent, cst.AssignTarget):
+            continue
+        if isinstance(parent, cst.Attribute) and parent.value is use:
+            outer = source.parent(parent)
+            if isinstance(outer, cst.Call) and outer.func is parent and parent.attr.value in _NOT_RUNNING:
+                continue
+            return False
+        if isinstance(parent, cst.Arg) and parent.keyword is None and _handed_to_reader(source, parent):
+            continue
+        return False
+    return True
+
+
+def _handed_to_reader(source, arg: cst.Arg) -> bool:
+    """True for a positional argument of a call of the file's own top-level function whose
+    parameter at that place is only asked for parameters or state in its body."""
+    call = source.parent(arg)
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Name):
+        return False
+    definition = next(
+        (s for s in source.module.body if isinstance(s, cst.FunctionDef) and s.name.value == call.func.value), None
+    )
+    if definition is None:
+        return False
+    index = list(call.args).index(arg)
+    params = [*definition.params.posonly_params, *definition.params.params]
+    if index >= len(params):
+        return False
+    param = params[index].name.value
+    for use in source.within(definition.body, cst.Name):
+        if use.value != param:
+            continue
+        parent = source.parent(use)
+        outer = source.parent(parent) if parent is not None else None
+        if not (
+            isinstance(parent, cst.Attribute)
+            and parent.value is use
+            and isinstance(outer, cst.Call)
+            and outer.func is parent
+            and parent.attr.value in _NOT_RUNNING
+        ):
+            return False
+    return True
+
+
 class MissingEvalMode(Operator):
     id = "missing-eval-mode"
     summary = (
@@ -151,6 +260,20 @@ class MissingEvalMode(Operator):
             CRITIC_WITH_DROPOUT,
             (CRITIC_WITH_DROPOUT.replace("    critic.eval()\n", ""),),
         ),
+        Example(
+            # The same local, evaluated after the switch.
+            "def main(args):\n    model = build(args)\n    train(model)\n    model.eval()\n    return evaluate(model)\n",
+            ("def main(args):\n    model = build(args)\n    train(model)\n    return evaluate(model)\n",),
+        ),
+        Example(
+            # An EMA copy that samples after training: it runs, so its mode matters.
+            "def main(args):\n    model = build(args)\n    ema = deepcopy(model)\n    ema.eval()\n"
+            "    for x, y in loader:\n        model(x, y).backward()\n    samples = ema(noise)\n",
+            (
+                "def main(args):\n    model = build(args)\n    ema = deepcopy(model)\n"
+                "    for x, y in loader:\n        model(x, y).backward()\n    samples = ema(noise)\n",
+            ),
+        ),
     )
     untouched = (
         # The same helper handed a literal training mode.
@@ -171,6 +294,26 @@ class MissingEvalMode(Operator):
         # The same model of linear layers only: both modes compute the same (a sibling module's
         # class is read the same way, through the project's files).
         MLP_CRITIC,
+        # A local switched to eval mode at the end of training that nothing reads afterwards.
+        "def main(args):\n"
+        "    model = build(args)\n"
+        "    for x, y in loader:\n"
+        "        loss = model(x, y)\n"
+        "        loss.backward()\n"
+        "    model.eval()\n"
+        "    cleanup()\n",
+        # An EMA copy that is only updated from the model's parameters and saved: never run.
+        "def update_ema(ema_model, model, decay=0.9999):\n"
+        "    for name, param in model.named_parameters():\n"
+        "        dict(ema_model.named_parameters())[name].mul_(decay).add_(param.data, alpha=1 - decay)\n"
+        "def main(args):\n"
+        "    model = build(args)\n"
+        "    ema = deepcopy(model)\n"
+        "    ema.eval()\n"
+        "    for x, y in loader:\n"
+        "        model(x, y).backward()\n"
+        "        update_ema(ema, model)\n"
+        "    torch.save(ema.state_dict(), path)\n",
     )
 
     def changes(self, source, training):
@@ -239,6 +382,8 @@ class MissingEvalMode(Operator):
                 _is_eval(call)
                 and not (function is not None and only_times_model(source, training, function.body))
                 and source.code(call.func.value) not in never_trained  # type: ignore[attr-defined]
+                and not _unused_after(source, call)
+                and not _never_run(source, call)
             )
 
         yield from removed_mode_switches(source, training, is_switch, False, "evaluation runs in training mode")
