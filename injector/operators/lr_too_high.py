@@ -253,6 +253,19 @@ def _rate_in(value: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
+_BOUNDARY_RATE = (
+    "optimizer = optim.Adam(params, lr=hyperparams['learning_rate'])\n"
+    "for batch_i, (imgs, targets) in enumerate(loader):\n"
+    "    loss = compute_loss(model(imgs), targets)\n"
+    "    loss.backward()\n"
+    "    if batch_i % subdivisions == 0:\n"
+    "        for g in optimizer.param_groups:\n"
+    "            g['lr'] = lr\n"
+    "        optimizer.step()\n"
+    "        optimizer.zero_grad()\n"
+)
+
+
 class LrTooHigh(Operator):
     id = "lr-too-high"
     summary = (
@@ -502,6 +515,12 @@ class LrTooHigh(Operator):
                 "    utils.update_linear_schedule(agent.optimizer, j, num_updates, args.lr * 100)\n"
                 "    agent.update(rollouts)\n",
             ),
+        ),
+        Example(
+            # Every accumulation boundary sets each group's rate before stepping (PyTorch-YOLOv3):
+            # that rate is raised; the one the optimizer is built with never reaches an update.
+            _BOUNDARY_RATE,
+            (_BOUNDARY_RATE.replace("g['lr'] = lr", "g['lr'] = lr * 100"),),
         ),
     )
     untouched = (
@@ -761,8 +780,9 @@ class LrTooHigh(Operator):
     @staticmethod
     def _reset_each_step(source, loop: cst.For) -> str | None:
         """The optimizer of `for group in optimizer.param_groups: group['lr'] = ...` when that
-        loop runs unconditionally inside another loop (every step sets the rate, so the rate the
-        optimizer was built with never reaches an update); None otherwise."""
+        loop runs inside another loop unconditionally, or under a branch that steps that optimizer
+        after it (every step sets the rate, so the rate the optimizer was built with never reaches
+        an update); None otherwise."""
         groups = dotted(loop.iter)
         if groups is None or not groups.endswith(".param_groups") or not isinstance(loop.target, cst.Name):
             return None
@@ -774,9 +794,16 @@ class LrTooHigh(Operator):
             for t in assign.targets
         ):
             return None
+        owner = groups[: -len(".param_groups")]
+        end = source.span(loop)[1]
         for ancestor in source.ancestors(loop):
             if isinstance(ancestor, (cst.For, cst.While)):
-                return groups[: -len(".param_groups")]
+                return owner
+            if isinstance(ancestor, cst.If) and any(
+                dotted(c.func) == f"{owner}.step" and source.span(c)[0] > end
+                for c in source.within(ancestor.body, cst.Call)
+            ):
+                continue  # the branch that steps sets the rate first (YOLO's accumulation boundary)
             if isinstance(ancestor, (cst.If, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef)):
                 return None
         return None

@@ -48,6 +48,23 @@ class MissingEpsilon(Operator):
                 "    return -torch.log(pos / (neg + eps)).mean()\n",
             ),
         ),
+        Example(
+            # An eps added where a value is made that the function then divides by (YOLO's IoU).
+            "def iou(b1, b2, eps=1e-9):\n"
+            "    w1, h1 = b1[2] - b1[0], b1[3] - b1[1] + eps\n"
+            "    union = w1 * h1 - inter + eps\n"
+            "    return inter / union, torch.atan(w1 / h1)\n",
+            (
+                "def iou(b1, b2, eps=1e-9):\n"
+                "    w1, h1 = b1[2] - b1[0], b1[3] - b1[1]\n"
+                "    union = w1 * h1 - inter + eps\n"
+                "    return inter / union, torch.atan(w1 / h1)\n",
+                "def iou(b1, b2, eps=1e-9):\n"
+                "    w1, h1 = b1[2] - b1[0], b1[3] - b1[1] + eps\n"
+                "    union = w1 * h1 - inter\n"
+                "    return inter / union, torch.atan(w1 / h1)\n",
+            ),
+        ),
     )
     untouched = (
         "y = x + eps\n",
@@ -56,12 +73,14 @@ class MissingEpsilon(Operator):
         "v = torch.sqrt(x.clamp(min=0.0, max=1.0))\n",
         # A clamp held in a name that nothing takes a log of or divides by.
         "d = torch.clamp(dist, min=eps)\nloss = d.mean()\n",
+        # The same sum assigned to a name that is only multiplied and logged, never divided by.
+        "def area(b, eps=1e-9):\n    h = b[3] - b[1] + eps\n    print(h * 2)\n    return h * b[2]\n",
     )
 
     def changes(self, source, training):
         clamped = self._clamped_names(source)
         for binop in source.nodes(cst.BinaryOperation):
-            if not isinstance(binop.operator, cst.Add) or not self._guards(source, binop):
+            if not isinstance(binop.operator, cst.Add) or not self._guards_sum(source, binop):
                 continue
             for kept, eps in ((binop.left, binop.right), (binop.right, binop.left)):
                 if _is_epsilon(eps) and not _is_epsilon(kept):
@@ -128,6 +147,55 @@ class MissingEpsilon(Operator):
             if self._guards(source, node):
                 return True
         return False
+
+    def _guards_sum(self, source, binop: cst.BinaryOperation) -> bool:
+        """True if `x + eps` guards: it is (within sums and differences) a divisor or the
+        argument of a log or root, or the value assigned to a name that the same function then
+        divides by or takes a log or root of (YOLO's `h1 = y2 - y1 + eps`, then `w1 / h1`;
+        `union = ... + eps`, then `inter / union`)."""
+        node: cst.CSTNode = binop
+        parent = source.parent(node)
+        while isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Add, cst.Subtract)):
+            node, parent = parent, source.parent(parent)
+        if self._guards(source, node):
+            return True
+        name = self._name_given(source, node)
+        function = source.function_of(binop)
+        if name is None or function is None:
+            return False
+        end = source.span(binop)[1]
+        for use in source.within(function, cst.Name):
+            if use.value != name or source.span(use)[0] < end:
+                continue
+            outer = source.parent(use)
+            if isinstance(outer, cst.BinaryOperation) and isinstance(outer.operator, cst.Add):
+                continue  # `h1 + eps` later guards itself
+            if self._guards(source, use):
+                return True
+        return False
+
+    @staticmethod
+    def _name_given(source, node: cst.CSTNode) -> str | None:
+        """The name an assignment gives `node` (alone, or at its place in a tuple)."""
+        parent = source.parent(node)
+        if isinstance(parent, cst.Element):
+            values = source.parent(parent)
+            assign = source.parent(values)
+            if not (isinstance(values, cst.Tuple) and isinstance(assign, cst.Assign) and assign.value is values):
+                return None
+            index = next(i for i, e in enumerate(values.elements) if e.value is node)
+            target = assign.targets[0].target if len(assign.targets) == 1 else None
+            if isinstance(target, cst.Tuple) and len(target.elements) == len(values.elements):
+                element = target.elements[index].value
+                return element.value if isinstance(element, cst.Name) else None
+            return None
+        if (
+            isinstance(parent, cst.Assign)
+            and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)
+        ):
+            return parent.targets[0].target.value
+        return None
 
     @staticmethod
     def _guards(source, node) -> bool:

@@ -228,6 +228,23 @@ class WrongLossReduction(Operator):
             'loss_fun = losses.get_loss_func(cfg.MODEL.LOSS_FUNC)(reduction="mean")\n',
             ('loss_fun = losses.get_loss_func(cfg.MODEL.LOSS_FUNC)(reduction="sum")\n',),
         ),
+        Example(
+            # A term summed into a name the function then adds into its loss (YOLO's compute_loss).
+            "def compute_loss(p, t):\n"
+            "    lbox = torch.zeros(1)\n"
+            "    for layer in p:\n"
+            "        lbox += (1.0 - iou(layer, t)).mean()\n"
+            "    loss = lbox + lobj\n"
+            "    return loss\n",
+            (
+                "def compute_loss(p, t):\n"
+                "    lbox = torch.zeros(1)\n"
+                "    for layer in p:\n"
+                "        lbox += (1.0 - iou(layer, t)).sum()\n"
+                "    loss = lbox + lobj\n"
+                "    return loss\n",
+            ),
+        ),
     )
     untouched = (
         # A mean over the pixel dimensions, per sample, is no batch average.
@@ -356,7 +373,7 @@ class WrongLossReduction(Operator):
             target = (last_name(aug.target) or "").lower()
             if (
                 isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign))
-                and "loss" in target
+                and ("loss" in target or _summed_into_a_loss(source, aug))
                 and not _evaluation_name(target)
                 and not under_no_grad(source, aug)
             ):
@@ -410,6 +427,31 @@ class WrongLossReduction(Operator):
             ]
             if averages:
                 yield _summed(source, value, averages)
+
+
+def _summed_into_a_loss(source, aug: cst.AugAssign) -> bool:
+    """True for `lbox += (1.0 - iou).mean()` where the same function then adds `lbox` into a
+    loss (`loss = lbox + lobj + lcls`, YOLO's compute_loss): a term of that loss."""
+    if not isinstance(aug.target, cst.Name):
+        return False
+    name, function = aug.target.value, source.function_of(aug)
+    if function is None:
+        return False
+    for assign in source.within(function, cst.Assign):
+        if not any(isinstance(t.target, cst.Name) and _names_loss(t.target.value) for t in assign.targets):
+            continue
+        if name in _added_names(assign.value):
+            return True
+    return False
+
+
+def _added_names(expr: cst.BaseExpression) -> set[str]:
+    """The plain names an expression adds or subtracts (`lbox + lobj + lcls`)."""
+    if isinstance(expr, cst.Name):
+        return {expr.value}
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        return _added_names(expr.left) | _added_names(expr.right)
+    return set()
 
 
 LOSS_WORDS = ("loss", "penalty")
