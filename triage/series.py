@@ -442,9 +442,13 @@ class SeriesBuilder:
         self._box: dict[tuple[str, str], float] = {}
         self._box_section = ""
         self._box_at: tuple[int | None, int | None] = (None, None)
+        self._block_depth = 0  # the open brackets of a multi-line JSON block being skipped
 
     def add(self, text: str, line: int | None, rank: int | None = None) -> None:
-        if self._boxed(text.strip(), line, rank):
+        stripped = text.strip()
+        if self._in_block(text, stripped):
+            return
+        if self._boxed(stripped, line, rank):
             return
         step, metrics, in_epoch, is_bar = _parse(text)
         if not metrics:
@@ -453,6 +457,21 @@ class SeriesBuilder:
                 return
             step, metrics = row
         self._record(text, line, rank, step, metrics, in_epoch, is_bar)
+
+    def _in_block(self, text: str, stripped: str) -> bool:
+        """Whether `text` is a line of a multi-line JSON object or config dump (timm's `--result`
+        summary, a `GPT2Config {` printout): its numbers are a summary or settings, no reading.
+        The block opens with a line ending in `{` or `[` and closes when its brackets balance; a
+        line that is neither indented nor a bracket ends it in any case (a cut block)."""
+        if not self._block_depth:
+            if not stripped.endswith(("{", "[")) or "=" in stripped or stripped.count(":") > 1:
+                return False
+        elif text[:1] not in ' \t"}]':
+            self._block_depth = 0
+            return False
+        depth = self._block_depth + stripped.count("{") + stripped.count("[")
+        self._block_depth = max(depth - stripped.count("}") - stripped.count("]"), 0)
+        return True
 
     def _boxed(self, text: str, line: int | None, rank: int | None) -> bool:
         """Whether `text` is a line of a box (taken in); a line that is not ends the box."""

@@ -306,3 +306,31 @@ def test_a_schedule_decayed_a_thousandfold_early_has_reached_its_floor():
     assert "lr-floor-early" in names(log)
     healthy = Path(__file__).resolve().parent / "programs" / "logs" / "unet_table__healthy__s0.log"
     assert "lr-floor-early" not in names(healthy)
+
+
+def _gather_errors() -> dict[str, str]:
+    """What torch raises when a label-smoothing loss gathers a label equal to the class count or a
+    negative one, and when an index is past a dimension by more than one (no label fault)."""
+    import torch
+
+    logprobs = torch.log_softmax(torch.zeros(4, 8), dim=-1)
+    out = {}
+    for name, target in (("class-count", torch.tensor([1, 8, 2, 3])), ("negative", torch.tensor([1, -1, 2, 3]))):
+        try:
+            logprobs.gather(dim=-1, index=target.unsqueeze(1))
+        except RuntimeError as e:
+            out[name] = f"RuntimeError: {e}"
+    try:
+        torch.zeros(3)[torch.tensor(7)]
+    except IndexError as e:
+        out["past-a-dimension"] = f"IndexError: {e}"
+    return out
+
+
+@pytest.mark.parametrize(("case", "named"), [("class-count", True), ("negative", True), ("past-a-dimension", False)])
+def test_a_gathered_label_past_the_classes_is_a_label_out_of_range(tmp_path, case, named):
+    """timm's label smoothing gathers the log-probabilities at each label: a label equal to the
+    number of classes fails as `index 8 is out of bounds for dimension 1 with size 8`."""
+    log = tmp_path / "run.log"
+    log.write_text(f"Train: 0 [   0/40 (  0%)]  Loss: 2.09 (2.09)\n{_gather_errors()[case]}\n")
+    assert ("label-out-of-range" in names(log)) is named

@@ -219,3 +219,39 @@ def test_a_loss_below_zero_is_an_objective_whose_shape_names_nothing():
     assert shape.detect(ctx) == [] and numeric.detect(ctx) == []
     positive = Series("loss", [Point(i, v + 0.02, i + 1) for i, v in enumerate(values)])
     assert not positive.signed and shape.detect(Context([], {"loss": positive}))
+
+
+def _series_of(lines: list[str]):
+    b = SeriesBuilder()
+    for number, text in enumerate(lines, 1):
+        b.add(text, number)
+    return b.build()
+
+
+def test_a_multi_line_json_summary_or_config_dump_is_no_reading():
+    """timm prints a `--result` block (per-epoch train and validation losses, indented JSON)
+    after training; HF prints `GPT2Config {` dumps. Read as readings, the summary's alternating
+    train and validation losses looked like an unshuffled run on two healthy logs."""
+    import json
+
+    steps = [f"Train: {e} [  10/40 ( 26%)]  Loss: {2.0 - 0.1 * e:.2f} ({2.0 - 0.1 * e:.2f})" for e in range(10)]
+    summary = json.dumps(
+        {
+            "all": [
+                {"epoch": e, "train": {"loss": 2.0 - 0.1 * e}, "validation": {"loss": 0.4, "top1": 90.0}}
+                for e in range(10)
+            ]
+        },
+        indent=4,
+    ).splitlines()
+    config = ["GPT2Config {", '  "attn_pdrop": 0.1,', '  "n_embd": 768,', '  "loss_scale": 128', "}"]
+    series = _series_of([*config, *steps, "--result", *summary])
+    assert [round(p.value, 2) for p in series["loss"].points] == [round(2.0 - 0.1 * e, 2) for e in range(10)]
+    assert "val_loss" not in series
+
+
+def test_a_block_cut_short_gives_the_lines_after_it_back():
+    """A JSON block cut in the middle (a log truncated and restarted) ends at the first line that
+    is neither indented nor a bracket: the readings after it count."""
+    series = _series_of(["{", '    "loss": 9.0,', "epoch 1 loss 2.0", "epoch 2 loss 1.5"])
+    assert [p.value for p in series["loss"].points] == [2.0, 1.5]

@@ -121,7 +121,11 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Target -?\d+ is out of bounds|"
         r"(?:cur_target|\bt)\s*>=\s*0\s*&&\s*(?:cur_target|t)\s*<\s*n_classes|"
         r"index out of range in self|IndexError: Target|"
-        r"srcIndex\s*\W\s*srcSelectDimSize|Tried to access index -?\d+ out of table",
+        r"srcIndex\s*\W\s*srcSelectDimSize|Tried to access index -?\d+ out of table|"
+        # a gather, scatter or index with the class count itself, or a negative label (a label
+        # smoothing loss's `logprobs.gather(-1, target)`): `index 8 ... with size 8`
+        r"index (?P<oob>\d+) is out of bounds for dimension \d+ with size (?P=oob)\b|"
+        r"index -\d+ is out of bounds for dimension \d+ with size \d+",
         "a class index is outside the valid range",
     ),
     _sig(
