@@ -25,6 +25,17 @@ RETRIEVAL_FORWARD = (
 )
 
 
+_SUMMED_TERMS = (
+    "for x, y in loader:\n"
+    "    logits_lm, logits_clsf = model(x)\n"
+    "    loss_lm = criterion(logits_lm, y)\n"
+    "    loss_lm = (loss_lm.float()).mean()\n"
+    "    loss_clsf = criterion(logits_clsf, z)\n"
+    "    loss = loss_lm + loss_clsf\n"
+    "    loss.backward()\n"
+)
+
+
 class DetachedGraph(Operator):
     id = "detached-graph"
     summary = (
@@ -413,6 +424,16 @@ class DetachedGraph(Operator):
                 ),
             ),
         ),
+        Example(
+            # A loss assigned as a sum of terms (nlp-tutorial's BERT): the sum cut off whole, and
+            # each term cut off where it is computed.
+            _SUMMED_TERMS,
+            (
+                _SUMMED_TERMS.replace("loss = loss_lm + loss_clsf", "loss = (loss_lm + loss_clsf).detach()"),
+                _SUMMED_TERMS.replace("criterion(logits_lm, y)", "criterion(logits_lm, y).detach()"),
+                _SUMMED_TERMS.replace("criterion(logits_clsf, z)", "criterion(logits_clsf, z).detach()"),
+            ),
+        ),
     )
     untouched = (
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
@@ -461,6 +482,14 @@ class DetachedGraph(Operator):
                             yield from self._detached(source, training, backward, term)
                 else:
                     yield from self._detached(source, training, backward, assign)
+                    for term in _summed_terms(source, training, assign):
+                        # the term's whole value: which argument carries the trained model's
+                        # output is not always the first (a feature-matching loss of a GAN)
+                        yield Change(
+                            term,
+                            (source.replace(term.value, method_on(source, term.value, "detach")),),
+                            "the loss is cut off from the model's graph",
+                        )
 
     def _detached(self, source, training, backward, assign):
         """The mutant of one assignment that computes the loss."""
@@ -687,6 +716,47 @@ def _terms(source, training, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.A
             ):
                 found.append(assign)
     return found
+
+
+def _summed_terms(source, training, assign: cst.CSTNode) -> list[cst.Assign]:
+    """The assignments that compute the terms of a loss assigned as a sum of names (`loss =
+    loss_lm + loss_clsf`, soft actor-critic's `qf_loss = qf1_loss + qf2_loss`): each term's
+    criterion call, past later updates of the same name (`loss_lm = loss_lm.float().mean()`).
+    Cut one by one, the other terms still train: a subtler fault than the whole sum cut off."""
+    if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.BinaryOperation):
+        return []
+    names = _added(assign.value)
+    if len(names) < 2:
+        return []
+    found = []
+    for name in names:
+        term = training.last_assignment(name, assign)
+        for _ in range(3):  # past `x = x.mean()`-style updates to where the term is computed
+            if not isinstance(term, cst.Assign) or not any(
+                n.value == name for n in source.within(term.value, cst.Name)
+            ):
+                break
+            term = training.last_assignment(name, term)
+        if (
+            isinstance(term, cst.Assign)
+            and len(term.targets) == 1
+            and isinstance(term.targets[0].target, cst.Name)
+            and isinstance(term.value, cst.Call)
+            and DetachedGraph._is_loss(training, term.value)
+            and term not in found
+        ):
+            found.append(term)
+    return found
+
+
+def _added(expr: cst.BaseExpression) -> list[str]:
+    """The names a sum adds, in order (`a + b + c`), or [] where it adds anything else."""
+    if isinstance(expr, cst.Name):
+        return [expr.value]
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        left, right = _added(expr.left), _added(expr.right)
+        return left + right if left and right else []
+    return []
 
 
 def _detached_input(source, training, term: cst.Assign):

@@ -21,6 +21,14 @@ def _names_mask(source, expr) -> bool:
     return any(word in text for word in MASK_WORDS)
 
 
+def _normalises(call: cst.Call) -> bool:
+    """A softmax: `F.softmax(scores, -1)`, `scores.softmax(-1)`, or a module built and called at
+    once (`nn.Softmax(dim=-1)(scores)`)."""
+    if callee_name(call) in NORMALISERS:
+        return True
+    return isinstance(call.func, cst.Call) and (callee_name(call.func) or "") in {"Softmax", "LogSoftmax"}
+
+
 def _a_loss(call: cst.Call) -> bool:
     """True for a loss or a criterion handed a mask (`consistency_loss(logits, targets, 'ce',
     mask=mask)`, FixMatch's confidence mask of its pseudo-labels): it weighs the loss's terms,
@@ -75,6 +83,20 @@ class MissingAttentionMask(Operator):
                 "y, _ = self.attn(x, x, x, need_weights=False)\n",
             ),
         ),
+        Example(
+            # The softmax a module built and called at once (nlp-tutorial's BERT).
+            "def forward(self, Q, K, V, attn_mask):\n"
+            "    scores = torch.matmul(Q, K.transpose(-1, -2)) / np.sqrt(d_k)\n"
+            "    scores.masked_fill_(attn_mask, -1e9)\n"
+            "    attn = nn.Softmax(dim=-1)(scores)\n"
+            "    return torch.matmul(attn, V)\n",
+            (
+                "def forward(self, Q, K, V, attn_mask):\n"
+                "    scores = torch.matmul(Q, K.transpose(-1, -2)) / np.sqrt(d_k)\n"
+                "    attn = nn.Softmax(dim=-1)(scores)\n"
+                "    return torch.matmul(attn, V)\n",
+            ),
+        ),
     )
     untouched = (
         # A mask handed to a loss weighs its terms (FixMatch's confidence mask): no attention.
@@ -102,7 +124,7 @@ class MissingAttentionMask(Operator):
     )
 
     def changes(self, source, training):
-        attention = {source.function_of(call) for call in source.nodes(cst.Call) if callee_name(call) in NORMALISERS}
+        attention = {source.function_of(call) for call in source.nodes(cst.Call) if _normalises(call)}
         for call in source.nodes(cst.Call):
             for arg in call.args:
                 if (

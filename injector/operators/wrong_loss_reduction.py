@@ -91,6 +91,15 @@ def _only_logged(source, training, assign: cst.Assign) -> bool:
     return bool(uses) and all(inside(use.call, other) for use in uses)
 
 
+_AVERAGED_TWICE = (
+    "criterion = nn.CrossEntropyLoss()\n"
+    "for x, y in loader:\n"
+    "    loss_lm = criterion(model(x), y)\n"
+    "    loss_lm = (loss_lm.float()).mean()\n"
+    "    loss_lm.backward()\n"
+)
+
+
 class WrongLossReduction(Operator):
     id = "wrong-loss-reduction"
     summary = (
@@ -245,6 +254,12 @@ class WrongLossReduction(Operator):
                 "    return loss\n",
             ),
         ),
+        Example(
+            # The mean of a loss the criterion averaged already (nlp-tutorial's BERT) is one
+            # number: only the criterion's reduction gets a mutant.
+            _AVERAGED_TWICE,
+            (_AVERAGED_TWICE.replace("nn.CrossEntropyLoss()", 'nn.CrossEntropyLoss(reduction="sum")'),),
+        ),
     )
     untouched = (
         # A mean over the pixel dimensions, per sample, is no batch average.
@@ -364,7 +379,11 @@ class WrongLossReduction(Operator):
                         "the loss is summed instead of averaged",
                     )
                 continue
-            averages = _averages(value, aliases)  # a mean over dimensions (`loss.mean([1, 2, 3])`) is none
+            averages = [  # a mean over dimensions (`loss.mean([1, 2, 3])`) is none
+                a
+                for a in _averages(value, aliases)
+                if not _averaged_already(source, training, _averaged(a, aliases), assign)
+            ]
             if averages:
                 yield _summed(source, value, averages)
         for aug in source.nodes(cst.AugAssign):
@@ -427,6 +446,40 @@ class WrongLossReduction(Operator):
             ]
             if averages:
                 yield _summed(source, value, averages)
+
+
+_CASTS = frozenset({"float", "double", "half", "squeeze", "contiguous"})
+
+
+def _averaged_already(source, training, expr: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True for the mean of a name last assigned a criterion's result that its reduction averaged
+    already (`loss_lm = criterion(logits, y)`, then `loss_lm = loss_lm.float().mean()`, with
+    `criterion = nn.CrossEntropyLoss()`): one number, whose sum is itself."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _CASTS:
+        expr = expr.func.value
+    if not isinstance(expr, cst.Name):
+        return False
+    assign = training.last_assignment(expr.value, use)
+    value = assign.value if assign is not None else None
+    if not isinstance(value, cst.Call) or _reduction_given(value):
+        return False
+    if isinstance(value.func, cst.Name):  # a criterion module: how it was built, where the file shows it
+        built = training.last_assignment(value.func.value, value)
+        return (
+            built is not None
+            and isinstance(built.value, cst.Call)
+            and (callee_name(built.value) or "").endswith("Loss")
+            and not _reduction_given(built.value)
+        )
+    # a functional loss (`F.cross_entropy(...)`); anything else (`self.loss`, which a
+    # DataParallel may wrap into a per-device vector) is not known to be one number
+    return (callee_name(value) or "") in LOSS_FUNCTIONS and isinstance(value.func, cst.Attribute)
+
+
+def _reduction_given(call: cst.Call) -> bool:
+    """True where a call names a reduction other than the mean (`reduction="none"`, `"sum"`)."""
+    reduction = argument(call, "reduction", None)
+    return reduction is not None and not _is_mean_string(reduction.value)
 
 
 def _summed_into_a_loss(source, aug: cst.AugAssign) -> bool:
