@@ -19,7 +19,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from injector.neighbours import Import, Resolver, dotted_name, is_torch, top_level
+from injector.neighbours import Import, Resolver, is_torch, top_level
+from injector.patterns import dotted as dotted_name
 from injector.source import Source
 
 # torch.nn layers with no behaviour that depends on the mode.
@@ -305,7 +306,7 @@ class _Reader(Resolver):
         head, _, rest = dotted.partition(".")
         imported = self.imports(source).get(head)
         if imported is not None:
-            module = imported.module if imported.name is None else f"{imported.module}.{imported.name}".strip(".")
+            module = imported.qualified
             if is_torch(module) and imported.level == 0:
                 return self._torch_call(source, call, f"{module}.{rest}" if rest else module, depth)
             return self._project_call(source, call, imported, rest, depth)
@@ -384,8 +385,7 @@ class _Reader(Resolver):
         head, _, rest = dotted.partition(".")
         imported = self.imports(source).get(head)
         if imported is not None:
-            module = imported.module if imported.name is None else f"{imported.module}.{imported.name}".strip(".")
-            if is_torch(module) and imported.level == 0:
+            if is_torch(imported.qualified) and imported.level == 0:
                 return dotted.rsplit(".", 1)[-1] == "Module"
             return self._project_call(source, cst.Call(base), imported, rest, depth)
         definition = top_level(source, head) if not rest else None

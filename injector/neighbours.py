@@ -17,6 +17,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from injector.patterns import dotted
 from injector.source import ParseError, Source
 
 Reader = Callable[[str], "str | None"]  # a posix path relative to the project root -> its text, or None
@@ -89,20 +90,16 @@ class Neighbours:
         return self._cache[relative]
 
 
-def dotted_name(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted_name(node.value)
-        return f"{base}.{node.attr.value}" if base else None
-    return None
-
-
 @dataclass(frozen=True)
 class Import:
     module: str  # the module, for `import a.b as c` and `from a import b` alike: "a.b" / "a"
     name: str | None  # the imported name, for `from a import name`
     level: int
+
+    @property
+    def qualified(self) -> str:
+        """What the local name stands for: `torch.nn` for `from torch import nn`."""
+        return self.module if self.name is None else f"{self.module}.{self.name}".strip(".")
 
 
 def module_imports(source: Source) -> dict[str, Import]:
@@ -110,15 +107,15 @@ def module_imports(source: Source) -> dict[str, Import]:
     table: dict[str, Import] = {}
     for node in source.nodes(cst.Import):
         for alias in node.names:
-            dotted = dotted_name(alias.name) or ""
+            imported = dotted(alias.name) or ""
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                table[alias.asname.name.value] = Import(dotted, None, 0)
+                table[alias.asname.name.value] = Import(imported, None, 0)
             else:
-                table[dotted.split(".")[0]] = Import(dotted.split(".")[0], None, 0)
+                table[imported.split(".")[0]] = Import(imported.split(".")[0], None, 0)
     for statement in source.nodes(cst.ImportFrom):
         if isinstance(statement.names, cst.ImportStar):
             continue
-        module = dotted_name(statement.module) if statement.module is not None else ""
+        module = dotted(statement.module) if statement.module is not None else ""
         for name in statement.names:
             local = name.asname.name if name.asname is not None else name.name
             if isinstance(local, cst.Name) and isinstance(name.name, cst.Name):
@@ -149,10 +146,10 @@ class Resolver:
         self, source: Source, func: cst.BaseExpression
     ) -> tuple[Source, cst.ClassDef | cst.FunctionDef] | None:
         """The class or function of the file or of the project a call's callee names."""
-        dotted = dotted_name(func)
-        if dotted is None:
+        callee = dotted(func)
+        if callee is None:
             return None
-        head, _, rest = dotted.partition(".")
+        head, _, rest = callee.partition(".")
         imported = self.imports(source).get(head)
         if imported is None:
             found = top_level(source, head) if not rest else None
