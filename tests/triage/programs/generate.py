@@ -403,26 +403,6 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
-    # written for issue 9's fresh program 22 without reading triage's rules
-    "recsys_recbole": (
-        (
-            "lr-too-high",
-            "missing-zero-grad",
-            "missing-backward",
-            "missing-optimizer-step",
-            "missing-eval-mode",
-            "no-shuffle",
-            "wrong-loss-reduction",
-            "loss-tensor-leak",
-            "frozen-parameters",
-            "detached-graph",
-            "label-out-of-range",
-            "shape-mismatch",
-            "dtype-mismatch",
-            "bad-init",
-        ),
-        "python",
-    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
