@@ -383,26 +383,6 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
-    # written for issue 9's fresh program 21 without reading triage's rules
-    "gpt_megatron": (
-        (
-            "missing-zero-grad",
-            "missing-backward",
-            "missing-optimizer-step",
-            "lr-too-high",
-            "scheduler-step-misaligned",
-            "wrong-loss-reduction",
-            "bad-init",
-            "frozen-parameters",
-            "missing-attention-mask",
-            "wrong-softmax-dim",
-            "missing-eval-mode",
-            "detached-graph",
-            "dtype-mismatch",
-            "shape-mismatch",
-        ),
-        "python",
-    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
