@@ -21,6 +21,7 @@ import libcst as cst
 
 from injector.neighbours import Import, Resolver, is_torch, top_level
 from injector.patterns import dotted as dotted_name
+from injector.patterns import last_name
 from injector.source import Source
 
 # torch.nn layers with no behaviour that depends on the mode.
@@ -108,7 +109,9 @@ def switches_no_module(source: Source, receiver: cst.BaseExpression, method: str
         if not isinstance(cls, cst.ClassDef) or not reader.plain_class(module, cls):
             return False
         own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
-        if own is None or any(isinstance(node, cst.Call) and _last(node.func) in SWITCHING for node in walk(own.body)):
+        if own is None or any(
+            isinstance(node, cst.Call) and last_name(node.func) in SWITCHING for node in walk(own.body)
+        ):
             return False
     return True
 
@@ -225,7 +228,7 @@ def _unwrapped(value: cst.BaseExpression, source: Source, name: str) -> cst.Base
     if (
         isinstance(value, cst.Call)
         and value.args
-        and _last(value.func) in WRAPPERS
+        and last_name(value.func) in WRAPPERS
         and source.code(_without_moves(value.args[0].value)) == name
     ):
         return None
@@ -238,14 +241,6 @@ def _without_moves(value: cst.BaseExpression) -> cst.BaseExpression:
     ):
         value = value.func.value
     return value
-
-
-def _last(func: cst.BaseExpression) -> str | None:
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return None
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
