@@ -302,6 +302,7 @@ class Campaign:
             "command": guard.text,
             "argv": list(guard.argv),
             "warm": guard.warm and not settings.fresh,
+            "fresh": settings.fresh,
             "pytest_args": list(guard.pytest_args),
             "pytest_options": guard.pytest_options(settings.root),
             "pytest_config": pytest_config.describe(settings.root) if guard.mode == "pytest" else None,
@@ -391,6 +392,7 @@ class Campaign:
             "flaky": [t.name for t in tests if len(set(t.outcomes)) > 1],
             "duration": sum(t.duration for t in usable),
             "names": [t.name for t in tests],
+            "cold": next((s.ready.cold for s in self.slots if s.ready and s.ready.cold), None) or "",
         }
         self.progress("baseline", baseline)
         results = self._run_mutants(mutants, sources, tests)
@@ -633,6 +635,7 @@ def build_report(
             tuple(baseline["flaky"]),
             settings.repeat,
             tuple(baseline.get("names", ())),
+            baseline.get("cold", ""),
         ),
         outcomes=ordered(outcomes),
         duration=round(time.monotonic() - started, 3),

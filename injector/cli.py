@@ -124,8 +124,9 @@ def _parser() -> argparse.ArgumentParser:
         "--fresh",
         action="store_true",
         help="run a `python script.py` / `python -m module` guard in a new interpreter "
-        "for every mutant instead of a forked warm one (slower; for scripts that do "
-        "not survive a fork)",
+        "for every mutant instead of a forked warm one, and import pytest guard tests "
+        "afresh for every mutant instead of once (slower; for code that does not "
+        "survive a fork; a guard whose tests start CUDA when imported gets this anyway)",
     )
     run.add_argument("--since", metavar="GIT_REF", help="only mutate lines changed since this git ref")
     run.add_argument(

@@ -86,6 +86,7 @@ class Baseline:
     flaky: tuple[str, ...] = ()
     repeat: int = 1
     names: tuple[str, ...] = ()  # every guard test, in collection order
+    cold: str = ""  # why every run imported the guard's tests afresh ("": they were imported once)
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,7 @@ class Report:
                     tuple(baseline.get("flaky", ())),
                     baseline.get("repeat", 1),
                     tuple(baseline.get("names", ())),
+                    baseline.get("cold", ""),
                 ),
                 outcomes=tuple(_outcome(o) for o in data["outcomes"]),
                 duration=data["duration"],
@@ -240,6 +242,7 @@ def merge(reports: list[Report]) -> Report:
             tuple(flaky),
             first.baseline.repeat,
             tuple(names),
+            first.baseline.cold,
         ),
         outcomes=tuple(sorted(outcomes.values(), key=_order)),
         duration=max(r.duration for r in reports),

@@ -80,10 +80,12 @@ class Stop:
 
 @dataclass(frozen=True)
 class Ready:
-    """The worker is warm: the guard's tests (in collection order) and what start-up cost."""
+    """The worker is warm: the guard's tests (in collection order) and what start-up cost;
+    `cold`: why every run collects the tests afresh instead (None: they were collected once)."""
 
     tests: tuple[str, ...]
     startup: float
+    cold: str | None = None
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,8 @@ class CampaignProgress:
             self.progress.console.print(
                 f"baseline: {data['tests']} guard tests pass in {data['duration']:.1f} s{flaky}"
             )
+            if data.get("cold"):
+                self.progress.console.print(escape(data["cold"]))
             self.progress.update(self.task, description="mutants", total=self.total, completed=0)
         elif kind == "outcome":
             self.counts[data["status"]] += 1

@@ -117,6 +117,8 @@ def _markdown_context(
     )
     if report.cached:
         facts.append(cached_text(report))
+    if report.baseline.cold:
+        facts.append(md_inline(report.baseline.cold))
 
     return {
         "marker": MARKER,

@@ -13,6 +13,7 @@ from injector.worker import forking
 from injector.worker.core import Worker
 from trainwreck import probe, processes
 
+FRESH = "--fresh: each run imports the guard's tests afresh in its own process"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
@@ -41,14 +42,21 @@ def main() -> int:
     # frame quotes its function up to the failing line (the training step's `.detach()` or
     # `no_grad` included), where the default quotes only the failing line of the middle frames;
     # and each test's report ends with what the training probe counted while it ran
-    plugins: list[object] = [TakeOver(worker)]
+    plugins: list[object] = []
     long = []
     if plan.get("keep_logs"):
         from trainwreck import probe_pytest
 
         long = ["--tb=long"]
         plugins.append(probe_pytest)
-    pytest.main([*isolation, *plan["pytest_args"], *long, "-p", "no:cacheprovider", "-q"], plugins=plugins)
+    worker.pytest_args = [*isolation, *plan["pytest_args"], *long, "-p", "no:cacheprovider", "-q"]
+    worker.pytest_plugins = plugins
+    # cold: `--fresh`, or this process is the worker started over (its reason is the argument)
+    reason = sys.argv[5] if len(sys.argv) > 5 else (FRESH if plan.get("fresh") else None)
+    if reason is not None:
+        worker.serve_cold(reason)
+        return 0
+    pytest.main(worker.pytest_args, plugins=[TakeOver(worker), *plugins])
     return 0
 
 

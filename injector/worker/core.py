@@ -44,6 +44,7 @@ from injector.worker import forking, guards
 from injector.worker.output import bounded_log, failure_line, first_failure, last_lines
 from trainwreck import probe
 
+COLLECTION_LIMIT = 600.0  # seconds a cold worker's first collection of the tests may take
 ORDER_NOTE = "the fastest-first test order fails on the unmutated code too, so the tests ran in collection order"
 
 
@@ -81,6 +82,9 @@ class Worker:
         self._buffer = b""
         self.tracer: reach.Tracer | None = None  # set in the baseline child only
         self.fixture_reach: dict[str, reach.Reach] = {}
+        self.pytest_args: list[str] = []  # how the guard's tests are collected (pytest mode)
+        self.pytest_plugins: list[object] = []
+        self.cold: str | None = None  # why each child collects the tests itself
 
     # ---- talking to the campaign ----
 
@@ -126,9 +130,58 @@ class Worker:
             self.order = [self.plan["command"]]
             if self.command is not None:
                 self._warm_command_imports()
+        self._loop()
+
+    def restart_cold(self, reason: str) -> NoReturn:
+        """Start this worker over as a cold one (the same process, pipes and slot)."""
+        for fd in (self.commands, self.events):
+            os.set_inheritable(fd, True)
+        argv = [sys.executable, "-m", "injector.worker", *sys.argv[1:5], reason]
+        os.execv(sys.executable, argv)
+
+    def serve_cold(self, reason: str) -> None:
+        """Serve with no project module and no CUDA here: the children collect the tests."""
+        self.cold = reason
+        with contextlib.suppress(ImportError):
+            importlib.import_module("torch")  # the common cost; importing torch starts no CUDA
+
+        def collect(progress) -> dict:
+            self._child_prologue()
+            forking.silence_output()
+            return self._collected(lambda errors: {"order": list(self.items), "errors": errors})
+
+        finished = forking.run_in_child(collect, COLLECTION_LIMIT, still_wanted=self.still_wanted)
+        found = finished.result or {}
+        if finished.timed_out or "order" not in found:
+            self.fatal(f"the guard's tests could not be collected ({found.get('error') or finished.describe()})")
+        if found["errors"]:
+            self.fatal("the guard's tests do not import: " + found["errors"][0])
+        if not found["order"]:
+            self.fatal("the guard collected no tests")
+        self.order = list(found["order"])
+        self.startup = time.monotonic() - self.started
+        self._loop()
+
+    def _collected(self, hand) -> dict:
+        """In a cold worker's child: collect the guard's tests here, as pytest would, then
+        return `hand(collection errors)` with `self.items` set."""
+        import pytest
+
+        from injector.worker.pytest_plugin import TakeOver
+
+        box: dict[str, dict] = {}
+
+        def take(items: list, errors: list[str]) -> None:
+            self.items = {item.nodeid: item for item in items}
+            box["result"] = hand(errors)
+
+        code = pytest.main(self.pytest_args, plugins=[TakeOver(self, take), *self.pytest_plugins])
+        return box.get("result") or {"errors": [f"pytest stopped before running any test (exit {int(code)})"]}
+
+    def _loop(self) -> None:
         self._limit_threads()
         self.snapshot = scratch.Snapshot(self.slot, Path(self.user_root))
-        self.emit(protocol.Ready(tuple(self.order), self.startup))
+        self.emit(protocol.Ready(tuple(self.order), self.startup, self.cold))
         while True:
             command = self.next_command()
             if isinstance(command, protocol.Stop):
@@ -199,6 +252,18 @@ class Worker:
     def _baseline_child(self, progress) -> dict:
         """Every test once, in collection order: outcome, time and reach (in a forked child)."""
         self._child_prologue()
+        if self.cold is None:
+            return self._baseline_records(progress)
+        forking.silence_output()
+
+        def hand(errors: list[str]) -> dict:
+            if errors:
+                return {"error": "the guard's tests do not import: " + errors[0]}
+            return self._baseline_records(progress)
+
+        return self._collected(hand)
+
+    def _baseline_records(self, progress) -> dict:
         known = set(sys.modules)
 
         def report_modules() -> None:
@@ -341,12 +406,19 @@ class Worker:
     def _clean_prefix(self, tests: tuple[str, ...], limit: float) -> int:
         """How many of `tests`, in this order, pass on the unmutated code."""
 
-        def work(progress) -> dict:
-            self._child_prologue()
-            forking.silence_output()
+        def count(errors: list[str]) -> dict:
+            if errors:
+                return {"clean": 0}
             sequence = guards.run_items([self.items[name] for name in tests])
             return {"clean": sequence.ran - 1 if sequence.failed else sequence.ran}
 
+        def work(progress) -> dict:
+            self._child_prologue()
+            forking.silence_output()
+            return count([]) if self.cold is None else self._collected(count)
+
+        if self.cold is not None:
+            limit += self.factor * self.startup
         finished = forking.run_in_child(work, limit, still_wanted=self.still_wanted)
         self.snapshot.restore()
         if finished.result is None or "clean" not in finished.result:
@@ -368,7 +440,7 @@ class Worker:
                 warm = False  # code that ran at import in this process
         else:
             warm = self.command is not None
-        if not warm:
+        if not warm or self.cold is not None:
             limit += self.factor * self.startup
         try:
             path = scratch.write_source(self.slot, spec.file, mutated)
@@ -451,27 +523,9 @@ class Worker:
                 linecache.cache[swap.path] = (len(mutated), None, mutated.splitlines(keepends=True), swap.path)
             watch = guards.ImportWatch(path)
             watch.install()
-            transcript: list[str] | None = [] if self.keep_logs else None
-            sequence = guards.run_items([self.items[name] for name in tests], transcript=transcript)
-            kept = self._kept("".join(transcript or ()))
-            if sequence.failed and watch.failure:
-                return {
-                    "status": ERROR,
-                    "message": f"the mutant does not import: {watch.failure}",
-                    "tests_run": sequence.ran,
-                    "guard_seconds": sequence.seconds,
-                    **kept,
-                }
-            if sequence.failed:
-                return {
-                    "status": KILLED,
-                    "test": sequence.failed,
-                    "message": sequence.message,
-                    "tests_run": sequence.ran,
-                    "guard_seconds": sequence.seconds,
-                    **kept,
-                }
-            return {"status": SURVIVED, "tests_run": sequence.ran, "guard_seconds": sequence.seconds}
+            if self.cold is None:
+                return self._warm_items(tests, watch, [])
+            return self._collected(lambda errors: self._warm_items(tests, watch, errors))
         started = time.perf_counter()
         if self.mode == "pytest":
             forking.silence_output()
@@ -514,6 +568,39 @@ class Worker:
             **spent,
             **self._kept(output),
         }
+
+    def _warm_items(self, tests: tuple[str, ...], watch: guards.ImportWatch, errors: list[str]) -> dict:
+        """Run the mutant's tests in this child, from the items collected here or in the worker;
+        `errors`: what collecting them here raised (a cold worker's child)."""
+        if errors:
+            # pytest would stop here too: a failure of the guard, unless the mutant's own file
+            # does not import
+            if watch.failure:
+                return {"status": ERROR, "message": f"the mutant does not import: {watch.failure}", "tests_run": 0}
+            return {"status": KILLED, "test": None, "message": errors[0], "tests_run": 0, "guard_seconds": 0.0}
+        transcript: list[str] | None = [] if self.keep_logs else None
+        # a cold child collected afresh: a test the mutant removed is not run, as pytest would not
+        items = [self.items[name] for name in tests if name in self.items]
+        sequence = guards.run_items(items, transcript=transcript)
+        kept = self._kept("".join(transcript or ()))
+        if sequence.failed and watch.failure:
+            return {
+                "status": ERROR,
+                "message": f"the mutant does not import: {watch.failure}",
+                "tests_run": sequence.ran,
+                "guard_seconds": sequence.seconds,
+                **kept,
+            }
+        if sequence.failed:
+            return {
+                "status": KILLED,
+                "test": sequence.failed,
+                "message": sequence.message,
+                "tests_run": sequence.ran,
+                "guard_seconds": sequence.seconds,
+                **kept,
+            }
+        return {"status": SURVIVED, "tests_run": sequence.ran, "guard_seconds": sequence.seconds}
 
     def _kept(self, output: str) -> dict:
         """The guard's output as a result keeps it: only under `--calibrate`, and bounded."""
@@ -581,7 +668,10 @@ class Worker:
 
     def _import_libraries(self, names) -> None:
         """Import library modules here, so that forked children start with them (never
-        project modules: their import-time code belongs to each mutant's run)."""
+        project modules: their import-time code belongs to each mutant's run; and nothing in a
+        cold worker, where an import could start CUDA)."""
+        if self.cold is not None:
+            return
         for name in names:
             if name in sys.modules:
                 continue

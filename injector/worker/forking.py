@@ -13,6 +13,7 @@ import json
 import os
 import select
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,6 +127,16 @@ def send(fd: int, message: dict) -> None:
     data = (json.dumps(message) + "\n").encode()
     while data:
         data = data[os.write(fd, data) :]
+
+
+def cuda_started() -> bool:
+    """Whether this process has initialised CUDA through torch: a child forked from it then
+    fails at its first CUDA call ("Cannot re-initialize CUDA in forked subprocess")."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_initialized())
+    except Exception:  # a torch built without CUDA, or one half-imported
+        return False
 
 
 def silence_output() -> None:

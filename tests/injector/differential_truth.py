@@ -106,7 +106,7 @@ def naive_outcome(project: Path, mutant, guard: str) -> str:
 def naive_truth(case: str, project: Path) -> dict[str, str]:
     if case not in _naive_cache:
         mutants, guard = fixture_mutants(project)
-        with ThreadPoolExecutor(2) as pool:
+        with ThreadPoolExecutor(max(2, min(8, (os.cpu_count() or 2) // 2))) as pool:
             verdicts = pool.map(lambda m: naive_outcome(project, m, guard), mutants)
             _naive_cache[case] = {m.id: verdict for m, verdict in zip(mutants, verdicts, strict=False)}
     return _naive_cache[case]
@@ -125,17 +125,20 @@ def leftovers() -> list[int]:
     return found
 
 
-def check_case(case: str, jobs: int, tmp_path: Path, capsys) -> None:
+def check_case(case: str, jobs: int, tmp_path: Path, capsys, *options: str) -> dict:
     """A campaign on the fixture agrees with the naive truth, mutant by mutant, and leaves the
-    project as it was and no process or scratch copy behind."""
+    project as it was and no process or scratch copy behind. Its report."""
     project, watched = lay_out(case, tmp_path)
     truth = naive_truth(case, project)
     before = digest(*watched)
     report_path, markdown = tmp_path / "report.json", tmp_path / "report.md"
-    code = main(["run", str(project), "--jobs", str(jobs), "--json", str(report_path), "--markdown", str(markdown)])
+    code = main(
+        ["run", str(project), "--jobs", str(jobs), "--json", str(report_path), "--markdown", str(markdown), *options]
+    )
     assert code == 0, capsys.readouterr().err[-2000:]
     report = json.loads(report_path.read_text())
-    _campaigns[case, jobs] = (project, report, markdown.read_text())
+    if not options:
+        _campaigns[case, jobs] = (project, report, markdown.read_text())
     outcomes = {o["mutant_id"]: o for o in report["outcomes"]}
 
     assert set(outcomes) == set(truth), "the campaign and the naive run saw different mutants"
@@ -153,6 +156,7 @@ def check_case(case: str, jobs: int, tmp_path: Path, capsys) -> None:
     assert digest(*watched) == before
     assert leftovers() == []
     assert not [d for d in Path(tempfile.gettempdir()).glob(f"trainwreck-{os.getpid()}-*")]
+    return report
 
 
 def campaign(case: str, tmp_path: Path) -> tuple[Path, dict, str]:

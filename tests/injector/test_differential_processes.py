@@ -14,6 +14,14 @@ def test_every_outcome_equals_applying_the_mutant_by_hand(case, jobs, tmp_path, 
     check_case(case, jobs, tmp_path, capsys)
 
 
+@pytest.mark.parametrize("case", ["shared_state", "nested_factory"])
+def test_tests_imported_afresh_for_every_mutant_give_the_same_outcomes(case, tmp_path, capsys):
+    """`--fresh`: every run collects the tests in its own child, as a worker whose tests start
+    CUDA when imported must (tests/injector/test_differential_cuda.py checks that on a GPU)."""
+    report = check_case(case, 2, tmp_path, capsys, "--fresh")
+    assert report["baseline"]["cold"].startswith("--fresh")
+
+
 def test_tests_that_share_state_are_judged_as_the_guard_runs_them(tmp_path):
     """shared_state: a fast test relies on a file a slower, earlier test writes; another test
     only reads what the training code left in a module-level list."""
