@@ -4,8 +4,12 @@ function built by a factory, and a source file that is a symlink (see differenti
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from differential_truth import campaign, check_case
+from differential_truth import campaign, check_case, lay_out
+
+from injector.cli import main
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -20,6 +24,21 @@ def test_tests_imported_afresh_for_every_mutant_give_the_same_outcomes(case, tmp
     CUDA when imported must (tests/injector/test_differential_cuda.py checks that on a GPU)."""
     report = check_case(case, 2, tmp_path, capsys, "--fresh")
     assert report["baseline"]["cold"].startswith("--fresh")
+
+
+def test_a_worker_whose_collection_started_cuda_starts_over_cold(tmp_path):
+    """Without a GPU, a conftest stands in for tests that put a tensor on the GPU at import (the
+    real thing runs in test_differential_cuda.py): the worker must not fork runs from a process
+    that started CUDA, so it starts over and every child collects the tests itself."""
+    _, warm, _ = campaign("nested_factory", tmp_path / "warm")
+    project, _ = lay_out("nested_factory", tmp_path / "cold")
+    (project / "conftest.py").write_text("import torch\n\ntorch.cuda.is_initialized = lambda: True\n")
+    report_path, markdown = tmp_path / "cold.json", tmp_path / "cold.md"
+    assert main(["run", str(project), "--no-cache", "--json", str(report_path), "--markdown", str(markdown)]) == 0
+    cold = json.loads(report_path.read_text())
+    assert "starts CUDA" in cold["baseline"]["cold"] and "starts CUDA" in markdown.read_text()
+    verdicts = {(o["line"], o["operator"]): o["status"] for o in warm["outcomes"]}
+    assert {(o["line"], o["operator"]): o["status"] for o in cold["outcomes"]} == verdicts
 
 
 def test_tests_that_share_state_are_judged_as_the_guard_runs_them(tmp_path):
