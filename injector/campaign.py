@@ -312,6 +312,7 @@ class Campaign:
             "threads": settings.threads,
             "timeout_factor": settings.timeout_factor,
             "keep_logs": settings.keep_logs,
+            "gpus": self.gpus,
         }
         pytest_config.write_empty(self.scratch)
         (self.scratch / "plan.json").write_text(json.dumps(plan))
@@ -319,6 +320,9 @@ class Campaign:
             commands_read, commands = os.pipe()
             events, events_write = os.pipe()
             env = dict(os.environ)
+            # torch.cuda.is_available() at import (`device = "cuda" if ...`) asks NVML instead of
+            # starting the driver, so the worker can still fork children that use the GPU
+            env.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
             if self.gpus > 1:
                 env["CUDA_VISIBLE_DEVICES"] = str(index % self.gpus)
             log = open(self.scratch / f"worker{index}.log", "wb")  # noqa: SIM115 - closed in __exit__

@@ -85,6 +85,7 @@ class Worker:
         self.pytest_args: list[str] = []  # how the guard's tests are collected (pytest mode)
         self.pytest_plugins: list[object] = []
         self.cold: str | None = None  # why each child collects the tests itself
+        self.lazy_modules: list[str] = []  # libraries the baseline's child imported
 
     # ---- talking to the campaign ----
 
@@ -215,6 +216,8 @@ class Worker:
                 still_wanted=self.still_wanted,
             )
             self.snapshot.restore()
+            self._import_libraries(self.lazy_modules)
+            self.lazy_modules.clear()
             if finished.timed_out:
                 self.fatal(f"the unmutated guard did not finish within {command.limit:.0f} s; is it hanging?")
             if finished.result is None or "tests" not in finished.result:
@@ -246,7 +249,7 @@ class Worker:
     def _on_baseline_progress(self, message: dict) -> None:
         modules = tuple(message.get("modules", ()))
         if modules:
-            self._import_libraries(modules)
+            self.lazy_modules.extend(modules)  # imported here once the baseline's child is done
             self.emit(protocol.Modules(modules))
 
     def _baseline_child(self, progress) -> dict:
@@ -669,9 +672,11 @@ class Worker:
     def _import_libraries(self, names) -> None:
         """Import library modules here, so that forked children start with them (never
         project modules: their import-time code belongs to each mutant's run; and nothing in a
-        cold worker, where an import could start CUDA)."""
+        cold worker). Where a GPU may be used, a child imports them first: one that starts CUDA
+        when imported (some query the device to pick their kernels) is left to the children."""
         if self.cold is not None:
             return
+        wanted = []
         for name in names:
             if name in sys.modules:
                 continue
@@ -685,10 +690,28 @@ class Worker:
                 or any(self._relative(p) is not None for p in (spec.submodule_search_locations or ()))
             ):
                 continue
+            wanted.append(name)
+        if wanted and self.plan.get("gpus") and not self._imports_leave_cuda_alone(wanted):
+            return
+        for name in wanted:
             try:
                 importlib.import_module(name)
             except BaseException:
                 sys.modules.pop(name, None)
+
+    def _imports_leave_cuda_alone(self, names: list[str]) -> bool:
+        """Whether importing `names` (in a child) leaves CUDA unstarted."""
+
+        def probe(progress) -> dict:
+            self._child_prologue()
+            forking.silence_output()
+            for name in names:
+                with contextlib.suppress(BaseException):
+                    importlib.import_module(name)
+            return {"cuda": forking.cuda_started()}
+
+        finished = forking.run_in_child(probe, COLLECTION_LIMIT, still_wanted=self.still_wanted)
+        return (finished.result or {}).get("cuda") is False
 
     def _warm_command_imports(self) -> None:
         """Import the libraries a smoke-training script imports (read from its source)."""

@@ -22,6 +22,8 @@ from typing import NoReturn
 from injector.worker.output import MESSAGE_LIMIT, describe_status
 from trainwreck import processes
 
+DRIVER = "/libcuda.so"  # the CUDA driver, loaded at its first call (not by `import torch`)
+
 
 @dataclass(frozen=True)
 class Finished:
@@ -130,12 +132,23 @@ def send(fd: int, message: dict) -> None:
 
 
 def cuda_started() -> bool:
-    """Whether this process has initialised CUDA through torch: a child forked from it then
-    fails at its first CUDA call ("Cannot re-initialize CUDA in forked subprocess")."""
+    """Whether this process has started CUDA: a child forked from it then fails at its first CUDA
+    call ("Cannot re-initialize CUDA in forked subprocess", or "initialization error").
+
+    torch's own flag covers its lazy start-up, but not a bare driver start: `is_available()`
+    without the NVML check (`PYTORCH_NVML_BASED_CUDA_CHECK`) calls `cudaGetDeviceCount`, which
+    starts the driver and leaves `is_initialized()` False. The driver library mapped into this
+    process says that it started."""
     torch = sys.modules.get("torch")
     try:
-        return bool(torch is not None and torch.cuda.is_initialized())
+        if torch is not None and torch.cuda.is_initialized():
+            return True
     except Exception:  # a torch built without CUDA, or one half-imported
+        pass
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            return any(DRIVER in line for line in maps)
+    except OSError:
         return False
 
 

@@ -18,11 +18,11 @@ def test_every_outcome_equals_applying_the_mutant_by_hand(case, jobs, tmp_path, 
     check_case(case, jobs, tmp_path, capsys)
 
 
-@pytest.mark.parametrize("case", ["shared_state", "nested_factory"])
-def test_tests_imported_afresh_for_every_mutant_give_the_same_outcomes(case, tmp_path, capsys):
+def test_tests_imported_afresh_for_every_mutant_give_the_same_outcomes(tmp_path, capsys):
     """`--fresh`: every run collects the tests in its own child, as a worker whose tests start
-    CUDA when imported must (tests/injector/test_differential_cuda.py checks that on a GPU)."""
-    report = check_case(case, 2, tmp_path, capsys, "--fresh")
+    CUDA when imported must (tests/injector/test_differential_cuda.py checks that on a GPU); on
+    tests that share module-level state, where a run that imports them afresh differs most."""
+    report = check_case("shared_state", 2, tmp_path, capsys, "--fresh")
     assert report["baseline"]["cold"].startswith("--fresh")
 
 
@@ -39,6 +39,15 @@ def test_a_worker_whose_collection_started_cuda_starts_over_cold(tmp_path):
     assert "starts CUDA" in cold["baseline"]["cold"] and "starts CUDA" in markdown.read_text()
     verdicts = {(o["line"], o["operator"]): o["status"] for o in warm["outcomes"]}
     assert {(o["line"], o["operator"]): o["status"] for o in cold["outcomes"]} == verdicts
+
+
+def test_where_a_gpu_may_be_used_library_imports_are_tried_in_a_child_first(tmp_path, capsys, monkeypatch):
+    """With a GPU, a library that starts CUDA when imported must not be imported where runs are
+    forked from: the worker imports the guard script's libraries in a child first and checks.
+    On this CPU nothing starts CUDA, so the libraries are imported and the verdicts stand."""
+    monkeypatch.setattr("injector.campaign.gpu_count", lambda: 1)
+    report = check_case("command_guard", 1, tmp_path, capsys)
+    assert report["device"] == "cuda (1 GPU)" and not report["baseline"]["cold"]
 
 
 def test_tests_that_share_state_are_judged_as_the_guard_runs_them(tmp_path):
