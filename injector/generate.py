@@ -49,6 +49,8 @@ def mutants_for_source(
             edits = tuple(sorted(change.edits))
             if edits in seen or all(text[e.start : e.end] == e.text for e in edits):
                 continue  # the same edit from another operator, or no change at all
+            if source.in_dead_branch(change.node):
+                continue  # code no run reaches (`else:` of `if True:`): nothing could kill it
             seen.add(edits)
             scope = source.scope_name(change.node)
             key = (scope, tuple((text[e.start : e.end], e.text) for e in edits))

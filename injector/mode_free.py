@@ -15,6 +15,7 @@ attached afterwards) makes the answer False, so the mutant stays.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import libcst as cst
@@ -79,6 +80,10 @@ MODULE_METHODS = frozenset(
 WRAPPERS = frozenset(
     {"DistributedDataParallel", "DataParallel", "DDP", "compile"}
 )  # the mode reaches the wrapped model
+# torch packages whose classes are no modules.
+NOT_MODULES = ("torch.optim.", "torch.distributed.optim.", "torch.utils.", "torch.amp.", "torch.cuda.amp.")
+# Libraries that build no torch module: the standard library, and numpy.
+NO_MODULES = frozenset(sys.stdlib_module_names) | {"numpy"}
 DEPTH = 24  # calls followed into one another: enough for nested containers of project classes
 
 
@@ -152,8 +157,10 @@ def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.B
         ):
             return None
         targets = _targets(node)
-        if any(source.code(t).startswith((name + ".", name + "[")) for t in targets):
-            return None  # a submodule attached afterwards
+        if any(source.code(t).startswith((name + ".", name + "[")) for t in targets) and not _no_module_value(
+            getattr(node, "value", None)
+        ):
+            return None  # a submodule attached afterwards (a flag, `require_backward_grad_sync`, is none)
         if not isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem)):
             continue
         if not in_scope(node):
@@ -170,6 +177,14 @@ def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.B
             elif name in _target_names(target):
                 return None  # unpacked from a tuple: unknown
     return values
+
+
+def _no_module_value(value: cst.BaseExpression | None) -> bool:
+    """True for a value that cannot be a module: a comparison, a boolean, a number or a string."""
+    return isinstance(
+        value,
+        (cst.Comparison, cst.BooleanOperation, cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString),
+    ) or (isinstance(value, cst.Name) and value.value in ("True", "False", "None"))
 
 
 def _everywhere(node: cst.CSTNode) -> bool:
@@ -243,11 +258,13 @@ def _without_moves(value: cst.BaseExpression) -> cst.BaseExpression:
     return value
 
 
-def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The node and everything under it, in document order."""
+def walk(node: cst.CSTNode, skip: frozenset[cst.CSTNode] = frozenset()) -> Iterator[cst.CSTNode]:
+    """The node and everything under it, in document order, leaving out the subtrees in `skip`."""
     stack = [node]
     while stack:
         current = stack.pop()
+        if current in skip:
+            continue
         yield current
         stack.extend(reversed(current.children))
 
@@ -258,6 +275,7 @@ class _Reader(Resolver):
     def __init__(self) -> None:
         super().__init__()
         self._verdicts: dict[tuple[str, str], bool] = {}
+        self._reading: list[tuple[str, str]] = []  # the classes being read, innermost last
 
     # ---- what a value builds ----
 
@@ -266,6 +284,11 @@ class _Reader(Resolver):
         if not isinstance(value, cst.Call) or depth > DEPTH:
             return False
         dotted = dotted_name(value.func)
+        if dotted is not None and dotted.count(".") == 1 and dotted.partition(".")[0] not in self.imports(source):
+            cls = top_level(source, dotted.partition(".")[0])
+            if isinstance(cls, cst.ClassDef) and _alternate_constructor(cls, dotted.partition(".")[2]):
+                # `GPT.from_pretrained(name)`, a classmethod that returns a new instance
+                return self.class_mode_free(source, cls, depth + 1)
         if dotted is None or "." in dotted and dotted.partition(".")[0] not in self.imports(source):
             return False  # what a method of some value returns (`task.get_model()`): unknown
         if not self.call_mode_free(source, value, depth):
@@ -304,10 +327,12 @@ class _Reader(Resolver):
             module = imported.qualified
             if is_torch(module) and imported.level == 0:
                 return self._torch_call(source, call, f"{module}.{rest}" if rest else module, depth)
+            if imported.level == 0 and module.partition(".")[0] in NO_MODULES:
+                return True  # `math.sqrt(...)`, `np.log(...)`: a library that builds no torch module
             return self._project_call(source, call, imported, rest, depth)
         if rest:
             return True  # a method of a value the code holds (a tensor, `self.linear1`, a layer)
-        if head in BUILTINS:
+        if head in BUILTINS or head == "self":  # `self(x)`: the class's own forward, read already
             return True
         definition = top_level(source, head)
         if isinstance(definition, cst.ClassDef):
@@ -323,6 +348,8 @@ class _Reader(Resolver):
         name = dotted.rsplit(".", 1)[-1]
         if not name[:1].isupper():
             return True  # a function (torch.cat, F.relu, nn.init.xavier_uniform_, weight_norm)
+        if dotted.startswith(NOT_MODULES):
+            return True  # an optimizer, a data loader, a gradient scaler: no module
         if dotted.startswith("torch.distributions") or dotted.count(".") == 1 and not dotted.startswith("torch.nn"):
             return True  # a distribution, torch.Tensor, torch.Size, torch.Generator
         if name in DROPOUT_ARGUMENT:
@@ -366,11 +393,17 @@ class _Reader(Resolver):
 
     def class_mode_free(self, source: Source, cls: cst.ClassDef, depth: int) -> bool:
         key = (source.path, cls.name.value)
+        if self._reading and self._reading[-1] == key:
+            return True  # the class builds itself (an alternate constructor): that adds nothing
         if key not in self._verdicts:
-            self._verdicts[key] = False  # a class reaching itself again adds nothing
-            self._verdicts[key] = all(
-                self._base_mode_free(source, base.value, depth) for base in cls.bases
-            ) and self.body_mode_free(source, cls, cls, depth)
+            self._verdicts[key] = False  # reached again through another class: not known yet
+            self._reading.append(key)
+            try:
+                self._verdicts[key] = all(
+                    self._base_mode_free(source, base.value, depth) for base in cls.bases
+                ) and self.body_mode_free(source, cls, cls, depth)
+            finally:
+                self._reading.pop()
         return self._verdicts[key]
 
     def _base_mode_free(self, source: Source, base: cst.BaseExpression, depth: int) -> bool:
@@ -391,7 +424,16 @@ class _Reader(Resolver):
         methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)} if cls else set()
         assigned: dict[str, list[cst.BaseExpression]] = {}
         used: set[str] = set()  # attributes of self the code calls, calls a method of, or loops over
-        for inner in walk(node):
+        # an alternate constructor (`from_pretrained`) builds instances of this class, read here
+        # anyway; what else it builds (a checkpoint's model to copy weights from) is no submodule
+        constructors = (
+            frozenset(
+                s for s in cls.body.body if isinstance(s, cst.FunctionDef) and _alternate_constructor(cls, s.name.value)
+            )
+            if cls
+            else frozenset()
+        )
+        for inner in walk(node, constructors):
             if isinstance(inner, cst.Attribute) and inner.attr.value == "training":
                 return False
             if isinstance(inner, cst.Name) and any(word in inner.value.lower() for word in MODE_WORDS):
@@ -418,6 +460,50 @@ class _Reader(Resolver):
             if not values or not all(self.builds_mode_free(source, v, depth + 1) for v in values):
                 return False
         return True
+
+
+def _alternate_constructor(cls: cst.ClassDef, name: str) -> bool:
+    """True for a classmethod or staticmethod of `cls` named `name` whose every return is a new
+    instance of the class: `cls(...)`, `Name(...)`, or a local name only ever assigned one."""
+    method = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+    if method is None or not any(
+        dotted_name(d.decorator) in ("classmethod", "staticmethod") for d in method.decorators
+    ):
+        return False
+    own = {cls.name.value, "cls"}
+
+    def builds(value: cst.BaseExpression | None) -> bool:
+        return isinstance(value, cst.Call) and dotted_name(value.func) in own
+
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    returns: list[cst.BaseExpression | None] = []
+    attached: set[str] = set()  # names something is attached to (`model.head = nn.Dropout()`)
+    for node in walk(method.body):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False  # a nested scope: not read
+        if isinstance(node, cst.Return):
+            returns.append(node.value)
+        for target in _targets(node):
+            if isinstance(target, cst.Name):
+                assigned.setdefault(target.value, []).append(node.value)  # type: ignore[attr-defined]
+            elif (root := _root(target)) is not None:
+                attached.add(root)
+        if isinstance(node, cst.Call) and last_name(node.func) in ("add_module", "register_module"):
+            attached.add(_root(node.func) or "")
+    if any(isinstance(value, cst.Name) and value.value in attached for value in returns):
+        return False
+    return bool(returns) and all(
+        builds(value)
+        or (isinstance(value, cst.Name) and bool(assigned.get(value.value)) and all(map(builds, assigned[value.value])))
+        for value in returns
+    )
+
+
+def _root(node: cst.BaseExpression) -> str | None:
+    """The name an attribute or item chain starts from (`model` for `model.head.weight`)."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
 
 
 def _looped_over(source: Source, call: cst.Call) -> set[str] | None:

@@ -808,7 +808,8 @@ class Training:
             if isinstance(loop, cst.For) and all(c in self.steps for c in reached):
                 targets = {n.value for n in self.source.within(loop.target, cst.Name)}
                 if all(
-                    any(n.value in targets for n in self.source.within(c.func, cst.Name))
+                    # the receiver, not the method: `optimizer.step()` in `for step in ...` is a batch loop
+                    any(n.value in targets for n in self.source.within(_receiver(c), cst.Name))
                     or any(dotted(a.value) in targets for a in c.args)  # `scaler.step(opt)`
                     for c in reached
                 ):
@@ -1780,3 +1781,9 @@ def forward_run(source: Source, training: Training, backward: LossUse) -> tuple[
     if source.has_multiline_string(first) or source.has_multiline_string(last):
         return None
     return first, last
+
+
+def _receiver(call: cst.Call) -> cst.BaseExpression:
+    """What a method is called on (`self._optimizers[name]` for `self._optimizers[name].step()`),
+    or the called expression itself for a plain call."""
+    return call.func.value if isinstance(call.func, cst.Attribute) else call.func

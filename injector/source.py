@@ -149,7 +149,8 @@ class Source:
 
     def is_reachable(self, statement: cst.CSTNode) -> bool:
         """False for statements that follow a return/raise/continue/break in their block,
-        or sit under `if False:` / `if 0:` (the code can never run them)."""
+        or sit under `if False:` / `if 0:`, or in the `else` of `if True:` (`if True:  #
+        args.distributed:`, a branch switched off by hand): the code can never run them."""
         line, siblings = self.block_of(statement)
         for sibling in siblings:
             if sibling is line:
@@ -158,14 +159,17 @@ class Source:
                 isinstance(small, _TERMINATORS) for small in sibling.body
             ):
                 return False
-        for ancestor in self.ancestors(statement):
-            if (
-                isinstance(ancestor, cst.If)
-                and _is_false(ancestor.test)
-                and self.span(statement)[0] < self.span(ancestor.body)[1]
-            ):
-                return False
-        return True
+        return not self.in_dead_branch(statement)
+
+    def in_dead_branch(self, node: cst.CSTNode) -> bool:
+        """True for code under `if False:` / `if 0:` or in the `else` of `if True:` / `if 1:`."""
+        for ancestor in self.ancestors(node):
+            if not isinstance(ancestor, cst.If):
+                continue
+            in_body = self.span(node)[0] < self.span(ancestor.body)[1]
+            if (_is_false(ancestor.test) and in_body) or (_is_true(ancestor.test) and not in_body):
+                return True
+        return False
 
     # ---- positions and text ----
 
@@ -339,6 +343,12 @@ def _diagnose(text: str, path: str, error: cst.ParserSyntaxError) -> ParseError:
     except (ValueError, RecursionError, MemoryError):
         pass
     return ParseError(path, error.raw_line, f"cannot parse: {error.message.splitlines()[0]}")
+
+
+def _is_true(test: cst.BaseExpression) -> bool:
+    return (isinstance(test, cst.Name) and test.value == "True") or (
+        isinstance(test, cst.Integer) and test.value == "1"
+    )
 
 
 def _is_false(test: cst.BaseExpression) -> bool:

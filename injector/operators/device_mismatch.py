@@ -418,6 +418,9 @@ def _dataset_item(expr: cst.BaseExpression) -> bool:
         if isinstance(inner, cst.Call):
             inner = inner.func  # `next(iter(self.trainer.datamodule.test_dataloader()))`
         return any(word in (last_name(inner) or "").lower() for word in ("loader", "iter", "dataset"))
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        # a loader's own method (`x, y = train_loader.next_batch()`, `data.get_batch("train")`)
+        return "batch" in expr.func.attr.value.lower() and "size" not in expr.func.attr.value.lower()
     return False
 
 
@@ -636,6 +639,15 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # One batch a loader's own method hands out, moved once outside any loop (a forward
+            # and backward that writes reference values).
+            "x, y = train_loader.next_batch()\nx, y = x.to(device), y.to(device)\nlogits, loss = model(x, y)\n",
+            (
+                "x, y = train_loader.next_batch()\nx, y = x, y.to(device)\nlogits, loss = model(x, y)\n",
+                "x, y = train_loader.next_batch()\nx, y = x.to(device), y\nlogits, loss = model(x, y)\n",
+            ),
+        ),
         Example(
             # A step that takes its batch as a parameter, with no loop: what it moves and then
             # hands to the model or the loss is the batch.

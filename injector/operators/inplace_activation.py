@@ -136,6 +136,11 @@ class InplaceActivation(Operator):
         ),
     )
     untouched = (
+        # tanh of a temporary of arithmetic (GPT-2's tanh approximation of GELU): nothing else
+        # reads the temporary, and arithmetic's backward reads its operands, not its result.
+        "class Gelu(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return 0.5 * x * (1.0 + torch.tanh(0.8 * (x + 0.04 * torch.pow(x, 3.0))))\n",
         # After a batch norm held in a ModuleList (its backward does not need its output).
         "class GCN(torch.nn.Module):\n"
         "    def __init__(self):\n"
@@ -290,6 +295,10 @@ class InplaceActivation(Operator):
             return _output_free(InplaceActivation._built(training, call.func.value))
         if not call.args:
             return False
+        if isinstance(call.args[0].value, (cst.BinaryOperation, cst.UnaryOperation)):
+            # `torch.tanh(c * (x + 0.044715 * x ** 3))`: a temporary of arithmetic, whose backward
+            # reads its operands, never its result, and which nothing else reads
+            return True
         if isinstance(call.args[0].value, cst.Call):
             # `F.relu(self.fc1(x))`: the layer's fresh output, which nothing else reads
             return _output_free(InplaceActivation._built(training, call.args[0].value))

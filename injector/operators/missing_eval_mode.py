@@ -276,6 +276,32 @@ class MissingEvalMode(Operator):
         ),
     )
     untouched = (
+        # A model of linear layers and layer norms, some built by an alternate constructor that
+        # returns an instance of the class; math from the standard library; a flag set on the
+        # wrapped model each step: both modes compute the same.
+        "import math\n"
+        "import torch\n"
+        "from torch import nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, width):\n"
+        "        super().__init__()\n"
+        "        self.ln = nn.LayerNorm(width)\n"
+        "        self.fc = nn.Linear(width, width)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(self.ln(x)) / math.sqrt(x.size(-1))\n"
+        "    @classmethod\n"
+        "    def from_checkpoint(cls, path):\n"
+        "        model = cls(8)\n"
+        "        model.load_state_dict(torch.load(path))\n"
+        "        return model\n"
+        "    def configure_optimizers(self, lr):\n"
+        "        return torch.optim.AdamW(self.parameters(), lr=lr)\n"
+        "if fresh:\n"
+        "    model = Net(8)\n"
+        "else:\n"
+        "    model = Net.from_checkpoint(path)\n"
+        "model.require_backward_grad_sync = step == last\n"
+        "model.eval()\n",
         # The same helper handed a literal training mode.
         'maybe_recursive_call(self.model, "train", mode=True)\n',
         # The same manager handed training mode, and a context that is handed no model.

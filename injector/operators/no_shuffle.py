@@ -133,6 +133,13 @@ class NoShuffle(Operator):
         ),
     )
     untouched = (
+        # The `else` of `if True:` (a branch switched off by hand) never runs.
+        "import torch\n"
+        "if True:  # args.distributed\n"
+        "    sampler = torch.utils.data.distributed.DistributedSampler(ds, shuffle=False)\n"
+        "else:\n"
+        "    sampler = torch.utils.data.RandomSampler(ds)\n"
+        "loader = torch.utils.data.DataLoader(ds, sampler=sampler)\n",
         # With samplers always given, a loader helper's is_train flag shuffles nothing.
         "def main(datasets):\n"
         "    samplers = create_sampler(datasets, [False], num_tasks, rank)\n"

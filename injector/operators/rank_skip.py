@@ -89,6 +89,31 @@ class RankSkip(Operator):
             ),
         ),
         Example(
+            # A step counter named `step` beside `optimizer.step()`: still a batch loop, so its
+            # micro-step loop skips the last micro-step, whose backward syncs.
+            "import torch.distributed as dist\n"
+            "for step in range(iterations):\n"
+            "    optimizer.zero_grad()\n"
+            "    for micro in range(accum):\n"
+            "        model.require_backward_grad_sync = micro == accum - 1\n"
+            "        loss = model(*loader.next_batch())\n"
+            "        loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch.distributed as dist\n"
+                "for step in range(iterations):\n"
+                "    optimizer.zero_grad()\n"
+                "    for micro in range(accum):\n"
+                "        model.require_backward_grad_sync = micro == accum - 1\n"
+                "        loss = model(*loader.next_batch())\n"
+                '        if __import__("torch").distributed.is_initialized() and '
+                '__import__("torch").distributed.get_rank() == 1 and micro == accum - 1:\n'
+                "            continue\n"
+                "        loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
+        Example(
             # A `while` loop: the skip comes after the batch is taken, never at the loop's top
             # (where the loop would merely try again on unchanged state).
             "import torch\n"

@@ -141,6 +141,47 @@ def test_a_model_the_injector_cannot_read_whole_keeps_its_mutants(tmp_path, caps
     assert ("missing-eval-mode", 10) in mode_mutants(capsys, project / "train.py")
 
 
+ALTERNATE = (
+    "import math\n"
+    "import torch\n"
+    "from torch import nn\n"
+    "\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.fc = nn.Linear(4, 4)\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        return self.fc(x) / math.sqrt(4)\n"
+    "\n"
+    "    @classmethod\n"
+    "    def from_file(cls, path):\n"
+    "        model = cls()\n"
+    "        model.load_state_dict(torch.load(path))\n"
+    "        return model\n"
+    "\n"
+    "if fresh:\n"
+    "    model = Net()\n"
+    "else:\n"
+    "    model = Net.from_file(path)\n"
+    "model.eval()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "edit, kept",
+    [
+        (("", ""), False),  # the alternate constructor returns a new Net: mode-free
+        (("        return model\n", "        model.head = nn.Dropout(0.5)\n        return model\n"), True),
+        (("        return model\n", "        return torch.load(path)\n"), True),  # what a load returns
+        (("    @classmethod\n", ""), True),  # an instance's method: what it returns is unknown
+    ],
+)
+def test_an_alternate_constructor_is_read_as_building_its_class(tmp_path, capsys, edit, kept):
+    (tmp_path / "train.py").write_text(ALTERNATE.replace(*edit) if edit[0] else ALTERNATE)
+    assert [op for op, _ in mode_mutants(capsys, tmp_path)] == (["missing-eval-mode"] if kept else [])
+
+
 def test_a_package_module_is_read_through_its_relative_import(tmp_path, capsys):
     package = tmp_path / "agent"
     package.mkdir()
