@@ -365,6 +365,10 @@ class Training:
             return self.role(expr.value)
         if isinstance(expr, cst.Call) and callee_name(expr) in UNWRAPPERS and expr.args:
             return self.role(expr.args[-1].value)  # `none_throws(self.lr_scheduler)`, `cast(T, opt)`
+        if isinstance(expr, cst.Name) and (container := self._iterated(expr)) is not None:
+            held = self.role(container)  # `for k, v in self.optimizers.items(): v.step()`
+            if held is not None:
+                return held
         name = (last_name(expr) or "").lower()
         if "sched" in name or name in {"lr_scheduler", "warmup"}:
             return "scheduler"
@@ -374,6 +378,32 @@ class Training:
             return "optimizer"
         if name in {"criterion", "loss_fn", "loss_func", "lossfn", "loss_function"}:
             return "loss-module"
+        return None
+
+    def _iterated(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The container a loop takes `name` from: `X` for `for v in X`, `for v in X.values()` and
+        the value of `for k, v in X.items()`; None where no loop around it binds the name."""
+        for loop in self.source.ancestors(name):
+            if not isinstance(loop, cst.For):
+                continue
+            iterable, target = loop.iter, loop.target
+            owner, method = None, None
+            if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) and not iterable.args:
+                owner, method = iterable.func.value, iterable.func.attr.value
+            if isinstance(target, cst.Name) and target.value == name.value:
+                if method == "values":
+                    return owner
+                return None if isinstance(iterable, cst.Call) else iterable
+            if (
+                method == "items"
+                and isinstance(target, cst.Tuple)
+                and len(target.elements) == 2
+                and isinstance(target.elements[1].value, cst.Name)
+                and target.elements[1].value.value == name.value
+            ):
+                return owner
+            if name.value in {n.value for n in self.source.within(target, cst.Name)}:
+                return None
         return None
 
     @cached_property
@@ -1604,6 +1634,55 @@ def helper_owned(source: Source, training: Training, call: cst.Call) -> bool:
     return function in mode_helpers(source, training) and bool(
         mode_calls(source, training, True) or mode_calls(source, training, False)
     )
+
+
+# The words a function named for the mode it sets is made of (`set_to_train`, `set_eval_mode`).
+MODE_HELPER_WORDS = frozenset(
+    {"set", "switch", "to", "train", "training", "eval", "evaluation", "mode", "model", "models", "all"}
+)
+
+
+def fixed_mode_calls(source: Source, training: Training, to_train: bool) -> list[cst.Expr]:
+    """Statements that call a function of this file named for the one mode it sets
+    (`self.set_to_train()`, `switch_to_eval(model)`): it trains nothing and switches modules to
+    that mode (`for v in self.models.values(): v.train()`)."""
+    word = "train" if to_train else "eval"
+    helpers = set()
+    for function in source.nodes(cst.FunctionDef):
+        words = set(function.name.value.lower().strip("_").split("_"))
+        if (
+            not words & {word, f"{word}ing", f"{word}uation"}
+            or not words & {"set", "switch", "to", "mode"}
+            or not words <= MODE_HELPER_WORDS
+        ):
+            continue  # `train(loader, model)` runs an epoch; `init_training_settings()` sets more
+        if training.training_calls(function.body) or training.steps_within(function.body):
+            continue
+        if any(_switches_to(call, to_train) for call in source.within(function.body, cst.Call)):
+            helpers.add(function.name.value)
+    found = []
+    for statement in source.nodes(cst.Expr):
+        call = statement.value
+        if not isinstance(call, cst.Call) or not source.is_reachable(statement):
+            continue
+        func = call.func
+        if (isinstance(func, cst.Name) and func.value in helpers) or (
+            isinstance(func, cst.Attribute) and dotted(func.value) == "self" and func.attr.value in helpers
+        ):
+            found.append(statement)
+    return found
+
+
+def _switches_to(call: cst.Call, to_train: bool) -> bool:
+    """`m.train()` / `m.train(True)` (to_train), or `m.eval()` / `m.train(False)`."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "eval" and not call.args:
+        return not to_train
+    if not sets_mode(call):
+        return False
+    mode = argument(call, "mode", 0)
+    if mode is None:
+        return to_train
+    return is_literal_bool(mode.value, to_train)
 
 
 def mode_calls(source: Source, training: Training, value: bool) -> list[cst.Expr]:

@@ -15,7 +15,7 @@ import libcst as cst
 
 from injector.mode_free import built_mode_free, switches_no_module
 from injector.mutants import Edit
-from injector.patterns import Training, mode_calls
+from injector.patterns import Training, fixed_mode_calls, mode_calls
 from injector.source import Source
 
 
@@ -76,6 +76,10 @@ def removed_mode_switches(
                 f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
             )
     yield from deleted_calls(source, switches, "removed `{code}`: " + effect)
+    for statement in fixed_mode_calls(source, training, to_train):
+        yield Change(
+            statement, (source.delete_statement(statement),), f"removed `{source.code(statement.value)}`: {effect}"
+        )
     for statement in mode_calls(source, training, to_train):
         yield Change(
             statement, (source.delete_statement(statement),), f"removed `{source.code(statement.value)}`: {effect}"

@@ -275,6 +275,33 @@ class LrTooHigh(Operator):
     )
     examples = (
         Example(
+            # A OneCycleLR that a flag chooses among schedulers: the other runs start from the
+            # optimizer's own rate, so both are sites.
+            "import torch\n"
+            "from torch.optim.lr_scheduler import CosineAnnealingLR, OneCycleLR\n"
+            "optimizer = torch.optim.Adam(params, args.lr)\n"
+            'if args.sched == "onecycle":\n'
+            "    scheduler = OneCycleLR(optimizer, args.lr, total_steps=n)\n"
+            "else:\n"
+            "    scheduler = CosineAnnealingLR(optimizer, n)\n",
+            (
+                "import torch\n"
+                "from torch.optim.lr_scheduler import CosineAnnealingLR, OneCycleLR\n"
+                "optimizer = torch.optim.Adam(params, args.lr * 100)\n"
+                'if args.sched == "onecycle":\n'
+                "    scheduler = OneCycleLR(optimizer, args.lr, total_steps=n)\n"
+                "else:\n"
+                "    scheduler = CosineAnnealingLR(optimizer, n)\n",
+                "import torch\n"
+                "from torch.optim.lr_scheduler import CosineAnnealingLR, OneCycleLR\n"
+                "optimizer = torch.optim.Adam(params, args.lr)\n"
+                'if args.sched == "onecycle":\n'
+                "    scheduler = OneCycleLR(optimizer, args.lr * 100, total_steps=n)\n"
+                "else:\n"
+                "    scheduler = CosineAnnealingLR(optimizer, n)\n",
+            ),
+        ),
+        Example(
             # The rate a trainer builds its optimizer with.
             "args = transformers.TrainingArguments(output_dir=out, learning_rate=learning_rate, fp16=True)\n",
             ("args = transformers.TrainingArguments(output_dir=out, learning_rate=learning_rate * 100, fp16=True)\n",),
@@ -817,7 +844,17 @@ class LrTooHigh(Operator):
             parent = source.parent(parent)
         if parent is None or not isinstance(parent.value, cst.Call) or constructed(parent.value) is not call:
             return False
-        return any(dotted(t.target) in overridden for t in parent.targets)
+        name = next((dotted(t.target) for t in parent.targets if dotted(t.target) in overridden), None)
+        if name is None:
+            return False
+        node = overridden[name]
+        if isinstance(node, cst.Call) and callee_name(node) in OVERRIDING_SCHEDULERS:
+            # a OneCycleLR that a flag chooses among other schedulers (`elif args.sched ==
+            # "onecycle":`), apart from the optimizer: the other runs start from this rate
+            branch = next((a for a in source.ancestors(node) if isinstance(a, cst.If)), None)
+            if branch is not None and branch not in set(source.ancestors(call)):
+                return False
+        return True
 
     @staticmethod
     def _scaled(source, node, *values) -> Change:

@@ -26,6 +26,29 @@ class MissingOptimizerStep(Operator):
     )
     examples = (
         Example(
+            # The optimizers a trainer holds in a dict, stepped in a loop over its items.
+            "class Trainer:\n"
+            "    def step_all(self):\n"
+            "        for k, v in self.optimizers.items():\n"
+            "            v.step()\n"
+            "\n"
+            "    def fit(self, loader):\n"
+            "        for batch in loader:\n"
+            "            self.loss(batch).backward()\n"
+            "            self.step_all()\n",
+            (
+                "class Trainer:\n"
+                "    def step_all(self):\n"
+                "        for k, v in self.optimizers.items():\n"
+                "            pass\n"
+                "\n"
+                "    def fit(self, loader):\n"
+                "        for batch in loader:\n"
+                "            self.loss(batch).backward()\n"
+                "            self.step_all()\n",
+            ),
+        ),
+        Example(
             "loss.backward()\nopt.step()\nscheduler.step()\n",
             ("loss.backward()\nscheduler.step()\n",),
         ),

@@ -405,6 +405,68 @@ class MissingTrainMode(Operator):
     )
     examples = (
         Example(
+            # A method that sets up far more than a mode (`init_training_settings` builds the
+            # optimizer too): its `.train()` is the site, not its call.
+            "import torch\n"
+            "class Model:\n"
+            "    def __init__(self, net):\n"
+            "        self.net = net\n"
+            "        self.init_training_settings()\n"
+            "    def init_training_settings(self):\n"
+            "        self.net.train()\n"
+            "        self.optimizer = torch.optim.Adam(self.net.parameters())\n"
+            "    def validate(self, x):\n"
+            "        self.net.eval()\n"
+            "        return self.net(x)\n",
+            (
+                "import torch\n"
+                "class Model:\n"
+                "    def __init__(self, net):\n"
+                "        self.net = net\n"
+                "        self.init_training_settings()\n"
+                "    def init_training_settings(self):\n"
+                "        self.optimizer = torch.optim.Adam(self.net.parameters())\n"
+                "    def validate(self, x):\n"
+                "        self.net.eval()\n"
+                "        return self.net(x)\n",
+            ),
+        ),
+        Example(
+            # A method named for the mode it sets (`set_to_train`): the switch inside it, and each
+            # call of it, are sites.
+            "class Trainer:\n"
+            "    def set_to_train(self):\n"
+            "        for model in self.models.values():\n"
+            "            model.train()\n"
+            "\n"
+            "    def fit(self, loader):\n"
+            "        for batch in loader:\n"
+            "            self.set_to_train()\n"
+            "            self.loss(batch).backward()\n"
+            "            self.optimizer.step()\n",
+            (
+                "class Trainer:\n"
+                "    def set_to_train(self):\n"
+                "        for model in self.models.values():\n"
+                "            pass\n"
+                "\n"
+                "    def fit(self, loader):\n"
+                "        for batch in loader:\n"
+                "            self.set_to_train()\n"
+                "            self.loss(batch).backward()\n"
+                "            self.optimizer.step()\n",
+                "class Trainer:\n"
+                "    def set_to_train(self):\n"
+                "        for model in self.models.values():\n"
+                "            model.train()\n"
+                "\n"
+                "    def fit(self, loader):\n"
+                "        for batch in loader:\n"
+                "            self.loss(batch).backward()\n"
+                "            self.optimizer.step()\n",
+            ),
+        ),
+        Example(
             # At the top: every caller hands a model it built, and the function switches it back
             # after each of its evaluations, so only the switch after an evaluation counts.
             "def fit(model, loader):\n"
