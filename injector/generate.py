@@ -46,7 +46,9 @@ def mutants_for_source(
     for operator in operators if operators is not None else all_operators():
         ordinals: dict[tuple, int] = {}
         for change in operator.changes(source, training):
-            edits = tuple(sorted(change.edits))
+            # one edit reached twice (a rate handed to a helper that builds one of several
+            # optimizers with it) is one edit
+            edits = tuple(sorted(set(change.edits)))
             if edits in seen or all(text[e.start : e.end] == e.text for e in edits):
                 continue  # the same edit from another operator, or no change at all
             if source.in_dead_branch(change.node):

@@ -275,6 +275,53 @@ class LrTooHigh(Operator):
     )
     examples = (
         Example(
+            # A rate handed to a function of the project that builds one of several optimizers
+            # with it (each edit once: reached through both branches, it once crashed the
+            # generation): raised in each constructor and where it is handed.
+            "import torch\n"
+            "\n"
+            "def build(model, name, lr):\n"
+            '    if name == "Adam":\n'
+            "        optimizer = torch.optim.Adam(model.parameters(), lr=lr)\n"
+            "    else:\n"
+            "        optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)\n"
+            "    return optimizer\n"
+            "\n"
+            "optimizer = build(model, args.optimizer, args.lr)\n",
+            (
+                "import torch\n"
+                "\n"
+                "def build(model, name, lr):\n"
+                '    if name == "Adam":\n'
+                "        optimizer = torch.optim.Adam(model.parameters(), lr=lr * 100)\n"
+                "    else:\n"
+                "        optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)\n"
+                "    return optimizer\n"
+                "\n"
+                "optimizer = build(model, args.optimizer, args.lr)\n",
+                "import torch\n"
+                "\n"
+                "def build(model, name, lr):\n"
+                '    if name == "Adam":\n'
+                "        optimizer = torch.optim.Adam(model.parameters(), lr=lr)\n"
+                "    else:\n"
+                "        optimizer = torch.optim.SGD(model.parameters(), lr=lr * 100, momentum=0.9)\n"
+                "    return optimizer\n"
+                "\n"
+                "optimizer = build(model, args.optimizer, args.lr)\n",
+                "import torch\n"
+                "\n"
+                "def build(model, name, lr):\n"
+                '    if name == "Adam":\n'
+                "        optimizer = torch.optim.Adam(model.parameters(), lr=lr)\n"
+                "    else:\n"
+                "        optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)\n"
+                "    return optimizer\n"
+                "\n"
+                "optimizer = build(model, args.optimizer, args.lr * 100)\n",
+            ),
+        ),
+        Example(
             # A OneCycleLR that a flag chooses among schedulers: the other runs start from the
             # optimizer's own rate, so both are sites.
             "import torch\n"
