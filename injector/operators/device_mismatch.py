@@ -23,12 +23,18 @@ def _is_device(expr: cst.BaseExpression) -> bool:
 MODEL_WORDS = ("model", "net", "module", "criterion", "loss_fn", "ema")
 
 
+# Functions that hand back the model they are given (converted or wrapped).
+MODEL_RETURNING = frozenset({"convert_sync_batchnorm", "compile", "script", "channels_last"})
+
+
 def _is_model(training, expr: cst.BaseExpression) -> bool:
     """Models and other modules move once at set-up; the operator is about batches."""
     if isinstance(expr, cst.Call) and (callee_name(expr) or "a")[0].isupper() and not _tensor_class(expr):
         return True  # `Net().to(device)`
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         return True  # `self.backbone.cuda()`: a submodule
+    if isinstance(expr, cst.Call) and callee_name(expr) in MODEL_RETURNING and expr.args:
+        return _is_model(training, expr.args[0].value)  # `SyncBatchNorm.convert_sync_batchnorm(model)`
     name = (last_name(expr) or "").lower()
     return name == "self" or any(word in name for word in MODEL_WORDS) or training.role(expr) is not None
 
@@ -639,6 +645,20 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A model converted to synchronised batch norm, then moved: a model, not a batch;
+            # the batch the loop moves is the site.
+            "import torch\n"
+            "model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model).to(device)\n"
+            "for x, y in loader:\n"
+            "    loss = model(x.to(device)).sum()\n",
+            (
+                "import torch\n"
+                "model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model).to(device)\n"
+                "for x, y in loader:\n"
+                "    loss = model(x).sum()\n",
+            ),
+        ),
         Example(
             # One batch a loader's own method hands out, moved once outside any loop (a forward
             # and backward that writes reference values).
