@@ -41,7 +41,7 @@ from injector.mutants import Edit, apply_edits
 from injector.outcomes import ERROR, KILLED, SURVIVED, TIMEOUT
 from injector.protocol import Result
 from injector.worker import forking, guards
-from injector.worker.output import bounded_log, failure_line, first_failure, last_lines
+from injector.worker.output import bounded_log, collection_problem, failure_line, first_failure, last_lines
 from trainwreck import probe
 
 COLLECTION_LIMIT = 600.0  # seconds a cold worker's first collection of the tests may take
@@ -155,10 +155,8 @@ class Worker:
         found = finished.result or {}
         if finished.timed_out or "order" not in found:
             self.fatal(f"the guard's tests could not be collected ({found.get('error') or finished.describe()})")
-        if found["errors"]:
-            self.fatal("the guard's tests do not import: " + found["errors"][0])
-        if not found["order"]:
-            self.fatal("the guard collected no tests")
+        if (problem := collection_problem(found["errors"], len(found["order"]))) is not None:
+            self.fatal(problem)
         self.order = list(found["order"])
         self.startup = time.monotonic() - self.started
         self._loop()
@@ -260,8 +258,8 @@ class Worker:
         forking.silence_output()
 
         def hand(errors: list[str]) -> dict:
-            if errors:
-                return {"error": "the guard's tests do not import: " + errors[0]}
+            if (problem := collection_problem(errors, len(self.items))) is not None:
+                return {"error": problem}
             return self._baseline_records(progress)
 
         return self._collected(hand)

@@ -59,3 +59,10 @@ def describe_status(status: int | None) -> str:
     if os.WIFSIGNALED(status):
         return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
     return f"exit code {os.WEXITSTATUS(status)}"
+
+
+def collection_problem(errors: list[str], collected: int) -> str | None:
+    """Why a campaign cannot use the guard's collection (None: it can)."""
+    if errors:
+        return "the guard's tests do not import: " + errors[0]
+    return None if collected else "the guard collected no tests"

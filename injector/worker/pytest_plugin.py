@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from injector.worker import forking
-from injector.worker.output import report_message
+from injector.worker.output import collection_problem, report_message
 
 CUDA_AT_IMPORT = "importing the guard's tests starts CUDA, so each run imports them afresh in its own process"
 
@@ -47,10 +47,8 @@ class TakeOver:
     def pytest_runtestloop(self, session) -> bool:
         if self.hand is not None:
             self.hand(list(session.items), self.errors)
-        elif self.errors:
-            self.worker.fatal("the guard's tests do not import: " + self.errors[0])
-        elif not session.items:
-            self.worker.fatal("the guard collected no tests")
+        elif (problem := collection_problem(self.errors, len(session.items))) is not None:
+            self.worker.fatal(problem)
         elif forking.cuda_started():
             self.worker.restart_cold(CUDA_AT_IMPORT)
         else:
