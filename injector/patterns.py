@@ -365,6 +365,8 @@ class Training:
             return self.role(expr.value)
         if isinstance(expr, cst.Call) and callee_name(expr) in UNWRAPPERS and expr.args:
             return self.role(expr.args[-1].value)  # `none_throws(self.lr_scheduler)`, `cast(T, opt)`
+        if isinstance(expr, cst.Name) and expr.value == "self" and in_optimizer_class(self.source, expr):
+            return "optimizer"  # the optimizer's own methods (SAM's `self.second_step()` in its `step`)
         if isinstance(expr, cst.Name) and (container := self._iterated(expr)) is not None:
             held = self.role(container)  # `for k, v in self.optimizers.items(): v.step()`
             if held is not None:
@@ -818,6 +820,8 @@ class Training:
                 found.append(call)  # an engine that takes the loss also takes the step
             elif call.func.attr.value.startswith("step_") and self.role(call.func.value) == "optimizer":
                 found.append(call)  # a scheduled-optimizer wrapper's `step_and_update_lr()`
+            elif call.func.attr.value in TWO_PHASE_UPDATES and self.role(call.func.value) == "optimizer":
+                found.append(call)  # SAM's `optimizer.second_step(zero_grad=True)`
         return found
 
     @cached_property
@@ -1206,6 +1210,23 @@ def _unscaled(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExp
 
 # Methods a base class leaves to its subclasses that run a whole training step.
 ABSTRACT_STEPS = frozenset({"train_step", "training_step", "train_batch", "handle_batch"})
+
+# The update of a two-phase optimizer: sharpness-aware minimisation and its variants (SAM, ASAM,
+# GSAM) climb to a nearby worse point in `first_step`, then restore the weights and take the base
+# optimizer's step in `second_step`. Without the first, the second fails (nothing to restore);
+# without the second, the parameters never get an update.
+TWO_PHASE_UPDATES = frozenset({"second_step"})
+
+
+def in_optimizer_class(source: Source, node: cst.CSTNode) -> bool:
+    """True inside a class that subclasses torch's `Optimizer` (`class SAM(torch.optim.Optimizer)`):
+    its methods update parameters; they see no batch and no model output."""
+    for ancestor in source.ancestors(node):
+        if isinstance(ancestor, cst.ClassDef):
+            return any((dotted(base.value) or "").rsplit(".", 1)[-1] == "Optimizer" for base in ancestor.bases)
+    return False
+
+
 _DISTRIBUTED_NAMES = frozenset(
     {
         "distributed",
@@ -1761,8 +1782,14 @@ def _constructor_role(call: cst.Call) -> str | None:
         return "scaler"
     if name in LOSS_MODULES:
         return "loss-module"
-    if name[:1].isupper() and _over_parameters(call) and argument(call, "lr", None) is not None:
-        return "optimizer"  # a class of another package built the way torch's are: `LARS(params, lr=...)`
+    if (
+        (name[:1].isupper() or isinstance(call.func, cst.Subscript))
+        and _over_parameters(call)
+        and argument(call, "lr", None) is not None
+    ):
+        # a class of another package built the way torch's are (`LARS(params, lr=...)`), or one
+        # picked from a table of them (DLRM's `opts[args.optimizer](parameters, lr=...)`)
+        return "optimizer"
     return None
 
 

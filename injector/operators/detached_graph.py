@@ -44,6 +44,11 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # Forward, loss and backward in one line (SAM's second pass at the perturbed weights).
+            "for x, y in loader:\n    smooth_crossentropy(model(x), y, smoothing=0.1).mean().backward()\n",
+            ("for x, y in loader:\n    smooth_crossentropy(model(x).detach(), y, smoothing=0.1).mean().backward()\n",),
+        ),
+        Example(
             # Lightning differentiates what `training_step` returns.
             "class Net(LightningModule):\n"
             "    def training_step(self, batch, batch_idx):\n"
@@ -471,6 +476,16 @@ class DetachedGraph(Operator):
                 # `(out[RECON] + out[GEN]).backward()`: each entry added up is cut off on its own
                 for term in training.stored_terms(backward):
                     yield from self._detached(source, training, backward, term)
+            inline = _inline_loss(source, training, backward)
+            if inline is not None and not alternatives and training.loss_assignment(backward) is None:
+                # `criterion(model(x), y).mean().backward()`: forward, loss and backward in one line
+                target = _model_output(source, training, inline)
+                yield Change(
+                    inline,
+                    (source.replace(target, method_on(source, target, "detach")),),
+                    "the loss is cut off from the model's graph",
+                )
+                continue
             whole = [a for a in alternatives if not _accumulated(source, a)]
             for assign in whole or alternatives or [training.loss_assignment(backward)]:
                 if assign is not None and _starts_empty(assign):
@@ -546,6 +561,23 @@ class DetachedGraph(Operator):
         return (
             name in LOSS_FUNCTIONS or training.role(call.func) == "loss-module" or "loss" in name or "criterion" in name
         )
+
+
+def _inline_loss(source, training, backward) -> cst.Call | None:
+    """The loss call of a backward that computes its loss in the same expression, from a model
+    forward among its arguments (`smooth_crossentropy(model(x), y).mean().backward()`, SAM's second
+    pass), reductions and casts on it allowed; None otherwise."""
+    loss = backward.loss
+    while isinstance(loss, cst.Call) and isinstance(loss.func, cst.Attribute) and loss.func.attr.value in _ON_LOSS:
+        loss = loss.func.value
+    if not isinstance(loss, cst.Call) or not any(
+        runs_model(source, training, a.value) for a in loss.args if a.keyword is None and not a.star
+    ):
+        return None
+    return loss if DetachedGraph._is_loss(training, loss) or "entropy" in (callee_name(loss) or "").lower() else None
+
+
+_ON_LOSS = frozenset({"mean", "sum", "float", "double", "squeeze"})
 
 
 def _starts_empty(assign: cst.CSTNode) -> bool:

@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import MICROBATCH_TRAINER, SR_MODEL_STEP
-from injector.patterns import argument, assigned_alone, callee_name, dotted, last_name, runs_model
+from injector.patterns import argument, assigned_alone, callee_name, dotted, in_optimizer_class, last_name, runs_model
 
 ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
@@ -479,6 +479,25 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
             return expr.value if isinstance(expr, cst.Name) else None
 
 
+def _picked_device_for_input(source, training, target: cst.BaseExpression, call: cst.Call) -> bool:
+    """A device the function picks itself (`d = torch.device("cuda:" + str(k % n))`), to which it
+    moves one of its own inputs (DLRM's model parallelism: `lS_o[k].to(d)`, each table's indices
+    to that table's GPU); not its own layers or weights, which are no inputs."""
+    if not isinstance(target, cst.Name) or not isinstance(call.func, cst.Attribute):
+        return False
+    function = source.function_of(call)
+    moved = call.func.value
+    while isinstance(moved, cst.Subscript):
+        moved = moved.value  # `lS_o[k]`: one entry of the input
+    root = _root_name(moved)
+    if function is None or root is None or root in {"self", "cls"}:
+        return False
+    if root not in {p.name.value for p in function.params.params}:
+        return False
+    assign = training.last_assignment(target.value, call)
+    return assign is not None and isinstance(assign.value, cst.Call) and _is_device(assign.value)
+
+
 def _batch_holder(source, call: cst.Call) -> bool:
     """True for `holder = holder.cuda()` where a loop later copies every batch into that
     tensor (`holder.data.resize_(batch.size()).copy_(batch)`): without the move, every
@@ -645,6 +664,28 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A module's own inputs moved to the GPU it picks for each table (model parallelism);
+            # its tables and weights moved there are no inputs.
+            "class Net(nn.Module):\n"
+            "    def parallel_forward(self, dense_x, lS_o):\n"
+            "        t_list, w_list = [], []\n"
+            "        for k, emb in enumerate(self.emb_l):\n"
+            "            d = torch.device('cuda:' + str(k % self.ndevices))\n"
+            "            t_list.append(emb.to(d))\n"
+            "            w_list.append(self.v_W_l[k].to(d))\n"
+            "            lS_o[k] = lS_o[k].to(d)\n",
+            (
+                "class Net(nn.Module):\n"
+                "    def parallel_forward(self, dense_x, lS_o):\n"
+                "        t_list, w_list = [], []\n"
+                "        for k, emb in enumerate(self.emb_l):\n"
+                "            d = torch.device('cuda:' + str(k % self.ndevices))\n"
+                "            t_list.append(emb.to(d))\n"
+                "            w_list.append(self.v_W_l[k].to(d))\n"
+                "            lS_o[k] = lS_o[k]\n",
+            ),
+        ),
         Example(
             # A model converted to synchronised batch norm, then moved: a model, not a batch;
             # the batch the loop moves is the site.
@@ -969,6 +1010,11 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # An optimizer's own methods see no batch (SAM gathers its gradients' norms on one device).
+        "class SAM(torch.optim.Optimizer):\n"
+        "    def _grad_norm(self):\n"
+        "        shared_device = self.param_groups[0]['params'][0].device\n"
+        "        return torch.stack([p.grad.norm(p=2).to(shared_device) for g in self.param_groups for p in g['params']])\n",
         # A move whose result becomes a number in the same expression (soft actor-critic's target entropy).
         "target_entropy = -torch.prod(torch.Tensor(action_space.shape).to(self.device)).item()\n",
         # An optimizer's state moved back to the GPU on resume (nanotron): no batch.
@@ -1114,6 +1160,8 @@ class DeviceMismatch(Operator):
                 continue
             if not isinstance(call.func, cst.Attribute) or _is_model(training, call.func.value):
                 continue
+            if in_optimizer_class(source, call):
+                continue  # an optimizer's own methods move its state and gradients, never a batch
             if (
                 not (
                     _is_batch(source, call)
@@ -1139,7 +1187,11 @@ class DeviceMismatch(Operator):
                 continue
             if name == "to":
                 target = argument(call, "device", 0)
-                if target is None or not _is_device(target.value) or _framework_device(training, target.value, call):
+                if (
+                    target is None
+                    or not (_is_device(target.value) or _picked_device_for_input(source, training, target.value, call))
+                    or _framework_device(training, target.value, call)
+                ):
                     continue
             elif name != "cuda":
                 continue

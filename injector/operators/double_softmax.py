@@ -17,7 +17,12 @@ def _named_ce(call: cst.Call) -> bool:
     """True for a criterion named a cross-entropy where its class is not in the file
     (`self.ce_loss(logits, y)`, `loss_ce(...)`, `ce_criterion(...)`: USB's `CELoss`, built in its
     base class's file), or a loss helper handed the cross-entropy's name."""
-    words = (callee_name(call) or "").lower().split("_")
+    callee = callee_name(call) or ""
+    words = callee.lower().split("_")
+    if callee[:1].islower() and "crossentropy" in "".join(words) and not {"binary", "bce"} & set(words):
+        # a function of the project named for a cross-entropy (`smooth_crossentropy(pred, gold)`,
+        # `soft_cross_entropy(logits, targets)`): it takes logits; a class of that name is built here
+        return True
     if not {"loss", "criterion"} & set(words):
         return False
     # or a loss helper told by name to compute one (`consistency_loss(logits, targets, 'ce')`)
@@ -137,6 +142,11 @@ class DoubleSoftmax(Operator):
             ),
         ),
         Example(
+            # A function of the project named for a cross-entropy: it takes logits.
+            "loss = smooth_crossentropy(model(x), y, smoothing=0.1)\n",
+            ("loss = smooth_crossentropy(model(x).softmax(dim=1), y, smoothing=0.1)\n",),
+        ),
+        Example(
             # A criterion named a cross-entropy, and a loss helper told to compute one ('ce'); an L1 loss, or 'mse', is none.
             "sup = self.ce_loss(logits, y, reduction='mean')\n"
             "unsup = self.consistency_loss(logits_s, pseudo, 'ce', mask=mask)\n",
@@ -149,6 +159,8 @@ class DoubleSoftmax(Operator):
         ),
     )
     untouched = (
+        # A binary cross-entropy takes probabilities; building a cross-entropy class is no loss call.
+        "loss = binary_cross_entropy(torch.sigmoid(out), y)\ncriterion = CrossEntropyLabelSmooth(num_classes)\n",
         # A criterion named a cross-entropy, and a loss helper told to compute one ('ce'); an L1 loss, or 'mse', is none.
         "sup = self.l1_loss(logits, y)\nunsup = self.consistency_loss(logits_s, pseudo, 'mse', mask=mask)\n",
         # A criterion handed on with what is no model output.

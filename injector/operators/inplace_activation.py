@@ -86,6 +86,23 @@ class InplaceActivation(Operator):
     )
     examples = (
         Example(
+            # Appended after a tanh, whose backward reads its own output: in place breaks it.
+            "def create_mlp(sizes):\n"
+            "    layers = []\n"
+            "    for n, m in zip(sizes, sizes[1:]):\n"
+            "        layers.append(nn.Tanh())\n"
+            "        layers.append(nn.ReLU())\n"
+            "    return nn.Sequential(*layers)\n",
+            (
+                "def create_mlp(sizes):\n"
+                "    layers = []\n"
+                "    for n, m in zip(sizes, sizes[1:]):\n"
+                "        layers.append(nn.Tanh())\n"
+                "        layers.append(nn.ReLU(inplace=True))\n"
+                "    return nn.Sequential(*layers)\n",
+            ),
+        ),
+        Example(
             "class Block(nn.Module):\n"
             "    def forward(self, x):\n"
             "        h = F.relu(self.fc1(x))\n"
@@ -136,6 +153,18 @@ class InplaceActivation(Operator):
         ),
     )
     untouched = (
+        # An MLP built layer by layer: each ReLU appended after the linear layer just appended,
+        # whose backward does not read its output (DLRM's create_mlp).
+        "def create_mlp(sizes, last):\n"
+        "    layers = nn.ModuleList()\n"
+        "    for n, m in zip(sizes, sizes[1:]):\n"
+        "        LL = nn.Linear(n, m)\n"
+        "        layers.append(LL)\n"
+        "        if m == last:\n"
+        "            layers.append(nn.Sigmoid())\n"
+        "        else:\n"
+        "            layers.append(nn.ReLU())\n"
+        "    return nn.Sequential(*layers)\n",
         # tanh of a temporary of arithmetic (GPT-2's tanh approximation of GELU): nothing else
         # reads the temporary, and arithmetic's backward reads its operands, not its result.
         "class Gelu(nn.Module):\n"
@@ -194,8 +223,10 @@ class InplaceActivation(Operator):
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
             if name in MODULES:
-                if not self._after_output_free_layer(source, training, call) and not self._runs_on_fresh_outputs(
-                    source, training, call
+                if not (
+                    self._after_output_free_layer(source, training, call)
+                    or self._appended_after_output_free_layer(source, training, call)
+                    or self._runs_on_fresh_outputs(source, training, call)
                 ):
                     yield from self._module(source, call, name)
             elif self._in_model(source, call) and not self._overwrites_dead_output(source, training, call):
@@ -260,6 +291,46 @@ class InplaceActivation(Operator):
             return False
         previous = values[index - 1]
         return isinstance(previous, cst.Call) and _output_free(callee_name(previous))
+
+    @staticmethod
+    def _appended_after_output_free_layer(source, training, call) -> bool:
+        """`layers.append(LL)`, then `layers.append(nn.ReLU())` (an MLP built layer by layer,
+        `LL = nn.Linear(n, m)`): the layer appended just before, on the way to this append (not
+        in another branch), does not need its output."""
+        append = source.parent(source.parent(call))  # the Arg, then the call it is handed to
+        if not (
+            isinstance(append, cst.Call)
+            and isinstance(append.func, cst.Attribute)
+            and append.func.attr.value == "append"
+            and append.args
+            and append.args[0].value is call
+        ):
+            return False
+        holder, function = dotted(append.func.value), source.function_of(call)
+        if holder is None or function is None:
+            return False
+        start = source.span(append)[0]
+        around = {id(a) for a in source.ancestors(call)}
+        previous = None
+        for other in source.within(function.body, cst.Call):
+            if not (
+                isinstance(other.func, cst.Attribute)
+                and other.func.attr.value == "append"
+                and dotted(other.func.value) == holder
+                and other.args
+                and source.span(other)[0] < start
+            ):
+                continue
+            block = next((a for a in source.ancestors(other) if isinstance(a, (cst.IndentedBlock, cst.Module))), None)
+            if block is not None and id(block) in around:
+                previous = other  # calls come in source order: the last one kept is the nearest
+        if previous is None:
+            return False
+        layer: cst.BaseExpression | None = previous.args[0].value
+        if isinstance(layer, cst.Name):
+            assign = training.last_assignment(layer.value, previous)
+            layer = assign.value if assign is not None else None
+        return isinstance(layer, cst.Call) and _output_free(callee_name(layer))
 
     @staticmethod
     def _runs_on_fresh_outputs(source, training, call) -> bool:

@@ -62,27 +62,10 @@ def _project_builder_rates(source, resolver: Resolver, call: cst.Call) -> list[c
     if found is None:
         return []
     module, definition = found
-    if isinstance(definition, cst.ClassDef):
-        init = next(
-            (s for s in definition.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None
-        )
-        if init is None:
-            return []
-        function, params = init, [p.name.value for p in (*init.params.posonly_params, *init.params.params)][1:]
-    else:
-        function, params = (
-            definition,
-            [p.name.value for p in (*definition.params.posonly_params, *definition.params.params)],
-        )
-    params += [p.name.value for p in function.params.kwonly_params]
-    bound: dict[str, cst.BaseExpression] = {}
-    for index, arg in enumerate(call.args):
-        if arg.star:
-            break
-        if arg.keyword is not None:
-            bound[arg.keyword.value] = arg.value
-        elif index < len(params):
-            bound[params[index]] = arg.value
+    bound = _bound_arguments(definition, call)
+    function = _constructor_or_function(definition)
+    if bound is None or function is None:
+        return []
     rates = []
     for inner in module.within(function, cst.Call):
         callee = dotted(inner.func) or ""
@@ -97,6 +80,68 @@ def _project_builder_rates(source, resolver: Resolver, call: cst.Call) -> list[c
         if rate is not None and isinstance(rate.value, cst.Name) and rate.value.value in bound:
             rates.append(bound[rate.value.value])
     return rates
+
+
+def _constructor_or_function(definition: cst.ClassDef | cst.FunctionDef) -> cst.FunctionDef | None:
+    """What a call of `definition` runs first: a class's `__init__`, or the function itself."""
+    if isinstance(definition, cst.FunctionDef):
+        return definition
+    return next(
+        (s for s in definition.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None
+    )
+
+
+def _bound_arguments(
+    definition: cst.ClassDef | cst.FunctionDef, call: cst.Call
+) -> dict[str, cst.BaseExpression] | None:
+    """The arguments of `call` by the parameter of `definition` they are bound to (a class's
+    through its `__init__`, `self` left out); None for a class without one."""
+    function = _constructor_or_function(definition)
+    if function is None:
+        return None
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    if isinstance(definition, cst.ClassDef):
+        params = params[1:]
+    params += [p.name.value for p in function.params.kwonly_params]
+    bound: dict[str, cst.BaseExpression] = {}
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            break
+        if arg.keyword is not None:
+            bound[arg.keyword.value] = arg.value
+        elif index < len(params):
+            bound[params[index]] = arg.value
+    return bound
+
+
+def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Call) -> list[cst.BaseExpression]:
+    """The rates handed, with one optimizer, to a class of the project that writes the rates of
+    its optimizer's groups (sam's `StepLR(optimizer, args.learning_rate, args.epochs)`, whose
+    `__call__` sets every `param_group["lr"]` from that rate): the rate the run trains at."""
+    if not (callee_name(call) or "")[:1].isupper() or training.role_of_constructor(call) == "optimizer":
+        return []
+    handed = [a for a in call.args if not a.star]
+    if sum(_is_optimizer(training, a.value) for a in handed) != 1:
+        return []
+    found = resolver.definition(source, call.func)
+    if found is None or not isinstance(found[1], cst.ClassDef):
+        return []
+    module, definition = found
+    writes = any(
+        isinstance(t.target, cst.Subscript)
+        and any(
+            isinstance(e.slice, cst.Index)
+            and isinstance(e.slice.value, cst.SimpleString)
+            and e.slice.value.evaluated_value in LR_KEYS
+            for e in t.target.slice
+        )
+        for assign in module.within(definition, cst.Assign)
+        for t in assign.targets
+    )
+    bound = _bound_arguments(definition, call) if writes else None
+    if not bound:
+        return []
+    return [value for name, value in bound.items() if _rate_named(name) and not _is_optimizer(training, value)]
 
 
 def _schedule_helper_rates(training, call: cst.Call, statement: bool = True) -> list[cst.BaseExpression]:
@@ -628,7 +673,7 @@ class LrTooHigh(Operator):
 
     def changes(self, source, training):
         resolver = Resolver()
-        overridden = self._overridden(source, training)
+        overridden = self._overridden(source, training, resolver)
         computed = _rate_computing_schedulers(training, source)
         for scheduler, rate in computed:
             yield self._scaled(source, scheduler, rate)
@@ -660,7 +705,9 @@ class LrTooHigh(Operator):
             if handed is not None:
                 yield self._scaled(source, call, handed)
                 continue
-            rates = _project_builder_rates(source, resolver, call)
+            rates = _project_builder_rates(source, resolver, call) or _project_scheduler_rates(
+                source, resolver, training, call
+            )
             if rates:
                 yield self._scaled(source, call, *rates)
                 continue
@@ -814,10 +861,16 @@ class LrTooHigh(Operator):
                     yield LrTooHigh._scaled(source, assign, assign.value)
 
     @staticmethod
-    def _overridden(source, training) -> dict[str, cst.CSTNode]:
-        """Optimizers (by the name they are bound to) whose rate a OneCycleLR/CyclicLR sets, or
-        that a batch loop gives a rate at every step."""
+    def _overridden(source, training, resolver: Resolver) -> dict[str, cst.CSTNode]:
+        """Optimizers (by the name they are bound to) whose rate a OneCycleLR/CyclicLR sets, that
+        a batch loop gives a rate at every step, or whose rates a scheduler class of the project
+        writes from the rate it is handed."""
         found = {}
+        for call in source.nodes(cst.Call):
+            if _project_scheduler_rates(source, resolver, training, call):
+                for arg in call.args:
+                    if _is_optimizer(training, arg.value) and dotted(arg.value):
+                        found[dotted(arg.value) or ""] = call
         for call in source.nodes(cst.Call):
             if callee_name(call) in OVERRIDING_SCHEDULERS:
                 optimizer = argument(call, "optimizer", 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.patterns import argument, dotted, is_literal_bool, with_keyword
+from injector.patterns import TWO_PHASE_UPDATES, argument, dotted, is_literal_bool, with_keyword
 
 STEP_SWITCH_WORDS = ("update", "step")
 
@@ -75,6 +75,40 @@ class MissingOptimizerStep(Operator):
             ),
         ),
         Example(
+            # A two-phase optimizer (sharpness-aware minimisation): its second step is the update,
+            # inside its own closure-taking `step` too; the first only climbs to the perturbed point.
+            "for x, y in loader:\n"
+            "    criterion(model(x), y).backward()\n"
+            "    optimizer.first_step(zero_grad=True)\n"
+            "    criterion(model(x), y).backward()\n"
+            "    optimizer.second_step(zero_grad=True)\n"
+            "class SAM(torch.optim.Optimizer):\n"
+            "    def step(self, closure=None):\n"
+            "        self.first_step(zero_grad=True)\n"
+            "        closure()\n"
+            "        self.second_step()\n",
+            (
+                "for x, y in loader:\n"
+                "    criterion(model(x), y).backward()\n"
+                "    optimizer.first_step(zero_grad=True)\n"
+                "    criterion(model(x), y).backward()\n"
+                "class SAM(torch.optim.Optimizer):\n"
+                "    def step(self, closure=None):\n"
+                "        self.first_step(zero_grad=True)\n"
+                "        closure()\n"
+                "        self.second_step()\n",
+                "for x, y in loader:\n"
+                "    criterion(model(x), y).backward()\n"
+                "    optimizer.first_step(zero_grad=True)\n"
+                "    criterion(model(x), y).backward()\n"
+                "    optimizer.second_step(zero_grad=True)\n"
+                "class SAM(torch.optim.Optimizer):\n"
+                "    def step(self, closure=None):\n"
+                "        self.first_step(zero_grad=True)\n"
+                "        closure()\n",
+            ),
+        ),
+        Example(
             # An engine that takes the loss takes the optimizer step too (DeepSpeed).
             "model_engine.backward(loss)\nmodel_engine.step()\n",
             ("model_engine.backward(loss)\n",),
@@ -130,6 +164,8 @@ class MissingOptimizerStep(Operator):
         "env.step(action)\n",
         "sched.step(val_loss)\n",
         "model_engine.step()\n",
+        # a second step of something that is no optimizer
+        "env.second_step(action)\n",
         # Already told not to step.
         "loss_scaler = NativeScaler()\nloss_scaler(loss, optimizer, update_grad=False)\n",
     )
@@ -139,7 +175,7 @@ class MissingOptimizerStep(Operator):
             if not isinstance(call.func, cst.Attribute):
                 return False
             name = call.func.attr.value
-            if name == "step" or name.startswith("step_"):
+            if name == "step" or name.startswith("step_") or name in TWO_PHASE_UPDATES:
                 return call in training.steps
             if name == "optimizer_step":
                 return True  # torch_xla's `xm.optimizer_step(optimizer)`

@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
 from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER
-from injector.patterns import callee_name, dotted
+from injector.patterns import callee_name, dotted, is_literal_bool
 
 
 def _zeroed(source, call: cst.Call) -> str:
@@ -130,6 +130,21 @@ class MissingZeroGrad(Operator):
         Example(
             "for p in model.parameters():\n    if p.grad is not None:\n        p.grad.detach_()\n        p.grad.zero_()\n",
             ("for p in model.parameters():\n    if p.grad is not None:\n        pass\n",),
+        ),
+        Example(
+            # A step told by its flag to clear the gradients (sharpness-aware minimisation).
+            "for x, y in loader:\n"
+            "    loss_fn(model(x), y).backward()\n"
+            "    optimizer.first_step(zero_grad=True)\n"
+            "    loss_fn(model(x), y).backward()\n"
+            "    optimizer.second_step(zero_grad=False)\n",
+            (
+                "for x, y in loader:\n"
+                "    loss_fn(model(x), y).backward()\n"
+                "    optimizer.first_step(zero_grad=False)\n"
+                "    loss_fn(model(x), y).backward()\n"
+                "    optimizer.second_step(zero_grad=False)\n",
+            ),
         ),
         Example(
             # A helper that zeroes the parameters it is handed (mixed-precision training code).
@@ -320,6 +335,7 @@ class MissingZeroGrad(Operator):
 
         description = "removed `{code}`: gradients now accumulate across steps"
         yield from _cleared_by_hand(source, description)
+        yield from _cleared_by_flag(source)
         changes = list(deleted_calls(source, wanted, description))
         pairs = _same_gradients(source, training, [c.node for c in changes if isinstance(c.node, cst.Expr)])
         for change in changes:
@@ -366,6 +382,20 @@ def _clears_in_each_step(source, training) -> set[cst.Call]:
             if callee_name(call) == "zero_grad" and source.span(call)[0] > end and source.function_of(call) is function
         )
     return found
+
+
+def _cleared_by_flag(source):
+    """A step told by its flag to clear the gradients after it (`optimizer.first_step(
+    zero_grad=True)`, `optimizer.second_step(zero_grad=True)`: sharpness-aware minimisation's two
+    steps): the flag turned off."""
+    for call in source.nodes(cst.Call):
+        flag = next((a for a in call.args if a.keyword is not None and a.keyword.value == "zero_grad"), None)
+        if flag is not None and is_literal_bool(flag.value, True) and source.is_reachable(source.parent(call)):
+            yield Change(
+                call,
+                (source.replace(flag.value, "False"),),
+                f"`{source.code(call.func)}(zero_grad=False)`: gradients now accumulate across steps",
+            )
 
 
 def _clears_grad(small: cst.BaseSmallStatement) -> bool:

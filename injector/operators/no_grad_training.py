@@ -7,6 +7,7 @@ from injector.operators.snippets import CALLBACK_RUNNER, PHASE_LOOP, PIPELINE_EN
 from injector.patterns import (
     ABSTRACT_STEPS,
     EVALUATION_WORDS,
+    Backward,
     argument,
     dotted,
     forward_run,
@@ -46,6 +47,16 @@ class NoGradTraining(Operator):
     id = "no-grad-training"
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
+        Example(
+            # Forward, loss and backward in one line (SAM's second pass at the perturbed weights).
+            "import torch\nfor x, y in loader:\n    smooth_crossentropy(model(x), y).mean().backward()\n",
+            (
+                "import torch\n"
+                "for x, y in loader:\n"
+                "    with torch.no_grad():\n"
+                "        smooth_crossentropy(model(x), y).mean().backward()\n",
+            ),
+        ),
         Example(
             # Lightning differentiates what `training_step` returns.
             "import torch\n"
@@ -624,6 +635,7 @@ class NoGradTraining(Operator):
                 continue
             run = forward_run(source, training, backward)
             if run is None:
+                yield from self._inline_forward(source, training, backward)
                 continue
             first, last = run
             if not _only_reads(source, first, last):
@@ -645,6 +657,27 @@ class NoGradTraining(Operator):
             # whose step is left to a subclass): switched off, training runs without autograd
             if id(switch) not in switched:
                 yield Change(block, (source.replace(switch, "False"),), "the training loop runs without autograd")
+
+    @staticmethod
+    def _inline_forward(source, training, backward):
+        """A backward whose own line runs the forward and the loss (`criterion(model(x),
+        y).mean().backward()`, SAM's second pass): that line without autograd."""
+        line = source.parent(source.parent(backward.call))
+        if (
+            isinstance(backward, Backward)
+            and isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+            and isinstance(line.body[0], cst.Expr)
+            and line.body[0].value is backward.call
+            and training.loss_assignment(backward) is None
+            and runs_model(source, training, backward.loss, depth=0)
+            and not under_no_grad(source, backward.call)
+        ):
+            yield Change(
+                backward.call,
+                (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
+                "the forward pass and loss run without autograd",
+            )
 
     @staticmethod
     def _feeding_forward(source, training, first):

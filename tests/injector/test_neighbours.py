@@ -54,6 +54,46 @@ def test_without_the_class_definition_the_script_alone_gets_no_such_mutant(tmp_p
     assert lr_mutants(capsys, tmp_path / "train.py") == []
 
 
+STEP_LR = (
+    "class StepLR:\n"
+    "    def __init__(self, optimizer, learning_rate, total_epochs):\n"
+    "        self.optimizer = optimizer\n"
+    "        self.base = learning_rate\n"
+    "        self.total = total_epochs\n"
+    "\n"
+    "    def __call__(self, epoch):\n"
+    "        lr = self.base if epoch < self.total // 2 else self.base * 0.1\n"
+    "        for group in self.optimizer.param_groups:\n"
+    '            group["lr"] = lr\n'
+)
+SAM_SCRIPT = (
+    "import torch\n"
+    "from utility.step_lr import StepLR\n"
+    "optimizer = torch.optim.SGD(model.parameters(), lr=args.learning_rate, momentum=0.9)\n"
+    "scheduler = StepLR(optimizer, args.learning_rate, args.epochs)\n"
+    "for epoch in range(args.epochs):\n"
+    "    for x, y in loader:\n"
+    "        criterion(model(x), y).backward()\n"
+    "        optimizer.step()\n"
+    "        optimizer.zero_grad()\n"
+    "        scheduler(epoch)\n"
+)
+
+
+def test_a_rate_handed_to_a_project_scheduler_that_writes_the_groups_rates_is_the_one_raised(tmp_path, capsys):
+    """The project's scheduler writes every group's rate from the rate it is handed, after each
+    step: the rate the run trains at is that one, not the optimizer's own."""
+    (tmp_path / "utility").mkdir()
+    (tmp_path / "utility" / "step_lr.py").write_text(STEP_LR)
+    (tmp_path / "train.py").write_text(SAM_SCRIPT)
+    found = lr_mutants(capsys, tmp_path / "train.py")
+    assert [(file, line) for file, line, _ in found] == [("train.py", 4)]
+    assert "+scheduler = StepLR(optimizer, args.learning_rate * 100, args.epochs)" in found[0][2]
+    # without the scheduler's module, nothing says it writes rates: the optimizer's is raised
+    (tmp_path / "utility" / "step_lr.py").unlink()
+    assert [(file, line) for file, line, _ in lr_mutants(capsys, tmp_path / "train.py")] == [("train.py", 3)]
+
+
 def test_modules_are_found_as_python_imports_them(tmp_path):
     files = {
         "pkg/__init__.py": "",
