@@ -46,6 +46,8 @@ class Source:
         except (RecursionError, ValueError) as error:
             raise ParseError(path, None, f"cannot parse: {error}") from None
         state = _IndexingState(self.module.default_indent, self.module.default_newline)
+        # libcst drops a leading byte-order mark (Windows editors write one): the spans count it
+        state.offset = 1 if text.startswith("\ufeff") else 0
         self.module._codegen(state)
         self._spans = state.spans
         self._spans[self.module] = (0, len(text))
@@ -337,7 +339,7 @@ class _IndexingState(CodegenState):
 def _diagnose(text: str, path: str, error: cst.ParserSyntaxError) -> ParseError:
     """A one-line parse error; Python's own compiler pinpoints the line better than libcst."""
     try:
-        compile(text, path, "exec", dont_inherit=True)
+        compile(text.removeprefix("\ufeff"), path, "exec", dont_inherit=True)  # a str with the mark does not
     except SyntaxError as syntax:
         return ParseError(path, syntax.lineno, f"cannot parse: {syntax.msg}")
     except (ValueError, RecursionError, MemoryError):

@@ -288,10 +288,10 @@ def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant
     `{}.detach()`: they load, then fail on the step's first run), or whose module does not load
     where the original does."""
     original = load_module(file.text, file)
-    on_numbers = _methods_on_numbers(ast.parse(file.text))
+    on_numbers = _methods_on_numbers(ast.parse(file.text.removeprefix("\ufeff")))
     broken = []
     for mutant in mutants:
-        text = mutant.apply(file.text)
+        text = mutant.apply(file.text).removeprefix("\ufeff")
         try:
             tree = ast.parse(text, file.name)
             compile(tree, file.name, "exec")
@@ -336,7 +336,8 @@ def load_module(text: str, file: CorpusFile) -> str | None:
     # What `from . import x` and `from ..utils import y` reach: stubs (two levels, for a
     # library module such as asteroid's engine/system.py).
     package = f"corpus_package_{Path(file.name).stem}.inner"
-    with _stubbed_imports(file.text, package):
+    text = text.removeprefix("\ufeff")  # Python reads a byte-order mark off a file, not off a str
+    with _stubbed_imports(file.text.removeprefix("\ufeff"), package):
         module = types.ModuleType(f"{package}.module")
         module.__file__ = str(CORPUS / file.name)
         module.__package__ = package

@@ -87,6 +87,22 @@ def test_outcomes_match_applying_each_mutant_by_hand(project, tmp_path):
     assert set(expected.values()) == {"killed", "survived", "timeout"}
 
 
+def test_a_file_saved_with_a_byte_order_mark_gets_the_same_verdicts(project, tmp_path):
+    """Windows editors may write a byte-order mark: the campaign reads the file as Python does
+    (the mark is no code), its mutants land on the same code and get the same verdicts as
+    without it, and the file keeps its mark."""
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "marked").mkdir()
+    plain = statuses(campaign(project, tmp_path / "plain", *QUICK, "--no-cache"))
+    loop = project / "trainer" / "loop.py"
+    loop.write_bytes(b"\xef\xbb\xbf" + loop.read_bytes())
+    before = digest(project)
+    marked = statuses(campaign(project, tmp_path / "marked", *QUICK, "--no-cache"))
+    assert marked == plain
+    assert "killed" in marked.values()
+    assert digest(project) == before
+
+
 @pytest.mark.parametrize("own_config", [False, True], ids=["no-pytest-config", "own-pytest-config"])
 def test_a_temporary_folder_inside_another_checkout_changes_no_verdict(project, tmp_path, monkeypatch, own_config):
     # CI runners and developers set TMPDIR inside a checkout; pytest looks upwards for its

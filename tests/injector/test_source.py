@@ -31,3 +31,11 @@ def test_every_span_is_where_libcst_puts_the_node(name):
         assert source.span(node) == (start, end), (name, type(node).__name__, where)
         checked += 1
     assert checked > 1000
+
+
+def test_a_byte_order_mark_shifts_no_span():
+    """libcst drops a leading byte-order mark; the spans still index the text as read."""
+    text = "\ufeffimport torch\n\n\ndef step(model, x):\n    return torch.relu(model(x))\n"
+    source = Source(text, "bom.py")
+    call = next(c for c in source.nodes(cst.Call) if source.code(c).startswith("torch.relu"))
+    assert source.code(call) == "torch.relu(model(x))"
