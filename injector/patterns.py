@@ -868,6 +868,8 @@ class Training:
         """True for a call of a function another module defines that runs the step it is named
         for: `batch_backward(model, scaler, info)`, `update_parameter_and_lr(model, optimizer,
         ...)` handed the optimizer (wenet's executor runs its whole step through such helpers)."""
+        if isinstance(call.func, cst.Attribute) and computes_gradients(call) and not self.called_functions(call):
+            return True  # stylegan2-ada's `loss.accumulate_gradients(phase=..., ...)`, defined elsewhere
         if isinstance(call.func, cst.Attribute) and call.args:
             # a step the class leaves to its subclasses (torchreid's Engine: `loss_summary =
             # self.forward_backward(data)`, whose body here only raises NotImplementedError)
@@ -1168,14 +1170,19 @@ def _operand_names(expr: cst.BaseExpression) -> list[str]:
         return _operand_names(expr.left) + _operand_names(expr.right)
     if isinstance(expr, cst.UnaryOperation):
         return _operand_names(expr.expression)
-    if (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in ("mean", "sum")
-        and not expr.args
-    ):
-        return _operand_names(expr.func.value)  # reduced where it is differentiated: `loss.mean().backward()`
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        method = expr.func.attr.value
+        if method in ("mean", "sum") and not expr.args:
+            return _operand_names(expr.func.value)  # reduced where it is differentiated: `loss.mean().backward()`
+        if method in _SCALINGS and len(expr.args) <= 1:
+            # scaled where it is differentiated: `loss_Gmain.mean().mul(gain).backward()`
+            # (stylegan2-ada); the factor is no loss
+            return _operand_names(expr.func.value)
     return []
+
+
+# Methods that scale or cast a value: the loss they are called on stays the loss.
+_SCALINGS = frozenset({"mul", "div", "multiply", "divide", "float", "double", "half"})
 
 
 # Receivers of `.backward(loss)` that are frameworks, not tensors.
@@ -1216,6 +1223,15 @@ ABSTRACT_STEPS = frozenset({"train_step", "training_step", "train_batch", "handl
 # optimizer's step in `second_step`. Without the first, the second fails (nothing to restore);
 # without the second, the parameters never get an update.
 TWO_PHASE_UPDATES = frozenset({"second_step"})
+
+
+def computes_gradients(call: cst.Call) -> bool:
+    """A method named for computing the gradients it runs the backward for (`loss.accumulate_
+    gradients(...)`, `compute_grads(...)`): the forward and backward of a step, by its name."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    words = set(call.func.attr.value.lower().split("_"))
+    return bool(words & {"accumulate", "compute", "calc"}) and bool(words & {"gradients", "grads", "grad"})
 
 
 def in_optimizer_class(source: Source, node: cst.CSTNode) -> bool:
@@ -1530,7 +1546,36 @@ def runs_model(
             runs_model(source, training, f.body, depth - 1, used, generate) for f in training.called_functions(call)
         ):
             return True
+        if isinstance(func, cst.Name) and _project_function_runs_model(source, training, call):
+            return True  # DDIM's `generalized_steps(x, seq, model, betas)`: a sampler of another module
     return False
+
+
+def _project_function_runs_model(source: Source, training: Training, call: cst.Call) -> bool:
+    """True for a call of a function another module of the project defines, handed a model
+    (by position) that its definition calls: a sampler or an evaluation loop of the project."""
+    handed = [
+        index
+        for index, arg in enumerate(call.args)
+        if arg.keyword is None
+        and not arg.star
+        and any(word in (last_name(arg.value) or "").lower() for word in MODEL_WORDS)
+    ]
+    if not handed or getattr(source, "neighbours", None) is None or training.called_functions(call):
+        return False
+    from injector.neighbours import Resolver  # neighbours reads this module's helpers
+
+    found = Resolver().definition(source, call.func)
+    if found is None or found[0] is source:
+        return False
+    module, function = found
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    names = {params[i] for i in handed if i < len(params)}
+    return any(
+        isinstance(inner.func, cst.Name) and inner.func.value in names for inner in module.within(function, cst.Call)
+    )
 
 
 def is_evaluation(source: Source, training: Training, node: cst.CSTNode) -> bool:

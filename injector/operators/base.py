@@ -75,6 +75,24 @@ def removed_mode_switches(
                 (source.replace(call, receiver),),
                 f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
             )
+    if not to_train:
+        for assign in source.nodes(cst.Assign):
+            # a switch inside a chain (stylegan2-ada's snapshot copies: `module = copy.deepcopy(
+            # module).eval().requires_grad_(False).cpu()`): dropped from the chain
+            for call in source.within(assign.value, cst.Call):
+                holder = source.parent(call)
+                if (
+                    call is not assign.value
+                    and isinstance(call.func, cst.Attribute)
+                    and isinstance(holder, cst.Attribute)
+                    and holder.value is call
+                    and isinstance(source.parent(holder), cst.Call)
+                    and switches(call)
+                ):
+                    receiver = source.module.code_for_node(call.func.value).strip()
+                    yield Change(
+                        assign, (source.replace(call, receiver),), f"removed `.eval()` on `{receiver}`: {effect}"
+                    )
     yield from deleted_calls(source, switches, "removed `{code}`: " + effect)
     for statement in fixed_mode_calls(source, training, to_train):
         yield Change(

@@ -44,6 +44,39 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # Losses that start at 0 and are computed in branches, added up where they are
+            # differentiated (stylegan2-ada's discriminator pass): each one cut off.
+            "def step(D, real, do_main, do_r1):\n"
+            "    logits = D(real)\n"
+            "    loss_real = 0\n"
+            "    if do_main:\n"
+            "        loss_real = F.softplus(-logits)\n"
+            "    loss_r1 = 0\n"
+            "    if do_r1:\n"
+            "        loss_r1 = penalty(logits, real) * gamma\n"
+            "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n",
+            (
+                "def step(D, real, do_main, do_r1):\n"
+                "    logits = D(real)\n"
+                "    loss_real = 0\n"
+                "    if do_main:\n"
+                "        loss_real = F.softplus(-logits)\n"
+                "    loss_r1 = 0\n"
+                "    if do_r1:\n"
+                "        loss_r1 = (penalty(logits, real) * gamma).detach()\n"
+                "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n",
+                "def step(D, real, do_main, do_r1):\n"
+                "    logits = D(real)\n"
+                "    loss_real = 0\n"
+                "    if do_main:\n"
+                "        loss_real = F.softplus(-logits).detach()\n"
+                "    loss_r1 = 0\n"
+                "    if do_r1:\n"
+                "        loss_r1 = penalty(logits, real) * gamma\n"
+                "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n",
+            ),
+        ),
+        Example(
             # Forward, loss and backward in one line (SAM's second pass at the perturbed weights).
             "for x, y in loader:\n    smooth_crossentropy(model(x), y, smoothing=0.1).mean().backward()\n",
             ("for x, y in loader:\n    smooth_crossentropy(model(x).detach(), y, smoothing=0.1).mean().backward()\n",),
@@ -486,6 +519,8 @@ class DetachedGraph(Operator):
                     "the loss is cut off from the model's graph",
                 )
                 continue
+            for other in _other_summed_losses(source, training, backward):
+                yield from self._detached(source, training, backward, other)
             whole = [a for a in alternatives if not _accumulated(source, a)]
             for assign in whole or alternatives or [training.loss_assignment(backward)]:
                 if assign is not None and _starts_empty(assign):
@@ -561,6 +596,25 @@ class DetachedGraph(Operator):
         return (
             name in LOSS_FUNCTIONS or training.role(call.func) == "loss-module" or "loss" in name or "criterion" in name
         )
+
+
+def _other_summed_losses(source, training, backward) -> list[cst.Assign]:
+    """Where the backward adds up several named losses (`(real_logits * 0 + loss_Dreal +
+    loss_Dr1).mean().mul(gain).backward()`), the assignments computing the ones after the first
+    (the first is the backward's own loss): each cut off alone leaves the others to train."""
+    total = backward.loss
+    while isinstance(total, cst.Call) and isinstance(total.func, cst.Attribute) and len(total.args) <= 1:
+        total = total.func.value  # `.mean()`, `.mul(gain)`
+    if not isinstance(total, cst.BinaryOperation) or not isinstance(total.operator, cst.Add):
+        return []
+    names = [n for n in _added_names(total) if "loss" in n.lower()]
+    found: list[cst.Assign] = []
+    for name in names[1:]:
+        assign = training.last_assignment(name, backward.call)
+        if not isinstance(assign, cst.Assign) or _starts_empty(assign):
+            continue
+        found.append(assign)
+    return found
 
 
 def _inline_loss(source, training, backward) -> cst.Call | None:
@@ -727,6 +781,12 @@ def _terms(source, training, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.A
                 continue
         elif [dotted(t.target) for t in statement.targets] != [name]:
             continue
+        elif name not in {dotted(n) for n in source.within(statement.value, (cst.Name, cst.Attribute))}:
+            # assigned afresh in a branch (stylegan2-ada's `loss_Dreal = 0`, then `if do_Dmain:
+            # loss_Dreal = softplus(-real_logits)`): that assignment computes the loss
+            if statement not in found:
+                found.append(statement)
+            continue
         for term in source.within(statement.value, cst.Name):
             if term.value == name:
                 continue
@@ -779,6 +839,15 @@ def _summed_terms(source, training, assign: cst.CSTNode) -> list[cst.Assign]:
         ):
             found.append(term)
     return found
+
+
+def _added_names(expr: cst.BaseExpression) -> list[str]:
+    """The plain names a sum adds, in order, whatever else it adds (`x * 0 + a + b`: a, b)."""
+    if isinstance(expr, cst.Name):
+        return [expr.value]
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return _added_names(expr.left) + _added_names(expr.right)
+    return []
 
 
 def _added(expr: cst.BaseExpression) -> list[str]:

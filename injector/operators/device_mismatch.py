@@ -35,6 +35,11 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
         return True  # `self.backbone.cuda()`: a submodule
     if isinstance(expr, cst.Call) and callee_name(expr) in MODEL_RETURNING and expr.args:
         return _is_model(training, expr.args[0].value)  # `SyncBatchNorm.convert_sync_batchnorm(model)`
+    chained = expr
+    while isinstance(chained, cst.Call) and isinstance(chained.func, cst.Attribute):
+        if chained.func.attr.value in ("train", "eval"):
+            return True  # only a module switches modes: `build(**kwargs).train().requires_grad_(False)`
+        chained = chained.func.value
     name = (last_name(expr) or "").lower()
     return name == "self" or any(word in name for word in MODEL_WORDS) or training.role(expr) is not None
 
@@ -364,6 +369,34 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
     )
 
 
+def _global_fed_to_step(source, training, call: cst.Call) -> bool:
+    """True for `features = features.cuda()` at a module's top level where a step function of the
+    file (one that runs a backward) hands that global to the model or the loss: full-batch
+    training (pygcn moves the whole graph once). An index of the data is no input of either."""
+    assign = source.parent(call)
+    if not isinstance(call.func, cst.Attribute) or not isinstance(assign, cst.Assign) or source.function_of(call):
+        return False
+    name = dotted(call.func.value)
+    if name is None or [dotted(t.target) for t in assign.targets] != [name]:
+        return False
+    for function in {source.function_of(b.call) for b in training.backwards} - {None}:
+        if any(dotted(t) == name for a in source.within(function, cst.Assign) for t in (x.target for x in a.targets)):
+            continue  # a local of the same name
+        for use in source.within(function, cst.Call):
+            if (runs_model(source, training, use, depth=0) or training.is_loss_value(use, use)) and any(
+                _root(a.value) == name for a in use.args
+            ):
+                return True
+    return False
+
+
+def _root(expr: cst.BaseExpression) -> str | None:
+    """The name a value is read from: `labels` for `labels[idx_train]` and `labels.float()`."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute, cst.Call)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
 def _stored_for_the_step(source, training, call: cst.Call) -> bool:
     """True for `self.lq = data['lq'].to(self.device)` where a method of the same class hands
     `self.lq` to a model or a loss and runs the backward (BasicSR's `feed_data()` then
@@ -664,6 +697,22 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # Full-batch training: the data moved once at the top level, handed to the model and
+            # the loss by the step function.
+            "if args.cuda:\n"
+            "    features = features.cuda()\n"
+            "def train(epoch):\n"
+            "    output = model(features, adj)\n"
+            "    F.nll_loss(output[idx], labels[idx]).backward()\n",
+            (
+                "if args.cuda:\n"
+                "    features = features\n"
+                "def train(epoch):\n"
+                "    output = model(features, adj)\n"
+                "    F.nll_loss(output[idx], labels[idx]).backward()\n",
+            ),
+        ),
         Example(
             # A module's own inputs moved to the GPU it picks for each table (model parallelism);
             # its tables and weights moved there are no inputs.
@@ -1010,6 +1059,15 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # Indices of a full batch: a tensor on the GPU indexed by indices on the CPU works.
+        "if args.cuda:\n"
+        "    idx_train = idx_train.cuda()\n"
+        "def train(epoch):\n"
+        "    output = model(features, adj)\n"
+        "    loss_train = F.nll_loss(output[idx_train], labels[idx_train])\n"
+        "    loss_train.backward()\n",
+        # Something that switches modes is a module, however it is built.
+        "for step in range(n):\n    pipe = construct_class_by_name(**kwargs).train().requires_grad_(False).to(device)\n",
         # An optimizer's own methods see no batch (SAM gathers its gradients' norms on one device).
         "class SAM(torch.optim.Optimizer):\n"
         "    def _grad_norm(self):\n"
@@ -1166,6 +1224,7 @@ class DeviceMismatch(Operator):
                 not (
                     _is_batch(source, call)
                     or _feeds_model(source, training, call)
+                    or _global_fed_to_step(source, training, call)
                     or _from_a_handed_batch(source, training, call)
                     or _stored_for_the_step(source, training, call)
                 )

@@ -243,7 +243,27 @@ def _rate_assignments(source) -> list[cst.Assign]:
                 ):
                     found.append(assign)
                     break
+            elif (
+                isinstance(target.target, cst.Attribute)
+                and target.target.attr.value in LR_KEYS
+                and _splatted_later(source, dotted(target.target.value), assign)
+            ):
+                found.append(assign)  # `opt_kwargs.lr = opt_kwargs.lr * mb_ratio`, then `**opt_kwargs`
+                break
     return found
+
+
+def _splatted_later(source, owner: str | None, assign: cst.Assign) -> bool:
+    """True where the keyword arguments `owner` holds are handed on as `**owner` after `assign`
+    in the same function (an optimizer built from them: stylegan2-ada's `**opt_kwargs`)."""
+    function = source.function_of(assign)
+    if owner is None or function is None:
+        return False
+    end = source.span(assign)[1]
+    return any(
+        arg.star == "**" and dotted(arg.value) == owner and source.span(arg)[0] > end
+        for arg in source.within(function, cst.Arg)
+    )
 
 
 def _bound_values(source, use: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
@@ -319,6 +339,19 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # A rate set on the keyword arguments an optimizer is then built from.
+            "def setup(module, opt_kwargs, ratio):\n"
+            "    opt_kwargs = EasyDict(opt_kwargs)\n"
+            "    opt_kwargs.lr = opt_kwargs.lr * ratio\n"
+            "    return construct(module.parameters(), **opt_kwargs)\n",
+            (
+                "def setup(module, opt_kwargs, ratio):\n"
+                "    opt_kwargs = EasyDict(opt_kwargs)\n"
+                "    opt_kwargs.lr = (opt_kwargs.lr * ratio) * 100\n"
+                "    return construct(module.parameters(), **opt_kwargs)\n",
+            ),
+        ),
         Example(
             # A rate handed to a function of the project that builds one of several optimizers
             # with it (each edit once: reached through both branches, it once crashed the

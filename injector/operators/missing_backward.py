@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.patterns import callee_name
+from injector.patterns import callee_name, computes_gradients
 
 
 class MissingBackward(Operator):
@@ -23,6 +23,29 @@ class MissingBackward(Operator):
         "Delete the backward pass: `loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`."
     )
     examples = (
+        Example(
+            # A loss object of another module named for the gradients it accumulates (stylegan2-ada);
+            # a method of this file of such a name that runs no backward is no such step.
+            "class Trainer:\n"
+            "    def compute_grads(self, x):\n"
+            "        return x\n"
+            "    def fit(self, loss, phases, reals):\n"
+            "        for phase in phases:\n"
+            "            for real in reals:\n"
+            "                loss.accumulate_gradients(phase=phase.name, real_img=real, sync=True, gain=1)\n"
+            "                self.compute_grads(real)\n"
+            "            phase.opt.step()\n",
+            (
+                "class Trainer:\n"
+                "    def compute_grads(self, x):\n"
+                "        return x\n"
+                "    def fit(self, loss, phases, reals):\n"
+                "        for phase in phases:\n"
+                "            for real in reals:\n"
+                "                self.compute_grads(real)\n"
+                "            phase.opt.step()\n",
+            ),
+        ),
         Example(
             "loss = criterion(model(x), y)\nloss.backward()\noptimizer.step()\n",
             ("loss = criterion(model(x), y)\noptimizer.step()\n",),
@@ -109,7 +132,14 @@ class MissingBackward(Operator):
     def changes(self, source, training):
         yield from deleted_calls(
             source,
-            lambda call: isinstance(call.func, cst.Attribute) and callee_name(call) in {"backward", "manual_backward"},
+            lambda call: (
+                isinstance(call.func, cst.Attribute)
+                and (
+                    callee_name(call) in {"backward", "manual_backward"}
+                    # a method of another module named for the gradients it computes
+                    or (computes_gradients(call) and not training.called_functions(call))
+                )
+            ),
             "removed `{code}`: no gradients are computed",
         )
         for backward in training.backwards:

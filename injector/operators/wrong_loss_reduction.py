@@ -25,6 +25,8 @@ def _evaluation_name(name: str) -> bool:
     """True for the name of an evaluation figure (`val_loss`, `eval_loss`, `test_loss`,
     `validate_loss_fn`), not of a value head's training term (`value_loss`)."""
     lowered = name.lower()
+    if lowered.endswith(("_val", "_valid", "_eval", "_test")):
+        return True  # pygcn's `loss_val`, `loss_test`
     return lowered.startswith(EVALUATION_PREFIXES) and not lowered.startswith("value")
 
 
@@ -107,6 +109,27 @@ class WrongLossReduction(Operator):
         "and `.mean()` → `.sum()` where a loss is computed."
     )
     examples = (
+        Example(
+            # Averaged, then scaled, on the line that differentiates it; and a batch mean of
+            # per-sample sums returned by a loss function.
+            "def noise_estimation_loss(model, x0, e):\n"
+            "    output = model(x0 + e)\n"
+            "    return (e - output).square().sum(dim=(1, 2, 3)).mean(dim=0)\n"
+            "for x, z in loader:\n"
+            "    loss_G.mean().mul(gain).backward()\n",
+            (
+                "def noise_estimation_loss(model, x0, e):\n"
+                "    output = model(x0 + e)\n"
+                "    return (e - output).square().sum(dim=(1, 2, 3)).mean(dim=0)\n"
+                "for x, z in loader:\n"
+                "    loss_G.sum().mul(gain).backward()\n",
+                "def noise_estimation_loss(model, x0, e):\n"
+                "    output = model(x0 + e)\n"
+                "    return (e - output).square().sum(dim=(1, 2, 3)).sum(dim=0)\n"
+                "for x, z in loader:\n"
+                "    loss_G.mean().mul(gain).backward()\n",
+            ),
+        ),
         Example(
             # Entries a backward adds up, each averaged where it is stored.
             "def step(out, x, y):\n    out['rec'] = rec_fn(net(x), y).mean()\n"
@@ -262,6 +285,11 @@ class WrongLossReduction(Operator):
         ),
     )
     untouched = (
+        # Per-sample sums left to the caller, and a mean of sums over another axis than the batch's.
+        "def noise_loss(e, output):\n"
+        "    return (e - output).square().sum(dim=(1, 2, 3))\n"
+        "def frame_loss(e, output):\n"
+        "    return (e - output).square().sum(dim=2).mean(dim=1)\n",
         # A mean over the pixel dimensions, per sample, is no batch average.
         "loss = loss.mean([1, 2, 3])\n",
         # A mean over one dimension where the loss is differentiated is no batch average.
@@ -272,8 +300,8 @@ class WrongLossReduction(Operator):
         "        x, y = batch\n"
         "        loss = F.cross_entropy(self.encoder(x), y)\n"
         "        self.log('val_loss', loss)\n",
-        # A validation figure.
-        "val_loss = F.mse_loss(out, y)\n",
+        # A validation figure, and a test figure named the other way round.
+        "val_loss = F.mse_loss(out, y)\nloss_test = F.nll_loss(output[idx_test], labels[idx_test])\n",
         "loss = F.cross_entropy(logits, y, reduction='none')\n",
         "eval_loss = torch.mean(losses)\n",
         # A criterion only evaluation uses.
@@ -425,9 +453,18 @@ class WrongLossReduction(Operator):
                     if averages:
                         yield _summed(source, assign.value, averages)
         for backward in training.backwards:
-            # `loss.mean().backward()`: the loss averaged on the line that differentiates it
-            if _is_average(backward.loss, aliases) and not under_no_grad(source, backward.call):
-                yield _summed(source, backward.loss, [backward.loss])
+            # `loss.mean().backward()`: the loss averaged on the line that differentiates it, and
+            # scaled there too (stylegan2-ada's `loss_Gmain.mean().mul(gain).backward()`)
+            loss = backward.loss
+            while (
+                isinstance(loss, cst.Call)
+                and isinstance(loss.func, cst.Attribute)
+                and loss.func.attr.value in _SCALINGS
+                and len(loss.args) <= 1
+            ):
+                loss = loss.func.value
+            if _is_average(loss, aliases) and not under_no_grad(source, backward.call):
+                yield _summed(source, loss, [loss])
         for ret in source.nodes(cst.Return):
             # `return loss.mean()`, `return real_loss.mean() + fake_loss.mean()` from the function
             # that computes the training loss
@@ -449,6 +486,7 @@ class WrongLossReduction(Operator):
 
 
 _CASTS = frozenset({"float", "double", "half", "squeeze", "contiguous"})
+_SCALINGS = _CASTS | {"mul", "div", "multiply", "divide"}
 
 
 def _averaged_already(source, training, expr: cst.BaseExpression, use: cst.CSTNode) -> bool:
@@ -614,7 +652,7 @@ def _averages(expr: cst.BaseExpression, aliases: frozenset[str] = frozenset()) -
     if isinstance(expr, cst.Call):
         if _is_average(expr, aliases):
             return [expr]
-        inner = _batch_mean_summed(expr)
+        inner = _batch_mean_summed(expr) or _batch_mean_of_sums(expr)
         return [inner] if inner is not None else []
     if isinstance(expr, cst.BinaryOperation):
         return _averages(expr.left, aliases) + _averages(expr.right, aliases)
@@ -639,6 +677,24 @@ def _batch_mean_summed(call: cst.Call) -> cst.Call | None:
         and inner.args[0].value.value == "0"
     ):
         return inner
+    return None
+
+
+def _batch_mean_of_sums(call: cst.Call) -> cst.Call | None:
+    """`(e - output).square().sum(dim=(1, 2, 3)).mean(dim=0)` (DDIM's noise-estimation loss): a
+    mean over the first axis of per-sample sums is the batch average."""
+    if (
+        callee_name(call) == "mean"
+        and isinstance(call.func, cst.Attribute)
+        and len(call.args) == 1
+        and (call.args[0].keyword is None or call.args[0].keyword.value == "dim")
+        and isinstance(call.args[0].value, cst.Integer)
+        and call.args[0].value.value == "0"
+        and isinstance(call.func.value, cst.Call)
+        and callee_name(call.func.value) == "sum"
+        and call.func.value.args
+    ):
+        return call
     return None
 
 

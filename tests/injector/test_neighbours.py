@@ -94,6 +94,51 @@ def test_a_rate_handed_to_a_project_scheduler_that_writes_the_groups_rates_is_th
     assert [(file, line) for file, line, _ in lr_mutants(capsys, tmp_path / "train.py")] == [("train.py", 3)]
 
 
+SAMPLERS = (
+    "def generalized_steps(x, seq, model, b):\n"
+    "    for i in reversed(seq):\n"
+    "        x = x - b[i] * model(x, i)\n"
+    "    return x\n"
+    "\n"
+    "\n"
+    "def count(model):\n"
+    "    return sum(p.numel() for p in model.parameters())\n"
+)
+RUNNER = (
+    "import torch\n"
+    "from functions.denoising import count, generalized_steps\n"
+    "\n"
+    "\n"
+    "class Runner:\n"
+    "    def sample_fid(self, model, x):\n"
+    "        with torch.no_grad():\n"
+    "            x = generalized_steps(x, self.seq, model, self.betas)\n"
+    "        return x\n"
+    "\n"
+    "    def report(self, model):\n"
+    "        with torch.no_grad():\n"
+    "            n = count(model)\n"
+    "        return n\n"
+)
+
+
+def no_grad_mutants(capsys, path) -> list[tuple[str, int]]:
+    assert main(["mutants", str(path), "--format", "json", "--operators", "missing-no-grad-eval"]) == 0
+    return [(m["file"], m["line"]) for m in json.loads(capsys.readouterr().out)["mutants"]]
+
+
+def test_a_model_handed_to_a_project_sampler_that_calls_it_is_run_there(tmp_path, capsys):
+    """Sampling through the project's sampler is evaluation: without no_grad it records graphs.
+    A helper of the same module that only counts parameters runs nothing."""
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "denoising.py").write_text(SAMPLERS)
+    (tmp_path / "runner.py").write_text(RUNNER)
+    assert no_grad_mutants(capsys, tmp_path / "runner.py") == [("runner.py", 7)]
+    # without the sampler's module, nothing says the call runs the model
+    (tmp_path / "functions" / "denoising.py").unlink()
+    assert no_grad_mutants(capsys, tmp_path / "runner.py") == []
+
+
 def test_modules_are_found_as_python_imports_them(tmp_path):
     files = {
         "pkg/__init__.py": "",
