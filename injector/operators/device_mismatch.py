@@ -369,6 +369,33 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
     )
 
 
+def _moved_for_a_reduction(source, call: cst.Call) -> bool:
+    """True for `cm = torch.from_numpy(cm).cuda()` whose every later use hands it to a reduction
+    across ranks (`reduce_tensor(cm)`, `dist.all_reduce(cm)`): a metric moved for the collective
+    (HRNet's confusion matrix), not a batch."""
+    assign = source.parent(call)
+    function = source.function_of(call)
+    if not isinstance(assign, cst.Assign) or assign.value is not call or len(assign.targets) != 1 or function is None:
+        return False
+    name = dotted(assign.targets[0].target)
+    end = source.span(assign)[1]
+    uses = [n for n in source.within(function, cst.Name) if n.value == name and source.span(n)[0] > end]
+    rebound = next((n for n in uses if isinstance(source.parent(n), cst.AssignTarget)), None)
+    if rebound is not None:
+        # up to where the name is bound again (`cm = reduced.cpu().numpy()`), reads of it included
+        statement = source.enclosing(rebound, cst.Assign)
+        limit = source.span(statement)[1] if statement is not None else source.span(rebound)[0]
+        uses = [n for n in uses if source.span(n)[0] < limit and n is not rebound]
+    if name is None or not uses:
+        return False
+    for use in uses:
+        arg = source.parent(use)
+        holder = source.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not (isinstance(holder, cst.Call) and "reduce" in (callee_name(holder) or "").lower()):
+            return False
+    return True
+
+
 def _global_fed_to_step(source, training, call: cst.Call) -> bool:
     """True for `features = features.cuda()` at a module's top level where a step function of the
     file (one that runs a backward) hands that global to the model or the loss: full-batch
@@ -1059,6 +1086,12 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A metric moved for its reduction across ranks.
+        "def validate(model, loader):\n"
+        "    for image, label in loader:\n"
+        "        cm += confusion(model(image), label)\n"
+        "    cm = torch.from_numpy(cm).cuda()\n"
+        "    cm = reduce_tensor(cm)\n",
         # Indices of a full batch: a tensor on the GPU indexed by indices on the CPU works.
         "if args.cuda:\n"
         "    idx_train = idx_train.cuda()\n"
@@ -1234,6 +1267,8 @@ class DeviceMismatch(Operator):
                 continue
             if "loss" in source.code(call.func.value).lower():
                 continue  # a loss moved (a pipeline's, back for logging) is an output, not a batch
+            if _moved_for_a_reduction(source, call):
+                continue
             name = callee_name(call)
             if name == "type" and len(call.args) == 1:
                 cpu = _cpu_type(training, call.args[0].value, call)
