@@ -34,8 +34,8 @@ SCRIPT = (
 )
 
 
-def lr_mutants(capsys, path) -> list[tuple[str, int, str]]:
-    assert main(["mutants", str(path), "--format", "json", "--operators", "lr-too-high"]) == 0
+def lr_mutants(capsys, path, operator: str = "lr-too-high") -> list[tuple[str, int, str]]:
+    assert main(["mutants", str(path), "--format", "json", "--operators", operator]) == 0
     data = json.loads(capsys.readouterr().out)
     return [(m["file"], m["line"], m["diff"]) for m in data["mutants"]]
 
@@ -123,8 +123,7 @@ RUNNER = (
 
 
 def no_grad_mutants(capsys, path) -> list[tuple[str, int]]:
-    assert main(["mutants", str(path), "--format", "json", "--operators", "missing-no-grad-eval"]) == 0
-    return [(m["file"], m["line"]) for m in json.loads(capsys.readouterr().out)["mutants"]]
+    return [(file, line) for file, line, _ in lr_mutants(capsys, path, "missing-no-grad-eval")]
 
 
 def test_a_model_handed_to_a_project_sampler_that_calls_it_is_run_there(tmp_path, capsys):
