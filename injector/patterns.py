@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import libcst as cst
 
@@ -407,6 +408,13 @@ class Training:
             if name.value in {n.value for n in self.source.within(target, cst.Name)}:
                 return None
         return None
+
+    @cached_property
+    def resolver(self) -> Any:
+        """One `injector.neighbours.Resolver` for the file (it keeps the imports it has read)."""
+        from injector.neighbours import Resolver  # neighbours reads this module's helpers
+
+        return Resolver()
 
     @cached_property
     def torch(self) -> str:
@@ -1563,9 +1571,7 @@ def _project_function_runs_model(source: Source, training: Training, call: cst.C
     ]
     if not handed or getattr(source, "neighbours", None) is None or training.called_functions(call):
         return False
-    from injector.neighbours import Resolver  # neighbours reads this module's helpers
-
-    found = Resolver().definition(source, call.func)
+    found = training.resolver.definition(source, call.func)
     if found is None or found[0] is source:
         return False
     module, function = found
