@@ -451,7 +451,10 @@ class Campaign:
         reuse = self.reuse
         for mutant in mutants:
             covering = _covering(mutant, sources[mutant.file], tests)
-            self.covering[mutant.id] = tuple(t.name for t in covering)
+            # reported in collection order: run fastest first, but a report must not reorder
+            # its lists because one run's timings differed from another's
+            reaching = {t.name for t in covering}
+            self.covering[mutant.id] = tuple(t.name for t in tests if t.name in reaching)
             if not covering:
                 results[mutant.id] = protocol.Result(mutant.id, NO_COVERAGE)
                 self.progress("outcome", {"status": NO_COVERAGE})

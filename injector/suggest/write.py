@@ -96,7 +96,7 @@ def module_name(outcome: Outcome) -> str:
 
 
 def test_files(outcome: Outcome) -> list[tuple[str, str]]:
-    """The reaching tests as (file, function name), in the report's order (fastest first)."""
+    """The reaching tests as (file, function name), in the report's order (collection order)."""
     found = []
     for node in outcome.covered_by:
         node = SLOT_PREFIX.sub("", node)
