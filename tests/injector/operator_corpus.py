@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -294,7 +295,7 @@ def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant
         text = mutant.apply(file.text).removeprefix("\ufeff")
         try:
             tree = ast.parse(text, file.name)
-            compile(tree, file.name, "exec")
+            code = compile(tree, file.name, "exec")
         except SyntaxError as error:
             broken.append((mutant, f"SyntaxError: {error.msg} (line {error.lineno})"))
             continue
@@ -303,7 +304,7 @@ def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant
             broken.append((mutant, f"AttributeError: a method a literal lacks: {sorted(added)[0]}"))
             continue
         if original is None:
-            problem = load_module(text, file)
+            problem = load_module(text, file, code)
             if problem is not None:
                 broken.append((mutant, problem))
     return broken
@@ -328,8 +329,9 @@ def _methods_on_numbers(tree: ast.AST) -> set[str]:
     return found
 
 
-def load_module(text: str, file: CorpusFile) -> str | None:
-    """Import `text` as a module (not as `__main__`) and run `file.construct` in it.
+def load_module(text: str, file: CorpusFile, compiled: types.CodeType | None = None) -> str | None:
+    """Import `text` as a module (not as `__main__`) and run `file.construct` in it; `compiled`
+    is `text` compiled already, where the caller has it.
 
     Returns None when it loads, else the error in one line.
     """
@@ -341,13 +343,16 @@ def load_module(text: str, file: CorpusFile) -> str | None:
         module = types.ModuleType(f"{package}.module")
         module.__file__ = str(CORPUS / file.name)
         module.__package__ = package
+        whole = file.load == "import" and not file.without_metaclass
         code = text if file.load == "import" else _definitions(text)
         if file.without_metaclass:
             code = _without_metaclasses(code)
+        if not whole or compiled is None:
+            compiled = compile(code, file.name, "exec")
         sys.modules[module.__name__] = module  # dataclasses look their module up there
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # what the file prints at start-up
-                exec(compile(code, file.name, "exec"), module.__dict__)
+                exec(compiled, module.__dict__)
                 if file.construct:
                     exec(compile(file.construct, f"{file.name}:construct", "exec"), module.__dict__)
         except BaseException as error:
@@ -526,12 +531,23 @@ def _unimportable_modules(text: str) -> set[str]:
     return found
 
 
+@functools.cache
+def _stub_plan(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """What a file's imports need stubbed: its missing packages and its unimportable modules.
+    Every mutant of a file loads with the same plan, so it is worked out once per file."""
+    return frozenset(_missing_packages(text)), frozenset(_unimportable_modules(text))
+
+
 class _stubbed_imports:
     def __init__(self, text: str, package: str) -> None:
-        self.packages = _missing_packages(text) | {package.split(".")[0]}
-        self.modules = _unimportable_modules(text)
+        missing, self.modules = _stub_plan(text)
+        self.packages = missing | {package.split(".")[0]}
 
     def __enter__(self) -> None:
+        # a shadowed module that something imported again since the plan was made goes again
+        for name in self.modules:
+            if name in sys.modules and not isinstance(sys.modules[name], _StubModule):
+                del sys.modules[name]
         self.finder = _StubFinder(self.packages, self.modules)
         self.before = set(sys.modules)
         # First on the path for the unimportable modules of installed packages (the usual finders
