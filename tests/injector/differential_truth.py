@@ -4,9 +4,13 @@ helpers of test_differential_ddp.py and test_differential_processes.py (two file
 
 For every mutant of every fixture, the naive truth is what a user gets by hand: copy the
 project, apply the mutant's change, run the guard afresh (pytest in collection order, or the
-guard command). A campaign's outcome must agree with it on `--jobs 1` and `--jobs 2`:
-killed or timeout where the naive run fails or hangs, survived or no_coverage where it passes
-(no_coverage only where no guard test runs the mutated line). The project, and the file a
+guard command). A campaign's outcome must agree with it: killed or timeout where the naive
+run fails or hangs, survived or no_coverage where it passes (no_coverage only where no guard
+test runs the mutated line). Every fixture is judged on `--jobs 2`: two workers at once, each
+running several mutants one after the other, so what one mutant leaves behind (a process, a
+port, a file, module state) and what runs beside it both have their chance to change a
+verdict. The fixtures where a single worker's order matters most (shared state, code built at
+import) are judged on `--jobs 1` too, and so is command_guard, with a GPU pretended. The project, and the file a
 symlinked source points to, are byte-identical afterwards, and no process is left behind.
 
 The fixtures (tests/injector/differential/): DDP ranks started with fork, with
