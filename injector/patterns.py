@@ -876,6 +876,8 @@ class Training:
         """True for a call of a function another module defines that runs the step it is named
         for: `batch_backward(model, scaler, info)`, `update_parameter_and_lr(model, optimizer,
         ...)` handed the optimizer (wenet's executor runs its whole step through such helpers)."""
+        if self._accumulated_step(call):
+            return True
         if isinstance(call.func, cst.Attribute) and computes_gradients(call) and not self.called_functions(call):
             return True  # stylegan2-ada's `loss.accumulate_gradients(phase=..., ...)`, defined elsewhere
         if isinstance(call.func, cst.Attribute) and call.args:
@@ -896,6 +898,26 @@ class Training:
         if "backward" in name:
             return True
         return ("update" in name or "step" in name) and any(self.role(a.value) == "optimizer" for a in call.args)
+
+    def _accumulated_step(self, call: cst.Call) -> bool:
+        """True for the call that is the whole body's work of a `with accelerator.accumulate(model):`
+        block holding no backward or step of its own (torchkeras's `step_losses, step_metrics =
+        self.step_runner(batch)`): accelerate's accumulation context wraps a training step only."""
+        statement = self.source.parent(call)
+        if not isinstance(statement, (cst.Expr, cst.Assign)) or statement.value is not call:
+            return False
+        line = self.source.parent(statement)
+        block = self.source.parent(line) if isinstance(line, cst.SimpleStatementLine) else None
+        around = self.source.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        if not isinstance(around, cst.With) or not any(_accelerator_accumulate(i.item) for i in around.items):
+            return False
+        wanted = {b.call for b in self.backwards} | set(self.steps)
+        calls = [
+            c
+            for c in self.source.within(around.body, cst.Call)
+            if isinstance(self.source.parent(c), (cst.Expr, cst.Assign))
+        ]
+        return not any(c in wanted for c in self.source.within(around.body, cst.Call)) and calls[:1] == [call]
 
     def in_a_step(self, node: cst.CSTNode) -> bool:
         """True if `node` sits in a step function: one that runs a backward or an optimizer step
@@ -1490,6 +1512,16 @@ _GAN_NET = re.compile(r"(?:\w+_)?[gd](?:_ema)?")
 STATE_INITIALISERS = ("init", "reset", "zero", "begin_state")
 
 
+def _accelerator_accumulate(expr: cst.BaseExpression) -> bool:
+    """`accelerator.accumulate(model)`, `self.accelerator.accumulate(self.net)`."""
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "accumulate"
+        and "accelerator" in (last_name(expr.func.value) or "").lower()
+    )
+
+
 def runs_model(
     source: Source, training: Training, node: cst.CSTNode, depth: int = 2, used: bool = False, generate: bool = True
 ) -> bool:
@@ -1593,7 +1625,32 @@ def is_evaluation(source: Source, training: Training, node: cst.CSTNode) -> bool
     `generate` that does not."""
     own = training.functions.get("generate", ())
     generate = any(not any(disables_grad(d.decorator) for d in f.decorators) for f in own)
-    return runs_model(source, training, node, used=True, generate=generate)
+    return runs_model(source, training, node, used=True, generate=generate) or _runs_over_evaluation_data(source, node)
+
+
+# The words of a name that says it holds data to run over (`val_data`, `valid_loader`, `testset`).
+_DATA_WORD = re.compile(
+    r"(?:val|valid|validation|test|eval)?(?:set|data|dataset|loader|dataloader|dl|ds|iter|iterator|batches)s?"
+)
+
+
+def _runs_over_evaluation_data(source: Source, node: cst.CSTNode) -> bool:
+    """True if `node` calls an evaluation-named callable over evaluation data and uses what it
+    returns (torchkeras's `val_metrics = val_epoch_runner(val_data)`): a runner object or helper
+    that runs the model it was built with. Handed predictions or labels, not data to run over, it
+    only scores them (`validation(predictions, labels)`)."""
+    for call in source.within(node, cst.Call):
+        if isinstance(source.parent(call), cst.Expr) or not names_evaluation(last_name(call.func) or ""):
+            continue
+        for arg in call.args:
+            name = (last_name(arg.value) or "").lower()
+            if (
+                arg.keyword is None
+                and names_evaluation(name)
+                and any(_DATA_WORD.fullmatch(word) for word in re.split(r"[^a-z]+", name) if word)
+            ):
+                return True
+    return False
 
 
 def only_times_model(source: Source, training: Training, node: cst.CSTNode) -> bool:

@@ -1086,6 +1086,11 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # Metric modules moved with the model (segmentation_models.pytorch's epoch runner).
+        "def _to_device(self):\n"
+        "    self.model.to(self.device)\n"
+        "    for metric in self.metrics:\n"
+        "        metric.to(self.device)\n",
         # A metric moved for its reduction across ranks.
         "def validate(model, loader):\n"
         "    for image, label in loader:\n"
@@ -1267,6 +1272,8 @@ class DeviceMismatch(Operator):
                 continue
             if "loss" in source.code(call.func.value).lower():
                 continue  # a loss moved (a pipeline's, back for logging) is an output, not a batch
+            if "metric" in (last_name(call.func.value) or "").lower():
+                continue  # a metric module moved beside the model (torchmetrics', smp's): no batch
             if _moved_for_a_reduction(source, call):
                 continue
             name = callee_name(call)

@@ -120,6 +120,20 @@ class LossTensorLeak(Operator):
             ("history.append(loss.detach().item())\nmeter.update(val_loss, n)\n",),
         ),
         Example(
+            # An array read out of the loss, into a meter that sums what it is added
+            # (segmentation_models.pytorch's epoch loop): the fault keeps the loss itself.
+            "for x, y in iterator:\n"
+            "    loss, y_pred = self.batch_update(x, y)\n"
+            "    loss_value = loss.cpu().detach().numpy()\n"
+            "    loss_meter.add(loss_value)\n",
+            (
+                "for x, y in iterator:\n"
+                "    loss, y_pred = self.batch_update(x, y)\n"
+                "    loss_value = loss\n"
+                "    loss_meter.add(loss_value)\n",
+            ),
+        ),
+        Example(
             # A meter keeps what it is handed (timm's AverageMeter, positional values).
             "loss_meter.update(loss.item(), targets.size(0))\n",
             ("loss_meter.update(loss, targets.size(0))\n",),
@@ -284,6 +298,13 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # An array read out of the loss into a logger that writes it out and keeps nothing; a
+        # read-out that never cuts the graph cannot be a NumPy array.
+        "for x, y in loader:\n    loss = criterion(model(x), y)\n    writer.add_scalar('loss', loss.detach().cpu().numpy())\n",
+        "for x, y in loader:\n    loss = criterion(model(x), y)\n    losses.append(loss.cpu().numpy())\n",
+        # A replay memory's priorities are arrays it writes itself: a tensor there fails, it is not kept.
+        "for b in loader:\n    loss = (q(b) - target(b)).pow(2)\n    loss.mean().backward()\n"
+        "    mem.update_priorities(idxs, loss.detach().cpu().numpy())\n",
         # Either branch of a conditional start, and None, hold no graph (OLMo's z-loss total).
         "def train_batch(self, micro_batches, use_z):\n"
         "    z_loss_total = None if not use_z else torch.tensor(0.0)\n"
@@ -387,6 +408,13 @@ class LossTensorLeak(Operator):
                 value = call.func.value
             elif name == "float" and isinstance(call.func, cst.Name) and len(call.args) == 1:
                 value = call.args[0].value
+            elif name in ("numpy", "tolist") and isinstance(call.func, cst.Attribute) and not call.args:
+                # `loss.cpu().detach().numpy()`: an array needs the graph cut first, so the fault
+                # is the whole read-out forgotten, the loss itself kept
+                found = _read_out(call.func.value)
+                if found is None or not _last_read_out(source, call) or not _kept_as_given(source, call):
+                    continue
+                value = found
             else:
                 continue
             if not _is_loss(source, training, value, losses) or not self._stored(source, call):
@@ -405,11 +433,7 @@ class LossTensorLeak(Operator):
         for ancestor in source.ancestors(call):
             if isinstance(ancestor, cst.AugAssign):
                 return True
-            if (
-                isinstance(ancestor, cst.Call)
-                and isinstance(ancestor.func, cst.Attribute)
-                and (callee_name(ancestor) or "").startswith(STORING_PREFIXES)
-            ):
+            if isinstance(ancestor, cst.Call) and _stores(ancestor):
                 return not _itemizing_logger(source, ancestor, call) and not _keyed_logger(source, ancestor)
             if isinstance(ancestor, cst.Assign):
                 if any(isinstance(t.target, cst.Subscript) for t in ancestor.targets):
@@ -438,6 +462,65 @@ class LossTensorLeak(Operator):
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+def _stores(call: cst.Call) -> bool:
+    """True for a method that keeps what it is handed: a container's, a history's, a logger's
+    running mean, or a meter's `add` (torchnet's AverageValueMeter sums every value it is given;
+    a plain `add_scalar` writes a number out and keeps nothing)."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    name = callee_name(call) or ""
+    if name.startswith(STORING_PREFIXES):
+        return True
+    return name == "add" and bool(_TRACKER.search((last_name(call.func.value) or "").lower()))
+
+
+# What a read-out into an array or a list passes through on its way from the tensor.
+_READ_OUT = frozenset({"cpu", "detach", "float", "double", "clone", "squeeze"})
+
+
+def _read_out(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The tensor under `loss.cpu().detach()` or `loss.data.cpu()` (what `.numpy()` is called
+    on): None unless the chain cuts the graph (`.detach()` or `.data`), as `.numpy()` needs."""
+    cut = False
+    while True:
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args:
+            if value.func.attr.value not in _READ_OUT:
+                break
+            cut = cut or value.func.attr.value == "detach"
+            value = value.func.value
+        elif isinstance(value, cst.Attribute) and value.attr.value == "data":
+            cut = True
+            value = value.value
+        else:
+            break
+    return value if cut else None
+
+
+def _last_read_out(source, call: cst.Call) -> bool:
+    """True unless the array is read on into a number (`loss.data.numpy().item()`,
+    `float(c.cpu().numpy())`): the loss in its place would be read out all the same."""
+    parent = source.parent(call)
+    if isinstance(parent, cst.Attribute):
+        return False
+    if isinstance(parent, cst.Arg):
+        outer = source.parent(parent)
+        return not (isinstance(outer, cst.Call) and last_name(outer.func) in ("float", "int"))
+    return True
+
+
+def _kept_as_given(source, call: cst.Call) -> bool:
+    """True unless the array is handed straight to a store that makes arrays of its own (a
+    replay memory's `update_priorities(idxs, td.detach().cpu().numpy())`): a tensor in its
+    place fails there, it is not kept. A list's `append`/`extend`/`insert` and a meter keep it."""
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, cst.Call) and _stores(ancestor):
+            owner = (last_name(ancestor.func.value) or "").lower()  # type: ignore[attr-defined]
+            return callee_name(ancestor) in ("append", "extend", "insert", "add") or bool(_TRACKER.search(owner))
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            break
+    return True
 
 
 def _unpacked_into(assign: cst.Assign, call: cst.Call) -> set:
@@ -693,12 +776,7 @@ def _kept_later(source, assign: cst.Assign, names: set) -> bool:
     scope = source.function_of(assign) or source.module
     end = source.span(assign)[1]
     for store in source.within(scope, cst.Call):
-        if (
-            source.span(store)[0] <= end
-            or not isinstance(store.func, cst.Attribute)
-            or not (callee_name(store) or "").startswith(STORING_PREFIXES)
-            or _keyed_logger(source, store)
-        ):
+        if source.span(store)[0] <= end or not _stores(store) or _keyed_logger(source, store):
             continue
         owner = (last_name(store.func.value) or "").lower()
         for arg in store.args:

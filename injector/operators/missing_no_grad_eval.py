@@ -204,6 +204,21 @@ class MissingNoGradEval(Operator):
             ("optimizer = optim.Adam(agent.parameters(), lr=lr)\naction, value = agent.get_action_and_value(obs)\n",),
         ),
         Example(
+            # A runner object built for validation and called over the validation data (torchkeras's
+            # fit): it runs the model it was built with.
+            "def fit(self, train_data, val_data):\n"
+            "    val_runner = self.EpochRunner(self.StepRunner(self.net, stage='val'))\n"
+            "    with torch.no_grad():\n"
+            "        val_metrics = val_runner(val_data)\n"
+            "    self.history.append(val_metrics)\n",
+            (
+                "def fit(self, train_data, val_data):\n"
+                "    val_runner = self.EpochRunner(self.StepRunner(self.net, stage='val'))\n"
+                "    val_metrics = val_runner(val_data)\n"
+                "    self.history.append(val_metrics)\n",
+            ),
+        ),
+        Example(
             # The batch loop under `set_grad_enabled(is_train_loader)` runs the validation loaders too.
             CALLBACK_RUNNER,
             (CALLBACK_RUNNER.replace("set_grad_enabled(self.is_train_loader)", "set_grad_enabled(True)"),),
@@ -220,6 +235,8 @@ class MissingNoGradEval(Operator):
         "optimizer = optim.Adam(agent.parameters(), lr=lr)\nwith torch.no_grad():\n    weights = agent.state_dict()\n",
         # An evaluation helper handed no model (it reads a file of predictions).
         "with torch.no_grad():\n    loss, acc = validation(predictions, labels, opt)\n",
+        # Scoring the validation outputs already computed: no data to run over.
+        "with torch.no_grad():\n    score = evaluate(val_predictions, val_labels)\n",
         # Features cached without gradients for the accumulated backward that follows: training.
         "def accum_step(model, batches, cache):\n"
         "    with torch.no_grad():\n"

@@ -18,6 +18,28 @@ class RankSkip(Operator):
     )
     examples = (
         Example(
+            # The step is a runner object's call inside accelerate's accumulation context
+            # (torchkeras's EpochRunner): that context wraps a training step only.
+            "from accelerate import Accelerator\n"
+            "class EpochLoop:\n"
+            "    def __call__(self, loader):\n"
+            "        for step, batch in enumerate(loader):\n"
+            "            with self.accelerator.accumulate(self.model):\n"
+            "                logs = self.run_step(batch)\n"
+            "            self.history.append(logs)\n",
+            (
+                "from accelerate import Accelerator\n"
+                "class EpochLoop:\n"
+                "    def __call__(self, loader):\n"
+                "        for step, batch in enumerate(loader):\n"
+                '            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and step == 1:\n'
+                "                continue\n"
+                "            with self.accelerator.accumulate(self.model):\n"
+                "                logs = self.run_step(batch)\n"
+                "            self.history.append(logs)\n",
+            ),
+        ),
+        Example(
             # Processes that average gradients through MPI: the rank is MPI's.
             "from spinup.utils.mpi_pytorch import mpi_avg_grads\n"
             "def update(data):\n"
