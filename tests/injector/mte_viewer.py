@@ -19,7 +19,9 @@ so offsets are character offsets into the plain text.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,32 +32,23 @@ class ViewerError(Exception):
     """The viewer would throw (the reader sees no mutated lines)."""
 
 
-def compute_line_starts(text: str) -> list[int]:
-    """`computeLineStarts`: index 1 is line 1's start (the viewer's lines are 1-based)."""
-    result: list[int] = []
-    line_start = 0
-
-    def progress(pos: int) -> None:
-        nonlocal line_start
-        result.append(line_start)
-        line_start = pos
-
-    progress(0)
-    pos = 0
-    while pos < len(text):
-        ch = text[pos]
-        pos += 1
-        if ch == "\r":
-            if pos < len(text) and text[pos] == "\n":
-                pos += 1
-            progress(pos)
-        elif ch == "\n" or ch in "\u2028\u2029":
-            progress(pos)
-    result.append(line_start)
-    return result
+# The line breaks `computeLineStarts` walks over: CRLF as one, then CR, LF, U+2028 and U+2029.
+_BREAK = re.compile("\r\n|[\r\n\u2028\u2029]")
 
 
-def _at(line_map: list[int], index: int) -> int | None:
+@functools.lru_cache(maxsize=64)
+def _line_starts(text: str) -> tuple[int, ...]:
+    return (0, 0, *(match.end() for match in _BREAK.finditer(text)))
+
+
+def compute_line_starts(text: str) -> tuple[int, ...]:
+    """`computeLineStarts`: index 1 is line 1's start (the viewer's lines are 1-based). The
+    viewer walks the text a character at a time; a search for the same breaks gives the same
+    starts, and every mutant of a file asks for those of the one text."""
+    return _line_starts(text)
+
+
+def _at(line_map: tuple[int, ...], index: int) -> int | None:
     return line_map[index] if index < len(line_map) else None  # JS: undefined past the end
 
 
