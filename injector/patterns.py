@@ -912,12 +912,9 @@ class Training:
         if not isinstance(around, cst.With) or not any(_accelerator_accumulate(i.item) for i in around.items):
             return False
         wanted = {b.call for b in self.backwards} | set(self.steps)
-        calls = [
-            c
-            for c in self.source.within(around.body, cst.Call)
-            if isinstance(self.source.parent(c), (cst.Expr, cst.Assign))
-        ]
-        return not any(c in wanted for c in self.source.within(around.body, cst.Call)) and calls[:1] == [call]
+        calls = list(self.source.within(around.body, cst.Call))
+        statements = [c for c in calls if isinstance(self.source.parent(c), (cst.Expr, cst.Assign))]
+        return not any(c in wanted for c in calls) and statements[:1] == [call]
 
     def in_a_step(self, node: cst.CSTNode) -> bool:
         """True if `node` sits in a step function: one that runs a backward or an optimizer step

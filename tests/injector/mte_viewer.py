@@ -37,15 +37,11 @@ _BREAK = re.compile("\r\n|[\r\n\u2028\u2029]")
 
 
 @functools.lru_cache(maxsize=64)
-def _line_starts(text: str) -> tuple[int, ...]:
-    return (0, 0, *(match.end() for match in _BREAK.finditer(text)))
-
-
 def compute_line_starts(text: str) -> tuple[int, ...]:
     """`computeLineStarts`: index 1 is line 1's start (the viewer's lines are 1-based). The
     viewer walks the text a character at a time; a search for the same breaks gives the same
     starts, and every mutant of a file asks for those of the one text."""
-    return _line_starts(text)
+    return (0, 0, *(match.end() for match in _BREAK.finditer(text)))
 
 
 def _at(line_map: tuple[int, ...], index: int) -> int | None:
