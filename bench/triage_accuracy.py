@@ -151,6 +151,14 @@ def program_runs(tab, fresh: bool = False) -> list[Run]:
     ]
 
 
+def fresh_outcomes() -> dict[str, bool]:
+    """Log file -> whether that faulty run of a fresh program failed by its own headline figure."""
+    sys.path.insert(0, str(PROGRAMS))
+    from outcomes import outcomes
+
+    return outcomes(json.loads((PROGRAMS / "manifest.json").read_text()), PROGRAMS / "logs")
+
+
 def corpus_runs(tab, diffs: dict[str, Path] | None = None) -> list[Run]:
     out = []
     spare = sorted(diffs.values()) if diffs else []
@@ -342,12 +350,30 @@ def main() -> int:
     }
     if fresh_program:
         t = calibrate(programs)
+        failed = fresh_outcomes()
         figures["fresh_programs"] = {}
         for prog in sorted({r.group for r in fresh_program}):
             fresh_t = tally([r for r in fresh_program if r.group == prog], t)
             print(f"   {prog + ' (fresh)':22s} thr {t:4.2f}  {fresh_t.line()}")
             figures["fresh_programs"][prog] = {"threshold": t, **fresh_t.to_json()}
         print("   (fresh: written after the rules froze; first measurements in tests/triage/programs/README.md)")
+        every = tally(fresh_program, t)
+        failing = tally([r for r in fresh_program if r.cause is None or failed.get(r.name, True)], t)
+        print(f"   {'fresh, every run':22s} thr {t:4.2f}  {every.line()}")
+        print(f"   {'fresh, failed runs':22s} thr {t:4.2f}  {failing.line()}")
+        passed = [r for r in fresh_program if r.cause is not None and not failed.get(r.name, True)]
+        said = Counter(
+            "right" if r.named(t)[:1] == [r.cause] else ("silent" if not r.named(t) else "another cause")
+            for r in passed
+        )
+        print(
+            f"   {'fresh, runs that passed':22s} {len(passed)} faulty runs as good as a healthy one"
+            f" (tests/triage/programs/outcomes.py): {said['silent']} silent, {said['right']} named right,"
+            f" {said['another cause']} named another cause"
+        )
+        figures["fresh_programs_all"] = every.to_json()
+        figures["fresh_programs_failed"] = failing.to_json()
+        figures["fresh_programs_passed"] = dict(said)
 
     print(f"\n3. our corpus: one generator program (threshold {shipped})")
     corp = {g: tally([r for r in corpus if r.group == g], shipped) for g in ("corpus", "corpus held-out")}

@@ -180,6 +180,23 @@ def test_a_flat_loss_alone_is_said_as_a_tie_of_the_missing_backward_and_step():
     assert {c.id for c in report.tied} >= {"missing-backward", "missing-optimizer-step"}
 
 
+@pytest.mark.parametrize("program", ["textcls_hydra", "vit_print", "seq2seq_onmt", "ddpm_diffusers"])
+def test_a_scheduler_that_moved_the_rate_without_pytorchs_warning_puts_the_missing_backward_first(program):
+    # each uses a torch scheduler: deleting the step makes PyTorch warn on the scheduler's first
+    # step, deleting the backward does not. The two stay said as a tie (a rate set by hand in the
+    # param groups warns of nothing), in the order the warning's absence gives
+    def log(fault: str) -> Path:
+        return PROGRAMS / "logs" / next(m["file"] for m in ALL if m["program"] == program and m["cause"] == fault)
+
+    backward = explain(log("missing-backward"))
+    assert [c.id for c in backward.causes][:1] == ["missing-backward"]
+    assert {c.id for c in backward.tied} >= {"missing-backward", "missing-optimizer-step"}
+    assert "lr-moved-without-scheduler-warning" in {s.name for s in backward.symptoms}
+    stepless = explain(log("missing-optimizer-step"))
+    assert [c.id for c in stepless.causes][:1] == ["missing-optimizer-step"]
+    assert "lr-moved-without-scheduler-warning" not in {s.name for s in stepless.symptoms}
+
+
 def test_a_loss_flat_to_its_last_digit_repeats_no_batch_order():
     # gcn_pyg's 100x rate killed the network into a uniform guess over 6 classes: 1.7918 at every
     # epoch, its wiggles the printed digits' rounding; an unshuffled loader's swing by 6-14%

@@ -13,6 +13,7 @@ from operator import mul
 from statistics import median
 
 from triage.detectors import Context, validation
+from triage.reader import Reading
 from triage.records import Evidence, Symptom
 from triage.series import Point, Series, as_fraction
 
@@ -42,6 +43,7 @@ EMITS: frozenset[str] = frozenset(
         "loss-scale-collapse",
         "loss-swings-back-to-low",
         "lr-floor-early",
+        "lr-moved-without-scheduler-warning",
         "memory-growing",
         "memory-grows-at-eval",
         "non-finite-after-climb",
@@ -94,7 +96,44 @@ def detect(ctx: Context) -> list[Symptom]:
         out += validation.worse_than_start(s["loss"], s["val_loss"])
     if "data_time" in s and "batch_time" in s:
         out += data_wait(s["data_time"], s["batch_time"])
+    if "lr" in s and (any(x.name == "loss-flat" for x in out) or _constant(s.get("val_loss"))):
+        out += scheduler_without_warning(s["lr"], ctx.events)
     return out
+
+
+def _constant(series: Series | None) -> bool:
+    """Whether every evaluation printed the same value (three or more): the weights never moved."""
+    vals = [p.value for p in series.finite()] if series is not None else []
+    return len(vals) >= 3 and max(vals) == min(vals)
+
+
+_SCHEDULER_WARNING = "lr_scheduler.step()"
+
+
+def scheduler_without_warning(lr: Series, events: list[Reading]) -> list[Symptom]:
+    """A learning rate that moved over the run, in a log where PyTorch never warned that the
+    scheduler stepped before the optimizer. PyTorch's schedulers warn on their first step when
+    the optimizer has not stepped yet, so where a scheduler moved the rate and no warning came,
+    the optimizer did step: of a missing backward and a missing step, the backward. Weak: a rate
+    written into the parameter groups by hand (nanoGPT's `get_lr`) moves with no scheduler to
+    warn, so it only orders the two and leaves them said as a tie."""
+    pts = lr.finite()
+    if len(pts) < 3 or any(_SCHEDULER_WARNING in rd.text for rd in events):
+        return []
+    lo, hi = min(p.value for p in pts), max(p.value for p in pts)
+    if hi <= 0 or hi - lo <= 0.01 * hi:
+        return []
+    moved = next(p for p in pts if abs(p.value - pts[0].value) > 0.01 * hi)
+    return [
+        Symptom(
+            "lr-moved-without-scheduler-warning",
+            f"the learning rate moved ({pts[0].value:.3g} to {moved.value:.3g} by step {moved.step}) and "
+            "PyTorch never warned that the scheduler stepped before the optimizer: the optimizer stepped",
+            (_ev(pts[0], "lr", "first"), _ev(moved, "lr", "moved")),
+            step=moved.step,
+            value=moved.value / pts[0].value if pts[0].value else None,
+        )
+    ]
 
 
 def _ev(p: Point, name: str, note: str = "") -> Evidence:
