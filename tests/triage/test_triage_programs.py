@@ -197,6 +197,19 @@ def test_a_scheduler_that_moved_the_rate_without_pytorchs_warning_puts_the_missi
     assert "lr-moved-without-scheduler-warning" not in {s.name for s in stepless.symptoms}
 
 
+def test_a_loss_that_shot_up_and_came_back_to_stay_is_a_rate_too_high():
+    # fastai's fit_one_cycle at 100x: the validation loss went from 4.6 to 26.9 when the body was
+    # unfrozen and then down to 0.83, under the 4.6 it had reached; detectron2's at 100x: the
+    # total loss from 8.7 to 91 and back to 13. A summed loss that spikes and then diverges
+    # (the corpus's wrong reduction) did not come back to stay, and no healthy run spikes
+    for log in ("finetune_fastai__lr-too-high__s2.log", "detect_d2__lr-too-high__s2.log"):
+        assert "loss-spiked-and-recovered" in _symptoms(log)
+        assert [c.id for c in explain(PROGRAMS / "logs" / log).causes][:1] == ["lr-too-high"]
+    for m in ALL:
+        if m["cause"] is None:
+            assert "loss-spiked-and-recovered" not in _symptoms(m["file"]), m["file"]
+
+
 def test_a_loss_flat_to_its_last_digit_repeats_no_batch_order():
     # gcn_pyg's 100x rate killed the network into a uniform guess over 6 classes: 1.7918 at every
     # epoch, its wiggles the printed digits' rounding; an unshuffled loader's swing by 6-14%

@@ -8,6 +8,8 @@ classifier's loss does carry: ln(C), the loss of a uniform guess over C classes.
 - `loss-gradual-climb`: after its lowest point the loss climbs back over many logged points,
   no single jump making most of the rise (gradients summed over steps, a growing step size).
 - `loss-sudden-jump`: one logged step multiplies the loss many times over (an update too large).
+- `loss-spiked-and-recovered`: the training or validation loss shot up many times over the low
+  it had reached, then came back down near that low (an update too large the run survived).
 - `loss-collapsed-to-log-c`: after shooting far above where it started, the loss settles at
   ln(C) and stays: the network went dead and predicts a uniform guess (dying ReLUs).
 - `non-finite-intermittent`: NaN/inf losses between finite ones: the weights are intact, the
@@ -42,6 +44,7 @@ EMITS: frozenset[str] = frozenset(
         "loss-gradual-climb",
         "loss-huge-and-learning",
         "loss-huge-and-stuck",
+        "loss-spiked-and-recovered",
         "loss-sudden-jump",
         "non-finite-after-unstable",
         "non-finite-early",
@@ -54,6 +57,8 @@ EMITS: frozenset[str] = frozenset(
 CLIMB_POINTS = 4  # logged points the climb must span
 CLIMB_RATIO = 3.0  # how far above its lowest point the loss must end up
 JUMP_RATIO = 8.0  # one step multiplying the loss this much is a jump
+SPIKE = 5.0  # a loss this many times the low it had reached is a spike
+RECOVERED = 1.5  # and one back within this factor of that low, and ending there, recovered from it
 SPIKE_RATIO = 2.0  # "far above where it started" for the collapse
 LOG_C_TOL = 0.04  # relative distance from ln(C)
 MAX_CLASSES = 30  # the uniform-guess level can be told from a coincidence only for few classes
@@ -79,6 +84,9 @@ def detect(ctx: Context) -> list[Symptom]:
     if grad is not None and grad.points:
         out += grad_non_finite(grad, loss)
     val = ctx.series.get("val_loss")
+    for series in (loss, val):
+        if series is not None and not series.signed:
+            out += spike_recovered(series)
     if val is not None:
         out += constant_validation(val)
         if loss is not None:
@@ -215,6 +223,42 @@ def climb(loss: Series) -> list[Symptom]:
             )
         )
     return out
+
+
+def spike_recovered(series: Series) -> list[Symptom]:
+    """A loss that shot up `SPIKE` times over the lowest value it had reached, then came back
+    within `RECOVERED` times of that low: the weights were thrown far off and found their way
+    back (a rate too high under an adaptive optimizer, a fine-tuning rate applied to a freshly
+    unfrozen body). The spike must also stand above the run's first value: a per-batch loss
+    near zero multiplies by noise alone. Read against the run's own low and start, so on any
+    scale; a loss that does not come back and stay back is a climb or a divergence, not this."""
+    pts = _finite_run(series)
+    if len(pts) < 4:
+        return []
+    low = 0
+    for i in range(1, len(pts) - 1):
+        if pts[i].value >= SPIKE * pts[low].value and pts[i].value > pts[0].value:
+            k = next((k for k in range(i + 1, len(pts)) if pts[k].value <= RECOVERED * pts[low].value), None)
+            back = pts[k] if k is not None else None
+            if back is not None and max(p.value for p in pts[k:]) <= RECOVERED * pts[low].value:
+                return [
+                    Symptom(
+                        "loss-spiked-and-recovered",
+                        f"{series.name} shot up {pts[i].value / pts[low].value:.3g}x, from {pts[low].value:.4g} "
+                        f"(step {pts[low].step}) to {pts[i].value:.4g} (step {pts[i].step}), then came back "
+                        f"to {back.value:.4g} (step {back.step})",
+                        (
+                            _ev(pts[low], series.name, "low before"),
+                            _ev(pts[i], series.name, "spike"),
+                            _ev(back, series.name, "back"),
+                        ),
+                        step=pts[i].step,
+                        value=pts[i].value / pts[low].value,
+                    )
+                ]
+        if pts[i].value < pts[low].value:
+            low = i
+    return []
 
 
 def log_c(value: float) -> int | None:
