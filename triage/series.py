@@ -91,6 +91,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     # a KL term logged beside the loss: a variational objective (an ELBO), whose reconstruction
     # part is summed over pixels or tokens by convention
     "kl": ("kl", "kld", "kl_loss", "loss_kl", "kl_div", "kl_divergence", "kl_term"),
+    # a policy-gradient update's own estimate of how far it moved the policy (PPO's KL between
+    # the policy before and after the update: Stable-Baselines3 and CleanRL's `approx_kl`,
+    # OpenAI baselines' `approxkl`)
+    "policy_kl": ("approx_kl", "approxkl"),
     "data_time": ("data_time", "time_data", "data", "dataload_time", "data_wait"),
     "batch_time": ("batch_time", "step_time", "iter_time", "time_step", "time"),
 }

@@ -210,6 +210,22 @@ def test_a_loss_that_shot_up_and_came_back_to_stay_is_a_rate_too_high():
             assert "loss-spiked-and-recovered" not in _symptoms(m["file"]), m["file"]
 
 
+def test_a_ppo_policy_no_update_moved_is_said_as_the_tie_of_a_missing_backward_and_step():
+    # Stable-Baselines3's boxed tables: a PPO loss says nothing of health, but approx_kl, the KL
+    # between the policy before and after each update, is a divergence on one scale for every
+    # task: about 1e-2 in a healthy update, under 1e-6 where no gradient reached the policy
+    for fault in ("missing-backward", "missing-optimizer-step", "detached-graph"):
+        log = next(m["file"] for m in ALL if m["program"] == "ppo_sb3" and m["cause"] == fault)
+        report = explain(PROGRAMS / "logs" / log)
+        assert "policy-unchanged" in {s.name for s in report.symptoms}
+        assert fault in [c.id for c in report.causes][:3]
+        assert {c.id for c in report.tied} >= {"missing-backward", "missing-optimizer-step"}
+    for seed in (0, 1):
+        assert "policy-unchanged" not in _symptoms(f"ppo_sb3__healthy__s{seed}.log")
+    # a policy that converged late in the run (dropout off: its updates shrink to 1e-5) moved before
+    assert "policy-unchanged" not in _symptoms("ppo_sb3__missing-train-mode__s2.log")
+
+
 def test_a_loss_flat_to_its_last_digit_repeats_no_batch_order():
     # gcn_pyg's 100x rate killed the network into a uniform guess over 6 classes: 1.7918 at every
     # epoch, its wiggles the printed digits' rounding; an unshuffled loader's swing by 6-14%

@@ -49,6 +49,7 @@ EMITS: frozenset[str] = frozenset(
         "non-finite-after-climb",
         "non-finite-early",
         "non-finite-sudden",
+        "policy-unchanged",
         "val-loss-far-above-train",
     }
 )
@@ -96,9 +97,35 @@ def detect(ctx: Context) -> list[Symptom]:
         out += validation.worse_than_start(s["loss"], s["val_loss"])
     if "data_time" in s and "batch_time" in s:
         out += data_wait(s["data_time"], s["batch_time"])
+    if "policy_kl" in s:
+        out += policy_unchanged(s["policy_kl"])
     if "lr" in s and (any(x.name == "loss-flat" for x in out) or _constant(s.get("val_loss"))):
         out += scheduler_without_warning(s["lr"], ctx.events)
     return out
+
+
+UNMOVED_KL = 1e-5  # nats: a PPO update moves its policy by about 1e-2 (SB3's target_kl is 0.01-0.05)
+
+
+def policy_unchanged(kl: Series) -> list[Symptom]:
+    """A policy-gradient run whose every update left the policy where it was: the KL between the
+    policy before and after each update (PPO's `approx_kl`, a divergence in nats, so one scale
+    for every task) stayed at `UNMOVED_KL` or below. The updates computed no gradient for the
+    policy or never applied one: a missing backward or step, a detached or frozen policy."""
+    pts = kl.finite()
+    if len(pts) < 3 or max(abs(p.value) for p in pts) > UNMOVED_KL:
+        return []
+    top = max(pts, key=lambda p: abs(p.value))
+    return [
+        Symptom(
+            "policy-unchanged",
+            f"in all {len(pts)} updates logged the policy moved by a KL of at most {abs(top.value):.2g}: "
+            "the updates left it where it was",
+            (_ev(pts[0], kl.name, "first update"), _ev(top, kl.name, "largest")),
+            step=pts[0].step,
+            value=abs(top.value),
+        )
+    ]
 
 
 def _constant(series: Series | None) -> bool:
