@@ -361,6 +361,21 @@ def main() -> int:
         failing = tally([r for r in fresh_program if r.cause is None or failed.get(r.name, True)], t)
         print(f"   {'fresh, every run':22s} thr {t:4.2f}  {every.line()}")
         print(f"   {'fresh, failed runs':22s} thr {t:4.2f}  {failing.line()}")
+        spoke = [r for r in fresh_program if r.cause is not None and failed.get(r.name, True) and r.named(t)]
+        right = sum(r.named(t)[:1] == [r.cause] for r in spoke)
+        in_tie = sum(r.named(t)[:1] != [r.cause] and r.cause in r.tied(t) for r in spoke)
+        wrong = len(spoke) - right - in_tie
+        print(
+            f"   {'fresh, failed, answered':22s} a cause named on {len(spoke)} of {failing.runs} failed runs:"
+            f" first right {right} ({100 * right / max(len(spoke), 1):.1f}%), right within a tie said as one"
+            f" {in_tie}, wrong {wrong}; silent on {failing.runs - len(spoke)}"
+        )
+        figures["fresh_programs_failed_answered"] = {
+            "named": len(spoke),
+            "right": right,
+            "in_tie": in_tie,
+            "wrong": wrong,
+        }
         passed = [r for r in fresh_program if r.cause is not None and not failed.get(r.name, True)]
         said = Counter(
             "right" if r.named(t)[:1] == [r.cause] else ("silent" if not r.named(t) else "another cause")
