@@ -383,6 +383,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 23 without reading triage's rules
+    "ncf_deepspeed": (
+        (
+            "missing-zero-grad",
+            "lr-too-high",
+            "no-shuffle",
+            "missing-backward",
+            "missing-optimizer-step",
+            "frozen-parameters",
+            "missing-train-mode",
+            "missing-eval-mode",
+            "loss-tensor-leak",
+            "scheduler-step-misaligned",
+            "detached-graph",
+            "no-grad-training",
+            "wrong-loss-reduction",
+            "missing-epsilon",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 SHORTFALL = 0.25
-# program -> (pattern whose first group is the headline figure, "loss" (lower is better) or "score")
+# program -> (pattern whose last group is the headline figure, "loss" (lower is better) or "score")
 HEADLINES: dict[str, tuple[str, str]] = {
     "asr_fairseq": (r"valid on 'valid' subset \| loss ([-\d.eE+]+|nan|inf)", "loss"),
     "ddpm_diffusers": (r"Step \d+: train_loss=\S+ val_loss=([-\d.eE+]+|nan|inf)", "loss"),
@@ -37,6 +37,7 @@ HEADLINES: dict[str, tuple[str, str]] = {
     "unet_table": (r"validation: loss=([-\d.eE+]+|nan|inf)", "loss"),
     "vae_ignite": (r"Validation Results - Epoch\[\d+\] Avg loss: ([-\d.eE+]+|nan|inf)", "loss"),
     "vit_print": (r"val\s+\| loss \S+ \| acc ([-\d.]+|nan)%", "score"),
+    "ncf_deepspeed": (r"Eval epoch \d+: HR@10 = ([-\d.]+|nan)", "score"),
 }
 
 
@@ -46,7 +47,7 @@ def headlines(program: str, text: str) -> list[float]:
     values = []
     for match in re.finditer(pattern, text, re.MULTILINE):
         try:
-            values.append(float(match.group(1)))
+            values.append(float(match.group(match.re.groups)))
         except ValueError:
             values.append(math.nan)
     return values
