@@ -140,9 +140,10 @@ def _phase(gap: str) -> bool | None:
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|Infinity)"
 # key, separator (= or :), optional quotes and `tensor(`, number (HF Trainer quotes its values:
-# `'loss': '2.456e+26'`); a full stop may end the number where a sentence ends (`val acc 0.718.`)
+# `'loss': '2.456e+26'`); a full stop may end the number where a sentence ends (`val acc 0.718.`);
+# a list's first number stands for it (DeepSpeed's `lr=[0.0001]`, one rate per parameter group)
 _PAIR = re.compile(
-    r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\()?['"]?("""
+    r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\(|\[)?['"]?("""
     + _NUM
     + r""")(?:\s?(?:[KMGT]i?B|ms|s|%)|[KMGT](?=[\s,;|]|$))?(?!\w|\.\w)"""
 )  # a unit after the number is the logger's scale (detectron2's `max_mem: 1234M` too)
@@ -439,7 +440,8 @@ class SeriesBuilder:
         self._last_step: int | None = None
         self._bar_last: int | None = None
         self._bar_offset = 0
-        self._last: dict[int | None, tuple[int, int]] = {}  # rank -> (last logged step, offset)
+        # (rank, line shape) -> (last logged step, offset)
+        self._last: dict[tuple[int | None, tuple[str, ...]], tuple[int, int]] = {}
         # the last metric line: (line, text, its metrics)
         self._prev: tuple[int | None, str, dict[str, float]] = (None, "", {})
         # the box being read: its section, (section, name) -> value, its first line and rank
@@ -542,11 +544,13 @@ class SeriesBuilder:
             self._bar_last = step
             step += self._bar_offset
         elif step is not None:
-            # a counter that restarts every epoch (`batch 10/50`, `iter 10`): carry the steps on
-            last, offset = self._last.get(rank, (None, 0))
+            # a counter that restarts every epoch (`batch 10/50`, `iter 10`): carry the steps on.
+            # Each kind of line keeps its own count: DeepSpeed's `step=100` (optimizer steps)
+            # beside a script's `epoch 1 step 200` (batches) are two counters, neither restarting
+            last, offset = self._last.get((rank, template), (None, 0))
             if last is not None and step + offset < last:
                 offset = last
-            self._last[rank] = (step + offset, offset)
+            self._last[(rank, template)] = (step + offset, offset)
             step += offset
         self._ordinal += 1
         explicit = step is not None

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,9 @@ KNOWN_WRONG = {
     "seq2seq_onmt__lr-too-high__s2.log": "missing-backward",
     "finetune_fastai__wrong-loss-reduction__s3.log": "bad-init",
     "asr_fairseq__wrong-softmax-dim__s2.log": "bad-init",
+    # ncf_deepspeed's BCE summed over the batch (141 at the start) falls by 2x, as its mean does in
+    # a healthy run: read as a saturated bad start first, the summed loss second
+    "ncf_deepspeed__wrong-loss-reduction__s2.log": "bad-init",
 }
 
 
@@ -224,6 +229,30 @@ def test_a_ppo_policy_no_update_moved_is_said_as_the_tie_of_a_missing_backward_a
         assert "policy-unchanged" not in _symptoms(f"ppo_sb3__healthy__s{seed}.log")
     # a policy that converged late in the run (dropout off: its updates shrink to 1e-5) moved before
     assert "policy-unchanged" not in _symptoms("ppo_sb3__missing-train-mode__s2.log")
+
+
+def test_deepspeeds_rate_list_is_read_on_its_own_step_counter():
+    # DeepSpeed prints `step=100, skipped=0, lr=[0.00087], mom=[(0.9, 0.999)]` (one rate per
+    # parameter group) every 100 optimizer steps, beside the script's own `epoch 1 step 200 loss`
+    # lines, which count batches: two counters, each read on its own
+    lr = explain(PROGRAMS / "logs" / "ncf_deepspeed__healthy__s0.log").series["lr"]
+    assert len(lr.points) >= 8
+    assert [p.step for p in lr.points][:4] == [0, 100, 200, 300]
+    assert lr.points[1].value == pytest.approx(0.001)
+
+
+def test_a_tensor_in_the_results_written_as_json_is_a_kept_loss(tmp_path):
+    # a run that kept its running loss as a tensor: the closing results dump meets it; the
+    # traceback quotes only json.dumps(results), no loss
+    run = subprocess.run(
+        [sys.executable, str(PROGRAMS / "results_json.py")], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode != 0
+    log = tmp_path / "run.log"
+    log.write_text(run.stdout + run.stderr)
+    report = explain(log)
+    assert "tensor-not-serializable" in {s.name for s in report.symptoms}
+    assert [c.id for c in report.causes][:1] == ["loss-tensor-leak"]
 
 
 def test_a_loss_flat_to_its_last_digit_repeats_no_batch_order():

@@ -42,6 +42,7 @@ EMITS: frozenset[str] = frozenset(
         "loss-huge-initial",
         "loss-slow-from-uniform",
         "loss-not-a-number",
+        "tensor-not-serializable",
         "output-non-finite",
         "params-unchanged",
         "grad-none",
@@ -502,7 +503,7 @@ def _kept_loss_in_traceback(readings: list[Reading]) -> Symptom | None:
         readings, lambda text: text.startswith("TypeError") and _NOT_A_NUMBER.match(text) is not None, _LOSSY
     )
     if found is None:
-        return None
+        return _tensor_in_json(readings)
     use, error = found
     return Symptom(
         "loss-not-a-number",
@@ -510,6 +511,26 @@ def _kept_loss_in_traceback(readings: list[Reading]) -> Symptom | None:
         (_ev(use), _ev(error)),
         rank=error.rank,
     )
+
+
+_TENSOR_IN_JSON = re.compile(r"^TypeError: Object of type (?:Tensor|Parameter) is not JSON serializable")
+
+
+def _tensor_in_json(readings: list[Reading]) -> Symptom | None:
+    """A tensor where a results dict wanted a number, though the quoted code names no loss (a
+    whole dict of metrics written at the end, timm's `--result`): a figure kept as its tensor
+    instead of its `.item()`, the loss's most often. Weaker than a traceback through a loss."""
+    for rd in readings:
+        text = rd.text.strip()
+        if text.startswith("TypeError") and _TENSOR_IN_JSON.match(text):
+            return Symptom(
+                "tensor-not-serializable",
+                "a tensor was written where a results dict needed a plain number: a figure kept as "
+                "its tensor, not its value",
+                (_ev(rd),),
+                rank=rd.rank,
+            )
+    return None
 
 
 def _error_where_code_uses(
