@@ -640,7 +640,9 @@ class Training:
                 if function in differentiated and self.source.function_of(call) is not function:
                     arg = argument(call, *differentiated[function])
                     if arg is not None and not arg.star:
-                        found.append(Backward(call, arg.value, None, helper=True))
+                        # flair's `self._backward(scaler.scale(loss))`: the loss, scaled on its way in
+                        loss, scaler = _unscaled(arg.value)
+                        found.append(Backward(call, loss, scaler, helper=True))
                     break
         return found
 

@@ -44,6 +44,27 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # the loss out of the model's own loss method, scaled on its way into the trainer's
+            # backward method (flair's ModelTrainer)
+            "class Trainer:\n"
+            "    def _backward(self, loss):\n"
+            "        loss.backward()\n"
+            "\n"
+            "    def fit_batch(self, batch, scaler):\n"
+            "        loss, count = self.model.forward_loss(batch)\n"
+            "        self._backward(scaler.scale(loss))\n",
+            (
+                "class Trainer:\n"
+                "    def _backward(self, loss):\n"
+                "        loss.backward()\n"
+                "\n"
+                "    def fit_batch(self, batch, scaler):\n"
+                "        loss, count = self.model.forward_loss(batch)\n"
+                "        loss = loss.detach()\n"
+                "        self._backward(scaler.scale(loss))\n",
+            ),
+        ),
+        Example(
             # Losses that start at 0 and are computed in branches, added up where they are
             # differentiated (stylegan2-ada's discriminator pass): each one cut off.
             "def step(D, real, do_main, do_r1):\n"

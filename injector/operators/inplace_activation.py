@@ -217,6 +217,19 @@ class InplaceActivation(Operator):
         "        self.relu = torch.nn.ReLU().to(device)\n"
         "    def forward(self, h):\n"
         "        return self.relu(self.linear(h))\n",
+        # A residual added onto a dropout's fresh output, whose backward reads only its mask
+        # (LLMs-from-scratch's transformer block).
+        "class Block(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.att = nn.Linear(4, 4)\n"
+        "        self.drop_shortcut = nn.Dropout(0.1)\n"
+        "    def forward(self, x):\n"
+        "        shortcut = x\n"
+        "        x = self.att(x)\n"
+        "        x = self.drop_shortcut(x)\n"
+        "        x = x + shortcut\n"
+        "        return x\n",
     )
 
     def changes(self, source, training):
@@ -243,6 +256,7 @@ class InplaceActivation(Operator):
                 and not value.lpar
                 and isinstance(value.left, cst.Name)
                 and value.left.value == target.value
+                and not self._fresh_from_output_free_layer(source, training, assign)
             ):
                 symbol = source.module.code_for_node(value.operator).strip()
                 right = source.module.code_for_node(value.right).strip()
@@ -404,6 +418,31 @@ class InplaceActivation(Operator):
         if not isinstance(layer, cst.Call):
             return False
         return _output_free(InplaceActivation._built(training, layer))
+
+    @staticmethod
+    def _fresh_from_output_free_layer(source, training, assign: cst.Assign) -> bool:
+        """`x = self.drop_shortcut(x)` right before `x = x + shortcut`: the tensor added to in place
+        is the fresh output of a layer whose backward does not read it (dropout keeps its mask, a
+        linear layer its input), and no other name holds it yet, so `x += shortcut` computes the
+        same values and the same gradients (LLMs-from-scratch's transformer block)."""
+        line = source.parent(assign)
+        block = source.parent(line)
+        body = list(getattr(block, "body", ()))
+        index = next((i for i, statement in enumerate(body) if statement is line), 0)
+        if index == 0 or not isinstance(body[index - 1], cst.SimpleStatementLine):
+            return False
+        before = body[index - 1].body
+        if len(before) != 1 or not isinstance(before[0], cst.Assign) or len(before[0].targets) != 1:
+            return False
+        produced, layer = before[0].targets[0].target, before[0].value
+        name = assign.targets[0].target
+        return (
+            isinstance(produced, cst.Name)
+            and isinstance(name, cst.Name)
+            and produced.value == name.value
+            and isinstance(layer, cst.Call)
+            and _output_free(InplaceActivation._built(training, layer))
+        )
 
     @staticmethod
     def _built(training, layer: cst.Call) -> str | None:

@@ -17,6 +17,18 @@ def _hand_scaled(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
+def _scaled_expression(call: cst.Call) -> cst.BaseExpression:
+    """Where `scaler.scale(loss)` stands in a backward call: its receiver (`scaler.scale(loss).backward()`)
+    or the argument it is handed as (`self._backward(scaler.scale(loss))`, flair's trainer)."""
+    for arg in call.args:
+        value = arg.value
+        if isinstance(value, cst.Call) and callee_name(value) == "cast" and value.args:
+            value = value.args[-1].value
+        if isinstance(value, cst.Call) and callee_name(value) == "scale" and isinstance(value.func, cst.Attribute):
+            return arg.value
+    return call.func.value if isinstance(call.func, cst.Attribute) else call.func
+
+
 def _scaling_context(source, training, backward) -> tuple[cst.With, cst.BaseExpression] | None:
     """For `with amp.scale_loss(loss, optimizer) as scaled: scaled.backward()` (apex's scaler, a
     context that hands out the scaled loss and unscales the gradients on exit), the `with` and
@@ -47,6 +59,29 @@ class MissingGradScaler(Operator):
         "`loss.backward()`, `scaler.step(opt)` → `opt.step()`, drop `update()`/`unscale_()`."
     )
     examples = (
+        Example(
+            # the scaled loss handed to the trainer's own backward method (flair's ModelTrainer)
+            "class Trainer:\n"
+            "    def _backward(self, loss):\n"
+            "        loss.backward()\n"
+            "\n"
+            "    def fit_batch(self, batch, scaler):\n"
+            "        loss, count = self.model.forward_loss(batch)\n"
+            "        self._backward(scaler.scale(loss))\n"
+            "        scaler.unscale_(self.optimizer)\n"
+            "        scaler.step(self.optimizer)\n"
+            "        scaler.update()\n",
+            (
+                "class Trainer:\n"
+                "    def _backward(self, loss):\n"
+                "        loss.backward()\n"
+                "\n"
+                "    def fit_batch(self, batch, scaler):\n"
+                "        loss, count = self.model.forward_loss(batch)\n"
+                "        self._backward(loss)\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
         Example(
             "def train_step(model, x, y, optimizer, scaler):\n"
             "    with torch.autocast('cuda', dtype=torch.float16):\n"
@@ -191,7 +226,7 @@ class MissingGradScaler(Operator):
             if (scope, scaler) in done:
                 continue
             done.add((scope, scaler))
-            scaled = backward.call.func.value  # the `scaler.scale(loss)` call
+            scaled = _scaled_expression(backward.call)  # the `scaler.scale(loss)` call
             if isinstance(scaled, cst.Name) and source.code(backward.loss) == scaled.value:
                 # scaled under the loss's own name, `loss = cast(Tensor, scaler.scale(loss))` before
                 # `loss.backward()` (composer's): the scaling goes where it was assigned

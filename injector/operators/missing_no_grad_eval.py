@@ -14,6 +14,7 @@ from injector.patterns import (
     grad_switched_loops,
     is_evaluation,
     last_name,
+    runs_model,
     statement_call,
     under_no_grad,
 )
@@ -27,6 +28,49 @@ def _enables_by_value(expr: cst.BaseExpression) -> cst.Arg | None:
     if mode is None or (isinstance(mode.value, cst.Name) and mode.value.value in {"True", "False"}):
         return None
     return mode
+
+
+def _own_no_grad(source, node: cst.CSTNode, function: cst.FunctionDef) -> cst.With | None:
+    """The `no_grad` block of `function` itself that `node` sits in (only `no_grad` items), if any."""
+    for ancestor in source.ancestors(node):
+        if ancestor is function:
+            return None
+        if isinstance(ancestor, cst.With) and any(disables_grad(i.item) for i in ancestor.items):
+            return ancestor if all(disables_grad(i.item) for i in ancestor.items) else None
+    return None
+
+
+def _guards_of(source, training, function: cst.FunctionDef, depth: int) -> list[cst.CSTNode] | None:
+    """The switches that keep every forward pass `function` runs (itself, or down `depth` calls
+    of this file's functions) under no_grad: its decorator, or its `with` blocks, and those below;
+    None where one forward pass runs with autograd on; [] where it runs none."""
+    decorators = [d for d in function.decorators if disables_grad(d.decorator)]
+    found: list[cst.CSTNode] = []
+    for call in source.within(function.body, cst.Call):
+        if source.function_of(call) is not function:
+            continue
+        helpers = training.called_functions(call)
+        if helpers and depth > 0:
+            for helper in helpers:
+                if helper is function:
+                    continue
+                below = _guards_of(source, training, helper, depth - 1)
+                if below is None and not decorators and _own_no_grad(source, call, function) is None:
+                    return None
+                found.extend(g for g in below or () if g not in found)
+            continue
+        if not runs_model(source, training, call, depth=0):
+            continue
+        if decorators:
+            continue
+        block = _own_no_grad(source, call, function)
+        if block is None:
+            return None
+        if block not in found:
+            found.append(block)
+    if decorators and (found or runs_model(source, training, function.body, depth=depth)):
+        return [*decorators, *found]
+    return found
 
 
 class MissingNoGradEval(Operator):
@@ -103,7 +147,8 @@ class MissingNoGradEval(Operator):
             ),
         ),
         Example(
-            # Sampling steps whose only callers already run under no_grad: only the outer one counts.
+            # Sampling steps under no_grad three times over (the caller's block, each step's
+            # decorator): removing one alone changes nothing, so the fault removes all three.
             "class D:\n"
             "    @torch.no_grad()\n"
             "    def p_sample(self, x):\n"
@@ -116,10 +161,8 @@ class MissingNoGradEval(Operator):
             "            return self.loop(noise())\n",
             (
                 "class D:\n"
-                "    @torch.no_grad()\n"
                 "    def p_sample(self, x):\n"
                 "        return self.model(x)\n"
-                "    @torch.no_grad()\n"
                 "    def loop(self, x):\n"
                 "        return self.p_sample(x)\n"
                 "    def sample(self):\n"
@@ -149,6 +192,30 @@ class MissingNoGradEval(Operator):
                 "def val_loop(self, model, loader):\n"
                 "    outs = [model.validation_step(b) for b in loader]\n"
                 "    torch.set_grad_enabled(True)\n",
+            ),
+        ),
+        Example(
+            # A generation whose own loop runs the forward under no_grad, called under no_grad:
+            # either alone guards it, so the fault removes both (LLMs-from-scratch's sample).
+            "def generate_text_simple(model, idx, max_new_tokens):\n"
+            "    for _ in range(max_new_tokens):\n"
+            "        with torch.no_grad():\n"
+            "            logits = model(idx)\n"
+            "        idx = torch.cat((idx, logits.argmax(-1)[:, -1:]), dim=1)\n"
+            "    return idx\n"
+            "def sample(model, encoded):\n"
+            "    with torch.no_grad():\n"
+            "        ids = generate_text_simple(model=model, idx=encoded, max_new_tokens=5)\n"
+            "        print(ids)\n",
+            (
+                "def generate_text_simple(model, idx, max_new_tokens):\n"
+                "    for _ in range(max_new_tokens):\n"
+                "        logits = model(idx)\n"
+                "        idx = torch.cat((idx, logits.argmax(-1)[:, -1:]), dim=1)\n"
+                "    return idx\n"
+                "def sample(model, encoded):\n"
+                "    ids = generate_text_simple(model=model, idx=encoded, max_new_tokens=5)\n"
+                "    print(ids)\n",
             ),
         ),
         Example(
@@ -283,6 +350,16 @@ class MissingNoGradEval(Operator):
             function = source.function_of(block)
             if function is not None and self._callers_disable_grad(source, training, function):
                 continue
+            below = self._guards_below(source, training, block.body)
+            if below:
+                # every forward pass under the block runs in functions of this file that switch
+                # autograd off again themselves: removing the block alone changes nothing, so the
+                # fault removes their switches with it
+                if any(not disables_grad(item.item) for item in block.items):
+                    continue
+                edits = [self._unwrap(source, block), *(self._removal(source, guard) for guard in below)]
+                yield Change(block, tuple(edits), "evaluation records autograd graphs")
+                continue
             for item in block.items:
                 mode = _enables_by_value(item.item)
                 if mode is not None:
@@ -337,6 +414,37 @@ class MissingNoGradEval(Operator):
             and not (isinstance(source.parent(ref), cst.Call) and source.parent(ref).func is ref)
         ]
         return bool(calls) and all(under_no_grad(source, call) for call in calls)
+
+    @staticmethod
+    def _guards_below(source, training, body: cst.CSTNode, depth: int = 2) -> list[cst.CSTNode]:
+        """The `no_grad` switches (decorators, `with` blocks) of the functions of this file that
+        `body` calls, down `depth` calls, where every forward pass those calls run sits under one
+        of them and `body` runs none itself (`with torch.no_grad(): ids = generate_text_simple(
+        model, ...)`, whose loop runs `model(idx)` under its own no_grad); [] otherwise."""
+        guards: list[cst.CSTNode] = []
+        covered = False
+        for call in source.within(body, cst.Call):
+            functions = training.called_functions(call)
+            if not functions:
+                if runs_model(source, training, call, depth=0):
+                    return []  # a forward pass of the block's own
+                continue
+            for helper in functions:
+                found = _guards_of(source, training, helper, depth - 1)
+                if found is None:
+                    return []
+                if found:
+                    covered = True
+                    guards.extend(g for g in found if g not in guards)
+        return guards if covered else []
+
+    @staticmethod
+    def _removal(source, guard: cst.CSTNode) -> Edit:
+        """The edit that removes one switch: a decorator's lines, or a `with` header (dedenting its body)."""
+        if isinstance(guard, cst.With):
+            return MissingNoGradEval._unwrap(source, guard)
+        first, last = source.lines_of(guard)
+        return Edit(source.lines.line_start(first), source.lines.line_end(last), "")
 
     @staticmethod
     def _before_backward(source, training, block: cst.With) -> bool:
