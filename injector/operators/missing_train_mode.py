@@ -256,8 +256,20 @@ def _handed_in_train_mode(source, training, call: cst.Call) -> bool:
         return bool(assigns) and all(
             source.span(a)[0] < here and isinstance(a.value, cst.Name) and a.value.value in params for a in assigns
         )
-    if "." in name or name not in params:
+    if "." in name or name not in params or not _callers_hand_built(source, training, function, name):
         return False
+    # Each evaluation in the function is followed, in its block, by the switch back.
+    return all(
+        _switched_back(source, other, name, call)
+        for other in source.within(function.body, cst.Call)
+        if other is not call and not _is_train(other) and _may_evaluate(source, training, other, name)
+    )
+
+
+def _callers_hand_built(source, training, function: cst.FunctionDef, name: str) -> bool:
+    """True where every caller in the file hands the parameter `name` of `function` a module it
+    built (training mode) and evaluates it nowhere beside the call."""
+    params = [p.name.value for p in function.params.params]
     position = params.index(name) - (1 if params and params[0] == "self" else 0)
     callers = [c for c in source.nodes(cst.Call) if function in training.called_functions(c)]
     if not callers:
@@ -283,12 +295,37 @@ def _handed_in_train_mode(source, training, call: cst.Call) -> bool:
             for other in source.within(outer or source.module, cst.Call)
         ):
             return False  # evaluated beside this function (`train(model); test(model)`)
-    # Each evaluation in the function is followed, in its block, by the switch back.
-    return all(
-        _switched_back(source, other, name, call)
-        for other in source.within(function.body, cst.Call)
-        if other is not call and not _is_train(other) and _may_evaluate(source, training, other, name)
-    )
+    return True
+
+
+def _restores_mode(source, training, call: cst.Call, name: str) -> bool:
+    """True for a call handing `name` to functions of the file that each switch it back to
+    training mode after every evaluation of their own (LLMs-from-scratch's `evaluate_model`, which
+    ends in `model.train()`): the caller finds it in training mode again."""
+    functions = training.called_functions(call)
+    if not functions:
+        return False
+    for function in functions:
+        params = [p.name.value for p in function.params.params]
+        offset = 1 if params and params[0] in {"self", "cls"} else 0
+        inner = None
+        for index, arg in enumerate(call.args):
+            if dotted(arg.value) != name or arg.star:
+                continue
+            if arg.keyword is not None:
+                inner = arg.keyword.value
+            elif index + offset < len(params):
+                inner = params[index + offset]
+        if inner is None or inner not in params:
+            return False
+        evaluations = [
+            c
+            for c in source.within(function.body, cst.Call)
+            if not _is_train(c) and _may_evaluate(source, training, c, inner)
+        ]
+        if not all(_switched_back(source, c, inner, call) for c in evaluations):
+            return False
+    return True
 
 
 def _switched_back(source, evaluation: cst.Call, name: str, switch: cst.Call, leaving: bool = False) -> bool:
@@ -329,18 +366,22 @@ def _training_at_each_pass(source, training, call: cst.Call) -> bool:
     start, end = source.span(loop)
     assigns = [a for a in training.assigned_names.get(name, []) if source.function_of(a) is function]
     before = [a for a in assigns if source.span(a)[0] < start]
-    if not before or len(before) != len(assigns):
-        return False  # never built here, or rebound in or after the loop
-    if not all(
-        _built_or_wrapped(source, a.value, name)
-        or _returns_built(source, training, a.value, _unpacked_at(a, name))
-        or _moved(a.value, name)
-        for a in before
-    ):
-        return False
-    first = source.span(before[0])[0]
+    params = [p.name.value for p in function.params.params]
+    if not assigns and name in params and _callers_hand_built(source, training, function, name):
+        first = source.span(function.body)[0]  # handed in built (LLMs-from-scratch's train function)
+    else:
+        if not before or len(before) != len(assigns):
+            return False  # never built here, or rebound in or after the loop
+        if not all(
+            _built_or_wrapped(source, a.value, name)
+            or _returns_built(source, training, a.value, _unpacked_at(a, name))
+            or _moved(a.value, name)
+            for a in before
+        ):
+            return False
+        first = source.span(before[0])[0]
     return all(
-        _switched_back(source, other, name, call, leaving=True)
+        _switched_back(source, other, name, call, leaving=True) or _restores_mode(source, training, other, name)
         for other in source.within(function.body, cst.Call)
         if other is not call
         and source.span(other)[0] >= first
@@ -404,6 +445,45 @@ class MissingTrainMode(Operator):
         "evaluation runs in eval mode."
     )
     examples = (
+        Example(
+            # An epoch's train() on a model handed in built, whose evaluation helper switches it
+            # back itself (LLMs-from-scratch's evaluate_model): only the helper's switch back counts.
+            "def evaluate_model(model, loader):\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        loss = sum(model(x).mean().item() for x in loader)\n"
+            "    model.train()\n"
+            "    return loss\n"
+            "def train(model, loader, val_loader, optimizer, epochs):\n"
+            "    for epoch in range(epochs):\n"
+            "        model.train()\n"
+            "        for x in loader:\n"
+            "            optimizer.zero_grad()\n"
+            "            model(x).mean().backward()\n"
+            "            optimizer.step()\n"
+            "            evaluate_model(model, val_loader)\n"
+            "def main(loader, val_loader):\n"
+            "    model = nn.Linear(4, 4)\n"
+            "    train(model, loader, val_loader, torch.optim.SGD(model.parameters(), lr=0.1), 3)\n",
+            (
+                "def evaluate_model(model, loader):\n"
+                "    model.eval()\n"
+                "    with torch.no_grad():\n"
+                "        loss = sum(model(x).mean().item() for x in loader)\n"
+                "    return loss\n"
+                "def train(model, loader, val_loader, optimizer, epochs):\n"
+                "    for epoch in range(epochs):\n"
+                "        model.train()\n"
+                "        for x in loader:\n"
+                "            optimizer.zero_grad()\n"
+                "            model(x).mean().backward()\n"
+                "            optimizer.step()\n"
+                "            evaluate_model(model, val_loader)\n"
+                "def main(loader, val_loader):\n"
+                "    model = nn.Linear(4, 4)\n"
+                "    train(model, loader, val_loader, torch.optim.SGD(model.parameters(), lr=0.1), 3)\n",
+            ),
+        ),
         Example(
             # A method that sets up far more than a mode (`init_training_settings` builds the
             # optimizer too): its `.train()` is the site, not its call.
