@@ -672,6 +672,10 @@ class Training:
         loss = argument(call, "loss", 0)
         if not isinstance(func, (cst.Name, cst.Attribute, cst.Subscript)) or loss is None or loss.star:
             return False
+        if isinstance(func, cst.Attribute) and func.attr.value in {"backward", "manual_backward"}:
+            # a framework's backward handed the optimizer for its loss scaling (ColossalAI's
+            # `booster.backward(loss=loss, optimizer=optimizer)`): it runs the backward, never the step
+            return False
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value == "step"

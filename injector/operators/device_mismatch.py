@@ -369,6 +369,23 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
     )
 
 
+def _scattered_by_data_parallel(source, training, call: cst.Call) -> bool:
+    """True for a batch moved where it is handed straight to a model wrapped in `DataParallel`
+    (pytorch-retinanet's `retinanet([data['img'].cuda().float(), data['annot']])` after
+    `retinanet = torch.nn.DataParallel(retinanet).cuda()`): DataParallel scatters its inputs
+    to its GPUs itself, so the move changes nothing."""
+    start, end = source.span(call)
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, (cst.SimpleStatementLine, cst.FunctionDef)):
+            return False
+        if not isinstance(ancestor, cst.Call) or not isinstance(ancestor.func, (cst.Name, cst.Attribute)):
+            continue
+        handed = any(source.span(a)[0] <= start and end <= source.span(a)[1] for a in ancestor.args)
+        if handed and training.constructor(ancestor.func) == "DataParallel":
+            return True
+    return False
+
+
 def _moved_for_a_reduction(source, call: cst.Call) -> bool:
     """True for `cm = torch.from_numpy(cm).cuda()` whose every later use hands it to a reduction
     across ranks (`reduce_tensor(cm)`, `dist.all_reduce(cm)`): a metric moved for the collective
@@ -1086,6 +1103,15 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A batch handed straight to a DataParallel model, which scatters its inputs to its GPUs
+        # itself (pytorch-retinanet's train.py).
+        "def main(net, loader, optimizer):\n"
+        "    model = torch.nn.DataParallel(net).cuda()\n"
+        "    for data in loader:\n"
+        "        optimizer.zero_grad()\n"
+        "        loss = model([data['img'].cuda().float(), data['annot']]).mean()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n",
         # Metric modules moved with the model (segmentation_models.pytorch's epoch runner).
         "def _to_device(self):\n"
         "    self.model.to(self.device)\n"
@@ -1274,7 +1300,7 @@ class DeviceMismatch(Operator):
                 continue  # a loss moved (a pipeline's, back for logging) is an output, not a batch
             if "metric" in (last_name(call.func.value) or "").lower():
                 continue  # a metric module moved beside the model (torchmetrics', smp's): no batch
-            if _moved_for_a_reduction(source, call):
+            if _moved_for_a_reduction(source, call) or _scattered_by_data_parallel(source, training, call):
                 continue
             name = callee_name(call)
             if name == "type" and len(call.args) == 1:

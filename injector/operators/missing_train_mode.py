@@ -390,6 +390,68 @@ def _training_at_each_pass(source, training, call: cst.Call) -> bool:
     )
 
 
+def _switched_again_at_loop_top(source, call: cst.Call) -> bool:
+    """True for `model.train()` right before a loop whose body switches the model to training mode
+    again before anything else touches it, with nothing between them but other statements and
+    calls of the model's own set-up methods (pytorch-retinanet's `retinanet.train()`,
+    `retinanet.module.freeze_bn()`, then an epoch loop opening with the same two): the loop's
+    own switch comes first at every pass, so this one changes nothing."""
+    if not isinstance(call.func, cst.Attribute) or call.args:
+        return False
+    name = dotted(call.func.value)
+    statement = source.parent(call)
+    if not name or not isinstance(statement, cst.Expr):
+        return False
+    line, siblings = source.block_of(source.parent(statement))
+    if line not in siblings:
+        return False
+    for sibling in siblings[siblings.index(line) + 1 :]:
+        if isinstance(sibling, (cst.For, cst.While)):
+            for inner in sibling.body.body:
+                touched = [c for c in source.within(inner, cst.Call) if _touches(c, name)]
+                if not touched:
+                    if name in source.code(inner):
+                        return False
+                    continue
+                first = _line_call(inner)
+                return (
+                    first is not None
+                    and _is_train(first)
+                    and isinstance(first.func, cst.Attribute)
+                    and dotted(first.func.value) == name
+                )
+            return False
+        if name not in source.code(sibling):
+            continue
+        only = _line_call(sibling)
+        if only is None or not _set_up_call(only, name):
+            return False
+    return False
+
+
+def _line_call(line: cst.CSTNode) -> cst.Call | None:
+    """The call a statement line consists of (`model.train()`), if it is one."""
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+        return statement_call(line.body[0])
+    return None
+
+
+def _touches(call: cst.Call, name: str) -> bool:
+    """Whether `call` is a method of `name` (or of its `.module`) or hands `name` over."""
+    if isinstance(call.func, cst.Attribute) and (dotted(call.func.value) or "") in {name, f"{name}.module"}:
+        return True
+    return any(dotted(a.value) == name for a in call.args)
+
+
+def _set_up_call(call: cst.Call, name: str) -> bool:
+    """A call of one of the model's own methods that runs no forward pass and sets no mode to
+    evaluation (`model.module.freeze_bn()`, `model.to(device)`), not the model itself."""
+    if not isinstance(call.func, cst.Attribute) or (dotted(call.func.value) or "") not in {name, f"{name}.module"}:
+        return False
+    method = call.func.attr.value
+    return method not in {"forward", "eval", "__call__"} and not (sets_mode(call) and not _is_train(call))
+
+
 def _reset_by_the_step(source, training, call: cst.Call) -> bool:
     """True for `policy.train()` outside the step function where that function switches the model
     it is handed to training mode itself, before its forward (LeRobot's `update_policy` starts with
@@ -445,6 +507,29 @@ class MissingTrainMode(Operator):
         "evaluation runs in eval mode."
     )
     examples = (
+        Example(
+            # A switch right before an epoch loop that opens with the same switch (pytorch-retinanet):
+            # the loop's own comes first at every pass; only that one is a site.
+            "def main(retinanet, loader, optimizer, epochs):\n"
+            "    retinanet.train()\n"
+            "    retinanet.module.freeze_bn()\n"
+            "    for epoch in range(epochs):\n"
+            "        retinanet.train()\n"
+            "        for data in loader:\n"
+            "            retinanet(data).mean().backward()\n"
+            "            optimizer.step()\n"
+            "        retinanet.eval()\n",
+            (
+                "def main(retinanet, loader, optimizer, epochs):\n"
+                "    retinanet.train()\n"
+                "    retinanet.module.freeze_bn()\n"
+                "    for epoch in range(epochs):\n"
+                "        for data in loader:\n"
+                "            retinanet(data).mean().backward()\n"
+                "            optimizer.step()\n"
+                "        retinanet.eval()\n",
+            ),
+        ),
         Example(
             # An epoch's train() on a model handed in built, whose evaluation helper switches it
             # back itself (LLMs-from-scratch's evaluate_model): only the helper's switch back counts.
@@ -868,6 +953,7 @@ class MissingTrainMode(Operator):
                 and not _still_built_mode(source, training, call)
                 and not _handed_in_train_mode(source, training, call)
                 and not _training_at_each_pass(source, training, call)
+                and not _switched_again_at_loop_top(source, call)
                 and not _reset_by_the_step(source, training, call)
             ),
             True,
