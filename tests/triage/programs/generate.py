@@ -403,6 +403,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 25 without reading triage's rules
+    "imgcls_timmlog": (
+        (
+            "missing-zero-grad",
+            "lr-too-high",
+            "no-shuffle",
+            "missing-backward",
+            "missing-optimizer-step",
+            "frozen-parameters",
+            "missing-train-mode",
+            "missing-eval-mode",
+            "loss-tensor-leak",
+            "scheduler-step-misaligned",
+            "detached-graph",
+            "no-grad-training",
+            "wrong-loss-reduction",
+            "wrong-softmax-dim",
+        ),
+        "python",
+    ),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
