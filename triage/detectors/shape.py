@@ -58,7 +58,7 @@ CLIMB_POINTS = 4  # logged points the climb must span
 CLIMB_RATIO = 3.0  # how far above its lowest point the loss must end up
 JUMP_RATIO = 8.0  # one step multiplying the loss this much is a jump
 SPIKE = 5.0  # a loss this many times the low it had reached is a spike
-RECOVERED = 1.5  # and one back within this factor of that low, and ending there, recovered from it
+RECOVERED = 1.5  # and one back within this factor of that low, ending there with no second spike, recovered
 SPIKE_RATIO = 2.0  # "far above where it started" for the collapse
 LOG_C_TOL = 0.04  # relative distance from ln(C)
 MAX_CLASSES = 30  # the uniform-guess level can be told from a coincidence only for few classes
@@ -230,17 +230,23 @@ def spike_recovered(series: Series) -> list[Symptom]:
     within `RECOVERED` times of that low: the weights were thrown far off and found their way
     back (a rate too high under an adaptive optimizer, a fine-tuning rate applied to a freshly
     unfrozen body). The spike must also stand above the run's first value: a per-batch loss
-    near zero multiplies by noise alone. Read against the run's own low and start, so on any
-    scale; a loss that does not come back and stay back is a climb or a divergence, not this."""
+    near zero multiplies by noise alone; and the low must be a mean's (under `HUGE_FIRST`): a
+    loss summed over the batch swings by its own scale, which the summed loss explains. Read against the run's own low and start, so on any
+    scale; a loss that does not come back, or rises again half as far, is a climb or a divergence,
+    not this."""
     pts = _finite_run(series)
     if len(pts) < 4:
         return []
     low = 0
     for i in range(1, len(pts) - 1):
-        if pts[i].value >= SPIKE * pts[low].value and pts[i].value > pts[0].value:
+        if pts[i].value >= SPIKE * pts[low].value and pts[i].value > pts[0].value and pts[low].value < HUGE_FIRST:
             k = next((k for k in range(i + 1, len(pts)) if pts[k].value <= RECOVERED * pts[low].value), None)
             back = pts[k] if k is not None else None
-            if back is not None and max(p.value for p in pts[k:]) <= RECOVERED * pts[low].value:
+            if (
+                back is not None
+                and pts[-1].value <= RECOVERED * pts[low].value
+                and max(p.value for p in pts[k:]) < SPIKE / 2 * pts[low].value
+            ):
                 return [
                     Symptom(
                         "loss-spiked-and-recovered",
