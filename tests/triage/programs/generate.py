@@ -403,6 +403,26 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
         ),
         "python",
     ),
+    # written for issue 9's fresh program 24 without reading triage's rules
+    "charlm_nanolog": (
+        (
+            "missing-zero-grad",
+            "lr-too-high",
+            "no-shuffle",
+            "missing-backward",
+            "missing-optimizer-step",
+            "frozen-parameters",
+            "missing-train-mode",
+            "missing-eval-mode",
+            "loss-tensor-leak",
+            "scheduler-step-misaligned",
+            "detached-graph",
+            "no-grad-training",
+            "wrong-loss-reduction",
+            "missing-attention-mask",
+        ),
+        "python",
+    ),
     # written for issue 9's fresh program 25 without reading triage's rules
     "imgcls_timmlog": (
         (

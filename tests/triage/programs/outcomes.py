@@ -38,6 +38,7 @@ HEADLINES: dict[str, tuple[str, str]] = {
     "vae_ignite": (r"Validation Results - Epoch\[\d+\] Avg loss: ([-\d.eE+]+|nan|inf)", "loss"),
     "vit_print": (r"val\s+\| loss \S+ \| acc ([-\d.]+|nan)%", "score"),
     "ncf_deepspeed": (r"Eval epoch \d+: HR@10 = ([-\d.]+|nan)", "score"),
+    "charlm_nanolog": (r"step \d+: train loss \S+, val loss ([-\d.eE+]+|nan|inf)", "loss"),
     # the running mean over the whole validation set, on each evaluation's last batch line
     "imgcls_timmlog": (r"Test: \[\s*(?P<n>\d+)/(?P=n)\].*?Acc@1:\s*\S+\s*\(\s*([-\d.]+|nan)\s*\)", "score"),
 }
