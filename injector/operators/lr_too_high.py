@@ -183,23 +183,46 @@ def _in_param_group(source, element: cst.DictElement) -> bool:
     )
 
 
-def _every_group_sets_its_rate(call: cst.Call) -> bool:
-    """True for an optimizer built over a literal list of parameter groups that each set their
-    own rate (`SGD([{'params': a, 'lr': 0.1 * lr}, {'params': b, 'lr': lr}], lr=lr)`): the
-    optimizer's own `lr` reaches no parameter (the groups' rates get the mutants)."""
+def _group_rate(group: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The rate a parameter group sets itself: `{'params': a, 'lr': x}` or `dict(params=a, lr=x)`."""
+    if isinstance(group, cst.Dict):
+        return next(
+            (
+                entry.value
+                for entry in group.elements
+                if isinstance(entry, cst.DictElement)
+                and isinstance(entry.key, cst.SimpleString)
+                and entry.key.evaluated_value in LR_KEYS
+            ),
+            None,
+        )
+    if isinstance(group, cst.Call) and callee_name(group) == "dict" and argument(group, "params", None) is not None:
+        return next((a.value for a in group.args if a.keyword is not None and a.keyword.value in LR_KEYS), None)
+    return None
+
+
+def _every_group_sets_its_rate(source, call: cst.Call) -> bool:
+    """True for an optimizer built over parameter groups that each set their own rate, in a
+    literal list (`SGD([{'params': a, 'lr': 0.1 * lr}, {'params': b, 'lr': lr}], lr=lr)`) or in
+    a list the file fills by `append` (semseg's `params_list.append(dict(params=..., lr=...))`):
+    the optimizer's own `lr` reaches no parameter (the groups' rates get the mutants)."""
     groups = argument(call, "params", 0)
-    if groups is None or not isinstance(groups.value, cst.List) or not groups.value.elements:
+    if groups is None:
         return False
-    for element in groups.value.elements:
-        group = element.value
-        if not isinstance(group, cst.Dict) or not any(
-            isinstance(entry, cst.DictElement)
-            and isinstance(entry.key, cst.SimpleString)
-            and entry.key.evaluated_value in LR_KEYS
-            for entry in group.elements
-        ):
-            return False
-    return True
+    if isinstance(groups.value, cst.List):
+        elements = [element.value for element in groups.value.elements]
+    elif isinstance(groups.value, cst.Name):
+        elements = [
+            append.args[0].value
+            for append in source.nodes(cst.Call)
+            if callee_name(append) == "append"
+            and isinstance(append.func, cst.Attribute)
+            and dotted(append.func.value) == groups.value.value
+            and append.args
+        ]
+    else:
+        return False
+    return bool(elements) and all(_group_rate(group) is not None for group in elements)
 
 
 def _rate_computing_schedulers(training, source) -> list[tuple[cst.Call, cst.BaseExpression]]:
@@ -339,6 +362,31 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # Parameter groups appended as `dict(params=..., lr=...)`, each with its own rate
+            # (semseg's backbone at the base rate, its head at ten times): those rates reach the
+            # parameters, the optimizer's own `lr` none.
+            "params_list = []\n"
+            "for module in backbone:\n"
+            "    params_list.append(dict(params=module.parameters(), lr=args.base_lr))\n"
+            "for module in head:\n"
+            "    params_list.append(dict(params=module.parameters(), lr=args.base_lr * 10))\n"
+            "optimizer = torch.optim.SGD(params_list, lr=args.base_lr, momentum=0.9)\n",
+            (
+                "params_list = []\n"
+                "for module in backbone:\n"
+                "    params_list.append(dict(params=module.parameters(), lr=args.base_lr * 100))\n"
+                "for module in head:\n"
+                "    params_list.append(dict(params=module.parameters(), lr=args.base_lr * 10))\n"
+                "optimizer = torch.optim.SGD(params_list, lr=args.base_lr, momentum=0.9)\n",
+                "params_list = []\n"
+                "for module in backbone:\n"
+                "    params_list.append(dict(params=module.parameters(), lr=args.base_lr))\n"
+                "for module in head:\n"
+                "    params_list.append(dict(params=module.parameters(), lr=(args.base_lr * 10) * 100))\n"
+                "optimizer = torch.optim.SGD(params_list, lr=args.base_lr, momentum=0.9)\n",
+            ),
+        ),
         Example(
             # A rate set on the keyword arguments an optimizer is then built from.
             "def setup(module, opt_kwargs, ratio):\n"
@@ -751,7 +799,7 @@ class LrTooHigh(Operator):
                 if (
                     lr is not None
                     and not self._overridden_call(source, call, overridden)
-                    and not _every_group_sets_its_rate(call)
+                    and not _every_group_sets_its_rate(source, call)
                 ):
                     yield self._scaled(source, call, lr.value)
             elif (
@@ -780,6 +828,11 @@ class LrTooHigh(Operator):
                 key.evaluated_value in LR_KEYS and _in_param_group(source, element)
             ):
                 yield self._scaled(source, element, element.value)
+        for call in source.nodes(cst.Call):
+            # the rate of a parameter group spelled `dict(params=..., lr=...)`
+            rate = _group_rate(call) if callee_name(call) == "dict" else None
+            if rate is not None:
+                yield self._scaled(source, call, rate)
 
     @staticmethod
     def _wrapper_rate(training, call: cst.Call) -> cst.BaseExpression | None:
