@@ -7,6 +7,7 @@ from injector.operators.snippets import (
     HELPER_STEP_TRAINER,
     MICROBATCH_TRAINER,
     PIPELINE_ENGINE,
+    SCALED_HELPER_BACKWARD,
     SR_MODEL_STEP,
     TUPLE_TRAINER,
 )
@@ -46,22 +47,11 @@ class DetachedGraph(Operator):
         Example(
             # the loss out of the model's own loss method, scaled on its way into the trainer's
             # backward method (flair's ModelTrainer)
-            "class Trainer:\n"
-            "    def _backward(self, loss):\n"
-            "        loss.backward()\n"
-            "\n"
-            "    def fit_batch(self, batch, scaler):\n"
-            "        loss, count = self.model.forward_loss(batch)\n"
-            "        self._backward(scaler.scale(loss))\n",
+            SCALED_HELPER_BACKWARD,
             (
-                "class Trainer:\n"
-                "    def _backward(self, loss):\n"
-                "        loss.backward()\n"
-                "\n"
-                "    def fit_batch(self, batch, scaler):\n"
-                "        loss, count = self.model.forward_loss(batch)\n"
-                "        loss = loss.detach()\n"
-                "        self._backward(scaler.scale(loss))\n",
+                SCALED_HELPER_BACKWARD.replace(
+                    "forward_loss(batch)\n", "forward_loss(batch)\n        loss = loss.detach()\n"
+                ),
             ),
         ),
         Example(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import MICROBATCH_TRAINER
+from injector.operators.snippets import MICROBATCH_TRAINER, SCALED_HELPER_BACKWARD
 from injector.patterns import argument, callee_name, last_name, method_on, needs_parens, statement_call
 
 
@@ -61,26 +61,11 @@ class MissingGradScaler(Operator):
     examples = (
         Example(
             # the scaled loss handed to the trainer's own backward method (flair's ModelTrainer)
-            "class Trainer:\n"
-            "    def _backward(self, loss):\n"
-            "        loss.backward()\n"
-            "\n"
-            "    def fit_batch(self, batch, scaler):\n"
-            "        loss, count = self.model.forward_loss(batch)\n"
-            "        self._backward(scaler.scale(loss))\n"
-            "        scaler.unscale_(self.optimizer)\n"
-            "        scaler.step(self.optimizer)\n"
-            "        scaler.update()\n",
-            (
-                "class Trainer:\n"
-                "    def _backward(self, loss):\n"
-                "        loss.backward()\n"
-                "\n"
-                "    def fit_batch(self, batch, scaler):\n"
-                "        loss, count = self.model.forward_loss(batch)\n"
-                "        self._backward(loss)\n"
-                "        self.optimizer.step()\n",
-            ),
+            SCALED_HELPER_BACKWARD
+            + "        scaler.unscale_(self.optimizer)\n"
+            + "        scaler.step(self.optimizer)\n"
+            + "        scaler.update()\n",
+            (SCALED_HELPER_BACKWARD.replace("scaler.scale(loss)", "loss") + "        self.optimizer.step()\n",),
         ),
         Example(
             "def train_step(model, x, y, optimizer, scaler):\n"

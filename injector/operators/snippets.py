@@ -258,3 +258,15 @@ SR_MODEL_STEP = (
     "        l_total.backward()\n"
     "        self.optimizer_g.step()\n"
 )
+
+# A trainer whose own backward method is handed the loss scaled by a GradScaler, the loss coming
+# out of the model's own loss method in a tuple (flair's ModelTrainer).
+SCALED_HELPER_BACKWARD = (
+    "class Trainer:\n"
+    "    def _backward(self, loss):\n"
+    "        loss.backward()\n"
+    "\n"
+    "    def fit_batch(self, batch, scaler):\n"
+    "        loss, count = self.model.forward_loss(batch)\n"
+    "        self._backward(scaler.scale(loss))\n"
+)

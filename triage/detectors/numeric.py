@@ -13,6 +13,7 @@ from operator import mul
 from statistics import median
 
 from triage.detectors import Context, validation
+from triage.detectors.shape import constant_validation
 from triage.reader import Reading
 from triage.records import Evidence, Symptom
 from triage.series import Point, Series, as_fraction
@@ -99,7 +100,8 @@ def detect(ctx: Context) -> list[Symptom]:
         out += data_wait(s["data_time"], s["batch_time"])
     if "policy_kl" in s:
         out += policy_unchanged(s["policy_kl"])
-    if "lr" in s and (any(x.name == "loss-flat" for x in out) or _constant(s.get("val_loss"))):
+    val = s.get("val_loss")
+    if "lr" in s and (any(x.name == "loss-flat" for x in out) or (val is not None and constant_validation(val))):
         out += scheduler_without_warning(s["lr"], ctx.events)
     return out
 
@@ -126,12 +128,6 @@ def policy_unchanged(kl: Series) -> list[Symptom]:
             value=abs(top.value),
         )
     ]
-
-
-def _constant(series: Series | None) -> bool:
-    """Whether every evaluation printed the same value (three or more): the weights never moved."""
-    vals = [p.value for p in series.finite()] if series is not None else []
-    return len(vals) >= 3 and max(vals) == min(vals)
 
 
 _SCHEDULER_WARNING = "lr_scheduler.step()"
