@@ -374,10 +374,18 @@ class Campaign:
 
     # ---- the campaign ----
 
-    def run(self, mutants: list[Mutant], sources: dict[str, str], progress=None, reuse: Reuse | None = None) -> Report:
+    def run(
+        self,
+        mutants: list[Mutant],
+        sources: dict[str, str],
+        progress=None,
+        reuse: Reuse | None = None,
+        within: dict[str, str] | None = None,
+    ) -> Report:
         """Run every mutant; `progress` gets `(event, data)` calls as it goes. With `reuse`,
         a mutant whose cache key is known takes its outcome from the cache, and the outcomes
-        found are added to it.
+        found are added to it. `within` (mutant id -> a test id prefix) keeps a mutant to the
+        guard tests under that prefix (`injector suggest`: each survivor to its own draft).
 
         With no mutant (a PR that changes no training code), the workers are stopped at once:
         nothing is run, not even the baseline."""
@@ -399,7 +407,7 @@ class Campaign:
             "cold": next((s.ready.cold for s in self.slots if s.ready and s.ready.cold), None) or "",
         }
         self.progress("baseline", baseline)
-        results = self._run_mutants(mutants, sources, tests)
+        results = self._run_mutants(mutants, sources, tests, within or {})
         self.logs = {mutant_id: result.log for mutant_id, result in results.items() if result.log}
         if reuse is not None:
             reuse.cache.record_run(reuse.settings, reuse.tree.whole, baseline, results, self.covering)
@@ -430,7 +438,7 @@ class Campaign:
         return tests
 
     def _run_mutants(
-        self, mutants: list[Mutant], sources: dict[str, str], tests: list[_Test]
+        self, mutants: list[Mutant], sources: dict[str, str], tests: list[_Test], within: dict[str, str]
     ) -> dict[str, protocol.Result]:
         factor = self.settings.timeout_factor
         assert self.scratch is not None
@@ -450,7 +458,8 @@ class Campaign:
         queue: deque[_Job] = deque()
         reuse = self.reuse
         for mutant in mutants:
-            covering = _covering(mutant, sources[mutant.file], tests)
+            prefix = within.get(mutant.id, "")
+            covering = _covering(mutant, sources[mutant.file], [t for t in tests if t.name.startswith(prefix)])
             # reported in collection order: run fastest first, but a report must not reorder
             # its lists because one run's timings differed from another's
             reaching = {t.name for t in covering}

@@ -2,8 +2,8 @@
 
 All of it runs in a scratch copy of the project (the user's tree is only read): the drafts are
 written where they would be written, run once on the unmutated copy with pytest (a draft's
-tests that fail there, or take longer than the limit, are dropped), and then, per survivor, a
-campaign runs the survivor's mutant against its remaining tests with the campaign machinery
+tests that fail there, or take longer than the limit, are dropped), and then one campaign runs
+each survivor's mutant against its own draft's remaining tests with the campaign machinery
 (warm worker, line reach, time limit). The test that kills it is the suggestion.
 """
 
@@ -138,26 +138,58 @@ def suggest(
             for key, (ok, seconds) in again.items():
                 if ok and key in timing:
                     timing[key] = (True, min(seconds, timing[key][1]))
-        verdicts = []
-        for d, outcome in zip(drafts, outcomes, strict=True):
-            verdict = _verify(d, outcome, mutants[outcome.mutant_id], sources, copy, folder, timing, max_seconds)
+        verdicts = _verify_all(drafts, outcomes, mutants, sources, copy, folder, timing, max_seconds)
+        for verdict in verdicts:
             progress("verdict", verdict)
-            verdicts.append(verdict)
         return verdicts
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _verify(
-    d: Draft,
-    outcome: Outcome,
-    mutant: Mutant,
+def _verify_all(
+    drafts: list[Draft],
+    outcomes: list[Outcome],
+    mutants: dict[str, Mutant],
     sources: dict[str, str],
     copy: Path,
     folder: str,
     timing: dict[tuple[str, str], tuple[bool, float]],
     max_seconds: float,
-) -> Verdict:
+) -> list[Verdict]:
+    """Every survivor against its own suggested tests, in one campaign: its worker pays the
+    guard's start-up (torch, collection, the baseline) once for all of them, and each mutant
+    runs only the tests of its own draft. Should that campaign fail as a whole (a draft that
+    passed the prefilter fails its baseline), each survivor gets a campaign of its own."""
+    kept: dict[int, Draft] = {}
+    verdicts: dict[int, Verdict] = {}
+    for index, (d, outcome) in enumerate(zip(drafts, outcomes, strict=True)):
+        chosen = _fast_passing(d, outcome, timing, max_seconds)
+        if isinstance(chosen, Verdict):
+            verdicts[index] = chosen
+        else:
+            kept[index] = chosen
+    if kept:
+        for d in kept.values():
+            (copy / folder / d.module).write_text(d.text, encoding="utf-8")
+        try:
+            found = _campaign(copy, folder, kept, outcomes, mutants, sources)
+        except campaign.CampaignError:
+            found = {}
+            for index, d in kept.items():
+                try:
+                    found.update(_campaign(copy, folder, {index: d}, outcomes, mutants, sources))
+                except campaign.CampaignError as error:
+                    verdicts[index] = Verdict(outcomes[index], d, False, f"not verified: {error}")
+        for index, d in kept.items():
+            if index not in verdicts:
+                verdicts[index] = _judged(d, outcomes[index], found[outcomes[index].mutant_id], timing)
+    return [verdicts[index] for index in range(len(drafts))]
+
+
+def _fast_passing(
+    d: Draft, outcome: Outcome, timing: dict[tuple[str, str], tuple[bool, float]], max_seconds: float
+) -> Draft | Verdict:
+    """The draft cut to its tests that pass on the unmutated code within the limit, or why none."""
     if d.stub is not None or not d.candidates:
         return Verdict(outcome, d, False, f"stub: {d.stub or 'no test to copy'}")
     stem = d.module.removesuffix(".py")
@@ -172,18 +204,33 @@ def _verify(
         return Verdict(
             outcome, only(d, passing), False, f"not verified: the suggested tests take over {max_seconds:g} s"
         )
-    kept = only(d, fast)
-    (copy / folder / d.module).write_text(kept.text, encoding="utf-8")
-    guard = campaign.Guard.parse(f"python -m pytest -q -x -p no:cacheprovider {folder}/{d.module}", copy)
+    return only(d, fast)
+
+
+def _campaign(
+    copy: Path,
+    folder: str,
+    kept: dict[int, Draft],
+    outcomes: list[Outcome],
+    mutants: dict[str, Mutant],
+    sources: dict[str, str],
+) -> dict[str, Outcome]:
+    """One campaign over `kept`'s drafts: mutant id -> its outcome against its own draft's tests."""
+    modules = [f"{folder}/{d.module}" for d in kept.values()]
+    guard = campaign.Guard.parse(f"python -m pytest -q -x -p no:cacheprovider {' '.join(modules)}", copy)
     settings = campaign.Settings(root=copy, guard=guard, jobs=1)
-    try:
-        with campaign.Campaign(settings) as running:
-            result = running.run([mutant], sources)
-    except campaign.CampaignError as error:
-        return Verdict(outcome, kept, False, f"not verified: {error}")
-    verdict = result.outcomes[0]
+    within = {outcomes[index].mutant_id: f"{folder}/{d.module}::" for index, d in kept.items()}
+    with campaign.Campaign(settings) as running:
+        result = running.run([mutants[mutant_id] for mutant_id in within], sources, within=within)
+    return {o.mutant_id: o for o in result.outcomes}
+
+
+def _judged(
+    kept: Draft, outcome: Outcome, verdict: Outcome, timing: dict[tuple[str, str], tuple[bool, float]]
+) -> Verdict:
     if verdict.status != KILLED or not verdict.test:
         return Verdict(outcome, kept, False, f"not verified: the mutant {verdict.status} against the suggestion")
+    stem = kept.module.removesuffix(".py")
     name = verdict.test.rsplit("::", 1)[-1].split("[", 1)[0]
     seconds = timing.get((stem, name), (True, 0.0))[1]
     why = _reason(verdict.message or "")

@@ -186,3 +186,36 @@ def test_a_project_that_changed_since_the_report_is_refused(suggested, tmp_path,
     code = main(["suggest", str(changed), "--report", str(suggested["report"])])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "changed since the report" in err
+
+
+def test_a_shared_verification_that_fails_as_a_whole_verifies_each_survivor_alone(suggested, tmp_path, monkeypatch):
+    """The survivors are verified in one campaign; should it fail as a whole (a draft that
+    passed alone fails beside the others), each survivor gets a campaign of its own: one is
+    verified as before, and one whose own campaign fails too says why, unverified."""
+    from injector import campaign
+    from injector.suggest import verify
+
+    shared = verify._campaign
+    calls = []
+
+    def failing(copy, folder, kept, outcomes, *rest):
+        operators = sorted(outcomes[index].operator for index in kept)
+        calls.append(operators)
+        if operators != ["lr-too-high"]:
+            raise campaign.CampaignError("the unmutated guard fails: test_guard_x (a draft beside another)")
+        return shared(copy, folder, kept, outcomes, *rest)
+
+    monkeypatch.setattr(verify, "_campaign", failing)
+    wanted = {name: guard for name, guard in suggestions(suggested).items() if name in ("lr-too-high", "no-shuffle")}
+    report = json.loads((suggested["out"] / "report.json").read_text())
+    ids = [o["mutant_id"] for o in report["outcomes"] if o["operator"] in wanted]
+    out = tmp_path / "r.json"
+    args = ["suggest", str(suggested["project"]), "--report", str(suggested["report"]), "--json", str(out)]
+    assert main([*args, *[f"--mutant={i}" for i in ids]]) == 0
+    assert sorted(calls) == [["lr-too-high"], ["lr-too-high", "no-shuffle"], ["no-shuffle"]]
+    found = {o["operator"]: o["suggestion"] for o in json.loads(out.read_text())["outcomes"] if o["operator"] in wanted}
+    assert found["lr-too-high"]["verified"] and found["lr-too-high"]["test"] == wanted["lr-too-high"]["test"]
+    assert not found["no-shuffle"]["verified"]
+    assert (
+        found["no-shuffle"]["note"] == "not verified: the unmutated guard fails: test_guard_x (a draft beside another)"
+    )
