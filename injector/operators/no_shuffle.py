@@ -30,7 +30,8 @@ class NoShuffle(Operator):
     id = "no-shuffle"
     summary = (
         "Turn off shuffling of the training data: `shuffle=True` → `False` in a `DataLoader` or "
-        "`DistributedSampler` (also by default, or in a kwargs dict), `RandomSampler` → `SequentialSampler`."
+        "`DistributedSampler` (also by default, or in a kwargs dict), `RandomSampler` → `SequentialSampler`, "
+        "arrays a training function reshuffles itself (`x, y = shuffle(x, y)`) left in order."
     )
     examples = (
         Example(
@@ -127,6 +128,27 @@ class NoShuffle(Operator):
             ),
         ),
         Example(
+            # Arrays shuffled by a helper each epoch before the batch loop reads them (spotlight's
+            # `sequences = shuffle(sequences, random_state=...)`, sklearn's `shuffle(X, y)`): the
+            # helper's call gives way to the arrays in the order they came.
+            "def fit(self, users, items):\n"
+            "    for epoch in range(self.epochs):\n"
+            "        users, items = shuffle(users, items, random_state=self.random_state)\n"
+            "        for batch_users, batch_items in minibatch(users, items, batch_size=256):\n"
+            "            loss = self.loss(batch_users, batch_items)\n"
+            "            loss.backward()\n"
+            "            self.optimizer.step()\n",
+            (
+                "def fit(self, users, items):\n"
+                "    for epoch in range(self.epochs):\n"
+                "        users, items = (users, items)\n"
+                "        for batch_users, batch_items in minibatch(users, items, batch_size=256):\n"
+                "            loss = self.loss(batch_users, batch_items)\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n",
+            ),
+        ),
+        Example(
             # An infinite training sampler that shuffles unless told not to (YOLOX, detectron2).
             "sampler = InfiniteSampler(len(self.dataset), seed=self.seed)\n",
             ("sampler = InfiniteSampler(len(self.dataset), seed=self.seed, shuffle=False)\n",),
@@ -162,6 +184,17 @@ class NoShuffle(Operator):
         "val_loader = torch.utils.data.DataLoader(val_set, batch_size=8, shuffle=True)\n",
         "valid_sampler = DistributedSampler(valset) if distributed else None\n",
         "eval_kwargs = {'shuffle': False, 'batch_size': 8}\n",
+        # Arrays shuffled in a function that trains nothing, or into new names the loop never reads;
+        # a dataset's own `.shuffle()` (a Trainer reshuffles every epoch anyway).
+        "def evaluate(self, users, items):\n"
+        "    users, items = shuffle(users, items)\n"
+        "    return self.score(users, items)\n",
+        "def fit(self, x):\n"
+        "    picked = shuffle(x)[:8]\n"
+        "    for batch in minibatch(x, batch_size=256):\n"
+        "        self.loss(batch).backward()\n"
+        "        self.optimizer.step()\n",
+        "train_data = data['train'].shuffle().map(tokenize)\n",
         # A project's loader class whose third parameter is its own, not torch's `shuffle`.
         "loader = SpeakerVerificationDataLoader(dataset, speakers_per_batch, utterances_per_speaker, num_workers=4)\n",
     )
@@ -169,6 +202,10 @@ class NoShuffle(Operator):
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
+            kept = _reshuffled_in_place(source, training, call)
+            if kept is not None:
+                yield Change(call, (source.replace(call, kept),), f"`{name}` no longer shuffles the training arrays")
+                continue
             flag = _training_flag(source, training, call)
             if flag is not None:
                 yield Change(call, (source.replace(flag, "False"),), f"`{name}` no longer shuffles the training set")
@@ -325,6 +362,37 @@ class NoShuffle(Operator):
             indent = source.indentation(call.args[-1])
             return f"{inner},\n{indent}shuffle=False{closing}"
         return f"{inner}{separator}shuffle=False{closing}"
+
+
+def _reshuffled_in_place(source, training, call: cst.Call) -> str | None:
+    """For `x = shuffle(x, ...)` / `a, b = shuffle(a, b, ...)` that a function which trains
+    (runs a batch loop) does before or around its batch loop, the arrays unshuffled: `x`,
+    `(a, b)`. The helper returns its arguments reordered under the same names, so the batch
+    loop reads them in a new order each time; without it, in the order they came."""
+    if (callee_name(call) or "") != "shuffle" or not call.args or any(a.star for a in call.args):
+        return None
+    assign = source.parent(call)
+    if not isinstance(assign, cst.Assign) or assign.value is not call or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    names = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else [target]
+    arrays = [a.value for a in call.args if a.keyword is None]
+    if (
+        len(arrays) != len(names)
+        or [dotted(n) for n in names] != [dotted(a) for a in arrays]
+        or None in map(dotted, names)
+    ):
+        return None
+    function = source.function_of(call)
+    if function is None or names_evaluation(function.name.value):
+        return None
+    start = source.span(call)[0]
+    if not any(
+        source.function_of(loop) is function and source.span(loop)[1] > start for loop in training.training_loops
+    ):
+        return None
+    texts = [source.code(a) for a in arrays]
+    return texts[0] if len(texts) == 1 else f"({', '.join(texts)})"
 
 
 def _training_flag(source, training, call: cst.Call) -> cst.BaseExpression | None:
