@@ -610,8 +610,11 @@ def _framework_device(training, expr: cst.BaseExpression, use: cst.CSTNode) -> b
     return owner is not None and any(word in owner.lower() for word in ("accelerator", "fabric"))
 
 
-# Library helpers that move a batch: `convert_tensor(x, device)` (ignite), `to_device(batch, dev)`.
-MOVE_HELPERS = frozenset({"convert_tensor", "to_device", "move_to_device", "send_to_device", "move_to"})
+# Library helpers that move a batch: `convert_tensor(x, device)` (ignite), `to_device(batch, dev)`;
+# and a project's own named for the GPU (spotlight's `gpu(tensor, use_cuda)`).
+MOVE_HELPERS = frozenset(
+    {"convert_tensor", "to_device", "move_to_device", "send_to_device", "move_to", "gpu", "to_gpu", "to_cuda"}
+)
 
 
 # Conversions that place what they make on the device they are given.
@@ -871,6 +874,24 @@ class DeviceMismatch(Operator):
             # A library helper that moves the batch (ignite's `convert_tensor`).
             "def train_step(engine, batch):\n    x = convert_tensor(batch[0], device, non_blocking=True)\n",
             ("def train_step(engine, batch):\n    x = batch[0]\n",),
+        ),
+        Example(
+            # A project's helper named for the GPU, handed the batch and a flag (spotlight's
+            # `gpu(torch.from_numpy(sequences), self._use_cuda)`); its model's move is no batch.
+            "def fit(self, users, items):\n"
+            "    self._net = gpu(self._net, self._use_cuda)\n"
+            "    for batch_users, batch_items in minibatch(users, items):\n"
+            "        user_var = gpu(torch.from_numpy(batch_users), self._use_cuda)\n"
+            "        loss = self._loss(self._net(user_var), batch_items)\n"
+            "        loss.backward()\n",
+            (
+                "def fit(self, users, items):\n"
+                "    self._net = gpu(self._net, self._use_cuda)\n"
+                "    for batch_users, batch_items in minibatch(users, items):\n"
+                "        user_var = torch.from_numpy(batch_users)\n"
+                "        loss = self._loss(self._net(user_var), batch_items)\n"
+                "        loss.backward()\n",
+            ),
         ),
         Example(
             # A batch dict moved entry by entry over its items().
