@@ -340,9 +340,18 @@ def _is_batch(source, call: cst.Call) -> bool:
         return True
     function = source.function_of(call)
     name = function.name.value.lower() if function is not None else ""
-    if function is not None and isinstance(call.func, cst.Attribute):
+    # what moves: the receiver (`batch.to(device)`) or a move helper's first argument
+    # (mmf's `to_device(batch, self.device)`)
+    moved = (
+        call.func.value
+        if isinstance(call.func, cst.Attribute)
+        else call.args[0].value
+        if call.args and call.args[0].keyword is None and not call.args[0].star
+        else None
+    )
+    if function is not None and moved is not None:
         # a parameter named for the batch (SpeechBrain's `compute_forward(self, batch, stage)`)
-        root = _root_name(call.func.value)
+        root = _root_name(moved)
         if root is not None and "batch" in root.lower() and root in {p.name.value for p in function.params.params}:
             return True
     return any(word in name for word in ("batch", "step", "device", "prepare", "collate"))
@@ -892,6 +901,14 @@ class DeviceMismatch(Operator):
                 "        loss = self._loss(self._net(user_var), batch_items)\n"
                 "        loss.backward()\n",
             ),
+        ),
+        Example(
+            # A move helper handed the step's batch parameter (mmf's `_forward(self, batch)`:
+            # `prepared_batch = to_device(batch, self.device)`).
+            "def _forward(self, batch):\n"
+            "    prepared_batch = to_device(batch, self.device)\n"
+            "    return self.model(prepared_batch)\n",
+            ("def _forward(self, batch):\n    prepared_batch = batch\n    return self.model(prepared_batch)\n",),
         ),
         Example(
             # A batch dict moved entry by entry over its items().

@@ -7,6 +7,7 @@ from injector.operators.snippets import CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MI
 from injector.patterns import (
     argument,
     callee_name,
+    dotted,
     helper_owned,
     is_criterion,
     is_literal_bool,
@@ -109,6 +110,60 @@ def _unused_after(source, call: cst.Call) -> bool:
     function, name = local
     end = source.span(call)[1]
     return not any(n.value == name and source.span(n)[0] >= end for n in source.within(function, cst.Name))
+
+
+def _switched_again_by_callee(source, training, call: cst.Call) -> bool:
+    """True for `model.eval()` (also `model.cuda().eval()`) whose model is next used by being
+    handed to a function of another module of the project that switches that parameter to eval
+    mode itself before anything else (DeepLearningExamples' TFT: `model.cuda().eval()`, then
+    `predict(args, config, model, ...)`, whose first line is `model.eval()`): the model is
+    switched twice, and dropping the first switch changes nothing. (Within one file each switch
+    of such a pair gets its mutant, as each of a redundant pair would.)"""
+    statement = source.parent(call)
+    if not isinstance(statement, cst.Expr) or not isinstance(call.func, cst.Attribute):
+        return False
+    receiver = call.func.value
+    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+        receiver = receiver.func.value  # `model.cuda().eval()`: the model moved, then switched
+    name = dotted(receiver)
+    function = source.function_of(call)
+    if name is None or function is None:
+        return False
+    end = source.span(call)[1]
+    later = sorted(
+        (node for node in source.within(function.body, (cst.Name, cst.Attribute)) if source.span(node)[0] >= end),
+        key=lambda node: source.span(node)[0],
+    )
+    first = next((node for node in later if dotted(node) == name), None)
+    arg = source.parent(first) if first is not None else None
+    if not isinstance(arg, cst.Arg) or arg.star or not isinstance(source.parent(arg), cst.Call):
+        return False
+    handed_to = source.parent(arg)
+    found = training.resolver.definition(source, handed_to.func)
+    if found is None or found[0] is source or not isinstance(found[1], cst.FunctionDef):
+        return False
+    module, callee = found
+    params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
+    if arg.keyword is not None:
+        param = arg.keyword.value if arg.keyword.value in params else None
+    else:
+        position = handed_to.args.index(arg)
+        param = params[position] if position < len(params) else None
+    if param is None:
+        return False
+    uses = sorted(
+        (n for n in module.within(callee.body, cst.Name) if n.value == param), key=lambda n: module.span(n)[0]
+    )
+    if not uses:
+        return False
+    attribute = module.parent(uses[0])
+    switch = module.parent(attribute) if isinstance(attribute, cst.Attribute) else None
+    return (
+        isinstance(switch, cst.Call)
+        and _is_eval(switch)
+        and switch.func is attribute
+        and isinstance(module.parent(switch), cst.Expr)
+    )
 
 
 def _never_run(source, call: cst.Call) -> bool:
@@ -410,6 +465,7 @@ class MissingEvalMode(Operator):
                 and source.code(call.func.value) not in never_trained  # type: ignore[attr-defined]
                 and not _unused_after(source, call)
                 and not _never_run(source, call)
+                and not _switched_again_by_callee(source, training, call)
             )
 
         yield from removed_mode_switches(source, training, is_switch, False, "evaluation runs in training mode")

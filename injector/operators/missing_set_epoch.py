@@ -21,6 +21,14 @@ class MissingSetEpoch(Operator):
             ("for epoch in range(epochs):\n    run_epoch(loader)\n",),
         ),
         Example(
+            # A loader object that seeds its samplers with the epoch (mmf's MultiDataModule).
+            "while self.num_updates < self.max_updates:\n"
+            "    self.current_epoch += 1\n"
+            "    self.dataset_loader.seed_sampler('train', self.current_epoch)\n"
+            "    self.run_epoch()\n",
+            ("while self.num_updates < self.max_updates:\n    self.current_epoch += 1\n    self.run_epoch()\n",),
+        ),
+        Example(
             # The training loop's sampler; an evaluation loop's is none.
             MICROBATCH_TRAINER,
             (
@@ -48,6 +56,9 @@ class MissingSetEpoch(Operator):
         ),
     )
     untouched = (
+        # a sampler built, or seeded once, without the epoch
+        "sampler = build_sampler(dataset, epochs=epochs)\n",
+        "loader.seed_sampler('train', seed)\n",
         "set_epoch(epoch)\n",
         "sampler.set_epoch\n",
         # a reshuffle not told the epoch (a buffer shuffled in place)
@@ -63,8 +74,11 @@ class MissingSetEpoch(Operator):
                 callee_name(call) == "set_epoch"
                 # a dataset that shuffles itself, told the epoch (OLMo's `dataset.reshuffle(epoch)`),
                 # or a loader helper that tells the sampler (SlowFast's `loader.shuffle_dataset(
-                # train_loader, cur_epoch)`)
-                or ("shuffle" in (callee_name(call) or "") and any("epoch" in source.code(a.value) for a in call.args))
+                # train_loader, cur_epoch)`, mmf's `dataset_loader.seed_sampler("train", epoch)`)
+                or (
+                    any(word in (callee_name(call) or "") for word in ("shuffle", "sampler"))
+                    and any("epoch" in source.code(a.value) for a in call.args)
+                )
             )
             and not _repeated_later(source, call)
         ]

@@ -439,6 +439,51 @@ class NoGradTraining(Operator):
             ),
         ),
         Example(
+            # A step whose forward is a method of its own class and whose loss a helper reads out
+            # of the report it returned (mmf's run_training_batch, a NaN check between): the loss's own run, and the
+            # call of the forward method, each without autograd.
+            "import torch\n"
+            "class Loop:\n"
+            "    def run_training_batch(self, batch, divisor):\n"
+            "        report = self._forward(batch)\n"
+            "        if self.check_nan:\n"
+            "            self._check_nan_losses(report)\n"
+            "        loss = extract_loss(report, divisor)\n"
+            "        self._backward(loss)\n"
+            "    def _forward(self, batch):\n"
+            "        return Report(batch, self.model(batch))\n"
+            "    def _backward(self, loss):\n"
+            "        loss.backward()\n",
+            (
+                "import torch\n"
+                "class Loop:\n"
+                "    def run_training_batch(self, batch, divisor):\n"
+                "        report = self._forward(batch)\n"
+                "        if self.check_nan:\n"
+                "            self._check_nan_losses(report)\n"
+                "        with torch.no_grad():\n"
+                "            loss = extract_loss(report, divisor)\n"
+                "        self._backward(loss)\n"
+                "    def _forward(self, batch):\n"
+                "        return Report(batch, self.model(batch))\n"
+                "    def _backward(self, loss):\n"
+                "        loss.backward()\n",
+                "import torch\n"
+                "class Loop:\n"
+                "    def run_training_batch(self, batch, divisor):\n"
+                "        with torch.no_grad():\n"
+                "            report = self._forward(batch)\n"
+                "        if self.check_nan:\n"
+                "            self._check_nan_losses(report)\n"
+                "        loss = extract_loss(report, divisor)\n"
+                "        self._backward(loss)\n"
+                "    def _forward(self, batch):\n"
+                "        return Report(batch, self.model(batch))\n"
+                "    def _backward(self, loss):\n"
+                "        loss.backward()\n",
+            ),
+        ),
+        Example(
             # An output object's loss (`return dict(loss=out.loss)`): the forward pass that made it.
             "import torch\n"
             "class LM(LightningModule):\n"
@@ -736,7 +781,17 @@ class NoGradTraining(Operator):
             if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 continue
             assign = line.body[0]
-            if not isinstance(assign, cst.Assign) or not runs_model(source, training, assign.value, depth=0):
+            if not isinstance(assign, cst.Assign) or not (
+                runs_model(source, training, assign.value, depth=0)
+                # a method of the file that runs the forward (mmf's `report = self._forward(batch)`)
+                or (
+                    isinstance(assign.value, cst.Call)
+                    and any(
+                        runs_model(source, training, f.body, depth=0) and not under_no_grad(source, f.body)
+                        for f in training.called_functions(assign.value)
+                    )
+                )
+            ):
                 continue
             if source.has_multiline_string(line):
                 return

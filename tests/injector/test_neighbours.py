@@ -173,3 +173,39 @@ def test_nothing_outside_the_project_root_is_read(tmp_path):
     assert neighbours.module("broken") is None  # does not parse: unknown
     assert neighbours.module("latin") is None  # not UTF-8: unknown
     assert neighbours.module("missing") is None
+
+
+INFERENCE = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def predict(args, model, loader):\n"
+    "    model.eval()\n"
+    "    with torch.no_grad():\n"
+    "        return [model(x) for x in loader]\n"
+)
+TEST_PHASE = (
+    "import torch\n"
+    "from inference import predict\n"
+    "\n"
+    "\n"
+    "def main(args, model, loader):\n"
+    "    model.load_state_dict(torch.load(args.checkpoint))\n"
+    "    model.cuda().eval()\n"
+    "    outputs = predict(args, model, loader)\n"
+    "    return outputs\n"
+)
+
+
+def test_a_switch_to_eval_mode_that_the_next_callee_makes_again_gets_no_mutant(tmp_path, capsys):
+    """DeepLearningExamples' TFT switches its model, then hands it to another module's predict(),
+    whose first line switches it again: dropping the first switch changes nothing."""
+    (tmp_path / "inference.py").write_text(INFERENCE)
+    (tmp_path / "train.py").write_text(TEST_PHASE)
+    found = lr_mutants(capsys, tmp_path / "train.py", "missing-eval-mode")
+    assert found == []
+    # a predict() that runs the model before it switches: the caller's switch counts
+    (tmp_path / "inference.py").write_text(
+        INFERENCE.replace("    model.eval()\n", "    model(None)\n    model.eval()\n")
+    )
+    assert [line for _, line, _ in lr_mutants(capsys, tmp_path / "train.py", "missing-eval-mode")] == [7]
