@@ -27,6 +27,8 @@ FAILURE_SYMPTOMS = frozenset(
         "collective-timeout",
         "out-of-memory",
         "gpu-idle",
+        # a loss frozen at one level after it moved: a model collapsed to one output
+        "loss-fell-then-froze",
     }
 )
 

@@ -34,6 +34,7 @@ EMITS: frozenset[str] = frozenset(
         "loss-diverging",
         "loss-flat",
         "loss-flat-with-gradients",
+        "loss-fell-then-froze",
         "loss-huge-initial",
         "loss-huge-then-recovered",
         "loss-non-finite",
@@ -273,6 +274,33 @@ def _falls_steadily(vals: list[float]) -> bool:
     return all(b < a for a, b in zip(means, means[1:], strict=False))
 
 
+FROZEN_SPREAD = 0.002  # the frozen half's standard deviation, as a share of its mean
+FELL_BY = 10.0  # how many of those standard deviations the first value sits above it
+FELL_AT_LEAST = 0.01  # and by what share of the level it froze at (more than a printed digit)
+
+
+def fell_then_froze(vals: list[float]) -> float | None:
+    """Where the loss sits, if it fell from its first value and then froze: its second half
+    varies by under 0.2% of its mean, and the first value lies more than ten of those standard
+    deviations above it, and at least 1% above it (a loss printed to four digits that never
+    moves can differ in its last digit only). A run whose parameters never change (no backward,
+    no step) draws every loss from one distribution, so its first value is one more sample of
+    the same noise; a model that collapsed to one output (every batch scores the same) sits
+    still at a level it fell to. Scale-free: the fall is measured in the run's own noise and as
+    a share of the level, not in loss units."""
+    if len(vals) < 8:
+        return None
+    tail = vals[len(vals) // 2 :]
+    mean = _mean(tail)
+    if mean <= 0:
+        return None
+    spread = _std(tail)
+    fall = vals[0] - mean
+    if spread > FROZEN_SPREAD * mean or fall <= FELL_BY * spread or fall < FELL_AT_LEAST * mean:
+        return None
+    return mean
+
+
 def plateaus(
     loss: Series, grad: Series | None, accuracy: Series | None = None, huge_means_sum: bool = True
 ) -> list[Symptom]:
@@ -323,6 +351,17 @@ def plateaus(
                 value=tail,
             )
         )
+        froze = fell_then_froze(vals)
+        if froze is not None:
+            out.append(
+                Symptom(
+                    "loss-fell-then-froze",
+                    f"{loss.name} fell from {first:.4g} to {froze:.4g} and then held there to within a "
+                    f"fraction of a percent: it moved, so the parameters were updated, then it stopped",
+                    (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")),
+                    value=froze,
+                )
+            )
         c = round(math.exp(tail))
         if 2 <= c <= 100 and abs(math.log(c) - tail) < 0.02 * tail:
             out.append(
