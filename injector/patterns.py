@@ -1121,14 +1121,20 @@ class Training:
         one per branch (assignments that read the loss they assign are rescalings)."""
         name = loss_name(backward.loss)
         if name is None:
-            return []
-        always = self.last_assignment(name, backward.call, unconditional=True, fresh=True)
+            # per-task losses appended to a list that the backward sums (chemprop's
+            # `loss_multi_task.append(loss)`, then `sum(loss_multi_task).backward()`): each
+            # appended loss, as computed where it is appended
+            return [a for name, use in self._appended_losses(backward) for a in self._alternatives(name, use)]
+        return self._alternatives(name, backward.call)
+
+    def _alternatives(self, name: str, use: cst.CSTNode) -> list[cst.Assign | cst.AnnAssign]:
+        always = self.last_assignment(name, use, unconditional=True, fresh=True)
         if always is not None:
             return [always]
-        function = self.source.function_of(backward.call)
+        function = self.source.function_of(use)
         if function is not None and name in {p.name.value for p in function.params.params}:
             return self._returned_elsewhere(name, function)
-        before = self.source.span(backward.call)[0]
+        before = self.source.span(use)[0]
         return [
             assign
             for assign in self.assigned_names.get(name, ())
@@ -1136,8 +1142,42 @@ class Training:
             and self.source.function_of(assign) is function
             and assign.value is not None
             and not _reads(self.source, assign.value, name)
-            and self.branch_of(assign, backward.call) is not None
+            and self.branch_of(assign, use) is not None
         ]
+
+    def _appended_losses(self, backward: LossUse) -> list[tuple[str, cst.Call]]:
+        """For a backward of `sum(losses)` (or `torch.stack(losses).sum()`, `.mean()`): each name
+        appended to that list in the backward's function before it, with its `append` call."""
+        loss = backward.loss
+        if (
+            isinstance(loss, cst.Call)
+            and isinstance(loss.func, cst.Attribute)
+            and loss.func.attr.value in ("sum", "mean")
+        ):
+            loss = loss.func.value  # `torch.stack(losses).sum()`
+        if not (
+            isinstance(loss, cst.Call)
+            and callee_name(loss) in ("sum", "stack", "cat")
+            and loss.args
+            and isinstance(loss.args[0].value, cst.Name)
+        ):
+            return []
+        listed = loss.args[0].value.value
+        function = self.source.function_of(backward.call)
+        before = self.source.span(backward.call)[0]
+        found = []
+        for call in self.source.within(function.body if function is not None else self.source.module, cst.Call):
+            if (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "append"
+                and dotted(call.func.value) == listed
+                and len(call.args) == 1
+                and isinstance(call.args[0].value, cst.Name)
+                and self.source.span(call)[0] < before
+                and self.source.function_of(call) is function
+            ):
+                found.append((call.args[0].value.value, call))
+        return found
 
     def _returned_elsewhere(self, name: str, function: cst.FunctionDef) -> list[cst.Assign | cst.AnnAssign]:
         """A loss handed to the backward's function as a parameter (timm's `_backward(_loss)`):

@@ -45,6 +45,36 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # Per-task losses appended to a list the backward sums (chemprop's atom/bond targets):
+            # each appended loss, one per branch that computes it.
+            "for target, pred in zip(targets, preds):\n"
+            "    if regression:\n"
+            "        loss = mse(pred, target) * weight\n"
+            "    else:\n"
+            "        loss = bce(pred, target) * weight\n"
+            "    loss = loss.sum() / mask.sum()\n"
+            "    losses.append(loss)\n"
+            "sum(losses).backward()\n",
+            (
+                "for target, pred in zip(targets, preds):\n"
+                "    if regression:\n"
+                "        loss = (mse(pred, target) * weight).detach()\n"
+                "    else:\n"
+                "        loss = bce(pred, target) * weight\n"
+                "    loss = loss.sum() / mask.sum()\n"
+                "    losses.append(loss)\n"
+                "sum(losses).backward()\n",
+                "for target, pred in zip(targets, preds):\n"
+                "    if regression:\n"
+                "        loss = mse(pred, target) * weight\n"
+                "    else:\n"
+                "        loss = (bce(pred, target) * weight).detach()\n"
+                "    loss = loss.sum() / mask.sum()\n"
+                "    losses.append(loss)\n"
+                "sum(losses).backward()\n",
+            ),
+        ),
+        Example(
             # the loss out of the model's own loss method, scaled on its way into the trainer's
             # backward method (flair's ModelTrainer)
             SCALED_HELPER_BACKWARD,

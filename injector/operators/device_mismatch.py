@@ -41,7 +41,42 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
             return True  # only a module switches modes: `build(**kwargs).train().requires_grad_(False)`
         chained = chained.func.value
     name = (last_name(expr) or "").lower()
+    if isinstance(expr, cst.Name) and _handled_as_model(training.source, expr):
+        return True
     return name == "self" or any(word in name for word in MODEL_WORDS) or training.role(expr) is not None
+
+
+def _handled_as_model(source, name: cst.Name) -> bool:
+    """True for a name its function treats as the model: converts with
+    `SyncBatchNorm.convert_sync_batchnorm(task)` or keeps as one (`self.model = task`, torchdrug's
+    Engine, handed a task module that wraps the model)."""
+    function = source.function_of(name)
+    if function is None:
+        return False
+    for assign in source.within(function.body, cst.Assign):
+        value = assign.value
+        if isinstance(value, cst.Name) and value.value == name.value:
+            if any(any(w in (last_name(t.target) or "").lower() for w in MODEL_WORDS) for t in assign.targets):
+                return True
+        elif (
+            isinstance(value, cst.Call)
+            and callee_name(value) in MODEL_RETURNING
+            and value.args
+            and isinstance(value.args[0].value, cst.Name)
+            and value.args[0].value.value == name.value
+        ):
+            return True
+    return False
+
+
+def _optimizer_state(source, call: cst.Call) -> bool:
+    """True for a move inside a loop over an optimizer's state (`for state in
+    self.optimizer.state.values(): for k, v in state.items(): state[k] = v.to(device)`, a resume
+    that puts the moments where the parameters are): no batch."""
+    return any(
+        isinstance(loop, cst.For) and ".state" in f".{source.code(loop.iter)}" and "optim" in source.code(loop.iter)
+        for loop in source.ancestors(call)
+    )
 
 
 def _fresh_tensor(expr: cst.BaseExpression) -> bool:
@@ -112,10 +147,15 @@ def _needless(source, call: cst.Call) -> bool:
         isinstance(parent, cst.Assign)
         and parent.value is node
         and all(isinstance(t.target, cst.Subscript) for t in parent.targets)
-        and not any(receiver is not None and t.target.deep_equals(receiver) for t in parent.targets)
+        and not any(
+            receiver is not None and any(t.target.deep_equals(n) for n in source.within(receiver, cst.Subscript))
+            for t in parent.targets
+        )
         and not any(_iterated_dict(source, t.target, call) for t in parent.targets)
     ):
-        return True  # (`batch[key] = batch[key].to(device)` replaces a dict's entry: no copy)
+        # (`batch[key] = batch[key].to(device)` replaces a dict's entry, and chemprop's
+        # `constraints[i] = torch.tensor(constraints[i]).to(device)` a list's: no copy into a tensor)
+        return True
     if _made_a_number(source, call):
         return True  # `-torch.prod(torch.Tensor(shape).to(device)).item()`: a number either way
     function = source.function_of(call)
@@ -911,6 +951,20 @@ class DeviceMismatch(Operator):
             ("def _forward(self, batch):\n    prepared_batch = batch\n    return self.model(prepared_batch)\n",),
         ),
         Example(
+            # A list's entries converted and moved in place (chemprop's per-target constraints,
+            # `constraints_batch = np.transpose(constraints_batch).tolist()` first).
+            "for batch in loader:\n"
+            "    for i in range(len(targets)):\n"
+            "        constraints[i] = torch.tensor(constraints[i]).to(args.device)\n"
+            "    preds = model(batch, constraints)\n",
+            (
+                "for batch in loader:\n"
+                "    for i in range(len(targets)):\n"
+                "        constraints[i] = torch.tensor(constraints[i])\n"
+                "    preds = model(batch, constraints)\n",
+            ),
+        ),
+        Example(
             # A batch dict moved entry by entry over its items().
             "for input_dict, labels in microbatches:\n"
             "    for key, value in input_dict.items():\n"
@@ -1141,6 +1195,17 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A task module that wraps the model, converted and kept as the model; an optimizer's
+        # state moved on resume (torchdrug's Engine).
+        "def __init__(self, task, device):\n"
+        "    task = nn.SyncBatchNorm.convert_sync_batchnorm(task)\n"
+        "    task = task.cuda(device)\n"
+        "    self.model = task\n",
+        "def load(self, state):\n"
+        "    for state in self.optimizer.state.values():\n"
+        "        for k, v in state.items():\n"
+        "            if isinstance(v, torch.Tensor):\n"
+        "                state[k] = v.to(self.device)\n",
         # A batch handed straight to a DataParallel model, which scatters its inputs to its GPUs
         # itself (pytorch-retinanet's train.py).
         "def main(net, loader, optimizer):\n"
@@ -1320,7 +1385,7 @@ class DeviceMismatch(Operator):
                 continue
             if not isinstance(call.func, cst.Attribute) or _is_model(training, call.func.value):
                 continue
-            if in_optimizer_class(source, call):
+            if in_optimizer_class(source, call) or _optimizer_state(source, call):
                 continue  # an optimizer's own methods move its state and gradients, never a batch
             if (
                 not (

@@ -439,9 +439,66 @@ class NoGradTraining(Operator):
             ),
         ),
         Example(
+            # The loss computed in the branch a task type picks, inside another branch, from one
+            # forward spread over lines before the branching (chemprop's train()): the loss's run
+            # and that forward, each without autograd.
+            "import torch\n"
+            "for batch in loader:\n"
+            "    preds = model(\n"
+            "        batch.x,\n"
+            "        batch.features,\n"
+            "    )\n"
+            "    if multitask:\n"
+            "        losses = [crit(p, t) for p, t in zip(preds, targets)]\n"
+            "        sum(losses).backward()\n"
+            "    else:\n"
+            "        if regression:\n"
+            "            loss = mse(preds, targets)\n"
+            "        else:\n"
+            "            loss = bce(preds, targets)\n"
+            "        loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch\n"
+                "for batch in loader:\n"
+                "    preds = model(\n"
+                "        batch.x,\n"
+                "        batch.features,\n"
+                "    )\n"
+                "    if multitask:\n"
+                "        losses = [crit(p, t) for p, t in zip(preds, targets)]\n"
+                "        sum(losses).backward()\n"
+                "    else:\n"
+                "        with torch.no_grad():\n"
+                "            if regression:\n"
+                "                loss = mse(preds, targets)\n"
+                "            else:\n"
+                "                loss = bce(preds, targets)\n"
+                "        loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "for batch in loader:\n"
+                "    with torch.no_grad():\n"
+                "        preds = model(\n"
+                "            batch.x,\n"
+                "            batch.features,\n"
+                "        )\n"
+                "    if multitask:\n"
+                "        losses = [crit(p, t) for p, t in zip(preds, targets)]\n"
+                "        sum(losses).backward()\n"
+                "    else:\n"
+                "        if regression:\n"
+                "            loss = mse(preds, targets)\n"
+                "        else:\n"
+                "            loss = bce(preds, targets)\n"
+                "        loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
+        Example(
             # A step whose forward is a method of its own class and whose loss a helper reads out
-            # of the report it returned (mmf's run_training_batch, a NaN check between): the loss's own run, and the
-            # call of the forward method, each without autograd.
+            # of the report it returned (mmf's run_training_batch, a NaN check between): the
+            # loss's own run, and the call of the forward method, each without autograd.
             "import torch\n"
             "class Loop:\n"
             "    def run_training_batch(self, batch, divisor):\n"
@@ -728,15 +785,34 @@ class NoGradTraining(Operator):
     def _feeding_forward(source, training, first):
         """Where the run that computes the loss holds no forward pass, the nearest assignment
         before it in its block that runs the model (a policy's `evaluate_actions`, an agent's
-        `get_action_and_value`, after statements that are no assignments): without autograd."""
+        `get_action_and_value`, after statements that are no assignments): without autograd.
+        Where its block holds none and is a branch of an `if`, the statements before that `if`
+        are searched the same way (chemprop's loss computed in the branch its task type picks,
+        from the forward run before the branching)."""
+        if (yield from NoGradTraining._feeding_forward_in_block(source, training, first)):
+            return
+        _, siblings = source.block_of(first)
+        block = source.parent(siblings[0]) if siblings and first in siblings else None
+        branch = source.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        if isinstance(branch, cst.Else):
+            branch = source.parent(branch)
+        while isinstance(branch, cst.If) and isinstance(source.parent(branch), cst.If):
+            branch = source.parent(branch)  # an elif: its chain starts at the outer if
+        if isinstance(branch, cst.If):
+            yield from NoGradTraining._feeding_forward(source, training, branch)
+
+    @staticmethod
+    def _feeding_forward_in_block(source, training, first):
+        """`_feeding_forward` within `first`'s own block; returns True where the search stopped
+        there (a forward found, or a statement no forward may be looked for past)."""
         _, siblings = source.block_of(first)
         if first not in siblings:
-            return
+            return True
         chained = False  # an if/elif chain's forwards were taken: only earlier chains may follow
         for line in reversed(siblings[: siblings.index(first)]):
             if chained and not isinstance(line, cst.If):
                 if isinstance(line, cst.SimpleStatementLine) or runs_model(source, training, line, depth=0):
-                    return
+                    return True
                 continue
             if isinstance(line, (cst.For, cst.While, cst.With)) and any(
                 runs_model(source, training, a.value, depth=0) for a in source.within(line.body, cst.Assign)
@@ -744,15 +820,15 @@ class NoGradTraining(Operator):
                 # a recurrent forward run step by step (`for i in range(n): out, h = rnn(x[i], h)`),
                 # or a forward alone in an autocast block (`with accelerator.autocast(): pred = unet(x)`)
                 if isinstance(line, cst.With) and any(_grad_switch(item.item) for item in line.items):
-                    return  # a no_grad or set_grad_enabled block: no forward of the training step
+                    return True  # a no_grad or set_grad_enabled block: no forward of the training step
                 if source.has_multiline_string(line):
-                    return
+                    return True
                 yield Change(
                     line,
                     (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
                     "the forward pass runs without autograd",
                 )
-                return
+                return True
             if isinstance(line, cst.If):
                 # the forward chosen by an if/elif chain (SlowFast: by task): each branch's own
                 forwards = [
@@ -794,13 +870,13 @@ class NoGradTraining(Operator):
             ):
                 continue
             if source.has_multiline_string(line):
-                return
+                return True
             yield Change(
                 line,
                 (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
                 "the forward pass runs without autograd",
             )
-            return
+            return True
 
     @staticmethod
     def _forward_before_branch(source, training, first, branches: set):

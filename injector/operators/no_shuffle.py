@@ -20,6 +20,12 @@ def _feeds_evaluation(source, call: cst.Call) -> bool:
     """True for a loader or sampler assigned to an evaluation name (`val_loader = DataLoader(...)`,
     `val_sampler = DistributedSampler(valset) if distributed else None`): the catalogued fault is
     the training data's order, and an average over the whole validation set ignores order."""
+    function = source.function_of(call)
+    if function is not None and names_evaluation(function.name.value) and "train" not in function.name.value:
+        return True  # built in an evaluation function (torchdrug's `evaluate(self, split)`)
+    data = argument(call, "dataset", 0)
+    if data is not None and not data.star and names_evaluation((dotted(data.value) or "").rsplit(".", 1)[-1]):
+        return True  # `DistributedSampler(test_set, ...)`
     assign = source.enclosing(call, cst.Assign)
     if assign is None or len(assign.targets) != 1:
         return False
@@ -180,6 +186,10 @@ class NoShuffle(Operator):
         "loader = DataLoader(ds, batch_size=8)\n",
         "random.shuffle(items)\n",
         "val_sampler = DistributedSampler(val_set, shuffle=False)\n",
+        # A sampler built in an evaluation function, or over a test set (torchdrug's evaluate()).
+        "def evaluate(self, split):\n"
+        "    sampler = torch_data.DistributedSampler(getattr(self, split), self.world_size, self.rank)\n",
+        "sampler = DistributedSampler(test_set, world_size, rank)\n",
         # Evaluation loaders and samplers, by the name they are given: their order changes no metric.
         "val_loader = torch.utils.data.DataLoader(val_set, batch_size=8, shuffle=True)\n",
         "valid_sampler = DistributedSampler(valset) if distributed else None\n",
