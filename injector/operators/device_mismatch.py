@@ -593,13 +593,14 @@ def _taken_item(source, call: cst.Call) -> bool:
     )
 
 
-def _root_name(expr: cst.BaseExpression) -> str | None:
+def _root_name(expr: cst.BaseExpression, through_subscripts: bool = False) -> str | None:
     """The name a chain of attributes and method calls starts from: `im_data` for
-    `im_data.data.resize_(size)`."""
+    `im_data.data.resize_(size)`; with `through_subscripts`, also `supervisions` for
+    `supervisions['num_frames']`."""
     while True:
         if isinstance(expr, cst.Call):
             expr = expr.func
-        elif isinstance(expr, cst.Attribute):
+        elif isinstance(expr, cst.Attribute) or (through_subscripts and isinstance(expr, cst.Subscript)):
             expr = expr.value
         else:
             return expr.value if isinstance(expr, cst.Name) else None
@@ -698,6 +699,11 @@ def _from_a_handed_batch(source, training, call: cst.Call) -> bool:
         return False
     root = _root_name(call.func.value)
     params = {p.name.value for p in function.params.params}
+    if root is None:
+        # an entry of a local taken from the batch (icefall's `supervisions['num_frames']`, after
+        # `supervisions = batch['supervisions']`); a parameter's own entry is no such value
+        local = _root_name(call.func.value, through_subscripts=True)
+        root = local if local not in params else None
     if root is not None and root not in params:
         found = _reaching(source, function, root, call)
         if not isinstance(found, cst.Assign):
@@ -962,6 +968,42 @@ class DeviceMismatch(Operator):
                 "    for i in range(len(targets)):\n"
                 "        constraints[i] = torch.tensor(constraints[i])\n"
                 "    preds = model(batch, constraints)\n",
+            ),
+        ),
+        Example(
+            # An entry of a local taken from the batch a loop hands the function (icefall's
+            # `supervisions = batch['supervisions']`, then its `num_frames` moved).
+            "def compute_loss(model, batch, device):\n"
+            "    feature = batch['inputs']\n"
+            "    feature = feature.to(device)\n"
+            "    supervisions = batch['supervisions']\n"
+            "    feature_lens = supervisions['num_frames'].to(device)\n"
+            "    return model(feature, feature_lens)\n"
+            "def train_one_epoch(model, optimizer, loader, device):\n"
+            "    for batch in loader:\n"
+            "        compute_loss(model, batch, device).backward()\n"
+            "        optimizer.step()\n",
+            (
+                "def compute_loss(model, batch, device):\n"
+                "    feature = batch['inputs']\n"
+                "    feature = feature\n"
+                "    supervisions = batch['supervisions']\n"
+                "    feature_lens = supervisions['num_frames'].to(device)\n"
+                "    return model(feature, feature_lens)\n"
+                "def train_one_epoch(model, optimizer, loader, device):\n"
+                "    for batch in loader:\n"
+                "        compute_loss(model, batch, device).backward()\n"
+                "        optimizer.step()\n",
+                "def compute_loss(model, batch, device):\n"
+                "    feature = batch['inputs']\n"
+                "    feature = feature.to(device)\n"
+                "    supervisions = batch['supervisions']\n"
+                "    feature_lens = supervisions['num_frames']\n"
+                "    return model(feature, feature_lens)\n"
+                "def train_one_epoch(model, optimizer, loader, device):\n"
+                "    for batch in loader:\n"
+                "        compute_loss(model, batch, device).backward()\n"
+                "        optimizer.step()\n",
             ),
         ),
         Example(

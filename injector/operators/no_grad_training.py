@@ -439,6 +439,33 @@ class NoGradTraining(Operator):
             ),
         ),
         Example(
+            # The loss returned by a function of the file whose model runs under
+            # `set_grad_enabled(is_training)` (icefall's compute_loss): that switch, off. A no_grad
+            # around the call would change nothing, the callee switching autograd back on.
+            "import torch\n"
+            "def compute_loss(model, batch, is_training):\n"
+            "    with torch.set_grad_enabled(is_training):\n"
+            "        loss = model(batch)\n"
+            "    return loss\n"
+            "def train_one_epoch(model, optimizer, loader):\n"
+            "    for batch in loader:\n"
+            "        loss = compute_loss(model, batch, is_training=True)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch\n"
+                "def compute_loss(model, batch, is_training):\n"
+                "    with torch.set_grad_enabled(False):\n"
+                "        loss = model(batch)\n"
+                "    return loss\n"
+                "def train_one_epoch(model, optimizer, loader):\n"
+                "    for batch in loader:\n"
+                "        loss = compute_loss(model, batch, is_training=True)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
+        Example(
             # The loss computed in the branch a task type picks, inside another branch, from one
             # forward spread over lines before the branching (chemprop's train()): the loss's run
             # and that forward, each without autograd.
@@ -1059,17 +1086,36 @@ class NoGradTraining(Operator):
 
     @staticmethod
     def _grad_enabled_by_value(source, training, backward):
-        """The argument of the `set_grad_enabled(train)` block that computes the loss, if any."""
+        """The argument of the `set_grad_enabled(train)` block that computes the loss, if any: in
+        the backward's own function, or in the function of the file that the loss is returned
+        from (icefall's `compute_loss(..., is_training)`, whose model runs under
+        `set_grad_enabled(is_training)`; a no_grad around its call would change nothing, the
+        callee switching autograd back on)."""
         assign = training.loss_assignment(backward)
         holder = grad_block(source, assign) if assign is not None else None
-        if holder is None:
-            return None
-        for item in holder.items:
+        for item in holder.items if holder is not None else ():
             call = item.item
             if isinstance(call, cst.Call) and last_name(call.func) == "set_grad_enabled":
                 mode = argument(call, "mode", 0)
                 if mode is not None and not (isinstance(mode.value, cst.Name) and mode.value.value == "False"):
                     return mode.value
+        if assign is None or not isinstance(assign.value, cst.Call):
+            return None
+        for function in training.called_functions(assign.value):
+            params = {p.name.value for p in function.params.params}
+            for block in source.within(function.body, cst.With):
+                for item in block.items:
+                    call = item.item
+                    mode = argument(call, "mode", 0) if isinstance(call, cst.Call) else None
+                    if (
+                        isinstance(call, cst.Call)
+                        and last_name(call.func) == "set_grad_enabled"
+                        and mode is not None
+                        and isinstance(mode.value, cst.Name)
+                        and mode.value.value in params
+                        and runs_model(source, training, block.body, depth=0)
+                    ):
+                        return mode.value
         return None
 
 
