@@ -439,6 +439,51 @@ class NoGradTraining(Operator):
             ),
         ),
         Example(
+            # A loss that starts empty and is added up from terms computed after the forward that
+            # an if/else picks (ParallelWaveGAN's generator step, its models held in a dict): each
+            # branch's forward without autograd.
+            "import torch\n"
+            "def train_step(self, x, y):\n"
+            "    gen_loss = 0.0\n"
+            "    if self.use_duration:\n"
+            "        y_, ds_ = self.model['generator'](x, ds)\n"
+            "        gen_loss += self.criterion['duration'](ds_, ds)\n"
+            "    else:\n"
+            "        y_ = self.model['generator'](*x)\n"
+            "    gen_loss += self.criterion['mel'](y_, y)\n"
+            "    self.optimizer['generator'].zero_grad()\n"
+            "    gen_loss.backward()\n"
+            "    self.optimizer['generator'].step()\n",
+            (
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.use_duration:\n"
+                "        with torch.no_grad():\n"
+                "            y_, ds_ = self.model['generator'](x, ds)\n"
+                "        gen_loss += self.criterion['duration'](ds_, ds)\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.use_duration:\n"
+                "        y_, ds_ = self.model['generator'](x, ds)\n"
+                "        gen_loss += self.criterion['duration'](ds_, ds)\n"
+                "    else:\n"
+                "        with torch.no_grad():\n"
+                "            y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+            ),
+        ),
+        Example(
             # The loss returned by a function of the file whose model runs under
             # `set_grad_enabled(is_training)` (icefall's compute_loss): that switch, off. A no_grad
             # around the call would change nothing, the callee switching autograd back on.
@@ -780,6 +825,7 @@ class NoGradTraining(Operator):
                 run_lines = siblings[siblings.index(first) : siblings.index(last) + 1]
                 if not any(runs_model(source, training, s) for s in run_lines):
                     yield from self._feeding_forward(source, training, first)
+            yield from self._forward_after_empty_start(source, training, backward)
 
         for block, switch in grad_switched_loops(source, training):
             # the batch loop runs its steps under `set_grad_enabled(is_train)` (catalyst's runner,
@@ -807,6 +853,27 @@ class NoGradTraining(Operator):
                 (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
                 "the forward pass and loss run without autograd",
             )
+
+    @staticmethod
+    def _forward_after_empty_start(source, training, backward):
+        """A loss that starts empty (`gen_loss = 0.0`) and is added up from terms computed after
+        it (ParallelWaveGAN's generator step): the forward those terms read, run after that start
+        in its block (in each branch of the if/elif chain that picks the generator), without
+        autograd. The first statement after the start that a forward precedes is searched from."""
+        assign = training.loss_assignment(backward)
+        value = assign.value if isinstance(assign, cst.Assign) else None
+        if isinstance(value, cst.UnaryOperation):
+            value = value.expression
+        if not isinstance(value, (cst.Integer, cst.Float)):
+            return
+        line, siblings = source.block_of(assign)
+        if line not in siblings:
+            return
+        for later in siblings[siblings.index(line) + 1 :]:
+            found = []
+            stopped = yield from _collect(NoGradTraining._feeding_forward_in_block(source, training, later), found)
+            if found or stopped:
+                return
 
     @staticmethod
     def _feeding_forward(source, training, first):
@@ -1117,6 +1184,17 @@ class NoGradTraining(Operator):
                     ):
                         return mode.value
         return None
+
+
+def _collect(changes, found: list):
+    """Yield what `changes` yields, noting each in `found`; return what it returned."""
+    while True:
+        try:
+            change = next(changes)
+        except StopIteration as done:
+            return done.value
+        found.append(change)
+        yield change
 
 
 REACH_DEPTH = 3  # calls followed from a step override to the methods that run its forward
