@@ -151,9 +151,7 @@ def _switched_again_by_callee(source, training, call: cst.Call) -> bool:
         param = params[position] if position < len(params) else None
     if param is None:
         return False
-    uses = sorted(
-        (n for n in module.within(callee.body, cst.Name) if n.value == param), key=lambda n: module.span(n)[0]
-    )
+    uses = [n for n in module.within(callee.body, cst.Name) if n.value == param]  # in document order
     if not uses:
         return False
     attribute = module.parent(uses[0])

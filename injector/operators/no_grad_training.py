@@ -870,9 +870,7 @@ class NoGradTraining(Operator):
         if line not in siblings:
             return
         for later in siblings[siblings.index(line) + 1 :]:
-            found = []
-            stopped = yield from _collect(NoGradTraining._feeding_forward_in_block(source, training, later), found)
-            if found or stopped:
+            if (yield from NoGradTraining._feeding_forward_in_block(source, training, later)):
                 return
 
     @staticmethod
@@ -971,6 +969,7 @@ class NoGradTraining(Operator):
                 "the forward pass runs without autograd",
             )
             return True
+        return chained  # an if/elif chain's forwards were taken
 
     @staticmethod
     def _forward_before_branch(source, training, first, branches: set):
@@ -1184,17 +1183,6 @@ class NoGradTraining(Operator):
                     ):
                         return mode.value
         return None
-
-
-def _collect(changes, found: list):
-    """Yield what `changes` yields, noting each in `found`; return what it returned."""
-    while True:
-        try:
-            change = next(changes)
-        except StopIteration as done:
-            return done.value
-        found.append(change)
-        yield change
 
 
 REACH_DEPTH = 3  # calls followed from a step override to the methods that run its forward
