@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.forwards import forwards_after_empty_start
 from injector.operators.snippets import (
     HELPER_STEP_TRAINER,
     MICROBATCH_TRAINER,
@@ -513,6 +514,131 @@ class DetachedGraph(Operator):
                 _SUMMED_TERMS.replace("criterion(logits_clsf, z)", "criterion(logits_clsf, z).detach()"),
             ),
         ),
+        Example(
+            # A loss that starts empty, added up from the generator forward an inner if/else picks
+            # (ParallelWaveGAN's VQ generator): the output cut off where each forward assigns it (the
+            # first name it unpacks into), the adversarial term where it is computed; the forward's
+            # input, which has no graph, is not cut.
+            "import torch\n"
+            "def train_step(self, x, y):\n"
+            "    gen_loss = 0.0\n"
+            "    if self.is_vq:\n"
+            "        if self.bands == 1:\n"
+            "            y_, z = self.model['generator'](y, *x)\n"
+            "        else:\n"
+            "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+            "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+            "    else:\n"
+            "        y_ = self.model['generator'](*x)\n"
+            "    gen_loss += self.criterion['mel'](y_, y)\n"
+            "    if self.steps > self.start:\n"
+            "        p_ = self.model['discriminator'](y_)\n"
+            "        adv_loss = self.criterion['adv'](p_)\n"
+            "        if self.use_feat_match:\n"
+            "            with torch.no_grad():\n"
+            "                p = self.model['discriminator'](y)\n"
+            "            adv_loss += self.criterion['feat'](p_, p)\n"
+            "        gen_loss += adv_loss\n"
+            "    self.optimizer['generator'].zero_grad()\n"
+            "    gen_loss.backward()\n"
+            "    self.optimizer['generator'].step()\n",
+            (
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            y_, z = self.model['generator'](y, *x)\n"
+                "        else:\n"
+                "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    if self.steps > self.start:\n"
+                "        p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_.detach())\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            y_, z = self.model['generator'](y, *x)\n"
+                "            y_ = y_.detach()\n"
+                "        else:\n"
+                "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    if self.steps > self.start:\n"
+                "        p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_)\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            y_, z = self.model['generator'](y, *x)\n"
+                "        else:\n"
+                "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "            y_ = y_.detach()\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    if self.steps > self.start:\n"
+                "        p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_)\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            y_, z = self.model['generator'](y, *x)\n"
+                "        else:\n"
+                "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x).detach()\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    if self.steps > self.start:\n"
+                "        p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_)\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+            ),
+        ),
     )
     untouched = (
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
@@ -565,12 +691,14 @@ class DetachedGraph(Operator):
             whole = [a for a in alternatives if not _accumulated(source, a)]
             for assign in whole or alternatives or [training.loss_assignment(backward)]:
                 if assign is not None and _starts_empty(assign):
-                    # `loss = 0`, then `loss += w * loss_t` per term: each term is cut off
+                    # `loss = 0`, then `loss += w * loss_t` per term: each term is cut off, and
+                    # so is the output of the forward the terms read
                     for term in _terms(source, training, assign, backward.call):
                         if isinstance(term.targets[0].target, cst.Tuple):
                             yield from _detached_input(source, training, term)
                         else:
                             yield from self._detached(source, training, backward, term)
+                    yield from _detached_forwards(source, training, backward, assign)
                 else:
                     yield from self._detached(source, training, backward, assign)
                     for term in _summed_terms(source, training, assign):
@@ -680,6 +808,26 @@ def _starts_empty(assign: cst.CSTNode) -> bool:
     `loss = torch.tensor(0.0)`, `loss = torch.zeros(1)`): it has no graph to cut off."""
     value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
     return _empty(value)
+
+
+def _detached_forwards(source, training, backward, start: cst.CSTNode):
+    """The forward passes, run after a loss's empty start, whose output its terms read
+    (ParallelWaveGAN's generator, one forward per kind of generator): that output cut off where
+    the forward assigns it (the first of the names it unpacks into)."""
+    after = source.span(start)[1]
+    for forward in forwards_after_empty_start(source, training, backward):
+        if source.span(forward)[0] < after or not isinstance(forward, cst.SimpleStatementLine):
+            continue
+        assign = forward.body[0]
+        target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            edit = source.replace(assign.value, method_on(source, assign.value, "detach"))
+        elif isinstance(target, cst.Tuple) and isinstance(target.elements[0].value, cst.Name):
+            name = target.elements[0].value.value
+            edit = source.insert_after(forward, [f"{name} = {name}.detach()"])
+        else:
+            continue
+        yield Change(forward, (edit,), "the model's output is cut off from its graph before the loss")
 
 
 def _returned_by_forward(source, training):
@@ -844,6 +992,9 @@ def _terms(source, training, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.A
                         _empty_start(source, training, name, statement)
                         and len(assign.targets) == 1
                         and isinstance(assign.targets[0].target, (cst.Name, cst.Tuple))
+                        # a forward's output read by a term: cut off where the forward runs
+                        # (_detached_forwards), not at the forward's input
+                        and not runs_model(source, training, assign.value, depth=0)
                     )
                 )
             ):

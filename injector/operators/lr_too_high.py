@@ -722,8 +722,30 @@ class LrTooHigh(Operator):
             _BOUNDARY_RATE,
             (_BOUNDARY_RATE.replace("g['lr'] = lr", "g['lr'] = lr * 100"),),
         ),
+        Example(
+            # An optimizer class looked up by name and built from a configuration's keyword arguments
+            # (ParallelWaveGAN's `generator_optimizer_class(params, **config[...])`, the rate in
+            # YAML): the `lr` entry scaled as it is handed over.
+            "import torch\n"
+            "def build(model, config):\n"
+            "    optimizer_class = getattr(torch.optim, config.get('optimizer_type', 'Adam'))\n"
+            "    return optimizer_class(model.parameters(), **config['optimizer_params'])\n",
+            (
+                "import torch\n"
+                "def build(model, config):\n"
+                "    optimizer_class = getattr(torch.optim, config.get('optimizer_type', 'Adam'))\n"
+                "    return optimizer_class(model.parameters(), **{k: v * 100 if k == \"lr\" else v for k, v in (config['optimizer_params']).items()})\n",
+            ),
+        ),
     )
     untouched = (
+        # Parameter groups taken from another optimizer (SAM builds its base optimizer over its own
+        # groups, which carry their rates): the keyword arguments' rate reaches none of them.
+        "import torch\n"
+        "class SAM(torch.optim.Optimizer):\n"
+        "    def __init__(self, params, base_optimizer, rho=0.05, **kwargs):\n"
+        "        super().__init__(params, dict(rho=rho, **kwargs))\n"
+        "        self.base_optimizer = base_optimizer(self.param_groups, **kwargs)\n",
         # A decay of the rate handed to a schedule helper is no rate.
         "step_lr_schedule(optimizer, epoch, config['lr_decay_rate'])\n",
         # The rate logged in a dict of metrics.
@@ -818,6 +840,8 @@ class LrTooHigh(Operator):
             yield self._scaled(source, assign, assign.value)
         yield from self._config_fields(source, training)
         yield from self._splatted_defaults(source, training)
+        if not computed and not in_steps:
+            yield from self._splatted_configuration(source, training)
         yield from self._stored_defaults(source, training)
         for element in source.nodes(cst.DictElement):
             key = element.key
@@ -896,6 +920,48 @@ class LrTooHigh(Operator):
                     if rate is not None and id(rate) not in seen:
                         seen.add(id(rate))
                         yield LrTooHigh._scaled(source, rate, rate)
+
+    @staticmethod
+    def _splatted_configuration(source, training):
+        """An optimizer built with its keyword arguments splatted from a configuration the file
+        never spells (`optimizer_class(params, **config["generator_optimizer_params"])`, the
+        class looked up by name, the rate in a YAML file): the `lr` entry scaled as it is handed
+        over. A configuration without one leaves the optimizer's own default."""
+        written = _rate_assignments(source)
+        for call in source.nodes(cst.Call):
+            name = (callee_name(call) or "").lower()
+            if training.role_of_constructor(call) != "optimizer" and ("optim" not in name or "sched" in name):
+                continue
+            splats = [a for a in call.args if a.star == "**"]
+            if len(splats) != 1 or argument(call, "lr", 1) is not None:
+                continue
+            splatted = dotted(splats[0].value) or source.code(splats[0].value)
+            if any(_rate_in(v) is not None for v in _bound_values(source, call, splatted)):
+                continue  # the file spells the rate: _splatted_defaults scales it there
+            if any(
+                isinstance(t.target, cst.Subscript) and dotted(t.target.value) == splatted
+                for a in written
+                for t in a.targets
+            ):
+                continue  # the file writes the rate in (`kwargs["lr"] = learning_rate`): scaled there
+            groups = argument(call, "params", 0)
+            if (
+                groups is not None
+                and isinstance(groups.value, cst.Attribute)
+                and groups.value.attr.value == "param_groups"
+            ):
+                continue  # groups taken from another optimizer (SAM's base optimizer) carry their rates
+            config = source.code(splats[0].value)
+            yield Change(
+                call,
+                (
+                    source.replace(
+                        splats[0].value,
+                        f'{{k: v * {FACTOR} if k == "lr" else v for k, v in ({config}).items()}}',
+                    ),
+                ),
+                f"learning rate multiplied by {FACTOR}",
+            )
 
     @staticmethod
     def _stored_defaults(source, training):

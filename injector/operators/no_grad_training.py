@@ -3,6 +3,11 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.forwards import (
+    feeding_forwards_in_block,
+    forwards_after_empty_start,
+    forwards_of_branch_terms,
+)
 from injector.operators.snippets import CALLBACK_RUNNER, PHASE_LOOP, PIPELINE_ENGINE, SUPERVISED_RUNNER, TUPLE_TRAINER
 from injector.patterns import (
     ABSTRACT_STEPS,
@@ -20,12 +25,12 @@ from injector.patterns import (
 )
 
 
-def _grad_switch(expr: cst.BaseExpression) -> bool:
-    """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(...)`."""
-    return isinstance(expr, cst.Call) and (last_name(expr.func) or "") in (
-        "no_grad",
-        "inference_mode",
-        "set_grad_enabled",
+def _without_autograd(source, training, forward: cst.CSTNode) -> Change:
+    """A forward pass (a line, or the loop or `with` block that runs it) under no_grad."""
+    return Change(
+        forward,
+        (source.reindent(forward, forward, add=source.indent, header=f"with {training.torch}.no_grad():"),),
+        "the forward pass runs without autograd",
     )
 
 
@@ -746,6 +751,134 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # A loss that starts empty whose generator forward an inner if/else picks within a branch
+            # (ParallelWaveGAN's VQ generator, on the audio or its sub-bands), and a term computed in a branch
+            # of its own from a forward run there (the discriminator scoring the generated audio): each
+            # forward without autograd; the discriminator's features of the real audio, already under no_grad,
+            # get none.
+            "import torch\n"
+            "def train_step(self, x, y):\n"
+            "    gen_loss = 0.0\n"
+            "    if self.is_vq:\n"
+            "        if self.bands == 1:\n"
+            "            y_, z = self.model['generator'](y, *x)\n"
+            "        else:\n"
+            "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+            "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+            "    else:\n"
+            "        y_ = self.model['generator'](*x)\n"
+            "    gen_loss += self.criterion['mel'](y_, y)\n"
+            "    if self.steps > self.start:\n"
+            "        p_ = self.model['discriminator'](y_)\n"
+            "        adv_loss = self.criterion['adv'](p_)\n"
+            "        if self.use_feat_match:\n"
+            "            with torch.no_grad():\n"
+            "                p = self.model['discriminator'](y)\n"
+            "            adv_loss += self.criterion['feat'](p_, p)\n"
+            "        gen_loss += adv_loss\n"
+            "    self.optimizer['generator'].zero_grad()\n"
+            "    gen_loss.backward()\n"
+            "    self.optimizer['generator'].step()\n",
+            (
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            with torch.no_grad():\n"
+                "                y_, z = self.model['generator'](y, *x)\n"
+                "        else:\n"
+                "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    if self.steps > self.start:\n"
+                "        p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_)\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            y_, z = self.model['generator'](y, *x)\n"
+                "        else:\n"
+                "            with torch.no_grad():\n"
+                "                y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    if self.steps > self.start:\n"
+                "        p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_)\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            y_, z = self.model['generator'](y, *x)\n"
+                "        else:\n"
+                "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+                "    else:\n"
+                "        with torch.no_grad():\n"
+                "            y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    if self.steps > self.start:\n"
+                "        p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_)\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            y_, z = self.model['generator'](y, *x)\n"
+                "        else:\n"
+                "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    if self.steps > self.start:\n"
+                "        with torch.no_grad():\n"
+                "            p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_)\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+            ),
+        ),
     )
     untouched = (
         # A step override that reaches the model only through evaluation.
@@ -857,21 +990,12 @@ class NoGradTraining(Operator):
     @staticmethod
     def _forward_after_empty_start(source, training, backward):
         """A loss that starts empty (`gen_loss = 0.0`) and is added up from terms computed after
-        it (ParallelWaveGAN's generator step): the forward those terms read, run after that start
-        in its block (in each branch of the if/elif chain that picks the generator), without
-        autograd. The first statement after the start that a forward precedes is searched from."""
-        assign = training.loss_assignment(backward)
-        value = assign.value if isinstance(assign, cst.Assign) else None
-        if isinstance(value, cst.UnaryOperation):
-            value = value.expression
-        if not isinstance(value, (cst.Integer, cst.Float)):
-            return
-        line, siblings = source.block_of(assign)
-        if line not in siblings:
-            return
-        for later in siblings[siblings.index(line) + 1 :]:
-            if (yield from NoGradTraining._feeding_forward_in_block(source, training, later)):
-                return
+        it: the forward those terms read, and a term's own forward in its branch (see
+        forwards.py), without autograd."""
+        for forward in forwards_after_empty_start(source, training, backward):
+            yield _without_autograd(source, training, forward)
+        for forward in forwards_of_branch_terms(source, training, backward):
+            yield _without_autograd(source, training, forward)
 
     @staticmethod
     def _feeding_forward(source, training, first):
@@ -881,7 +1005,10 @@ class NoGradTraining(Operator):
         Where its block holds none and is a branch of an `if`, the statements before that `if`
         are searched the same way (chemprop's loss computed in the branch its task type picks,
         from the forward run before the branching)."""
-        if (yield from NoGradTraining._feeding_forward_in_block(source, training, first)):
+        forwards, stopped = feeding_forwards_in_block(source, training, first)
+        for forward in forwards:
+            yield _without_autograd(source, training, forward)
+        if stopped:
             return
         _, siblings = source.block_of(first)
         block = source.parent(siblings[0]) if siblings and first in siblings else None
@@ -892,84 +1019,6 @@ class NoGradTraining(Operator):
             branch = source.parent(branch)  # an elif: its chain starts at the outer if
         if isinstance(branch, cst.If):
             yield from NoGradTraining._feeding_forward(source, training, branch)
-
-    @staticmethod
-    def _feeding_forward_in_block(source, training, first):
-        """`_feeding_forward` within `first`'s own block; returns True where the search stopped
-        there (a forward found, or a statement no forward may be looked for past)."""
-        _, siblings = source.block_of(first)
-        if first not in siblings:
-            return True
-        chained = False  # an if/elif chain's forwards were taken: only earlier chains may follow
-        for line in reversed(siblings[: siblings.index(first)]):
-            if chained and not isinstance(line, cst.If):
-                if isinstance(line, cst.SimpleStatementLine) or runs_model(source, training, line, depth=0):
-                    return True
-                continue
-            if isinstance(line, (cst.For, cst.While, cst.With)) and any(
-                runs_model(source, training, a.value, depth=0) for a in source.within(line.body, cst.Assign)
-            ):
-                # a recurrent forward run step by step (`for i in range(n): out, h = rnn(x[i], h)`),
-                # or a forward alone in an autocast block (`with accelerator.autocast(): pred = unet(x)`)
-                if isinstance(line, cst.With) and any(_grad_switch(item.item) for item in line.items):
-                    return True  # a no_grad or set_grad_enabled block: no forward of the training step
-                if source.has_multiline_string(line):
-                    return True
-                yield Change(
-                    line,
-                    (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
-                    "the forward pass runs without autograd",
-                )
-                return True
-            if isinstance(line, cst.If):
-                # the forward chosen by an if/elif chain (SlowFast: by task): each branch's own
-                forwards = [
-                    statement
-                    for statement in _branch_statements(line, lambda w: any(_grad_switch(i.item) for i in w.items))
-                    if isinstance(statement, cst.SimpleStatementLine)
-                    and len(statement.body) == 1
-                    and isinstance(statement.body[0], cst.Assign)
-                    and runs_model(source, training, statement.body[0].value, depth=0)
-                    and not source.has_multiline_string(statement)
-                ]
-                for statement in forwards:
-                    yield Change(
-                        statement,
-                        (
-                            source.reindent(
-                                statement, statement, add=source.indent, header=f"with {training.torch}.no_grad():"
-                            ),
-                        ),
-                        "the forward pass runs without autograd",
-                    )
-                # an earlier chain may choose another forward the loss reads (an adversarial
-                # pass after the main one, ReID's baseline)
-                chained = chained or bool(forwards)
-                continue
-            if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-                continue
-            assign = line.body[0]
-            if not isinstance(assign, cst.Assign) or not (
-                runs_model(source, training, assign.value, depth=0)
-                # a method of the file that runs the forward (mmf's `report = self._forward(batch)`)
-                or (
-                    isinstance(assign.value, cst.Call)
-                    and any(
-                        runs_model(source, training, f.body, depth=0) and not under_no_grad(source, f.body)
-                        for f in training.called_functions(assign.value)
-                    )
-                )
-            ):
-                continue
-            if source.has_multiline_string(line):
-                return True
-            yield Change(
-                line,
-                (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
-                "the forward pass runs without autograd",
-            )
-            return True
-        return chained  # an if/elif chain's forwards were taken
 
     @staticmethod
     def _forward_before_branch(source, training, first, branches: set):
@@ -1063,15 +1112,7 @@ class NoGradTraining(Operator):
                         or under_no_grad(source, value)
                     ):
                         continue
-                    yield Change(
-                        statement,
-                        (
-                            source.reindent(
-                                statement, statement, add=source.indent, header=f"with {training.torch}.no_grad():"
-                            ),
-                        ),
-                        "the forward pass runs without autograd",
-                    )
+                    yield _without_autograd(source, training, statement)
 
     @staticmethod
     def _forward_helpers(source, training):
@@ -1100,15 +1141,7 @@ class NoGradTraining(Operator):
                 if not calls:
                     continue
                 if not under_no_grad(source, calls[0]) and not source.has_multiline_string(statement):
-                    yield Change(
-                        statement,
-                        (
-                            source.reindent(
-                                statement, statement, add=source.indent, header=f"with {training.torch}.no_grad():"
-                            ),
-                        ),
-                        "the forward pass runs without autograd",
-                    )
+                    yield _without_autograd(source, training, statement)
                 break
 
     @staticmethod
@@ -1236,19 +1269,3 @@ def _module_class(source, function: cst.FunctionDef) -> bool:
         return False
     bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in owner.bases]
     return not all(base in ("ABC", "object", "") or base.endswith(("Engine", "Mixin")) for base in bases)
-
-
-def _branch_statements(branch: cst.If, switched=lambda with_: False) -> list[cst.CSTNode]:
-    """The statements directly in each branch of an if/elif/else chain, and in the `with` blocks
-    there (an autocast) unless `switched` says the block turns autograd off."""
-    found: list[cst.CSTNode] = []
-    node: cst.If | cst.Else | None = branch
-    while node is not None:
-        for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
-            if isinstance(statement, cst.With) and isinstance(statement.body, cst.IndentedBlock):
-                if not switched(statement):
-                    found.extend(statement.body.body)
-            else:
-                found.append(statement)
-        node = node.orelse if isinstance(node, cst.If) else None
-    return found

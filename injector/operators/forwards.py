@@ -1,0 +1,171 @@
+"""Where the training forward runs when the loss's own statements hold none: the searches that
+no-grad-training (run it without autograd) and detached-graph (cut off its output) share."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from injector.patterns import dotted, last_name, runs_model, under_no_grad
+
+
+def grad_switch(expr: cst.BaseExpression) -> bool:
+    """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(...)`."""
+    return isinstance(expr, cst.Call) and (last_name(expr.func) or "") in (
+        "no_grad",
+        "inference_mode",
+        "set_grad_enabled",
+    )
+
+
+def switches_grad(block: cst.With) -> bool:
+    return any(grad_switch(item.item) for item in block.items)
+
+
+def branch_statements(branch: cst.If, switched=lambda with_: False) -> list[cst.CSTNode]:
+    """The statements in each branch of an if/elif/else chain, in the `with` blocks there (an
+    autocast) unless `switched` says the block turns autograd off, and in the branches of an `if`
+    nested there (ParallelWaveGAN's VQ generator, run on the audio or on its sub-bands)."""
+    found: list[cst.CSTNode] = []
+    node: cst.If | cst.Else | None = branch
+    while node is not None:
+        for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+            if isinstance(statement, cst.With) and isinstance(statement.body, cst.IndentedBlock):
+                if not switched(statement):
+                    found.extend(statement.body.body)
+            elif isinstance(statement, cst.If):
+                found.extend(branch_statements(statement, switched))
+            else:
+                found.append(statement)
+        node = node.orelse if isinstance(node, cst.If) else None
+    return found
+
+
+def _forward_assignment(source, training, line: cst.CSTNode) -> bool:
+    """A one-assignment line whose value runs the model."""
+    return (
+        isinstance(line, cst.SimpleStatementLine)
+        and len(line.body) == 1
+        and isinstance(line.body[0], cst.Assign)
+        and runs_model(source, training, line.body[0].value, depth=0)
+    )
+
+
+def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode], bool]:
+    """The forward passes run before `first` in its own block that feed it, nearest first: a
+    one-assignment line, a loop or `with` block that runs the model, or each branch's forward of
+    an if/elif chain (and of earlier chains). Also whether the search stopped there (a forward
+    found, or a statement no forward may be looked for past)."""
+    _, siblings = source.block_of(first)
+    if first not in siblings:
+        return [], True
+    found: list[cst.CSTNode] = []
+    chained = False  # an if/elif chain's forwards were taken: only earlier chains may follow
+    for line in reversed(siblings[: siblings.index(first)]):
+        if chained and not isinstance(line, cst.If):
+            if isinstance(line, cst.SimpleStatementLine) or runs_model(source, training, line, depth=0):
+                return found, True
+            continue
+        if isinstance(line, (cst.For, cst.While, cst.With)) and any(
+            runs_model(source, training, a.value, depth=0) for a in source.within(line.body, cst.Assign)
+        ):
+            # a recurrent forward run step by step (`for i in range(n): out, h = rnn(x[i], h)`),
+            # or a forward alone in an autocast block (`with accelerator.autocast(): pred = unet(x)`);
+            # a no_grad or set_grad_enabled block holds no forward of the training step
+            if not (isinstance(line, cst.With) and switches_grad(line)) and not source.has_multiline_string(line):
+                found.append(line)
+            return found, True
+        if isinstance(line, cst.If):
+            # the forward chosen by an if/elif chain (SlowFast: by task): each branch's own; an
+            # earlier chain may choose another forward the loss reads (an adversarial pass after
+            # the main one, ReID's baseline)
+            forwards = [
+                statement
+                for statement in branch_statements(line, switches_grad)
+                if _forward_assignment(source, training, statement) and not source.has_multiline_string(statement)
+            ]
+            found.extend(forwards)
+            chained = chained or bool(forwards)
+            continue
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            continue
+        assign = line.body[0]
+        if not isinstance(assign, cst.Assign) or not (
+            runs_model(source, training, assign.value, depth=0)
+            # a method of the file that runs the forward (mmf's `report = self._forward(batch)`)
+            or (
+                isinstance(assign.value, cst.Call)
+                and any(
+                    runs_model(source, training, f.body, depth=0) and not under_no_grad(source, f.body)
+                    for f in training.called_functions(assign.value)
+                )
+            )
+        ):
+            continue
+        if not source.has_multiline_string(line):
+            found.append(line)
+        return found, True
+    return found, chained
+
+
+def empty_start(source, training, backward) -> cst.Assign | None:
+    """The assignment of a loss that starts empty (`gen_loss = 0.0`) for its terms to be added
+    into, or None."""
+    assign = training.loss_assignment(backward)
+    value = assign.value if isinstance(assign, cst.Assign) else None
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    return assign if isinstance(value, (cst.Integer, cst.Float)) else None
+
+
+def forwards_after_empty_start(source, training, backward) -> list[cst.CSTNode]:
+    """A loss that starts empty and is added up from terms computed after it (ParallelWaveGAN's
+    generator step): the forward those terms read, in each branch of the if/elif chain that
+    picks the generator. Searched from the first statement after the start that a forward
+    precedes."""
+    assign = empty_start(source, training, backward)
+    if assign is None:
+        return []
+    line, siblings = source.block_of(assign)
+    if line not in siblings:
+        return []
+    for later in siblings[siblings.index(line) + 1 :]:
+        forwards, stopped = feeding_forwards_in_block(source, training, later)
+        if stopped:
+            return forwards
+    return []
+
+
+def forwards_of_branch_terms(source, training, backward) -> list[cst.CSTNode]:
+    """A loss that starts empty, of its terms those computed in a block of their own from a forward
+    run there (ParallelWaveGAN's adversarial loss, added once the discriminator trains, from the
+    discriminator's score of the generated audio): that forward, nearest before the term."""
+    start = empty_start(source, training, backward)
+    function = source.function_of(start) if start is not None else None
+    if start is None or function is None or len(start.targets) != 1:
+        return []
+    name = dotted(start.targets[0].target)
+    _, start_block = source.block_of(start)
+    after, before = source.span(start)[1], source.span(backward.call)[0]
+    found: list[cst.CSTNode] = []
+    for added in source.within(function, cst.AugAssign):
+        if not after < source.span(added)[0] < before or dotted(added.target) != name:
+            continue
+        for read in source.within(added.value, cst.Name):
+            term = training.last_assignment(read.value, added)
+            if not isinstance(term, cst.Assign) or under_no_grad(source, term):
+                continue
+            line, siblings = source.block_of(term)
+            if line not in siblings or siblings is start_block or source.span(term)[0] < after:
+                continue
+            reads = {n.value for n in source.within(term.value, cst.Name)}
+            forwards, _ = feeding_forwards_in_block(source, training, line)
+            for forward in forwards:
+                assigned = {
+                    n.value
+                    for a in source.within(forward, cst.Assign)
+                    for t in a.targets
+                    for n in source.within(t.target, cst.Name)
+                }
+                if assigned & reads and forward not in found:
+                    found.append(forward)
+    return found
