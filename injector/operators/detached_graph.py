@@ -819,7 +819,9 @@ def _detached_forwards(source, training, backward, start: cst.CSTNode):
         if source.span(forward)[0] < after or not isinstance(forward, cst.SimpleStatementLine):
             continue
         assign = forward.body[0]
-        target = assign.targets[0].target if isinstance(assign, cst.Assign) and len(assign.targets) == 1 else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            continue
+        target = assign.targets[0].target
         if isinstance(target, (cst.Name, cst.Attribute)):
             edit = source.replace(assign.value, method_on(source, assign.value, "detach"))
         elif isinstance(target, cst.Tuple) and isinstance(target.elements[0].value, cst.Name):
