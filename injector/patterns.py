@@ -8,6 +8,7 @@ is an optimizer) with naming conventions for objects built elsewhere.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -700,6 +701,25 @@ class Training:
         )
 
     @cached_property
+    def trained_criteria(self) -> set[str]:
+        """Criteria, by name, whose parameters the file hands an optimizer built in the same
+        function (CPC's `g_params = list(cpcCriterion.parameters()) + list(cpcModel.parameters())`,
+        then `Adam(g_params, ...)`: prediction heads with dropout, trained with the model): modules
+        whose modes count."""
+        found = set()
+        for call in self.source.nodes(cst.Call):
+            holder = call.func.value if isinstance(call.func, cst.Attribute) else None
+            if holder is None or callee_name(call) not in ("parameters", "named_parameters"):
+                continue
+            if not is_criterion(holder):
+                continue
+            function = self.source.function_of(call)
+            scope = function.body if function is not None else self.source.module
+            if any(_constructor_role(c) == "optimizer" for c in self.source.within(scope, cst.Call)):
+                found.add(last_name(holder) or "")
+        return found
+
+    @cached_property
     def moded(self) -> set[str]:
         """What the file switches to eval mode (`g_ema.eval()`, `model.train(False)`), as written:
         modules with a forward pass (a criterion's mode switch does not count)."""
@@ -709,8 +729,8 @@ class Training:
                 isinstance(call.func, cst.Attribute)
                 and callee_name(call) in {"eval", "train"}
                 and (callee_name(call) == "train" or not call.args)
-                and (callee_name(call) == "eval" or sets_mode(call))
-                and not is_criterion(call.func.value)
+                and (callee_name(call) == "eval" or sets_mode(call, self.trained_criteria))
+                and not is_criterion(call.func.value, self.trained_criteria)
             ):
                 name = dotted(call.func.value)
                 if name is not None and name != "self":
@@ -1724,10 +1744,10 @@ def is_abstract(function: cst.FunctionDef) -> bool:
     return isinstance(raised, cst.Name) and raised.value == "NotImplementedError"
 
 
-def sets_mode(call: cst.Call) -> bool:
+def sets_mode(call: cst.Call, trained: Collection[str] = ()) -> bool:
     """True for `module.train(...)` setting a mode, not `trainer.train(epochs)` running a training:
     a module's `train` takes one argument, `mode` (`self.train(print_freq=10, open_layers=...)`
-    is a trainer's own epoch method)."""
+    is a trainer's own epoch method). A criterion's counts only where it is among `trained`."""
     if not isinstance(call.func, cst.Attribute) or callee_name(call) != "train":
         return False
     if len(call.args) > 1 or any(a.star or (a.keyword is not None and a.keyword.value != "mode") for a in call.args):
@@ -1735,7 +1755,7 @@ def sets_mode(call: cst.Call) -> bool:
     owner = (last_name(call.func.value) or "").lower()
     return not any(
         word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment")
-    ) and not is_criterion(call.func.value)
+    ) and not is_criterion(call.func.value, trained)
 
 
 def grad_switched_loops(source: Source, training: Training) -> list[tuple[cst.With, cst.BaseExpression]]:
@@ -1767,12 +1787,13 @@ def mode_by_method_name(call: cst.Call) -> cst.Arg | None:
     return None if mode is None or is_literal_bool(mode.value) else mode
 
 
-def is_criterion(expr: cst.BaseExpression) -> bool:
+def is_criterion(expr: cst.BaseExpression, trained: Collection[str] = ()) -> bool:
     """True for a loss module by its name (`criterion`, `loss_fn`, `self.dino_loss`): switching its
     mode changes nothing unless it holds dropout or batch-norm, which criteria do not. A loss
-    model (Sentence Transformers' `loss_model`) wraps the model it trains: no criterion."""
+    model (Sentence Transformers' `loss_model`) wraps the model it trains: no criterion. Nor is
+    one among `trained` (`Training.trained_criteria`: its parameters are trained)."""
     name = (last_name(expr) or "").lower()
-    return ("criterion" in name or "loss" in name) and "model" not in name
+    return ("criterion" in name or "loss" in name) and "model" not in name and (last_name(expr) or "") not in trained
 
 
 def is_literal_bool(expr: cst.BaseExpression, value: bool | None = None) -> bool:

@@ -93,7 +93,7 @@ def removed_mode_switches(
                     yield Change(
                         assign, (source.replace(call, receiver),), f"removed `.eval()` on `{receiver}`: {effect}"
                     )
-    yield from deleted_calls(source, switches, "removed `{code}`: " + effect)
+    yield from _deleted_switches(source, switches, "removed `{code}`: " + effect)
     for statement in fixed_mode_calls(source, training, to_train):
         yield Change(
             statement, (source.delete_statement(statement),), f"removed `{source.code(statement.value)}`: {effect}"
@@ -102,6 +102,52 @@ def removed_mode_switches(
         yield Change(
             statement, (source.delete_statement(statement),), f"removed `{source.code(statement.value)}`: {effect}"
         )
+
+
+def _deleted_switches(source: Source, wanted, description: str) -> Iterator[Change]:
+    """`deleted_calls` for mode switches, where a switch written twice in a row (CPC's
+    `cpcCriterion.eval()` and `cpcModel.eval()`, each repeated two lines below) is deleted with its
+    repeat: either one alone changes nothing, so the repeat gets no mutant of its own."""
+    repeats = {}
+    for statement in source.nodes(cst.Expr):
+        call = statement.value
+        if isinstance(call, cst.Call) and wanted(call) and statement not in repeats:
+            for repeat in _repeats(source, statement):
+                repeats[repeat] = statement
+    for statement in source.nodes(cst.Expr):
+        call = statement.value
+        if not isinstance(call, cst.Call) or not wanted(call) or statement in repeats:
+            continue
+        if source.is_reachable(statement):
+            edits = [source.delete_statement(statement)]
+            edits += [source.delete_statement(r) for r, first in repeats.items() if first is statement]
+            yield Change(statement, tuple(edits), description.format(code=source.code(call)))
+
+
+def _repeats(source: Source, statement: cst.Expr) -> list[cst.Expr]:
+    """The later statements of `statement`'s block that repeat its call word for word, with
+    nothing between them that names its receiver or is more than a simple statement."""
+    call = statement.value
+    receiver = (
+        source.code(call.func.value) if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) else None
+    )
+    line, siblings = source.block_of(statement)
+    if receiver is None or line not in siblings:
+        return []
+    found = []
+    for later in siblings[siblings.index(line) + 1 :]:
+        if not isinstance(later, cst.SimpleStatementLine):
+            break
+        if (
+            len(later.body) == 1
+            and isinstance(later.body[0], cst.Expr)
+            and source.code(later.body[0]) == source.code(statement)
+        ):
+            found.append(later.body[0])
+            continue
+        if any(source.code(n) == receiver for n in source.within(later, (cst.Name, cst.Attribute))):
+            break
+    return found
 
 
 def deleted_calls(source: Source, wanted, description: str) -> Iterator[Change]:

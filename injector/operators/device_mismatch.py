@@ -421,18 +421,88 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
 def _scattered_by_data_parallel(source, training, call: cst.Call) -> bool:
     """True for a batch moved where it is handed straight to a model wrapped in `DataParallel`
     (pytorch-retinanet's `retinanet([data['img'].cuda().float(), data['annot']])` after
-    `retinanet = torch.nn.DataParallel(retinanet).cuda()`): DataParallel scatters its inputs
-    to its GPUs itself, so the move changes nothing."""
+    `retinanet = torch.nn.DataParallel(retinanet).cuda()`), or moved into a name only such a model
+    is handed: DataParallel scatters its inputs to its GPUs itself, so the move changes nothing."""
     start, end = source.span(call)
     for ancestor in source.ancestors(call):
         if isinstance(ancestor, (cst.SimpleStatementLine, cst.FunctionDef)):
-            return False
+            break
         if not isinstance(ancestor, cst.Call) or not isinstance(ancestor.func, (cst.Name, cst.Attribute)):
             continue
         handed = any(source.span(a)[0] <= start and end <= source.span(a)[1] for a in ancestor.args)
         if handed and training.constructor(ancestor.func) == "DataParallel":
             return True
+    return _moved_for_data_parallel(source, training, call)
+
+
+def _moved_batch(source, target: cst.BaseExpression, call: cst.Call) -> bool:
+    """True for a name the function bound, before `call`, to a tensor moved to a device
+    (`sources = sources.to(self.device)`): `x.to(sources)` places `x` beside it."""
+    function = source.function_of(call)
+    if not isinstance(target, cst.Name) or function is None:
+        return False
+    start = source.span(call)[0]
+    for assign in source.within(function, cst.Assign):
+        value = assign.value
+        if (
+            source.span(assign)[1] <= start
+            and any(isinstance(t.target, cst.Name) and t.target.value == target.value for t in assign.targets)
+            and isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and (
+                value.func.attr.value == "cuda"
+                or (value.func.attr.value == "to" and value.args and _is_device(value.args[0].value))
+            )
+        ):
+            return True
     return False
+
+
+def _moved_for_data_parallel(source, training, call: cst.Call) -> bool:
+    """True for `x = x.cuda()` whose every later use, up to where `x` is bound again, hands it
+    straight to a model that is a `DataParallel` wherever the function runs it (CPC's
+    `batchData = batchData.cuda(non_blocking=True)`, then `cpcModel(batchData, label)` in a step
+    function that main() hands `cpcModel = torch.nn.DataParallel(...)`): the wrapper scatters
+    its inputs to its GPUs itself."""
+    assign = source.parent(call)
+    function = source.function_of(call)
+    if (
+        not isinstance(assign, cst.Assign)
+        or assign.value is not call
+        or len(assign.targets) != 1
+        or not isinstance(assign.targets[0].target, cst.Name)
+        or function is None
+    ):
+        return False
+    name = assign.targets[0].target.value
+    after = source.span(assign)[1]
+    uses = []
+    for statement in source.within(function, cst.SimpleStatementLine):
+        if source.span(statement)[0] < after:
+            continue
+        for small in statement.body:
+            read = small.value if isinstance(small, cst.Assign) else small
+            uses += [n for n in source.within(read, cst.Name) if n.value == name]
+        if any(
+            isinstance(a, cst.Assign) and any(name in _bound_names(t.target) for t in a.targets) for a in statement.body
+        ):
+            break  # bound again (`c_feature, encoded_data, label = cpcModel(batchData, label)`)
+    if not uses:
+        return False
+    for use in uses:
+        arg = source.parent(use)
+        caller = source.parent(arg) if isinstance(arg, cst.Arg) and arg.value is use else None
+        if not isinstance(caller, cst.Call) or training.classes_at(caller.func, caller) != {"DataParallel"}:
+            return False
+    return True
+
+
+def _bound_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_bound_names(e.value) for e in target.elements))
+    return set()
 
 
 def _moved_for_a_reduction(source, call: cst.Call) -> bool:
@@ -1235,6 +1305,77 @@ class DeviceMismatch(Operator):
                 SR_MODEL_STEP.replace("data['gt'].to(self.device)", "data['gt']"),
             ),
         ),
+        Example(
+            # A step function main() hands a DataParallel model (CPC_audio's shape), its label going
+            # straight to a plain criterion: the label's move counts; the input's, handed only to the
+            # wrapper, which scatters it itself, does not.
+            "import torch\n"
+            "def train_step(loader, model, criterion, optimizer):\n"
+            "    for x, y in loader:\n"
+            "        x = x.cuda(non_blocking=True)\n"
+            "        y = y.cuda(non_blocking=True)\n"
+            "        logits = model(x)\n"
+            "        loss = criterion(logits, y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "def main(net, loader, optimizer):\n"
+            "    model = torch.nn.DataParallel(net).cuda()\n"
+            "    train_step(loader, model, torch.nn.CrossEntropyLoss(), optimizer)\n",
+            (
+                "import torch\n"
+                "def train_step(loader, model, criterion, optimizer):\n"
+                "    for x, y in loader:\n"
+                "        x = x.cuda(non_blocking=True)\n"
+                "        y = y\n"
+                "        logits = model(x)\n"
+                "        loss = criterion(logits, y)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "def main(net, loader, optimizer):\n"
+                "    model = torch.nn.DataParallel(net).cuda()\n"
+                "    train_step(loader, model, torch.nn.CrossEntropyLoss(), optimizer)\n",
+            ),
+        ),
+        Example(
+            # A constant placed beside the batch by `.to(batch)` (demucs' per-source weights): the fault
+            # keeps its cast, not its place. The rule follows batches moved in the function: one placed
+            # beside the model's output (`.to(estimate)`) is not taken.
+            "import torch\n"
+            "def run_one_epoch(self, loader, weights):\n"
+            "    for sources in loader:\n"
+            "        sources = sources.to(self.device)\n"
+            "        estimate = self.model(sources[:, 0])\n"
+            "        loss = (estimate - sources[:, 1:]).abs().mean(dim=(0, 2))\n"
+            "        weight = torch.tensor(weights).to(sources)\n"
+            "        scale = torch.tensor(self.scale).to(estimate)\n"
+            "        loss = (loss * weight * scale).sum() / weight.sum()\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "import torch\n"
+                "def run_one_epoch(self, loader, weights):\n"
+                "    for sources in loader:\n"
+                "        sources = sources\n"
+                "        estimate = self.model(sources[:, 0])\n"
+                "        loss = (estimate - sources[:, 1:]).abs().mean(dim=(0, 2))\n"
+                "        weight = torch.tensor(weights).to(sources)\n"
+                "        scale = torch.tensor(self.scale).to(estimate)\n"
+                "        loss = (loss * weight * scale).sum() / weight.sum()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+                "import torch\n"
+                "def run_one_epoch(self, loader, weights):\n"
+                "    for sources in loader:\n"
+                "        sources = sources.to(self.device)\n"
+                "        estimate = self.model(sources[:, 0])\n"
+                "        loss = (estimate - sources[:, 1:]).abs().mean(dim=(0, 2))\n"
+                "        weight = torch.tensor(weights).to(sources.dtype)\n"
+                "        scale = torch.tensor(self.scale).to(estimate)\n"
+                "        loss = (loss * weight * scale).sum() / weight.sum()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A task module that wraps the model, converted and kept as the model; an optimizer's
@@ -1257,7 +1398,20 @@ class DeviceMismatch(Operator):
         "        loss = model([data['img'].cuda().float(), data['annot']]).mean()\n"
         "        loss.backward()\n"
         "        optimizer.step()\n",
-        # Metric modules moved with the model (segmentation_models.pytorch's epoch runner).
+        # Batches moved into names that only a DataParallel model is handed, in a step function
+        # main() hands that model (CPC_audio's trainStep: the label comes back from the model on
+        # the GPU for the criterion).
+        "def train_step(loader, cpc_model, criterion, optimizer):\n"
+        "    for data, label in loader:\n"
+        "        data = data.cuda(non_blocking=True)\n"
+        "        label = label.cuda(non_blocking=True)\n"
+        "        features, encoded, label = cpc_model(data, label)\n"
+        "        loss = criterion(features, encoded, label).sum()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "def main(net, loader, criterion, optimizer):\n"
+        "    cpc_model = torch.nn.DataParallel(net).cuda()\n"
+        "    train_step(loader, cpc_model, criterion, optimizer)\n",
         "def _to_device(self):\n"
         "    self.model.to(self.device)\n"
         "    for metric in self.metrics:\n"
@@ -1459,6 +1613,16 @@ class DeviceMismatch(Operator):
                 continue
             if name == "to":
                 target = argument(call, "device", 0)
+                if target is not None and _moved_batch(source, target.value, call):
+                    # `torch.tensor(args.weights).to(sources)`: placed (and cast) like a batch on the
+                    # device (demucs' per-source weights); the fault keeps the cast, not the place
+                    tensor = source.code(call.func.value)
+                    yield Change(
+                        call,
+                        (source.replace(target.value, f"{source.code(target.value)}.dtype"),),
+                        f"`{tensor}` stays on the CPU",
+                    )
+                    continue
                 if (
                     target is None
                     or not (_is_device(target.value) or _picked_device_for_input(source, training, target.value, call))

@@ -21,14 +21,35 @@ def switches_grad(block: cst.With) -> bool:
     return any(grad_switch(item.item) for item in block.items)
 
 
+# a step function's flag for training (demucs' `_run_one_epoch(epoch, train=True)`)
+TRAINING_FLAGS = frozenset({"train", "training", "is_train", "is_training", "train_mode"})
+
+
+def _training_flag(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Name, cst.Attribute)) and (last_name(expr) or "") in TRAINING_FLAGS
+
+
+def _evaluation_test(test: cst.BaseExpression) -> bool:
+    """`not train`, `not train and self.args.valid_apply`: a branch only evaluation takes."""
+    while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        if _evaluation_test(test.left):
+            return True
+        test = test.right
+    return (
+        isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and _training_flag(test.expression)
+    )
+
+
 def branch_statements(branch: cst.If, switched=lambda with_: False) -> list[cst.CSTNode]:
     """The statements in each branch of an if/elif/else chain, in the `with` blocks there (an
     autocast) unless `switched` says the block turns autograd off, and in the branches of an `if`
-    nested there (ParallelWaveGAN's VQ generator, run on the audio or on its sub-bands)."""
+    nested there (ParallelWaveGAN's VQ generator, run on the audio or on its sub-bands). Not a
+    branch that only evaluation takes (`if not train and ...:`, the `else` of `if train:`)."""
     found: list[cst.CSTNode] = []
     node: cst.If | cst.Else | None = branch
     while node is not None:
-        for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+        evaluation = isinstance(node, cst.If) and _evaluation_test(node.test)
+        for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) and not evaluation else ():
             if isinstance(statement, cst.With) and isinstance(statement.body, cst.IndentedBlock):
                 if not switched(statement):
                     found.extend(statement.body.body)
@@ -36,17 +57,34 @@ def branch_statements(branch: cst.If, switched=lambda with_: False) -> list[cst.
                 found.extend(branch_statements(statement, switched))
             else:
                 found.append(statement)
+        if isinstance(node, cst.If) and _training_flag(node.test):
+            break
         node = node.orelse if isinstance(node, cst.If) else None
     return found
 
 
+def _batch_rebound(source, line: cst.CSTNode) -> bool:
+    """True for a line that binds the batch loop's own target again (demucs' `sources =
+    self.augment(sources)`, `sources = self.model.transform_target(mix, sources)`): the data
+    transformed, not the forward pass whose output the loss takes."""
+    assign = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return False
+    target = assign.targets[0].target
+    loop = next((a for a in source.ancestors(line) if isinstance(a, cst.For)), None)
+    if not isinstance(target, cst.Name) or loop is None:
+        return False
+    return target.value in {n.value for n in source.within(loop.target, cst.Name)}
+
+
 def _forward_assignment(source, training, line: cst.CSTNode) -> bool:
-    """A one-assignment line whose value runs the model."""
+    """A one-assignment line whose value runs the model (not on the batch it binds again)."""
     return (
         isinstance(line, cst.SimpleStatementLine)
         and len(line.body) == 1
         and isinstance(line.body[0], cst.Assign)
         and runs_model(source, training, line.body[0].value, depth=0)
+        and not _batch_rebound(source, line)
     )
 
 
@@ -89,14 +127,18 @@ def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
             continue
         assign = line.body[0]
-        if not isinstance(assign, cst.Assign) or not (
-            runs_model(source, training, assign.value, depth=0)
-            # a method of the file that runs the forward (mmf's `report = self._forward(batch)`)
-            or (
-                isinstance(assign.value, cst.Call)
-                and any(
-                    runs_model(source, training, f.body, depth=0) and not under_no_grad(source, f.body)
-                    for f in training.called_functions(assign.value)
+        if (
+            not isinstance(assign, cst.Assign)
+            or _batch_rebound(source, line)
+            or not (
+                runs_model(source, training, assign.value, depth=0)
+                # a method of the file that runs the forward (mmf's `report = self._forward(batch)`)
+                or (
+                    isinstance(assign.value, cst.Call)
+                    and any(
+                        runs_model(source, training, f.body, depth=0) and not under_no_grad(source, f.body)
+                        for f in training.called_functions(assign.value)
+                    )
                 )
             )
         ):

@@ -296,8 +296,46 @@ class LossTensorLeak(Operator):
                 _ENTROPY_STEP.replace("entropy_total += entropy.item()", "entropy_total += entropy"),
             ),
         ),
+        Example(
+            # An array read out of the loss and added into a figure that starts as a number: the fault
+            # keeps the loss itself there (a numpy accumulator is in this operator's untouched snippets).
+            "import numpy as np\n"
+            "def train(loader, model, criterion, optimizer):\n"
+            "    logs = {}\n"
+            "    for x, y in loader:\n"
+            "        losses = criterion(model(x), y)\n"
+            "        losses.sum().backward()\n"
+            "        optimizer.step()\n"
+            '        if "loss" not in logs:\n'
+            '            logs["loss"] = 0.0\n'
+            '        logs["loss"] += losses.mean(dim=0).detach().cpu().numpy()\n',
+            (
+                "import numpy as np\n"
+                "def train(loader, model, criterion, optimizer):\n"
+                "    logs = {}\n"
+                "    for x, y in loader:\n"
+                "        losses = criterion(model(x), y)\n"
+                "        losses.sum().backward()\n"
+                "        optimizer.step()\n"
+                '        if "loss" not in logs:\n'
+                '            logs["loss"] = 0.0\n'
+                '        logs["loss"] += losses.mean(dim=0)\n',
+            ),
+        ),
     )
     untouched = (
+        # An array read out of the loss and added into a numpy array the function made (CPC_audio's
+        # per-step losses): a tensor that requires grad added there fails at once, it is not kept.
+        "import numpy as np\n"
+        "def train(loader, model, criterion, optimizer):\n"
+        "    logs = {}\n"
+        "    for x, y in loader:\n"
+        "        losses = criterion(model(x), y)\n"
+        "        losses.sum().backward()\n"
+        "        optimizer.step()\n"
+        "        if 'loss' not in logs:\n"
+        "            logs['loss'] = np.zeros(losses.size(1))\n"
+        "        logs['loss'] += losses.mean(dim=0).detach().cpu().numpy()\n",
         # An array read out of the loss into a logger that writes it out and keeps nothing; a
         # read-out that never cuts the graph cannot be a NumPy array.
         "for x, y in loader:\n    loss = criterion(model(x), y)\n    writer.add_scalar('loss', loss.detach().cpu().numpy())\n",
@@ -518,9 +556,28 @@ def _kept_as_given(source, call: cst.Call) -> bool:
         if isinstance(ancestor, cst.Call) and _stores(ancestor):
             owner = (last_name(ancestor.func.value) or "").lower()  # type: ignore[attr-defined]
             return callee_name(ancestor) in ("append", "extend", "insert", "add") or bool(_TRACKER.search(owner))
+        if isinstance(ancestor, cst.AugAssign):
+            return not _numpy_accumulator(source, ancestor)
         if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             break
     return True
+
+
+def _numpy_accumulator(source, added: cst.AugAssign) -> bool:
+    """True where what the array is added into starts as a numpy array in the same function
+    (CPC's `logs["locLoss_train"] = np.zeros(...)`, then `+= (...).detach().cpu().numpy()`): a
+    tensor that requires grad added there fails at once, it is not kept."""
+    target = source.code(added.target)
+    function = source.function_of(added)
+    for assign in source.within(function if function is not None else source.module, cst.Assign):
+        value = assign.value
+        if (
+            any(source.code(t.target) == target for t in assign.targets)
+            and isinstance(value, cst.Call)
+            and (dotted(value.func) or "").split(".")[0] in ("np", "numpy")
+        ):
+            return True
+    return False
 
 
 def _unpacked_into(assign: cst.Assign, call: cst.Call) -> set:

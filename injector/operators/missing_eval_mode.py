@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
@@ -20,8 +22,8 @@ from injector.patterns import (
 MODE_KEYWORDS = frozenset({"training", "train", "is_training", "train_mode"})  # a mode handed to a context manager
 
 
-def _is_eval(call: cst.Call) -> bool:
-    if not isinstance(call.func, cst.Attribute) or is_criterion(call.func.value):
+def _is_eval(call: cst.Call, trained: Collection[str] = ()) -> bool:
+    if not isinstance(call.func, cst.Attribute) or is_criterion(call.func.value, trained):
         return False
     if callee_name(call) == "eval":
         return not call.args
@@ -327,6 +329,84 @@ class MissingEvalMode(Operator):
                 "    for x, y in loader:\n        model(x, y).backward()\n    samples = ema(noise)\n",
             ),
         ),
+        Example(
+            # A criterion whose parameters the optimizer trains with the model's (CPC_audio's prediction
+            # heads, with dropout): its switch counts. Each switch written twice in a row (CPC's valStep) is
+            # deleted with its repeat: either alone changes nothing.
+            "import torch\n"
+            "def train_epoch(loader, model, criterion, optimizer):\n"
+            "    model.train()\n"
+            "    criterion.train()\n"
+            "    for x, y in loader:\n"
+            "        loss = criterion(model(x), y).sum()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "def validate(loader, model, criterion):\n"
+            "    criterion.eval()\n"
+            "    model.eval()\n"
+            "    logs = {}\n"
+            "    criterion.eval()\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        for x, y in loader:\n"
+            '            logs["loss"] = criterion(model(x), y).sum().item()\n'
+            "    return logs\n"
+            "def main(model, criterion, loaders):\n"
+            "    params = list(criterion.parameters()) + list(model.parameters())\n"
+            "    optimizer = torch.optim.Adam(params, lr=2e-4)\n"
+            "    for epoch in range(10):\n"
+            "        train_epoch(loaders[0], model, criterion, optimizer)\n"
+            "        validate(loaders[1], model, criterion)\n",
+            (
+                "import torch\n"
+                "def train_epoch(loader, model, criterion, optimizer):\n"
+                "    model.train()\n"
+                "    criterion.train()\n"
+                "    for x, y in loader:\n"
+                "        loss = criterion(model(x), y).sum()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "        optimizer.zero_grad()\n"
+                "def validate(loader, model, criterion):\n"
+                "    model.eval()\n"
+                "    logs = {}\n"
+                "    model.eval()\n"
+                "    with torch.no_grad():\n"
+                "        for x, y in loader:\n"
+                '            logs["loss"] = criterion(model(x), y).sum().item()\n'
+                "    return logs\n"
+                "def main(model, criterion, loaders):\n"
+                "    params = list(criterion.parameters()) + list(model.parameters())\n"
+                "    optimizer = torch.optim.Adam(params, lr=2e-4)\n"
+                "    for epoch in range(10):\n"
+                "        train_epoch(loaders[0], model, criterion, optimizer)\n"
+                "        validate(loaders[1], model, criterion)\n",
+                "import torch\n"
+                "def train_epoch(loader, model, criterion, optimizer):\n"
+                "    model.train()\n"
+                "    criterion.train()\n"
+                "    for x, y in loader:\n"
+                "        loss = criterion(model(x), y).sum()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "        optimizer.zero_grad()\n"
+                "def validate(loader, model, criterion):\n"
+                "    criterion.eval()\n"
+                "    logs = {}\n"
+                "    criterion.eval()\n"
+                "    with torch.no_grad():\n"
+                "        for x, y in loader:\n"
+                '            logs["loss"] = criterion(model(x), y).sum().item()\n'
+                "    return logs\n"
+                "def main(model, criterion, loaders):\n"
+                "    params = list(criterion.parameters()) + list(model.parameters())\n"
+                "    optimizer = torch.optim.Adam(params, lr=2e-4)\n"
+                "    for epoch in range(10):\n"
+                "        train_epoch(loaders[0], model, criterion, optimizer)\n"
+                "        validate(loaders[1], model, criterion)\n",
+            ),
+        ),
     )
     untouched = (
         # A model of linear layers and layer norms, some built by an alternate constructor that
@@ -458,7 +538,7 @@ class MissingEvalMode(Operator):
         def is_switch(call: cst.Call) -> bool:
             function = source.function_of(call)
             return (
-                _is_eval(call)
+                _is_eval(call, training.trained_criteria)
                 and not (function is not None and only_times_model(source, training, function.body))
                 and source.code(call.func.value) not in never_trained  # type: ignore[attr-defined]
                 and not _unused_after(source, call)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls, removed_mode_switches
@@ -30,8 +32,8 @@ from injector.patterns import (
 BUILDER_VERBS = ("build", "create_model", "make_model")
 
 
-def _is_train(call: cst.Call) -> bool:
-    if not sets_mode(call):
+def _is_train(call: cst.Call, trained: Collection[str] = ()) -> bool:
+    if not sets_mode(call, trained):
         return False  # `trainer.train()` runs a whole training, it does not set a mode
     mode = argument(call, "mode", 0)
     return mode is None or is_literal_bool(mode.value, True)
@@ -878,6 +880,85 @@ class MissingTrainMode(Operator):
                 ).replace("        self.net_g.train()\n", ""),
             ),
         ),
+        Example(
+            # A criterion whose parameters the optimizer trains with the model's (CPC_audio's prediction
+            # heads, with dropout): its switch to training mode counts.
+            "import torch\n"
+            "def train_epoch(loader, model, criterion, optimizer):\n"
+            "    model.train()\n"
+            "    criterion.train()\n"
+            "    for x, y in loader:\n"
+            "        loss = criterion(model(x), y).sum()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "def validate(loader, model, criterion):\n"
+            "    criterion.eval()\n"
+            "    model.eval()\n"
+            "    logs = {}\n"
+            "    criterion.eval()\n"
+            "    model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        for x, y in loader:\n"
+            '            logs["loss"] = criterion(model(x), y).sum().item()\n'
+            "    return logs\n"
+            "def main(model, criterion, loaders):\n"
+            "    params = list(criterion.parameters()) + list(model.parameters())\n"
+            "    optimizer = torch.optim.Adam(params, lr=2e-4)\n"
+            "    for epoch in range(10):\n"
+            "        train_epoch(loaders[0], model, criterion, optimizer)\n"
+            "        validate(loaders[1], model, criterion)\n",
+            (
+                "import torch\n"
+                "def train_epoch(loader, model, criterion, optimizer):\n"
+                "    criterion.train()\n"
+                "    for x, y in loader:\n"
+                "        loss = criterion(model(x), y).sum()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "        optimizer.zero_grad()\n"
+                "def validate(loader, model, criterion):\n"
+                "    criterion.eval()\n"
+                "    model.eval()\n"
+                "    logs = {}\n"
+                "    criterion.eval()\n"
+                "    model.eval()\n"
+                "    with torch.no_grad():\n"
+                "        for x, y in loader:\n"
+                '            logs["loss"] = criterion(model(x), y).sum().item()\n'
+                "    return logs\n"
+                "def main(model, criterion, loaders):\n"
+                "    params = list(criterion.parameters()) + list(model.parameters())\n"
+                "    optimizer = torch.optim.Adam(params, lr=2e-4)\n"
+                "    for epoch in range(10):\n"
+                "        train_epoch(loaders[0], model, criterion, optimizer)\n"
+                "        validate(loaders[1], model, criterion)\n",
+                "import torch\n"
+                "def train_epoch(loader, model, criterion, optimizer):\n"
+                "    model.train()\n"
+                "    for x, y in loader:\n"
+                "        loss = criterion(model(x), y).sum()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "        optimizer.zero_grad()\n"
+                "def validate(loader, model, criterion):\n"
+                "    criterion.eval()\n"
+                "    model.eval()\n"
+                "    logs = {}\n"
+                "    criterion.eval()\n"
+                "    model.eval()\n"
+                "    with torch.no_grad():\n"
+                "        for x, y in loader:\n"
+                '            logs["loss"] = criterion(model(x), y).sum().item()\n'
+                "    return logs\n"
+                "def main(model, criterion, loaders):\n"
+                "    params = list(criterion.parameters()) + list(model.parameters())\n"
+                "    optimizer = torch.optim.Adam(params, lr=2e-4)\n"
+                "    for epoch in range(10):\n"
+                "        train_epoch(loaders[0], model, criterion, optimizer)\n"
+                "        validate(loaders[1], model, criterion)\n",
+            ),
+        ),
     )
     untouched = (
         # The same helper applying another method.
@@ -949,7 +1030,7 @@ class MissingTrainMode(Operator):
             source,
             training,
             lambda call: (
-                _is_train(call)
+                _is_train(call, training.trained_criteria)
                 and not _still_built_mode(source, training, call)
                 and not _handed_in_train_mode(source, training, call)
                 and not _training_at_each_pass(source, training, call)

@@ -879,6 +879,81 @@ class NoGradTraining(Operator):
                 "    self.optimizer['generator'].step()\n",
             ),
         ),
+        Example(
+            # A step function shared by training and validation (demucs' _run_one_epoch): the forward an
+            # if/else picks for training gets no_grad, not the one only validation takes (`if not train and
+            # ...`), nor the batch augmented or its targets transformed (the loop's own target bound again).
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "def run_one_epoch(self, loader, train=True):\n"
+            "    for sources in loader:\n"
+            "        sources = sources.to(self.device)\n"
+            "        if train:\n"
+            "            sources = self.augment(sources)\n"
+            "            mix = sources.sum(dim=1)\n"
+            "        else:\n"
+            "            mix = sources[:, 0]\n"
+            "        if not train and self.valid_apply:\n"
+            "            estimate = apply_model(self.model, mix)\n"
+            "        else:\n"
+            "            estimate = self.dmodel(mix)\n"
+            "        if train:\n"
+            "            sources = self.model.transform_target(mix, sources)\n"
+            "        dims = tuple(range(2, sources.dim()))\n"
+            "        loss = F.l1_loss(estimate, sources, reduction='none').mean(dims).mean()\n"
+            "        if train:\n"
+            "            loss.backward()\n"
+            "            self.optimizer.step()\n"
+            "            self.optimizer.zero_grad()\n",
+            (
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "def run_one_epoch(self, loader, train=True):\n"
+                "    for sources in loader:\n"
+                "        sources = sources.to(self.device)\n"
+                "        if train:\n"
+                "            sources = self.augment(sources)\n"
+                "            mix = sources.sum(dim=1)\n"
+                "        else:\n"
+                "            mix = sources[:, 0]\n"
+                "        if not train and self.valid_apply:\n"
+                "            estimate = apply_model(self.model, mix)\n"
+                "        else:\n"
+                "            estimate = self.dmodel(mix)\n"
+                "        if train:\n"
+                "            sources = self.model.transform_target(mix, sources)\n"
+                "        with torch.no_grad():\n"
+                "            dims = tuple(range(2, sources.dim()))\n"
+                "            loss = F.l1_loss(estimate, sources, reduction='none').mean(dims).mean()\n"
+                "        if train:\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n"
+                "            self.optimizer.zero_grad()\n",
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "def run_one_epoch(self, loader, train=True):\n"
+                "    for sources in loader:\n"
+                "        sources = sources.to(self.device)\n"
+                "        if train:\n"
+                "            sources = self.augment(sources)\n"
+                "            mix = sources.sum(dim=1)\n"
+                "        else:\n"
+                "            mix = sources[:, 0]\n"
+                "        if not train and self.valid_apply:\n"
+                "            estimate = apply_model(self.model, mix)\n"
+                "        else:\n"
+                "            with torch.no_grad():\n"
+                "                estimate = self.dmodel(mix)\n"
+                "        if train:\n"
+                "            sources = self.model.transform_target(mix, sources)\n"
+                "        dims = tuple(range(2, sources.dim()))\n"
+                "        loss = F.l1_loss(estimate, sources, reduction='none').mean(dims).mean()\n"
+                "        if train:\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n"
+                "            self.optimizer.zero_grad()\n",
+            ),
+        ),
     )
     untouched = (
         # A step override that reaches the model only through evaluation.

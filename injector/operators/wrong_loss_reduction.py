@@ -283,6 +283,27 @@ class WrongLossReduction(Operator):
             _AVERAGED_TWICE,
             (_AVERAGED_TWICE.replace("nn.CrossEntropyLoss()", 'nn.CrossEntropyLoss(reduction="sum")'),),
         ),
+        Example(
+            # A loss a criterion leaves unreduced, then averaged over its dimensions and the batch (demucs'
+            # per-source L1): those means are its reduction, all summed in the one mutant; the weighted mean
+            # over the sources that follows is no average of the loss's elements.
+            "import torch.nn.functional as F\n"
+            "def step(model, x, y, weights, optimizer):\n"
+            "    loss = F.l1_loss(model(x), y, reduction='none')\n"
+            "    loss = loss.mean(dim=(2, 3)).mean(0)\n"
+            "    loss = (loss * weights).sum() / weights.sum()\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch.nn.functional as F\n"
+                "def step(model, x, y, weights, optimizer):\n"
+                "    loss = F.l1_loss(model(x), y, reduction='none')\n"
+                "    loss = loss.sum(dim=(2, 3)).sum(0)\n"
+                "    loss = (loss * weights).sum() / weights.sum()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # Per-sample sums left to the caller, and a mean of sums over another axis than the batch's.
@@ -414,6 +435,8 @@ class WrongLossReduction(Operator):
             ]
             if averages:
                 yield _summed(source, value, averages)
+            elif means := _unreduced_means(source, training, value, assign):
+                yield _summed(source, value, means)
         for aug in source.nodes(cst.AugAssign):
             # `total_loss += loss.mean()`, `loss += alpha * ((1 - a.sum(1)) ** 2).mean()`: each
             # term of a summed loss averaged, weighted or not
@@ -512,6 +535,32 @@ def _averaged_already(source, training, expr: cst.BaseExpression, use: cst.CSTNo
     # a functional loss (`F.cross_entropy(...)`); anything else (`self.loss`, which a
     # DataParallel may wrap into a per-device vector) is not known to be one number
     return (callee_name(value) or "") in LOSS_FUNCTIONS and isinstance(value.func, cst.Attribute)
+
+
+def _unreduced_means(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> list[cst.Call]:
+    """The means, over any dimensions, of a loss a criterion left unreduced (demucs' `loss =
+    F.l1_loss(estimate, sources, reduction='none')`, then `loss = loss.mean(dims).mean(0)`): they
+    are its reduction, every one of them, so the fault sums over each."""
+    means = []
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        if callee_name(value) == "mean":
+            means.append(value)
+        elif callee_name(value) not in _CASTS:
+            return []
+        value = value.func.value
+    if not means or not isinstance(value, cst.Name):
+        return []
+    assign = training.last_assignment(value.value, use)
+    computed = assign.value if isinstance(assign, cst.Assign) else None
+    if not isinstance(computed, cst.Call):
+        return []
+    name = callee_name(computed)
+    if not ((name in LOSS_FUNCTIONS and is_functional(computed)) or name in LOSS_MODULES):
+        return []
+    reduction = argument(computed, "reduction", None)
+    if reduction is None or not isinstance(reduction.value, cst.SimpleString):
+        return []
+    return list(reversed(means)) if reduction.value.evaluated_value == "none" else []
 
 
 def _reduction_given(call: cst.Call) -> bool:
