@@ -4,7 +4,16 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import MICROBATCH_TRAINER, SR_MODEL_STEP
-from injector.patterns import argument, assigned_alone, callee_name, dotted, in_optimizer_class, last_name, runs_model
+from injector.patterns import (
+    argument,
+    assigned_alone,
+    callee_name,
+    constructed,
+    dotted,
+    in_optimizer_class,
+    last_name,
+    runs_model,
+)
 
 ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
@@ -494,7 +503,24 @@ def _moved_for_data_parallel(source, training, call: cst.Call) -> bool:
         caller = source.parent(arg) if isinstance(arg, cst.Arg) and arg.value is use else None
         if not isinstance(caller, cst.Call) or training.classes_at(caller.func, caller) != {"DataParallel"}:
             return False
+        if not _always_data_parallel(source, source.code(caller.func)):
+            return False
     return True
+
+
+def _always_data_parallel(source, name: str) -> bool:
+    """True where the file wraps `name` in DataParallel and never under an `if` (`if n_gpu > 1:
+    model = torch.nn.DataParallel(model)` leaves a single GPU's model unwrapped: moves count)."""
+    wraps = [
+        a
+        for a in source.nodes(cst.Assign)
+        if isinstance(a.value, cst.Call)
+        and callee_name(constructed(a.value)) == "DataParallel"
+        and any(source.code(t.target) == name for t in a.targets)
+    ]
+    return bool(wraps) and not any(
+        isinstance(n, cst.If) and "__name__" not in source.code(n.test) for a in wraps for n in source.ancestors(a)
+    )
 
 
 def _bound_names(target: cst.BaseExpression) -> set[str]:
@@ -1374,6 +1400,51 @@ class DeviceMismatch(Operator):
                 "        loss = (loss * weight * scale).sum() / weight.sum()\n"
                 "        loss.backward()\n"
                 "        self.optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # A model wrapped in DataParallel only where there are several GPUs: on one it runs unwrapped,
+            # so the input's move counts.
+            "import torch\n"
+            "def train_step(loader, model, criterion, optimizer):\n"
+            "    for x, y in loader:\n"
+            "        x = x.cuda(non_blocking=True)\n"
+            "        logits = model(x)\n"
+            "        loss = criterion(logits, y.cuda())\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "def main(net, loader, optimizer):\n"
+            "    model = net.cuda()\n"
+            "    if torch.cuda.device_count() > 1:\n"
+            "        model = torch.nn.DataParallel(model)\n"
+            "    train_step(loader, model, torch.nn.CrossEntropyLoss(), optimizer)\n",
+            (
+                "import torch\n"
+                "def train_step(loader, model, criterion, optimizer):\n"
+                "    for x, y in loader:\n"
+                "        x = x\n"
+                "        logits = model(x)\n"
+                "        loss = criterion(logits, y.cuda())\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "def main(net, loader, optimizer):\n"
+                "    model = net.cuda()\n"
+                "    if torch.cuda.device_count() > 1:\n"
+                "        model = torch.nn.DataParallel(model)\n"
+                "    train_step(loader, model, torch.nn.CrossEntropyLoss(), optimizer)\n",
+                "import torch\n"
+                "def train_step(loader, model, criterion, optimizer):\n"
+                "    for x, y in loader:\n"
+                "        x = x.cuda(non_blocking=True)\n"
+                "        logits = model(x)\n"
+                "        loss = criterion(logits, y)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "def main(net, loader, optimizer):\n"
+                "    model = net.cuda()\n"
+                "    if torch.cuda.device_count() > 1:\n"
+                "        model = torch.nn.DataParallel(model)\n"
+                "    train_step(loader, model, torch.nn.CrossEntropyLoss(), optimizer)\n",
             ),
         ),
     )
