@@ -802,13 +802,76 @@ def _from_a_handed_batch(source, training, call: cst.Call) -> bool:
         root = local if local not in params else None
     if root is not None and root not in params:
         found = _reaching(source, function, root, call)
-        if not isinstance(found, cst.Assign):
-            return False
-        value: cst.BaseExpression = found.value
+        value: cst.BaseExpression | None = found.value if isinstance(found, cst.Assign) else None
         while isinstance(value, (cst.Subscript, cst.Attribute)):
             value = value.value
         root = value.value if isinstance(value, cst.Name) else None
-    return root is not None and _handed_a_batch(source, training, cst.Name(root), call)
+    if root is not None and _handed_a_batch(source, training, cst.Name(root), call):
+        return True
+    # computed from such a parameter (mozilla TTS's format_data: `linear_input = data[3] if ...
+    # else None`, stop targets summed from `data[6]`, speaker ids looked up from `data[2]`)
+    derived = _derived_from_params(source, training, function, call.func.value, call, 3)
+    return any(
+        _handed_a_batch(source, training, cst.Name(name), call)
+        and _loop_target_handed(source, training, function, name)
+        for name in sorted(derived)
+    )
+
+
+def _loop_target_handed(source, training, function: cst.FunctionDef, name: str) -> bool:
+    """True where every call of `function` hands its parameter `name` a loop's own target (`for
+    data in loader: ... format_data(data)`): what the loop takes, the batch."""
+    params = [p.name.value for p in function.params.params]
+    if name not in params:
+        return False
+    callers = [c for c in source.nodes(cst.Call) if function in training.called_functions(c)]
+    for caller in callers:
+        position = params.index(name) - (
+            1 if params[0] in ("self", "cls") and isinstance(caller.func, cst.Attribute) else 0
+        )
+        arg = argument(caller, name, position)
+        loop = source.enclosing(caller, cst.For)
+        if arg is None or loop is None or not isinstance(arg.value, cst.Name):
+            return False
+        if arg.value.value not in _bound(loop.target):
+            return False
+    return bool(callers)
+
+
+def _data_names(expr: cst.CSTNode) -> set[str]:
+    """The names whose data `expr` computes from: not an attribute's name, nor an index (a table
+    indexed by the batch, diffusers' `arr[timesteps]`, is the table's data)."""
+    if isinstance(expr, cst.Name):
+        return {expr.value}
+    if isinstance(expr, cst.Attribute):
+        return _data_names(expr.value)
+    if isinstance(expr, cst.Subscript):
+        return _data_names(expr.value)
+    found: set[str] = set()
+    for child in expr.children:
+        found |= _data_names(child)
+    return found
+
+
+def _derived_from_params(source, training, function: cst.FunctionDef, expr, use: cst.CSTNode, depth: int) -> set[str]:
+    """The parameters of `function` that `expr` is computed from where `use` runs: through the
+    assignments before `use`, in any branch, of the names it reads; not through what running the
+    model returned (an output is no input)."""
+    params = {p.name.value for p in function.params.params} - {"self", "cls"}
+    before = source.span(use)[0]
+    found: set[str] = set()
+    for name in _data_names(expr):
+        if name in params:
+            found.add(name)
+            continue
+        if depth == 0:
+            continue
+        for assign in source.within(function.body, cst.Assign):
+            if source.function_of(assign) is not function or source.span(assign)[1] > before:
+                continue
+            if any(name in _bound(t.target) for t in assign.targets) and not runs_model(source, training, assign.value):
+                found |= _derived_from_params(source, training, function, assign.value, assign, depth - 1)
+    return found
 
 
 def _model_output(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
@@ -1447,8 +1510,118 @@ class DeviceMismatch(Operator):
                 "    train_step(loader, model, torch.nn.CrossEntropyLoss(), optimizer)\n",
             ),
         ),
+        Example(
+            # A batch helper's values computed from the batch a loop hands it, not only taken from it
+            # (mozilla TTS's format_data: an entry picked by a conditional expression, stop targets summed
+            # from one, speaker ids looked up from another): each one's move.
+            "import torch\n"
+            "def format_data(data, speaker_mapping):\n"
+            "    text = data[0]\n"
+            "    linear = data[3] if use_linear else None\n"
+            "    stop = data[6]\n"
+            "    stop = (stop.sum(2) > 0.0).float()\n"
+            "    speaker_ids = torch.LongTensor([speaker_mapping[name] for name in data[2]])\n"
+            "    text = text.cuda(non_blocking=True)\n"
+            "    linear = linear.cuda(non_blocking=True) if use_linear else None\n"
+            "    stop = stop.cuda(non_blocking=True)\n"
+            "    speaker_ids = speaker_ids.cuda(non_blocking=True)\n"
+            "    return text, linear, stop, speaker_ids\n"
+            "def train(loader, model, criterion, optimizer, mapping):\n"
+            "    for data in loader:\n"
+            "        text, linear, stop, speaker_ids = format_data(data, mapping)\n"
+            "        loss = criterion(model(text, speaker_ids), linear, stop)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch\n"
+                "def format_data(data, speaker_mapping):\n"
+                "    text = data[0]\n"
+                "    linear = data[3] if use_linear else None\n"
+                "    stop = data[6]\n"
+                "    stop = (stop.sum(2) > 0.0).float()\n"
+                "    speaker_ids = torch.LongTensor([speaker_mapping[name] for name in data[2]])\n"
+                "    text = text\n"
+                "    linear = linear.cuda(non_blocking=True) if use_linear else None\n"
+                "    stop = stop.cuda(non_blocking=True)\n"
+                "    speaker_ids = speaker_ids.cuda(non_blocking=True)\n"
+                "    return text, linear, stop, speaker_ids\n"
+                "def train(loader, model, criterion, optimizer, mapping):\n"
+                "    for data in loader:\n"
+                "        text, linear, stop, speaker_ids = format_data(data, mapping)\n"
+                "        loss = criterion(model(text, speaker_ids), linear, stop)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "import torch\n"
+                "def format_data(data, speaker_mapping):\n"
+                "    text = data[0]\n"
+                "    linear = data[3] if use_linear else None\n"
+                "    stop = data[6]\n"
+                "    stop = (stop.sum(2) > 0.0).float()\n"
+                "    speaker_ids = torch.LongTensor([speaker_mapping[name] for name in data[2]])\n"
+                "    text = text.cuda(non_blocking=True)\n"
+                "    linear = linear if use_linear else None\n"
+                "    stop = stop.cuda(non_blocking=True)\n"
+                "    speaker_ids = speaker_ids.cuda(non_blocking=True)\n"
+                "    return text, linear, stop, speaker_ids\n"
+                "def train(loader, model, criterion, optimizer, mapping):\n"
+                "    for data in loader:\n"
+                "        text, linear, stop, speaker_ids = format_data(data, mapping)\n"
+                "        loss = criterion(model(text, speaker_ids), linear, stop)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "import torch\n"
+                "def format_data(data, speaker_mapping):\n"
+                "    text = data[0]\n"
+                "    linear = data[3] if use_linear else None\n"
+                "    stop = data[6]\n"
+                "    stop = (stop.sum(2) > 0.0).float()\n"
+                "    speaker_ids = torch.LongTensor([speaker_mapping[name] for name in data[2]])\n"
+                "    text = text.cuda(non_blocking=True)\n"
+                "    linear = linear.cuda(non_blocking=True) if use_linear else None\n"
+                "    stop = stop\n"
+                "    speaker_ids = speaker_ids.cuda(non_blocking=True)\n"
+                "    return text, linear, stop, speaker_ids\n"
+                "def train(loader, model, criterion, optimizer, mapping):\n"
+                "    for data in loader:\n"
+                "        text, linear, stop, speaker_ids = format_data(data, mapping)\n"
+                "        loss = criterion(model(text, speaker_ids), linear, stop)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "import torch\n"
+                "def format_data(data, speaker_mapping):\n"
+                "    text = data[0]\n"
+                "    linear = data[3] if use_linear else None\n"
+                "    stop = data[6]\n"
+                "    stop = (stop.sum(2) > 0.0).float()\n"
+                "    speaker_ids = torch.LongTensor([speaker_mapping[name] for name in data[2]])\n"
+                "    text = text.cuda(non_blocking=True)\n"
+                "    linear = linear.cuda(non_blocking=True) if use_linear else None\n"
+                "    stop = stop.cuda(non_blocking=True)\n"
+                "    speaker_ids = speaker_ids\n"
+                "    return text, linear, stop, speaker_ids\n"
+                "def train(loader, model, criterion, optimizer, mapping):\n"
+                "    for data in loader:\n"
+                "        text, linear, stop, speaker_ids = format_data(data, mapping)\n"
+                "        loss = criterion(model(text, speaker_ids), linear, stop)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
+        # A table indexed by a batch's timesteps, placed beside them (diffusers' _extract_into_tensor):
+        # the table is no batch, and the helper is handed no loop's own target.
+        "import torch\n"
+        "def extract(table, timesteps, shape):\n"
+        "    values = table[timesteps].float().to(timesteps.device)\n"
+        "    return values.expand(shape)\n"
+        "def train(loader, model, schedule, optimizer):\n"
+        "    for batch in loader:\n"
+        "        t = torch.randint(0, 1000, (batch.shape[0],), device=batch.device)\n"
+        "        scale = extract(schedule, t, batch.shape)\n"
+        "        loss = (model(batch) * scale).mean()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n",
         # A task module that wraps the model, converted and kept as the model; an optimizer's
         # state moved on resume (torchdrug's Engine).
         "def __init__(self, task, device):\n"
