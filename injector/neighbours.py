@@ -191,3 +191,33 @@ def top_level(source: Source, name: str) -> cst.CSTNode | None:
         if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) and statement.name.value == name:
             return statement
     return None
+
+
+def constructor_or_function(definition: cst.ClassDef | cst.FunctionDef) -> cst.FunctionDef | None:
+    """What a call of `definition` runs first: a class's `__init__`, or the function itself."""
+    if isinstance(definition, cst.FunctionDef):
+        return definition
+    return next(
+        (s for s in definition.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None
+    )
+
+
+def bound_arguments(definition: cst.ClassDef | cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+    """The arguments of `call` by the parameter of `definition` they are bound to (a class's
+    through its `__init__`, `self` left out); None for a class without one."""
+    function = constructor_or_function(definition)
+    if function is None:
+        return None
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    if isinstance(definition, cst.ClassDef):
+        params = params[1:]
+    params += [p.name.value for p in function.params.kwonly_params]
+    bound: dict[str, cst.BaseExpression] = {}
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            break
+        if arg.keyword is not None:
+            bound[arg.keyword.value] = arg.value
+        elif index < len(params):
+            bound[params[index]] = arg.value
+    return bound

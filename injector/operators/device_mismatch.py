@@ -467,6 +467,14 @@ def _moved_batch(source, target: cst.BaseExpression, call: cst.Call) -> bool:
     return False
 
 
+def _made_a_parameter(source, call: cst.Call) -> bool:
+    """True for a move whose result a `Parameter(...)` or `register_buffer(...)` call takes
+    (DeepCTR's `self.weight = nn.Parameter(torch.Tensor(...).to(device))`): the model's own state."""
+    holder = source.parent(call)
+    outer = source.parent(holder) if isinstance(holder, cst.Arg) else None
+    return isinstance(outer, cst.Call) and callee_name(outer) in ("Parameter", "register_buffer")
+
+
 def _moved_for_data_parallel(source, training, call: cst.Call) -> bool:
     """True for `x = x.cuda()` whose every later use, up to where `x` is bound again, hands it
     straight to a model that is a `DataParallel` wherever the function runs it (CPC's
@@ -1609,6 +1617,12 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A tensor moved as it is made into a parameter (DeepCTR's linear weights): the model's own state.
+        "class Linear(nn.Module):\n"
+        "    def __init__(self, n, device):\n"
+        "        super().__init__()\n"
+        "        self.weight = nn.Parameter(torch.Tensor(n, 1).to(device))\n"
+        "        self.register_buffer('mask', torch.ones(n).to(device))\n",
         # A table indexed by a batch's timesteps, placed beside them (diffusers' _extract_into_tensor):
         # the table is no batch, and the helper is handed no loop's own target.
         "import torch\n"
@@ -1841,6 +1855,8 @@ class DeviceMismatch(Operator):
                 continue
             if "loss" in source.code(call.func.value).lower():
                 continue  # a loss moved (a pipeline's, back for logging) is an output, not a batch
+            if _made_a_parameter(source, call):
+                continue  # `nn.Parameter(torch.Tensor(n, 1).to(device))`: a weight, not a batch
             if "metric" in (last_name(call.func.value) or "").lower():
                 continue  # a metric module moved beside the model (torchmetrics', smp's): no batch
             if _moved_for_a_reduction(source, call) or _scattered_by_data_parallel(source, training, call):

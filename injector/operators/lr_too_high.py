@@ -4,14 +4,27 @@ import re
 
 import libcst as cst
 
-from injector.neighbours import Resolver
+from injector.neighbours import Resolver, bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import HELPER_STEP_TRAINER
-from injector.patterns import argument, callee_name, constructed, dotted, last_name, needs_parens
+from injector.patterns import argument, callee_name, constructed, dotted, last_name, needs_parens, with_keyword
 
 FACTOR = 100
 # Schedulers that set the learning rate themselves, overriding the optimizer's: (class, keyword).
 OVERRIDING_SCHEDULERS = {"OneCycleLR": "max_lr", "CyclicLR": "max_lr"}
+# torch.optim's default rates, for an optimizer built without one (SGD's, 1e-3 since torch 2.3)
+DEFAULT_RATES = {
+    "Adam": 1e-3,
+    "AdamW": 1e-3,
+    "Adamax": 2e-3,
+    "NAdam": 2e-3,
+    "RAdam": 1e-3,
+    "Adagrad": 1e-2,
+    "RMSprop": 1e-2,
+    "Rprop": 1e-2,
+    "Adadelta": 1.0,
+    "SparseAdam": 1e-3,
+}
 LR_KEYS = {"lr", "learning_rate"}
 # A config's learning-rate field, read by an optimizer built elsewhere (`build_optimizer(config, model)`).
 CONFIG_LR_FIELDS = {"lr", "base_lr", "learning_rate"}
@@ -62,8 +75,8 @@ def _project_builder_rates(source, resolver: Resolver, call: cst.Call) -> list[c
     if found is None:
         return []
     module, definition = found
-    bound = _bound_arguments(definition, call)
-    function = _constructor_or_function(definition)
+    bound = bound_arguments(definition, call)
+    function = constructor_or_function(definition)
     if bound is None or function is None:
         return []
     rates = []
@@ -80,38 +93,6 @@ def _project_builder_rates(source, resolver: Resolver, call: cst.Call) -> list[c
         if rate is not None and isinstance(rate.value, cst.Name) and rate.value.value in bound:
             rates.append(bound[rate.value.value])
     return rates
-
-
-def _constructor_or_function(definition: cst.ClassDef | cst.FunctionDef) -> cst.FunctionDef | None:
-    """What a call of `definition` runs first: a class's `__init__`, or the function itself."""
-    if isinstance(definition, cst.FunctionDef):
-        return definition
-    return next(
-        (s for s in definition.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None
-    )
-
-
-def _bound_arguments(
-    definition: cst.ClassDef | cst.FunctionDef, call: cst.Call
-) -> dict[str, cst.BaseExpression] | None:
-    """The arguments of `call` by the parameter of `definition` they are bound to (a class's
-    through its `__init__`, `self` left out); None for a class without one."""
-    function = _constructor_or_function(definition)
-    if function is None:
-        return None
-    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
-    if isinstance(definition, cst.ClassDef):
-        params = params[1:]
-    params += [p.name.value for p in function.params.kwonly_params]
-    bound: dict[str, cst.BaseExpression] = {}
-    for index, arg in enumerate(call.args):
-        if arg.star:
-            break
-        if arg.keyword is not None:
-            bound[arg.keyword.value] = arg.value
-        elif index < len(params):
-            bound[params[index]] = arg.value
-    return bound
 
 
 def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Call) -> list[cst.BaseExpression]:
@@ -138,7 +119,7 @@ def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Cal
         for assign in module.within(definition, cst.Assign)
         for t in assign.targets
     )
-    bound = _bound_arguments(definition, call) if writes else None
+    bound = bound_arguments(definition, call) if writes else None
     if not bound:
         return []
     return [value for name, value in bound.items() if _rate_named(name) and not _is_optimizer(training, value)]
@@ -219,6 +200,15 @@ def _every_group_sets_its_rate(source, call: cst.Call) -> bool:
             and isinstance(append.func, cst.Attribute)
             and dotted(append.func.value) == groups.value.value
             and append.args
+        ]
+        # `params += [{'params': [value], 'lr': lr}]` (faster-rcnn.pytorch's groups)
+        elements += [
+            element.value
+            for added in source.nodes(cst.AugAssign)
+            if isinstance(added.operator, cst.AddAssign)
+            and dotted(added.target) == groups.value.value
+            and isinstance(added.value, cst.List)
+            for element in added.value.elements
         ]
     else:
         return False
@@ -737,6 +727,58 @@ class LrTooHigh(Operator):
                 "    return optimizer_class(model.parameters(), **{k: v * 100 if k == \"lr\" else v for k, v in (config['optimizer_params']).items()})\n",
             ),
         ),
+        Example(
+            # Optimizers built by name with torch's default rate (DeepCTR's _get_optim): the default, times
+            # the factor, given explicitly; SGD's, which older torch lacks, only where it is spelled.
+            "import torch\n"
+            "def get_optim(model, name):\n"
+            '    if name == "sgd":\n'
+            "        return torch.optim.SGD(model.parameters(), lr=0.01)\n"
+            '    elif name == "adam":\n'
+            "        return torch.optim.Adam(model.parameters())\n"
+            "    return torch.optim.RMSprop(model.parameters())\n",
+            (
+                "import torch\n"
+                "def get_optim(model, name):\n"
+                '    if name == "sgd":\n'
+                "        return torch.optim.SGD(model.parameters(), lr=1)\n"
+                '    elif name == "adam":\n'
+                "        return torch.optim.Adam(model.parameters())\n"
+                "    return torch.optim.RMSprop(model.parameters())\n",
+                "import torch\n"
+                "def get_optim(model, name):\n"
+                '    if name == "sgd":\n'
+                "        return torch.optim.SGD(model.parameters(), lr=0.01)\n"
+                '    elif name == "adam":\n'
+                "        return torch.optim.Adam(model.parameters(), lr=0.1)\n"
+                "    return torch.optim.RMSprop(model.parameters())\n",
+                "import torch\n"
+                "def get_optim(model, name):\n"
+                '    if name == "sgd":\n'
+                "        return torch.optim.SGD(model.parameters(), lr=0.01)\n"
+                '    elif name == "adam":\n'
+                "        return torch.optim.Adam(model.parameters())\n"
+                "    return torch.optim.RMSprop(model.parameters(), lr=1)\n",
+            ),
+        ),
+        Example(
+            # Groups added with `+=`, each with its rate (faster-rcnn.pytorch's): their rates are scaled,
+            # and the optimizer's default, which reaches none of them, is not given.
+            "import torch\n"
+            "def build(model, lr):\n"
+            "    params = []\n"
+            "    for key, value in model.named_parameters():\n"
+            "        params += [{'params': [value], 'lr': lr * 2 if 'bias' in key else lr}]\n"
+            "    return torch.optim.Adam(params)\n",
+            (
+                "import torch\n"
+                "def build(model, lr):\n"
+                "    params = []\n"
+                "    for key, value in model.named_parameters():\n"
+                "        params += [{'params': [value], 'lr': (lr * 2 if 'bias' in key else lr) * 100}]\n"
+                "    return torch.optim.Adam(params)\n",
+            ),
+        ),
     )
     untouched = (
         # Parameter groups taken from another optimizer (SAM builds its base optimizer over its own
@@ -756,15 +798,15 @@ class LrTooHigh(Operator):
         "adjust_learning_rate(decoder_optimizer, 0.8)\nupdate_learning_rate(optimizer, args.lr_decay_gamma)\n",
         # The rate handed to the project's optimizer builder (USB's get_optimizer); a config object is read elsewhere.
         "optimizer = get_optimizer(model, cfg)\n",
-        "optimizer = torch.optim.Adam(model.parameters())\n",
         # A config with no rate in it.
         "config = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.05)\n",
         # Built over an optimizer, not over parameters: a warm-up's own starting rate.
         "warmup = LinearWarmup(optimizer, lr=0.1)\n",
         # A dict with a rate that is no parameter group (a logged record).
         "record = {'step': step, 'lr': lr}\n",
-        # A wrapper handed no rate (a lookahead, an EMA of the weights).
-        "optimizer = Lookahead(optim.Adam(params), k=5, alpha=0.5)\n",
+        # A wrapper handed no rate (a lookahead, an EMA of the weights); the optimizer it wraps,
+        # built inline with torch's default rate, has a mutant of its own (an example above).
+        "optimizer = Lookahead(base_optimizer, k=5, alpha=0.5)\n",
         "scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)\n",
         "lr = 1e-3\n",
         "lrs = [group['lr'] for group in optimizer.param_groups]\n",
@@ -778,6 +820,11 @@ class LrTooHigh(Operator):
         resolver = Resolver()
         overridden = self._overridden(source, training, resolver)
         computed = _rate_computing_schedulers(training, source)
+        # a rate written into the groups or keyword arguments (`param_group['lr'] = lr`) may
+        # replace an optimizer's default: no default is given explicitly then
+        rates_written = bool(_rate_assignments(source)) or any(
+            callee_name(c) in OVERRIDING_SCHEDULERS for c in source.nodes(cst.Call)
+        )
         for scheduler, rate in computed:
             yield self._scaled(source, scheduler, rate)
         for call in source.nodes(cst.Call):
@@ -824,6 +871,8 @@ class LrTooHigh(Operator):
                     and not _every_group_sets_its_rate(source, call)
                 ):
                     yield self._scaled(source, call, lr.value)
+                elif lr is None and not rates_written:
+                    yield from self._default_rate(source, call, overridden)
             elif (
                 name in {"add_", "sub_"}
                 and isinstance(call.func, cst.Attribute)
@@ -920,6 +969,24 @@ class LrTooHigh(Operator):
                     if rate is not None and id(rate) not in seen:
                         seen.add(id(rate))
                         yield LrTooHigh._scaled(source, rate, rate)
+
+    def _default_rate(self, source, call: cst.Call, overridden):
+        """A torch optimizer built without a rate (DeepCTR's `torch.optim.Adam(self.parameters())`
+        when `compile(optimizer="adam")`): its default rate, times the factor, given explicitly."""
+        default = DEFAULT_RATES.get(callee_name(call) or "")
+        if (
+            default is None
+            or any(a.star for a in call.args)
+            or self._overridden_call(source, call, overridden)
+            or _every_group_sets_its_rate(source, call)
+        ):
+            return
+        rate = cst.parse_expression(f"{default * FACTOR:g}")
+        yield Change(
+            call,
+            (source.replace_node(call, with_keyword(call, "lr", rate)),),
+            f"learning rate multiplied by {FACTOR} (from the default {default:g})",
+        )
 
     @staticmethod
     def _splatted_configuration(source, training):

@@ -4,6 +4,7 @@ import re
 
 import libcst as cst
 
+from injector.neighbours import Resolver, bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
 from injector.patterns import argument, assigned_alone, callee_name, dotted, statement_call
 
@@ -40,6 +41,28 @@ def _result_unused(source, statement, call: cst.Call) -> bool:
         if node.value == name and not isinstance(source.parent(node), cst.AssignTarget):
             return False  # read somewhere (assigning it again is no read)
     return True
+
+
+def _project_helper_limit(source, resolver: Resolver, call: cst.Call) -> cst.BaseExpression | None:
+    """The argument of a call of another project module's function that the function hands
+    `clip_grad_norm_`/`clip_grad_value_` as the limit (a helper of the file itself has its own
+    mutant where it clips); None for any other call."""
+    found = resolver.definition(source, call.func)
+    if found is None or found[0] is source:
+        return None
+    module, definition = found
+    function = constructor_or_function(definition)
+    bound = bound_arguments(definition, call)
+    if function is None or not bound:
+        return None
+    for inner in module.within(function, cst.Call):
+        inner_name = callee_name(inner) or ""
+        if inner_name not in LIMIT:
+            continue
+        limit = argument(inner, LIMIT[inner_name], 1)
+        if limit is not None and isinstance(limit.value, cst.Name) and limit.value.value in bound:
+            return bound[limit.value.value]
+    return None
 
 
 class MissingGradClipping(Operator):
@@ -122,8 +145,20 @@ class MissingGradClipping(Operator):
     )
 
     def changes(self, source, training):
+        resolver = Resolver()
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
+            limit_handed = _project_helper_limit(source, resolver, call) if name not in LIMIT else None
+            if limit_handed is not None:
+                # a project module's helper that clips at the limit it is handed (mozilla TTS's
+                # `grad_norm, _ = check_update(model, c.grad_clip)`): handed infinity, it still
+                # returns the norm and whatever else it reports
+                yield Change(
+                    call,
+                    (source.replace(limit_handed, 'float("inf")'),),
+                    f"`{name}` clips at infinity (its norm is still computed)",
+                )
+                continue
             if name not in LIMIT:
                 statement = source.parent(call)
                 if (

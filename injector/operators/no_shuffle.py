@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from injector.neighbours import Resolver, is_torch, top_level
 from injector.operators.base import Change, Example, Operator
 from injector.patterns import argument, callee_name, dotted, is_literal_bool, names_evaluation
 
@@ -30,6 +31,16 @@ def _feeds_evaluation(source, call: cst.Call) -> bool:
     if assign is None or len(assign.targets) != 1:
         return False
     return names_evaluation((dotted(assign.targets[0].target) or "").rsplit(".", 1)[-1])
+
+
+def _torch_class(source, resolver: Resolver, call: cst.Call) -> bool:
+    """True unless the callee is the project's own class of that name (mozilla TTS's non-shuffling
+    `DistributedSampler`, imported from TTS.utils.distribute, takes no `shuffle`)."""
+    head = (dotted(call.func) or "").partition(".")[0]
+    imported = resolver.imports(source).get(head)
+    if imported is not None:
+        return is_torch(imported.module)
+    return top_level(source, head) is None
 
 
 class NoShuffle(Operator):
@@ -161,6 +172,11 @@ class NoShuffle(Operator):
         ),
     )
     untouched = (
+        # The project's own sampler of that name (mozilla TTS's, which never shuffles and takes no flag):
+        # no torch default to turn off.
+        "from TTS.utils.distribute import DistributedSampler\n"
+        "sampler = DistributedSampler(dataset) if num_gpus > 1 else None\n"
+        "loader = DataLoader(dataset, batch_size=32, shuffle=False, sampler=sampler)\n",
         # The `else` of `if True:` (a branch switched off by hand) never runs.
         "import torch\n"
         "if True:  # args.distributed\n"
@@ -210,6 +226,7 @@ class NoShuffle(Operator):
     )
 
     def changes(self, source, training):
+        resolver = Resolver()
         for call in source.nodes(cst.Call):
             name = callee_name(call) or ""
             kept = _reshuffled_in_place(source, training, call)
@@ -287,7 +304,12 @@ class NoShuffle(Operator):
             # has parameters of its own: only the keyword says shuffle there
             shuffle = argument(call, "shuffle", SHUFFLE_POSITION[kind] if name == kind else None)
             if shuffle is None:
-                if kind in SHUFFLES_BY_DEFAULT and call.args and not any(a.star for a in call.args):
+                if (
+                    kind in SHUFFLES_BY_DEFAULT
+                    and call.args
+                    and not any(a.star for a in call.args)
+                    and _torch_class(source, resolver, call)
+                ):
                     yield Change(
                         call, (source.replace(call, self._with_false(source, call)),), f"the {kind} no longer shuffles"
                     )

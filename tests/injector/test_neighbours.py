@@ -209,3 +209,38 @@ def test_a_switch_to_eval_mode_that_the_next_callee_makes_again_gets_no_mutant(t
         INFERENCE.replace("    model.eval()\n", "    model(None)\n    model.eval()\n")
     )
     assert [line for _, line, _ in lr_mutants(capsys, tmp_path / "train.py", "missing-eval-mode")] == [7]
+
+
+CLIPPING = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def check_update(model, grad_clip, ignore_stopnet=False):\n"
+    "    params = [p for n, p in model.named_parameters() if not ignore_stopnet or 'stopnet' not in n]\n"
+    "    grad_norm = torch.nn.utils.clip_grad_norm_(params, grad_clip)\n"
+    "    return grad_norm, bool(torch.isinf(grad_norm))\n"
+)
+CLIPPED_STEP = (
+    "from utils.training import check_update\n"
+    "for batch in loader:\n"
+    "    loss = criterion(model(batch), batch)\n"
+    "    loss.backward()\n"
+    "    grad_norm, _ = check_update(model, c.grad_clip, ignore_stopnet=True)\n"
+    "    grad_norm_st, _ = check_update(model.decoder.stopnet, 1.0)\n"
+    "    optimizer.step()\n"
+)
+
+
+def test_a_limit_handed_to_a_project_clipping_helper_is_raised_to_infinity_where_it_is_handed(tmp_path, capsys):
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "training.py").write_text(CLIPPING)
+    (tmp_path / "train.py").write_text(CLIPPED_STEP)
+    found = lr_mutants(capsys, tmp_path / "train.py", "missing-grad-clipping")
+    assert [(file, line) for file, line, _ in found] == [("train.py", 5), ("train.py", 6)]
+    assert '+    grad_norm, _ = check_update(model, float("inf"), ignore_stopnet=True)' in found[0][2]
+    assert '+    grad_norm_st, _ = check_update(model.decoder.stopnet, float("inf"))' in found[1][2]
+
+
+def test_without_the_helper_module_the_call_is_no_clipping_site(tmp_path, capsys):
+    (tmp_path / "train.py").write_text(CLIPPED_STEP)
+    assert lr_mutants(capsys, tmp_path / "train.py", "missing-grad-clipping") == []
