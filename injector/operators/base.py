@@ -75,6 +75,26 @@ def removed_mode_switches(
                 (source.replace(call, receiver),),
                 f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
             )
+    for line in source.nodes(cst.Expr):
+        # a switch chained with a move in a statement of its own (s3prl's
+        # `entry.model.train().to(self.args.device)`): dropped from the chain
+        for call in source.within(line.value, cst.Call):
+            holder = source.parent(call)
+            if (
+                call is not line.value
+                and isinstance(call.func, cst.Attribute)
+                and isinstance(holder, cst.Attribute)
+                and holder.value is call
+                and isinstance(source.parent(holder), cst.Call)
+                and switches(call)
+                and source.is_reachable(line)
+            ):
+                receiver = source.module.code_for_node(call.func.value).strip()
+                yield Change(
+                    line,
+                    (source.replace(call, receiver),),
+                    f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
+                )
     if not to_train:
         for assign in source.nodes(cst.Assign):
             # a switch inside a chain (stylegan2-ada's snapshot copies: `module = copy.deepcopy(

@@ -515,10 +515,52 @@ class DetachedGraph(Operator):
             ),
         ),
         Example(
+            # Terms computed where they are added, in loops, into a loss that starts empty (MelGAN's hinge
+            # losses over the discriminator's scales): each addition cut off, the others still training.
+            "import torch.nn.functional as F\n"
+            "def d_step(netD, optD, x_t, x_pred_t):\n"
+            "    D_fake_det = netD(x_pred_t.detach())\n"
+            "    D_real = netD(x_t)\n"
+            "    loss_D = 0\n"
+            "    for scale in D_fake_det:\n"
+            "        loss_D += F.relu(1 + scale[-1]).mean()\n"
+            "    for scale in D_real:\n"
+            "        loss_D += F.relu(1 - scale[-1]).mean()\n"
+            "    netD.zero_grad()\n"
+            "    loss_D.backward()\n"
+            "    optD.step()\n",
+            (
+                "import torch.nn.functional as F\n"
+                "def d_step(netD, optD, x_t, x_pred_t):\n"
+                "    D_fake_det = netD(x_pred_t.detach())\n"
+                "    D_real = netD(x_t)\n"
+                "    loss_D = 0\n"
+                "    for scale in D_fake_det:\n"
+                "        loss_D += F.relu(1 + scale[-1]).mean().detach()\n"
+                "    for scale in D_real:\n"
+                "        loss_D += F.relu(1 - scale[-1]).mean()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n",
+                "import torch.nn.functional as F\n"
+                "def d_step(netD, optD, x_t, x_pred_t):\n"
+                "    D_fake_det = netD(x_pred_t.detach())\n"
+                "    D_real = netD(x_t)\n"
+                "    loss_D = 0\n"
+                "    for scale in D_fake_det:\n"
+                "        loss_D += F.relu(1 + scale[-1]).mean()\n"
+                "    for scale in D_real:\n"
+                "        loss_D += F.relu(1 - scale[-1]).mean().detach()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n",
+            ),
+        ),
+        Example(
             # A loss that starts empty, added up from the generator forward an inner if/else picks
-            # (ParallelWaveGAN's VQ generator): the output cut off where each forward assigns it (the
-            # first name it unpacks into), the adversarial term where it is computed; the forward's
-            # input, which has no graph, is not cut.
+            # (ParallelWaveGAN's VQ generator): the output cut off where each forward assigns it (the first
+            # name it unpacks into), each term computed where it is added cut off there, the adversarial term
+            # where it is computed; the forward's input, which has no graph, is not cut.
             "import torch\n"
             "def train_step(self, x, y):\n"
             "    gen_loss = 0.0\n"
@@ -637,6 +679,52 @@ class DetachedGraph(Operator):
                 "    self.optimizer['generator'].zero_grad()\n"
                 "    gen_loss.backward()\n"
                 "    self.optimizer['generator'].step()\n",
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            y_, z = self.model['generator'](y, *x)\n"
+                "        else:\n"
+                "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach()).detach()\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y)\n"
+                "    if self.steps > self.start:\n"
+                "        p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_)\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
+                "import torch\n"
+                "def train_step(self, x, y):\n"
+                "    gen_loss = 0.0\n"
+                "    if self.is_vq:\n"
+                "        if self.bands == 1:\n"
+                "            y_, z = self.model['generator'](y, *x)\n"
+                "        else:\n"
+                "            y_, z = self.model['generator'](self.pqmf(y), *x)\n"
+                "        gen_loss += self.criterion['mse'](z, z.detach())\n"
+                "    else:\n"
+                "        y_ = self.model['generator'](*x)\n"
+                "    gen_loss += self.criterion['mel'](y_, y).detach()\n"
+                "    if self.steps > self.start:\n"
+                "        p_ = self.model['discriminator'](y_)\n"
+                "        adv_loss = self.criterion['adv'](p_)\n"
+                "        if self.use_feat_match:\n"
+                "            with torch.no_grad():\n"
+                "                p = self.model['discriminator'](y)\n"
+                "            adv_loss += self.criterion['feat'](p_, p)\n"
+                "        gen_loss += adv_loss\n"
+                "    self.optimizer['generator'].zero_grad()\n"
+                "    gen_loss.backward()\n"
+                "    self.optimizer['generator'].step()\n",
             ),
         ),
     )
@@ -699,6 +787,7 @@ class DetachedGraph(Operator):
                         else:
                             yield from self._detached(source, training, backward, term)
                     yield from _detached_forwards(source, training, backward, assign)
+                    yield from _inline_terms(source, training, assign, backward.call)
                 else:
                     yield from self._detached(source, training, backward, assign)
                     for term in _summed_terms(source, training, assign):
@@ -808,6 +897,31 @@ def _starts_empty(assign: cst.CSTNode) -> bool:
     `loss = torch.tensor(0.0)`, `loss = torch.zeros(1)`): it has no graph to cut off."""
     value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
     return _empty(value)
+
+
+def _inline_terms(source, training, start: cst.CSTNode, use: cst.CSTNode):
+    """Terms computed where they are added into a loss that starts empty (MelGAN's `loss_D = 0`,
+    then `for scale in D_fake_det: loss_D += F.relu(1 + scale[-1]).mean()`): each such addition
+    cut off, the other terms still training."""
+    name = dotted(start.targets[0].target) if isinstance(start, cst.Assign) and len(start.targets) == 1 else None
+    function = source.function_of(start)
+    if name is None or function is None:
+        return
+    after, before = source.span(start)[1], source.span(use)[0]
+    for added in source.within(function, cst.AugAssign):
+        if (
+            not after < source.span(added)[0] < before
+            or not isinstance(added.operator, cst.AddAssign)
+            or dotted(added.target) != name
+            or isinstance(added.value, (cst.Name, cst.Attribute))  # a named term: cut where computed
+            or not any(isinstance(n, cst.Call) for n in source.within(added.value, cst.Call))
+        ):
+            continue
+        yield Change(
+            added,
+            (source.replace(added.value, method_on(source, added.value, "detach")),),
+            "the loss is cut off from the model's graph",
+        )
 
 
 def _detached_forwards(source, training, backward, start: cst.CSTNode):

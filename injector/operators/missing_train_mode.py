@@ -959,6 +959,31 @@ class MissingTrainMode(Operator):
                 "        validate(loaders[1], model, criterion)\n",
             ),
         ),
+        Example(
+            # A switch chained with a move in a statement of its own (s3prl's runner): dropped from the chain.
+            "def train(self, loader):\n"
+            "    for entry in self.all_entries:\n"
+            "        if entry.trainable:\n"
+            "            entry.model.train().to(self.args.device)\n"
+            "        else:\n"
+            "            entry.model.eval()\n"
+            "    for batch in loader:\n"
+            "        loss = self.model(batch)\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "def train(self, loader):\n"
+                "    for entry in self.all_entries:\n"
+                "        if entry.trainable:\n"
+                "            entry.model.to(self.args.device)\n"
+                "        else:\n"
+                "            entry.model.eval()\n"
+                "    for batch in loader:\n"
+                "        loss = self.model(batch)\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # The same helper applying another method.
