@@ -352,7 +352,7 @@ def _loop_constant(source, call: cst.Call) -> bool:
 
 
 def _bound(target: cst.BaseExpression) -> set[str]:
-    """The names a loop target binds (`i, (x, y)` binds i, x and y)."""
+    """The names a loop or assignment target binds (`i, (x, y)` binds i, x and y)."""
     if isinstance(target, cst.Name):
         return {target.value}
     if isinstance(target, (cst.Tuple, cst.List)):
@@ -500,9 +500,7 @@ def _moved_for_data_parallel(source, training, call: cst.Call) -> bool:
         for small in statement.body:
             read = small.value if isinstance(small, cst.Assign) else small
             uses += [n for n in source.within(read, cst.Name) if n.value == name]
-        if any(
-            isinstance(a, cst.Assign) and any(name in _bound_names(t.target) for t in a.targets) for a in statement.body
-        ):
+        if any(isinstance(a, cst.Assign) and any(name in _bound(t.target) for t in a.targets) for a in statement.body):
             break  # bound again (`c_feature, encoded_data, label = cpcModel(batchData, label)`)
     if not uses:
         return False
@@ -529,14 +527,6 @@ def _always_data_parallel(source, name: str) -> bool:
     return bool(wraps) and not any(
         isinstance(n, cst.If) and "__name__" not in source.code(n.test) for a in wraps for n in source.ancestors(a)
     )
-
-
-def _bound_names(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_bound_names(e.value) for e in target.elements))
-    return set()
 
 
 def _moved_for_a_reduction(source, call: cst.Call) -> bool:
