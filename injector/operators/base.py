@@ -75,44 +75,38 @@ def removed_mode_switches(
                 (source.replace(call, receiver),),
                 f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
             )
-    for line in source.nodes(cst.Expr):
-        # a switch chained with a move in a statement of its own (s3prl's
-        # `entry.model.train().to(self.args.device)`): dropped from the chain
-        for call in source.within(line.value, cst.Call):
+
+    def chained(value: cst.BaseExpression) -> Iterator[cst.Call]:
+        """The switches inside a chain of calls in `value`, which go on to another call."""
+        for call in source.within(value, cst.Call):
             holder = source.parent(call)
             if (
-                call is not line.value
+                call is not value
                 and isinstance(call.func, cst.Attribute)
                 and isinstance(holder, cst.Attribute)
                 and holder.value is call
                 and isinstance(source.parent(holder), cst.Call)
                 and switches(call)
-                and source.is_reachable(line)
             ):
-                receiver = source.module.code_for_node(call.func.value).strip()
-                yield Change(
-                    line,
-                    (source.replace(call, receiver),),
-                    f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
-                )
+                yield call
+
+    for line in source.nodes(cst.Expr):
+        # a switch chained with a move in a statement of its own (s3prl's
+        # `entry.model.train().to(self.args.device)`): dropped from the chain
+        for call in chained(line.value) if source.is_reachable(line) else ():
+            receiver = source.module.code_for_node(call.func.value).strip()  # type: ignore[attr-defined]
+            yield Change(
+                line,
+                (source.replace(call, receiver),),
+                f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
+            )
     if not to_train:
         for assign in source.nodes(cst.Assign):
             # a switch inside a chain (stylegan2-ada's snapshot copies: `module = copy.deepcopy(
             # module).eval().requires_grad_(False).cpu()`): dropped from the chain
-            for call in source.within(assign.value, cst.Call):
-                holder = source.parent(call)
-                if (
-                    call is not assign.value
-                    and isinstance(call.func, cst.Attribute)
-                    and isinstance(holder, cst.Attribute)
-                    and holder.value is call
-                    and isinstance(source.parent(holder), cst.Call)
-                    and switches(call)
-                ):
-                    receiver = source.module.code_for_node(call.func.value).strip()
-                    yield Change(
-                        assign, (source.replace(call, receiver),), f"removed `.eval()` on `{receiver}`: {effect}"
-                    )
+            for call in chained(assign.value):
+                receiver = source.module.code_for_node(call.func.value).strip()  # type: ignore[attr-defined]
+                yield Change(assign, (source.replace(call, receiver),), f"removed `.eval()` on `{receiver}`: {effect}")
     yield from _deleted_switches(source, switches, "removed `{code}`: " + effect)
     for statement in fixed_mode_calls(source, training, to_train):
         yield Change(
