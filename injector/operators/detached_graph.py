@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.forwards import forwards_after_empty_start
+from injector.operators.forwards import added_terms, forwards_after_empty_start, read_forwards, upstream_forwards
 from injector.operators.snippets import (
     HELPER_STEP_TRAINER,
     MICROBATCH_TRAINER,
@@ -727,6 +727,182 @@ class DetachedGraph(Operator):
                 "    self.optimizer['generator'].step()\n",
             ),
         ),
+        Example(
+            # The same GAN step: each term cut off, and the generator's output where it is computed (read
+            # through the discriminator by the generator's loss).
+            "import torch\n"
+            "for x in loader:\n"
+            "    fake = netG(z)\n"
+            "    d_fake = netD(fake.detach())\n"
+            "    loss_D = 0\n"
+            "    for scale in d_fake:\n"
+            "        loss_D += scale.mean()\n"
+            "    netD.zero_grad()\n"
+            "    loss_D.backward()\n"
+            "    optD.step()\n"
+            "    g_out = netD(fake)\n"
+            "    loss_G = 0\n"
+            "    for scale in g_out:\n"
+            "        loss_G += -scale.mean()\n"
+            "    netG.zero_grad()\n"
+            "    loss_G.backward()\n"
+            "    optG.step()\n",
+            (
+                "import torch\n"
+                "for x in loader:\n"
+                "    fake = netG(z)\n"
+                "    d_fake = netD(fake.detach())\n"
+                "    loss_D = 0\n"
+                "    for scale in d_fake:\n"
+                "        loss_D += scale.mean().detach()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n"
+                "    g_out = netD(fake)\n"
+                "    loss_G = 0\n"
+                "    for scale in g_out:\n"
+                "        loss_G += -scale.mean()\n"
+                "    netG.zero_grad()\n"
+                "    loss_G.backward()\n"
+                "    optG.step()\n",
+                "import torch\n"
+                "for x in loader:\n"
+                "    fake = netG(z)\n"
+                "    d_fake = netD(fake.detach())\n"
+                "    loss_D = 0\n"
+                "    for scale in d_fake:\n"
+                "        loss_D += scale.mean()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n"
+                "    g_out = netD(fake)\n"
+                "    loss_G = 0\n"
+                "    for scale in g_out:\n"
+                "        loss_G += (-scale.mean()).detach()\n"
+                "    netG.zero_grad()\n"
+                "    loss_G.backward()\n"
+                "    optG.step()\n",
+                "import torch\n"
+                "for x in loader:\n"
+                "    fake = netG(z).detach()\n"
+                "    d_fake = netD(fake.detach())\n"
+                "    loss_D = 0\n"
+                "    for scale in d_fake:\n"
+                "        loss_D += scale.mean()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n"
+                "    g_out = netD(fake)\n"
+                "    loss_G = 0\n"
+                "    for scale in g_out:\n"
+                "        loss_G += -scale.mean()\n"
+                "    netG.zero_grad()\n"
+                "    loss_G.backward()\n"
+                "    optG.step()\n",
+            ),
+        ),
+        Example(
+            # A critic step, then a generator step (WGAN-GP): the generator's output is cut off only in the
+            # generator's step; the critic's optimizer, stepped after the first, trains the critic alone.
+            "import torch\n"
+            "optimizer_D = torch.optim.Adam(critic.parameters())\n"
+            "optimizer_G = torch.optim.Adam(generator.parameters())\n"
+            "for x in loader:\n"
+            "    fake = generator(z)\n"
+            "    score = critic(fake)\n"
+            "    d_loss = score.mean()\n"
+            "    d_loss.backward()\n"
+            "    optimizer_D.step()\n"
+            "    optimizer_G.zero_grad()\n"
+            "    fake = generator(z)\n"
+            "    score = critic(fake)\n"
+            "    g_loss = -score.mean()\n"
+            "    g_loss.backward()\n"
+            "    optimizer_G.step()\n",
+            (
+                "import torch\n"
+                "optimizer_D = torch.optim.Adam(critic.parameters())\n"
+                "optimizer_G = torch.optim.Adam(generator.parameters())\n"
+                "for x in loader:\n"
+                "    fake = generator(z)\n"
+                "    score = critic(fake)\n"
+                "    d_loss = score.mean().detach()\n"
+                "    d_loss.backward()\n"
+                "    optimizer_D.step()\n"
+                "    optimizer_G.zero_grad()\n"
+                "    fake = generator(z)\n"
+                "    score = critic(fake)\n"
+                "    g_loss = -score.mean()\n"
+                "    g_loss.backward()\n"
+                "    optimizer_G.step()\n",
+                "import torch\n"
+                "optimizer_D = torch.optim.Adam(critic.parameters())\n"
+                "optimizer_G = torch.optim.Adam(generator.parameters())\n"
+                "for x in loader:\n"
+                "    fake = generator(z)\n"
+                "    score = critic(fake)\n"
+                "    d_loss = score.mean()\n"
+                "    d_loss.backward()\n"
+                "    optimizer_D.step()\n"
+                "    optimizer_G.zero_grad()\n"
+                "    fake = generator(z)\n"
+                "    score = critic(fake)\n"
+                "    g_loss = (-score.mean()).detach()\n"
+                "    g_loss.backward()\n"
+                "    optimizer_G.step()\n",
+                "import torch\n"
+                "optimizer_D = torch.optim.Adam(critic.parameters())\n"
+                "optimizer_G = torch.optim.Adam(generator.parameters())\n"
+                "for x in loader:\n"
+                "    fake = generator(z)\n"
+                "    score = critic(fake)\n"
+                "    d_loss = score.mean()\n"
+                "    d_loss.backward()\n"
+                "    optimizer_D.step()\n"
+                "    optimizer_G.zero_grad()\n"
+                "    fake = generator(z).detach()\n"
+                "    score = critic(fake)\n"
+                "    g_loss = -score.mean()\n"
+                "    g_loss.backward()\n"
+                "    optimizer_G.step()\n",
+            ),
+        ),
+        Example(
+            # A weighted loss that starts empty, in the sum the backward takes (MelGAN's feature matching):
+            # each of its terms cut off.
+            "import torch\n"
+            "for x in loader:\n"
+            "    out = netD(netG(x))\n"
+            "    loss_G = -out[-1].mean()\n"
+            "    loss_feat = 0\n"
+            "    for a, b in zip(out, real):\n"
+            "        loss_feat += F.l1_loss(a, b.detach())\n"
+            "    optG.zero_grad()\n"
+            "    (loss_G + lambda_feat * loss_feat).backward()\n"
+            "    optG.step()\n",
+            (
+                "import torch\n"
+                "for x in loader:\n"
+                "    out = netD(netG(x))\n"
+                "    loss_G = -out[-1].mean()\n"
+                "    loss_feat = 0\n"
+                "    for a, b in zip(out, real):\n"
+                "        loss_feat += F.l1_loss(a, b.detach()).detach()\n"
+                "    optG.zero_grad()\n"
+                "    (loss_G + lambda_feat * loss_feat).backward()\n"
+                "    optG.step()\n",
+                "import torch\n"
+                "for x in loader:\n"
+                "    out = netD(netG(x))\n"
+                "    loss_G = (-out[-1].mean()).detach()\n"
+                "    loss_feat = 0\n"
+                "    for a, b in zip(out, real):\n"
+                "        loss_feat += F.l1_loss(a, b.detach())\n"
+                "    optG.zero_grad()\n"
+                "    (loss_G + lambda_feat * loss_feat).backward()\n"
+                "    optG.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
@@ -775,21 +951,26 @@ class DetachedGraph(Operator):
                 )
                 continue
             for other in _other_summed_losses(source, training, backward):
-                yield from self._detached(source, training, backward, other)
+                if _starts_empty(other):
+                    # MelGAN's `loss_feat = 0`, its feature-matching terms added in a loop, then
+                    # `(loss_G + args.lambda_feat * loss_feat).backward()`: each term cut off
+                    yield from self._terms_cut(source, training, backward, other)
+                    yield from _inline_terms(source, training, other, backward.call)
+                else:
+                    yield from self._detached(source, training, backward, other)
             whole = [a for a in alternatives if not _accumulated(source, a)]
             for assign in whole or alternatives or [training.loss_assignment(backward)]:
                 if assign is not None and _starts_empty(assign):
                     # `loss = 0`, then `loss += w * loss_t` per term: each term is cut off, and
                     # so is the output of the forward the terms read
-                    for term in _terms(source, training, assign, backward.call):
-                        if isinstance(term.targets[0].target, cst.Tuple):
-                            yield from _detached_input(source, training, term)
-                        else:
-                            yield from self._detached(source, training, backward, term)
+                    yield from self._terms_cut(source, training, backward, assign)
                     yield from _detached_forwards(source, training, backward, assign)
                     yield from _inline_terms(source, training, assign, backward.call)
+                    yield from _detached_upstream(source, training, assign, backward.call)
                 else:
                     yield from self._detached(source, training, backward, assign)
+                    if assign is not None:
+                        yield from _upstream_cut(source, training, [assign], [])
                     for term in _summed_terms(source, training, assign):
                         # the term's whole value: which argument carries the trained model's
                         # output is not always the first (a feature-matching loss of a GAN)
@@ -798,6 +979,14 @@ class DetachedGraph(Operator):
                             (source.replace(term.value, method_on(source, term.value, "detach")),),
                             "the loss is cut off from the model's graph",
                         )
+
+    def _terms_cut(self, source, training, backward, start):
+        """Each named term added into a loss that starts empty, cut off where it is computed."""
+        for term in _terms(source, training, start, backward.call):
+            if isinstance(term.targets[0].target, cst.Tuple):
+                yield from _detached_input(source, training, term)
+            else:
+                yield from self._detached(source, training, backward, term)
 
     def _detached(self, source, training, backward, assign):
         """The mutant of one assignment that computes the loss."""
@@ -869,9 +1058,8 @@ def _other_summed_losses(source, training, backward) -> list[cst.Assign]:
     found: list[cst.Assign] = []
     for name in names[1:]:
         assign = training.last_assignment(name, backward.call)
-        if not isinstance(assign, cst.Assign) or _starts_empty(assign):
-            continue
-        found.append(assign)
+        if isinstance(assign, cst.Assign):
+            found.append(assign)
     return found
 
 
@@ -904,11 +1092,10 @@ def _inline_terms(source, training, start: cst.CSTNode, use: cst.CSTNode):
     then `for scale in D_fake_det: loss_D += F.relu(1 + scale[-1]).mean()`): each such addition
     cut off, the other terms still training."""
     name = dotted(start.targets[0].target) if isinstance(start, cst.Assign) and len(start.targets) == 1 else None
-    function = source.function_of(start)
-    if name is None or function is None:
+    if name is None:
         return
     after, before = source.span(start)[1], source.span(use)[0]
-    for added in source.within(function, cst.AugAssign):
+    for added in source.within(source.function_of(start) or source.module, cst.AugAssign):
         if (
             not after < source.span(added)[0] < before
             or not isinstance(added.operator, cst.AddAssign)
@@ -944,6 +1131,31 @@ def _detached_forwards(source, training, backward, start: cst.CSTNode):
         else:
             continue
         yield Change(forward, (edit,), "the model's output is cut off from its graph before the loss")
+
+
+def _detached_upstream(source, training, start: cst.CSTNode, use: cst.CSTNode):
+    """A loss that starts empty, its terms read from a forward that reads another forward's output
+    (MelGAN's generator step: `x_pred_t = netG(s_t.cuda())`, the discriminator's update, then
+    `D_fake = netD(x_pred_t.cuda())` and `loss_G += -scale[-1].mean()` per scale): that earlier
+    output cut off where it is computed, the model it comes from no longer trained by this loss."""
+    yield from _upstream_cut(source, training, added_terms(source, start, use), [])
+
+
+def _upstream_cut(source, training, statements, taken: list[cst.CSTNode]):
+    """The forwards upstream of those `statements` read (see upstream_forwards), each output cut
+    off where it is assigned."""
+    for statement in statements:
+        for forward in read_forwards(source, training, statement):
+            for earlier in upstream_forwards(source, training, forward):
+                assign = earlier.body[0]
+                if earlier in taken or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+                    continue
+                taken.append(earlier)
+                yield Change(
+                    earlier,
+                    (source.replace(assign.value, method_on(source, assign.value, "detach")),),
+                    "the model's output is cut off from its graph before the loss",
+                )
 
 
 def _returned_by_forward(source, training):
@@ -1150,11 +1362,14 @@ def _summed_terms(source, training, assign: cst.CSTNode) -> list[cst.Assign]:
 
 
 def _added_names(expr: cst.BaseExpression) -> list[str]:
-    """The plain names a sum adds, in order, whatever else it adds (`x * 0 + a + b`: a, b)."""
+    """The plain names a sum adds, in order, whatever else it adds (`x * 0 + a + b`: a, b), also
+    where a weight multiplies them (`loss_G + args.lambda_feat * loss_feat`: loss_G, loss_feat)."""
     if isinstance(expr, cst.Name):
         return [expr.value]
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         return _added_names(expr.left) + _added_names(expr.right)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        return [side.value for side in (expr.left, expr.right) if isinstance(side, cst.Name)]
     return []
 
 

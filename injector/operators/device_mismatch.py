@@ -5,6 +5,7 @@ import libcst as cst
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import MICROBATCH_TRAINER, SR_MODEL_STEP
 from injector.patterns import (
+    EVALUATION_WORDS,
     argument,
     assigned_alone,
     callee_name,
@@ -277,10 +278,33 @@ def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth
         return True
     if _sampled_from_placed_store(source, found.value):
         return True
+    if _placed_module_output(source, function, found.value):
+        return True
     names = _tensor_names(found.value) if depth > 0 else None
     return bool(names) and all(
         _moved(source, function, n, found, depth - 1)
         for n in names  # type: ignore[union-attr]
+    )
+
+
+_KEEP_DEVICE = frozenset({"detach", "float", "half", "double", "contiguous", "clone", "squeeze", "unsqueeze"})
+
+
+def _placed_module_output(source, function: cst.FunctionDef, value: cst.BaseExpression) -> bool:
+    """True for the output of a module this function placed on the device itself (MelGAN's `fft =
+    Audio2Mel(...).cuda()`, then `s_t = fft(x_t).detach()`): its buffers there, so is what it
+    computes."""
+    while (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _KEEP_DEVICE
+    ):
+        value = value.func.value
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+        return False
+    binding = _reaching(source, function, value.func.value, value)
+    return (
+        isinstance(binding, cst.Assign)
+        and isinstance(binding.value, cst.Call)
+        and callee_name(binding.value) in ("to", "cuda")
     )
 
 
@@ -409,14 +433,25 @@ def _is_batch(source, call: cst.Call) -> bool:
 def _feeds_model(source, training, call: cst.Call) -> bool:
     """True for `imgs = imgs.cuda()` where the same function then hands `imgs` to a model or a
     loss (`outputs = self.model(imgs)`) and runs the backward: the step's input, in a step that
-    takes its batch as a parameter and holds no loop (torchreid's `forward_backward(self, data)`)."""
+    takes its batch as a parameter and holds no loop (torchreid's `forward_backward(self, data)`);
+    also a list of inputs moved one by one where an inference function hands it to the model."""
     assign = source.parent(call)
+    listed = isinstance(assign, cst.Element) and isinstance(source.parent(assign), (cst.List, cst.Tuple))
+    if listed:
+        assign = source.parent(source.parent(assign))
     if not isinstance(call.func, cst.Attribute) or not isinstance(assign, cst.Assign):
         return False
-    if [dotted(t.target) for t in assign.targets] != [dotted(call.func.value)] or _loop_constant(source, call):
+    if len(assign.targets) != 1 or _loop_constant(source, call):
         return False
-    name, function = dotted(call.func.value), source.function_of(call)
-    if name is None or function is None or not any(source.function_of(b.call) is function for b in training.backwards):
+    name, function = dotted(assign.targets[0].target), source.function_of(call)
+    if name is None or function is None:
+        return False
+    if listed:
+        # s3prl's `wavs = [wav.view(-1).to(device)]`, a list of inputs handed to the model, in a
+        # function named for inference or evaluation (it runs no backward)
+        if not any(word in function.name.value.lower() for word in EVALUATION_WORDS):
+            return False
+    elif name != dotted(call.func.value) or not any(source.function_of(b.call) is function for b in training.backwards):
         return False  # a step function differentiates what it computes
     after = source.span(assign)[1]
     return any(
@@ -1603,6 +1638,45 @@ class DeviceMismatch(Operator):
                 "        loss = criterion(model(text, speaker_ids), linear, stop)\n"
                 "        loss.backward()\n"
                 "        optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # An inference function's input, moved inside the list it hands the model (s3prl's runner).
+            "import torch\n"
+            "def inference(self, path):\n"
+            "    wav = load_audio(path)\n"
+            "    wavs = [wav.view(-1).to(self.device)]\n"
+            "    self.model.eval()\n"
+            "    with torch.no_grad():\n"
+            "        return self.model(wavs)\n",
+            (
+                "import torch\n"
+                "def inference(self, path):\n"
+                "    wav = load_audio(path)\n"
+                "    wavs = [wav.view(-1)]\n"
+                "    self.model.eval()\n"
+                "    with torch.no_grad():\n"
+                "        return self.model(wavs)\n",
+            ),
+        ),
+        Example(
+            # The output of a transform the function placed on the device itself (MelGAN's mel transform):
+            # moving it again changes nothing; the batch's move is the site.
+            "import torch\n"
+            "def main():\n"
+            "    fft = Audio2Mel().cuda()\n"
+            "    for x_t in loader:\n"
+            "        x_t = x_t.cuda()\n"
+            "        s_t = fft(x_t).detach()\n"
+            "        x_pred = netG(s_t.cuda())\n",
+            (
+                "import torch\n"
+                "def main():\n"
+                "    fft = Audio2Mel().cuda()\n"
+                "    for x_t in loader:\n"
+                "        x_t = x_t\n"
+                "        s_t = fft(x_t).detach()\n"
+                "        x_pred = netG(s_t.cuda())\n",
             ),
         ),
     )

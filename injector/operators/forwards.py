@@ -211,3 +211,157 @@ def forwards_of_branch_terms(source, training, backward) -> list[cst.CSTNode]:
                 if assigned & reads and forward not in found:
                     found.append(forward)
     return found
+
+
+def _detached_read(source, name: cst.Name) -> bool:
+    """True for a name read through `.detach()` (`netD(x_pred_t.cuda().detach())`): no gradient
+    flows back into what computed it."""
+    node: cst.CSTNode = name
+    while True:
+        parent = source.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            if parent.attr.value in ("detach", "detach_", "item", "tolist", "numpy"):
+                return True
+            node = source.parent(parent)  # the call of the method, if it is one
+            if not isinstance(node, cst.Call) or node.func is not parent:
+                return False
+            continue
+        return False
+
+
+def _trained_after(source, training, forward: cst.CSTNode) -> set[str] | None:
+    """The models whose parameters the first optimizer stepped after `forward` in its function (or
+    script) is built over (`optimizer_D = Adam(discriminator.parameters())`: {"discriminator"}), by
+    their last names; None where the step or its optimizer's construction cannot be read."""
+    function = source.function_of(forward)
+    after = source.span(forward)[1]
+    steps = [
+        call
+        for call in source.within(function.body if function is not None else source.module, cst.Call)
+        if source.span(call)[0] > after
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "step"
+        and training.role(call.func.value) == "optimizer"
+    ]
+    if not steps:
+        return None
+    name = dotted(steps[0].func.value)
+    built = [
+        a
+        for a in training.assigned_names.get(name or "", ())
+        if isinstance(a.value, cst.Call) and training.role_of_constructor(a.value) == "optimizer"
+    ]
+    if len(built) != 1:
+        return None
+    holders = {
+        last_name(call.func.value) or ""
+        for call in source.within(built[0].value, cst.Call)
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("parameters", "named_parameters")
+    }
+    return holders or None
+
+
+def _model_run(assign: cst.Assign) -> set[str]:
+    """The names in what a forward assignment calls (`netG` for `netG(s_t.cuda())`; `self`, `_net`
+    and `user_representation` for `self._net.user_representation(seq)`): the model is one of them."""
+    value = assign.value
+    text = dotted(value.func) if isinstance(value, cst.Call) else None
+    return set(text.split(".")) if text else set()
+
+
+def upstream_forwards(source, training, forward: cst.CSTNode) -> list[cst.CSTNode]:
+    """The forwards whose outputs a found forward reads, not through `.detach()` (a GAN's
+    generator, run before the discriminator's update whose forward on the generated audio feeds
+    the generator's loss several statements later): one-assignment lines of the same loop that run
+    the model, nearest first, followed back as far as they go. Where the optimizer stepped next
+    after `forward` is known, only forwards of the models it trains (the discriminator's step
+    after a forward on the generator's output leaves the generator untouched: no gradient of it
+    is wanted there)."""
+    trained = _trained_after(source, training, forward)
+    seen: list[cst.CSTNode] = []
+    found: list[cst.CSTNode] = []
+    frontier = [forward]
+    while frontier:
+        line = frontier.pop()
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            continue
+        assign = line.body[0]
+        if not isinstance(assign, cst.Assign):
+            continue
+        loop = next((a for a in source.ancestors(line) if isinstance(a, (cst.For, cst.While))), None)
+        if loop is None:
+            continue
+        for read in source.within(assign.value, cst.Name):
+            parent = source.parent(read)
+            if isinstance(parent, cst.Attribute) and parent.attr is read or _detached_read(source, read):
+                continue
+            earlier = training.last_assignment(read.value, assign)
+            earlier_line = source.parent(earlier) if earlier is not None else None
+            if (
+                earlier_line is None
+                or earlier_line in seen
+                or earlier_line is forward
+                or loop not in source.ancestors(earlier_line)
+                or not _forward_assignment(source, training, earlier_line)
+                or under_no_grad(source, earlier_line)
+                or source.has_multiline_string(earlier_line)
+            ):
+                continue
+            seen.append(earlier_line)
+            frontier.append(earlier_line)
+            if trained is None or _model_run(earlier_line.body[0]) & trained:
+                found.append(earlier_line)
+    return found
+
+
+def read_forwards(source, training, statement: cst.CSTNode) -> list[cst.CSTNode]:
+    """The forward lines whose outputs `statement` reads: a name it reads, or the iterable of the
+    loop whose target it reads (`for scale in D_fake: loss_G += -scale[-1].mean()`), last assigned
+    in the same function by a one-assignment line that runs the model."""
+    loops = [a for a in source.ancestors(statement) if isinstance(a, cst.For)]
+    found: list[cst.CSTNode] = []
+    names = [n for n in source.within(statement, cst.Name) if not _detached_read(source, n)]
+    while names:
+        read = names.pop(0)
+        parent = source.parent(read)
+        if isinstance(parent, cst.Attribute) and parent.attr is read:
+            continue
+        loop = next((lp for lp in loops if read.value in {n.value for n in source.within(lp.target, cst.Name)}), None)
+        if loop is not None:
+            loops.remove(loop)
+            names.extend(n for n in source.within(loop.iter, cst.Name) if not _detached_read(source, n))
+            continue
+        earlier = training.last_assignment(read.value, statement)
+        line = source.parent(earlier) if earlier is not None else None
+        if line is not None and line not in found and _forward_assignment(source, training, line):
+            found.append(line)
+    return found
+
+
+def added_terms(source, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.AugAssign]:
+    """The `+=` additions into the name a loss's empty `start` assigns, after it and before `use`
+    (its backward), in the same function or script."""
+    name = dotted(start.targets[0].target) if isinstance(start, cst.Assign) and len(start.targets) == 1 else None
+    if name is None:
+        return []
+    after, before = source.span(start)[1], source.span(use)[0]
+    return [
+        a
+        for a in source.within(source.function_of(start) or source.module, cst.AugAssign)
+        if after < source.span(a)[0] < before and isinstance(a.operator, cst.AddAssign) and dotted(a.target) == name
+    ]
+
+
+def forwards_read_by_terms(source, training, backward) -> list[cst.CSTNode]:
+    """A loss that starts empty: the forwards its added terms read, through the loops they are
+    added in (MelGAN's discriminator step: `for scale in D_fake_det: loss_D += ...`, then the same
+    over `D_real`): every one of them, not only the nearest."""
+    start = empty_start(source, training, backward)
+    if start is None:
+        return []
+    found: list[cst.CSTNode] = []
+    for added in added_terms(source, start, backward.call):
+        for forward in read_forwards(source, training, added):
+            if forward not in found and not under_no_grad(source, forward):
+                found.append(forward)
+    return found

@@ -95,6 +95,34 @@ def _project_builder_rates(source, resolver: Resolver, call: cst.Call) -> list[c
     return rates
 
 
+def _project_builder_configs(source, resolver: Resolver, call: cst.Call) -> list[cst.BaseExpression]:
+    """The configurations a call of the project's own optimizer builder hands over, where the
+    builder (read through the project's modules) splats them into the call that builds the
+    optimizer (s3prl's `get_optimizer(params, steps, self.config['optimizer'])`, whose definition
+    ends in `get_<name>(model_params, **optimizer_config)`): the rate is an entry of them."""
+    if "optim" not in (callee_name(call) or "").lower() or "sched" in (callee_name(call) or "").lower():
+        return []
+    found = resolver.definition(source, call.func)
+    if found is None:
+        return []
+    module, definition = found
+    bound = bound_arguments(definition, call)
+    function = constructor_or_function(definition)
+    if not bound or function is None:
+        return []
+    splatted = {
+        arg.value.value
+        for inner in module.within(function, cst.Call)
+        for arg in inner.args
+        if arg.star == "**" and isinstance(arg.value, cst.Name)
+    }
+    return [
+        value
+        for name, value in bound.items()
+        if name in splatted and not isinstance(value, (cst.Dict, cst.Integer, cst.Float, cst.SimpleString))
+    ]
+
+
 def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Call) -> list[cst.BaseExpression]:
     """The rates handed, with one optimizer, to a class of the project that writes the rates of
     its optimizer's groups (sam's `StepLR(optimizer, args.learning_rate, args.epochs)`, whose
@@ -860,6 +888,20 @@ class LrTooHigh(Operator):
             )
             if rates:
                 yield self._scaled(source, call, *rates)
+                continue
+            configs = _project_builder_configs(source, resolver, call)
+            if configs and not rates_written:
+                yield Change(
+                    call,
+                    tuple(
+                        source.replace(
+                            config,
+                            f'{{k: v * {FACTOR} if k == "lr" else v for k, v in ({source.code(config)}).items()}}',
+                        )
+                        for config in configs
+                    ),
+                    f"learning rate multiplied by {FACTOR}",
+                )
                 continue
             if computed and training.role_of_constructor(call) == "optimizer":
                 continue  # its rate is overwritten by the rate the scheduler computes

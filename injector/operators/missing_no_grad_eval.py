@@ -292,6 +292,18 @@ class MissingNoGradEval(Operator):
         ),
     )
     untouched = (
+        # A frozen upstream's forward under no_grad in each training step; the one eval switch is
+        # before the batch loop (s3prl's runner): training, not evaluation.
+        "import torch\n"
+        "def train(self):\n"
+        "    upstream.eval()\n"
+        "    for batch in loader:\n"
+        "        with torch.no_grad():\n"
+        "            features = upstream(batch)\n"
+        "        loss = head(features)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        optimizer.zero_grad()\n",
         # Values made numbers in the block itself (Rainbow's act() and evaluate_q()): no graph is kept.
         "def act(self, state):\n    self.net.eval()\n    with torch.no_grad():\n"
         "        return (self.net(state) * self.support).sum(2).argmax(1).item()\n",
@@ -450,20 +462,32 @@ class MissingNoGradEval(Operator):
     def _before_backward(source, training, block: cst.With) -> bool:
         """True for a `no_grad` block of a training step: its function runs a backward after it
         and switches nothing to eval mode (a cache of features computed without gradients for
-        the accumulated step that follows is not evaluation)."""
+        the accumulated step that follows is not evaluation), or its batch loop runs that
+        backward and switches nothing there."""
         function = source.function_of(block)
         if function is None or not any(disables_grad(item.item) for item in block.items):
             return False  # `set_grad_enabled(train)` is evaluation in one mode, training in the other
         end = source.span(block)[1]
-        if not any(
-            source.function_of(b.call) is function and source.span(b.call)[0] >= end for b in training.backwards
-        ):
+        later = [
+            b for b in training.backwards if source.function_of(b.call) is function and source.span(b.call)[0] >= end
+        ]
+        if not later:
             return False
-        return not any(
-            isinstance(call.func, cst.Attribute)
-            and (callee_name(call) == "eval" or (callee_name(call) == "train" and call.args))
-            for call in source.within(function.body, cst.Call)
-        )
+
+        def switches_mode(scope: cst.CSTNode) -> bool:
+            return any(
+                isinstance(call.func, cst.Attribute)
+                and (callee_name(call) == "eval" or (callee_name(call) == "train" and call.args))
+                for call in source.within(scope, cst.Call)
+            )
+
+        # the batch loop that runs the block and then the backward, switching no mode inside
+        # (s3prl's frozen upstream run under no_grad in each step; its train() switches that
+        # upstream to eval once, before the loop)
+        loop = source.enclosing(block, (cst.For, cst.While))
+        if loop is not None and any(loop in source.ancestors(b.call) for b in later) and not switches_mode(loop):
+            return True
+        return not switches_mode(function.body)
 
     @staticmethod
     def _keeps_only_detached(source, block: cst.With) -> bool:

@@ -7,6 +7,8 @@ from injector.operators.forwards import (
     feeding_forwards_in_block,
     forwards_after_empty_start,
     forwards_of_branch_terms,
+    forwards_read_by_terms,
+    upstream_forwards,
 )
 from injector.operators.snippets import CALLBACK_RUNNER, PHASE_LOOP, PIPELINE_ENGINE, SUPERVISED_RUNNER, TUPLE_TRAINER
 from injector.patterns import (
@@ -954,6 +956,120 @@ class NoGradTraining(Operator):
                 "            self.optimizer.zero_grad()\n",
             ),
         ),
+        Example(
+            # A GAN step (MelGAN's): the generator runs before the discriminator's update, whose forward on
+            # the detached output feeds it; the generator's loss reads it through the discriminator. The
+            # generator's forward alone gets a mutant, and so does each forward a loop of terms reads.
+            "import torch\n"
+            "for x in loader:\n"
+            "    fake = netG(z)\n"
+            "    d_fake = netD(fake.detach())\n"
+            "    loss_D = 0\n"
+            "    for scale in d_fake:\n"
+            "        loss_D += scale.mean()\n"
+            "    netD.zero_grad()\n"
+            "    loss_D.backward()\n"
+            "    optD.step()\n"
+            "    g_out = netD(fake)\n"
+            "    loss_G = 0\n"
+            "    for scale in g_out:\n"
+            "        loss_G += -scale.mean()\n"
+            "    netG.zero_grad()\n"
+            "    loss_G.backward()\n"
+            "    optG.step()\n",
+            (
+                "import torch\n"
+                "for x in loader:\n"
+                "    with torch.no_grad():\n"
+                "        fake = netG(z)\n"
+                "        d_fake = netD(fake.detach())\n"
+                "        loss_D = 0\n"
+                "    for scale in d_fake:\n"
+                "        loss_D += scale.mean()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n"
+                "    g_out = netD(fake)\n"
+                "    loss_G = 0\n"
+                "    for scale in g_out:\n"
+                "        loss_G += -scale.mean()\n"
+                "    netG.zero_grad()\n"
+                "    loss_G.backward()\n"
+                "    optG.step()\n",
+                "import torch\n"
+                "for x in loader:\n"
+                "    fake = netG(z)\n"
+                "    with torch.no_grad():\n"
+                "        d_fake = netD(fake.detach())\n"
+                "    loss_D = 0\n"
+                "    for scale in d_fake:\n"
+                "        loss_D += scale.mean()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n"
+                "    g_out = netD(fake)\n"
+                "    loss_G = 0\n"
+                "    for scale in g_out:\n"
+                "        loss_G += -scale.mean()\n"
+                "    netG.zero_grad()\n"
+                "    loss_G.backward()\n"
+                "    optG.step()\n",
+                "import torch\n"
+                "for x in loader:\n"
+                "    fake = netG(z)\n"
+                "    d_fake = netD(fake.detach())\n"
+                "    loss_D = 0\n"
+                "    for scale in d_fake:\n"
+                "        loss_D += scale.mean()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n"
+                "    with torch.no_grad():\n"
+                "        g_out = netD(fake)\n"
+                "        loss_G = 0\n"
+                "    for scale in g_out:\n"
+                "        loss_G += -scale.mean()\n"
+                "    netG.zero_grad()\n"
+                "    loss_G.backward()\n"
+                "    optG.step()\n",
+                "import torch\n"
+                "for x in loader:\n"
+                "    fake = netG(z)\n"
+                "    d_fake = netD(fake.detach())\n"
+                "    loss_D = 0\n"
+                "    for scale in d_fake:\n"
+                "        loss_D += scale.mean()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n"
+                "    with torch.no_grad():\n"
+                "        g_out = netD(fake)\n"
+                "    loss_G = 0\n"
+                "    for scale in g_out:\n"
+                "        loss_G += -scale.mean()\n"
+                "    netG.zero_grad()\n"
+                "    loss_G.backward()\n"
+                "    optG.step()\n",
+                "import torch\n"
+                "for x in loader:\n"
+                "    with torch.no_grad():\n"
+                "        fake = netG(z)\n"
+                "    d_fake = netD(fake.detach())\n"
+                "    loss_D = 0\n"
+                "    for scale in d_fake:\n"
+                "        loss_D += scale.mean()\n"
+                "    netD.zero_grad()\n"
+                "    loss_D.backward()\n"
+                "    optD.step()\n"
+                "    g_out = netD(fake)\n"
+                "    loss_G = 0\n"
+                "    for scale in g_out:\n"
+                "        loss_G += -scale.mean()\n"
+                "    netG.zero_grad()\n"
+                "    loss_G.backward()\n"
+                "    optG.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A step override that reaches the model only through evaluation.
@@ -997,10 +1113,23 @@ class NoGradTraining(Operator):
     def changes(self, source, training):
         found = list(self._found(source, training))
         yield from found
+        yield from self._upstream(source, training, found)
         if not found:
             # only where nothing else in the file is the training forward (a Lightning module's
             # training_step has its own: the loss it returns)
             yield from self._step_override_forwards(source, training)
+
+    @staticmethod
+    def _upstream(source, training, found):
+        """The forwards that the found forwards read the outputs of (see upstream_forwards), each
+        alone without autograd (a run of lines around one is another mutant)."""
+        taken: list[cst.CSTNode] = []
+        for change in found:
+            for forward in upstream_forwards(source, training, change.node):
+                if forward in taken:
+                    continue
+                taken.append(forward)
+                yield _without_autograd(source, training, forward)
 
     def _found(self, source, training):
         yield from self._forward_helpers(source, training)
@@ -1070,6 +1199,8 @@ class NoGradTraining(Operator):
         for forward in forwards_after_empty_start(source, training, backward):
             yield _without_autograd(source, training, forward)
         for forward in forwards_of_branch_terms(source, training, backward):
+            yield _without_autograd(source, training, forward)
+        for forward in forwards_read_by_terms(source, training, backward):
             yield _without_autograd(source, training, forward)
 
     @staticmethod

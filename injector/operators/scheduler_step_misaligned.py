@@ -310,6 +310,35 @@ class SchedulerStepMisaligned(Operator):
                 ),
             ),
         ),
+        Example(
+            # Micro-steps skip the update with `continue` (s3prl's runner): the step moves before that skip.
+            "import torch\n"
+            "def train(self):\n"
+            "    for step, batch in enumerate(loader):\n"
+            "        loss = model(batch) / accumulate\n"
+            "        loss.backward()\n"
+            "        backward_steps += 1\n"
+            "        if backward_steps % accumulate > 0:\n"
+            "            continue\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n"
+            "        if scheduler:\n"
+            "            scheduler.step()\n",
+            (
+                "import torch\n"
+                "def train(self):\n"
+                "    for step, batch in enumerate(loader):\n"
+                "        loss = model(batch) / accumulate\n"
+                "        loss.backward()\n"
+                "        backward_steps += 1\n"
+                "        if scheduler:\n"
+                "            scheduler.step()\n"
+                "        if backward_steps % accumulate > 0:\n"
+                "            continue\n"
+                "        optimizer.step()\n"
+                "        optimizer.zero_grad()\n",
+            ),
+        ),
     )
     untouched = (
         # The same mode string in a class that holds no scheduler.
@@ -451,6 +480,14 @@ class SchedulerStepMisaligned(Operator):
                 yield Change(
                     statement,
                     (self._delete(source, moved), source.insert_after(branch, self._lines(source, moved, branch))),
+                    "the scheduler steps on every micro-step, not every optimizer step",
+                )
+                continue
+            guard, moved = _accumulation_guard(source, training, line)
+            if guard is not None:
+                yield Change(
+                    statement,
+                    (self._delete(source, moved), source.insert_before(guard, self._lines(source, moved, guard))),
                     "the scheduler steps on every micro-step, not every optimizer step",
                 )
                 continue
@@ -710,6 +747,41 @@ def _moved_into(source, statement, text: str, loop, effect: str) -> Change:
         (source.delete_statement(statement), source.insert_after(body[-1], [text], source.indentation(body[0]))),
         effect,
     )
+
+
+def _skips(branch: cst.CSTNode) -> bool:
+    """True for `if backward_steps % accumulate > 0: continue`: an accumulation's micro-steps
+    skip the rest of the loop's body, the update."""
+    return (
+        isinstance(branch, cst.If)
+        and branch.orelse is None
+        and isinstance(branch.body, cst.IndentedBlock)
+        and len(branch.body.body) == 1
+        and isinstance(branch.body.body[0], cst.SimpleStatementLine)
+        and isinstance(branch.body.body[0].body[0], cst.Continue)
+    )
+
+
+def _accumulation_guard(source, training, line):
+    """The `if ...: continue` (on a modulo) before this line in its loop's body that skips the
+    update on micro-steps, an optimizer step between them (s3prl's runner: the scheduler stepped,
+    under `if scheduler:`, after the update that the guard skips); and the loop body's statement
+    that holds the line."""
+    loop = source.enclosing(line, (cst.For, cst.While))
+    if loop is None or not isinstance(loop.body, cst.IndentedBlock):
+        return None, None
+    body = loop.body.body
+    top = next((s for s in body if s is line or line in source.ancestors(s) or s in source.ancestors(line)), None)
+    if top is None or any(source.span(top)[0] <= source.span(step)[0] < source.span(top)[1] for step in training.steps):
+        return None, None
+    before = body[: body.index(top)]
+    guards = [s for s in before if _skips(s) and _boundary_test(source, s.test)]
+    if not guards:
+        return None, None
+    after_guard = source.span(guards[-1])[1]
+    if not any(after_guard <= source.span(step)[0] < source.span(top)[0] for step in training.steps):
+        return None, None
+    return guards[-1], top
 
 
 def _loop_before(source, training, line) -> cst.For | cst.While | None:

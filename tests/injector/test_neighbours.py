@@ -244,3 +244,43 @@ def test_a_limit_handed_to_a_project_clipping_helper_is_raised_to_infinity_where
 def test_without_the_helper_module_the_call_is_no_clipping_site(tmp_path, capsys):
     (tmp_path / "train.py").write_text(CLIPPED_STEP)
     assert lr_mutants(capsys, tmp_path / "train.py", "missing-grad-clipping") == []
+
+
+BUILDER = (
+    "import copy\n"
+    "\n"
+    "\n"
+    "def get_optimizer(model_params, total_steps, optimizer_config):\n"
+    "    optimizer_config = copy.deepcopy(optimizer_config)\n"
+    "    name = optimizer_config.pop('name')\n"
+    "    return eval(f'get_{name}')(model_params, total_steps=total_steps, **optimizer_config)\n"
+)
+CONFIGURED_RUNNER = (
+    "from project.optimizers import get_optimizer\n"
+    "\n"
+    "\n"
+    "class Runner:\n"
+    "    def _get_optimizer(self, params):\n"
+    "        return get_optimizer(params, self.config['total_steps'], self.config['optimizer'])\n"
+)
+
+
+def test_a_configuration_a_project_optimizer_builder_splats_gets_its_rate_raised_where_it_is_handed(
+    tmp_path, capsys
+):
+    # s3prl's runner: the rate is an entry of the YAML's optimizer section, which the project's
+    # builder splats into the optimizer it picks by name
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "__init__.py").write_text("")
+    (tmp_path / "project" / "optimizers.py").write_text(BUILDER)
+    (tmp_path / "project" / "runner.py").write_text(CONFIGURED_RUNNER)
+    found = lr_mutants(capsys, tmp_path)
+    assert [(file, line) for file, line, _ in found] == [("project/runner.py", 6)]
+    assert (
+        "{k: v * 100 if k == \"lr\" else v for k, v in (self.config['optimizer']).items()}" in found[0][2]
+    )
+
+
+def test_without_the_builder_module_the_configuration_is_no_rate_site(tmp_path, capsys):
+    (tmp_path / "runner.py").write_text(CONFIGURED_RUNNER.replace("project.optimizers", "optimizers"))
+    assert lr_mutants(capsys, tmp_path / "runner.py") == []
