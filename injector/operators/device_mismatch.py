@@ -407,6 +407,8 @@ def _is_batch(source, call: cst.Call) -> bool:
         return True
     if isinstance(call.func, cst.Attribute) and (_fresh_tensor(call.func.value) or _dataset_item(call.func.value)):
         return True
+    if _matched_to_cuda(source, call) or _made_input(source, call):
+        return True
     if source.enclosing(call, cst.Return) is not None:
         return True
     if _batch_holder(source, call) or _taken_item(source, call):
@@ -428,6 +430,55 @@ def _is_batch(source, call: cst.Call) -> bool:
         if root is not None and "batch" in root.lower() and root in {p.name.value for p in function.params.params}:
             return True
     return any(word in name for word in ("batch", "step", "device", "prepare", "collate"))
+
+
+def _matched_to_cuda(source, call: cst.Call) -> bool:
+    """True for a move made because another tensor is on the GPU (wavenet_vocoder's mask helper:
+    `if sequence_length.is_cuda: seq_range_expand = seq_range_expand.cuda()`): left out, the two
+    meet on different devices."""
+    branch = source.enclosing(call, cst.If)
+    return (
+        branch is not None
+        and isinstance(branch.test, cst.Attribute)
+        and branch.test.attr.value == "is_cuda"
+        and call in source.within(branch.body, cst.Call)
+    )
+
+
+def _made_input(source, call: cst.Call) -> bool:
+    """True for a tensor the function made itself in every branch that binds it (`initial_input =
+    torch.zeros(1, 1, 1).fill_(v)` or `torch.from_numpy(onehot).view(...)`), moved, then handed to
+    a model's method (a generation's first input)."""
+    function = source.function_of(call)
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if function is None or not isinstance(receiver, cst.Name):
+        return False
+    here = source.span(call)[0]
+    bindings = [
+        a
+        for a in source.within(function.body, cst.Assign)
+        if source.span(a)[1] <= here and any(dotted(t.target) == receiver.value for t in a.targets)
+    ]
+
+    # what reaches the move: in each block, the last binding (`x = to_categorical(v)`, then
+    # `x = torch.from_numpy(x).view(1, 1, n)`: the second)
+    def block(assign):
+        return source.parent(source.block_of(assign)[0])
+
+    last = [
+        a for a in bindings if not any(block(b) is block(a) and source.span(b)[0] > source.span(a)[0] for b in bindings)
+    ]
+    if not last or not all(_fresh_tensor(a.value) for a in last):
+        return False
+    assign = source.parent(call)
+    after = source.span(assign)[1] if isinstance(assign, cst.Assign) else here
+    return any(
+        source.span(use)[0] > after
+        and isinstance(use.func, cst.Attribute)
+        and "model" in (dotted(use.func.value) or "").lower()
+        and any(dotted(a.value) == receiver.value for a in use.args)
+        for use in source.within(function.body, cst.Call)
+    )
 
 
 def _feeds_model(source, training, call: cst.Call) -> bool:
@@ -1679,6 +1730,50 @@ class DeviceMismatch(Operator):
                 "        x_pred = netG(s_t.cuda())\n",
             ),
         ),
+        Example(
+            # A tensor moved because another is on the GPU (a mask helper's `if lengths.is_cuda:`).
+            'import torch\n'
+            'def sequence_mask(lengths, max_len):\n'
+            '    positions = torch.arange(0, max_len).unsqueeze(0)\n'
+            '    if lengths.is_cuda:\n'
+            '        positions = positions.cuda()\n'
+            '    return positions < lengths.unsqueeze(1)\n',
+            (
+                'import torch\n'
+                'def sequence_mask(lengths, max_len):\n'
+                '    positions = torch.arange(0, max_len).unsqueeze(0)\n'
+                '    if lengths.is_cuda:\n'
+                '        positions = positions\n'
+                '    return positions < lengths.unsqueeze(1)\n',
+            ),
+        ),
+
+        Example(
+            # A generation's first input, made here in each branch, moved, then handed to the model.
+            'import torch\n'
+            'def eval_model(model, c, device):\n'
+            '    if mulaw:\n'
+            '        initial = to_categorical(0, num_classes=256)\n'
+            '        initial = torch.from_numpy(initial).view(1, 1, 256)\n'
+            '    else:\n'
+            '        initial = torch.zeros(1, 1, 1)\n'
+            '    initial = initial.to(device)\n'
+            '    with torch.no_grad():\n'
+            '        return model.incremental_forward(initial, c=c)\n',
+            (
+                'import torch\n'
+                'def eval_model(model, c, device):\n'
+                '    if mulaw:\n'
+                '        initial = to_categorical(0, num_classes=256)\n'
+                '        initial = torch.from_numpy(initial).view(1, 1, 256)\n'
+                '    else:\n'
+                '        initial = torch.zeros(1, 1, 1)\n'
+                '    initial = initial\n'
+                '    with torch.no_grad():\n'
+                '        return model.incremental_forward(initial, c=c)\n',
+            ),
+        ),
+
     )
     untouched = (
         # A tensor moved as it is made into a parameter (DeepCTR's linear weights): the model's own state.

@@ -294,6 +294,17 @@ def _rate_assignments(source) -> list[cst.Assign]:
     return found
 
 
+def _every_step(source, assign: cst.Assign) -> bool:
+    """True for a rate written whenever its step function runs: under no `if` in that function
+    (the loop over the optimizer's groups around it aside)."""
+    for ancestor in source.ancestors(assign):
+        if isinstance(ancestor, cst.FunctionDef):
+            return True
+        if isinstance(ancestor, (cst.If, cst.Try, cst.While)):
+            return False
+    return True
+
+
 def _splatted_later(source, owner: str | None, assign: cst.Assign) -> bool:
     """True where the keyword arguments `owner` holds are handed on as `**owner` after `assign`
     in the same function (an optimizer built from them: stylegan2-ada's `**opt_kwargs`)."""
@@ -807,6 +818,77 @@ class LrTooHigh(Operator):
                 "    return torch.optim.Adam(params)\n",
             ),
         ),
+        Example(
+            # A rate written into the groups only when a schedule is set (wavenet_vocoder): without one the
+            # optimizer trains at the rate its splatted configuration builds it with, so both are sites.
+            'import torch\n'
+            'def train_step(model, optimizer, batch, step):\n'
+            '    if hparams.lr_schedule is not None:\n'
+            '        current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
+            '        for param_group in optimizer.param_groups:\n'
+            "            param_group['lr'] = current_lr\n"
+            '    optimizer.zero_grad()\n'
+            '    model(batch).backward()\n'
+            '    optimizer.step()\n'
+            'def main():\n'
+            '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
+            '    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n',
+            (
+                'import torch\n'
+                'def train_step(model, optimizer, batch, step):\n'
+                '    if hparams.lr_schedule is not None:\n'
+                '        current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
+                '        for param_group in optimizer.param_groups:\n'
+                "            param_group['lr'] = current_lr * 100\n"
+                '    optimizer.zero_grad()\n'
+                '    model(batch).backward()\n'
+                '    optimizer.step()\n'
+                'def main():\n'
+                '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
+                '    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n',
+                'import torch\n'
+                'def train_step(model, optimizer, batch, step):\n'
+                '    if hparams.lr_schedule is not None:\n'
+                '        current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
+                '        for param_group in optimizer.param_groups:\n'
+                "            param_group['lr'] = current_lr\n"
+                '    optimizer.zero_grad()\n'
+                '    model(batch).backward()\n'
+                '    optimizer.step()\n'
+                'def main():\n'
+                '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
+                '    optimizer = Optimizer(model.parameters(), **{k: v * 100 if k == "lr" else v for k, v in (hparams.optimizer_params).items()})\n',
+            ),
+        ),
+
+        Example(
+            # The same rate written before every step: the one built in is overwritten, no site.
+            'import torch\n'
+            'def train_step(model, optimizer, batch, step):\n'
+            '    current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
+            '    for param_group in optimizer.param_groups:\n'
+            "        param_group['lr'] = current_lr\n"
+            '    optimizer.zero_grad()\n'
+            '    model(batch).backward()\n'
+            '    optimizer.step()\n'
+            'def main():\n'
+            '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
+            '    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n',
+            (
+                'import torch\n'
+                'def train_step(model, optimizer, batch, step):\n'
+                '    current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
+                '    for param_group in optimizer.param_groups:\n'
+                "        param_group['lr'] = current_lr * 100\n"
+                '    optimizer.zero_grad()\n'
+                '    model(batch).backward()\n'
+                '    optimizer.step()\n'
+                'def main():\n'
+                '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
+                '    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n',
+            ),
+        ),
+
     )
     untouched = (
         # Parameter groups taken from another optimizer (SAM builds its base optimizer over its own
@@ -931,7 +1013,9 @@ class LrTooHigh(Operator):
             yield self._scaled(source, assign, assign.value)
         yield from self._config_fields(source, training)
         yield from self._splatted_defaults(source, training)
-        if not computed and not in_steps:
+        if not computed and not any(_every_step(source, a) for a in in_steps):
+            # a rate written only under a condition (wavenet_vocoder's `if train and
+            # hparams.lr_schedule is not None:`) leaves the one built in where it does not hold
             yield from self._splatted_configuration(source, training)
         yield from self._stored_defaults(source, training)
         for element in source.nodes(cst.DictElement):
