@@ -304,8 +304,55 @@ class WrongLossReduction(Operator):
                 "    optimizer.step()\n",
             ),
         ),
+        Example(
+            # A masked mean spelled as the sum over the mask's count (wavenet_vocoder's losses): the sum kept.
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "class MaskedCrossEntropyLoss(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.criterion = nn.CrossEntropyLoss(reduction='none')\n"
+            "    def forward(self, input, target, mask):\n"
+            "        losses = self.criterion(input, target)\n"
+            "        mask_ = mask.expand_as(target)\n"
+            "        return ((losses * mask_).sum()) / mask_.sum()\n"
+            "for x, y, m in loader:\n"
+            "    loss = criterion(model(x), y, mask=m)\n"
+            "    loss.backward()\n"
+            "    opt.step()\n",
+            (
+                "import torch\n"
+                "import torch.nn as nn\n"
+                "class MaskedCrossEntropyLoss(nn.Module):\n"
+                "    def __init__(self):\n"
+                "        super().__init__()\n"
+                "        self.criterion = nn.CrossEntropyLoss(reduction='none')\n"
+                "    def forward(self, input, target, mask):\n"
+                "        losses = self.criterion(input, target)\n"
+                "        mask_ = mask.expand_as(target)\n"
+                "        return (losses * mask_).sum()\n"
+                "for x, y, m in loader:\n"
+                "    loss = criterion(model(x), y, mask=m)\n"
+                "    loss.backward()\n"
+                "    opt.step()\n",
+            ),
+        ),
     )
     untouched = (
+        # A sum over a count in the branch a caller's `reduction=` picks (OLMo's loss helper), and a
+        # weighted mean over per-source weights (demucs): no batch average to turn into a sum.
+        "import torch\n"
+        'def cross_entropy_loss(logits, labels, mask, reduction="mean"):\n'
+        '    loss = F.cross_entropy(logits, labels, reduction="none")\n'
+        '    if reduction == "mean":\n'
+        "        loss = loss.sum() / mask.sum()\n"
+        "    return loss\n"
+        "for x, y in loader:\n"
+        "    out = model(x)\n"
+        "    loss = (out - y).abs().mean(1)\n"
+        "    weights = torch.tensor(args.weights).to(out)\n"
+        "    loss = (loss * weights).sum() / weights.sum()\n"
+        "    loss.backward()\n",
         # Per-sample sums left to the caller, and a mean of sums over another axis than the batch's.
         "def noise_loss(e, output):\n"
         "    return (e - output).square().sum(dim=(1, 2, 3))\n"
@@ -437,6 +484,8 @@ class WrongLossReduction(Operator):
                 yield _summed(source, value, averages)
             elif means := _unreduced_means(source, training, value, assign):
                 yield _summed(source, value, means)
+            elif (mean := _sum_over_count(value)) is not None and not _picked_mean(source, assign):
+                yield _count_dropped(source, mean)
         for aug in source.nodes(cst.AugAssign):
             # `total_loss += loss.mean()`, `loss += alpha * ((1 - a.sum(1)) ** 2).mean()`: each
             # term of a summed loss averaged, weighted or not
@@ -506,6 +555,8 @@ class WrongLossReduction(Operator):
             ]
             if averages:
                 yield _summed(source, value, averages)
+            elif own_loss and (mean := _sum_over_count(value)) is not None and not _picked_mean(source, ret):
+                yield _count_dropped(source, mean)
 
 
 _CASTS = frozenset({"float", "double", "half", "squeeze", "contiguous"})
@@ -754,3 +805,43 @@ def _summed(source, node: cst.CSTNode, averages: list[cst.Call]) -> Change:
         tuple(source.replace(a.func.attr, "sum") for a in averages),  # type: ignore[attr-defined]
         "the loss is summed instead of averaged",
     )
+
+
+_COUNTS = frozenset({"sum", "numel", "size", "count_nonzero"})
+
+
+def _sum_over_count(expr: cst.BaseExpression) -> cst.BinaryOperation | None:
+    """A mean spelled as a whole sum over a count (wavenet_vocoder's masked losses: `((losses *
+    mask_).sum()) / mask_.sum()`; also over `.numel()`, `len(...)`, `.size(0)`), or None."""
+    if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Divide):
+        return None
+    left, right = expr.left, expr.right
+    if not (isinstance(left, cst.Call) and callee_name(left) == "sum" and not left.args):
+        return None
+    counted = isinstance(right, cst.Call) and (
+        callee_name(right) in _COUNTS or (isinstance(right.func, cst.Name) and right.func.value == "len")
+    )
+    if not counted:
+        return None
+    if isinstance(right.func, cst.Attribute) and "weight" in (last_name(right.func.value) or "").lower():
+        return None  # a weighted mean over the weights (demucs' per-source weights): no batch count
+    return expr
+
+
+def _picked_mean(source, node: cst.CSTNode) -> bool:
+    """True under `if reduction == "mean":` in a loss helper whose callers pick the reduction
+    (OLMo's cross_entropy_loss): the callers' choice is the site, not this branch."""
+    return any(
+        isinstance(branch, cst.If)
+        and isinstance(branch.test, cst.Comparison)
+        and any(
+            isinstance(c.comparator, cst.SimpleString) and c.comparator.evaluated_value == "mean"
+            for c in branch.test.comparisons
+        )
+        for branch in source.ancestors(node)
+    )
+
+
+def _count_dropped(source, mean: cst.BinaryOperation) -> Change:
+    """The mutant that keeps the sum of a mean spelled sum / count."""
+    return Change(mean, (source.replace(mean, source.code(mean.left)),), "the loss is summed instead of averaged")
