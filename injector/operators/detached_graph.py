@@ -903,6 +903,61 @@ class DetachedGraph(Operator):
                 "    optG.step()\n",
             ),
         ),
+        Example(
+            # A loss unpacked from a method of the file that computes it with a loss call in each of several
+            # branches (kospeech's per-architecture criteria): each computation cut off there.
+            "import torch\n"
+            "class Trainer:\n"
+            "    def _forward(self, model, x, y, architecture):\n"
+            '        if architecture == "las":\n'
+            "            out = model(x)\n"
+            "            loss = self.criterion(out.view(-1, out.size(-1)), y)\n"
+            "        else:\n"
+            "            out = model(x)\n"
+            "            loss, ctc, ce = self.criterion(log_probs=out, targets=y)\n"
+            "        return out, loss\n"
+            "\n"
+            "    def train_epoch(self, model, loader):\n"
+            "        for x, y in loader:\n"
+            "            out, loss = self._forward(model, x, y, self.architecture)\n"
+            "            loss.backward()\n"
+            "            self.optimizer.step()\n",
+            (
+                "import torch\n"
+                "class Trainer:\n"
+                "    def _forward(self, model, x, y, architecture):\n"
+                '        if architecture == "las":\n'
+                "            out = model(x)\n"
+                "            loss = self.criterion(out.view(-1, out.size(-1)).detach(), y)\n"
+                "        else:\n"
+                "            out = model(x)\n"
+                "            loss, ctc, ce = self.criterion(log_probs=out, targets=y)\n"
+                "        return out, loss\n"
+                "\n"
+                "    def train_epoch(self, model, loader):\n"
+                "        for x, y in loader:\n"
+                "            out, loss = self._forward(model, x, y, self.architecture)\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n",
+                "import torch\n"
+                "class Trainer:\n"
+                "    def _forward(self, model, x, y, architecture):\n"
+                '        if architecture == "las":\n'
+                "            out = model(x)\n"
+                "            loss = self.criterion(out.view(-1, out.size(-1)), y)\n"
+                "        else:\n"
+                "            out = model(x)\n"
+                "            loss, ctc, ce = self.criterion(log_probs=out, targets=y)\n"
+                "            loss = loss.detach()\n"
+                "        return out, loss\n"
+                "\n"
+                "    def train_epoch(self, model, loader):\n"
+                "        for x, y in loader:\n"
+                "            out, loss = self._forward(model, x, y, self.architecture)\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
@@ -1009,6 +1064,10 @@ class DetachedGraph(Operator):
                 # The loss as a name, also where the backward gets it rescaled (`_loss / accum`).
                 name = loss_name(backward.loss)
                 if name is None:
+                    return
+                inside = list(_computed_in_callee(source, training, assign, name))
+                if inside:
+                    yield from inside
                     return
                 yield Change(
                     assign,
@@ -1232,6 +1291,50 @@ def _cut_where_computed(source, training, name: str, use: cst.CSTNode, depth: in
         )
 
 
+def _computed_in_callee(source, training, assign: cst.Assign, name: str):
+    """A loss unpacked from what a method of the file returns (kospeech's `output, loss, ... =
+    self._model_forward(...)`), where the method computes it with a loss call in each of several
+    branches (one per architecture): each of those computations cut off."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Tuple):
+        return
+    if not isinstance(assign.value, cst.Call):
+        return
+    names = [dotted(e.value) for e in assign.targets[0].target.elements]
+    if name not in names:
+        return
+    index = names.index(name)
+    computed: list[cst.Assign] = []
+    for function in training.called_functions(assign.value):
+        for ret in source.within(function.body, cst.Return):
+            value = ret.value
+            if source.function_of(ret) is not function or not isinstance(value, cst.Tuple):
+                continue
+            if len(value.elements) != len(names) or not isinstance(value.elements[index].value, cst.Name):
+                continue
+            returned = value.elements[index].value.value
+            computed += [
+                a
+                for a in training.assigned_names.get(returned, ())
+                if isinstance(a, cst.Assign)
+                and source.function_of(a) is function
+                and isinstance(a.value, cst.Call)
+                and DetachedGraph._is_loss(training, a.value)
+                and a not in computed
+            ]
+            if len(computed) < 2:
+                continue
+            for loss in computed:
+                target = loss.targets[0].target if len(loss.targets) == 1 else None
+                positional = [a for a in loss.value.args if a.keyword is None and not a.star]
+                if isinstance(target, cst.Name) and positional:
+                    cut = _model_output(source, training, loss.value)
+                    edit = source.replace(cut, method_on(source, cut, "detach"))
+                else:
+                    edit = source.insert_after(loss, [f"{returned} = {returned}.detach()"])
+                yield Change(loss, (edit,), "the loss is cut off from the model's graph")
+            return
+
+
 def _registered_for_backward(source, training):
     """A loss handed to a helper that keeps it for a backward run later (nanotron's pipeline
     engine: `state.register_activation_requiring_backward(output["loss"])`, backpropagated as
@@ -1453,8 +1556,13 @@ def _model_output(source, training, call: cst.Call) -> cst.BaseExpression:
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     for value in positional:
         root = value
-        while isinstance(root, (cst.Subscript, cst.Attribute)):
-            root = root.value
+        while isinstance(root, (cst.Subscript, cst.Attribute)) or (
+            # a method of the output (`outputs.transpose(0, 1)`, `.contiguous().view(...)`)
+            isinstance(root, cst.Call)
+            and isinstance(root.func, cst.Attribute)
+            and not runs_model(source, training, root)
+        ):
+            root = root.value if not isinstance(root, cst.Call) else root.func.value
         if isinstance(root, cst.Call) and runs_model(source, training, root):
             return value
         if isinstance(root, cst.Name):
