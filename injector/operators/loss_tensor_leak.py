@@ -322,6 +322,36 @@ class LossTensorLeak(Operator):
                 '        logs["loss"] += losses.mean(dim=0)\n',
             ),
         ),
+        Example(
+            # A step function returns the loss's item, and its caller adds what it returns into a running
+            # total (wavenet_vocoder's train loop).
+            "import torch\n"
+            "def train_step(model, optimizer, x, y):\n"
+            "    optimizer.zero_grad()\n"
+            "    loss = criterion(model(x), y)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    return loss.item()\n"
+            "def train_loop(model, optimizer, loader):\n"
+            "    running_loss = 0.\n"
+            "    for x, y in loader:\n"
+            "        running_loss += train_step(model, optimizer, x, y)\n"
+            "    return running_loss / len(loader)\n",
+            (
+                "import torch\n"
+                "def train_step(model, optimizer, x, y):\n"
+                "    optimizer.zero_grad()\n"
+                "    loss = criterion(model(x), y)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n"
+                "    return loss\n"
+                "def train_loop(model, optimizer, loader):\n"
+                "    running_loss = 0.\n"
+                "    for x, y in loader:\n"
+                "        running_loss += train_step(model, optimizer, x, y)\n"
+                "    return running_loss / len(loader)\n",
+            ),
+        ),
     )
     untouched = (
         # An array read out of the loss and added into a numpy array the function made (CPC_audio's
@@ -455,7 +485,9 @@ class LossTensorLeak(Operator):
                 value = found
             else:
                 continue
-            if not _is_loss(source, training, value, losses) or not self._stored(source, call):
+            if not _is_loss(source, training, value, losses) or not (
+                self._stored(source, call) or self._returned_to_a_sum(source, training, call)
+            ):
                 continue
             if under_no_grad(source, call) or _detached(source, training, value, source.function_of(call), 5):
                 continue
@@ -464,6 +496,21 @@ class LossTensorLeak(Operator):
                 (source.replace(call, source.module.code_for_node(value).strip()),),
                 "the loss is kept as a tensor, with its graph",
             )
+
+    @staticmethod
+    def _returned_to_a_sum(source, training, call) -> bool:
+        """True for a step function's `return loss.item()` where a caller in the file adds what
+        it returns into a running total (wavenet_vocoder's `running_loss += __train_step(...)`)."""
+        ret = source.parent(call)
+        function = source.function_of(call)
+        if not isinstance(ret, cst.Return) or ret.value is not call or function is None:
+            return False
+        return any(
+            function in training.called_functions(caller)
+            and LossTensorLeak._stored(source, caller)
+            and not under_no_grad(source, caller)
+            for caller in source.nodes(cst.Call)
+        )
 
     @staticmethod
     def _stored(source, call) -> bool:
