@@ -1547,6 +1547,8 @@ FORWARD_METHODS = frozenset(
     {"forward", "generate", "validation_step", "test_step", "predict_step", "eval_step", "evaluate", "predict"}
     | {"val_step", "valid_step"}  # mmengine's and others' spelling of the validation step
 )
+# torch's functions that run the modules they are handed (wavenet_vocoder's DataParallel workaround)
+PARALLEL_FORWARDS = frozenset({"parallel_apply", "data_parallel"})
 # nn.Module's own methods: calling them runs no forward pass.
 MODULE_METHODS = frozenset(
     {"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children"}
@@ -1600,6 +1602,8 @@ def runs_model(
             if func.attr.value == "generate" and not generate:
                 continue
             return True
+        if name in PARALLEL_FORWARDS:
+            return True  # `torch.nn.parallel.parallel_apply(replicas, inputs)` runs each replica
         if used and isinstance(source.parent(call), cst.Expr) and not training.called_functions(call):
             continue  # `model(images)` alone on its line: its result is dropped
         if (

@@ -88,6 +88,41 @@ def _forward_assignment(source, training, line: cst.CSTNode) -> bool:
     )
 
 
+def _bound_by(line: cst.SimpleStatementLine) -> set[str]:
+    return {n.value for t in line.body[0].targets for n in _names_in(t.target)}
+
+
+def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    return []
+
+
+def _helper_alternatives(source, training, statements, forwards) -> list[cst.CSTNode]:
+    """In an if/else whose other branch runs the model itself, an assignment of the same output
+    from a function of the file that runs the model it is handed (wavenet_vocoder: `if use_cuda:
+    y_hat, _outputs, _replicas = data_parallel_workaround(model, (x, c, g, False))` else `y_hat =
+    model(x, c, g, False)`)."""
+    bound = set().union(*(_bound_by(f) for f in forwards)) if forwards else set()
+    found = []
+    for statement in statements:
+        if statement in forwards or not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            continue
+        assign = statement.body[0]
+        if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+            continue
+        if not (_bound_by(statement) & bound) or source.has_multiline_string(statement):
+            continue
+        if any(
+            runs_model(source, training, f.body, depth=0) and not under_no_grad(source, f.body)
+            for f in training.called_functions(assign.value)
+        ):
+            found.append(statement)
+    return found
+
+
 def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode], bool]:
     """The forward passes run before `first` in its own block that feed it, nearest first: a
     one-assignment line, a loop or `with` block that runs the model, or each branch's forward of
@@ -116,11 +151,13 @@ def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode
             # the forward chosen by an if/elif chain (SlowFast: by task): each branch's own; an
             # earlier chain may choose another forward the loss reads (an adversarial pass after
             # the main one, ReID's baseline)
+            statements = branch_statements(line, switches_grad)
             forwards = [
                 statement
-                for statement in branch_statements(line, switches_grad)
+                for statement in statements
                 if _forward_assignment(source, training, statement) and not source.has_multiline_string(statement)
             ]
+            forwards += _helper_alternatives(source, training, statements, forwards)
             found.extend(forwards)
             chained = chained or bool(forwards)
             continue

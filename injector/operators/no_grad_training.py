@@ -1070,6 +1070,71 @@ class NoGradTraining(Operator):
                 "    optG.step()\n",
             ),
         ),
+        Example(
+            # An if/else whose GPU branch runs the model's replicas through a helper of the file
+            # (wavenet_vocoder's DataParallel workaround) and whose CPU branch runs the model: both forwards.
+            "import torch\n"
+            "def data_parallel_workaround(model, input):\n"
+            "    replicas = torch.nn.parallel.replicate(model, device_ids)\n"
+            "    inputs = torch.nn.parallel.scatter(input, device_ids)\n"
+            "    outputs = torch.nn.parallel.parallel_apply(replicas, inputs)\n"
+            "    return torch.nn.parallel.gather(outputs, 0), outputs\n"
+            "def train_step(model, optimizer, x, y):\n"
+            "    if use_cuda:\n"
+            "        y_hat, _outputs = data_parallel_workaround(model, (x,))\n"
+            "    else:\n"
+            "        y_hat = model(x)\n"
+            "    loss = criterion(y_hat, y)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch\n"
+                "def data_parallel_workaround(model, input):\n"
+                "    replicas = torch.nn.parallel.replicate(model, device_ids)\n"
+                "    inputs = torch.nn.parallel.scatter(input, device_ids)\n"
+                "    outputs = torch.nn.parallel.parallel_apply(replicas, inputs)\n"
+                "    return torch.nn.parallel.gather(outputs, 0), outputs\n"
+                "def train_step(model, optimizer, x, y):\n"
+                "    if use_cuda:\n"
+                "        y_hat, _outputs = data_parallel_workaround(model, (x,))\n"
+                "    else:\n"
+                "        y_hat = model(x)\n"
+                "    with torch.no_grad():\n"
+                "        loss = criterion(y_hat, y)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "def data_parallel_workaround(model, input):\n"
+                "    replicas = torch.nn.parallel.replicate(model, device_ids)\n"
+                "    inputs = torch.nn.parallel.scatter(input, device_ids)\n"
+                "    outputs = torch.nn.parallel.parallel_apply(replicas, inputs)\n"
+                "    return torch.nn.parallel.gather(outputs, 0), outputs\n"
+                "def train_step(model, optimizer, x, y):\n"
+                "    if use_cuda:\n"
+                "        y_hat, _outputs = data_parallel_workaround(model, (x,))\n"
+                "    else:\n"
+                "        with torch.no_grad():\n"
+                "            y_hat = model(x)\n"
+                "    loss = criterion(y_hat, y)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "def data_parallel_workaround(model, input):\n"
+                "    replicas = torch.nn.parallel.replicate(model, device_ids)\n"
+                "    inputs = torch.nn.parallel.scatter(input, device_ids)\n"
+                "    outputs = torch.nn.parallel.parallel_apply(replicas, inputs)\n"
+                "    return torch.nn.parallel.gather(outputs, 0), outputs\n"
+                "def train_step(model, optimizer, x, y):\n"
+                "    if use_cuda:\n"
+                "        with torch.no_grad():\n"
+                "            y_hat, _outputs = data_parallel_workaround(model, (x,))\n"
+                "    else:\n"
+                "        y_hat = model(x)\n"
+                "    loss = criterion(y_hat, y)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A step override that reaches the model only through evaluation.
