@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.neighbours import Resolver, is_torch, top_level
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, dotted, is_literal_bool, names_evaluation
+from injector.patterns import argument, callee_name, dotted, is_literal_bool, last_name, names_evaluation
 
 # Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
 SHUFFLE_POSITION = {"DataLoader": 2, "DistributedSampler": 3}
@@ -170,6 +170,70 @@ class NoShuffle(Operator):
             "sampler = InfiniteSampler(len(self.dataset), seed=self.seed)\n",
             ("sampler = InfiniteSampler(len(self.dataset), seed=self.seed, shuffle=False)\n",),
         ),
+        Example(
+            # A sampler's own shuffles in its `__iter__` (wavenet_vocoder's length-sorting sampler): each left out.
+            "import random\n"
+            "class LengthSortSampler(Sampler):\n"
+            "    def __iter__(self):\n"
+            "        bins = []\n"
+            "        for group in self.groups():\n"
+            "            random.shuffle(group)\n"
+            "            bins += [group]\n"
+            "        random.shuffle(bins)\n"
+            "        return iter(bins)\n",
+            (
+                "import random\n"
+                "class LengthSortSampler(Sampler):\n"
+                "    def __iter__(self):\n"
+                "        bins = []\n"
+                "        for group in self.groups():\n"
+                "            bins += [group]\n"
+                "        random.shuffle(bins)\n"
+                "        return iter(bins)\n",
+                "import random\n"
+                "class LengthSortSampler(Sampler):\n"
+                "    def __iter__(self):\n"
+                "        bins = []\n"
+                "        for group in self.groups():\n"
+                "            random.shuffle(group)\n"
+                "            bins += [group]\n"
+                "        return iter(bins)\n",
+            ),
+        ),
+        Example(
+            # A dataset reshuffled in the epoch loop that runs the training (kospeech's trainer); the
+            # validation set's shuffle after it is none.
+            "import torch\n"
+            "class Trainer:\n"
+            "    def train(self, model, epochs):\n"
+            "        for epoch in range(epochs):\n"
+            "            for trainset in self.trainset_list:\n"
+            "                trainset.shuffle()\n"
+            "            self._train_epoch(model)\n"
+            "        self.validset.shuffle()\n"
+            "\n"
+            "    def _train_epoch(self, model):\n"
+            "        for x, y in self.loader:\n"
+            "            loss = model(x, y)\n"
+            "            loss.backward()\n"
+            "            self.optimizer.step()\n",
+            (
+                "import torch\n"
+                "class Trainer:\n"
+                "    def train(self, model, epochs):\n"
+                "        for epoch in range(epochs):\n"
+                "            for trainset in self.trainset_list:\n"
+                "                pass\n"
+                "            self._train_epoch(model)\n"
+                "        self.validset.shuffle()\n"
+                "\n"
+                "    def _train_epoch(self, model):\n"
+                "        for x, y in self.loader:\n"
+                "            loss = model(x, y)\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # The project's own sampler of that name (mozilla TTS's, which never shuffles and takes no flag):
@@ -232,6 +296,12 @@ class NoShuffle(Operator):
             kept = _reshuffled_in_place(source, training, call)
             if kept is not None:
                 yield Change(call, (source.replace(call, kept),), f"`{name}` no longer shuffles the training arrays")
+                continue
+            statement = source.parent(call)
+            if isinstance(statement, cst.Expr) and (
+                _sampler_shuffle(source, call) or _dataset_reshuffled(source, training, call)
+            ):
+                yield Change(call, (source.delete_statement(statement),), f"`{source.code(call)}` no longer shuffles")
                 continue
             flag = _training_flag(source, training, call)
             if flag is not None:
@@ -394,6 +464,48 @@ class NoShuffle(Operator):
             indent = source.indentation(call.args[-1])
             return f"{inner},\n{indent}shuffle=False{closing}"
         return f"{inner}{separator}shuffle=False{closing}"
+
+
+def _sampler_shuffle(source, call: cst.Call) -> bool:
+    """`random.shuffle(group)`, `np.random.shuffle(bins)` in the `__iter__` of a sampler class
+    (wavenet_vocoder's length-sorting sampler shuffles inside its groups, then the groups): each
+    left out, the batches come in the same order every epoch."""
+    if callee_name(call) != "shuffle" or len(call.args) != 1 or call.args[0].keyword is not None:
+        return False
+    if "random" not in (dotted(call.func) or ""):
+        return False
+    function = source.function_of(call)
+    owner = source.enclosing(function, cst.ClassDef) if function is not None else None
+    return (
+        function is not None
+        and function.name.value == "__iter__"
+        and owner is not None
+        and (
+            "sampler" in owner.name.value.lower()
+            or any("sampler" in (dotted(b.value) or "").lower() for b in owner.bases)
+        )
+    )
+
+
+def _dataset_reshuffled(source, training, call: cst.Call) -> bool:
+    """`trainset.shuffle()` on its own line in an epoch loop whose body runs the batch loop, or
+    calls the function of the file that does (kospeech's trainer reshuffles each worker's dataset
+    before its loaders start)."""
+    if callee_name(call) != "shuffle" or call.args or not isinstance(call.func, cst.Attribute):
+        return False
+    if names_evaluation(last_name(call.func.value) or ""):
+        return False
+    loops = set(training.training_loops)
+    for epoch in source.ancestors(call):
+        if not isinstance(epoch, (cst.For, cst.While)):
+            continue
+        if any(loop in loops for loop in source.within(epoch.body, (cst.For, cst.While))):
+            return True
+        for inner in source.within(epoch.body, cst.Call):
+            for function in training.called_functions(inner):
+                if any(loop in loops for loop in source.within(function.body, (cst.For, cst.While))):
+                    return True
+    return False
 
 
 def _reshuffled_in_place(source, training, call: cst.Call) -> str | None:
