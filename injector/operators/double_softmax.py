@@ -3,7 +3,16 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, is_functional, method_on, runs_model, under_no_grad
+from injector.patterns import (
+    argument,
+    callee_name,
+    dotted,
+    is_functional,
+    last_name,
+    method_on,
+    runs_model,
+    under_no_grad,
+)
 
 
 def _cross_entropy_choice(classes: set[str]) -> bool:
@@ -33,6 +42,30 @@ def _named_ce(call: cst.Call) -> bool:
 
 
 _CE_NAMES = frozenset({"ce", "cross_entropy", "crossentropy", "xent"})
+
+
+def _checked_cross_entropy(source, call: cst.Call) -> bool:
+    """True for a criterion called in the branch of `if isinstance(self.criterion, X):` where X is
+    a cross-entropy class (kospeech's `LabelSmoothedCrossEntropyLoss`, `nn.CrossEntropyLoss`):
+    the file says which loss it is there, though it is built elsewhere."""
+    criterion = dotted(call.func)
+    child: cst.CSTNode = call
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, cst.If) and child is ancestor.body:
+            test = ancestor.test
+            if (
+                isinstance(test, cst.Call)
+                and isinstance(test.func, cst.Name)
+                and test.func.value == "isinstance"
+                and len(test.args) == 2
+                and dotted(test.args[0].value) == criterion
+            ):
+                kind = (last_name(test.args[1].value) or "").lower()
+                return "crossentropy" in kind and not {"binary", "bce"} & set(kind.split("_"))
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        child = ancestor
+    return False
 
 
 def _handed_with_criterion(source, training, call: cst.Call) -> cst.Arg | None:
@@ -157,6 +190,28 @@ class DoubleSoftmax(Operator):
                 "unsup = self.consistency_loss(logits_s.softmax(dim=1), pseudo, 'ce', mask=mask)\n",
             ),
         ),
+        Example(
+            # A criterion built elsewhere, called in the branch of an isinstance test that names a
+            # cross-entropy class (kospeech's trainer); the CTC branch's call is none.
+            "import torch.nn as nn\n"
+            "def step(self, model, x, y):\n"
+            "    outputs = model(x)\n"
+            "    if isinstance(self.criterion, LabelSmoothedCrossEntropyLoss):\n"
+            "        loss = self.criterion(outputs.view(-1, outputs.size(-1)), y.view(-1))\n"
+            "    elif isinstance(self.criterion, nn.CTCLoss):\n"
+            "        loss = self.criterion(outputs.transpose(0, 1), y, lengths, target_lengths)\n"
+            "    return loss\n",
+            (
+                "import torch.nn as nn\n"
+                "def step(self, model, x, y):\n"
+                "    outputs = model(x)\n"
+                "    if isinstance(self.criterion, LabelSmoothedCrossEntropyLoss):\n"
+                "        loss = self.criterion(outputs.view(-1, outputs.size(-1)).softmax(dim=1), y.view(-1))\n"
+                "    elif isinstance(self.criterion, nn.CTCLoss):\n"
+                "        loss = self.criterion(outputs.transpose(0, 1), y, lengths, target_lengths)\n"
+                "    return loss\n",
+            ),
+        ),
     )
     untouched = (
         # A binary cross-entropy takes probabilities; building a cross-entropy class is no loss call.
@@ -199,7 +254,12 @@ class DoubleSoftmax(Operator):
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             functional = callee_name(call) == "cross_entropy" and is_functional(call)
-            if functional or _cross_entropy_choice(training.classes_at(call.func, call)) or _named_ce(call):
+            if (
+                functional
+                or _cross_entropy_choice(training.classes_at(call.func, call))
+                or _named_ce(call)
+                or _checked_cross_entropy(source, call)
+            ):
                 logits = argument(call, "input", 0)
             else:
                 # another loss, a criterion that is one only in another function, or a helper
