@@ -1732,48 +1732,46 @@ class DeviceMismatch(Operator):
         ),
         Example(
             # A tensor moved because another is on the GPU (a mask helper's `if lengths.is_cuda:`).
-            'import torch\n'
-            'def sequence_mask(lengths, max_len):\n'
-            '    positions = torch.arange(0, max_len).unsqueeze(0)\n'
-            '    if lengths.is_cuda:\n'
-            '        positions = positions.cuda()\n'
-            '    return positions < lengths.unsqueeze(1)\n',
+            "import torch\n"
+            "def sequence_mask(lengths, max_len):\n"
+            "    positions = torch.arange(0, max_len).unsqueeze(0)\n"
+            "    if lengths.is_cuda:\n"
+            "        positions = positions.cuda()\n"
+            "    return positions < lengths.unsqueeze(1)\n",
             (
-                'import torch\n'
-                'def sequence_mask(lengths, max_len):\n'
-                '    positions = torch.arange(0, max_len).unsqueeze(0)\n'
-                '    if lengths.is_cuda:\n'
-                '        positions = positions\n'
-                '    return positions < lengths.unsqueeze(1)\n',
+                "import torch\n"
+                "def sequence_mask(lengths, max_len):\n"
+                "    positions = torch.arange(0, max_len).unsqueeze(0)\n"
+                "    if lengths.is_cuda:\n"
+                "        positions = positions\n"
+                "    return positions < lengths.unsqueeze(1)\n",
             ),
         ),
-
         Example(
             # A generation's first input, made here in each branch, moved, then handed to the model.
-            'import torch\n'
-            'def eval_model(model, c, device):\n'
-            '    if mulaw:\n'
-            '        initial = to_categorical(0, num_classes=256)\n'
-            '        initial = torch.from_numpy(initial).view(1, 1, 256)\n'
-            '    else:\n'
-            '        initial = torch.zeros(1, 1, 1)\n'
-            '    initial = initial.to(device)\n'
-            '    with torch.no_grad():\n'
-            '        return model.incremental_forward(initial, c=c)\n',
+            "import torch\n"
+            "def eval_model(model, c, device):\n"
+            "    if mulaw:\n"
+            "        initial = to_categorical(0, num_classes=256)\n"
+            "        initial = torch.from_numpy(initial).view(1, 1, 256)\n"
+            "    else:\n"
+            "        initial = torch.zeros(1, 1, 1)\n"
+            "    initial = initial.to(device)\n"
+            "    with torch.no_grad():\n"
+            "        return model.incremental_forward(initial, c=c)\n",
             (
-                'import torch\n'
-                'def eval_model(model, c, device):\n'
-                '    if mulaw:\n'
-                '        initial = to_categorical(0, num_classes=256)\n'
-                '        initial = torch.from_numpy(initial).view(1, 1, 256)\n'
-                '    else:\n'
-                '        initial = torch.zeros(1, 1, 1)\n'
-                '    initial = initial\n'
-                '    with torch.no_grad():\n'
-                '        return model.incremental_forward(initial, c=c)\n',
+                "import torch\n"
+                "def eval_model(model, c, device):\n"
+                "    if mulaw:\n"
+                "        initial = to_categorical(0, num_classes=256)\n"
+                "        initial = torch.from_numpy(initial).view(1, 1, 256)\n"
+                "    else:\n"
+                "        initial = torch.zeros(1, 1, 1)\n"
+                "    initial = initial\n"
+                "    with torch.no_grad():\n"
+                "        return model.incremental_forward(initial, c=c)\n",
             ),
         ),
-
     )
     untouched = (
         # A tensor moved as it is made into a parameter (DeepCTR's linear weights): the model's own state.

@@ -821,74 +821,72 @@ class LrTooHigh(Operator):
         Example(
             # A rate written into the groups only when a schedule is set (wavenet_vocoder): without one the
             # optimizer trains at the rate its splatted configuration builds it with, so both are sites.
-            'import torch\n'
-            'def train_step(model, optimizer, batch, step):\n'
-            '    if hparams.lr_schedule is not None:\n'
+            "import torch\n"
+            "def train_step(model, optimizer, batch, step):\n"
+            "    if hparams.lr_schedule is not None:\n"
             '        current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
-            '        for param_group in optimizer.param_groups:\n'
+            "        for param_group in optimizer.param_groups:\n"
             "            param_group['lr'] = current_lr\n"
-            '    optimizer.zero_grad()\n'
-            '    model(batch).backward()\n'
-            '    optimizer.step()\n'
-            'def main():\n'
-            '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
-            '    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n',
+            "    optimizer.zero_grad()\n"
+            "    model(batch).backward()\n"
+            "    optimizer.step()\n"
+            "def main():\n"
+            "    Optimizer = getattr(torch.optim, hparams.optimizer)\n"
+            "    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n",
             (
-                'import torch\n'
-                'def train_step(model, optimizer, batch, step):\n'
-                '    if hparams.lr_schedule is not None:\n'
+                "import torch\n"
+                "def train_step(model, optimizer, batch, step):\n"
+                "    if hparams.lr_schedule is not None:\n"
                 '        current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
-                '        for param_group in optimizer.param_groups:\n'
+                "        for param_group in optimizer.param_groups:\n"
                 "            param_group['lr'] = current_lr * 100\n"
-                '    optimizer.zero_grad()\n'
-                '    model(batch).backward()\n'
-                '    optimizer.step()\n'
-                'def main():\n'
-                '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
-                '    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n',
-                'import torch\n'
-                'def train_step(model, optimizer, batch, step):\n'
-                '    if hparams.lr_schedule is not None:\n'
+                "    optimizer.zero_grad()\n"
+                "    model(batch).backward()\n"
+                "    optimizer.step()\n"
+                "def main():\n"
+                "    Optimizer = getattr(torch.optim, hparams.optimizer)\n"
+                "    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n",
+                "import torch\n"
+                "def train_step(model, optimizer, batch, step):\n"
+                "    if hparams.lr_schedule is not None:\n"
                 '        current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
-                '        for param_group in optimizer.param_groups:\n'
+                "        for param_group in optimizer.param_groups:\n"
                 "            param_group['lr'] = current_lr\n"
-                '    optimizer.zero_grad()\n'
-                '    model(batch).backward()\n'
-                '    optimizer.step()\n'
-                'def main():\n'
-                '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
+                "    optimizer.zero_grad()\n"
+                "    model(batch).backward()\n"
+                "    optimizer.step()\n"
+                "def main():\n"
+                "    Optimizer = getattr(torch.optim, hparams.optimizer)\n"
                 '    optimizer = Optimizer(model.parameters(), **{k: v * 100 if k == "lr" else v for k, v in (hparams.optimizer_params).items()})\n',
             ),
         ),
-
         Example(
             # The same rate written before every step: the one built in is overwritten, no site.
-            'import torch\n'
-            'def train_step(model, optimizer, batch, step):\n'
+            "import torch\n"
+            "def train_step(model, optimizer, batch, step):\n"
             '    current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
-            '    for param_group in optimizer.param_groups:\n'
+            "    for param_group in optimizer.param_groups:\n"
             "        param_group['lr'] = current_lr\n"
-            '    optimizer.zero_grad()\n'
-            '    model(batch).backward()\n'
-            '    optimizer.step()\n'
-            'def main():\n'
-            '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
-            '    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n',
+            "    optimizer.zero_grad()\n"
+            "    model(batch).backward()\n"
+            "    optimizer.step()\n"
+            "def main():\n"
+            "    Optimizer = getattr(torch.optim, hparams.optimizer)\n"
+            "    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n",
             (
-                'import torch\n'
-                'def train_step(model, optimizer, batch, step):\n'
+                "import torch\n"
+                "def train_step(model, optimizer, batch, step):\n"
                 '    current_lr = schedule(hparams.optimizer_params["lr"], step)\n'
-                '    for param_group in optimizer.param_groups:\n'
+                "    for param_group in optimizer.param_groups:\n"
                 "        param_group['lr'] = current_lr * 100\n"
-                '    optimizer.zero_grad()\n'
-                '    model(batch).backward()\n'
-                '    optimizer.step()\n'
-                'def main():\n'
-                '    Optimizer = getattr(torch.optim, hparams.optimizer)\n'
-                '    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n',
+                "    optimizer.zero_grad()\n"
+                "    model(batch).backward()\n"
+                "    optimizer.step()\n"
+                "def main():\n"
+                "    Optimizer = getattr(torch.optim, hparams.optimizer)\n"
+                "    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n",
             ),
         ),
-
     )
     untouched = (
         # Parameter groups taken from another optimizer (SAM builds its base optimizer over its own
