@@ -265,9 +265,7 @@ CONFIGURED_RUNNER = (
 )
 
 
-def test_a_configuration_a_project_optimizer_builder_splats_gets_its_rate_raised_where_it_is_handed(
-    tmp_path, capsys
-):
+def test_a_configuration_a_project_optimizer_builder_splats_gets_its_rate_raised_where_it_is_handed(tmp_path, capsys):
     # s3prl's runner: the rate is an entry of the YAML's optimizer section, which the project's
     # builder splats into the optimizer it picks by name
     (tmp_path / "project").mkdir()
@@ -276,9 +274,7 @@ def test_a_configuration_a_project_optimizer_builder_splats_gets_its_rate_raised
     (tmp_path / "project" / "runner.py").write_text(CONFIGURED_RUNNER)
     found = lr_mutants(capsys, tmp_path)
     assert [(file, line) for file, line, _ in found] == [("project/runner.py", 6)]
-    assert (
-        "{k: v * 100 if k == \"lr\" else v for k, v in (self.config['optimizer']).items()}" in found[0][2]
-    )
+    assert "{k: v * 100 if k == \"lr\" else v for k, v in (self.config['optimizer']).items()}" in found[0][2]
 
 
 def test_without_the_builder_module_the_configuration_is_no_rate_site(tmp_path, capsys):
