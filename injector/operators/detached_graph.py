@@ -958,6 +958,67 @@ class DetachedGraph(Operator):
                 "            self.optimizer.step()\n",
             ),
         ),
+        Example(
+            # A hybrid loss summing named terms, one weighted by a number (RAM's REINFORCE term): each term
+            # cut off where it is computed, past the update that averages it.
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "for x, y in loader:\n"
+            "    log_probas, baselines, log_pi = model(x)\n"
+            "    loss_action = F.nll_loss(log_probas, y)\n"
+            "    loss_baseline = F.mse_loss(baselines, reward)\n"
+            "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
+            "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
+            "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "for x, y in loader:\n"
+                "    log_probas, baselines, log_pi = model(x)\n"
+                "    loss_action = F.nll_loss(log_probas, y)\n"
+                "    loss_baseline = F.mse_loss(baselines, reward)\n"
+                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
+                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
+                "    loss = (loss_action + loss_baseline + loss_reinforce * 0.01).detach()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "for x, y in loader:\n"
+                "    log_probas, baselines, log_pi = model(x)\n"
+                "    loss_action = F.nll_loss(log_probas, y).detach()\n"
+                "    loss_baseline = F.mse_loss(baselines, reward)\n"
+                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
+                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
+                "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "for x, y in loader:\n"
+                "    log_probas, baselines, log_pi = model(x)\n"
+                "    loss_action = F.nll_loss(log_probas, y)\n"
+                "    loss_baseline = F.mse_loss(baselines, reward).detach()\n"
+                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
+                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
+                "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "for x, y in loader:\n"
+                "    log_probas, baselines, log_pi = model(x)\n"
+                "    loss_action = F.nll_loss(log_probas, y)\n"
+                "    loss_baseline = F.mse_loss(baselines, reward)\n"
+                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1).detach()\n"
+                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
+                "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
@@ -1457,11 +1518,17 @@ def _summed_terms(source, training, assign: cst.CSTNode) -> list[cst.Assign]:
             and len(term.targets) == 1
             and isinstance(term.targets[0].target, cst.Name)
             and isinstance(term.value, cst.Call)
-            and DetachedGraph._is_loss(training, term.value)
+            and (DetachedGraph._is_loss(training, term.value) or _names_a_loss(name))
             and term not in found
         ):
             found.append(term)
     return found
+
+
+def _names_a_loss(name: str) -> bool:
+    """A term named a loss (RAM's `loss_reinforce = torch.sum(-log_pi * adjusted_reward, dim=1)`):
+    whatever computes it, it is what the sum adds."""
+    return "loss" in name.lower()
 
 
 def _added_names(expr: cst.BaseExpression) -> list[str]:
@@ -1477,12 +1544,18 @@ def _added_names(expr: cst.BaseExpression) -> list[str]:
 
 
 def _added(expr: cst.BaseExpression) -> list[str]:
-    """The names a sum adds, in order (`a + b + c`), or [] where it adds anything else."""
+    """The names a sum adds, in order (`a + b + c`, also weighted by a number: `a + b + c * 0.01`),
+    or [] where it adds anything else."""
     if isinstance(expr, cst.Name):
         return [expr.value]
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
         left, right = _added(expr.left), _added(expr.right)
         return left + right if left and right else []
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        sides = (expr.left, expr.right)
+        names = [side.value for side in sides if isinstance(side, cst.Name)]
+        numbers = [side for side in sides if isinstance(side, (cst.Integer, cst.Float))]
+        return names if len(names) == 1 and len(numbers) == 1 else []
     return []
 
 
