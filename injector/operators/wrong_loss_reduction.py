@@ -337,6 +337,38 @@ class WrongLossReduction(Operator):
                 "    opt.step()\n",
             ),
         ),
+        Example(
+            # A summing criterion's cost divided by the batch size (crnn's warp-ctc): the division dropped;
+            # the validation function's is only reported.
+            "import torch\n"
+            "def train_batch(net, criterion, optimizer, images, text, length):\n"
+            "    preds = net(images)\n"
+            "    batch_size = images.size(0)\n"
+            "    cost = criterion(preds, text, preds_size, length) / batch_size\n"
+            "    net.zero_grad()\n"
+            "    cost.backward()\n"
+            "    optimizer.step()\n"
+            "def val(net, criterion, loader):\n"
+            "    for images, text, length in loader:\n"
+            "        preds = net(images)\n"
+            "        cost = criterion(preds, text, preds_size, length) / batch_size\n"
+            "        loss_avg.add(cost)\n",
+            (
+                "import torch\n"
+                "def train_batch(net, criterion, optimizer, images, text, length):\n"
+                "    preds = net(images)\n"
+                "    batch_size = images.size(0)\n"
+                "    cost = criterion(preds, text, preds_size, length)\n"
+                "    net.zero_grad()\n"
+                "    cost.backward()\n"
+                "    optimizer.step()\n"
+                "def val(net, criterion, loader):\n"
+                "    for images, text, length in loader:\n"
+                "        preds = net(images)\n"
+                "        cost = criterion(preds, text, preds_size, length) / batch_size\n"
+                "        loss_avg.add(cost)\n",
+            ),
+        ),
     )
     untouched = (
         # A sum over a count in the branch a caller's `reduction=` picks (OLMo's loss helper), and a
@@ -484,7 +516,11 @@ class WrongLossReduction(Operator):
                 yield _summed(source, value, averages)
             elif means := _unreduced_means(source, training, value, assign):
                 yield _summed(source, value, means)
-            elif (mean := _sum_over_count(value)) is not None and not _picked_mean(source, assign):
+            elif (
+                (mean := _sum_over_count(value)) is not None
+                and not _picked_mean(source, assign)
+                and not _in_evaluation(source, assign)
+            ):
                 yield _count_dropped(source, mean)
         for aug in source.nodes(cst.AugAssign):
             # `total_loss += loss.mean()`, `loss += alpha * ((1 - a.sum(1)) ** 2).mean()`: each
@@ -645,7 +681,7 @@ def _added_names(expr: cst.BaseExpression) -> set[str]:
     return set()
 
 
-LOSS_WORDS = ("loss", "penalty")
+LOSS_WORDS = ("loss", "penalty", "cost")
 
 
 def _is_mean_string(value: cst.BaseExpression) -> bool:
@@ -816,6 +852,8 @@ def _sum_over_count(expr: cst.BaseExpression) -> cst.BinaryOperation | None:
     if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Divide):
         return None
     left, right = expr.left, expr.right
+    if _loss_over_batch_size(left, right):
+        return expr  # crnn's `criterion(preds, text, preds_size, length) / batch_size` (CTC sums)
     if not (isinstance(left, cst.Call) and callee_name(left) == "sum" and not left.args):
         return None
     counted = isinstance(right, cst.Call) and (
@@ -826,6 +864,19 @@ def _sum_over_count(expr: cst.BaseExpression) -> cst.BinaryOperation | None:
     if isinstance(right.func, cst.Attribute) and "weight" in (last_name(right.func.value) or "").lower():
         return None  # a weighted mean over the weights (demucs' per-source weights): no batch count
     return expr
+
+
+def _loss_over_batch_size(left: cst.BaseExpression, right: cst.BaseExpression) -> bool:
+    """A loss call divided by the batch's size: the batch average of a summing criterion."""
+    callee = (callee_name(left) or "").lower() if isinstance(left, cst.Call) else ""
+    size = (last_name(right) or "").lower() if isinstance(right, (cst.Name, cst.Attribute)) else ""
+    return ("loss" in callee or "criterion" in callee) and size in ("batch_size", "bs", "bsz")
+
+
+def _in_evaluation(source, node: cst.CSTNode) -> bool:
+    """True inside a function named for evaluation (crnn's `val()`): its loss is only reported."""
+    function = source.function_of(node)
+    return function is not None and _evaluation_name(function.name.value)
 
 
 def _picked_mean(source, node: cst.CSTNode) -> bool:
