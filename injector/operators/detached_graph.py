@@ -1267,8 +1267,13 @@ def _upstream_cut(source, training, statements, taken: list[cst.CSTNode]):
     for statement in statements:
         for forward in read_forwards(source, training, statement):
             for earlier in upstream_forwards(source, training, forward):
-                assign = earlier.body[0]
-                if earlier in taken or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+                assign = earlier.body[0] if isinstance(earlier, cst.SimpleStatementLine) else None
+                if (
+                    earlier in taken
+                    or not isinstance(assign, cst.Assign)
+                    or len(assign.targets) != 1
+                    or not isinstance(assign.targets[0].target, cst.Name)
+                ):
                     continue
                 taken.append(earlier)
                 yield Change(
@@ -1370,9 +1375,10 @@ def _computed_in_callee(source, training, assign: cst.Assign, name: str):
             value = ret.value
             if source.function_of(ret) is not function or not isinstance(value, cst.Tuple):
                 continue
-            if len(value.elements) != len(names) or not isinstance(value.elements[index].value, cst.Name):
+            element = value.elements[index].value if len(value.elements) == len(names) else None
+            if not isinstance(element, cst.Name):
                 continue
-            returned = value.elements[index].value.value
+            returned = element.value
             computed += [
                 a
                 for a in training.assigned_names.get(returned, ())
@@ -1385,10 +1391,12 @@ def _computed_in_callee(source, training, assign: cst.Assign, name: str):
             if len(computed) < 2:
                 continue
             for loss in computed:
+                call = loss.value
+                assert isinstance(call, cst.Call)  # kept above
                 target = loss.targets[0].target if len(loss.targets) == 1 else None
-                positional = [a for a in loss.value.args if a.keyword is None and not a.star]
+                positional = [a for a in call.args if a.keyword is None and not a.star]
                 if isinstance(target, cst.Name) and positional:
-                    cut = _model_output(source, training, loss.value)
+                    cut = _model_output(source, training, call)
                     edit = source.replace(cut, method_on(source, cut, "detach"))
                 else:
                     edit = source.insert_after(loss, [f"{returned} = {returned}.detach()"])
@@ -1629,13 +1637,18 @@ def _model_output(source, training, call: cst.Call) -> cst.BaseExpression:
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
     for value in positional:
         root = value
-        while isinstance(root, (cst.Subscript, cst.Attribute)) or (
-            # a method of the output (`outputs.transpose(0, 1)`, `.contiguous().view(...)`)
-            isinstance(root, cst.Call)
-            and isinstance(root.func, cst.Attribute)
-            and not runs_model(source, training, root)
-        ):
-            root = root.value if not isinstance(root, cst.Call) else root.func.value
+        while True:
+            if isinstance(root, (cst.Subscript, cst.Attribute)):
+                root = root.value
+            elif (
+                # a method of the output (`outputs.transpose(0, 1)`, `.contiguous().view(...)`)
+                isinstance(root, cst.Call)
+                and isinstance(root.func, cst.Attribute)
+                and not runs_model(source, training, root)
+            ):
+                root = root.func.value
+            else:
+                break
         if isinstance(root, cst.Call) and runs_model(source, training, root):
             return value
         if isinstance(root, cst.Name):

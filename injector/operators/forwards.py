@@ -89,7 +89,9 @@ def _forward_assignment(source, training, line: cst.CSTNode) -> bool:
 
 
 def _bound_by(line: cst.SimpleStatementLine) -> set[str]:
-    return {n.value for t in line.body[0].targets for n in _names_in(t.target)}
+    assign = line.body[0]
+    targets = assign.targets if isinstance(assign, cst.Assign) else ()
+    return {n.value for t in targets for n in _names_in(t.target)}
 
 
 def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
@@ -106,7 +108,7 @@ def _helper_alternatives(source, training, statements, forwards) -> list[cst.CST
     y_hat, _outputs, _replicas = data_parallel_workaround(model, (x, c, g, False))` else `y_hat =
     model(x, c, g, False)`)."""
     bound = set().union(*(_bound_by(f) for f in forwards)) if forwards else set()
-    found = []
+    found: list[cst.CSTNode] = []
     for statement in statements:
         if statement in forwards or not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             continue

@@ -856,10 +856,9 @@ def _sum_over_count(expr: cst.BaseExpression) -> cst.BinaryOperation | None:
         return expr  # crnn's `criterion(preds, text, preds_size, length) / batch_size` (CTC sums)
     if not (isinstance(left, cst.Call) and callee_name(left) == "sum" and not left.args):
         return None
-    counted = isinstance(right, cst.Call) and (
-        callee_name(right) in _COUNTS or (isinstance(right.func, cst.Name) and right.func.value == "len")
-    )
-    if not counted:
+    if not isinstance(right, cst.Call):
+        return None
+    if not (callee_name(right) in _COUNTS or (isinstance(right.func, cst.Name) and right.func.value == "len")):
         return None
     if isinstance(right.func, cst.Attribute) and "weight" in (last_name(right.func.value) or "").lower():
         return None  # a weighted mean over the weights (demucs' per-source weights): no batch count
