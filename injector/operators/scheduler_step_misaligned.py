@@ -475,19 +475,20 @@ class SchedulerStepMisaligned(Operator):
             if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 continue
             text = source.code(line)
+            # moved out of the optimizer-step branch, or before the `continue` that skips the update
             branch, moved = self._step_branch(source, training, line)
-            if branch is not None:
-                yield Change(
-                    statement,
-                    (self._delete(source, moved), source.insert_after(branch, self._lines(source, moved, branch))),
-                    "the scheduler steps on every micro-step, not every optimizer step",
+            guard = None
+            if branch is None:
+                guard, moved = _accumulation_guard(source, training, line)
+            if branch is not None or guard is not None:
+                insert = (
+                    source.insert_after(branch, self._lines(source, moved, branch))
+                    if branch is not None
+                    else source.insert_before(guard, self._lines(source, moved, guard))
                 )
-                continue
-            guard, moved = _accumulation_guard(source, training, line)
-            if guard is not None:
                 yield Change(
                     statement,
-                    (self._delete(source, moved), source.insert_before(guard, self._lines(source, moved, guard))),
+                    (self._delete(source, moved), insert),
                     "the scheduler steps on every micro-step, not every optimizer step",
                 )
                 continue
