@@ -127,6 +127,15 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def bound_names(target: cst.BaseExpression) -> set[str]:
+    """The names a loop or assignment target binds (`i, (x, y)` binds i, x and y)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(bound_names(e.value) for e in target.elements)) if target.elements else set()
+    return set()
+
+
 def last_name(expr: cst.BaseExpression) -> str | None:
     """The identifier that names an object: `optimizer` for `self.optimizer`,
     `optimizers` for `optimizers[i]`, `step` for `scaler.step`."""

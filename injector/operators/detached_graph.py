@@ -1211,19 +1211,9 @@ def _inline_terms(source, training, start: cst.CSTNode, use: cst.CSTNode):
     """Terms computed where they are added into a loss that starts empty (MelGAN's `loss_D = 0`,
     then `for scale in D_fake_det: loss_D += F.relu(1 + scale[-1]).mean()`): each such addition
     cut off, the other terms still training."""
-    name = dotted(start.targets[0].target) if isinstance(start, cst.Assign) and len(start.targets) == 1 else None
-    if name is None:
-        return
-    after, before = source.span(start)[1], source.span(use)[0]
-    for added in source.within(source.function_of(start) or source.module, cst.AugAssign):
-        if (
-            not after < source.span(added)[0] < before
-            or not isinstance(added.operator, cst.AddAssign)
-            or dotted(added.target) != name
-            or isinstance(added.value, (cst.Name, cst.Attribute))  # a named term: cut where computed
-            or not any(isinstance(n, cst.Call) for n in source.within(added.value, cst.Call))
-        ):
-            continue
+    for added in added_terms(source, start, use):
+        if isinstance(added.value, (cst.Name, cst.Attribute)) or not source.within(added.value, cst.Call):
+            continue  # a named term is cut where it is computed; a constant has no graph
         yield Change(
             added,
             (source.replace(added.value, method_on(source, added.value, "detach")),),

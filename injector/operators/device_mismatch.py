@@ -8,6 +8,7 @@ from injector.patterns import (
     EVALUATION_WORDS,
     argument,
     assigned_alone,
+    bound_names,
     callee_name,
     constructed,
     dotted,
@@ -256,9 +257,9 @@ def _reaching(source, function: cst.FunctionDef, name: str, use: cst.CSTNode) ->
         if source.function_of(node) is not function:
             continue
         if isinstance(node, cst.For):
-            binds = name in _bound(node.target) and source.span(node.target)[1] <= before and node in around
+            binds = name in bound_names(node.target) and source.span(node.target)[1] <= before and node in around
         else:
-            binds = source.span(node)[1] <= before and any(name in _bound(t.target) for t in node.targets)
+            binds = source.span(node)[1] <= before and any(name in bound_names(t.target) for t in node.targets)
             blocks = {a for a in source.ancestors(node) if isinstance(a, cst.IndentedBlock)}
             binds = binds and blocks <= around
         if binds and (found is None or source.span(node)[0] > source.span(found)[0]):
@@ -363,25 +364,16 @@ def _loop_constant(source, call: cst.Call) -> bool:
         for n in source.within(found.value, cst.Name)
         if not (isinstance(source.parent(n), cst.Attribute) and source.parent(n).attr is n)
     } - {"torch"}
-    bound: set[str] = set(_bound(loop.target)) if isinstance(loop, cst.For) else set()
+    bound: set[str] = set(bound_names(loop.target)) if isinstance(loop, cst.For) else set()
     for node in source.within(loop.body, (cst.Assign, cst.AugAssign, cst.For)):
         if isinstance(node, cst.Assign):
             for t in node.targets:
-                bound |= _bound(t.target)
+                bound |= bound_names(t.target)
         elif isinstance(node, cst.AugAssign):
-            bound |= _bound(node.target)
+            bound |= bound_names(node.target)
         else:
-            bound |= _bound(node.target)
+            bound |= bound_names(node.target)
     return bool(read) and not (read & bound)
-
-
-def _bound(target: cst.BaseExpression) -> set[str]:
-    """The names a loop or assignment target binds (`i, (x, y)` binds i, x and y)."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_bound(e.value) for e in target.elements)) if target.elements else set()
-    return set()
 
 
 def _tensor_class(call: cst.Call) -> bool:
@@ -586,7 +578,9 @@ def _moved_for_data_parallel(source, training, call: cst.Call) -> bool:
         for small in statement.body:
             read = small.value if isinstance(small, cst.Assign) else small
             uses += [n for n in source.within(read, cst.Name) if n.value == name]
-        if any(isinstance(a, cst.Assign) and any(name in _bound(t.target) for t in a.targets) for a in statement.body):
+        if any(
+            isinstance(a, cst.Assign) and any(name in bound_names(t.target) for t in a.targets) for a in statement.body
+        ):
             break  # bound again (`c_feature, encoded_data, label = cpcModel(batchData, label)`)
     if not uses:
         return False
@@ -917,7 +911,7 @@ def _loop_target_handed(source, training, function: cst.FunctionDef, name: str) 
         loop = source.enclosing(caller, cst.For)
         if arg is None or loop is None or not isinstance(arg.value, cst.Name):
             return False
-        if arg.value.value not in _bound(loop.target):
+        if arg.value.value not in bound_names(loop.target):
             return False
     return bool(callers)
 
@@ -953,7 +947,9 @@ def _derived_from_params(source, training, function: cst.FunctionDef, expr, use:
         for assign in source.within(function.body, cst.Assign):
             if source.function_of(assign) is not function or source.span(assign)[1] > before:
                 continue
-            if any(name in _bound(t.target) for t in assign.targets) and not runs_model(source, training, assign.value):
+            if any(name in bound_names(t.target) for t in assign.targets) and not runs_model(
+                source, training, assign.value
+            ):
                 found |= _derived_from_params(source, training, function, assign.value, assign, depth - 1)
     return found
 

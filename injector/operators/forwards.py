@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.patterns import dotted, last_name, runs_model, under_no_grad
+from injector.patterns import bound_names, dotted, last_name, runs_model, under_no_grad
 
 
 def grad_switch(expr: cst.BaseExpression) -> bool:
@@ -91,15 +91,16 @@ def _forward_assignment(source, training, line: cst.CSTNode) -> bool:
 def _bound_by(line: cst.SimpleStatementLine) -> set[str]:
     assign = line.body[0]
     targets = assign.targets if isinstance(assign, cst.Assign) else ()
-    return {n.value for t in targets for n in _names_in(t.target)}
+    return set().union(*(bound_names(t.target) for t in targets))
 
 
-def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _names_in(e.value)]
-    return []
+def _helper_runs_model(source, training, value: cst.BaseExpression) -> bool:
+    """True for a call of a function of the file that runs the model outside no_grad (mmf's
+    `self._forward(batch)`, wavenet_vocoder's `data_parallel_workaround(model, inputs)`)."""
+    return isinstance(value, cst.Call) and any(
+        runs_model(source, training, f.body, depth=0) and not under_no_grad(source, f.body)
+        for f in training.called_functions(value)
+    )
 
 
 def _helper_alternatives(source, training, statements, forwards) -> list[cst.CSTNode]:
@@ -117,10 +118,7 @@ def _helper_alternatives(source, training, statements, forwards) -> list[cst.CST
             continue
         if not (_bound_by(statement) & bound) or source.has_multiline_string(statement):
             continue
-        if any(
-            runs_model(source, training, f.body, depth=0) and not under_no_grad(source, f.body)
-            for f in training.called_functions(assign.value)
-        ):
+        if _helper_runs_model(source, training, assign.value):
             found.append(statement)
     return found
 
@@ -172,13 +170,7 @@ def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode
             or not (
                 runs_model(source, training, assign.value, depth=0)
                 # a method of the file that runs the forward (mmf's `report = self._forward(batch)`)
-                or (
-                    isinstance(assign.value, cst.Call)
-                    and any(
-                        runs_model(source, training, f.body, depth=0) and not under_no_grad(source, f.body)
-                        for f in training.called_functions(assign.value)
-                    )
-                )
+                or _helper_runs_model(source, training, assign.value)
             )
         ):
             continue
