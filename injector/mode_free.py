@@ -24,6 +24,7 @@ from injector.neighbours import Import, Resolver, is_torch, top_level
 from injector.patterns import dotted as dotted_name
 from injector.patterns import last_name
 from injector.source import Source
+from injector.source import walk_children as walk
 
 # torch.nn layers with no behaviour that depends on the mode.
 MODE_FREE_LAYERS = frozenset(
@@ -132,7 +133,7 @@ def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.B
         in_scope = _everywhere
     elif isinstance(receiver, cst.Name):
         function = source.function_of(receiver)
-        if function is not None and name in _bound_names(function):
+        if function is not None and name in _bound_names(source, function):
             if any(p.name.value == name for p in _params(function)):
                 return None  # handed in
             scope, in_scope = function, _everywhere
@@ -141,14 +142,14 @@ def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.B
 
             def in_scope(node: cst.CSTNode) -> bool:
                 owner = source.function_of(node)
-                return owner is None or name in _globals(owner)
+                return owner is None or name in _globals(source, owner)
 
     else:
         return None
     if scope is None:
         return None
     values: list[cst.BaseExpression] = []
-    for node in walk(scope):
+    for node in source.walk(scope):
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
@@ -191,21 +192,35 @@ def _everywhere(node: cst.CSTNode) -> bool:
     return True
 
 
-def _bound_names(function: cst.FunctionDef) -> set[str]:
+def _bound_names(source: Source, function: cst.FunctionDef) -> frozenset[str]:
     """The names a function binds: its parameters and what it assigns, loops over or opens."""
+    key = ("bound", function)
+    if key not in source.memo:
+        source.memo[key] = frozenset(_bound_in(source, function))
+    return source.memo[key]
+
+
+def _bound_in(source: Source, function: cst.FunctionDef) -> set[str]:
     bound = {p.name.value for p in _params(function)}
-    for node in walk(function.body):
+    for node in source.walk(function.body):
         for target in _targets(node):
             bound |= _target_names(target)
         if isinstance(node, (cst.For, cst.CompFor)):
             bound |= _target_names(node.target)
         if isinstance(node, cst.WithItem) and node.asname is not None:
             bound |= _target_names(node.asname.name)
-    return bound - _globals(function)
+    return bound - _globals(source, function)
 
 
-def _globals(function: cst.FunctionDef) -> set[str]:
-    return {n.name.value for node in walk(function.body) if isinstance(node, cst.Global) for n in node.names}
+def _globals(source: Source, function: cst.FunctionDef) -> frozenset[str]:
+    """The names `function` declares global (kept for the file: each of its statements may ask)."""
+    key = ("globals", function)
+    found = source.memo.get(key)
+    if found is None:
+        found = source.memo[key] = frozenset(
+            n.name.value for node in source.walk(function.body) if isinstance(node, cst.Global) for n in node.names
+        )
+    return found
 
 
 def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
@@ -256,17 +271,6 @@ def _without_moves(value: cst.BaseExpression) -> cst.BaseExpression:
     ):
         value = value.func.value
     return value
-
-
-def walk(node: cst.CSTNode, skip: frozenset[cst.CSTNode] = frozenset()) -> Iterator[cst.CSTNode]:
-    """The node and everything under it, in document order, leaving out the subtrees in `skip`."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current in skip:
-            continue
-        yield current
-        stack.extend(reversed(current.children))
 
 
 class _Reader(Resolver):
@@ -433,7 +437,7 @@ class _Reader(Resolver):
             if cls
             else frozenset()
         )
-        for inner in walk(node, constructors):
+        for inner in source.walk(node, constructors):
             if isinstance(inner, cst.Attribute) and inner.attr.value == "training":
                 return False
             if isinstance(inner, cst.Name) and any(word in inner.value.lower() for word in MODE_WORDS):
@@ -515,7 +519,7 @@ def _looped_over(source: Source, call: cst.Call) -> set[str] | None:
         if isinstance(ancestor, cst.FunctionDef):
             return None
         if isinstance(ancestor, cst.For) and call.func.value in _target_names(ancestor.target):
-            roots = {r for n in walk(ancestor.iter) if (r := _self_root(n)) is not None}  # type: ignore[arg-type]
+            roots = {r for n in source.walk(ancestor.iter) if (r := _self_root(n)) is not None}  # type: ignore[arg-type]
             return roots or None
     return None
 
@@ -527,7 +531,7 @@ def _chosen_classes(source: Source, call: cst.Call, name: str) -> list[cst.BaseE
     if function is None:
         return []
     choices: list[cst.BaseExpression] = []
-    for node in walk(function.body):
+    for node in source.walk(function.body):
         for target in _targets(node):
             if name not in _target_names(target):
                 continue

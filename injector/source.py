@@ -53,9 +53,14 @@ class Source:
         self._spans[self.module] = (0, len(text))
         self._parents = state.parents
         self._by_type = state.by_type
+        self._order, self._ends, self._first = state.order, state.ends, state.first
         self.lines = LineIndex(text)
         self.indent = self.module.default_indent
         self._start_index: dict[type, tuple[list[cst.CSTNode], list[int]]] = {}
+        self._function_of: dict[cst.CSTNode, cst.FunctionDef | None] = {}
+        # what the operators work out once per file and ask again (the names a function declares
+        # global, ...), keyed by the asker's own key; it lives and dies with this parse
+        self.memo: dict[Any, Any] = {}
         # the project's other modules (`injector.neighbours.Neighbours`), where the caller knows them
         self.neighbours: Any = None
 
@@ -75,6 +80,24 @@ class Source:
             yield current
             current = self._parents.get(current)
 
+    def walk(self, node: cst.CSTNode, skip: frozenset[cst.CSTNode] = frozenset()) -> Iterator[cst.CSTNode]:
+        """`node` and every node under it, in document order, leaving out the subtrees in `skip`:
+        the nodes walking libcst's `children` gives (whitespace aside, in the same order), read off
+        the index instead of rebuilt at every step. A node of another tree is walked the slow way."""
+        place = self._first.get(node)
+        if place is None:
+            yield from walk_children(node, skip)
+            return
+        end = self._ends[place]
+        order, ends = self._order, self._ends
+        while place < end:
+            current = order[place]
+            if current in skip:
+                place = ends[place]
+                continue
+            yield current
+            place += 1
+
     def enclosing(self, node: cst.CSTNode, kind: type[N] | tuple[type, ...]) -> N | None:
         """The innermost ancestor of the given type(s), not crossing into an outer function."""
         for ancestor in self.ancestors(node):
@@ -85,10 +108,17 @@ class Source:
         return None
 
     def function_of(self, node: cst.CSTNode) -> cst.FunctionDef | None:
-        for ancestor in self.ancestors(node):
-            if isinstance(ancestor, cst.FunctionDef):
-                return ancestor
-        return None
+        """The innermost function around `node` (kept for every node on the way up: operators ask
+        it of nearly every node they read)."""
+        unknown = []
+        current = self._parents.get(node)
+        while current is not None and not isinstance(current, cst.FunctionDef) and current not in self._function_of:
+            unknown.append(current)
+            current = self._parents.get(current)
+        found = current if current is None or isinstance(current, cst.FunctionDef) else self._function_of[current]
+        for each in (node, *unknown):
+            self._function_of[each] = found
+        return found
 
     def scope_name(self, node: cst.CSTNode) -> str:
         """Dotted name of the functions and classes around `node` (`""` at module level)."""
@@ -296,7 +326,10 @@ class _IndexingState(CodegenState):
         self.spans: dict[cst.CSTNode, tuple[int, int]] = {}
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
         self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
-        self.stack: list[tuple[cst.CSTNode, int]] = []
+        self.order: list[cst.CSTNode] = []  # every node, in document (pre-)order
+        self.ends: list[int] = []  # for each place in `order`, where that node's subtree ends
+        self.first: dict[cst.CSTNode, int] = {}  # each node's place in `order`
+        self.stack: list[tuple[cst.CSTNode, int, int]] = []
 
     def add_indent_tokens(self) -> None:
         for token in self.indent_tokens:
@@ -313,10 +346,14 @@ class _IndexingState(CodegenState):
         if self.stack:
             self.parents[node] = self.stack[-1][0]
         self.by_type[type(node)].append(node)
-        self.stack.append((node, self.offset))
+        self.first.setdefault(node, len(self.order))
+        self.stack.append((node, self.offset, len(self.order)))
+        self.order.append(node)
+        self.ends.append(0)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        _, start = self.stack.pop()
+        _, start, place = self.stack.pop()
+        self.ends[place] = len(self.order)
         if node not in self.spans:
             self.spans[node] = (start, self.offset)
 
@@ -334,6 +371,18 @@ class _IndexingState(CodegenState):
             if end_node is not None:
                 end = self.spans[end_node][1]
             self.spans[node] = (start, end)
+
+
+def walk_children(node: cst.CSTNode, skip: frozenset[cst.CSTNode] = frozenset()) -> Iterator[cst.CSTNode]:
+    """`node` and everything under it through libcst's `children`, in document order, leaving out
+    the subtrees in `skip` (`Source.walk` reads the same off its index)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current in skip:
+            continue
+        yield current
+        stack.extend(reversed(current.children))
 
 
 def _diagnose(text: str, path: str, error: cst.ParserSyntaxError) -> ParseError:

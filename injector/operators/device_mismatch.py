@@ -253,18 +253,38 @@ def _reaching(source, function: cst.FunctionDef, name: str, use: cst.CSTNode) ->
     before = source.span(use)[0]
     around = set(source.ancestors(use))
     found: cst.Assign | cst.For | None = None
-    for node in source.within(function.body, (cst.Assign, cst.For)):
-        if source.function_of(node) is not function:
+    for node, names in _bindings(source, function):
+        if name not in names:
             continue
         if isinstance(node, cst.For):
-            binds = name in bound_names(node.target) and source.span(node.target)[1] <= before and node in around
+            binds = source.span(node.target)[1] <= before and node in around
         else:
-            binds = source.span(node)[1] <= before and any(name in bound_names(t.target) for t in node.targets)
+            binds = source.span(node)[1] <= before
             blocks = {a for a in source.ancestors(node) if isinstance(a, cst.IndentedBlock)}
             binds = binds and blocks <= around
         if binds and (found is None or source.span(node)[0] > source.span(found)[0]):
             found = node
     return found
+
+
+def _bindings(source, function: cst.FunctionDef) -> list[tuple[cst.Assign | cst.For, frozenset[str]]]:
+    """The assignments and loops of `function` itself (not of a function inside it), in document
+    order, each with the names it binds: worked out once per function, since every use asks."""
+    key = ("device-mismatch bindings", function)
+    found = source.memo.get(key)
+    if found is None:
+        found = source.memo[key] = [
+            (node, frozenset(_names_bound(node)))
+            for node in source.within(function.body, (cst.Assign, cst.For))
+            if source.function_of(node) is function
+        ]
+    return found
+
+
+def _names_bound(node: cst.Assign | cst.For) -> set[str]:
+    if isinstance(node, cst.For):
+        return bound_names(node.target)
+    return set().union(*(bound_names(t.target) for t in node.targets))
 
 
 def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth: int) -> bool:
@@ -944,12 +964,10 @@ def _derived_from_params(source, training, function: cst.FunctionDef, expr, use:
             continue
         if depth == 0:
             continue
-        for assign in source.within(function.body, cst.Assign):
-            if source.function_of(assign) is not function or source.span(assign)[1] > before:
+        for assign, names in _bindings(source, function):
+            if not isinstance(assign, cst.Assign) or name not in names or source.span(assign)[1] > before:
                 continue
-            if any(name in bound_names(t.target) for t in assign.targets) and not runs_model(
-                source, training, assign.value
-            ):
+            if not runs_model(source, training, assign.value):
                 found |= _derived_from_params(source, training, function, assign.value, assign, depth - 1)
     return found
 

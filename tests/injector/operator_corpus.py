@@ -34,7 +34,6 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import libcst as cst
 import typing_extensions
 
 from injector.generate import mutants_for_source
@@ -369,11 +368,13 @@ def load_module(text: str, file: CorpusFile, compiled: types.CodeType | None = N
         module.__file__ = str(CORPUS / file.name)
         module.__package__ = package
         whole = file.load == "import" and not file.without_metaclass
-        code = text if file.load == "import" else _definitions(text)
-        if file.without_metaclass:
-            code = _without_metaclasses(code)
         if not whole or compiled is None:
-            compiled = compile(code, file.name, "exec")
+            tree = ast.parse(text, file.name)
+            if file.load != "import":
+                tree.body = _definitions(tree)
+            if file.without_metaclass:
+                _drop_metaclasses(tree)
+            compiled = compile(tree, file.name, "exec")
         sys.modules[module.__name__] = module  # dataclasses look their module up there
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # what the file prints at start-up
@@ -389,38 +390,29 @@ def load_module(text: str, file: CorpusFile, compiled: types.CodeType | None = N
     return None
 
 
-def _without_metaclasses(text: str) -> str:
-    """`text` with every class statement's `metaclass=...` keyword left out."""
-    module = cst.parse_module(text)
-
-    class Drop(cst.CSTTransformer):
-        def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
-            kept = [k for k in updated.keywords if k.keyword is None or k.keyword.value != "metaclass"]
-            if len(kept) == len(updated.keywords):
-                return updated
-            if kept:
-                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            bases = list(updated.bases)
-            if not kept and bases:
-                bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            return updated.with_changes(bases=bases, keywords=kept)
-
-    return module.visit(Drop()).code
+def _drop_metaclasses(tree: ast.Module) -> None:
+    """Leave every class statement's `metaclass=...` keyword out of `tree`."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            node.keywords = [k for k in node.keywords if k.arg != "metaclass"]
 
 
-def _definitions(text: str) -> str:
-    """Only the imports, functions and classes of a script that trains at module level."""
-    module = cst.parse_module(text)
-    kept = [
-        s
-        for s in module.body
-        if isinstance(s, (cst.FunctionDef, cst.ClassDef))
-        or (
-            isinstance(s, cst.SimpleStatementLine)
-            and all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in s.body)
-        )
-    ]
-    return module.with_changes(body=kept).code
+def _definitions(tree: ast.Module) -> list[ast.stmt]:
+    """Only the imports, functions and classes of a script that trains at module level: a line
+    of several statements is kept only where all of them import."""
+    lines: list[list[ast.stmt]] = []  # statements joined by `;` share a line
+    for statement in tree.body:
+        if lines and statement.lineno == lines[-1][-1].end_lineno:
+            lines[-1].append(statement)
+        else:
+            lines.append([statement])
+    kept = []
+    for line in lines:
+        if all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in line):
+            kept += line
+        elif isinstance(line[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            kept.append(line[0])
+    return kept
 
 
 class _Anything:
