@@ -149,7 +149,9 @@ def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.B
     if scope is None:
         return None
     values: list[cst.BaseExpression] = []
-    for node in source.walk(scope):
+    # every node that can attach, bind or unpack the name, in document order (an early None is
+    # the answer whatever else follows, so reading the few kinds that matter reads the same)
+    for node in source.within(scope, _BINDING_KINDS):
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
@@ -178,6 +180,9 @@ def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.B
             elif name in _target_names(target):
                 return None  # unpacked from a tuple: unknown
     return values
+
+
+_BINDING_KINDS = (cst.Call, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem)
 
 
 def _no_module_value(value: cst.BaseExpression | None) -> bool:

@@ -49,6 +49,8 @@ FETCHED = CORPUS / "fetched"
 # Modules a corpus file imports from its own repository (its model's definition), fetched like the
 # files: `fetched/neighbours/<file name without .py>/<path in the repository>`.
 NEIGHBOURS = FETCHED / "neighbours"
+# what corpus_files reads once per process (tests that lay out a corpus of their own patch the above)
+_COMMITTED = (MANIFESTS, CORPUS, FETCHED, NEIGHBOURS)
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,20 @@ class Verdict:
 
 
 def corpus_files(split: str | None = None) -> list[CorpusFile]:
-    """The corpus files of one split (both when None), in manifest order, those not fetched here left out."""
+    """The corpus files of one split (both when None), in manifest order, those not fetched here
+    left out. The committed corpus is read once per process (it does not change while the tests
+    run); a corpus a test lays out itself (the paths above patched) is read afresh each time."""
+    if (MANIFESTS, CORPUS, FETCHED, NEIGHBOURS) == _COMMITTED:
+        return list(_committed_files(split))
+    return list(_read_files(split))
+
+
+@functools.lru_cache(maxsize=4)
+def _committed_files(split: str | None) -> tuple[CorpusFile, ...]:
+    return _read_files(split)
+
+
+def _read_files(split: str | None) -> tuple[CorpusFile, ...]:
     files = []
     for name, manifest in MANIFESTS.items():
         if split is not None and name != split:
@@ -138,7 +153,7 @@ def corpus_files(split: str | None = None) -> list[CorpusFile]:
                     neighbours=neighbours,
                 )
             )
-    return files
+    return tuple(files)
 
 
 def _neighbours(entry: dict) -> dict[str, str]:
@@ -164,7 +179,7 @@ def absent_files(split: str | None = None) -> list[str]:
 
 def _site(text: str, lines: LineIndex, spec: dict, name: str, absent: Collection[str] = ()) -> Site:
     anchor = spec.get("at", spec.get("in"))
-    holding = [n for n in range(1, len(lines.starts) + 1) if anchor in lines.line_text(n)]
+    holding = [n for n, each in enumerate(_line_texts(text), 1) if anchor in each]
     nth = spec.get("nth")
     if nth is None and len(holding) != 1:
         raise ValueError(f"{name}: {anchor!r} is on {len(holding)} lines; give `nth`")
@@ -194,6 +209,13 @@ def _statement_end(text: str, lines: LineIndex, line: int) -> int:
         except SyntaxError:
             continue
     return line
+
+
+@functools.lru_cache(maxsize=8)
+def _line_texts(text: str) -> list[str]:
+    """Each line of `text` as LineIndex.line_text gives it (without its line break), in order."""
+    lines = LineIndex(text)
+    return [lines.line_text(n) for n in range(1, len(lines.starts) + 1)]
 
 
 _SLACK = 2  # lines past a statement's end still tried (a trailing comment, a backslash)
@@ -328,7 +350,7 @@ def broken_mutants(file: CorpusFile, mutants: list[Mutant]) -> list[tuple[Mutant
             broken.append((mutant, f"AttributeError: a method a literal lacks: {sorted(added)[0]}"))
             continue
         if original is None:
-            problem = load_module(text, file, code)
+            problem = load_module(text, file, code, tree)
             if problem is not None:
                 broken.append((mutant, problem))
     return broken
@@ -353,9 +375,12 @@ def _methods_on_numbers(tree: ast.AST) -> set[str]:
     return found
 
 
-def load_module(text: str, file: CorpusFile, compiled: types.CodeType | None = None) -> str | None:
+def load_module(
+    text: str, file: CorpusFile, compiled: types.CodeType | None = None, tree: ast.Module | None = None
+) -> str | None:
     """Import `text` as a module (not as `__main__`) and run `file.construct` in it; `compiled`
-    is `text` compiled already, where the caller has it.
+    is `text` compiled already and `tree` its syntax tree (which this may change), where the
+    caller has them.
 
     Returns None when it loads, else the error in one line.
     """
@@ -369,7 +394,7 @@ def load_module(text: str, file: CorpusFile, compiled: types.CodeType | None = N
         module.__package__ = package
         whole = file.load == "import" and not file.without_metaclass
         if not whole or compiled is None:
-            tree = ast.parse(text, file.name)
+            tree = tree or ast.parse(text, file.name)
             if file.load != "import":
                 tree.body = _definitions(tree)
             if file.without_metaclass:
