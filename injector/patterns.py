@@ -383,6 +383,10 @@ class Training:
             if held is not None:
                 return held
         name = (last_name(expr) or "").lower()
+        if "opt" in name and "sched" in name:
+            # the word that comes last names the thing: `scheduled_optim` (FastSpeech's wrapper that
+            # writes the rate, then steps) is an optimizer, `optim_scheduler` a scheduler
+            return "optimizer" if name.rfind("opt") > name.rfind("sched") else "scheduler"
         if "sched" in name or name in {"lr_scheduler", "warmup"}:
             return "scheduler"
         if "scaler" in name:

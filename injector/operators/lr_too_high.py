@@ -294,6 +294,33 @@ def _rate_assignments(source) -> list[cst.Assign]:
     return found
 
 
+def _handed_to_a_rate_writer(source, call: cst.Call) -> bool:
+    """True for an optimizer handed, as it is built or by the name it is bound to, to a class of
+    the project that writes the rate into the groups itself (FastSpeech's `ScheduledOptim(
+    optimizer, d_model, warmup, step)`, whose step sets every `param_group['lr']` first, in
+    optimizer.py): the rate it is built with, given or torch's default, is never trained at."""
+    parent = source.parent(source.parent(call) or call)
+    holders = [parent] if isinstance(parent, cst.Call) else []
+    assign = source.parent(call)
+    if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+        name = assign.targets[0].target.value
+        holders += [
+            c
+            for c in source.nodes(cst.Call)
+            if any(isinstance(a.value, cst.Name) and a.value.value == name for a in c.args)
+        ]
+    resolver = Resolver()
+    for holder in holders:
+        found = resolver.definition(source, holder.func)
+        if found is None or not isinstance(found[1], cst.ClassDef):
+            continue
+        module, cls = found
+        start, end = module.span(cls)
+        if any(start <= module.span(a)[0] < end for a in _rate_assignments(module)):
+            return True
+    return False
+
+
 def _every_step(source, assign: cst.Assign) -> bool:
     """True for a rate written whenever its step function runs: under no `if` in that function
     (the loop over the optimizer's groups around it aside)."""
@@ -993,7 +1020,7 @@ class LrTooHigh(Operator):
                     and not _every_group_sets_its_rate(source, call)
                 ):
                     yield self._scaled(source, call, lr.value)
-                elif lr is None and not rates_written:
+                elif lr is None and not rates_written and not _handed_to_a_rate_writer(source, call):
                     yield from self._default_rate(source, call, overridden)
             elif (
                 name in {"add_", "sub_"}

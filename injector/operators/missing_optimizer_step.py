@@ -157,6 +157,41 @@ class MissingOptimizerStep(Operator):
                 "scaler(loss, optimizer, need_update=False)\n",
             ),
         ),
+        Example(
+            # FastSpeech's wrapper that writes the rate into the groups, then steps Adam: a\nscheduled optimizer (the word that comes last names it), in either branch
+            "scheduled_optim = ScheduledOptim(optimizer, hp.decoder_dim, hp.n_warm_up_step, args.restore_step)\n"
+            "for i, batchs in enumerate(training_loader):\n"
+            "    for j, db in enumerate(batchs):\n"
+            "        scheduled_optim.zero_grad()\n"
+            '        loss = criterion(model(db["text"]), db["mel_target"])\n'
+            "        loss.backward()\n"
+            "        if args.frozen_learning_rate:\n"
+            "            scheduled_optim.step_and_update_lr_frozen(args.learning_rate_frozen)\n"
+            "        else:\n"
+            "            scheduled_optim.step_and_update_lr()\n",
+            (
+                "scheduled_optim = ScheduledOptim(optimizer, hp.decoder_dim, hp.n_warm_up_step, args.restore_step)\n"
+                "for i, batchs in enumerate(training_loader):\n"
+                "    for j, db in enumerate(batchs):\n"
+                "        scheduled_optim.zero_grad()\n"
+                '        loss = criterion(model(db["text"]), db["mel_target"])\n'
+                "        loss.backward()\n"
+                "        if args.frozen_learning_rate:\n"
+                "            pass\n"
+                "        else:\n"
+                "            scheduled_optim.step_and_update_lr()\n",
+                "scheduled_optim = ScheduledOptim(optimizer, hp.decoder_dim, hp.n_warm_up_step, args.restore_step)\n"
+                "for i, batchs in enumerate(training_loader):\n"
+                "    for j, db in enumerate(batchs):\n"
+                "        scheduled_optim.zero_grad()\n"
+                '        loss = criterion(model(db["text"]), db["mel_target"])\n'
+                "        loss.backward()\n"
+                "        if args.frozen_learning_rate:\n"
+                "            scheduled_optim.step_and_update_lr_frozen(args.learning_rate_frozen)\n"
+                "        else:\n"
+                "            pass\n",
+            ),
+        ),
     )
     untouched = (
         "lr_scheduler.step()\n",

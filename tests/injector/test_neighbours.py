@@ -94,6 +94,49 @@ def test_a_rate_handed_to_a_project_scheduler_that_writes_the_groups_rates_is_th
     assert [(file, line) for file, line, _ in lr_mutants(capsys, tmp_path / "train.py")] == [("train.py", 3)]
 
 
+NOAM = (
+    "class ScheduledOptim:\n"
+    "    def __init__(self, optimizer, d_model, n_warmup_steps):\n"
+    "        self._optimizer = optimizer\n"
+    "        self.n_warmup_steps = n_warmup_steps\n"
+    "        self.n_current_steps = 0\n"
+    "        self.init_lr = d_model**-0.5\n"
+    "\n"
+    "    def step_and_update_lr(self):\n"
+    "        self.n_current_steps += 1\n"
+    "        scale = min(self.n_current_steps**-0.5, self.n_current_steps * self.n_warmup_steps**-1.5)\n"
+    "        for param_group in self._optimizer.param_groups:\n"
+    "            param_group['lr'] = self.init_lr * scale\n"
+    "        self._optimizer.step()\n"
+)
+FASTSPEECH = (
+    "import torch\n"
+    "from optimizer import ScheduledOptim\n"
+    "optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9)\n"
+    "scheduled_optim = ScheduledOptim(optimizer, 256, 4000)\n"
+    "for batch in loader:\n"
+    "    scheduled_optim.zero_grad()\n"
+    "    criterion(model(batch), batch).backward()\n"
+    "    scheduled_optim.step_and_update_lr()\n"
+)
+
+
+def test_an_optimizer_built_without_a_rate_for_a_project_wrapper_that_writes_the_rate_keeps_its_default(
+    tmp_path, capsys
+):
+    """FastSpeech's Adam takes torch's default rate and is handed to ScheduledOptim, which writes
+    a Noam rate into the groups before every step: the rate raised is the wrapper's, never the
+    default it overwrites. Without the wrapper's module nothing says so: the default is raised."""
+    (tmp_path / "optimizer.py").write_text(NOAM)
+    (tmp_path / "train.py").write_text(FASTSPEECH)
+    found = lr_mutants(capsys, tmp_path)
+    assert [(file, line) for file, line, _ in found] == [("optimizer.py", 12)]
+    assert "+            param_group['lr'] = (self.init_lr * scale) * 100" in found[0][2]
+    (tmp_path / "optimizer.py").unlink()
+    [(file, line, diff)] = lr_mutants(capsys, tmp_path)
+    assert (file, line) == ("train.py", 3) and "lr=0.1" in diff
+
+
 SAMPLERS = (
     "def generalized_steps(x, seq, model, b):\n"
     "    for i in reversed(seq):\n"
