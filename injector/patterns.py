@@ -1972,12 +1972,17 @@ def _constructor_role(call: cst.Call) -> str | None:
     if name in LOSS_MODULES:
         return "loss-module"
     if (
-        (name[:1].isupper() or isinstance(call.func, cst.Subscript))
+        (
+            name[:1].isupper()
+            or isinstance(call.func, cst.Subscript)
+            or (isinstance(call.func, cst.Call) and callee_name(call.func) == "getattr")
+        )
         and _over_parameters(call)
         and argument(call, "lr", None) is not None
     ):
         # a class of another package built the way torch's are (`LARS(params, lr=...)`), or one
-        # picked from a table of them (DLRM's `opts[args.optimizer](parameters, lr=...)`)
+        # picked from a table of them (DLRM's `opts[args.optimizer](parameters, lr=...)`) or from
+        # a module by name (TCN's `getattr(optim, args.optim)(model.parameters(), lr=lr)`)
         return "optimizer"
     return None
 

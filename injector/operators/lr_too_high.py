@@ -914,6 +914,25 @@ class LrTooHigh(Operator):
                 "    optimizer = Optimizer(model.parameters(), **hparams.optimizer_params)\n",
             ),
         ),
+        Example(
+            # TCN's scripts: the optimizer class looked up in torch.optim by the name a flag gives
+            "model = TCN(input_size, output_size, channel_sizes, kernel_size, dropout=dropout)\n"
+            "optimizer = getattr(optim, args.optim)(model.parameters(), lr=lr)\n"
+            "for idx in train_idx_list:\n"
+            "    optimizer.zero_grad()\n"
+            "    loss = criterion(model(X[idx]), Y[idx])\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "model = TCN(input_size, output_size, channel_sizes, kernel_size, dropout=dropout)\n"
+                "optimizer = getattr(optim, args.optim)(model.parameters(), lr=lr * 100)\n"
+                "for idx in train_idx_list:\n"
+                "    optimizer.zero_grad()\n"
+                "    loss = criterion(model(X[idx]), Y[idx])\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # Parameter groups taken from another optimizer (SAM builds its base optimizer over its own

@@ -158,7 +158,8 @@ class MissingOptimizerStep(Operator):
             ),
         ),
         Example(
-            # FastSpeech's wrapper that writes the rate into the groups, then steps Adam: a\nscheduled optimizer (the word that comes last names it), in either branch
+            # FastSpeech's wrapper that writes the rate into the groups, then steps Adam: a
+            # scheduled optimizer (the word that comes last names it), in either branch
             "scheduled_optim = ScheduledOptim(optimizer, hp.decoder_dim, hp.n_warm_up_step, args.restore_step)\n"
             "for i, batchs in enumerate(training_loader):\n"
             "    for j, db in enumerate(batchs):\n"

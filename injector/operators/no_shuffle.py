@@ -234,6 +234,31 @@ class NoShuffle(Operator):
                 "            self.optimizer.step()\n",
             ),
         ),
+        Example(
+            # TCN's poly_music script: an index list shuffled in place, then walked by the
+            # training loop; left out, every epoch visits the sequences in the same order
+            "def train(ep):\n"
+            "    model.train()\n"
+            '    train_idx_list = np.arange(len(X_train), dtype="int32")\n'
+            "    np.random.shuffle(train_idx_list)\n"
+            "    for idx in train_idx_list:\n"
+            "        x, y = X_train[idx][:-1], X_train[idx][1:]\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = criterion(model(x), y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "def train(ep):\n"
+                "    model.train()\n"
+                '    train_idx_list = np.arange(len(X_train), dtype="int32")\n'
+                "    for idx in train_idx_list:\n"
+                "        x, y = X_train[idx][:-1], X_train[idx][1:]\n"
+                "        optimizer.zero_grad()\n"
+                "        loss = criterion(model(x), y)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # The project's own sampler of that name (mozilla TTS's, which never shuffles and takes no flag):
@@ -299,7 +324,9 @@ class NoShuffle(Operator):
                 continue
             statement = source.parent(call)
             if isinstance(statement, cst.Expr) and (
-                _sampler_shuffle(source, call) or _dataset_reshuffled(source, training, call)
+                _sampler_shuffle(source, call)
+                or _dataset_reshuffled(source, training, call)
+                or _walked_order_shuffled(source, training, call)
             ):
                 yield Change(call, (source.delete_statement(statement),), f"`{source.code(call)}` no longer shuffles")
                 continue
@@ -484,6 +511,26 @@ def _sampler_shuffle(source, call: cst.Call) -> bool:
             "sampler" in owner.name.value.lower()
             or any("sampler" in (dotted(b.value) or "").lower() for b in owner.bases)
         )
+    )
+
+
+def _walked_order_shuffled(source, training, call: cst.Call) -> bool:
+    """`np.random.shuffle(train_idx_list)`, `random.shuffle(indices)`: a list shuffled in place
+    that a training loop of the same function walks afterwards (TCN's `for idx in
+    train_idx_list:`): left out, every epoch visits the samples in the same order."""
+    if callee_name(call) != "shuffle" or len(call.args) != 1 or call.args[0].keyword is not None:
+        return False
+    if "random" not in (dotted(call.func) or "") or not isinstance(call.args[0].value, cst.Name):
+        return False
+    name = call.args[0].value.value
+    function = source.function_of(call)
+    after = source.span(call)[1]
+    return any(
+        isinstance(loop, cst.For)
+        and source.function_of(loop) is function
+        and source.span(loop)[0] >= after
+        and name in {n.value for n in source.walk(loop.iter) if isinstance(n, cst.Name)}
+        for loop in training.training_loops
     )
 
 

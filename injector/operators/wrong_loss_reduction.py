@@ -152,8 +152,8 @@ class WrongLossReduction(Operator):
             ("loss = -torch.min(surr1, surr2) + value_term\nloss.sum().backward()\n",),
         ),
         Example(
-            "criterion = nn.CrossEntropyLoss(label_smoothing=0.1)\n",
-            ('criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum")\n',),
+            "criterion = nn.CrossEntropyLoss(label_smoothing=0.1)\nloss = criterion(model(x), y)\n",
+            ('criterion = nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum")\nloss = criterion(model(x), y)\n',),
         ),
         Example(
             "loss = F.binary_cross_entropy(x_hat, x, size_average=True)\n",
@@ -161,8 +161,11 @@ class WrongLossReduction(Operator):
         ),
         Example(
             # Imported from torch.nn by name (the same name from another package is left alone).
-            "from torch.nn import CTCLoss\ncriterion = CTCLoss()\n",
-            ('from torch.nn import CTCLoss\ncriterion = CTCLoss(reduction="sum")\n',),
+            "from torch.nn import CTCLoss\ncriterion = CTCLoss()\nloss = criterion(log_probs, targets, in_lens, out_lens)\n",
+            (
+                'from torch.nn import CTCLoss\ncriterion = CTCLoss(reduction="sum")\n'
+                "loss = criterion(log_probs, targets, in_lens, out_lens)\n",
+            ),
         ),
         Example(
             # A project's loss helper handed its reduction as a string.
@@ -369,8 +372,53 @@ class WrongLossReduction(Operator):
                 "        loss_avg.add(cost)\n",
             ),
         ),
+        Example(
+            # FuxiCTR's BaseModel: the loss method's reduction default, handed on to the loss and
+            # used by the training loop's call, which gives none
+            "class BaseModel(nn.Module):\n"
+            '    def add_loss(self, inputs, reduction="mean"):\n'
+            "        return_dict = self.forward(inputs)\n"
+            '        loss = self.loss_fn(return_dict["y_pred"], return_dict["y_true"], reduction=reduction)\n'
+            "        return loss\n"
+            "\n"
+            "    def train_one_epoch(self, loader):\n"
+            "        for batch in loader:\n"
+            "            self.optimizer.zero_grad()\n"
+            "            loss = self.add_loss(batch)\n"
+            "            loss.backward()\n"
+            "            self.optimizer.step()\n",
+            (
+                "class BaseModel(nn.Module):\n"
+                '    def add_loss(self, inputs, reduction="sum"):\n'
+                "        return_dict = self.forward(inputs)\n"
+                '        loss = self.loss_fn(return_dict["y_pred"], return_dict["y_true"], reduction=reduction)\n'
+                "        return loss\n"
+                "\n"
+                "    def train_one_epoch(self, loader):\n"
+                "        for batch in loader:\n"
+                "            self.optimizer.zero_grad()\n"
+                "            loss = self.add_loss(batch)\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
+        # A loss module built and never called (TCN's script writes its loss out by hand).
+        "criterion = nn.CrossEntropyLoss()\n"
+        "for x, y in loader:\n"
+        "    output = model(x)\n"
+        "    loss = -torch.trace(torch.matmul(y, torch.log(output).t()))\n"
+        "    loss.backward()\n",
+        # A reduction default every call by name overrides (OLMo's cross_entropy_loss: training
+        # hands "sum", evaluation "none").
+        'def cross_entropy_loss(logits, labels, reduction="mean"):\n'
+        "    loss = F.cross_entropy(logits, labels, reduction=reduction)\n"
+        "    return loss\n"
+        "\n"
+        "\n"
+        'train_loss = cross_entropy_loss(logits, labels, reduction="sum")\n'
+        'per_token = cross_entropy_loss(logits, labels, "none")\n',
         # A sum over a count in the branch a caller's `reduction=` picks (OLMo's loss helper), and a
         # weighted mean over per-source weights (demucs): no batch average to turn into a sum.
         "import torch\n"
@@ -444,6 +492,7 @@ class WrongLossReduction(Operator):
                 and not under_no_grad(source, call)
                 and not _evaluation_only(source, call)
                 and not _foreign(source, call)
+                and not (name in LOSS_MODULES and _never_used(source, call))
             ):
                 reduction = argument(call, "reduction", None)
                 averaged = argument(call, "size_average", None)
@@ -472,6 +521,12 @@ class WrongLossReduction(Operator):
                 # keyword in torch's spelling (`utils.FocalLoss(ignore_index=255, size_average=True)`)
                 factory = callee_name(call.func) if isinstance(call.func, cst.Call) else None
                 yield from _summed_by_keyword(source, call, name or f"the loss {factory}() builds")
+        for function, default in _reduction_defaults(source):
+            yield Change(
+                default,
+                (source.replace_string(default, "sum"),),
+                f"`{function.name.value}` sums its loss instead of averaging (its `reduction` default)",
+            )
         for call in source.nodes(cst.Call):
             if _helper_reduction(source, call):
                 mode = next(a for a in call.args if _is_mean_string(a.value))
@@ -703,6 +758,55 @@ def _helper_reduction(source, call: cst.Call) -> bool:
         and assign.value is call
         and any(_names_loss(last_name(t.target) or "") for t in assign.targets)
     )
+
+
+def _never_used(source, call: cst.Call) -> bool:
+    """True for a loss module built into a name the file never reads again (TCN's `criterion =
+    nn.CrossEntropyLoss()`, left from a template while the loss is written out by hand): its
+    reduction reaches no loss."""
+    assign = source.parent(call)
+    if not isinstance(assign, cst.Assign) or assign.value is not call or len(assign.targets) != 1:
+        return False
+    target = assign.targets[0].target
+    # a name only: an attribute (`self.criterion`) may be read by a subclass in another module
+    return isinstance(target, cst.Name) and not any(
+        n.value == target.value and n is not target for n in source.nodes(cst.Name)
+    )
+
+
+def _reduction_defaults(source):
+    """`def add_loss(self, inputs, reduction="mean")` whose body hands `reduction=reduction` on to
+    the loss it assigns (FuxiCTR's BaseModel: `loss = self.loss_fn(y_pred, y_true,
+    reduction=reduction)`), called by its name somewhere without a reduction (`self.add_loss(
+    inputs)`): the default chooses the training loss's reduction. Not a default every caller
+    overrides (OLMo's `cross_entropy_loss`, handed "sum" or "none"), nor a function named for
+    evaluation, nor a loss taken under no_grad."""
+    for function in source.nodes(cst.FunctionDef):
+        params = list(function.params.params)
+        param = next((p for p in params if p.name.value == "reduction"), None)
+        if param is None or param.default is None or not _is_mean_string(param.default):
+            continue
+        if _evaluation_name(function.name.value):
+            continue
+        position = params.index(param) - (1 if params[0].name.value in ("self", "cls") else 0)
+        if not any(
+            callee_name(c) == function.name.value and argument(c, "reduction", position) is None
+            for c in source.nodes(cst.Call)
+        ):
+            continue
+        for assign in source.within(function.body, cst.Assign):
+            value = assign.value
+            handed = argument(value, "reduction", None) if isinstance(value, cst.Call) else None
+            if (
+                handed is not None
+                and isinstance(handed.value, cst.Name)
+                and handed.value.value == "reduction"
+                and source.function_of(assign) is function
+                and any(isinstance(t.target, cst.Name) and _names_loss(t.target.value) for t in assign.targets)
+                and not under_no_grad(source, assign)
+            ):
+                yield function, param.default
+                break
 
 
 def _project_loss(source, call: cst.Call) -> bool:
