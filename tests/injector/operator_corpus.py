@@ -384,9 +384,10 @@ def load_module(
 
     Returns None when it loads, else the error in one line.
     """
-    # What `from . import x` and `from ..utils import y` reach: stubs (two levels, for a
-    # library module such as asteroid's engine/system.py).
-    package = f"corpus_package_{Path(file.name).stem}.inner"
+    # What `from . import x`, `from ..utils import y` and `from ...metrics import z` reach: stubs
+    # (three levels, for a library module such as asteroid's engine/system.py or FuxiCTR's
+    # pytorch/models/base_model.py).
+    package = f"corpus_package_{Path(file.name).stem}.inner.deeper"
     text = text.removeprefix("\ufeff")  # Python reads a byte-order mark off a file, not off a str
     with _stubbed_imports(file.text.removeprefix("\ufeff"), package):
         module = types.ModuleType(f"{package}.module")
