@@ -24,7 +24,7 @@ from injector.neighbours import Import, Resolver, is_torch, top_level
 from injector.patterns import dotted as dotted_name
 from injector.patterns import last_name
 from injector.source import Source
-from injector.source import walk_children as walk
+from injector.source import walk_children as walk  # for nodes of another module's tree
 
 # torch.nn layers with no behaviour that depends on the mode.
 MODE_FREE_LAYERS = frozenset(
@@ -199,10 +199,7 @@ def _everywhere(node: cst.CSTNode) -> bool:
 
 def _bound_names(source: Source, function: cst.FunctionDef) -> frozenset[str]:
     """The names a function binds: its parameters and what it assigns, loops over or opens."""
-    key = ("bound", function)
-    if key not in source.memo:
-        source.memo[key] = frozenset(_bound_in(source, function))
-    return source.memo[key]
+    return source.remember(("bound", function), lambda: frozenset(_bound_in(source, function)))
 
 
 def _bound_in(source: Source, function: cst.FunctionDef) -> set[str]:
@@ -219,13 +216,12 @@ def _bound_in(source: Source, function: cst.FunctionDef) -> set[str]:
 
 def _globals(source: Source, function: cst.FunctionDef) -> frozenset[str]:
     """The names `function` declares global (kept for the file: each of its statements may ask)."""
-    key = ("globals", function)
-    found = source.memo.get(key)
-    if found is None:
-        found = source.memo[key] = frozenset(
+    return source.remember(
+        ("globals", function),
+        lambda: frozenset(
             n.name.value for node in source.walk(function.body) if isinstance(node, cst.Global) for n in node.names
-        )
-    return found
+        ),
+    )
 
 
 def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:

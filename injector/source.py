@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, overload
 
@@ -21,6 +21,7 @@ from injector.mutants import Edit, LineIndex
 from trainwreck.errors import TrainwreckError
 
 N = TypeVar("N", bound=cst.CSTNode)
+T = TypeVar("T")
 
 _TERMINATORS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 
@@ -58,9 +59,7 @@ class Source:
         self.indent = self.module.default_indent
         self._start_index: dict[type, tuple[list[cst.CSTNode], list[int]]] = {}
         self._function_of: dict[cst.CSTNode, cst.FunctionDef | None] = {}
-        # what the operators work out once per file and ask again (the names a function declares
-        # global, ...), keyed by the asker's own key; it lives and dies with this parse
-        self.memo: dict[Any, Any] = {}
+        self._memo: dict[Any, Any] = {}  # see remember()
         # the project's other modules (`injector.neighbours.Neighbours`), where the caller knows them
         self.neighbours: Any = None
 
@@ -97,6 +96,13 @@ class Source:
                 continue
             yield current
             place += 1
+
+    def remember(self, key: Any, compute: Callable[[], T]) -> T:
+        """What `compute()` gives, worked out once per parse: for what the operators ask again and
+        again of the same file (a function's globals, its bindings). `key` is the asker's own."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def enclosing(self, node: cst.CSTNode, kind: type[N] | tuple[type, ...]) -> N | None:
         """The innermost ancestor of the given type(s), not crossing into an outer function."""

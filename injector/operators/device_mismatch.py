@@ -270,15 +270,14 @@ def _reaching(source, function: cst.FunctionDef, name: str, use: cst.CSTNode) ->
 def _bindings(source, function: cst.FunctionDef) -> list[tuple[cst.Assign | cst.For, frozenset[str]]]:
     """The assignments and loops of `function` itself (not of a function inside it), in document
     order, each with the names it binds: worked out once per function, since every use asks."""
-    key = ("device-mismatch bindings", function)
-    found = source.memo.get(key)
-    if found is None:
-        found = source.memo[key] = [
+    return source.remember(
+        ("device-mismatch bindings", function),
+        lambda: [
             (node, frozenset(_names_bound(node)))
             for node in source.within(function.body, (cst.Assign, cst.For))
             if source.function_of(node) is function
-        ]
-    return found
+        ],
+    )
 
 
 def _names_bound(node: cst.Assign | cst.For) -> set[str]:
