@@ -18,27 +18,55 @@ The fixtures (tests/injector/differential/): DDP ranks started with fork, with
 command guard run as `python -m`; tests that share module-level state (fastest-first order fails
 on the unmutated code); a step function built by a factory with branches the CPU never takes;
 a source file that is a symlink to a file outside the project. Each has several mutants per file.
+
+The naive runs cost a fresh Python each (torch's import, then torch._dynamo's at the first
+optimizer: about 5 s of CPU before the guard's own work), about 370 s of CPU for all the
+fixtures, half of what these tests cost. So their verdicts are recorded in
+differential/naive_truth.json, each case under a key: every byte of the laid-out project, every
+mutant's id and mutated text, the guard, torch's and Python's versions, the platform and the GPU
+count. A record is used only where its key is the key of what would run now; anything else (a
+changed fixture, operator or torch) runs the naive truth afresh, slower but right, and
+test_the_recorded_naive_truth_is_current asks for a new record. Even a current record has one
+mutant, of its rarer verdict, run by hand again, which must agree with it: a record is a
+shortcut to the same runs, checked each time, never a substitute for them. Record with
+`python tests/injector/differential_truth.py --record [CASE ...]` (about three minutes).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
+import platform
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import version
 from pathlib import Path
 
 from injector import config
+from injector.campaign import gpu_count  # bound now: a test may pretend a GPU in the module
 from injector.cli import main
 from injector.generate import mutants_for_source
 from injector.operators import select
 
 FIXTURES = Path(__file__).parent / "differential"
+RECORD = FIXTURES / "naive_truth.json"
+# the fixtures judged on this CPU (cuda_amp's truth is a GPU's, run afresh where one is)
+RECORDED_CASES = (
+    "subprocess_script",
+    "command_guard",
+    "shared_state",
+    "nested_factory",
+    "symlinked",
+    "fork_ddp",
+    "spawn_ddp",
+    "torchrun_test",
+)
 NAIVE_TIMEOUT = 90
 CAUGHT, PASSED = "caught", "passed"
 _naive_cache: dict[str, dict[str, str]] = {}
@@ -107,13 +135,82 @@ def naive_outcome(project: Path, mutant, guard: str) -> str:
         return CAUGHT if run.returncode != 0 else PASSED
 
 
+def truth_key(project: Path, mutants, guard: str) -> str:
+    """Everything a naive run's verdict can depend on, hashed: the project's bytes (a linked
+    source read through its link), each mutant's mutated text, the guard and the machine."""
+    key = hashlib.sha256()
+    for path in sorted(project.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            key.update(path.relative_to(project).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for mutant in sorted(mutants, key=lambda m: m.id):
+        mutated = mutant.apply((project / mutant.file).read_text())
+        key.update(f"{mutant.id} {mutant.file}\0".encode() + mutated.encode() + b"\0")
+    machine = f"{guard}\0{version('torch')}\0{platform.python_version_tuple()[:2]}\0{sys.platform}\0{gpu_count()}"
+    key.update(machine.encode())
+    return key.hexdigest()
+
+
+def recorded() -> dict[str, dict]:
+    return json.loads(RECORD.read_text()) if RECORD.exists() else {}
+
+
+def run_by_hand(project: Path, mutants, guard: str) -> dict[str, str]:
+    with ThreadPoolExecutor(max(2, min(8, (os.cpu_count() or 2) // 2))) as pool:
+        verdicts = pool.map(lambda m: naive_outcome(project, m, guard), mutants)
+        return {m.id: verdict for m, verdict in zip(mutants, verdicts, strict=True)}
+
+
+def spot_checks(truth: dict[str, str]) -> list[str]:
+    """The mutant a recorded truth is checked on afresh: the first (by id) of its rarer verdict,
+    the one a change of machine or environment is likeliest to turn."""
+    verdicts = sorted(set(truth.values()), key=lambda v: (list(truth.values()).count(v), v))
+    return [min(i for i, v in truth.items() if v == verdicts[0])]
+
+
 def naive_truth(case: str, project: Path) -> dict[str, str]:
+    """Every mutant's verdict by hand: from the record where its key is current (after running
+    one mutant of each verdict afresh, which must agree), else all run afresh."""
     if case not in _naive_cache:
         mutants, guard = fixture_mutants(project)
-        with ThreadPoolExecutor(max(2, min(8, (os.cpu_count() or 2) // 2))) as pool:
-            verdicts = pool.map(lambda m: naive_outcome(project, m, guard), mutants)
-            _naive_cache[case] = {m.id: verdict for m, verdict in zip(mutants, verdicts, strict=False)}
+        entry = recorded().get(case)
+        if entry and entry["key"] == truth_key(project, mutants, guard):
+            truth = entry["verdicts"]
+            checked = spot_checks(truth)
+            again = run_by_hand(project, [m for m in mutants if m.id in checked], guard)
+            assert again == {i: truth[i] for i in checked}, (
+                f"{case}: the recorded naive truth disagrees with running these mutants by hand "
+                f"again: recorded {[truth[i] for i in checked]}, now {[again[i] for i in checked]}"
+            )
+            _naive_cache[case] = truth
+        else:
+            _naive_cache[case] = run_by_hand(project, mutants, guard)
     return _naive_cache[case]
+
+
+def stale_records() -> list[str]:
+    """The recorded cases whose key is no longer that of the fixture, operators and machine."""
+    stale = []
+    record = recorded()
+    with tempfile.TemporaryDirectory(prefix="keys-") as folder:
+        for case in RECORDED_CASES:
+            project, _ = lay_out(case, Path(folder))
+            mutants, guard = fixture_mutants(project)
+            if case not in record or record[case]["key"] != truth_key(project, mutants, guard):
+                stale.append(case)
+    return stale
+
+
+def record(cases: list[str]) -> None:
+    """Run the naive truth of these cases afresh and write it to the record."""
+    entries = recorded()
+    for case in cases:
+        with tempfile.TemporaryDirectory(prefix="record-") as folder:
+            project, _ = lay_out(case, Path(folder))
+            mutants, guard = fixture_mutants(project)
+            verdicts = run_by_hand(project, mutants, guard)
+            entries[case] = {"key": truth_key(project, mutants, guard), "verdicts": dict(sorted(verdicts.items()))}
+            print(f"{case}: {len(verdicts)} mutants, {list(verdicts.values()).count(CAUGHT)} caught by hand")
+    RECORD.write_text(json.dumps(dict(sorted(entries.items())), indent=1) + "\n")
 
 
 def leftovers() -> list[int]:
@@ -171,3 +268,13 @@ def campaign(case: str, tmp_path: Path) -> tuple[Path, dict, str]:
         assert main(["run", str(project), "--json", str(report_path), "--markdown", str(markdown)]) == 0
         _campaigns[case, 1] = (project, json.loads(report_path.read_text()), markdown.read_text())
     return _campaigns[case, 1]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Record the naive truth of the differential fixtures.")
+    parser.add_argument("--record", nargs="*", metavar="CASE", required=True, help="the cases (all by default)")
+    cases = parser.parse_args().record or list(RECORDED_CASES)
+    unknown = sorted(set(cases) - set(RECORDED_CASES))
+    if unknown:
+        parser.error(f"no recorded fixture called {', '.join(unknown)}")
+    record(cases)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from differential_truth import campaign, check_case, lay_out
+from differential_truth import campaign, check_case, lay_out, stale_records
 
 from injector.cli import main
 
@@ -89,3 +89,14 @@ def test_code_no_test_runs_is_no_coverage_even_inside_a_covered_function(tmp_pat
         "torch.nn.utils.clip_grad_norm_(model.parameters(), clip)",
     } <= by_status["no_coverage"]
     assert {"optimizer.zero_grad()", "loss.backward()", "optimizer.step()"} <= by_status["killed"]
+
+
+def test_the_recorded_naive_truth_is_current():
+    """The by-hand verdicts recorded for the fixtures (differential_truth.py) are only used while
+    their key is that of what would run now; a fixture, an operator or torch that changed makes
+    the differential tests run them all afresh, slower but right, and this test says so."""
+    stale = stale_records()
+    assert not stale, (
+        f"the naive truth recorded for {', '.join(stale)} is out of date: "
+        f"python tests/injector/differential_truth.py --record {' '.join(stale)}"
+    )
