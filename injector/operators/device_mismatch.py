@@ -43,7 +43,7 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call) and (callee_name(expr) or "a")[0].isupper() and not _tensor_class(expr):
         return True  # `Net().to(device)`
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        return True  # `self.backbone.cuda()`: a submodule
+        return not _tensor_attribute(training, expr)  # `self.backbone.cuda()`: a submodule
     if isinstance(expr, cst.Call) and callee_name(expr) in MODEL_RETURNING and expr.args:
         return _is_model(training, expr.args[0].value)  # `SyncBatchNorm.convert_sync_batchnorm(model)`
     chained = expr
@@ -55,6 +55,22 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Name) and _handled_as_model(training.source, expr):
         return True
     return name == "self" or any(word in name for word in MODEL_WORDS) or training.role(expr) is not None
+
+
+def _tensor_attribute(training, expr: cst.Attribute) -> bool:
+    """True for `self.x` that the file only ever binds to a tensor torch makes, or to itself
+    moved (diffwave's `self.noise_level = torch.tensor(...)`, then `.to(device)` each step)."""
+    name = dotted(expr)
+    assigns = training.assigned_names.get(name or "", [])
+    return bool(assigns) and all(
+        isinstance(a.value, cst.Call)
+        and isinstance(a.value.func, cst.Attribute)
+        and (
+            (dotted(a.value.func.value) == "torch" and a.value.func.attr.value[:1].islower())
+            or (dotted(a.value.func.value) == name and a.value.func.attr.value in ("to", "cuda"))
+        )
+        for a in assigns
+    )
 
 
 def _handled_as_model(source, name: cst.Name) -> bool:
@@ -516,12 +532,44 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
     elif name != dotted(call.func.value) or not any(source.function_of(b.call) is function for b in training.backwards):
         return False  # a step function differentiates what it computes
     after = source.span(assign)[1]
+    # and what the function computes from it: diffwave's noise schedule, moved each step, indexed
+    # by the step's diffusion steps and mixed into the audio the model is handed
+    fed = {name} if listed else _computed_from(source, function, name, after)
     return any(
         source.span(use)[0] > after
         and (runs_model(source, training, use) or training.is_loss_value(use, use))
-        and any(dotted(a.value) == name for a in use.args)
+        and any(dotted(a.value) in fed for a in use.args)
         for use in source.within(function, cst.Call)
     )
+
+
+# attributes that read what a tensor is, not its values
+_METADATA = frozenset({"device", "dtype", "shape", "is_cuda", "ndim"})
+
+
+def _value_reads(expr: cst.CSTNode) -> set[str]:
+    """The names and attributes whose values `expr` computes with (`self.noise_level` for
+    `self.noise_level[t].unsqueeze(1)`): not an index, nor a tensor's device, dtype or shape."""
+    if isinstance(expr, cst.Attribute) and expr.attr.value in _METADATA:
+        return set()
+    name = dotted(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    if name is not None:
+        return {name}
+    if isinstance(expr, (cst.Attribute, cst.Subscript)):
+        return _value_reads(expr.value)
+    found: set[str] = set()
+    for child in expr.children:
+        found |= _value_reads(child)
+    return found
+
+
+def _computed_from(source, function: cst.FunctionDef, name: str, after: int) -> set[str]:
+    """`name` and every name the function assigns after `after` from values computed with it."""
+    found = {name}
+    for assign in source.within(function, cst.Assign):
+        if source.span(assign)[0] >= after and _value_reads(assign.value) & found:
+            found |= {n for t in assign.targets for n in bound_names(t.target)}
+    return found
 
 
 def _scattered_by_data_parallel(source, training, call: cst.Call) -> bool:
@@ -579,10 +627,14 @@ def _moved_for_data_parallel(source, training, call: cst.Call) -> bool:
     function that main() hands `cpcModel = torch.nn.DataParallel(...)`): the wrapper scatters
     its inputs to its GPUs itself."""
     assign = source.parent(call)
+    value: cst.CSTNode = call
+    wrapper = source.parent(assign) if isinstance(assign, cst.Arg) else None
+    if isinstance(wrapper, cst.Call) and callee_name(wrapper) == "Variable" and len(wrapper.args) == 1:
+        assign, value = source.parent(wrapper), wrapper  # PyTorch 0.3's `Variable(images.cuda())`
     function = source.function_of(call)
     if (
         not isinstance(assign, cst.Assign)
-        or assign.value is not call
+        or assign.value is not value
         or len(assign.targets) != 1
         or not isinstance(assign.targets[0].target, cst.Name)
         or function is None
@@ -590,9 +642,20 @@ def _moved_for_data_parallel(source, training, call: cst.Call) -> bool:
         return False
     name = assign.targets[0].target.value
     after = source.span(assign)[1]
+    # the other side of an `if` the move is under never runs after it (`else: images =
+    # Variable(images)`)
+    other_sides = [
+        source.span(n.orelse)
+        for n in source.ancestors(assign)
+        if isinstance(n, cst.If)
+        and n.orelse is not None
+        and source.span(n.body)[0] <= source.span(assign)[0]
+        and source.span(assign)[1] <= source.span(n.body)[1]
+    ]
     uses = []
     for statement in source.within(function, cst.SimpleStatementLine):
-        if source.span(statement)[0] < after:
+        start = source.span(statement)[0]
+        if start < after or any(low <= start < high for low, high in other_sides):
             continue
         for small in statement.body:
             read = small.value if isinstance(small, cst.Assign) else small
@@ -608,14 +671,16 @@ def _moved_for_data_parallel(source, training, call: cst.Call) -> bool:
         caller = source.parent(arg) if isinstance(arg, cst.Arg) and arg.value is use else None
         if not isinstance(caller, cst.Call) or training.classes_at(caller.func, caller) != {"DataParallel"}:
             return False
-        if not _always_data_parallel(source, source.code(caller.func)):
+        if not _always_data_parallel(source, source.code(caller.func), call):
             return False
     return True
 
 
-def _always_data_parallel(source, name: str) -> bool:
-    """True where the file wraps `name` in DataParallel and never under an `if` (`if n_gpu > 1:
-    model = torch.nn.DataParallel(model)` leaves a single GPU's model unwrapped: moves count)."""
+def _always_data_parallel(source, name: str, move: cst.Call) -> bool:
+    """True where the file wraps `name` in DataParallel wherever `move` runs: never under an `if`
+    (`if n_gpu > 1: model = torch.nn.DataParallel(model)` leaves a single GPU's model unwrapped:
+    moves count), or only under tests the move is under too (ssd.pytorch wraps `if args.cuda:`
+    and moves the images `if args.cuda:`)."""
     wraps = [
         a
         for a in source.nodes(cst.Assign)
@@ -623,9 +688,24 @@ def _always_data_parallel(source, name: str) -> bool:
         and callee_name(constructed(a.value)) == "DataParallel"
         and any(source.code(t.target) == name for t in a.targets)
     ]
-    return bool(wraps) and not any(
-        isinstance(n, cst.If) and "__name__" not in source.code(n.test) for a in wraps for n in source.ancestors(a)
+    moved_under = _branch_sides(source, move)
+    return bool(wraps) and all(
+        moved_under.get(test) == side or "__name__" in test
+        for a in wraps
+        for test, side in _branch_sides(source, a).items()
     )
+
+
+def _branch_sides(source, node: cst.CSTNode) -> dict[str, bool]:
+    """The tests of the `if` statements around `node`, by their text, and whether `node` runs
+    where each is true."""
+    sides: dict[str, bool] = {}
+    child = node
+    for ancestor in source.ancestors(node):
+        if isinstance(ancestor, cst.If):
+            sides.setdefault(source.code(ancestor.test), child is ancestor.body)
+        child = ancestor
+    return sides
 
 
 def _moved_for_a_reduction(source, call: cst.Call) -> bool:
@@ -1783,6 +1863,105 @@ class DeviceMismatch(Operator):
                 "    initial = initial\n"
                 "    with torch.no_grad():\n"
                 "        return model.incremental_forward(initial, c=c)\n",
+            ),
+        ),
+        Example(
+            # A tensor attribute moved every step (diffwave's noise schedule), indexed by the step's
+            # diffusion steps and mixed into the model's input: a site.
+            "import numpy as np\n"
+            "import torch\n"
+            "from torch import nn\n"
+            "\n"
+            "\n"
+            "class Learner:\n"
+            "    def __init__(self, model, optimizer, betas):\n"
+            "        self.model = model\n"
+            "        self.optimizer = optimizer\n"
+            "        self.noise_level = torch.tensor(np.cumprod(1 - betas))\n"
+            "\n"
+            "    def train_step(self, audio):\n"
+            "        self.optimizer.zero_grad()\n"
+            "        self.noise_level = self.noise_level.to(audio.device)\n"
+            "        t = torch.randint(0, len(self.noise_level), [audio.shape[0]], device=audio.device)\n"
+            "        scale = self.noise_level[t].unsqueeze(1)\n"
+            "        noise = torch.randn_like(audio)\n"
+            "        noisy = scale**0.5 * audio + (1 - scale) ** 0.5 * noise\n"
+            "        loss = nn.L1Loss()(noise, self.model(noisy, t))\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "import numpy as np\n"
+                "import torch\n"
+                "from torch import nn\n"
+                "\n"
+                "\n"
+                "class Learner:\n"
+                "    def __init__(self, model, optimizer, betas):\n"
+                "        self.model = model\n"
+                "        self.optimizer = optimizer\n"
+                "        self.noise_level = torch.tensor(np.cumprod(1 - betas))\n"
+                "\n"
+                "    def train_step(self, audio):\n"
+                "        self.optimizer.zero_grad()\n"
+                "        self.noise_level = self.noise_level\n"
+                "        t = torch.randint(0, len(self.noise_level), [audio.shape[0]], device=audio.device)\n"
+                "        scale = self.noise_level[t].unsqueeze(1)\n"
+                "        noise = torch.randn_like(audio)\n"
+                "        noisy = scale**0.5 * audio + (1 - scale) ** 0.5 * noise\n"
+                "        loss = nn.L1Loss()(noise, self.model(noisy, t))\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # The images moved under the same test that wraps the model in DataParallel
+            # (ssd.pytorch's `if args.cuda:`): the wrapper scatters them itself. The targets go to
+            # the loss: a site.
+            "import torch\n"
+            "from torch.autograd import Variable\n"
+            "\n"
+            "\n"
+            "def train(args, ssd_net, data_loader):\n"
+            "    net = ssd_net\n"
+            "    if args.cuda:\n"
+            "        net = torch.nn.DataParallel(ssd_net)\n"
+            "    if args.cuda:\n"
+            "        net = net.cuda()\n"
+            "    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)\n"
+            "    for images, targets in data_loader:\n"
+            "        if args.cuda:\n"
+            "            images = Variable(images.cuda())\n"
+            "            targets = [Variable(ann.cuda(), volatile=True) for ann in targets]\n"
+            "        else:\n"
+            "            images = Variable(images)\n"
+            "        out = net(images)\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = criterion(out, targets)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch\n"
+                "from torch.autograd import Variable\n"
+                "\n"
+                "\n"
+                "def train(args, ssd_net, data_loader):\n"
+                "    net = ssd_net\n"
+                "    if args.cuda:\n"
+                "        net = torch.nn.DataParallel(ssd_net)\n"
+                "    if args.cuda:\n"
+                "        net = net.cuda()\n"
+                "    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)\n"
+                "    for images, targets in data_loader:\n"
+                "        if args.cuda:\n"
+                "            images = Variable(images.cuda())\n"
+                "            targets = [Variable(ann, volatile=True) for ann in targets]\n"
+                "        else:\n"
+                "            images = Variable(images)\n"
+                "        out = net(images)\n"
+                "        optimizer.zero_grad()\n"
+                "        loss = criterion(out, targets)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
             ),
         ),
     )

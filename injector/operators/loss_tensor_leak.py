@@ -352,6 +352,70 @@ class LossTensorLeak(Operator):
                 "    return running_loss / len(loader)\n",
             ),
         ),
+        Example(
+            # PyTorch 0.3's read-out, `.data[0]`, dropped from a running sum (ssd.pytorch); a
+            # printed one is not kept.
+            "def train(net, loader, criterion, optimizer):\n"
+            "    loc_loss = 0\n"
+            "    for images, targets in loader:\n"
+            "        optimizer.zero_grad()\n"
+            "        loss_l, loss_c = criterion(net(images), targets)\n"
+            "        loss = loss_l + loss_c\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        loc_loss += loss_l.data[0]\n"
+            '        print("loss %.4f" % loss.data[0])\n',
+            (
+                "def train(net, loader, criterion, optimizer):\n"
+                "    loc_loss = 0\n"
+                "    for images, targets in loader:\n"
+                "        optimizer.zero_grad()\n"
+                "        loss_l, loss_c = criterion(net(images), targets)\n"
+                "        loss = loss_l + loss_c\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "        loc_loss += loss_l\n"
+                '        print("loss %.4f" % loss.data[0])\n',
+            ),
+        ),
+        Example(
+            # A read-out chosen by the torch version: the old branch (`.data[0]`) never runs on a
+            # new torch.
+            "import torch\n"
+            "\n"
+            "version = torch.__version__\n"
+            "\n"
+            "\n"
+            "def train(model, loader, criterion, optimizer):\n"
+            "    running_loss = 0.0\n"
+            "    for x, y in loader:\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = criterion(model(x), y)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n"
+            "        if int(version[0]) > 0 or int(version[2]) > 3:\n"
+            "            running_loss += loss.item() * x.size(0)\n"
+            "        else:\n"
+            "            running_loss += loss.data[0] * x.size(0)\n",
+            (
+                "import torch\n"
+                "\n"
+                "version = torch.__version__\n"
+                "\n"
+                "\n"
+                "def train(model, loader, criterion, optimizer):\n"
+                "    running_loss = 0.0\n"
+                "    for x, y in loader:\n"
+                "        optimizer.zero_grad()\n"
+                "        loss = criterion(model(x), y)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n"
+                "        if int(version[0]) > 0 or int(version[2]) > 3:\n"
+                "            running_loss += loss * x.size(0)\n"
+                "        else:\n"
+                "            running_loss += loss.data[0] * x.size(0)\n",
+            ),
+        ),
     )
     untouched = (
         # An array read out of the loss and added into a numpy array the function made (CPC_audio's
@@ -470,9 +534,13 @@ class LossTensorLeak(Operator):
 
     def changes(self, source, training):
         losses = _loss_names(source, training)
-        for call in source.nodes(cst.Call):
-            name = callee_name(call)
-            if name == "item" and isinstance(call.func, cst.Attribute) and not call.args:
+        for call in [*source.nodes(cst.Call), *source.nodes(cst.Subscript)]:
+            if isinstance(call, cst.Subscript):
+                # PyTorch 0.3's read-out, `loss_l.data[0]` (ssd.pytorch's `loc_loss += ...`)
+                value = _old_item(call)
+                if value is None or _for_an_old_torch(source, call):
+                    continue
+            elif (name := callee_name(call)) == "item" and isinstance(call.func, cst.Attribute) and not call.args:
                 value = call.func.value
             elif name == "float" and isinstance(call.func, cst.Name) and len(call.args) == 1:
                 value = call.args[0].value
@@ -563,6 +631,27 @@ def _stores(call: cst.Call) -> bool:
 
 # What a read-out into an array or a list passes through on its way from the tensor.
 _READ_OUT = frozenset({"cpu", "detach", "float", "double", "clone", "squeeze"})
+
+
+def _old_item(subscript: cst.Subscript) -> cst.BaseExpression | None:
+    """`x` for `x.data[0]`, how PyTorch before 0.4 took a loss's number (now `.item()`)."""
+    holder, index = subscript.value, subscript.slice
+    if (
+        isinstance(holder, cst.Attribute)
+        and holder.attr.value == "data"
+        and len(index) == 1
+        and isinstance(index[0].slice, cst.Index)
+        and isinstance(index[0].slice.value, cst.Integer)
+        and index[0].slice.value.value == "0"
+    ):
+        return holder.value
+    return None
+
+
+def _for_an_old_torch(source, node: cst.CSTNode) -> bool:
+    """True under an `if` on a version (person-reid-baseline's `if int(version[0]) > 0 ...:
+    loss.item() ... else: loss.data[0]`): the branch for an old torch never runs on a new one."""
+    return any(isinstance(a, cst.If) and "version" in source.code(a.test).lower() for a in source.ancestors(node))
 
 
 def _read_out(value: cst.BaseExpression) -> cst.BaseExpression | None:

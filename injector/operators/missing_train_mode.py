@@ -165,22 +165,50 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
         ]
     else:
         regions = [(function, here)]
-        assigns = [
-            a
-            for a in training.assigned_names.get(name, [])
-            if source.function_of(a) is function and source.span(a)[0] < here
-        ]
+        assigns = _local_assigns(training, function, name, source, here)
+    names = {name}
+    if "." not in name:
+        # `net = ssd_net` after `ssd_net = build_ssd(...)` (ssd.pytorch): an alias of a local the
+        # function built; either name switched to eval would leave the module there
+        for alias in {a.value.value for a in assigns if isinstance(a.value, cst.Name)} - names:
+            found = _local_assigns(training, function, alias, source, here)
+            if not found:
+                return False
+            assigns = [*assigns, *found]
+            names.add(alias)
+        assigns.sort(key=lambda a: source.span(a)[0])
     if not assigns or not all(
-        _built_or_wrapped(source, a.value, name) or _returns_built(source, training, a.value) for a in assigns
+        (isinstance(a.value, cst.Name) and a.value.value in names)
+        or _built(source, training, a, _assigned_name(a, names) or name)
+        for a in assigns
     ):
         return False
     first = source.span(assigns[0])[0]
     return not any(
-        first <= source.span(other)[0] < end and _may_evaluate(source, training, other, name)
+        first <= source.span(other)[0] < end and any(_may_evaluate(source, training, other, n) for n in names)
         for region, end in regions
         for other in source.within(region, cst.Call)
         if other is not call
     )
+
+
+def _local_assigns(training, function: cst.FunctionDef, name: str, source, before: int) -> list:
+    return [
+        a
+        for a in training.assigned_names.get(name, [])
+        if source.function_of(a) is function and source.span(a)[0] < before
+    ]
+
+
+def _assigned_name(assign, names: set[str]) -> str:
+    return next((dotted(t.target) for t in assign.targets if dotted(t.target) in names), "")
+
+
+def _built(source, training, assign, name: str) -> bool:
+    """True for an assignment that builds or wraps a module, or moves the one it rebinds
+    (`net = net.cuda()`: a move keeps the mode)."""
+    value = assign.value
+    return _built_or_wrapped(source, value, name) or _returns_built(source, training, value) or _moved(value, name)
 
 
 def _construction(source, function: cst.FunctionDef, here: int) -> list[tuple[cst.FunctionDef, int]] | None:
@@ -984,8 +1012,66 @@ class MissingTrainMode(Operator):
                 "        self.optimizer.step()\n",
             ),
         ),
+        Example(
+            # An alias of a module the function built, but put in eval mode first under its other
+            # name: the switch back counts.
+            "import torch\n"
+            "\n"
+            "\n"
+            "def train(args, loader, criterion):\n"
+            '    ssd_net = build_ssd("train", 300, 21)\n'
+            "    ssd_net.eval()\n"
+            "    net = ssd_net\n"
+            "    if args.cuda:\n"
+            "        net = torch.nn.DataParallel(ssd_net)\n"
+            "        net = net.cuda()\n"
+            "    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)\n"
+            "    net.train()\n"
+            "    for images, targets in loader:\n"
+            "        optimizer.zero_grad()\n"
+            "        loss = criterion(net(images), targets)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch\n"
+                "\n"
+                "\n"
+                "def train(args, loader, criterion):\n"
+                '    ssd_net = build_ssd("train", 300, 21)\n'
+                "    ssd_net.eval()\n"
+                "    net = ssd_net\n"
+                "    if args.cuda:\n"
+                "        net = torch.nn.DataParallel(ssd_net)\n"
+                "        net = net.cuda()\n"
+                "    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)\n"
+                "    for images, targets in loader:\n"
+                "        optimizer.zero_grad()\n"
+                "        loss = criterion(net(images), targets)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
+        # `net = ssd_net` after `ssd_net = build_ssd(...)`, then wrapped and moved (ssd.pytorch): an
+        # alias of a module the function built; nothing put it in eval mode, so the switch changes
+        # nothing.
+        "import torch\n"
+        "\n"
+        "\n"
+        "def train(args, loader, criterion):\n"
+        '    ssd_net = build_ssd("train", 300, 21)\n'
+        "    net = ssd_net\n"
+        "    if args.cuda:\n"
+        "        net = torch.nn.DataParallel(ssd_net)\n"
+        "        net = net.cuda()\n"
+        "    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)\n"
+        "    net.train()\n"
+        "    for images, targets in loader:\n"
+        "        optimizer.zero_grad()\n"
+        "        loss = criterion(net(images), targets)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n",
         # The same helper applying another method.
         'maybe_recursive_call(self.model, "zero_grad", set_to_none=self.flag)\n',
         # A trainer's own epoch method (a module's `train` takes one argument, `mode`).
