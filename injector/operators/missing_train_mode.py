@@ -201,7 +201,8 @@ def _local_assigns(training, function: cst.FunctionDef, name: str, source, befor
 
 
 def _assigned_name(assign, names: set[str]) -> str:
-    return next((dotted(t.target) for t in assign.targets if dotted(t.target) in names), "")
+    """The one of `names` that `assign` binds ("" for none)."""
+    return next((name for t in assign.targets if (name := dotted(t.target)) in names), "")
 
 
 def _built(source, training, assign, name: str) -> bool:
