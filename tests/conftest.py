@@ -8,6 +8,17 @@ import psutil
 import pytest
 from github_api import TOKEN, GitHubAPI
 
+# The two files whose tests run campaigns of fresh processes for minutes (250-330 s of CPU each).
+# `pytest -n 2 --dist loadfile` hands files to its two workers in collection order: these go first,
+# so that the rest fills in around them (left in alphabetical order, the DDP file started last and
+# its worker ran on for 130 s after the other had finished).
+LONGEST_FIRST = ("tests/injector/test_differential_processes.py", "tests/injector/test_differential_ddp.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
 
 @pytest.fixture()
 def github_api(monkeypatch: pytest.MonkeyPatch):
