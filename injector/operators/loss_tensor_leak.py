@@ -418,6 +418,23 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A validation loss taken from an output computed under no_grad, read out after the block
+        # (pytorch-ts' Trainer): it holds no graph.
+        "import torch\n"
+        "\n"
+        "\n"
+        "def validate(net, validation_iter, device):\n"
+        "    total = 0.0\n"
+        "    for batch_no, data_entry in enumerate(validation_iter, start=1):\n"
+        "        inputs = [v.to(device) for v in data_entry.values()]\n"
+        "        with torch.no_grad():\n"
+        "            output = net(*inputs)\n"
+        "        if isinstance(output, (list, tuple)):\n"
+        "            loss = output[0]\n"
+        "        else:\n"
+        "            loss = output\n"
+        "        total += loss.item()\n"
+        "    return total / batch_no\n",
         # An array read out of the loss and added into a numpy array the function made (CPC_audio's
         # per-step losses): a tensor that requires grad added there fails at once, it is not kept.
         "import numpy as np\n"
@@ -557,7 +574,11 @@ class LossTensorLeak(Operator):
                 self._stored(source, call) or self._returned_to_a_sum(source, training, call)
             ):
                 continue
-            if under_no_grad(source, call) or _detached(source, training, value, source.function_of(call), 5):
+            if (
+                under_no_grad(source, call)
+                or _detached(source, training, value, source.function_of(call), 5)
+                or _computed_without_grad(source, value, call, 3)
+            ):
                 continue
             yield Change(
                 call,
@@ -778,6 +799,32 @@ def _summed_later(source, assign: cst.Assign, names: set) -> bool:
     return any(
         isinstance(aug.operator, cst.AddAssign) and dotted(aug.value) in names and source.span(aug)[0] > end
         for aug in source.within(scope, cst.AugAssign)
+    )
+
+
+def _computed_without_grad(source, value: cst.BaseExpression, use: cst.CSTNode, depth: int) -> bool:
+    """True for a value taken from what a forward under `no_grad` returned, bound anew in the
+    loop body (or function) around `use` before it: pytorch-ts' validation loop runs `output =
+    net(*inputs)` under no_grad, then `loss = output[0]` (or `loss = output`) and
+    `cumm_epoch_loss_val += loss.item()` outside it. Each binding there reaching the use must be
+    under no_grad, or a plain part (`output[0]`, `output.loss`) of one that is."""
+    while isinstance(value, (cst.Subscript, cst.Attribute)):
+        value = value.value
+    if not isinstance(value, cst.Name) or depth == 0:
+        return False
+    scope = next((a for a in source.ancestors(use) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)
+    if scope is None:
+        return False
+    start = source.span(use)[0]
+    bindings = [
+        a
+        for a in source.within(scope.body, cst.Assign)
+        if source.span(a)[1] <= start
+        and source.function_of(a) is source.function_of(use)
+        and any(isinstance(t.target, cst.Name) and t.target.value == value.value for t in a.targets)
+    ]
+    return bool(bindings) and all(
+        under_no_grad(source, a) or _computed_without_grad(source, a.value, a, depth - 1) for a in bindings
     )
 
 

@@ -41,6 +41,12 @@ _NOT_A_RATE = ("decay", "gamma", "factor", "shrink", "ratio", "mult", "scale", "
 _OPTIMIZER_NAME = re.compile(r"(?:\w+_)?(?:optimizer|optim|opt)s?")
 
 
+def _peak_rate(call: cst.Call) -> cst.Arg | None:
+    """The `max_lr` of a OneCycleLR or CyclicLR (second or third positional argument)."""
+    name = callee_name(call) or ""
+    return argument(call, OVERRIDING_SCHEDULERS[name], 2 if name == "CyclicLR" else 1)
+
+
 def _rate_word(expr: cst.BaseExpression) -> str:
     """The name a value reads as: `init_lr` for `config['init_lr']` and `args.init_lr`; for a
     choice (`opt.lr if acktr else args.lr`), the name its branches share."""
@@ -933,6 +939,75 @@ class LrTooHigh(Operator):
                 "    optimizer.step()\n",
             ),
         ),
+        Example(
+            # pytorch-ts: the peak rate's default, kept on the object and handed to OneCycleLR, which
+            # sets the rate; the default of the rate it overrides is no site.
+            "import torch\n"
+            "\n"
+            "\n"
+            "class Trainer:\n"
+            "    def __init__(self, epochs=100, learning_rate=1e-3, maximum_learning_rate=1e-2):\n"
+            "        self.epochs = epochs\n"
+            "        self.learning_rate = learning_rate\n"
+            "        self.maximum_learning_rate = maximum_learning_rate\n"
+            "\n"
+            "    def __call__(self, net, train_iter, steps):\n"
+            "        optimizer = torch.optim.Adam(net.parameters(), lr=self.learning_rate)\n"
+            "        lr_scheduler = torch.optim.lr_scheduler.OneCycleLR(\n"
+            "            optimizer, max_lr=self.maximum_learning_rate, steps_per_epoch=steps, epochs=self.epochs\n"
+            "        )\n"
+            "        for epoch in range(self.epochs):\n"
+            "            for batch in train_iter:\n"
+            "                optimizer.zero_grad()\n"
+            "                loss = net(*batch)\n"
+            "                loss.backward()\n"
+            "                optimizer.step()\n"
+            "                lr_scheduler.step()\n",
+            (
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Trainer:\n"
+                "    def __init__(self, epochs=100, learning_rate=1e-3, maximum_learning_rate=1e-2):\n"
+                "        self.epochs = epochs\n"
+                "        self.learning_rate = learning_rate\n"
+                "        self.maximum_learning_rate = maximum_learning_rate\n"
+                "\n"
+                "    def __call__(self, net, train_iter, steps):\n"
+                "        optimizer = torch.optim.Adam(net.parameters(), lr=self.learning_rate)\n"
+                "        lr_scheduler = torch.optim.lr_scheduler.OneCycleLR(\n"
+                "            optimizer, max_lr=self.maximum_learning_rate * 100, steps_per_epoch=steps, epochs=self.epochs\n"
+                "        )\n"
+                "        for epoch in range(self.epochs):\n"
+                "            for batch in train_iter:\n"
+                "                optimizer.zero_grad()\n"
+                "                loss = net(*batch)\n"
+                "                loss.backward()\n"
+                "                optimizer.step()\n"
+                "                lr_scheduler.step()\n",
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Trainer:\n"
+                "    def __init__(self, epochs=100, learning_rate=1e-3, maximum_learning_rate=1):\n"
+                "        self.epochs = epochs\n"
+                "        self.learning_rate = learning_rate\n"
+                "        self.maximum_learning_rate = maximum_learning_rate\n"
+                "\n"
+                "    def __call__(self, net, train_iter, steps):\n"
+                "        optimizer = torch.optim.Adam(net.parameters(), lr=self.learning_rate)\n"
+                "        lr_scheduler = torch.optim.lr_scheduler.OneCycleLR(\n"
+                "            optimizer, max_lr=self.maximum_learning_rate, steps_per_epoch=steps, epochs=self.epochs\n"
+                "        )\n"
+                "        for epoch in range(self.epochs):\n"
+                "            for batch in train_iter:\n"
+                "                optimizer.zero_grad()\n"
+                "                loss = net(*batch)\n"
+                "                loss.backward()\n"
+                "                optimizer.step()\n"
+                "                lr_scheduler.step()\n",
+            ),
+        ),
     )
     untouched = (
         # Parameter groups taken from another optimizer (SAM builds its base optimizer over its own
@@ -986,7 +1061,7 @@ class LrTooHigh(Operator):
             if computed and any(call is scheduler for scheduler, _ in computed):
                 continue
             if name in OVERRIDING_SCHEDULERS:
-                peak = argument(call, OVERRIDING_SCHEDULERS[name], 2 if name == "CyclicLR" else 1)
+                peak = _peak_rate(call)
                 if peak is not None:
                     yield self._scaled(source, call, peak.value)
                 continue
@@ -1061,7 +1136,7 @@ class LrTooHigh(Operator):
             # a rate written only under a condition (wavenet_vocoder's `if train and
             # hparams.lr_schedule is not None:`) leaves the one built in where it does not hold
             yield from self._splatted_configuration(source, training)
-        yield from self._stored_defaults(source, training)
+        yield from self._stored_defaults(source, training, overridden)
         for element in source.nodes(cst.DictElement):
             key = element.key
             if not isinstance(key, cst.SimpleString):
@@ -1201,20 +1276,26 @@ class LrTooHigh(Operator):
             )
 
     @staticmethod
-    def _stored_defaults(source, training):
+    def _stored_defaults(source, training, overridden):
         """A constructor's default rate kept on the object (`def __init__(self, ..., lr=0.01):
         self.lr = lr`) that the file then hands an optimizer (`kwargs['lr'] = self.lr`,
-        `SGD(params, lr=self.lr)`): the rate of every net built without one."""
+        `SGD(params, lr=self.lr)`) or a OneCycleLR as its peak (pytorch-ts' `max_lr=
+        self.maximum_learning_rate`): the rate of every net built without one. Not the rate of
+        an optimizer whose rate such a scheduler sets."""
         applied: set[str] = set()
         for call in source.nodes(cst.Call):
             if training.role_of_constructor(call) == "optimizer":
                 lr = argument(call, "lr", 1)
-                if lr is not None and dotted(lr.value):
+                if lr is not None and dotted(lr.value) and not LrTooHigh._overridden_call(source, call, overridden):
                     applied.add(dotted(lr.value) or "")
+            elif callee_name(call) in OVERRIDING_SCHEDULERS:
+                peak = _peak_rate(call)
+                if peak is not None and dotted(peak.value):
+                    applied.add(dotted(peak.value) or "")
         applied.update(dotted(a.value) or "" for a in _rate_assignments(source))
         for function in source.nodes(cst.FunctionDef):
             for param in function.params.params:
-                if param.name.value not in LR_KEYS or not isinstance(param.default, (cst.Float, cst.Integer)):
+                if not isinstance(param.default, (cst.Float, cst.Integer)):
                     continue
                 kept = any(
                     isinstance(a.value, cst.Name)

@@ -259,6 +259,39 @@ class NoShuffle(Operator):
                 "        optimizer.step()\n",
             ),
         ),
+        Example(
+            # NCRFpp: the training instances shuffled in place each epoch, then sliced into batches by
+            # the loop.
+            "import random\n"
+            "\n"
+            "\n"
+            "def train(data, model, optimizer, epochs, batch_size):\n"
+            "    for epoch in range(epochs):\n"
+            "        random.shuffle(data.train_Ids)\n"
+            "        model.train()\n"
+            "        total_batch = len(data.train_Ids) // batch_size + 1\n"
+            "        for batch_id in range(total_batch):\n"
+            "            instance = data.train_Ids[batch_id * batch_size : (batch_id + 1) * batch_size]\n"
+            "            loss = model.calculate_loss(*batchify(instance))\n"
+            "            loss.backward()\n"
+            "            optimizer.step()\n"
+            "            model.zero_grad()\n",
+            (
+                "import random\n"
+                "\n"
+                "\n"
+                "def train(data, model, optimizer, epochs, batch_size):\n"
+                "    for epoch in range(epochs):\n"
+                "        model.train()\n"
+                "        total_batch = len(data.train_Ids) // batch_size + 1\n"
+                "        for batch_id in range(total_batch):\n"
+                "            instance = data.train_Ids[batch_id * batch_size : (batch_id + 1) * batch_size]\n"
+                "            loss = model.calculate_loss(*batchify(instance))\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n"
+                "            model.zero_grad()\n",
+            ),
+        ),
     )
     untouched = (
         # The project's own sampler of that name (mozilla TTS's, which never shuffles and takes no flag):
@@ -515,21 +548,25 @@ def _sampler_shuffle(source, call: cst.Call) -> bool:
 
 
 def _walked_order_shuffled(source, training, call: cst.Call) -> bool:
-    """`np.random.shuffle(train_idx_list)`, `random.shuffle(indices)`: a list shuffled in place
-    that a training loop of the same function walks afterwards (TCN's `for idx in
-    train_idx_list:`): left out, every epoch visits the samples in the same order."""
+    """`np.random.shuffle(train_idx_list)`, `random.shuffle(data.train_Ids)`: a list shuffled in
+    place that a training loop of the same function walks afterwards (TCN's `for idx in
+    train_idx_list:`) or slices its batches from (NCRFpp's `instance = data.train_Ids[start:end]`):
+    left out, every epoch visits the samples in the same order."""
     if callee_name(call) != "shuffle" or len(call.args) != 1 or call.args[0].keyword is not None:
         return False
-    if "random" not in (dotted(call.func) or "") or not isinstance(call.args[0].value, cst.Name):
+    name = dotted(call.args[0].value)
+    if "random" not in (dotted(call.func) or "") or name is None:
         return False
-    name = call.args[0].value.value
     function = source.function_of(call)
     after = source.span(call)[1]
     return any(
         isinstance(loop, cst.For)
         and source.function_of(loop) is function
         and source.span(loop)[0] >= after
-        and name in {n.value for n in source.walk(loop.iter) if isinstance(n, cst.Name)}
+        and (
+            name in {dotted(n) for n in source.walk(loop.iter) if isinstance(n, (cst.Name, cst.Attribute))}
+            or any(dotted(s.value) == name for s in source.within(loop.body, cst.Subscript))
+        )
         for loop in training.training_loops
     )
 
