@@ -418,6 +418,16 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A validation loss unpacked with the metrics under no_grad, read out after the block (tez).
+        "import torch\n"
+        "\n"
+        "\n"
+        "def validate_one_epoch(model, data_loader, losses):\n"
+        "    model.eval()\n"
+        "    for data in data_loader:\n"
+        "        with torch.no_grad():\n"
+        "            loss, metrics = model.validate_one_step(data)\n"
+        "        losses.update(loss.item(), data_loader.batch_size)\n",
         # A validation loss taken from an output computed under no_grad, read out after the block
         # (pytorch-ts' Trainer): it holds no graph.
         "import torch\n"
@@ -806,8 +816,9 @@ def _computed_without_grad(source, value: cst.BaseExpression, use: cst.CSTNode, 
     """True for a value taken from what a forward under `no_grad` returned, bound anew in the
     loop body (or function) around `use` before it: pytorch-ts' validation loop runs `output =
     net(*inputs)` under no_grad, then `loss = output[0]` (or `loss = output`) and
-    `cumm_epoch_loss_val += loss.item()` outside it. Each binding there reaching the use must be
-    under no_grad, or a plain part (`output[0]`, `output.loss`) of one that is."""
+    `cumm_epoch_loss_val += loss.item()` outside it; tez's `loss, metrics = ...` under no_grad.
+    Each binding there reaching the use must be under no_grad, or a plain part (`output[0]`,
+    `output.loss`) of one that is."""
     while isinstance(value, (cst.Subscript, cst.Attribute)):
         value = value.value
     if not isinstance(value, cst.Name) or depth == 0:
@@ -821,7 +832,10 @@ def _computed_without_grad(source, value: cst.BaseExpression, use: cst.CSTNode, 
         for a in source.within(scope.body, cst.Assign)
         if source.span(a)[1] <= start
         and source.function_of(a) is source.function_of(use)
-        and any(isinstance(t.target, cst.Name) and t.target.value == value.value for t in a.targets)
+        and any(
+            value.value in (_unpacked(t.target) if isinstance(t.target, (cst.Tuple, cst.List)) else {dotted(t.target)})
+            for t in a.targets
+        )
     ]
     return bool(bindings) and all(
         under_no_grad(source, a) or _computed_without_grad(source, a.value, a, depth - 1) for a in bindings

@@ -292,6 +292,60 @@ class NoShuffle(Operator):
                 "            model.zero_grad()\n",
             ),
         ),
+        Example(
+            # tez: fit()'s training-shuffle default handed by keyword to the method that builds the
+            # DataLoader with it; the validation flag is none.
+            "import torch\n"
+            "\n"
+            "\n"
+            "class Model(torch.nn.Module):\n"
+            "    def _init_trainer(self, train_dataset, train_bs, train_shuffle, valid_dataset, valid_shuffle):\n"
+            "        self.train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=train_bs, shuffle=train_shuffle)\n"
+            "        self.valid_loader = torch.utils.data.DataLoader(valid_dataset, batch_size=train_bs, shuffle=valid_shuffle)\n"
+            "\n"
+            "    def fit(self, train_dataset, valid_dataset=None, train_bs=16, train_shuffle=True, valid_shuffle=False):\n"
+            "        self._init_trainer(\n"
+            "            train_dataset=train_dataset,\n"
+            "            train_bs=train_bs,\n"
+            "            train_shuffle=train_shuffle,\n"
+            "            valid_dataset=valid_dataset,\n"
+            "            valid_shuffle=valid_shuffle,\n"
+            "        )\n",
+            (
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Model(torch.nn.Module):\n"
+                "    def _init_trainer(self, train_dataset, train_bs, train_shuffle, valid_dataset, valid_shuffle):\n"
+                "        self.train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=train_bs, shuffle=False)\n"
+                "        self.valid_loader = torch.utils.data.DataLoader(valid_dataset, batch_size=train_bs, shuffle=valid_shuffle)\n"
+                "\n"
+                "    def fit(self, train_dataset, valid_dataset=None, train_bs=16, train_shuffle=True, valid_shuffle=False):\n"
+                "        self._init_trainer(\n"
+                "            train_dataset=train_dataset,\n"
+                "            train_bs=train_bs,\n"
+                "            train_shuffle=train_shuffle,\n"
+                "            valid_dataset=valid_dataset,\n"
+                "            valid_shuffle=valid_shuffle,\n"
+                "        )\n",
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Model(torch.nn.Module):\n"
+                "    def _init_trainer(self, train_dataset, train_bs, train_shuffle, valid_dataset, valid_shuffle):\n"
+                "        self.train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=train_bs, shuffle=train_shuffle)\n"
+                "        self.valid_loader = torch.utils.data.DataLoader(valid_dataset, batch_size=train_bs, shuffle=valid_shuffle)\n"
+                "\n"
+                "    def fit(self, train_dataset, valid_dataset=None, train_bs=16, train_shuffle=False, valid_shuffle=False):\n"
+                "        self._init_trainer(\n"
+                "            train_dataset=train_dataset,\n"
+                "            train_bs=train_bs,\n"
+                "            train_shuffle=train_shuffle,\n"
+                "            valid_dataset=valid_dataset,\n"
+                "            valid_shuffle=valid_shuffle,\n"
+                "        )\n",
+            ),
+        ),
     )
     untouched = (
         # The project's own sampler of that name (mozilla TTS's, which never shuffles and takes no flag):
@@ -449,21 +503,25 @@ class NoShuffle(Operator):
             yield Change(call, (source.replace(shuffle.value, "False"),), f"the {kind} no longer shuffles")
         for function in source.nodes(cst.FunctionDef):
             # A training API's own default (`def fit(self, x, y, shuffle=True)`) that it hands
-            # to the iterator it builds (`EpochIterator(x, y, shuffle=shuffle)`).
-            param = next((p for p in function.params.params if p.name.value == "shuffle"), None)
-            if (
-                param is None
-                or param.default is None
-                or not is_literal_bool(param.default, True)
-                or names_evaluation(function.name.value)
-                or not self._hands_on_shuffle(source, function)
-            ):
+            # to the iterator it builds (`EpochIterator(x, y, shuffle=shuffle)`), or to a method
+            # of the file that builds the loader with it (tez's `fit(..., train_shuffle=True)`,
+            # handed to `_init_trainer`, whose DataLoader takes `shuffle=train_shuffle`).
+            if names_evaluation(function.name.value):
                 continue
-            yield Change(
-                param,
-                (source.replace(param.default, "False"),),
-                f"`{function.name.value}` no longer shuffles by default",
-            )
+            for param in function.params.params:
+                if (
+                    "shuffle" not in param.name.value
+                    or names_evaluation(param.name.value)
+                    or param.default is None
+                    or not is_literal_bool(param.default, True)
+                    or not self._hands_on_shuffle(source, training, function, param.name.value, 2)
+                ):
+                    continue
+                yield Change(
+                    param,
+                    (source.replace(param.default, "False"),),
+                    f"`{function.name.value}` no longer shuffles by default",
+                )
         for element in source.nodes(cst.DictElement):
             if (
                 isinstance(element.key, cst.SimpleString)
@@ -473,19 +531,30 @@ class NoShuffle(Operator):
                 yield Change(element, (source.replace(element.value, "False"),), "the DataLoader no longer shuffles")
 
     @staticmethod
-    def _hands_on_shuffle(source, function: cst.FunctionDef) -> bool:
-        """True if the function builds a loader, sampler or iterator with `shuffle=shuffle`."""
+    def _hands_on_shuffle(source, training, function: cst.FunctionDef, flag: str, depth: int) -> bool:
+        """True if the function builds a loader, sampler or iterator with `shuffle=<flag>`, or
+        (`depth` calls down) hands `flag` by keyword to a function of the file that does."""
         for call in source.within(function.body, cst.Call):
             name = callee_name(call) or ""
             given = argument(call, "shuffle", None)
             if (
                 given is not None
                 and isinstance(given.value, cst.Name)
-                and given.value.value == "shuffle"
+                and given.value.value == flag
                 and name[:1].isupper()
                 and name.endswith(("Loader", "Iterator", "Sampler"))
             ):
                 return True
+            if depth > 1:
+                for arg in call.args:
+                    if arg.keyword is None or not isinstance(arg.value, cst.Name) or arg.value.value != flag:
+                        continue
+                    if any(
+                        NoShuffle._hands_on_shuffle(source, training, callee, arg.keyword.value, depth - 1)
+                        for callee in training.called_functions(call)
+                        if callee is not function
+                    ):
+                        return True
         return False
 
     @staticmethod
