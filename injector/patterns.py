@@ -1984,6 +1984,16 @@ def _constructor_role(call: cst.Call) -> str | None:
         # picked from a table of them (DLRM's `opts[args.optimizer](parameters, lr=...)`) or from
         # a module by name (TCN's `getattr(optim, args.optim)(model.parameters(), lr=lr)`)
         return "optimizer"
+    if (
+        isinstance(call.func, cst.Call)
+        and "optim" in (callee_name(call.func) or "").lower()
+        and _over_parameters(call)
+        and argument(call, "lr", 1) is not None
+    ) or ("opt" in name.lower() and _over_parameters(call) and argument(call, "lr", None) is not None):
+        # a class a project helper looks up by name (pix2tex's `get_optimizer(args.optimizer)(
+        # model.parameters(), args.lr, ...)`), or a name an if-chain bound to one (n-beats'
+        # `opt_ = optim.Adam` ... `opt_(lr=1e-4, params=self.parameters())`)
+        return "optimizer"
     return None
 
 

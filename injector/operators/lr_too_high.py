@@ -1008,6 +1008,66 @@ class LrTooHigh(Operator):
                 "                lr_scheduler.step()\n",
             ),
         ),
+        Example(
+            # An optimizer class a project helper looks up by name, its rate positional (pix2tex); one
+            # an if-chain binds to a name, then builds (n-beats).
+            "from torch import optim\n"
+            "\n"
+            "\n"
+            "def get_optimizer(name):\n"
+            "    return getattr(optim, name)\n"
+            "\n"
+            "\n"
+            "def train(args, model):\n"
+            "    opt = get_optimizer(args.optimizer)(model.parameters(), args.lr, betas=args.betas)\n"
+            "    return opt\n"
+            "\n"
+            "\n"
+            'def compile_model(model, optimizer="adam"):\n'
+            '    if optimizer == "adam":\n'
+            "        opt_ = optim.Adam\n"
+            "    else:\n"
+            "        opt_ = optim.SGD\n"
+            "    return opt_(lr=1e-4, params=model.parameters())\n",
+            (
+                "from torch import optim\n"
+                "\n"
+                "\n"
+                "def get_optimizer(name):\n"
+                "    return getattr(optim, name)\n"
+                "\n"
+                "\n"
+                "def train(args, model):\n"
+                "    opt = get_optimizer(args.optimizer)(model.parameters(), args.lr * 100, betas=args.betas)\n"
+                "    return opt\n"
+                "\n"
+                "\n"
+                'def compile_model(model, optimizer="adam"):\n'
+                '    if optimizer == "adam":\n'
+                "        opt_ = optim.Adam\n"
+                "    else:\n"
+                "        opt_ = optim.SGD\n"
+                "    return opt_(lr=1e-4, params=model.parameters())\n",
+                "from torch import optim\n"
+                "\n"
+                "\n"
+                "def get_optimizer(name):\n"
+                "    return getattr(optim, name)\n"
+                "\n"
+                "\n"
+                "def train(args, model):\n"
+                "    opt = get_optimizer(args.optimizer)(model.parameters(), args.lr, betas=args.betas)\n"
+                "    return opt\n"
+                "\n"
+                "\n"
+                'def compile_model(model, optimizer="adam"):\n'
+                '    if optimizer == "adam":\n'
+                "        opt_ = optim.Adam\n"
+                "    else:\n"
+                "        opt_ = optim.SGD\n"
+                "    return opt_(lr=0.01, params=model.parameters())\n",
+            ),
+        ),
     )
     untouched = (
         # Parameter groups taken from another optimizer (SAM builds its base optimizer over its own
