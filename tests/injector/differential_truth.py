@@ -23,12 +23,12 @@ The naive runs cost a fresh Python each (torch's import, then torch._dynamo's at
 optimizer: about 5 s of CPU before the guard's own work), about 370 s of CPU for all the
 fixtures, half of what these tests cost. So their verdicts are recorded in
 differential/naive_truth.json, each case under a key: every byte of the laid-out project, every
-mutant's id and mutated text, the guard, torch's and Python's versions, the platform and the GPU
-count. A record is used only where its key is the key of what would run now; anything else (a
-changed fixture, operator or torch) runs the naive truth afresh, slower but right, and
-test_the_recorded_naive_truth_is_current asks for a new record. Even a current record has one
-mutant, of its rarer verdict, run by hand again, which must agree with it: a record is a
-shortcut to the same runs, checked each time, never a substitute for them. Record with
+mutant's id and mutated text and the guard, beside the machine's torch and Python versions,
+platform and GPU count. A record is used only where both are those of what would run now;
+anything else runs the naive truth afresh, slower but right, and where the fixture or the
+operators' mutants changed, test_the_recorded_naive_truth_is_current asks for a new record. Even
+a current record has one mutant, of its rarer verdict, run by hand again, which must agree with
+it: a record is a shortcut to the same runs, checked each time, never a substitute for them. Record with
 `python tests/injector/differential_truth.py --record [CASE ...]` (about three minutes).
 """
 
@@ -136,8 +136,8 @@ def naive_outcome(project: Path, mutant, guard: str) -> str:
 
 
 def truth_key(project: Path, mutants, guard: str) -> str:
-    """Everything a naive run's verdict can depend on, hashed: the project's bytes (a linked
-    source read through its link), each mutant's mutated text, the guard and the machine."""
+    """What of the project a naive run's verdict can depend on, hashed: its bytes (a linked
+    source read through its link), each mutant's mutated text and the guard."""
     key = hashlib.sha256()
     for path in sorted(project.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
@@ -145,9 +145,14 @@ def truth_key(project: Path, mutants, guard: str) -> str:
     for mutant in sorted(mutants, key=lambda m: m.id):
         mutated = mutant.apply((project / mutant.file).read_text())
         key.update(f"{mutant.id} {mutant.file}\0".encode() + mutated.encode() + b"\0")
-    machine = f"{guard}\0{version('torch')}\0{platform.python_version_tuple()[:2]}\0{sys.platform}\0{gpu_count()}"
-    key.update(machine.encode())
+    key.update(guard.encode())
     return key.hexdigest()
+
+
+def machine() -> str:
+    """What of the machine a naive verdict can depend on: a record made on another one (another
+    torch or Python, a GPU) is not used there, and is not stale either."""
+    return f"torch {version('torch')}, Python {'.'.join(platform.python_version_tuple()[:2])}, {sys.platform}, {gpu_count()} GPU"
 
 
 def recorded() -> dict[str, dict]:
@@ -173,7 +178,7 @@ def naive_truth(case: str, project: Path) -> dict[str, str]:
     if case not in _naive_cache:
         mutants, guard = fixture_mutants(project)
         entry = recorded().get(case)
-        if entry and entry["key"] == truth_key(project, mutants, guard):
+        if entry and entry["machine"] == machine() and entry["key"] == truth_key(project, mutants, guard):
             truth = entry["verdicts"]
             checked = spot_checks(truth)
             again = run_by_hand(project, [m for m in mutants if m.id in checked], guard)
@@ -188,7 +193,8 @@ def naive_truth(case: str, project: Path) -> dict[str, str]:
 
 
 def stale_records() -> list[str]:
-    """The recorded cases whose key is no longer that of the fixture, operators and machine."""
+    """The recorded cases whose key is no longer that of the fixture and the operators' mutants
+    (a record of another machine is merely not used: the naive runs are made afresh there)."""
     stale = []
     record = recorded()
     with tempfile.TemporaryDirectory(prefix="keys-") as folder:
@@ -208,7 +214,11 @@ def record(cases: list[str]) -> None:
             project, _ = lay_out(case, Path(folder))
             mutants, guard = fixture_mutants(project)
             verdicts = run_by_hand(project, mutants, guard)
-            entries[case] = {"key": truth_key(project, mutants, guard), "verdicts": dict(sorted(verdicts.items()))}
+            entries[case] = {
+                "key": truth_key(project, mutants, guard),
+                "machine": machine(),
+                "verdicts": dict(sorted(verdicts.items())),
+            }
             print(f"{case}: {len(verdicts)} mutants, {list(verdicts.values()).count(CAUGHT)} caught by hand")
     RECORD.write_text(json.dumps(dict(sorted(entries.items())), indent=1) + "\n")
 
