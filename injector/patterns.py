@@ -330,10 +330,10 @@ class Training:
                         found.add(last_name(param.annotation.annotation) or "")
                     elif text in self.constructors:
                         found.add(self.constructors[text])
-            sides = self._branch_sides(use)
+            sides = branch_sides(self.source, use)
             for assign in self.assignments.get(text, ()):
                 if self.source.function_of(assign) is function and isinstance(assign.value, cst.Call):
-                    theirs = self._branch_sides(assign)
+                    theirs = branch_sides(self.source, assign)
                     if any(theirs.get(test, side) != side for test, side in sides.items()):
                         continue  # built in the other branch of a test the use is under too
                     built = constructed(assign.value)
@@ -344,19 +344,6 @@ class Training:
         if not bound and text in self.constructors:
             found.add(self.constructors[text])
         return found
-
-    def _branch_sides(self, node: cst.CSTNode) -> dict[str, bool]:
-        """The `if` tests around `node`, by their text, and whether it runs when each is true
-        (`if 'CTC' in opt.Prediction: ... else: criterion = CrossEntropyLoss()` -> False)."""
-        sides: dict[str, bool] = {}
-        child = node
-        for ancestor in self.source.ancestors(node):
-            if isinstance(ancestor, cst.If):
-                sides.setdefault(self.source.code(ancestor.test), child is ancestor.body)
-            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
-                break
-            child = ancestor
-        return sides
 
     def _text(self, expr: cst.BaseExpression) -> str:
         """The expression as written (cheap for the usual dotted names)."""
@@ -1576,6 +1563,20 @@ EVALUATION_WORD = re.compile(
     r"(?:val|valid|validate|validation|test|testing|eval|evaluate|evaluation|evaluator|predict|prediction|inference)"
     r"(?:set|data|dataset|loader|dl|ds|iter|iterator|sampler)?s?"
 )
+
+
+def branch_sides(source: Source, node: cst.CSTNode) -> dict[str, bool]:
+    """The `if` tests around `node` in its function, by their text, and whether it runs when each
+    is true (`if 'CTC' in opt.Prediction: ... else: criterion = CrossEntropyLoss()` -> False)."""
+    sides: dict[str, bool] = {}
+    child = node
+    for ancestor in source.ancestors(node):
+        if isinstance(ancestor, cst.If):
+            sides.setdefault(source.code(ancestor.test), child is ancestor.body)
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            break
+        child = ancestor
+    return sides
 
 
 def names_evaluation(text: str) -> bool:

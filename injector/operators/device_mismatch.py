@@ -9,6 +9,7 @@ from injector.patterns import (
     argument,
     assigned_alone,
     bound_names,
+    branch_sides,
     callee_name,
     constructed,
     dotted,
@@ -688,24 +689,12 @@ def _always_data_parallel(source, name: str, move: cst.Call) -> bool:
         and callee_name(constructed(a.value)) == "DataParallel"
         and any(source.code(t.target) == name for t in a.targets)
     ]
-    moved_under = _branch_sides(source, move)
+    moved_under = branch_sides(source, move)
     return bool(wraps) and all(
         moved_under.get(test) == side or "__name__" in test
         for a in wraps
-        for test, side in _branch_sides(source, a).items()
+        for test, side in branch_sides(source, a).items()
     )
-
-
-def _branch_sides(source, node: cst.CSTNode) -> dict[str, bool]:
-    """The tests of the `if` statements around `node`, by their text, and whether `node` runs
-    where each is true."""
-    sides: dict[str, bool] = {}
-    child = node
-    for ancestor in source.ancestors(node):
-        if isinstance(ancestor, cst.If):
-            sides.setdefault(source.code(ancestor.test), child is ancestor.body)
-        child = ancestor
-    return sides
 
 
 def _moved_for_a_reduction(source, call: cst.Call) -> bool:

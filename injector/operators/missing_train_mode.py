@@ -165,13 +165,13 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
         ]
     else:
         regions = [(function, here)]
-        assigns = _local_assigns(training, function, name, source, here)
+        assigns = _local_assigns(source, training, function, name, here)
     names = {name}
     if "." not in name:
         # `net = ssd_net` after `ssd_net = build_ssd(...)` (ssd.pytorch): an alias of a local the
         # function built; either name switched to eval would leave the module there
         for alias in {a.value.value for a in assigns if isinstance(a.value, cst.Name)} - names:
-            found = _local_assigns(training, function, alias, source, here)
+            found = _local_assigns(source, training, function, alias, here)
             if not found:
                 return False
             assigns = [*assigns, *found]
@@ -192,7 +192,8 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
     )
 
 
-def _local_assigns(training, function: cst.FunctionDef, name: str, source, before: int) -> list:
+def _local_assigns(source, training, function: cst.FunctionDef, name: str, before: int) -> list:
+    """The assignments of local `name` in `function` before `before`."""
     return [
         a
         for a in training.assigned_names.get(name, [])
