@@ -8,9 +8,9 @@ among the first k causes `triage explain` reports above the reporting threshold;
 counts as a false alarm when any cause is reported):
 
 1. real world (`tests/triage/world/`): excerpts quoted from public GitHub issues, each labelled
-   with the cause its thread confirmed. Split by source repository into `dev` and `test` and three
-   later batches, `fresh`, `fresh2`, `fresh3` and `fresh4` (see tests/triage/world/README.md: each was
-   measured once before any change; those first figures, not today's, are the held-out ones).
+   with the cause its thread confirmed. Split by source repository into `dev` and `test` and
+   later batches, `fresh`, `fresh2`, ... (see tests/triage/world/README.md: each was measured
+   once before any change; those first figures, not today's, are the held-out ones).
 2. leave-one-program-out (`tests/triage/programs/`): five independent training programs. For
    each program in turn, the reporting threshold is calibrated on the other four (the value
    that maximises top-1 hits minus three times the false alarms) and the fifth is scored with
@@ -329,7 +329,8 @@ def main() -> int:
     figures: dict[str, object] = {"threshold": shipped}
     print(f"1. real world: excerpts from public issues, by source repository (threshold {shipped})")
     sets = {}
-    for split in ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4"):
+    later = sorted({r.group for r in world if r.group.startswith("fresh")}, key=lambda s: int(s[5:] or 1))
+    for split in ("dev", "test", *later):
         sets[split] = tally([r for r in world if r.group == split], shipped)
         print(f"   {split:24s} {sets[split].line()}")
     sets["all"] = tally(world, shipped)

@@ -2,8 +2,8 @@
 
 Every excerpt is what a thread showed (one pasted line, a traceback cut short, a long log),
 labelled with the cause the thread confirmed; the manifest keeps its source URL. The corpus is
-split by source repository into `dev`, `test` and later `fresh` to `fresh4` batches
-(world/README.md).
+split by source repository into `dev`, `test` and later `fresh`, `fresh2`, ... batches, each
+collected after the rules froze (world/README.md).
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ WORLD = Path(__file__).resolve().parent / "world"
 MANIFEST = json.loads((WORLD / "manifest.json").read_text(encoding="utf-8"))
 FAULTY = [m for m in MANIFEST if m["cause"] is not None]
 HEALTHY = [m for m in MANIFEST if m["cause"] is None]
+# the later batches in the order they were collected: `fresh`, `fresh2`, `fresh3`, ...
+FRESH = sorted({m["split"] for m in MANIFEST if m["split"].startswith("fresh")}, key=lambda s: int(s[5:] or 1))
+SPLITS = ("dev", "test", *FRESH)
 GITHUB = re.compile(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/\d+$")
 
 
@@ -39,19 +42,17 @@ def test_manifest_has_provenance_for_every_excerpt():
         if m["cause"] is not None:
             assert catalog.get(m["cause"]).id == m["cause"]
         # the split is by source, never by excerpt: one repository's threads stay together;
-        # `fresh` and `fresh2` excerpts come from repositories in neither half (collected last,
-        # each after the rules froze, see README.md)
-        if m["split"] not in ("fresh", "fresh2", "fresh3", "fresh4"):
+        # each `fresh` batch comes from repositories in no earlier split (collected last, each
+        # after the rules froze, see README.md)
+        assert m["split"] in SPLITS, m["file"]
+        if m["split"] in ("dev", "test"):
             want = "dev" if int(hashlib.sha1(m["repo"].lower().encode()).hexdigest(), 16) % 2 == 0 else "test"
             assert m["split"] == want, m["file"]
-    splits = ("dev", "test", "fresh", "fresh2", "fresh3", "fresh4")
-    halves = {s: {m["repo"] for m in MANIFEST if m["split"] == s} for s in splits}
-    assert not (halves["dev"] & halves["test"] or halves["fresh"] & (halves["dev"] | halves["test"]))
-    assert not halves["fresh2"] & (halves["dev"] | halves["test"] | halves["fresh"])
-    assert not halves["fresh3"] & (halves["dev"] | halves["test"] | halves["fresh"] | halves["fresh2"])
-    assert not halves["fresh4"] & (
-        halves["dev"] | halves["test"] | halves["fresh"] | halves["fresh2"] | halves["fresh3"]
-    )
+    halves = {s: {m["repo"] for m in MANIFEST if m["split"] == s} for s in SPLITS}
+    assert not halves["dev"] & halves["test"]
+    for i, split in enumerate(FRESH):
+        earlier = set().union(*(halves[s] for s in SPLITS[: i + 2]))
+        assert not halves[split] & earlier, split
     versions = " ".join(m["torch"] or "" for m in MANIFEST)
     assert re.search(r"\b0\.\d|\b1\.\d", versions) and re.search(r"\b2\.\d", versions)
     kinds = {m["kind"] for m in MANIFEST}
@@ -92,7 +93,7 @@ def test_healthy_excerpt_names_no_cause(entry):
     assert ids(entry) == []
 
 
-@pytest.mark.parametrize("split", ["dev", "test", "fresh", "fresh2", "fresh3", "fresh4"])
+@pytest.mark.parametrize("split", SPLITS)
 def test_accuracy_goal_holds_on_each_half(split):
     # the warning-only excerpts are counted by the bench, not held to the goal here
     runs = [m for m in FAULTY if m["split"] == split and m["file"] not in WARNING_ONLY]
