@@ -286,6 +286,22 @@ def test_a_tensor_in_the_results_written_as_json_is_a_kept_loss(tmp_path):
     assert [c.id for c in report.causes][:1] == ["loss-tensor-leak"]
 
 
+@pytest.mark.parametrize(("where", "first"), [("validate", "missing-no-grad-eval"), ("train_step", "cuda-oom")])
+def test_memory_that_runs_out_in_evaluation_is_a_missing_no_grad(tmp_path, where, first):
+    # where the training steps fit and the evaluation's forward runs out, the evaluation built
+    # graphs it never needed (fresh batch 5's a-PyTorch-Tutorial-to-Image-Captioning#57); out
+    # of memory in a training step is plain out of memory
+    run = subprocess.run(
+        [sys.executable, str(PROGRAMS / "oom_at_eval.py"), where], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode != 0
+    log = tmp_path / "run.log"
+    log.write_text(run.stdout + run.stderr)
+    report = explain(log)
+    assert ("oom-in-evaluation" in {s.name for s in report.symptoms}) == (where == "validate")
+    assert [c.id for c in report.causes][:1] == [first]
+
+
 def test_a_loss_flat_to_its_last_digit_repeats_no_batch_order():
     # gcn_pyg's 100x rate killed the network into a uniform guess over 6 classes: 1.7918 at every
     # epoch, its wiggles the printed digits' rounding; an unshuffled loader's swing by 6-14%

@@ -223,26 +223,62 @@ SIGNATURES: tuple[Signature, ...] = (
     # what people write when they paste a description instead of the log itself
     _sig(
         "loss-non-finite-reported",
-        r"\bloss\b[^\n]{0,30}?\b(?:became|becomes|become|is|was|were|got|goes|went|turns?|turned|into|to|of|=|:)\s*"
-        r"['\"]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss\b",
+        # "the loss became nan", "all the losses in this model become nan", a named term
+        # ("the loss_rcnn_bbox values are Nan"), and "I got nan values" / "NaN losses"
+        r"\bloss(?:es|_\w+)?\b[^\n]{0,30}?\b(?:became|becomes|become|is|are|was|were|got|goes|went|turns?|turned|"
+        r"into|to|of|=|:)\s*['\"]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
+        r"\b(?:got|get|gets|getting) nan(?:s|\s+values?)?\b",
         "the log says the loss became NaN or inf",
+    ),
+    _sig(
+        "loss-exploded-reported",
+        # what people write about a loss that blew up without going non-finite
+        r"\bloss(?:es)?\b[^\n]{0,30}?\b(?:becomes?|became|is|are|was|were|goes|went|gets?|got|grows?|grew)\s+"
+        r"(?:very\s+|really\s+|extremely\s+|so\s+)?(?:huge|enormous|explod\w*|skyrocket\w*)\b|"
+        r"\bloss(?:es)?\s+(?:explod\w*|blows? up|blew up|skyrocket\w*)",
+        "the log says the loss blew up",
     ),
     _sig(
         "memory-growth-reported",
         r"\bmemory\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb|ris)\w*|"
         # the other word order: "continuous rising of gpu memory", "increasing GPU memory usage"
         r"\b(?:increas|grow|climb|ris)(?:e|es|ed|ing)\s+(?:of\s+)?(?:the\s+)?(?:gpu\s+|cpu\s+|cuda\s+)?memory\b|"
+        # growth over time said in other words: "the GPU memory consumption: a slow and steady increase"
+        r"\bmemory\b[^\n.]{0,40}?\b(?:slow(?:ly)?|steady|steadily|continuous(?:ly)?|constant(?:ly)?|gradual(?:ly)?)\b"
+        r"[^\n.]{0,15}?\b(?:increas|grow|climb|ris)\w*|"
         r"\bmemory\W{0,3}leak",
         "the log says memory kept growing",
     ),
     _sig(
         "gpu-idle-reported",
         # what people write about a starved GPU ("GPU utilization is very low", "Volatile GPU-util
-        # indicates 0%", "... waiting for data"), and Lightning's warning about a loader's workers
-        r"\bgpu[- ]?util\w*\b[^\n]{0,60}?(?:\blow\b|\b0\s?%|\bfluctuat|\bnot stable|\bunstable|waiting for data)|"
+        # indicates 0%" or "is always zero", "... waiting for data"), and Lightning's warning about
+        # a loader's workers
+        r"\bgpu[- ]?util\w*\b[^\n]{0,60}?(?:\blow\b|\b0\s?%|\bzero\b|\bfluctuat|\bnot stable|\bunstable|waiting for data)|"
         r"\b(?:low|poor)\s+(?:volatile\s+)?gpu[- ]?util|"
-        r"\b(?:data ?loader|data loading)\b[^\n]{0,30}\bbottleneck|many workers which may be a bottleneck",
+        r"\b(?:data ?loader|data loading|load(?:ing)? (?:the )?data)\b[^\n]{0,30}\bbottleneck|"
+        r"many workers which may be a bottleneck",
         "the log says the GPU sits idle waiting for data",
+    ),
+    # a report that names the call the code missed ("`model.eval()` was not called", "I forgot
+    # optimizer.zero_grad()", "validation without torch.no_grad()")
+    *(
+        _sig(
+            f"{fault}-call-missing-reported",
+            rf"(?:{call})\W{{0,3}}\s+(?:was|is|were|has|had)(?:\s+been)?\s*(?:not|never|n't)\s+(?:being\s+)?"
+            rf"(?:called|used|invoked|set|added|applied)|"
+            rf"\b(?:forgot|forget|forgotten|forgetting|without|missing|missed|didn't|did not|never)\s+(?:to\s+)?"
+            rf"(?:call(?:ing)?\s+|use\s+|using\s+|add(?:ing)?\s+|put(?:ting)?\s+|the\s+)?\W?(?:{call})",
+            f"the report says the code missed `{shown}`",
+        )
+        for fault, call, shown in (
+            ("eval-mode", r"\b(?:model|net|self\.model)?\.?eval\(\)", "model.eval()"),
+            ("train-mode", r"\b(?:model|net|self\.model)\.train\(\)", "model.train()"),
+            ("zero-grad", r"\b(?:\w+\.)?zero_grad\b(?:\(\))?", "zero_grad()"),
+            ("no-grad", r"\b(?:torch\.)?no_grad\b(?:\(\))?", "torch.no_grad()"),
+            ("optimizer-step", r"\boptimi[sz]er\.step\(\)", "optimizer.step()"),
+            ("set-epoch", r"\b(?:\w+\.)?set_epoch\b(?:\(\))?", "sampler.set_epoch()"),
+        )
     ),
     _sig(
         "job-cancelled",
@@ -263,6 +299,7 @@ EMITS: frozenset[str] = frozenset(
         "anomaly-nan-log",
         "crashed",
         "few-trainable-parameters",
+        "oom-in-evaluation",
     }
 )
 
@@ -272,15 +309,21 @@ _NOT_ERRORS = {
     "quoted-detach",
     "quoted-requires-grad-false",
     "few-trainable-parameters",
+    "oom-in-evaluation",
     "job-cancelled",
     "broadcast-warning",
     "recompiling",
     "tensor-to-scalar-warning",
     "scheduler-before-optimizer",
     "loss-non-finite-reported",
+    "loss-exploded-reported",
     "dataloader-timeout",
     "memory-growth-reported",
     "gpu-idle-reported",
+    *(
+        f"{f}-call-missing-reported"
+        for f in ("eval-mode", "train-mode", "zero-grad", "no-grad", "optimizer-step", "set-epoch")
+    ),
 }
 # Warnings of a fault the run lives on with: where an error stopped the run, that error is
 # the first thing to fix and the warning comes second.
@@ -388,9 +431,16 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "dataloader-timeout": ("dataloader timed out",),
     "scheduler-before-optimizer": ("lr_scheduler.step()",),
     "collective-got-none": ("invalid function argument",),
-    "loss-non-finite-reported": ("loss",),
+    "loss-non-finite-reported": ("loss", "got nan", "get nan", "gets nan", "getting nan"),
+    "loss-exploded-reported": ("loss",),
     "memory-growth-reported": ("memory",),
     "gpu-idle-reported": ("gpu util", "gpu-util", "gpuutil", "bottleneck"),
+    "eval-mode-call-missing-reported": ("eval()",),
+    "train-mode-call-missing-reported": ("train()",),
+    "zero-grad-call-missing-reported": ("zero_grad",),
+    "no-grad-call-missing-reported": ("no_grad",),
+    "optimizer-step-call-missing-reported": (".step()",),
+    "set-epoch-call-missing-reported": ("set_epoch",),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
 }
 
@@ -506,6 +556,9 @@ def detect(ctx: Context) -> list[Symptom]:
     if no_grad and no_grad[0].line is not None:
         # one message, three causes: the code quoted on the way to backward() tells them apart
         out.extend(quoted.detect(ctx.readings, quoted.source_lines(ctx.readings), no_grad[0].line))
+    oom = found.get("out-of-memory")
+    if oom and oom[0].line is not None:
+        out.extend(_oom_in_evaluation(ctx.readings, oom[0]))
     fn = groups.get("anomaly-nan")
     # Log/Sqrt/Div backward NaNs come from unguarded inputs; a (log-)softmax guards itself
     if fn is not None and _GUARDED_OPS.search(fn.group("fn")) and "softmax" not in fn.group("fn").lower():
@@ -524,6 +577,38 @@ def detect(ctx: Context) -> list[Symptom]:
         assert m is not None
         out.append(Symptom("crashed", f"the run stopped with {m.group(1)}", (_ev(first),), rank=first.rank))
     return _order(out)
+
+
+# `  File "train.py", line 282, in validate`: the frame a traceback names last is where it raised
+_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in (\w+)')
+_EVALUATION = re.compile(
+    r"^(?:_*(?:val|valid|validate|validation|eval|evaluate|evaluation|test|testing)(?:_\w+)?|\w*_(?:val|eval|evaluate|validate|validation)(?:_\w+)?)$",
+    re.I,
+)
+
+
+def _oom_in_evaluation(readings: list[Reading], oom: Reading) -> list[Symptom]:
+    """An allocation that failed in an evaluation function: where training steps fit, the
+    evaluation's own forward ran out, the sign of graphs built and kept without `no_grad`."""
+    assert oom.line is not None
+    frames = [
+        (rd, m.group(1))
+        for rd in readings
+        if rd.line is not None and oom.line - 60 < rd.line < oom.line and (m := _FRAME.match(rd.text))
+    ]
+    # the frames of the project's own code: a library's (torch/nn/modules/...) come after them
+    own = [(rd, fn) for rd, fn in frames if "site-packages" not in rd.text and "dist-packages" not in rd.text]
+    if not own or not _EVALUATION.match(own[-1][1]):
+        return []
+    rd, fn = own[-1]
+    return [
+        Symptom(
+            "oom-in-evaluation",
+            f"memory ran out in `{fn}`, an evaluation function, not in a training step",
+            (_ev(rd), _ev(oom)),
+            rank=oom.rank,
+        )
+    ]
 
 
 def _matches(text: str) -> list[tuple[str, re.Match[str]]]:
