@@ -405,6 +405,8 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
     "charlm_nanolog": ((*SESSION18_FAULTS, "missing-attention-mask"), "python"),
     # written for issue 9's fresh program 25 without reading triage's rules
     "imgcls_timmlog": ((*SESSION18_FAULTS, "wrong-softmax-dim"), "python"),
+    # written for issue 9's fresh program 26 without reading triage's rules (session 24)
+    "cls_ultralog": ((*SESSION18_FAULTS, "double-softmax"), "python"),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240
