@@ -405,9 +405,14 @@ def _header(text: str) -> tuple[str | None, ...] | None:
     return columns
 
 
+# a progress bar a row ends in (Ultralytics/YOLO: `1/12  0G  1.792  16  24: 100%|###| 38/38 [...]`)
+_BAR_TAIL = re.compile(r":?\s+\d{1,3}%\|.*$")
+
+
 def _row(text: str, columns: tuple[str | None, ...]) -> tuple[int | None, dict[str, float]] | None:
-    """(step, metrics) of a table row: the line ends in as many numbers as the header has names."""
-    cells = _CELLS.findall(text[:MAX_READING])
+    """(step, metrics) of a table row: the line ends in as many numbers as the header has names
+    (before the progress bar it may end in)."""
+    cells = _CELLS.findall(_BAR_TAIL.sub("", text[:MAX_READING]))
     if len(cells) < len(columns):
         return None
     values = []
@@ -462,6 +467,11 @@ class SeriesBuilder:
             if row is None:
                 return
             step, metrics = row
+        elif is_bar and self._columns is not None and (row := _row(text, self._columns)) is not None:
+            # a table's row printed as a progress bar's description: the row's columns, not the
+            # bar's rate, are the reading (a rate the bar gives stays beside them)
+            step = row[0] if row[0] is not None else step
+            metrics = {**metrics, **row[1]}
         self._record(text, line, rank, step, metrics, in_epoch, is_bar)
 
     def _in_block(self, text: str, stripped: str) -> bool:

@@ -181,6 +181,15 @@ def test_a_table_whose_last_column_is_a_clock_is_read():
     assert len(builder.series["loss"].points) == len(builder.series["val_loss"].points) == len(rows) == 8
 
 
+def test_a_table_row_printed_as_a_progress_bars_description_is_read():
+    # Ultralytics/YOLO print each epoch's row under an `Epoch GPU_mem loss Instances Size` header
+    # as a bar's description (`1/12  0G  1.792  16  24: 100%|###| 38/38 [...]`): the row's
+    # columns are the reading, not just the bar's rate (programs/cls_ultralog.py, fresh program 26)
+    s = build(PROGRAM_LOGS / "cls_ultralog__healthy__s0.log")
+    loss = s["loss"].values()
+    assert len(loss) == 12 and loss[0] == pytest.approx(1.792) and loss[-1] < loss[0] / 4
+
+
 def test_a_stable_baselines3_box_is_one_reading_at_its_own_step_counter():
     """programs/ppo_sb3.py prints one box of `| name | value |` lines per rollout, sections as
     `| train/ |  |`, between lines of dashes, as Stable-Baselines3's logger does; its
