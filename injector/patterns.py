@@ -2081,11 +2081,16 @@ def forward_run(source: Source, training: Training, backward: LossUse) -> tuple[
         return None
     index = siblings.index(last)
     first = last
+    starts_empty = isinstance(assign.value, (cst.Integer, cst.Float))
     while index > 0:
         previous = siblings[index - 1]
         if not (_is_assignment(previous) or _is_forward_block(previous)):
             break
-        if any(marker in source.code(previous) for marker in _DATA_MOVES):
+        if any(marker in source.code(previous) for marker in _DATA_MOVES) and (
+            starts_empty or not runs_model(source, training, previous)
+        ):
+            # a batch moved on its own line; a forward that moves its input inline is the forward
+            # (not before a loss that starts empty: its terms' forwards are mutants of their own)
             break
         first = previous
         index -= 1

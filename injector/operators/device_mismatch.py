@@ -1116,8 +1116,18 @@ def _wrapped_with_device(source, loader: cst.Call) -> bool:
         (callee_name(call) or "")[:1].isupper()  # a wrapper object, not a training function given both
         and any(isinstance(a.value, cst.Name) and a.value.value == name for a in call.args)
         and any(_is_device_arg(a) for a in call.args)
+        and not _trainer_class(source, callee_name(call))
         for call in source.within(scope, cst.Call)
     )
+
+
+def _trainer_class(source, name: str | None) -> bool:
+    """True if `name` is a class of this file whose methods run backward passes: a runner handed
+    the loader and the device trains with them (mvts_transformer's `UnsupervisedRunner(model,
+    loader, device, ...)` moves each batch itself, and those moves are the sites), where a
+    prefetcher only moves what it hands on."""
+    classes = [c for c in source.nodes(cst.ClassDef) if c.name.value == name]
+    return any(callee_name(call) == "backward" for c in classes for call in source.within(c, cst.Call))
 
 
 class DeviceMismatch(Operator):
@@ -1951,6 +1961,81 @@ class DeviceMismatch(Operator):
                 "        loss = criterion(out, targets)\n"
                 "        loss.backward()\n"
                 "        optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # A runner class of the file handed the loader and the device moves each batch itself
+            # (mvts_transformer's UnsupervisedRunner): it is no prefetcher, its moves are the sites.
+            "from torch.utils.data import DataLoader\n"
+            "\n"
+            "\n"
+            "class Runner:\n"
+            "    def __init__(self, model, dataloader, device, loss_module, optimizer):\n"
+            "        self.model = model\n"
+            "        self.dataloader = dataloader\n"
+            "        self.device = device\n"
+            "        self.loss_module = loss_module\n"
+            "        self.optimizer = optimizer\n"
+            "\n"
+            "    def train_epoch(self):\n"
+            "        for X, targets in self.dataloader:\n"
+            "            targets = targets.to(self.device)\n"
+            "            loss = self.loss_module(self.model(X.to(self.device)), targets)\n"
+            "            self.optimizer.zero_grad()\n"
+            "            loss.backward()\n"
+            "            self.optimizer.step()\n"
+            "\n"
+            "\n"
+            "def fit(model, dataset, device, loss_module, optimizer):\n"
+            "    loader = DataLoader(dataset, batch_size=32, shuffle=True)\n"
+            "    Runner(model, loader, device, loss_module, optimizer).train_epoch()\n",
+            (
+                "from torch.utils.data import DataLoader\n"
+                "\n"
+                "\n"
+                "class Runner:\n"
+                "    def __init__(self, model, dataloader, device, loss_module, optimizer):\n"
+                "        self.model = model\n"
+                "        self.dataloader = dataloader\n"
+                "        self.device = device\n"
+                "        self.loss_module = loss_module\n"
+                "        self.optimizer = optimizer\n"
+                "\n"
+                "    def train_epoch(self):\n"
+                "        for X, targets in self.dataloader:\n"
+                "            targets = targets\n"
+                "            loss = self.loss_module(self.model(X.to(self.device)), targets)\n"
+                "            self.optimizer.zero_grad()\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n"
+                "\n"
+                "\n"
+                "def fit(model, dataset, device, loss_module, optimizer):\n"
+                "    loader = DataLoader(dataset, batch_size=32, shuffle=True)\n"
+                "    Runner(model, loader, device, loss_module, optimizer).train_epoch()\n",
+                "from torch.utils.data import DataLoader\n"
+                "\n"
+                "\n"
+                "class Runner:\n"
+                "    def __init__(self, model, dataloader, device, loss_module, optimizer):\n"
+                "        self.model = model\n"
+                "        self.dataloader = dataloader\n"
+                "        self.device = device\n"
+                "        self.loss_module = loss_module\n"
+                "        self.optimizer = optimizer\n"
+                "\n"
+                "    def train_epoch(self):\n"
+                "        for X, targets in self.dataloader:\n"
+                "            targets = targets.to(self.device)\n"
+                "            loss = self.loss_module(self.model(X), targets)\n"
+                "            self.optimizer.zero_grad()\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n"
+                "\n"
+                "\n"
+                "def fit(model, dataset, device, loss_module, optimizer):\n"
+                "    loader = DataLoader(dataset, batch_size=32, shuffle=True)\n"
+                "    Runner(model, loader, device, loss_module, optimizer).train_epoch()\n",
             ),
         ),
     )

@@ -4,6 +4,7 @@ from collections.abc import Collection
 
 import libcst as cst
 
+from injector.neighbours import Resolver
 from injector.operators.base import Change, Example, Operator, deleted_calls, removed_mode_switches
 from injector.operators.snippets import (
     AGENT_CONSTRUCTOR,
@@ -529,6 +530,34 @@ def _reset_by_the_step(source, training, call: cst.Call) -> bool:
             if not handed or dotted(handed[0].value) != name:
                 return False
     return True
+
+
+def _handed_to_an_eval_switch(source, resolver: Resolver, name: str) -> bool:
+    """True if the model `name` is handed to a class or function of the project that switches a
+    model to eval mode, itself or through a project function it calls (audioset_tagging_cnn's
+    `Evaluator(model=model)`, whose `evaluate` runs `pytorch_utils.forward(self.model, ...)`,
+    which calls `model.eval()`): the file's own `model.train()` then switches it back."""
+    for call in source.nodes(cst.Call):
+        if any(dotted(arg.value) == name for arg in call.args):
+            found = resolver.definition(source, call.func)
+            if found is not None and found[0] is not source and _switches_to_eval(resolver, *found, depth=2):
+                return True
+    return False
+
+
+def _switches_to_eval(resolver: Resolver, module, definition: cst.CSTNode, depth: int) -> bool:
+    for call in module.within(definition, cst.Call):
+        if callee_name(call) == "eval" and not call.args and isinstance(call.func, cst.Attribute):
+            return True
+        if depth > 0:
+            found = resolver.definition(module, call.func)
+            if (
+                found is not None
+                and found[1] is not definition
+                and _switches_to_eval(resolver, *found, depth=depth - 1)
+            ):
+                return True
+    return False
 
 
 class MissingTrainMode(Operator):
@@ -1176,6 +1205,7 @@ class MissingTrainMode(Operator):
                 switches.append(call)
         if not switches or mode_helpers(source, training):
             return False
+        resolver = Resolver()
         for call in switches:
             assigns = training.assigned_names.get(dotted(call.func.value) or "", [])
             name = dotted(call.func.value) or ""
@@ -1183,4 +1213,6 @@ class MissingTrainMode(Operator):
                 assigns = [a for a in assigns if source.function_of(a) is source.function_of(call)]
             if not assigns or not all(_built_or_wrapped(source, a.value, name) for a in assigns):
                 return False  # not built here by a constructor: it may arrive in eval mode
+            if _handed_to_an_eval_switch(source, resolver, name):
+                return False  # a project's evaluator, handed the model, switches it to eval
         return True

@@ -1135,6 +1135,27 @@ class NoGradTraining(Operator):
                 "    optimizer.step()\n",
             ),
         ),
+        Example(
+            # A forward that moves its input inline (mvts_transformer's `self.model(X.to(self.device),
+            # padding_masks)`) is the forward: it goes under no_grad with the loss, as one mutant.
+            "for X, targets, masks in loader:\n"
+            "    targets = targets.to(device)\n"
+            "    predictions = model(X.to(device), masks)\n"
+            "    loss = criterion(predictions, targets)\n"
+            "    optimizer.zero_grad()\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "for X, targets, masks in loader:\n"
+                "    targets = targets.to(device)\n"
+                '    with __import__("torch").no_grad():\n'
+                "        predictions = model(X.to(device), masks)\n"
+                "        loss = criterion(predictions, targets)\n"
+                "    optimizer.zero_grad()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A step override that reaches the model only through evaluation.

@@ -402,6 +402,28 @@ class WrongLossReduction(Operator):
                 "            self.optimizer.step()\n",
             ),
         ),
+        Example(
+            # A mean written as a sum assigned first, then divided by the count (mvts_transformer's
+            # `batch_loss = torch.sum(loss)`, `mean_loss = batch_loss / len(loss)`).
+            "for X, targets in loader:\n"
+            "    loss = loss_module(model(X), targets)\n"
+            "    batch_loss = torch.sum(loss)\n"
+            "    mean_loss = batch_loss / len(loss)\n"
+            "    optimizer.zero_grad()\n"
+            "    mean_loss.backward()\n"
+            "    optimizer.step()\n"
+            "    epoch_loss += batch_loss.item()\n",
+            (
+                "for X, targets in loader:\n"
+                "    loss = loss_module(model(X), targets)\n"
+                "    batch_loss = torch.sum(loss)\n"
+                "    mean_loss = batch_loss\n"
+                "    optimizer.zero_grad()\n"
+                "    mean_loss.backward()\n"
+                "    optimizer.step()\n"
+                "    epoch_loss += batch_loss.item()\n",
+            ),
+        ),
     )
     untouched = (
         # A loss module built and never called (TCN's script writes its loss out by hand).
@@ -572,7 +594,7 @@ class WrongLossReduction(Operator):
             elif means := _unreduced_means(source, training, value, assign):
                 yield _summed(source, value, means)
             elif (
-                (mean := _sum_over_count(value)) is not None
+                (mean := _sum_over_count(value, training)) is not None
                 and not _picked_mean(source, assign)
                 and not _in_evaluation(source, assign)
             ):
@@ -950,15 +972,30 @@ def _summed(source, node: cst.CSTNode, averages: list[cst.Call]) -> Change:
 _COUNTS = frozenset({"sum", "numel", "size", "count_nonzero"})
 
 
-def _sum_over_count(expr: cst.BaseExpression) -> cst.BinaryOperation | None:
+def _whole_sum(expr: cst.BaseExpression) -> bool:
+    """`x.sum()` or `torch.sum(x)`: every element added up, no dimension given."""
+    if not isinstance(expr, cst.Call) or callee_name(expr) != "sum":
+        return False
+    if not expr.args:
+        return isinstance(expr.func, cst.Attribute)
+    return dotted(expr.func) == "torch.sum" and len(expr.args) == 1 and expr.args[0].keyword is None
+
+
+def _sum_over_count(expr: cst.BaseExpression, training=None) -> cst.BinaryOperation | None:
     """A mean spelled as a whole sum over a count (wavenet_vocoder's masked losses: `((losses *
-    mask_).sum()) / mask_.sum()`; also over `.numel()`, `len(...)`, `.size(0)`), or None."""
+    mask_).sum()) / mask_.sum()`; also over `.numel()`, `len(...)`, `.size(0)`), or None. With
+    `training`, the sum may be a name the function assigned it to just before (mvts_transformer's
+    `batch_loss = torch.sum(loss)`, then `mean_loss = batch_loss / len(loss)`)."""
     if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Divide):
         return None
     left, right = expr.left, expr.right
     if _loss_over_batch_size(left, right):
         return expr  # crnn's `criterion(preds, text, preds_size, length) / batch_size` (CTC sums)
-    if not (isinstance(left, cst.Call) and callee_name(left) == "sum" and not left.args):
+    if isinstance(left, cst.Name) and training is not None:
+        assign = training.last_assignment(left.value, expr, unconditional=True, fresh=True)
+        if not isinstance(assign, cst.Assign) or not _whole_sum(assign.value):
+            return None
+    elif not _whole_sum(left):
         return None
     if not isinstance(right, cst.Call):
         return None

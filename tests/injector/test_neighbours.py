@@ -323,3 +323,51 @@ def test_a_configuration_a_project_optimizer_builder_splats_gets_its_rate_raised
 def test_without_the_builder_module_the_configuration_is_no_rate_site(tmp_path, capsys):
     (tmp_path / "runner.py").write_text(CONFIGURED_RUNNER.replace("project.optimizers", "optimizers"))
     assert lr_mutants(capsys, tmp_path / "runner.py") == []
+
+
+EVALUATE = (
+    "from pytorch_utils import forward\n"
+    "\n"
+    "\n"
+    "class Evaluator:\n"
+    "    def __init__(self, model):\n"
+    "        self.model = model\n"
+    "\n"
+    "    def evaluate(self, loader):\n"
+    "        return forward(self.model, loader)\n"
+)
+PYTORCH_UTILS = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def forward(model, loader):\n"
+    "    model.eval()\n"
+    "    with torch.no_grad():\n"
+    "        return [model(x) for x in loader]\n"
+)
+TAGGING = (
+    "from evaluate import Evaluator\n"
+    "model = Cnn14(classes_num=527)\n"
+    "evaluator = Evaluator(model=model)\n"
+    "for iteration, batch in enumerate(train_loader):\n"
+    "    if iteration % 2000 == 0:\n"
+    "        evaluator.evaluate(eval_loader)\n"
+    "    model.train()\n"
+    "    loss = loss_func(model(batch['waveform']), batch['target'])\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+    "    optimizer.zero_grad()\n"
+)
+
+
+def test_a_model_handed_to_a_project_evaluator_that_switches_it_to_eval_needs_its_train_switch(tmp_path, capsys):
+    """audioset_tagging_cnn builds its model in the script and switches it only to train mode;
+    its Evaluator, handed the model, runs pytorch_utils.forward, which calls `model.eval()`: the
+    script's `model.train()` is what brings it back, and dropping it is a fault."""
+    (tmp_path / "evaluate.py").write_text(EVALUATE)
+    (tmp_path / "pytorch_utils.py").write_text(PYTORCH_UTILS)
+    (tmp_path / "main.py").write_text(TAGGING)
+    assert [line for _, line, _ in lr_mutants(capsys, tmp_path / "main.py", "missing-train-mode")] == [7]
+    # an evaluator that never switches the mode: the model never leaves train mode, no mutant
+    (tmp_path / "pytorch_utils.py").write_text(PYTORCH_UTILS.replace("    model.eval()\n", ""))
+    assert lr_mutants(capsys, tmp_path / "main.py", "missing-train-mode") == []
