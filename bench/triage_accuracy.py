@@ -3,7 +3,7 @@
     python bench/triage_accuracy.py [--ci] [--json F] [--misses]
     python bench/triage_accuracy.py --calibration DIR [--calibration DIR ...] [--json F]
 
-Four measurements, reported separately (a run counts as top-k correct when its labelled cause is
+Five measurements, reported separately (a run counts as top-k correct when its labelled cause is
 among the first k causes `triage explain` reports above the reporting threshold; a healthy run
 counts as a false alarm when any cause is reported):
 
@@ -20,9 +20,12 @@ counts as a false alarm when any cause is reported):
    line, with the threshold calibrated on all five.)
 3. our corpus (`tests/triage/corpus/` and its held-out set): one generator program, the set the
    first rules were fitted to.
-4. false alarms on every healthy run of every set, listed.
+4. the fresh programs again, each run read beside its program's healthy seed-0 run
+   (`triage explain --baseline`, as CI would hand it the base branch's last green run), over every
+   run and over the runs that failed; the healthy seed-1 runs are its false-alarm check.
+5. false alarms on every healthy run of every set, listed.
 
-5. (`--calibration DIR`, alone) a corpus `injector run --calibrate` wrote: each caught mutant's
+6. (`--calibration DIR`, alone) a corpus `injector run --calibrate` wrote: each caught mutant's
    guard output, labelled with the fault the injector put in.
 
 Then a confusion table over all faulty runs: for each labelled cause, what was named first
@@ -126,12 +129,14 @@ class Tally:
         }
 
 
-def triage(path: Path, name: str, group: str, cause: str | None, tab, diff: Path | None = None) -> Run:
+def triage(
+    path: Path, name: str, group: str, cause: str | None, tab, diff: Path | None = None, baseline: Path | None = None
+) -> Run:
     """Explain one log and keep every cause's confidence (the threshold is applied later)."""
     from triage import table
     from triage.explain import explain
 
-    report = explain(path, diff=diff)
+    report = explain(path, diff=diff, baseline=baseline)
     ranked = table.rank(list(report.symptoms), tab, all_causes=True)
     return Run(name, group, cause, [(c.id, c.confidence) for c in ranked])
 
@@ -148,6 +153,25 @@ def program_runs(tab, fresh: bool = False) -> list[Run]:
         triage(PROGRAMS / "logs" / m["file"], m["file"], m["program"], m["cause"], tab)
         for m in manifest
         if m.get("fresh", False) == fresh
+    ]
+
+
+def baseline_runs(tab) -> list[Run]:
+    """The fresh programs' runs read beside the program's healthy seed-0 run (`--baseline`), as
+    the base branch's last green run would be; the healthy seed-1 run is the false-alarm check."""
+    manifest = json.loads((PROGRAMS / "manifest.json").read_text())
+    logs = PROGRAMS / "logs"
+    return [
+        triage(
+            logs / m["file"],
+            m["file"],
+            m["program"],
+            m["cause"],
+            tab,
+            baseline=logs / f"{m['program']}__healthy__s0.log",
+        )
+        for m in manifest
+        if m.get("fresh", False) and not (m["cause"] is None and m["seed"] == 0)
     ]
 
 
@@ -319,6 +343,7 @@ def main() -> int:
     world = world_runs(tab)
     programs = program_runs(tab)
     fresh_program = program_runs(tab, fresh=True)
+    with_baseline = baseline_runs(tab)
     corpus = corpus_runs(tab)
     ci = None
     if a.ci:
@@ -402,10 +427,21 @@ def main() -> int:
             print(f"   {g + ' + PR diff':24s} {tl.line()}   (secondary)")
         figures["corpus_ci_mode"] = {k: v.to_json() for k, v in ci_t.items()}
 
+    print(
+        f"\n4. fresh programs with a baseline: each run beside its program's healthy seed-0 run (threshold {shipped})"
+    )
+    failed = fresh_outcomes()
+    base_every = tally(with_baseline, shipped)
+    base_failing = tally([r for r in with_baseline if r.cause is None or failed.get(r.name, True)], shipped)
+    print(f"   {'fresh, every run':22s} {base_every.line()}")
+    print(f"   {'fresh, failed runs':22s} {base_failing.line()}")
+    print("   (the comparisons were designed with these programs' logs in view: no program held out from them yet)")
+    figures["fresh_programs_with_baseline"] = {"all": base_every.to_json(), "failed": base_failing.to_json()}
+
     everything = world + programs + fresh_program + corpus
-    healthy = [r for r in everything if r.cause is None]
+    healthy = [r for r in everything + with_baseline if r.cause is None]
     alarms = [r for r in healthy if r.named(shipped)]
-    print(f"\n4. healthy runs: {len(healthy)} across every set, {len(alarms)} false alarm(s)")
+    print(f"\n5. healthy runs: {len(healthy)} across every set, {len(alarms)} false alarm(s)")
     for r in alarms:
         print(f"   false alarm  {r.group}/{r.name}: {r.named(shipped)[:3]}")
     figures["healthy"] = {"runs": len(healthy), "false_alarms": [f"{r.group}/{r.name}" for r in alarms]}
@@ -414,7 +450,7 @@ def main() -> int:
     conf = confusion(everything, shipped)
     print_confusion(conf)
     figures["confusion"] = {k: dict(v) for k, v in conf.items()}
-    print(f"\ntime: {elapsed:.1f} s for {len(everything) + (len(ci) if ci else 0)} logs")
+    print(f"\ntime: {elapsed:.1f} s for {len(everything) + len(with_baseline) + (len(ci) if ci else 0)} logs")
 
     if a.misses:
         for title, runs in (("real world", world), ("programs", programs + fresh_program), ("corpus", corpus)):

@@ -1,6 +1,6 @@
 """The `triage` command: explain why a training run failed, from its log.
 
-    triage explain LOG|- [--format text|markdown|json] [--diff PATCH] [--telemetry F] [--causes F]
+    triage explain LOG|- [--format text|markdown|json] [--diff PATCH] [--baseline LOG] [--telemetry F] [--causes F]
     triage calibrate DIR [--format text|json]   (a corpus from `injector run --calibrate`)
 
 Exit codes (the same for every format, so CI can branch on them):
@@ -67,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
         "sites it removes or changes are raised, citing the hunk",
     )
     ex.add_argument(
+        "--baseline",
+        metavar="LOG",
+        help="the log of a healthy run of the same program (e.g. the base branch's last green run): "
+        "a run that ends far behind it fails, and fewer trained parameters, a higher rate or a "
+        "schedule apart from it are evidence",
+    )
+    ex.add_argument(
         "--telemetry", metavar="F", help='JSON lines of GPU samples: {"t":..., "gpu_util":..., "mem_used":...}'
     )
     ex.add_argument(
@@ -128,6 +135,7 @@ def _add_comment_parser(sub: argparse._SubParsersAction) -> None:
     cm.add_argument("--pr", required=True, metavar="N", type=_checked("parse_number"), help="the pull request's number")
     cm.add_argument("--telemetry", metavar="F", help="JSON lines of GPU samples (as for explain)")
     cm.add_argument("--diff", metavar="PATCH", help="the PR's unified diff (as for explain)")
+    cm.add_argument("--baseline", metavar="LOG", help="the base branch's healthy run's log (as for explain)")
     cm.add_argument(
         "--causes",
         metavar="F",
@@ -194,7 +202,14 @@ def _explain(args: argparse.Namespace) -> int:
         from triage import render
         from triage.explain import explain
 
-        report = explain(begun, diff=args.diff, telemetry=args.telemetry, causes=args.causes, search_cwd=True)
+        report = explain(
+            begun,
+            diff=args.diff,
+            telemetry=args.telemetry,
+            causes=args.causes,
+            search_cwd=True,
+            baseline=args.baseline,
+        )
     if args.format == "json":
         out = render.json_text(report)
     elif args.format == "markdown":
@@ -239,7 +254,9 @@ def _comment(args: argparse.Namespace) -> int:
     owner, name = args.repo
     target = comment.Target(owner, name, args.pr)
     # the whole body first: a bad log fails here, before anything is read from or sent to GitHub
-    body = render.markdown(explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes))
+    body = render.markdown(
+        explain(args.log, diff=args.diff, telemetry=args.telemetry, causes=args.causes, baseline=args.baseline)
+    )
     policy = github.Policy(notify=lambda line: print(f"triage: {line}", file=sys.stderr, flush=True))
     posted = comment.post(
         body,

@@ -29,6 +29,8 @@ FAILURE_SYMPTOMS = frozenset(
         "gpu-idle",
         # a loss frozen at one level after it moved: a model collapsed to one output
         "loss-fell-then-froze",
+        # ended far behind a healthy run of the same program (`--baseline`)
+        "worse-than-baseline",
     }
 )
 
@@ -100,11 +102,14 @@ def explain(
     telemetry: str | os.PathLike[str] | None = None,
     causes: str | os.PathLike[str] | None = None,
     search_cwd: bool = False,
+    baseline: str | os.PathLike[str] | None = None,
 ) -> Diagnosis:
     """Read `log` ("-": standard input, or a reading already begun) and return the ranked causes;
     raise BadInputError for input that is not a log. The cause table is ours, extended by `causes`; with `search_cwd`
     (a person's own `triage explain`) by `trainwreck-causes.yaml` in the cwd when `causes` is
-    not given."""
+    not given. `baseline`: the log of a healthy run of the same program (the base branch's last
+    green run), which the run is read against (triage.baseline)."""
+    reference = _reference(baseline) if baseline is not None else None
     with log if isinstance(log, reader.Begun) else reader.start(log) as begun:  # workers read while the table loads
         tab = table.load(causes, search_cwd=search_cwd)
         builder = SeriesBuilder()
@@ -119,6 +124,13 @@ def explain(
         ctx.telemetry = telemetry_mod.load(telemetry)
         ctx.telemetry_path = str(telemetry)
     symptoms = detectors.detect(ctx)
+    if reference is not None:
+        from triage import baseline as baseline_mod
+
+        against = baseline_mod.compare(series, scan.readings, reference)
+        # a baseline is evidence about a failure: beside a run as good as it, it names nothing
+        if any(s.name in FAILURE_SYMPTOMS for s in symptoms + against) or table.rank(symptoms, tab):
+            symptoms += against
     ranked = table.rank(symptoms, tab)
     if diff is not None:
         from triage import diffs
@@ -142,6 +154,20 @@ def explain(
         _failure_step(symptoms, series),
         tab.threshold,
     )
+
+
+def _reference(path: str | os.PathLike[str]):
+    """The baseline run's series and lines."""
+    from triage.baseline import Reference
+
+    if str(path) == "-":
+        raise BadInputError("--baseline: a file, not standard input (the run's log may come from there)")
+    with reader.start(path) as begun:
+        builder = SeriesBuilder()
+        scan = begun.collect(each=lambda rd: builder.add(rd.text, rd.line, rd.rank))
+    if scan.bytes_read == 0:
+        raise BadInputError(f"{scan.path}: empty baseline log")
+    return Reference(scan.path, builder.build(), scan.readings)
 
 
 def _failure_step(symptoms: list[Symptom], series: dict[str, Series]) -> int | None:

@@ -59,8 +59,11 @@ def emitted_by(detector: Detector) -> frozenset[str]:
 @cache
 def symptom_names() -> frozenset[str]:
     """Every symptom name a detector can emit: the vocabulary the cause table is checked against
-    (a PR diff adds `diff:<fault id>` symptoms, see triage.diffs)."""
-    names: set[str] = set()
+    (a PR diff adds `diff:<fault id>` symptoms, see triage.diffs; a baseline run its comparisons,
+    see triage.baseline)."""
+    from triage import baseline  # a healthy run of the same program read beside this one
+
+    names: set[str] = set(baseline.EMITS)
     for detector in all_detectors():
         names |= emitted_by(detector)
     return frozenset(names)

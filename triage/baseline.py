@@ -1,0 +1,259 @@
+"""A failing run read beside a healthy run of the same program (`triage explain --baseline`).
+
+In CI the base branch's last green run of the same smoke training is usually at hand. Its log
+is the reference a single log lacks: how far a healthy run gets, how many parameters train,
+what rate it logs and how that rate moves. Each comparison is scale-free (a ratio to the
+baseline at the same step), so no number from any one program is built in.
+
+* `worse-than-baseline`: the run ends far behind the baseline at the same step (validation loss
+  1.5x, training loss 2x, or an accuracy a tenth lower with its error 1.5x). Healthy runs of one
+  program with other seeds stay within 1.25x of each other on validation and 1.6x on a noisy
+  training loss (tests/triage/programs: every program's two healthy runs). It is a failure,
+  with or without a cause.
+* `fewer-trainable-than-baseline`: a parameter count the log prints fell while the model's total
+  did not (`136,461 (num. trained: 1,677)` against `136,461 (num. trained: 136,461)`), or a
+  count named trainable fell: parts of the model no longer train.
+* `lr-above-baseline`: the rate logged is ten times the baseline's at the same steps.
+* `lr-schedule-off-baseline`: through the first half of the run the rate stands apart from the
+  baseline's at the same steps (its median ratio beyond 1.3x either way; a warm-up's first two
+  logged rates left out, since they differ with where each log's steps fall): the schedule is
+  stepped at another rate.
+
+The symptoms name causes only through the cause table, and only on a run that failed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from statistics import median
+
+from triage.reader import Reading
+from triage.records import Evidence, Symptom
+from triage.series import Point, Series
+
+EMITS = frozenset(
+    {"worse-than-baseline", "fewer-trainable-than-baseline", "lr-above-baseline", "lr-schedule-off-baseline"}
+)
+# how far behind the baseline, at the same step, counts as failed (see the module docstring)
+VAL_LOSS_RATIO = 1.5
+TRAIN_LOSS_RATIO = 2.0
+ACCURACY_DROP = 0.1
+LR_RATIO = 10.0
+SCHEDULE_OFF = 1.3  # healthy runs of one program with other seeds log rates within a few percent
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the baseline run's log says: its series and its printed lines."""
+
+    path: str
+    series: dict[str, Series]
+    readings: list[Reading]
+
+
+def compare(series: dict[str, Series], readings: list[Reading], base: Reference) -> list[Symptom]:
+    """The symptoms of a run against its baseline."""
+    out: list[Symptom] = []
+    worse = _worse(series, base)
+    if worse is not None:
+        out.append(worse)
+    out.extend(_fewer_trainable(readings, base))
+    out.extend(_rate(series, base))
+    return out
+
+
+# ---- how far the run got ----
+
+
+def _tail(points: list[Point]) -> list[Point]:
+    finite = [p for p in points if math.isfinite(p.value)]
+    return finite[-max(1, len(finite) // 3) :]
+
+
+def _at_steps(base: list[Point], first: int, last: int) -> list[Point]:
+    """The baseline's finite points over the run's step range; its last ones up to `last` where
+    it logged none in the range."""
+    finite = [p for p in base if math.isfinite(p.value)]
+    inside = [p for p in finite if first <= p.step <= last]
+    if inside:
+        return inside
+    before = [p for p in finite if p.step <= last]
+    return before[-3:]
+
+
+def _mean(points: list[Point]) -> float:
+    return sum(p.value for p in points) / len(points)
+
+
+def _worse(series: dict[str, Series], base: Reference) -> Symptom | None:
+    for name, ratio in (("val_loss", VAL_LOSS_RATIO), ("loss", TRAIN_LOSS_RATIO)):
+        run, ref = series.get(name), base.series.get(name)
+        if run is None or ref is None or run.signed or ref.signed or run.epoch_sum != ref.epoch_sum:
+            continue
+        tail = _tail(run.points)
+        if not tail:
+            continue
+        against = _at_steps(ref.points, tail[0].step, tail[-1].step)
+        if not against:
+            continue
+        mine, theirs = _mean(tail), _mean(against)
+        if theirs <= 0 or mine <= 0:
+            continue
+        if mine / theirs >= ratio:
+            return Symptom(
+                "worse-than-baseline",
+                f"{name} ends at {mine:.4g}, {mine / theirs:.3g}x the baseline's {theirs:.4g} at the same steps",
+                _evidence(tail[-1], against[-1], base.path),
+                step=tail[-1].step,
+                value=mine / theirs,
+            )
+    for name in ("val_accuracy", "accuracy"):
+        run, ref = series.get(name), base.series.get(name)
+        if run is None or ref is None:
+            continue
+        tail = _tail(run.points)
+        against = _at_steps(ref.points, tail[0].step, tail[-1].step) if tail else []
+        if not tail or not against:
+            continue
+        mine, theirs = _fraction(_mean(tail)), _fraction(_mean(against))
+        if theirs - mine >= ACCURACY_DROP and (1 - mine) >= 1.5 * (1 - theirs):
+            return Symptom(
+                "worse-than-baseline",
+                f"{name} ends at {mine:.3g}, against the baseline's {theirs:.3g} at the same steps",
+                _evidence(tail[-1], against[-1], base.path),
+                step=tail[-1].step,
+                value=(1 - mine) / max(1 - theirs, 1e-9),
+            )
+    return None
+
+
+def _fraction(accuracy: float) -> float:
+    return accuracy / 100 if accuracy > 1.0 else accuracy
+
+
+# ---- parameters that no longer train ----
+
+_PARAMETER_LINE = re.compile(r"param|trainable|trained\b|gradients\b", re.I)
+_TRAINABLE_WORD = re.compile(r"(?<!non-)(?<!non )\b(?:trainable|trained|gradients|requires_grad)\b", re.I)
+_COUNT = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?([KMB])?\b")
+_SCALE = {"K": 1e3, "M": 1e6, "B": 1e9}
+
+
+# a logger's clock and date (`2026-11-27 18:44:12,720`, `[11/27 10:00:01]`): no counts
+_STAMP = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?")
+
+
+def _counts(text: str) -> list[float]:
+    plain = _STAMP.sub(" ", text)
+    return [float(m.group(1).replace(",", "")) * _SCALE.get(m.group(2) or "", 1.0) for m in _COUNT.finditer(plain)]
+
+
+def _shape(text: str) -> str:
+    return _COUNT.sub("#", _STAMP.sub(" ", text)).strip()
+
+
+def _parameter_lines(readings: list[Reading]) -> dict[str, tuple[Reading, list[float]]]:
+    """Each parameter-count line's shape (its text without numbers) -> its first reading."""
+    out: dict[str, tuple[Reading, list[float]]] = {}
+    for rd in readings:
+        if rd.index != 0 or len(rd.text) > 400 or not _PARAMETER_LINE.search(rd.text):
+            continue
+        counts = _counts(rd.text)
+        if counts:
+            out.setdefault(_shape(rd.text), (rd, counts))
+    return out
+
+
+def _fewer_trainable(readings: list[Reading], base: Reference) -> list[Symptom]:
+    mine, theirs = _parameter_lines(readings), _parameter_lines(base.readings)
+    fell: list[tuple[Reading, float, float]] = []
+    kept: list[float] = []
+    for shape, (rd, counts) in mine.items():
+        if shape not in theirs:
+            continue
+        ref = theirs[shape][1]
+        if len(ref) != len(counts):
+            continue
+        for now, before in zip(counts, ref, strict=True):
+            if before >= 10 and now <= 0.95 * before:
+                fell.append((rd, now, before))
+            elif before >= 1000 and now == before:
+                kept.append(before)
+    for rd, now, before in fell:
+        # the model is the same (a total of its size unchanged), or the count is named trainable
+        if _TRAINABLE_WORD.search(rd.text) or any(total >= 0.5 * before for total in kept):
+            share = f"{now:,.0f} against the baseline's {before:,.0f}"
+            return [
+                Symptom(
+                    "fewer-trainable-than-baseline",
+                    f"fewer parameters train than in the baseline: {share}",
+                    (Evidence(rd.line, rd.text.strip()[:300], rank=rd.rank),),
+                    value=now / before,
+                )
+            ]
+    return []
+
+
+# ---- the learning rate ----
+
+
+def _matched(run: Series, ref: Series) -> list[tuple[Point, float]]:
+    """Each of the run's finite rate points with the baseline's rate at the same step (its
+    latest at or before it)."""
+    base = [p for p in ref.points if math.isfinite(p.value)]
+    out = []
+    for p in run.points:
+        if not math.isfinite(p.value):
+            continue
+        before = [q for q in base if q.step <= p.step]
+        if before and before[-1].value > 0:
+            out.append((p, before[-1].value))
+    return out
+
+
+def _rate(series: dict[str, Series], base: Reference) -> list[Symptom]:
+    run, ref = series.get("lr"), base.series.get("lr")
+    if run is None or ref is None:
+        return []
+    pairs = _matched(run, ref)
+    if len(pairs) < 2:
+        return []
+    ratios = [p.value / b for p, b in pairs]
+    typical = median(ratios)
+    if typical >= LR_RATIO:
+        point, theirs = pairs[0]
+        return [
+            Symptom(
+                "lr-above-baseline",
+                f"the logged rate is {typical:.3g}x the baseline's at the same steps ({point.value:.3g} against {theirs:.3g})",
+                _evidence(point, None, base.path),
+                step=point.step,
+                value=typical,
+            )
+        ]
+    # the first logged rates of a warm-up differ with where each log's steps fall: from the third
+    # on, over the first half of the run, the rate must stand apart from the baseline's
+    early = ratios[2 : max(3, len(ratios) // 2)]
+    if len(early) < 3 or 1 / SCHEDULE_OFF < median(early) < SCHEDULE_OFF:
+        return []
+    k = 2 + next(k for k, r in enumerate(early) if not 1 / SCHEDULE_OFF < r < SCHEDULE_OFF)
+    p, b = pairs[k]
+    return [
+        Symptom(
+            "lr-schedule-off-baseline",
+            f"the rate stands at {p.value:.3g} against the baseline's {b:.3g} at step {p.step}, and apart from it "
+            "through the first half of the run",
+            _evidence(p, None, base.path),
+            step=p.step,
+            value=ratios[k],
+        )
+    ]
+
+
+def _evidence(point: Point, theirs: Point | None, path: str) -> tuple[Evidence, ...]:
+    out = [Evidence(point.line, f"step {point.step}: {point.value:.4g}", rank=point.rank)]
+    if theirs is not None:
+        out.append(Evidence(theirs.line, f"baseline {path}, step {theirs.step}: {theirs.value:.4g}", source="baseline"))
+    return tuple(out)
