@@ -166,9 +166,13 @@ def test_the_package_default_is_the_pinned_source_init_fills_in(path):
 def test_the_training_job_runs_pr_code_with_a_read_only_token_and_no_secrets():
     train = workflow("trainwreck-train.yml")
     text = (ROOT / "workflows" / "trainwreck-train.yml").read_text(encoding="utf-8")
-    assert train["on"] == {"pull_request": None}  # never pull_request_target
+    # never pull_request_target; pushes run the default branch's training, the baselines
+    assert train["on"] == {"pull_request": None, "push": {"branches": ["main", "master"]}}
     assert train["permissions"] == {"contents": "read"}
     job = train["jobs"]["train"]
+    assert job["if"] == (
+        "github.event_name == 'pull_request' || github.ref_name == github.event.repository.default_branch"
+    )
     assert job["permissions"] == {"contents": "read"}
     assert not re.search(r"\$\{\{[^}]*\b(secrets|github\.token)\b", text)
     watched = step(job, "Train under triage watch")["run"]
@@ -286,11 +290,20 @@ def run_script(script: str, tmp_path: Path, cwd: Path, env: dict[str, str]) -> t
 
 
 class PullRequests(BaseHTTPRequestHandler):
-    """GET /repos/team/trainer/pulls/N on 127.0.0.1: PR 7 has head `aaaa...`; no other PR exists."""
+    """GET /repos/team/trainer/pulls/N on 127.0.0.1: PR 7 has head `aaaa...`; no other PR exists.
+    The training workflow's runs: `RUNS[branch]` (the default branch's healthy pushes)."""
+
+    RUNS: dict[str, list] = {}
 
     def do_GET(self):
+        runs = "/repos/team/trainer/actions/workflows/trainwreck-train.yml/runs?"
         if self.path == "/repos/team/trainer/pulls/7" and self.headers["Authorization"] == "Bearer t0ken":
             body, status = json.dumps({"number": 7, "head": {"sha": "a" * 40}}).encode(), 200
+        elif self.path.startswith(runs) and self.headers["Authorization"] == "Bearer t0ken":
+            query = dict(q.split("=", 1) for q in self.path[len(runs) :].split("&"))
+            assert query["event"] == "push" and query["status"] == "success"
+            found = self.RUNS.get(query["branch"], [])
+            body, status = json.dumps({"total_count": len(found), "workflow_runs": found}).encode(), 200
         else:
             body, status = b'{"message": "Not Found"}', 404
         self.send_response(status)
@@ -388,6 +401,57 @@ def test_the_cause_table_comes_from_the_default_branch_never_from_the_artifact(t
             *(["--causes", str(base)] if base_table else []),
         ]
     ]
+
+
+BASELINE_STEP = "Find the default branch's last healthy training"
+
+
+@pytest.mark.parametrize(
+    "runs, run_id",
+    [([{"id": 123}], "123"), ([], None), ([{"id": "1; touch pwned"}], None), ([{}], None)],
+    ids=["found", "none-yet", "injection", "no-id"],
+)
+def test_the_baseline_is_the_default_branchs_last_healthy_training(tmp_path, api, runs, run_id):
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    PullRequests.RUNS = {"main": runs}
+    job = workflow("trainwreck-triage.yml")["jobs"]["triage"]
+    output = tmp_path / "github-output"
+    output.write_text("")
+    result, _ = run_script(
+        step(job, BASELINE_STEP)["run"],
+        tmp_path,
+        tmp_path,
+        {"GITHUB_TOKEN": "t0ken", "GITHUB_API_URL": api, "DEFAULT_BRANCH": "main", "GITHUB_OUTPUT": str(output)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert output.read_text() == (f"run-id={run_id}\n" if run_id else "")
+    assert not (tmp_path / "pwned").exists() and "t0ken" not in result.stdout + result.stderr
+    download = step(job, "Download its log (the baseline)")
+    assert download["if"] == "steps.baseline.outputs.run-id != ''" and download["continue-on-error"] is True
+    assert download["with"]["run-id"] == "${{ steps.baseline.outputs.run-id }}"
+
+
+def test_the_comment_reads_the_run_beside_its_baseline_when_there_is_one(tmp_path, api):
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    script = step(workflow("trainwreck-triage.yml")["jobs"]["triage"], TRIAGE_STEP)["run"]
+    runner_temp, artifact = tmp_path / "runner-temp", tmp_path / "artifact"
+    (runner_temp / "trainwreck-baseline").mkdir(parents=True)
+    (runner_temp / "trainwreck-baseline" / "run.log").write_text("step 1 loss 2.3\n")
+    artifact.mkdir()
+    (artifact / "pr-number").write_text("7")
+    (artifact / "run.log").write_text("step 1 loss nan\n")
+    result, calls = run_script(
+        script,
+        tmp_path,
+        artifact,
+        {"GITHUB_TOKEN": "t0ken", "GITHUB_API_URL": api, "RUN_HEAD_SHA": "a" * 40, "RUNNER_TEMP": str(runner_temp)},
+    )
+    assert result.returncode == 0, result.stderr
+    baseline = str(runner_temp / "trainwreck-baseline" / "run.log")
+    assert calls == [["triage", "comment", "run.log", "--repo", "team/trainer", "--pr", "7", "--baseline", baseline]]
+    assert triage_cli.build_parser().parse_args(calls[0][1:]).baseline == baseline  # the real CLI takes it
 
 
 def test_the_triage_step_skips_a_run_that_left_no_log(tmp_path, api):
@@ -497,6 +561,11 @@ def test_the_training_records_the_prs_number_and_diff_from_git_alone(tmp_path):
     assert (recorded / "pr-number").read_text() == "42\n"
     diff = (recorded / "pr.diff").read_text()
     assert "-lr = 0.1\n+lr = 10.0" in diff and "README" not in diff
+    # a push to the default branch (a baseline run) records neither, but the folder the log goes to
+    pushed = tmp_path / "pushed-temp"
+    result, _ = run_script(script, tmp_path, repo, {"PR_NUMBER": "", "RUNNER_TEMP": str(pushed)})
+    assert result.returncode == 0, result.stderr
+    assert (pushed / "trainwreck-triage").is_dir() and not list((pushed / "trainwreck-triage").iterdir())
 
 
 def test_the_merge_step_writes_the_reports_and_the_job_summary_with_the_real_injector(tmp_path):

@@ -210,21 +210,24 @@ def test_a_deleted_step_comes_back_in_place_with_its_comments(capsys, repo):
     start = fresh.index("      - name: Record the PR's number and diff\n")
     end = fresh.index("      - name: Install trainwreck and the project\n")
     edited = fresh[:start] + "      # our note about the install step\n" + fresh[end:]
-    edited = edited.replace("on:\n  pull_request:\n", "on: [pull_request, workflow_dispatch]  # ours\n")
+    on = "on:\n  pull_request:\n  push:\n    branches: [main, master]\n"
+    assert on in edited
+    edited = edited.replace(on, "on: [pull_request, workflow_dispatch]  # ours\n")
     path.write_text(edited)
     code, out, _ = run(capsys, repo)
     assert code == 0
     text = path.read_text()
     assert "+      - name: Record the PR's number and diff" in out
-    assert "        # Before any of the PR's code runs: git only reads the checkout.\n" in text
+    assert "        # Before any of the PR's code runs: git only reads the checkout. (A push records neither.)\n" in text
     assert "      # our note about the install step\n      - name: Install trainwreck and the project\n" in text
-    assert "on: [pull_request, workflow_dispatch]  # ours\n" in text  # the short form says it all
-    assert (
-        text.replace("on: [pull_request, workflow_dispatch]  # ours\n", "on:\n  pull_request:\n").replace(
-            "      # our note about the install step\n", ""
-        )
-        == fresh
-    )
+    # the short form lacks the push that runs the baselines: it becomes a mapping with it added,
+    # the user's own event kept
+    assert load(path)["on"] == {"pull_request": None, "workflow_dispatch": None, "push": {"branches": ["main", "master"]}}
+    head, rest = text.split("\non:", 1)
+    assert head == fresh.split("\non:", 1)[0]
+    assert rest.split("\npermissions:", 1)[1].replace(
+        "      # our note about the install step\n", ""
+    ) == fresh.split("\npermissions:", 1)[1]
 
 
 def test_a_yaml_extension_and_windows_line_endings_are_kept(capsys, repo):
