@@ -25,13 +25,16 @@ The symptoms name causes only through the cause table, and only on a run that fa
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from statistics import median
 
+from trainwreck.errors import BadInputError
+from triage import reader
 from triage.reader import Reading
 from triage.records import Evidence, Symptom
-from triage.series import Point, Series
+from triage.series import Point, Series, SeriesBuilder
 
 EMITS = frozenset(
     {"worse-than-baseline", "fewer-trainable-than-baseline", "lr-above-baseline", "lr-schedule-off-baseline"}
@@ -51,6 +54,18 @@ class Reference:
     path: str
     series: dict[str, Series]
     readings: list[Reading]
+
+
+def read(path: str | os.PathLike[str]) -> Reference:
+    """The baseline run's series and lines (BadInputError for what is no log)."""
+    if str(path) == "-":
+        raise BadInputError("--baseline: a file, not standard input (the run's log may come from there)")
+    with reader.start(path) as begun:
+        builder = SeriesBuilder()
+        scan = begun.collect(each=lambda rd: builder.add(rd.text, rd.line, rd.rank))
+    if scan.bytes_read == 0:
+        raise BadInputError(f"{scan.path}: empty baseline log")
+    return Reference(scan.path, builder.build(), scan.readings)
 
 
 def compare(series: dict[str, Series], readings: list[Reading], base: Reference) -> list[Symptom]:

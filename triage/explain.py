@@ -109,7 +109,10 @@ def explain(
     (a person's own `triage explain`) by `trainwreck-causes.yaml` in the cwd when `causes` is
     not given. `baseline`: the log of a healthy run of the same program (the base branch's last
     green run), which the run is read against (triage.baseline)."""
-    reference = _reference(baseline) if baseline is not None else None
+    if baseline is not None:
+        from triage import baseline as baseline_mod
+
+        reference = baseline_mod.read(baseline)
     with log if isinstance(log, reader.Begun) else reader.start(log) as begun:  # workers read while the table loads
         tab = table.load(causes, search_cwd=search_cwd)
         builder = SeriesBuilder()
@@ -124,9 +127,7 @@ def explain(
         ctx.telemetry = telemetry_mod.load(telemetry)
         ctx.telemetry_path = str(telemetry)
     symptoms = detectors.detect(ctx)
-    if reference is not None:
-        from triage import baseline as baseline_mod
-
+    if baseline is not None:
         against = baseline_mod.compare(series, scan.readings, reference)
         # a baseline is evidence about a failure: beside a run as good as it, it names nothing
         if any(s.name in FAILURE_SYMPTOMS for s in symptoms + against) or table.rank(symptoms, tab):
@@ -154,20 +155,6 @@ def explain(
         _failure_step(symptoms, series),
         tab.threshold,
     )
-
-
-def _reference(path: str | os.PathLike[str]):
-    """The baseline run's series and lines."""
-    from triage.baseline import Reference
-
-    if str(path) == "-":
-        raise BadInputError("--baseline: a file, not standard input (the run's log may come from there)")
-    with reader.start(path) as begun:
-        builder = SeriesBuilder()
-        scan = begun.collect(each=lambda rd: builder.add(rd.text, rd.line, rd.rank))
-    if scan.bytes_read == 0:
-        raise BadInputError(f"{scan.path}: empty baseline log")
-    return Reference(scan.path, builder.build(), scan.readings)
 
 
 def _failure_step(symptoms: list[Symptom], series: dict[str, Series]) -> int | None:
