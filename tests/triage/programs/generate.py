@@ -407,6 +407,8 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
     "imgcls_timmlog": ((*SESSION18_FAULTS, "wrong-softmax-dim"), "python"),
     # written for issue 9's fresh program 26 without reading triage's rules (session 24)
     "cls_ultralog": ((*SESSION18_FAULTS, "double-softmax"), "python"),
+    # written for issue 9's fresh program 27 without reading triage's rules (session 24)
+    "kws_speechbrain": ((*SESSION18_FAULTS, "double-softmax"), "python"),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240

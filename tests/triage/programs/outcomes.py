@@ -39,6 +39,8 @@ HEADLINES: dict[str, tuple[str, str]] = {
     "vit_print": (r"val\s+\| loss \S+ \| acc ([-\d.]+|nan)%", "score"),
     "ncf_deepspeed": (r"Eval epoch \d+: HR@10 = ([-\d.]+|nan)", "score"),
     "charlm_nanolog": (r"step \d+: train loss \S+, val loss ([-\d.eE+]+|nan|inf)", "loss"),
+    # the test error of the best checkpoint, the recipe's last line
+    "kws_speechbrain": (r"test error: ([-\d.eE+]+|nan|inf)", "loss"),
     # the top-1 accuracy on the `all` row under each validation's `classes top1_acc top5_acc` header
     "cls_ultralog": (r"^\s+all\s+([-\d.]+|nan)\s+[-\d.]+\s*$", "score"),
     # the running mean over the whole validation set, on each evaluation's last batch line
