@@ -16,8 +16,9 @@ baseline at the same step), so no number from any one program is built in.
 * `lr-above-baseline`: the rate logged is ten times the baseline's at the same steps.
 * `lr-schedule-off-baseline`: through the first half of the run the rate stands apart from the
   baseline's at the same steps (its median ratio beyond 1.3x either way; a warm-up's first two
-  logged rates left out, since they differ with where each log's steps fall): the schedule is
-  stepped at another rate.
+  logged rates left out, since they differ with where each log's steps fall), while its loss is
+  still within 1.5x of the baseline's: the schedule is stepped at another rate. (Where the loss
+  fell behind first, an adaptive schedule is following the failure.)
 
 The symptoms name causes only through the cause table, and only on a run that failed.
 """
@@ -152,8 +153,9 @@ def _fraction(accuracy: float) -> float:
 
 _PARAMETER_LINE = re.compile(r"param|trainable|trained\b|gradients\b", re.I)
 _TRAINABLE_WORD = re.compile(r"(?<!non-)(?<!non )\b(?:trainable|trained|gradients|requires_grad)\b", re.I)
-_COUNT = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?([KMB])?\b")
-_SCALE = {"K": 1e3, "M": 1e6, "B": 1e9}
+# a count, with a thousands separator or a unit (SpeechBrain's `21.5k trainable parameters`)
+_COUNT = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?([kKMB])?(?![\w.])")
+_SCALE = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9}
 
 
 # a logger's clock and date (`2026-11-27 18:44:12,720`, `[11/27 10:00:01]`): no counts
@@ -255,6 +257,8 @@ def _rate(series: dict[str, Series], base: Reference) -> list[Symptom]:
         return []
     k = 2 + next(k for k, r in enumerate(early) if not 1 / SCHEDULE_OFF < r < SCHEDULE_OFF)
     p, b = pairs[k]
+    if _failing_by(series, base, p.step):
+        return []  # the rate moved after the run had failed: an adaptive schedule following the loss
     return [
         Symptom(
             "lr-schedule-off-baseline",
@@ -265,6 +269,23 @@ def _rate(series: dict[str, Series], base: Reference) -> list[Symptom]:
             value=ratios[k],
         )
     ]
+
+
+def _failing_by(series: dict[str, Series], base: Reference, step: int) -> bool:
+    """Whether the run's loss already stood far behind the baseline's by `step`: a schedule that
+    reacts to the loss (ReduceLROnPlateau, NewBob) then moves apart because the run failed, not
+    the other way round."""
+    for name in ("loss", "val_loss"):
+        run, ref = series.get(name), base.series.get(name)
+        if run is None or ref is None:
+            continue
+        mine = [p for p in run.points if p.step <= step]
+        theirs = [p for p in ref.points if p.step <= step and math.isfinite(p.value)]
+        if not mine or not theirs:
+            continue
+        if not math.isfinite(mine[-1].value) or (theirs[-1].value > 0 and mine[-1].value >= 1.5 * theirs[-1].value):
+            return True
+    return False
 
 
 def _evidence(point: Point, theirs: Point | None, path: str) -> tuple[Evidence, ...]:

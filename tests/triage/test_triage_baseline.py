@@ -104,3 +104,20 @@ def test_a_bad_baseline_is_a_one_line_error(tmp_path, capsys):
     assert main(["explain", log, "--baseline", str(tmp_path / "empty.log")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 3
+
+
+def test_a_count_in_short_form_is_read_and_compared():
+    # SpeechBrain prints `12.9k trainable parameters in KWSBrain` (78.6k in its baseline)
+    d = against("kws_speechbrain__frozen-parameters__s3.log")
+    fewer = [s for s in d.symptoms if s.name == "fewer-trainable-than-baseline"]
+    assert fewer and "12,900" in fewer[0].summary and "78,600" in fewer[0].summary
+    assert "frozen-parameters" in [c.id for c in d.causes][:3]
+
+
+@pytest.mark.parametrize("name", ["kws_speechbrain__missing-zero-grad__s2.log", "kws_speechbrain__no-shuffle__s2.log"])
+def test_an_adaptive_schedule_that_follows_a_failing_loss_is_not_misaligned(name):
+    # NewBob annealing halves the rate when validation stalls: in a run that fails for another
+    # reason the rate drops earlier than the baseline's, after the loss fell behind, not before
+    d = against(name)
+    assert "lr-schedule-off-baseline" not in {s.name for s in d.symptoms}
+    assert "scheduler-step-misaligned" not in [c.id for c in d.causes]

@@ -66,6 +66,11 @@ KNOWN_WRONG = {
     # charlm_nanolog's cross-entropy summed over the batch's tokens (1,923 at the start) falls
     # 1.7x in a short run: read as a saturated bad start first, the summed loss second
     "charlm_nanolog__wrong-loss-reduction__s2.log": "bad-init",
+    # kws_speechbrain (program 27, first measured in session 24): its frozen encoder's loss falls
+    # slowly from ln 8, read as a second softmax's floor; its loss summed over the batch rises and
+    # swings as a step too large does (the baseline names the frozen part second)
+    "kws_speechbrain__frozen-parameters__s3.log": "double-softmax",
+    "kws_speechbrain__wrong-loss-reduction__s2.log": "lr-too-high",
 }
 
 

@@ -69,7 +69,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "non-scalar-backward",
-        r"grad can be implicitly created only for scalar outputs",
+        r"grad can be implicitly created only for scal[ae]r outputs",  # "scaler" as people type it
         "backward() was called on a tensor that is not a scalar",
     ),
     _sig(
@@ -267,18 +267,52 @@ SIGNATURES: tuple[Signature, ...] = (
             f"{fault}-call-missing-reported",
             rf"(?:{call})\W{{0,3}}\s+(?:was|is|were|has|had)(?:\s+been)?\s*(?:not|never|n't)\s+(?:being\s+)?"
             rf"(?:called|used|invoked|set|added|applied)|"
-            rf"\b(?:forgot|forget|forgotten|forgetting|without|missing|missed|didn't|did not|never)\s+(?:to\s+)?"
-            rf"(?:call(?:ing)?\s+|use\s+|using\s+|add(?:ing)?\s+|put(?:ting)?\s+|the\s+)?\W?(?:{call})",
+            rf"\b(?:forgot|forget|forgotten|forgetting|without|missing|missed|didn't|did not|never|"
+            rf"(?:will|would|does|did|do) not|won't|doesn't|don't)\s+(?:find\s+|call\s+|calls\s+|to\s+)?"
+            rf"(?:call(?:ing)?\s+|use\s+|using\s+|add(?:ing)?\s+|put(?:ting)?\s+|the\s+)?\W?(?:[a-z_]+\.){{0,3}}(?:{call})",
             f"the report says the code missed `{shown}`",
         )
         for fault, call, shown in (
             ("eval-mode", r"\b(?:model|net|self\.model)?\.?eval\(\)", "model.eval()"),
-            ("train-mode", r"\b(?:model|net|self\.model)\.train\(\)", "model.train()"),
-            ("zero-grad", r"\b(?:\w+\.)?zero_grad\b(?:\(\))?", "zero_grad()"),
+            # the receiver is not matched: a run of name characters before the dot would be tried
+            # from every start on a long line
+            ("train-mode", r"(?:\.|\b)train(?:_[a-z]+)?\(\)", "model.train()"),
+            ("zero-grad", r"\bzero_grad\b(?:\(\))?", "zero_grad()"),
             ("no-grad", r"\b(?:torch\.)?no_grad\b(?:\(\))?", "torch.no_grad()"),
             ("optimizer-step", r"\boptimi[sz]er\.step\(\)", "optimizer.step()"),
-            ("set-epoch", r"\b(?:\w+\.)?set_epoch\b(?:\(\))?", "sampler.set_epoch()"),
+            ("set-epoch", r"\bset_epoch\b(?:\(\))?", "sampler.set_epoch()"),
         )
+    ),
+    # reports that say in words what the code does wrong (fresh batch 6: reviews of a project's own
+    # code, the fault named before any fix)
+    _sig(
+        "graph-kept-reported",
+        r"\bhold(?:s|ing)? (?:on )?(?:on)?to the (?:computation(?:al)? )?graph|\bnon-detached tensors?\b|"
+        r"\bkeeps? (?:the |every |each )?(?:computation(?:al)? )?graphs?\b|\bleak in the training loop\b",
+        "the report says the loop keeps every step's graph alive",
+    ),
+    _sig(
+        "double-softmax-reported",
+        r"\bsoftmax\w*\b[^\n]{0,80}?\bbefore\b[^\n]{0,40}?\b(?:cross.?entropy|nll)|\bsoftmax(?:ed)? twice\b|"
+        r"\bsoftmax(?:es|ed)? (?:it |them )?again\b|\bdouble softmax\b",
+        "the report says the outputs go through a softmax before a loss that applies its own",
+    ),
+    _sig(
+        "shuffle-off-reported",
+        r"\b(?:not|never|doesn't|does not|didn't|did not|without)\b[^\n.]{0,30}?\bshuffle\s*=\s*True\b|"
+        r"\b(?:data|dataset|samples|batches) (?:is |are |was |were )?not shuffled\b",
+        "the report says the training data is not shuffled",
+    ),
+    _sig(
+        "scheduler-without-step-reported",
+        r"\bschedul\w*\b[^\n.]{0,80}?\b(?:even when|even if|although|when)\b[^\n.]{0,40}?\b(?:optimi[sz]er\W*step|step)\b"
+        r"[^\n.]{0,20}?\b(?:was|is|were|has)?\s*(?:not|never)\b",
+        "the report says the scheduler steps when the optimizer does not",
+    ),
+    _sig(
+        "not-in-eval-mode-reported",
+        r"\b(?:not|never|isn't|wasn't|aren't)\b[^\n.]{0,40}?\bin eval(?:uation)? mode\b",
+        "the report says the model is not in eval mode where it should be",
     ),
     _sig(
         "job-cancelled",
@@ -324,6 +358,11 @@ _NOT_ERRORS = {
         f"{f}-call-missing-reported"
         for f in ("eval-mode", "train-mode", "zero-grad", "no-grad", "optimizer-step", "set-epoch")
     ),
+    "graph-kept-reported",
+    "double-softmax-reported",
+    "shuffle-off-reported",
+    "scheduler-without-step-reported",
+    "not-in-eval-mode-reported",
 }
 # Warnings of a fault the run lives on with: where an error stopped the run, that error is
 # the first thing to fix and the warning comes second.
@@ -436,11 +475,16 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "memory-growth-reported": ("memory",),
     "gpu-idle-reported": ("gpu util", "gpu-util", "gpuutil", "bottleneck"),
     "eval-mode-call-missing-reported": ("eval()",),
-    "train-mode-call-missing-reported": ("train()",),
+    "train-mode-call-missing-reported": ("train(", "train_"),
     "zero-grad-call-missing-reported": ("zero_grad",),
     "no-grad-call-missing-reported": ("no_grad",),
     "optimizer-step-call-missing-reported": (".step()",),
     "set-epoch-call-missing-reported": ("set_epoch",),
+    "graph-kept-reported": ("graph", "non-detached", "leak in the training loop"),
+    "double-softmax-reported": ("softmax",),
+    "shuffle-off-reported": ("shuffle",),
+    "scheduler-without-step-reported": ("schedul",),
+    "not-in-eval-mode-reported": ("eval mode", "evaluation mode"),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
 }
 
