@@ -218,16 +218,23 @@ def test_a_deleted_step_comes_back_in_place_with_its_comments(capsys, repo):
     assert code == 0
     text = path.read_text()
     assert "+      - name: Record the PR's number and diff" in out
-    assert "        # Before any of the PR's code runs: git only reads the checkout. (A push records neither.)\n" in text
+    assert (
+        "        # Before any of the PR's code runs: git only reads the checkout. (A push records neither.)\n" in text
+    )
     assert "      # our note about the install step\n      - name: Install trainwreck and the project\n" in text
     # the short form lacks the push that runs the baselines: it becomes a mapping with it added,
     # the user's own event kept
-    assert load(path)["on"] == {"pull_request": None, "workflow_dispatch": None, "push": {"branches": ["main", "master"]}}
+    assert load(path)["on"] == {
+        "pull_request": None,
+        "workflow_dispatch": None,
+        "push": {"branches": ["main", "master"]},
+    }
     head, rest = text.split("\non:", 1)
     assert head == fresh.split("\non:", 1)[0]
-    assert rest.split("\npermissions:", 1)[1].replace(
-        "      # our note about the install step\n", ""
-    ) == fresh.split("\npermissions:", 1)[1]
+    assert (
+        rest.split("\npermissions:", 1)[1].replace("      # our note about the install step\n", "")
+        == fresh.split("\npermissions:", 1)[1]
+    )
 
 
 def test_a_yaml_extension_and_windows_line_endings_are_kept(capsys, repo):
