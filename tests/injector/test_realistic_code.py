@@ -36,7 +36,8 @@ EXPECTED = Counter(
         ("gan_trainer.py", 62, "loss-tensor-leak"): 2,
         ("gan_trainer.py", 64, "missing-no-grad-eval"): 1,
         ("gan_trainer.py", 66, "missing-eval-mode"): 1,
-        ("gan_trainer.py", 68, "missing-train-mode"): 1,
+        # line 68: train_epoch, the one method that runs a backward pass, switches both models
+        # to training mode at its top, so the mode sample() leaves behind never reaches a step
         ("gpt_train.py", 29, "missing-attention-mask"): 1,
         ("gpt_train.py", 30, "wrong-softmax-dim"): 1,
         ("gpt_train.py", 44, "missing-epsilon"): 1,
