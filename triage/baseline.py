@@ -28,11 +28,13 @@ from __future__ import annotations
 import math
 import os
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from statistics import median
 
 from trainwreck.errors import BadInputError
 from triage import reader
+from triage.detectors.signatures import parse_count
 from triage.reader import Reading
 from triage.records import Evidence, Symptom
 from triage.series import Point, Series, SeriesBuilder
@@ -154,8 +156,7 @@ def _fraction(accuracy: float) -> float:
 _PARAMETER_LINE = re.compile(r"param|trainable|trained\b|gradients\b", re.I)
 _TRAINABLE_WORD = re.compile(r"(?<!non-)(?<!non )\b(?:trainable|trained|gradients|requires_grad)\b", re.I)
 # a count, with a thousands separator or a unit (SpeechBrain's `21.5k trainable parameters`)
-_COUNT = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?([kKMB])?(?![\w.])")
-_SCALE = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9}
+_COUNT = re.compile(r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?[kKMB]?(?![\w.])")
 
 
 # a logger's clock and date (`2026-11-27 18:44:12,720`, `[11/27 10:00:01]`): no counts
@@ -164,7 +165,7 @@ _STAMP = re.compile(r"\d{4}[-/]\d{2}[-/]\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|\d{1,
 
 def _counts(text: str) -> list[float]:
     plain = _STAMP.sub(" ", text)
-    return [float(m.group(1).replace(",", "")) * _SCALE.get(m.group(2) or "", 1.0) for m in _COUNT.finditer(plain)]
+    return [n for m in _COUNT.finditer(plain) if (n := parse_count(m.group(0))) is not None]
 
 
 def _shape(text: str) -> str:
@@ -219,14 +220,13 @@ def _fewer_trainable(readings: list[Reading], base: Reference) -> list[Symptom]:
 def _matched(run: Series, ref: Series) -> list[tuple[Point, float]]:
     """Each of the run's finite rate points with the baseline's rate at the same step (its
     latest at or before it)."""
-    base = [p for p in ref.points if math.isfinite(p.value)]
+    base = sorted((p.step, k, p.value) for k, p in enumerate(ref.points) if math.isfinite(p.value))
+    steps = [step for step, _, _ in base]
     out = []
     for p in run.points:
-        if not math.isfinite(p.value):
-            continue
-        before = [q for q in base if q.step <= p.step]
-        if before and before[-1].value > 0:
-            out.append((p, before[-1].value))
+        at = bisect_right(steps, p.step)
+        if math.isfinite(p.value) and at and base[at - 1][2] > 0:
+            out.append((p, base[at - 1][2]))
     return out
 
 

@@ -506,16 +506,7 @@ def _reset_by_the_step(source, training, call: cst.Call) -> bool:
         if step is function or not isinstance(step.body, cst.IndentedBlock):
             return False
         params = [p.name.value for p in step.params.params]
-        reset = None
-        for statement in step.body.body:
-            if runs_model(source, training, statement, depth=0):
-                break
-            switch = statement_call(statement.body[0]) if isinstance(statement, cst.SimpleStatementLine) else None
-            if switch is None or not isinstance(switch.func, cst.Attribute) or not _is_train(switch):
-                continue
-            if dotted(switch.func.value) in params:
-                reset = dotted(switch.func.value)
-                break
+        reset = next((r for r in _switched_before_forward(source, training, step) if r in params), None)
         if reset is None:
             return False
         for pass_ in passes:
@@ -546,27 +537,25 @@ def _reset_by_every_step_method(source, training, call: cst.Call) -> bool:
     owner = next((a for a in source.ancestors(function) if isinstance(a, cst.ClassDef)), None)
     if owner is None:
         return False
+    backwards = {id(b.call) for b in training.backwards}
     methods = [f for f in source.within(owner, cst.FunctionDef) if isinstance(f.body, cst.IndentedBlock)]
-    steps = [f for f in methods if any(b.call in set(source.within(f, cst.Call)) for b in training.backwards)]
+    steps = [f for f in methods if any(id(c) in backwards for c in source.within(f, cst.Call))]
     if not steps or function in steps:
         return False
-    for step in steps:
-        reset = False
-        for statement in step.body.body:
-            if runs_model(source, training, statement, depth=0):
-                break
-            switch = statement_call(statement.body[0]) if isinstance(statement, cst.SimpleStatementLine) else None
-            if (
-                switch is not None
-                and isinstance(switch.func, cst.Attribute)
-                and _is_train(switch)
-                and dotted(switch.func.value) == name
-            ):
-                reset = True
-                break
-        if not reset:
-            return False
-    return True
+    return all(name in _switched_before_forward(source, training, step) for step in steps)
+
+
+def _switched_before_forward(source, training, step: cst.FunctionDef) -> list[str]:
+    """What `step` switches to training mode (`x.train()` statements) before its first forward,
+    in order."""
+    out: list[str] = []
+    for statement in step.body.body:
+        if runs_model(source, training, statement, depth=0):
+            break
+        switch = statement_call(statement.body[0]) if isinstance(statement, cst.SimpleStatementLine) else None
+        if switch is not None and isinstance(switch.func, cst.Attribute) and _is_train(switch):
+            out.append(dotted(switch.func.value) or "")
+    return out
 
 
 def _submodule_sampling(source, training, call: cst.Call) -> bool:

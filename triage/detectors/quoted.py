@@ -24,8 +24,8 @@ EMITS: frozenset[str] = frozenset({"quoted-no-grad", "quoted-detach", "quoted-re
 _PYTEST_START = re.compile(r"^_{3,} \S.* _{3,}$|^(?:_ ){8,}_?$")
 _PYTEST_END = re.compile(r"^\S+\.py:\d+:")
 _PYTEST_CODE = re.compile(r"^(?:>|    )")
-# Python: `  File "x.py", line 12, in f` then the quoted line, indented deeper
-_PY_FRAME = re.compile(r'^\s*File "[^"]+", line \d+')
+# Python: `  File "x.py", line 12, in f` then the quoted line, indented deeper (group 1: the function)
+PY_FRAME = re.compile(r'^\s*File "[^"]+", line \d+(?:, in (\w+))?')
 # IPython/Jupyter: `---> 35         loss.backward()` and its numbered context lines
 _IPY_CODE = re.compile(r"^(?:-*> ?|\s+)\d+\s{2,}\S")
 
@@ -65,7 +65,7 @@ def source_lines(readings: list[Reading]) -> set[int]:
             if text.startswith("    "):
                 out.add(rd.line)
                 continue
-        if _PY_FRAME.match(text):
+        if PY_FRAME.match(text):
             after_frame = True
             continue
         if _PYTEST_START.match(text):

@@ -31,6 +31,17 @@ def _sig(symptom: str, pattern: str, summary: str) -> Signature:
     return Signature(symptom, re.compile(pattern, re.I), summary)
 
 
+# The calls a report may say the code missed: (symptom prefix, the call as a pattern, as shown,
+# the words every match holds). The receiver is not matched: a run of name characters before the
+# dot would be tried from every start on a long line.
+MISSED_CALLS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("eval-mode", r"\b(?:model|net|self\.model)?\.?eval\(\)", "model.eval()", ("eval()",)),
+    ("train-mode", r"(?:\.|\b)train(?:_[a-z]+)?\(\)", "model.train()", ("train(", "train_")),
+    ("zero-grad", r"\bzero_grad\b(?:\(\))?", "zero_grad()", ("zero_grad",)),
+    ("no-grad", r"\b(?:torch\.)?no_grad\b(?:\(\))?", "torch.no_grad()", ("no_grad",)),
+    ("optimizer-step", r"\boptimi[sz]er\.step\(\)", "optimizer.step()", (".step()",)),
+    ("set-epoch", r"\bset_epoch\b(?:\(\))?", "sampler.set_epoch()", ("set_epoch",)),
+)
 SIGNATURES: tuple[Signature, ...] = (
     # Each pattern holds the stable words of one message family across PyTorch versions and
     # wrappers: quote characters are left open (`'`, `` ` ``, typographic quotes, none), and a
@@ -272,16 +283,7 @@ SIGNATURES: tuple[Signature, ...] = (
             rf"(?:call(?:ing)?\s+|use\s+|using\s+|add(?:ing)?\s+|put(?:ting)?\s+|the\s+)?\W?(?:[a-z_]+\.){{0,3}}(?:{call})",
             f"the report says the code missed `{shown}`",
         )
-        for fault, call, shown in (
-            ("eval-mode", r"\b(?:model|net|self\.model)?\.?eval\(\)", "model.eval()"),
-            # the receiver is not matched: a run of name characters before the dot would be tried
-            # from every start on a long line
-            ("train-mode", r"(?:\.|\b)train(?:_[a-z]+)?\(\)", "model.train()"),
-            ("zero-grad", r"\bzero_grad\b(?:\(\))?", "zero_grad()"),
-            ("no-grad", r"\b(?:torch\.)?no_grad\b(?:\(\))?", "torch.no_grad()"),
-            ("optimizer-step", r"\boptimi[sz]er\.step\(\)", "optimizer.step()"),
-            ("set-epoch", r"\bset_epoch\b(?:\(\))?", "sampler.set_epoch()"),
-        )
+        for fault, call, shown, _ in MISSED_CALLS
     ),
     # reports that say in words what the code does wrong (fresh batch 6: reviews of a project's own
     # code, the fault named before any fix)
@@ -354,10 +356,7 @@ _NOT_ERRORS = {
     "dataloader-timeout",
     "memory-growth-reported",
     "gpu-idle-reported",
-    *(
-        f"{f}-call-missing-reported"
-        for f in ("eval-mode", "train-mode", "zero-grad", "no-grad", "optimizer-step", "set-epoch")
-    ),
+    *(f"{fault}-call-missing-reported" for fault, *_ in MISSED_CALLS),
     "graph-kept-reported",
     "double-softmax-reported",
     "shuffle-off-reported",
@@ -474,12 +473,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "loss-exploded-reported": ("loss",),
     "memory-growth-reported": ("memory",),
     "gpu-idle-reported": ("gpu util", "gpu-util", "gpuutil", "bottleneck"),
-    "eval-mode-call-missing-reported": ("eval()",),
-    "train-mode-call-missing-reported": ("train(", "train_"),
-    "zero-grad-call-missing-reported": ("zero_grad",),
-    "no-grad-call-missing-reported": ("no_grad",),
-    "optimizer-step-call-missing-reported": (".step()",),
-    "set-epoch-call-missing-reported": ("set_epoch",),
+    **{f"{fault}-call-missing-reported": words for fault, _, _, words in MISSED_CALLS},
     "graph-kept-reported": ("graph", "non-detached", "leak in the training loop"),
     "double-softmax-reported": ("softmax",),
     "shuffle-off-reported": ("shuffle",),
@@ -623,8 +617,6 @@ def detect(ctx: Context) -> list[Symptom]:
     return _order(out)
 
 
-# `  File "train.py", line 282, in validate`: the frame a traceback names last is where it raised
-_FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in (\w+)')
 _EVALUATION = re.compile(
     r"^(?:_*(?:val|valid|validate|validation|eval|evaluate|evaluation|test|testing)(?:_\w+)?|\w*_(?:val|eval|evaluate|validate|validation)(?:_\w+)?)$",
     re.I,
@@ -636,9 +628,9 @@ def _oom_in_evaluation(readings: list[Reading], oom: Reading) -> list[Symptom]:
     evaluation's own forward ran out, the sign of graphs built and kept without `no_grad`."""
     assert oom.line is not None
     frames = [
-        (rd, m.group(1))
+        (rd, m.group(1) or "")
         for rd in readings
-        if rd.line is not None and oom.line - 60 < rd.line < oom.line and (m := _FRAME.match(rd.text))
+        if rd.line is not None and oom.line - 60 < rd.line < oom.line and (m := quoted.PY_FRAME.match(rd.text))
     ]
     # the frames of the project's own code: a library's (torch/nn/modules/...) come after them
     own = [(rd, fn) for rd, fn in frames if "site-packages" not in rd.text and "dist-packages" not in rd.text]
@@ -739,11 +731,11 @@ def _trainable(lines: list[Reading]) -> list[Symptom]:
         m = _TRAINABLE.search(rd.text)
         n = _NON_TRAINABLE.search(rd.text)
         if n:
-            frozen = _count(n.group(1))
+            frozen = parse_count(n.group(1))
         if not m:
             continue
         where = rd
-        trainable = _count(m.group(1) or m.group(2))
+        trainable = parse_count(m.group(1) or m.group(2))
         pct_m = _PERCENT.search(rd.text, m.end())
         of_m = _OF_TOTAL.match(rd.text[m.end() :])
         total_m = _TOTAL.search(rd.text.replace(m.group(0), " ")) if not pct_m else None
@@ -751,10 +743,10 @@ def _trainable(lines: list[Reading]) -> list[Symptom]:
         if pct_m:
             pct = float(pct_m.group(1) or pct_m.group(2))
         elif of_m and trainable is not None:
-            total = _count(of_m.group(1))
+            total = parse_count(of_m.group(1))
             pct = 100.0 * trainable / total if total else None
         elif total_m and trainable is not None:
-            total = _count(total_m.group(1) or total_m.group(2))
+            total = parse_count(total_m.group(1) or total_m.group(2))
             pct = 100.0 * trainable / total if total else None
         if pct is not None:
             return _few(pct, rd)
@@ -774,7 +766,8 @@ def _few(pct: float, rd: Reading) -> list[Symptom]:
 _SCALE = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 
 
-def _count(text: str | None) -> float | None:
+def parse_count(text: str | None) -> float | None:
+    """A printed count as a number: `1,234`, `1_234`, `21.5 K`, `21.5k`, `1.2M`; None if it is none."""
     raw = (text or "").replace(",", "").replace("_", "").replace(" ", "")
     scale = _SCALE.get(raw[-1:].upper(), 1.0) if raw[-1:].isalpha() else 1.0
     try:
