@@ -127,6 +127,8 @@ def _setting(expr: cst.BaseExpression) -> bool:
     `args.weights`, `[1.0, 0.5]`): a tensor built from it is a constant, not an input."""
     if isinstance(expr, (cst.List, cst.Tuple, cst.Integer, cst.Float)):
         return True
+    if isinstance(expr, (cst.Attribute, cst.Name)) and "weight" in (last_name(expr) or "").lower():
+        return True  # class weights counted from the data set (`train_set.labelweights`), a constant
     while isinstance(expr, (cst.Subscript, cst.Attribute)):
         expr = expr.value
     return isinstance(expr, cst.Name) and expr.value.lower() in _SETTINGS
@@ -2040,6 +2042,9 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # Class weights counted from the training set, moved once at start-up (PointNet++'s
+        # train_semseg.py): a constant for the loss, not a batch.
+        "weights = torch.Tensor(TRAIN_DATASET.labelweights).cuda()\ncriterion = nn.NLLLoss(weight=weights)\n",
         # A tensor moved as it is made into a parameter (DeepCTR's linear weights): the model's own state.
         "class Linear(nn.Module):\n"
         "    def __init__(self, n, device):\n"

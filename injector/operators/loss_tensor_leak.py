@@ -418,6 +418,16 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # The epoch loss gathered across processes from the floats a tracker summed
+        # (pytorch-accelerated): made from new tensors, read as a number.
+        "class Trainer:\n"
+        "    def gather(self, tensor):\n"
+        "        return self.accelerator.gather(tensor)\n"
+        "    def log_epoch_loss(self, name):\n"
+        "        total = self.gather(torch.tensor(self.tracker.total_loss, device=self.device))\n"
+        "        count = self.gather(torch.tensor(self.tracker.count, device=self.device))\n"
+        "        average_loss = total.sum() / count.sum()\n"
+        "        self.history.update_metric(name, average_loss.item())\n",
         # A validation loss unpacked with the metrics under no_grad, read out after the block (tez).
         "import torch\n"
         "\n"
@@ -863,6 +873,10 @@ def _detached(
         if name in _FACTORIES and dotted(value.func) == f"torch.{name}":
             # a new tensor (`torch.zeros(n)`) records no graph unless asked to
             return argument(value, "requires_grad", None) is None
+        if name in _COLLECTIVES:
+            # a collective of a graph-free value is one (`self.gather(torch.tensor(total))`), whatever
+            # helper of the file passes it on
+            return bool(value.args) and _detached(source, training, value.args[0].value, function, depth, seen)
         returned = _returned(source, training, value) if depth > 0 else None
         if returned is not None:
             # a function of this file whose every return is detached (`return q_loss.detach()`)
@@ -1011,6 +1025,8 @@ def _unpacked(target: cst.Tuple | cst.List) -> set[str]:
 
 # Tensor factories: a new tensor with no graph.
 _FACTORIES = frozenset({"zeros", "ones", "empty", "full", "tensor", "arange"})
+# Collectives: what they return across processes is made from their first argument alone.
+_COLLECTIVES = frozenset({"gather", "all_gather", "gather_for_metrics", "all_reduce", "reduce", "reduce_mean"})
 # Calls that make a value from their inputs without parameters of their own.
 _GRAPH_FREE = frozenset(
     {"float", "int", "len", "round", "exp", "log", "sqrt", "mean", "sum", "cpu", "to", "clone", "div"}

@@ -30,6 +30,22 @@ class SchedulerStepMisaligned(Operator):
     )
     examples = (
         Example(
+            # Stepped in a helper the optimizer-step branch calls, beside the step's own helper
+            # (pytorch-accelerated's Trainer): the call leaves the branch.
+            "class T:\n    def fit(self):\n        for i, x in enumerate(self.loader):\n"
+            "            self.loss(x).backward()\n            if (i + 1) % self.accum == 0:\n"
+            "                self.optimizer_step()\n                self.scheduler_step()\n"
+            "    def optimizer_step(self):\n        self.opt.step()\n"
+            "    def scheduler_step(self):\n        self.sched.step()\n",
+            (
+                "class T:\n    def fit(self):\n        for i, x in enumerate(self.loader):\n"
+                "            self.loss(x).backward()\n            if (i + 1) % self.accum == 0:\n"
+                "                self.optimizer_step()\n            self.scheduler_step()\n"
+                "    def optimizer_step(self):\n        self.opt.step()\n"
+                "    def scheduler_step(self):\n        self.sched.step()\n",
+            ),
+        ),
+        Example(
             # Stepped in a helper that the epoch calls after its batch loop: the call moves.
             "class T:\n    def update_lr(self):\n        self.sched.step()\n"
             "    def train(self):\n        for x in self.loader:\n            self.step(x)\n        self.update_lr()\n"
@@ -506,6 +522,10 @@ class SchedulerStepMisaligned(Operator):
                     source, statement, text, before, "the scheduler steps on every micro-step, not every optimizer step"
                 )
                 continue
+            change = self._helper_called_in_step_branch(source, training, statement)
+            if change is not None:
+                yield change
+                continue
             change = None if call.args else self._helper_called_after_loop(source, training, statement)
             if change is not None:
                 yield change
@@ -513,6 +533,34 @@ class SchedulerStepMisaligned(Operator):
             change = None if call.args else _out_of_the_update(source, training, statement, moved_out)
             if change is not None:
                 yield change
+
+    @classmethod
+    def _helper_called_in_step_branch(cls, source, training, statement):
+        """A scheduler stepped in a helper of the file that the optimizer-step branch calls
+        (pytorch-accelerated's `self.scheduler_step()` beside `self.optimizer_step()`): the call
+        moves out of that branch, to every micro-step, as a step written there would."""
+        function = source.function_of(statement)
+        if function is None or source.enclosing(statement, (cst.For, cst.While)) is not None:
+            return None
+        # the optimizer steps, and the calls of the file's functions that hold one (`self.optimizer_step()`)
+        holders = {source.function_of(step) for step in training.steps} - {None}
+        steps = [*training.steps, *(c for c in source.nodes(cst.Call) if holders & set(training.called_functions(c)))]
+        for caller in source.nodes(cst.Call):
+            if function not in training.called_functions(caller):
+                continue
+            expr = source.parent(caller)
+            line = source.parent(expr)
+            if not isinstance(expr, cst.Expr) or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+                continue
+            branch, moved = cls._step_branch(source, training, line, steps)
+            if branch is not None:
+                insert = source.insert_after(branch, cls._lines(source, moved, branch))
+                return Change(
+                    expr,
+                    (cls._delete(source, moved), insert),
+                    "the scheduler steps on every micro-step, not every optimizer step",
+                )
+        return None
 
     @staticmethod
     def _helper_called_after_loop(source, training, statement):
@@ -537,9 +585,11 @@ class SchedulerStepMisaligned(Operator):
         return None
 
     @staticmethod
-    def _step_branch(source, training, line):
-        """The `if` inside the loop that holds an optimizer step and this line, and the statement
-        of its body that holds the line (the line itself, or a guard such as `if sched:` around it)."""
+    def _step_branch(source, training, line, steps=None):
+        """The `if` inside the loop that holds an optimizer step (of `steps`, the training's by
+        default) and this line, and the statement of its body that holds the line (the line itself,
+        or a guard such as `if sched:` around it)."""
+        steps = training.steps if steps is None else steps
         loop = source.enclosing(line, (cst.For, cst.While))
         if loop is None:
             # A step helper called once per micro-step (wenet's `update_parameter_and_lr`): the
@@ -555,9 +605,9 @@ class SchedulerStepMisaligned(Operator):
                 isinstance(loop, (cst.For, cst.While)) or _boundary_test(source, ancestor.test)
             ):
                 start, end = source.span(ancestor)
-                if any(start <= source.span(step)[0] < end for step in training.steps):
+                if any(start <= source.span(step)[0] < end for step in steps):
                     steps_in_child = any(
-                        source.span(child)[0] <= source.span(step)[0] < source.span(child)[1] for step in training.steps
+                        source.span(child)[0] <= source.span(step)[0] < source.span(child)[1] for step in steps
                     )
                     return (None, None) if steps_in_child else (ancestor, child)
             if isinstance(ancestor, (cst.If, cst.SimpleStatementLine, cst.BaseCompoundStatement)):

@@ -426,6 +426,16 @@ class WrongLossReduction(Operator):
         ),
     )
     untouched = (
+        # The epoch loss gathered across processes from the floats a tracker summed
+        # (pytorch-accelerated): made from new tensors, read as a number.
+        "class Trainer:\n"
+        "    def gather(self, tensor):\n"
+        "        return self.accelerator.gather(tensor)\n"
+        "    def log_epoch_loss(self, name):\n"
+        "        total = self.gather(torch.tensor(self.tracker.total_loss, device=self.device))\n"
+        "        count = self.gather(torch.tensor(self.tracker.count, device=self.device))\n"
+        "        average_loss = total.sum() / count.sum()\n"
+        "        self.history.update_metric(name, average_loss.item())\n",
         # A loss module built and never called (TCN's script writes its loss out by hand).
         "criterion = nn.CrossEntropyLoss()\n"
         "for x, y in loader:\n"
@@ -567,6 +577,7 @@ class WrongLossReduction(Operator):
                 under_no_grad(source, assign)
                 or _only_logged(source, training, assign)
                 or _called_in_evaluation(source, training, assign)
+                or _read_as_a_number_only(source, assign)
             ):
                 continue
             value = assign.value
@@ -1017,6 +1028,28 @@ def _in_evaluation(source, node: cst.CSTNode) -> bool:
     """True inside a function named for evaluation (crnn's `val()`): its loss is only reported."""
     function = source.function_of(node)
     return function is not None and _evaluation_name(function.name.value)
+
+
+def _read_as_a_number_only(source, assign: cst.Assign) -> bool:
+    """True for a loss its function only ever reads as a number (`average_loss.item()`,
+    `float(loss)`): it reaches no backward, so averaging it or summing it changes a reported figure
+    only (pytorch-accelerated's epoch loss, gathered across processes)."""
+    function = source.function_of(assign)
+    if function is None or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    target = assign.targets[0].target
+    uses = [n for n in source.within(function, cst.Name) if n.value == target.value and n is not target]
+    if not uses or any(source.function_of(n) is not function for n in uses):
+        return False
+
+    def as_a_number(name: cst.Name) -> bool:
+        parent = source.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value == "item":
+            return isinstance(source.parent(parent), cst.Call)
+        call = source.parent(parent) if isinstance(parent, cst.Arg) else None
+        return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "float"
+
+    return all(as_a_number(n) for n in uses)
 
 
 def _picked_mean(source, node: cst.CSTNode) -> bool:
