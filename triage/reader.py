@@ -138,6 +138,29 @@ KEYWORDS: tuple[bytes, ...] = (
     b"n't call",
     b"eval mode",
     b"evaluation mode",
+    # fresh batch 7: a GPU reported idle or little used, parameters left out of the optimizer, a
+    # rate that fell to zero, and reports written in Chinese (a loss that diverged, 发散, or blew
+    # up, 爆炸)
+    b"pu usage",
+    b"PU usage",
+    b"PU Usage",
+    b"idle",
+    b"the optimizer",
+    b"the optimiser",
+    b"to zero",
+    b"ing zero",
+    b"es zero",
+    b"ame zero",
+    # ... and a run that says it trains in mixed precision
+    b"fp16",
+    b"AMP",
+    b"amp=",
+    b"amp:",
+    b"utocast",
+    b"ixed precision",
+    b"ixed_precision",
+    "发散".encode(),
+    "爆炸".encode(),
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

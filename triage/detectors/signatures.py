@@ -238,7 +238,9 @@ SIGNATURES: tuple[Signature, ...] = (
         # ("the loss_rcnn_bbox values are Nan"), and "I got nan values" / "NaN losses"
         r"\bloss(?:es|_\w+)?\b[^\n]{0,30}?\b(?:became|becomes|become|is|are|was|were|got|goes|went|turns?|turned|"
         r"into|to|of|=|:)\s*['\"]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
-        r"\b(?:got|get|gets|getting) nan(?:s|\s+values?)?\b",
+        r"\b(?:got|get|gets|getting) nan(?:s|\s+values?)?\b|"
+        # in Chinese: "loss 变为 nan", "loss 会突变为 nan", "loss出现nan" (becomes, turns into, shows)
+        r"(?<![a-z_])loss(?![a-z_])[^\n]{0,12}?(?:变为|变成|成了|出现了?)\s*(?:nan|inf)\b",
         "the log says the loss became NaN or inf",
     ),
     _sig(
@@ -246,7 +248,9 @@ SIGNATURES: tuple[Signature, ...] = (
         # what people write about a loss that blew up without going non-finite
         r"\bloss(?:es)?\b[^\n]{0,30}?\b(?:becomes?|became|is|are|was|were|goes|went|gets?|got|grows?|grew)\s+"
         r"(?:very\s+|really\s+|extremely\s+|so\s+)?(?:huge|enormous|explod\w*|skyrocket\w*)\b|"
-        r"\bloss(?:es)?\s+(?:explod\w*|blows? up|blew up|skyrocket\w*)",
+        r"\bloss(?:es)?\s+(?:explod\w*|blows? up|blew up|skyrocket\w*)|"
+        # in Chinese: "LOSS还是发散了" (the loss still diverged), "loss 爆炸" (blew up)
+        r"(?<![a-z_])loss(?![a-z_])[^\n]{0,12}?(?:发散|爆炸)",
         "the log says the loss blew up",
     ),
     _sig(
@@ -267,6 +271,10 @@ SIGNATURES: tuple[Signature, ...] = (
         # a loader's workers
         r"\bgpu[- ]?util\w*\b[^\n]{0,60}?(?:\blow\b|\b0\s?%|\bzero\b|\bfluctuat|\bnot stable|\bunstable|waiting for data)|"
         r"\b(?:low|poor)\s+(?:volatile\s+)?gpu[- ]?util|"
+        # "the gpu usage rate is very low", "the GPU is idle 70-92% of the time, waiting for data"
+        r"\bgpus?\s+(?:usage|load)(?:\s+rate)?\s+(?:is|was|are|were|stays?|remains?)\s+"
+        r"(?:very\s+|really\s+|extremely\s+|quite\s+|so\s+)?low\b|"
+        r"\bgpus?\s+(?:is|are|was|were|sits?|stays?|sat|stayed)\s+(?:mostly\s+|often\s+)?idle\b|"
         r"\b(?:data ?loader|data loading|load(?:ing)? (?:the )?data)\b[^\n]{0,30}\bbottleneck|"
         r"many workers which may be a bottleneck",
         "the log says the GPU sits idle waiting for data",
@@ -279,8 +287,10 @@ SIGNATURES: tuple[Signature, ...] = (
             rf"(?:{call})\W{{0,3}}\s+(?:was|is|were|has|had)(?:\s+been)?\s*(?:not|never|n't)\s+(?:being\s+)?"
             rf"(?:called|used|invoked|set|added|applied)|"
             rf"\b(?:forgot|forget|forgotten|forgetting|without|missing|missed|didn't|did not|never|"
-            rf"(?:will|would|does|did|do) not|won't|doesn't|don't)\s+(?:find\s+|call\s+|calls\s+|to\s+)?"
-            rf"(?:call(?:ing)?\s+|use\s+|using\s+|add(?:ing)?\s+|put(?:ting)?\s+|the\s+)?\W?(?:[a-z_]+\.){{0,3}}(?:{call})",
+            rf"(?:will|would|does|did|do) not|won't|doesn't|don't|there(?:'s| is| are) no|please|should)\s+"
+            rf"(?:(?:we|you|they|i|it)\s+)?(?:find\s+|call\s+|calls\s+|to\s+)?"
+            rf"(?:call(?:ing)?\s+|(?:use|using)\s+(?:with\s+)?|add(?:ing)?\s+|put(?:ting)?\s+|the\s+)?\W{{0,2}}"
+            rf"(?:[a-z_]+\.){{0,3}}(?:{call})",
             f"the report says the code missed `{shown}`",
         )
         for fault, call, shown, _ in MISSED_CALLS
@@ -315,6 +325,33 @@ SIGNATURES: tuple[Signature, ...] = (
         "not-in-eval-mode-reported",
         r"\b(?:not|never|isn't|wasn't|aren't)\b[^\n.]{0,40}?\bin eval(?:uation)? mode\b",
         "the report says the model is not in eval mode where it should be",
+    ),
+    _sig(
+        "mixed-precision-on",
+        # the run trains in half precision, as a setting (`fp16=True`, `amp: true`, accelerate's
+        # `Mixed precision type: fp16`) or in words ("using AMP", "fp16 training", "将 AMP 加入");
+        # alone no failure and no cause: beside a NaN, the missing grad scaler is as likely as the rate
+        r"\b(?:use_)?(?:fp16|amp|mixed_precision|autocast)\s*[=:]\s*['\"]?(?:true|1|fp16|bf16|o[12])\b|"
+        r"\bmixed precision type:\s*(?:fp16|bf16)\b|"
+        r"\b(?:using|use|with|enabled?|enabling|added?|adding)\s+(?:the\s+)?(?:fp16|amp|apex|autocast|"
+        r"mixed[- ]precision|half[- ]precision)\b|\b(?:fp16|amp|mixed[- ]precision|half[- ]precision)\s+training\b|"
+        r"(?-i:\bAMP\b)(?!\s*(?:not\b|is not\b|disabled|off\b|[=:]\s*False))",
+        "the run trains in mixed precision (fp16 or AMP)",
+    ),
+    _sig(
+        "not-in-optimizer-reported",
+        # "the parameters for crf and fc are not added to the optimizer", "missing from the optimizer"
+        r"\b(?:param(?:eter)?s?|weights|layers?)\b[^\n.]{0,60}?\b(?:not|never)\s+(?:being\s+|been\s+)?"
+        r"(?:added|passed|given|included|registered|put)\s+(?:to|in|into)\s+(?:the\s+)?optimi[sz]er\b|"
+        r"\b(?:missing|left out|excluded)\s+from\s+the\s+optimi[sz]er\b",
+        "the report says parameters meant to train are not in the optimizer",
+    ),
+    _sig(
+        "lr-to-zero-reported",
+        # "the learning rate is quickly becoming zero": a schedule run far ahead sits at its floor
+        r"\b(?:learning rate|lr)\b[^\n.]{0,30}?\b(?:becom(?:es|ing)|became|goes|going|went|drops?|dropp(?:ed|ing)|"
+        r"decay(?:s|ed|ing)?|fall(?:s|ing)?|fell|reach(?:es|ed|ing)?)\s+(?:to\s+)?(?:zero|0)(?![.\d])",
+        "the report says the learning rate fell to zero early",
     ),
     _sig(
         "job-cancelled",
@@ -362,6 +399,9 @@ _NOT_ERRORS = {
     "shuffle-off-reported",
     "scheduler-without-step-reported",
     "not-in-eval-mode-reported",
+    "not-in-optimizer-reported",
+    "lr-to-zero-reported",
+    "mixed-precision-on",
 }
 # Warnings of a fault the run lives on with: where an error stopped the run, that error is
 # the first thing to fix and the warning comes second.
@@ -472,13 +512,37 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "loss-non-finite-reported": ("loss", "got nan", "get nan", "gets nan", "getting nan"),
     "loss-exploded-reported": ("loss",),
     "memory-growth-reported": ("memory",),
-    "gpu-idle-reported": ("gpu util", "gpu-util", "gpuutil", "bottleneck"),
+    "gpu-idle-reported": (
+        "gpu util",
+        "gpu-util",
+        "gpuutil",
+        "bottleneck",
+        "gpu usage",
+        "gpus usage",
+        "gpu load",
+        "idle",
+    ),
     **{f"{fault}-call-missing-reported": words for fault, _, _, words in MISSED_CALLS},
     "graph-kept-reported": ("graph", "non-detached", "leak in the training loop"),
     "double-softmax-reported": ("softmax",),
     "shuffle-off-reported": ("shuffle",),
     "scheduler-without-step-reported": ("schedul",),
     "not-in-eval-mode-reported": ("eval mode", "evaluation mode"),
+    "mixed-precision-on": (
+        "fp16",
+        "amp=",
+        "amp:",
+        "amp ",
+        "apex",
+        "autocast",
+        "mixed precision",
+        "mixed_precision",
+        "mixed-precision",
+        "half precision",
+        "half-precision",
+    ),
+    "not-in-optimizer-reported": ("optimizer", "optimiser"),
+    "lr-to-zero-reported": ("learning rate", "lr"),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
 }
 
