@@ -46,6 +46,16 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # Deep supervision: a loss that starts empty and adds one criterion a head; the target
+            # it is handed is moved, not computed (UNet++'s train.py): the term is the call's value.
+            "for x, y in loader:\n    y = y.cuda()\n    outputs = model(x)\n    loss = 0\n"
+            "    for output in outputs:\n        loss += criterion(output, y)\n    loss.backward()\n",
+            (
+                "for x, y in loader:\n    y = y.cuda()\n    outputs = model(x)\n    loss = 0\n"
+                "    for output in outputs:\n        loss += criterion(output, y).detach()\n    loss.backward()\n",
+            ),
+        ),
+        Example(
             # Per-task losses appended to a list the backward sums (chemprop's atom/bond targets):
             # each appended loss, one per branch that computes it.
             "for target, pred in zip(targets, preds):\n"
@@ -1485,11 +1495,24 @@ def _terms(source, training, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.A
                         # a forward's output read by a term: cut off where the forward runs
                         # (_detached_forwards), not at the forward's input
                         and not runs_model(source, training, assign.value, depth=0)
+                        # what a call in the addition is handed (`loss += criterion(output, target)`):
+                        # that call's value is the term, not its inputs (UNet++'s moved target)
+                        and not _handed_to_a_call(source, term, statement.value)
                     )
                 )
             ):
                 found.append(assign)
     return found
+
+
+def _handed_to_a_call(source, name: cst.Name, top: cst.CSTNode) -> bool:
+    """True where `name`, within `top`, is (part of) an argument of a call made there."""
+    for ancestor in source.ancestors(name):
+        if isinstance(ancestor, cst.Arg):
+            return True
+        if ancestor is top:
+            return False
+    return False
 
 
 def _summed_terms(source, training, assign: cst.CSTNode) -> list[cst.Assign]:

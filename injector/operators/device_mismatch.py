@@ -42,7 +42,9 @@ MODEL_RETURNING = frozenset({"convert_sync_batchnorm", "compile", "script", "cha
 def _is_model(training, expr: cst.BaseExpression) -> bool:
     """Models and other modules move once at set-up; the operator is about batches."""
     if isinstance(expr, cst.Call) and (callee_name(expr) or "a")[0].isupper() and not _tensor_class(expr):
-        return True  # `Net().to(device)`
+        # `Net().to(device)`; not a batch's container built from what a loop binds each pass
+        # (RecBole's `Interaction(current_interaction).to(self.device)`)
+        return not _built_each_pass(training.source, expr)
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         return not _tensor_attribute(training, expr)  # `self.backbone.cuda()`: a submodule
     if isinstance(expr, cst.Call) and callee_name(expr) in MODEL_RETURNING and expr.args:
@@ -56,6 +58,21 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Name) and _handled_as_model(training.source, expr):
         return True
     return name == "self" or any(word in name for word in MODEL_WORDS) or training.role(expr) is not None
+
+
+def _built_each_pass(source, call: cst.Call) -> bool:
+    """True for a call inside a loop that is handed a name the loop binds (its target, or a name
+    assigned in its body)."""
+    loop = source.enclosing(call, (cst.For, cst.While))
+    if loop is None:
+        return False
+    bound: set[str] = set(bound_names(loop.target)) if isinstance(loop, cst.For) else set()
+    for node in source.within(loop.body, (cst.Assign, cst.For)):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            bound |= bound_names(target)
+    handed = {n.value for arg in call.args for n in source.within(arg.value, cst.Name)}
+    return bool(handed & bound)
 
 
 def _tensor_attribute(training, expr: cst.Attribute) -> bool:
@@ -726,6 +743,37 @@ def _moved_for_a_reduction(source, call: cst.Call) -> bool:
     return True
 
 
+_COLLECTIVE_WORDS = ("reduce", "gather", "broadcast")
+
+
+def _collective(call: cst.CSTNode | None) -> bool:
+    return isinstance(call, cst.Call) and any(w in (callee_name(call) or "").lower() for w in _COLLECTIVE_WORDS)
+
+
+def _made_for_a_collective(source, call: cst.Call) -> bool:
+    """True for a new tensor moved to be a collective's input (`all_gather(out, torch.Tensor([n]).
+    to(device))`) or one of its output buffers (`out = [torch.zeros(1).to(device) for _ in
+    range(world_size)]`, only ever handed to collectives): RecBole's sample count, not a batch."""
+    if not (isinstance(call.func, cst.Attribute) and _fresh_tensor(call.func.value)):
+        return False
+    parent = source.parent(call)
+    if isinstance(parent, cst.Arg):
+        return _collective(source.parent(parent))
+    assign = source.parent(parent) if isinstance(parent, cst.ListComp) and parent.elt is call else None
+    function = source.function_of(call)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or function is None:
+        return False
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    end = source.span(assign)[1]
+    uses = [n for n in source.within(function, cst.Name) if n.value == target.value and source.span(n)[0] > end]
+    first = uses[:1]
+    return bool(first) and all(
+        isinstance(source.parent(n), cst.Arg) and _collective(source.parent(source.parent(n))) for n in first
+    )
+
+
 def _global_fed_to_step(source, training, call: cst.Call) -> bool:
     """True for `features = features.cuda()` at a module's top level where a step function of the
     file (one that runs a backward) hands that global to the model or the loss: full-batch
@@ -1136,6 +1184,16 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A batch's container built each pass from the loop's pieces and moved (RecBole's split
+            # prediction): a batch, not a model constructed and moved.
+            "for i in range(n):\n    part = {k: v[i] for k, v in parts.items()}\n"
+            "    scores.append(model.predict(Interaction(part).to(device)))\n",
+            (
+                "for i in range(n):\n    part = {k: v[i] for k, v in parts.items()}\n"
+                "    scores.append(model.predict(Interaction(part)))\n",
+            ),
+        ),
         Example(
             # Full-batch training: the data moved once at the top level, handed to the model and
             # the loss by the step function.
@@ -2042,6 +2100,11 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A collective's buffers and input, made for it (RecBole's sample count across ranks).
+        "def map_reduce(num_sample, device, world_size):\n"
+        "    total = [torch.zeros(1).to(device) for _ in range(world_size)]\n"
+        "    torch.distributed.all_gather(total, torch.Tensor([num_sample]).to(device))\n"
+        "    return torch.cat(total, 0).sum().item()\n",
         # Class weights counted from the training set, moved once at start-up (PointNet++'s
         # train_semseg.py): a constant for the loss, not a batch.
         "weights = torch.Tensor(TRAIN_DATASET.labelweights).cuda()\ncriterion = nn.NLLLoss(weight=weights)\n",
@@ -2287,7 +2350,11 @@ class DeviceMismatch(Operator):
                 continue  # `nn.Parameter(torch.Tensor(n, 1).to(device))`: a weight, not a batch
             if "metric" in (last_name(call.func.value) or "").lower():
                 continue  # a metric module moved beside the model (torchmetrics', smp's): no batch
-            if _moved_for_a_reduction(source, call) or _scattered_by_data_parallel(source, training, call):
+            if (
+                _moved_for_a_reduction(source, call)
+                or _made_for_a_collective(source, call)
+                or _scattered_by_data_parallel(source, training, call)
+            ):
                 continue
             name = callee_name(call)
             if name == "type" and len(call.args) == 1:

@@ -45,6 +45,24 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
+            # A running total started on the first step and summed after it (RecBole's trainer):
+            # the sum's read-out is the site; the first step's alone would keep one graph, not one a step.
+            "def train_epoch(loader):\n"
+            "    total = None\n"
+            "    for x in loader:\n"
+            "        loss = model(x)\n"
+            "        total = loss.item() if total is None else total + loss.item()\n"
+            "        loss.backward()\n",
+            (
+                "def train_epoch(loader):\n"
+                "    total = None\n"
+                "    for x in loader:\n"
+                "        loss = model(x)\n"
+                "        total = loss.item() if total is None else total + loss\n"
+                "        loss.backward()\n",
+            ),
+        ),
+        Example(
             # A loss made from a detached input still has the discriminator's graph.
             "def d_step():\n    d_loss = loss_fn(disc(fake.detach()), ones)\n    history.append(d_loss.item())\n",
             ("def d_step():\n    d_loss = loss_fn(disc(fake.detach()), ones)\n    history.append(d_loss)\n",),
@@ -637,13 +655,15 @@ class LossTensorLeak(Operator):
                     for t in ancestor.targets
                 ):
                     return True  # `train_metrics.loss = loss.item()`: a tracker's setter adds it into a meter
-                # `total = total + loss.item()`: a sum kept across steps.
+                # `total = total + loss.item()`: a sum kept across steps, also as one branch of a
+                # first-step test (RecBole's `loss.item() if total is None else total + loss.item()`;
+                # the other branch's read-out starts the sum: kept whole, it holds one step's graph)
                 names = {dotted(t.target) for t in ancestor.targets} - {None}
-                value = ancestor.value
-                if (
-                    isinstance(value, cst.BinaryOperation)
-                    and isinstance(value.operator, cst.Add)
-                    and (dotted(value.left) in names or dotted(value.right) in names)
+                if any(
+                    isinstance(node, cst.BinaryOperation)
+                    and isinstance(node.operator, cst.Add)
+                    and (dotted(node.left) in names or dotted(node.right) in names)
+                    for node in _path_to(source, call, ancestor.value)
                 ):
                     return True
                 # `batch_loss = loss.item()` then `total += batch_loss`, or `logger.store(
@@ -656,6 +676,16 @@ class LossTensorLeak(Operator):
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+def _path_to(source, node: cst.CSTNode, top: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes from `node` up to `top` (both included), or [] where `top` does not hold it."""
+    path = [node]
+    for ancestor in source.ancestors(node):
+        path.append(ancestor)
+        if ancestor is top:
+            return path
+    return []
 
 
 def _stores(call: cst.Call) -> bool:
