@@ -151,6 +151,14 @@ KEYWORDS: tuple[bytes, ...] = (
     b"ing zero",
     b"es zero",
     b"ame zero",
+    # fresh batch 8: a loader too slow, an optimizer that cannot update some parameters, a division
+    # by zero
+    b"slow",
+    b"annot update",
+    b"n't update",
+    b"not update",
+    b"by zero",
+    b"enominator",
     # ... and a run that says it trains in mixed precision
     b"fp16",
     b"AMP",

@@ -270,12 +270,14 @@ SIGNATURES: tuple[Signature, ...] = (
         # indicates 0%" or "is always zero", "... waiting for data"), and Lightning's warning about
         # a loader's workers
         r"\bgpu[- ]?util\w*\b[^\n]{0,60}?(?:\blow\b|\b0\s?%|\bzero\b|\bfluctuat|\bnot stable|\bunstable|waiting for data)|"
-        r"\b(?:low|poor)\s+(?:volatile\s+)?gpu[- ]?util|"
+        r"\b(?:low|poor|(?:almost |nearly |near )?zero)\s+(?:volatile\s+)?gpu[- ]?util|"
         # "the gpu usage rate is very low", "the GPU is idle 70-92% of the time, waiting for data"
         r"\bgpus?\s+(?:usage|load)(?:\s+rate)?\s+(?:is|was|are|were|stays?|remains?)\s+"
         r"(?:very\s+|really\s+|extremely\s+|quite\s+|so\s+)?low\b|"
         r"\bgpus?\s+(?:is|are|was|were|sits?|stays?|sat|stayed)\s+(?:mostly\s+|often\s+)?idle\b|"
         r"\b(?:data ?loader|data loading|load(?:ing)? (?:the )?data)\b[^\n]{0,30}\bbottleneck|"
+        # "the processing in the data loader is too slow"
+        r"\b(?:data ?loader|data ?loading)\b[^\n.]{0,30}?\b(?:is|are|was|were)\s+(?:too\s+|very\s+|really\s+|extremely\s+|so\s+)?slow\b|"
         r"many workers which may be a bottleneck",
         "the log says the GPU sits idle waiting for data",
     ),
@@ -312,7 +314,9 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "shuffle-off-reported",
         r"\b(?:not|never|doesn't|does not|didn't|did not|without)\b[^\n.]{0,30}?\bshuffle\s*=\s*True\b|"
-        r"\b(?:data|dataset|samples|batches) (?:is |are |was |were )?not shuffled\b",
+        r"\b(?:data|dataset|samples|batches) (?:is |are |was |were )?not shuffled\b|"
+        # the other order: "whether the argument `shuffle=True` is missing for the train_dataloader"
+        r"\bshuffle\s*=\s*True\W{0,2}\s+(?:is|was)\s+(?:missing|absent|not (?:set|passed|given))\b",
         "the report says the training data is not shuffled",
     ),
     _sig(
@@ -343,8 +347,20 @@ SIGNATURES: tuple[Signature, ...] = (
         # "the parameters for crf and fc are not added to the optimizer", "missing from the optimizer"
         r"\b(?:param(?:eter)?s?|weights|layers?)\b[^\n.]{0,60}?\b(?:not|never)\s+(?:being\s+|been\s+)?"
         r"(?:added|passed|given|included|registered|put)\s+(?:to|in|into)\s+(?:the\s+)?optimi[sz]er\b|"
-        r"\b(?:missing|left out|excluded)\s+from\s+the\s+optimi[sz]er\b",
+        r"\b(?:missing|left out|excluded)\s+from\s+the\s+optimi[sz]er\b|"
+        # "Adam cannot get head_params, and cannot update head params!"
+        r"\b(?:optimi[sz]er|adam\w*|sgd|rmsprop)\s+(?:cannot|can't|can not|does not|doesn't|did not|didn't|won't|"
+        r"will not)\s+(?:get|see|update|include|receive|reach)\b[^\n.]{0,30}?param",
         "the report says parameters meant to train are not in the optimizer",
+    ),
+    _sig(
+        "zero-division-reported",
+        # "split_train_loss0 =nan because torch.sum(on_weight) =0", "the denominator becomes zero": a
+        # division with nothing to keep it finite (Python's own ZeroDivisionError is a count, not this)
+        r"\bnan\b[^\n]{0,60}?\bbecause\b[^\n]{0,80}?(?:=\s*0(?![.\d])|\b(?:is|was|becomes?|equals?)\s+(?:zero|0)(?![.\d]))|"
+        r"(?<!error: )\bdivi(?:de|ded|ding|sion)\s+by\s+(?:zero|0)(?![.\d])|"
+        r"\bdenominator\b[^\n.]{0,30}?\b(?:is|was|becomes?|be|equals?|=)\s*(?:zero|0)(?![.\d])",
+        "the report says a division met a zero",
     ),
     _sig(
         "lr-to-zero-reported",
@@ -402,6 +418,7 @@ _NOT_ERRORS = {
     "not-in-optimizer-reported",
     "lr-to-zero-reported",
     "mixed-precision-on",
+    "zero-division-reported",
 }
 # Warnings of a fault the run lives on with: where an error stopped the run, that error is
 # the first thing to fix and the warning comes second.
@@ -521,6 +538,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "gpus usage",
         "gpu load",
         "idle",
+        "slow",
     ),
     **{f"{fault}-call-missing-reported": words for fault, _, _, words in MISSED_CALLS},
     "graph-kept-reported": ("graph", "non-detached", "leak in the training loop"),
@@ -541,8 +559,9 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "half precision",
         "half-precision",
     ),
-    "not-in-optimizer-reported": ("optimizer", "optimiser"),
+    "not-in-optimizer-reported": ("optimizer", "optimiser", "adam", "sgd", "rmsprop"),
     "lr-to-zero-reported": ("learning rate", "lr"),
+    "zero-division-reported": ("because", "by zero", "by 0", "denominator"),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
 }
 
