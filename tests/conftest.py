@@ -9,7 +9,7 @@ import pytest
 from github_api import TOKEN, GitHubAPI
 
 # The two files whose tests run campaigns of fresh processes for minutes (250-330 s of CPU each).
-# `pytest -n 2 --dist loadfile --no-loadscope-reorder` hands files to its two workers in collection
+# `pytest -n 3 --dist loadfile --no-loadscope-reorder` hands files to its workers in collection
 # order: these go first, so that the rest fills in around them (in xdist's default order, files
 # with the most tests first, the DDP file, with three, started last and its worker ran on for
 # 130 s after the other had finished).
