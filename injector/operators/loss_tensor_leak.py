@@ -5,6 +5,7 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import GATHERED_EPOCH_LOSS
 from injector.patterns import LOSS_FUNCTIONS, argument, callee_name, dotted, last_name, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
@@ -438,14 +439,7 @@ class LossTensorLeak(Operator):
     untouched = (
         # The epoch loss gathered across processes from the floats a tracker summed
         # (pytorch-accelerated): made from new tensors, read as a number.
-        "class Trainer:\n"
-        "    def gather(self, tensor):\n"
-        "        return self.accelerator.gather(tensor)\n"
-        "    def log_epoch_loss(self, name):\n"
-        "        total = self.gather(torch.tensor(self.tracker.total_loss, device=self.device))\n"
-        "        count = self.gather(torch.tensor(self.tracker.count, device=self.device))\n"
-        "        average_loss = total.sum() / count.sum()\n"
-        "        self.history.update_metric(name, average_loss.item())\n",
+        GATHERED_EPOCH_LOSS,
         # A validation loss unpacked with the metrics under no_grad, read out after the block (tez).
         "import torch\n"
         "\n"

@@ -270,3 +270,17 @@ SCALED_HELPER_BACKWARD = (
     "        loss, count = self.model.forward_loss(batch)\n"
     "        self._backward(scaler.scale(loss))\n"
 )
+
+
+# pytorch-accelerated's epoch loss: the floats a tracker summed, made into tensors, gathered across
+# processes and averaged, then read as a number: no graph anywhere, and no training loss.
+GATHERED_EPOCH_LOSS = (
+    "class Trainer:\n"
+    "    def gather(self, tensor):\n"
+    "        return self.accelerator.gather(tensor)\n"
+    "    def log_epoch_loss(self, name):\n"
+    "        total = self.gather(torch.tensor(self.tracker.total_loss, device=self.device))\n"
+    "        count = self.gather(torch.tensor(self.tracker.count, device=self.device))\n"
+    "        average_loss = total.sum() / count.sum()\n"
+    "        self.history.update_metric(name, average_loss.item())\n"
+)

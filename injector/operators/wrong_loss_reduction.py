@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import MICROBATCH_TRAINER
+from injector.operators.snippets import GATHERED_EPOCH_LOSS, MICROBATCH_TRAINER
 from injector.patterns import (
     LOSS_FUNCTIONS,
     LOSS_MODULES,
@@ -428,14 +428,7 @@ class WrongLossReduction(Operator):
     untouched = (
         # The epoch loss gathered across processes from the floats a tracker summed
         # (pytorch-accelerated): made from new tensors, read as a number.
-        "class Trainer:\n"
-        "    def gather(self, tensor):\n"
-        "        return self.accelerator.gather(tensor)\n"
-        "    def log_epoch_loss(self, name):\n"
-        "        total = self.gather(torch.tensor(self.tracker.total_loss, device=self.device))\n"
-        "        count = self.gather(torch.tensor(self.tracker.count, device=self.device))\n"
-        "        average_loss = total.sum() / count.sum()\n"
-        "        self.history.update_metric(name, average_loss.item())\n",
+        GATHERED_EPOCH_LOSS,
         # A loss module built and never called (TCN's script writes its loss out by hand).
         "criterion = nn.CrossEntropyLoss()\n"
         "for x, y in loader:\n"
