@@ -22,6 +22,20 @@ def _cross_entropy_choice(classes: set[str]) -> bool:
     return "CrossEntropyLoss" in classes and all(name.endswith("Loss") for name in classes)
 
 
+# What is written out in the source is never a model's output.
+_LITERALS = (
+    cst.Dict,
+    cst.List,
+    cst.Tuple,
+    cst.Set,
+    cst.SimpleString,
+    cst.ConcatenatedString,
+    cst.FormattedString,
+    cst.Integer,
+    cst.Float,
+)
+
+
 def _named_ce(call: cst.Call) -> bool:
     """True for a criterion named a cross-entropy where its class is not in the file
     (`self.ce_loss(logits, y)`, `loss_ce(...)`, `ce_criterion(...)`: USB's `CELoss`, built in its
@@ -214,6 +228,8 @@ class DoubleSoftmax(Operator):
         ),
     )
     untouched = (
+        # A loss class built from its settings, its first argument a dict (nnU-Net's `_build_loss`).
+        "loss = DC_and_CE_loss({'batch_dice': True, 'smooth': 1e-5}, {}, weight_ce=1, weight_dice=1)\n",
         # A binary cross-entropy takes probabilities; building a cross-entropy class is no loss call.
         "loss = binary_cross_entropy(torch.sigmoid(out), y)\ncriterion = CrossEntropyLabelSmooth(num_classes)\n",
         # A criterion named a cross-entropy, and a loss helper told to compute one ('ce'); an L1 loss, or 'mse', is none.
@@ -267,6 +283,8 @@ class DoubleSoftmax(Operator):
                 logits = _handed_with_criterion(source, training, call)
             if logits is None or under_no_grad(source, call):
                 continue  # under no_grad the loss is only reported: no training effect
+            if isinstance(logits.value, _LITERALS):
+                continue  # a loss class built from its settings (nnU-Net's `DC_and_CE_loss({...}, {})`): no logits
             yield Change(
                 call,
                 (source.replace(logits.value, method_on(source, logits.value, "softmax", "dim=1")),),

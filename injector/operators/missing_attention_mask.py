@@ -32,9 +32,10 @@ def _normalises(call: cst.Call) -> bool:
 def _a_loss(call: cst.Call) -> bool:
     """True for a loss or a criterion handed a mask (`consistency_loss(logits, targets, 'ce',
     mask=mask)`, FixMatch's confidence mask of its pseudo-labels): it weighs the loss's terms,
-    no attention is masked."""
+    no attention is masked; and for a metric handed one (nnU-Net's `get_tp_fp_fn_tn(..., mask=mask)`,
+    the voxels an ignore label leaves out of the counts)."""
     words = set((callee_name(call) or "").lower().split("_"))
-    return bool(words & {"loss", "criterion"})
+    return bool(words & {"loss", "criterion", "metric", "metrics", "tp", "fp", "fn", "tn", "dice", "iou", "score"})
 
 
 class MissingAttentionMask(Operator):
@@ -99,6 +100,8 @@ class MissingAttentionMask(Operator):
         ),
     )
     untouched = (
+        # A metric handed the voxels an ignore label leaves out (nnU-Net's validation step).
+        "tp, fp, fn, _ = get_tp_fp_fn_tn(prediction, target, axes=axes, mask=mask)\n",
         # A mask handed to a loss weighs its terms (FixMatch's confidence mask): no attention.
         "unsup = self.consistency_loss(logits, pseudo, 'ce', mask=mask)\n",
         "img = img.masked_fill(bad_pixels, 0)\n",

@@ -145,8 +145,8 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
     if not isinstance(call.func, cst.Attribute) or call.args:
         return False
     name = dotted(call.func.value)
-    function = source.function_of(call)
-    if not name or function is None:
+    function = source.function_of(call)  # None in a script's top level (SASRec's `__main__` block)
+    if not name:
         return False
     for ancestor in source.ancestors(call):
         if ancestor is function:
@@ -154,6 +154,8 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
         if isinstance(ancestor, (cst.For, cst.While)):
             return False  # a later pass may find it evaluated; a branch or a `with` may not
     here = source.span(call)[0]
+    if function is None and "." in name:
+        return False
     if "." in name:
         regions = _construction(source, function, here) if name.count(".") == 1 and name.startswith("self.") else None
         if regions is None:
@@ -165,7 +167,7 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
             if source.span(a)[0] < end and any(dotted(t.target) == name for t in a.targets)
         ]
     else:
-        regions = [(function, here)]
+        regions = [(function if function is not None else source.module, here)]
         assigns = _local_assigns(source, training, function, name, here)
     names = {name}
     if "." not in name:
@@ -193,8 +195,8 @@ def _still_built_mode(source, training, call: cst.Call) -> bool:
     )
 
 
-def _local_assigns(source, training, function: cst.FunctionDef, name: str, before: int) -> list:
-    """The assignments of local `name` in `function` before `before`."""
+def _local_assigns(source, training, function: cst.FunctionDef | None, name: str, before: int) -> list:
+    """The assignments of local `name` in `function` (the module's top level for None) before `before`."""
     return [
         a
         for a in training.assigned_names.get(name, [])
@@ -617,6 +619,20 @@ class MissingTrainMode(Operator):
         "evaluation runs in eval mode."
     )
     examples = (
+        Example(
+            # A script's top level (SASRec's `__main__` block): the switch right after the model is
+            # built changes nothing; the one after each evaluation is the site.
+            'if __name__ == "__main__":\n    model = Net().to(device)\n    model.train()\n'
+            "    for epoch in range(10):\n        for x, y in loader:\n"
+            "            criterion(model(x), y).backward()\n            optimizer.step()\n"
+            "        model.eval()\n        evaluate(model)\n        model.train()\n",
+            (
+                'if __name__ == "__main__":\n    model = Net().to(device)\n    model.train()\n'
+                "    for epoch in range(10):\n        for x, y in loader:\n"
+                "            criterion(model(x), y).backward()\n            optimizer.step()\n"
+                "        model.eval()\n        evaluate(model)\n",
+            ),
+        ),
         Example(
             # A switch right before an epoch loop that opens with the same switch (pytorch-retinanet):
             # the loop's own comes first at every pass; only that one is a site.

@@ -426,6 +426,12 @@ class WrongLossReduction(Operator):
         ),
     )
     untouched = (
+        # Every rank's logged losses stacked by NumPy and averaged for the epoch's figure (nnU-Net).
+        "def on_train_epoch_end(outputs):\n"
+        "    losses = [None] * dist.get_world_size()\n"
+        "    dist.all_gather_object(losses, outputs['loss'])\n"
+        "    loss_here = np.vstack(losses).mean()\n"
+        "    log('train_losses', loss_here)\n",
         # The epoch loss gathered across processes from the floats a tracker summed
         # (pytorch-accelerated): made from new tensors, read as a number.
         GATHERED_EPOCH_LOSS,
@@ -904,7 +910,15 @@ def _is_average(call: cst.BaseExpression, aliases: frozenset[str] = frozenset())
         return False
     if is_functional(call, aliases):
         return len(call.args) == 1 and call.args[0].keyword is None
-    return not call.args
+    return not call.args and not _made_by_numpy(call.func.value)
+
+
+def _made_by_numpy(expr: cst.BaseExpression) -> bool:
+    """True for an array NumPy makes (`np.vstack(losses).mean()`, nnU-Net's epoch loss gathered from
+    every rank's numbers): a reported figure, no tensor a backward runs through."""
+    while isinstance(expr, (cst.Call, cst.Attribute, cst.Subscript)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return isinstance(expr, cst.Name) and expr.value in ("np", "numpy")
 
 
 def _averaged(call: cst.Call, aliases: frozenset[str] = frozenset()) -> cst.BaseExpression:
