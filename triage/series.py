@@ -154,6 +154,9 @@ _SPACED = re.compile(
 # `| learning rate: 3.000000E-04 | grad norm: 1.234 | lm loss: 5.9E+00 |`: a field of a line split
 # by bars whose name is words apart (Megatron-LM's, NeMo's and GPT-NeoX's iteration lines)
 _FIELD = re.compile(r"(?:^|\|)\s*([A-Za-z]+(?: [A-Za-z]+){1,3})\s*:\s*(" + _NUM + r")\s*(?=\||$)")
+# a line that holds one named loss term and nothing else (markdown bold around the number too)
+_ONE_TERM = re.compile(r"([A-Za-z][\w.]{0,63}loss[\w.]{0,63})\s*[:=]\s*\**(?:" + _NUM + r")\**$", re.I)
+_PLAIN_LOSSES = frozenset({"loss", "train_loss", "val_loss", "valid_loss", "test_loss", "training_loss"})
 # RecBole's epoch line, whose training loss is the sum of the epoch's batch losses
 _EPOCH_SUM = re.compile(r"\bepoch \d+ training \[time: [\d.]+s, train loss: ")
 # a loss under a name of its own (`loss_train`, `train/loss_avg`): "loss" is one of its words and no
@@ -454,6 +457,10 @@ class SeriesBuilder:
         self._box_section = ""
         self._box_at: tuple[int | None, int | None] = (None, None)
         self._block_depth = 0  # the open brackets of a multi-line JSON block being skipped
+        # a loss printed term by term, one named term a line (`stage1_pafs_loss:     5.46`, then
+        # `stage1_heatmaps_loss: 2.05`, ...): the first term's name is the series, the others
+        # are other quantities, not more points of it
+        self._term: str | None = None
 
     def add(self, text: str, line: int | None, rank: int | None = None) -> None:
         stripped = text.strip()
@@ -461,6 +468,11 @@ class SeriesBuilder:
             return
         if self._boxed(stripped, line, rank):
             return
+        term = _ONE_TERM.match(stripped)
+        if term is not None and term.group(1).lower() not in _PLAIN_LOSSES:
+            self._term = self._term or term.group(1)
+            if term.group(1) != self._term:
+                return
         step, metrics, in_epoch, is_bar = _parse(text)
         if not metrics:
             row = self._table(text)

@@ -236,7 +236,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "loss-non-finite-reported",
         # "the loss became nan", "all the losses in this model become nan", a named term
         # ("the loss_rcnn_bbox values are Nan"), and "I got nan values" / "NaN losses"
-        r"\bloss(?:es|_\w+)?\b[^\n]{0,30}?\b(?:became|becomes|become|is|are|was|were|got|goes|went|turns?|turned|"
+        # (never across a `key: number` field: mmocr's `loss: 1.9091, grad_norm: nan` is a finite loss)
+        r"\bloss(?:es|_\w+)?\b(?:(?![:=]\s*[-+.\d])[^\n]){0,30}?\b(?:became|becomes|become|is|are|was|were|got|goes|went|turns?|turned|"
         r"into|to|of|=|:)\s*['\"]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
         r"\b(?:got|get|gets|getting) nan(?:s|\s+values?)?\b|"
         # in Chinese: "loss 变为 nan", "loss 会突变为 nan", "loss出现nan" (becomes, turns into, shows)
