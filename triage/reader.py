@@ -159,6 +159,9 @@ KEYWORDS: tuple[bytes, ...] = (
     b"not update",
     b"by zero",
     b"enominator",
+    # fresh batch 9: a model not switched to "eval state", a delay in data loading
+    b"eval state",
+    b"delay",
     # ... and a run that says it trains in mixed precision
     b"fp16",
     b"AMP",

@@ -262,7 +262,9 @@ SIGNATURES: tuple[Signature, ...] = (
         # growth over time said in other words: "the GPU memory consumption: a slow and steady increase"
         r"\bmemory\b[^\n.]{0,40}?\b(?:slow(?:ly)?|steady|steadily|continuous(?:ly)?|constant(?:ly)?|gradual(?:ly)?)\b"
         r"[^\n.]{0,15}?\b(?:increas|grow|climb|ris)\w*|"
-        r"\bmemory\W{0,3}leak",
+        r"\bmemory\W{0,3}leak|"
+        # "its related memory is not freed"
+        r"\bmemory\b[^\n.]{0,20}?\b(?:(?:is|was|are|were)\s+(?:not|never)|isn't|wasn't|aren't|weren't)\s+(?:freed|released)\b",
         "the log says memory kept growing",
     ),
     _sig(
@@ -279,6 +281,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\b(?:data ?loader|data loading|load(?:ing)? (?:the )?data)\b[^\n]{0,30}\bbottleneck|"
         # "the processing in the data loader is too slow"
         r"\b(?:data ?loader|data ?loading)\b[^\n.]{0,30}?\b(?:is|are|was|were)\s+(?:too\s+|very\s+|really\s+|extremely\s+|so\s+)?slow\b|"
+        # "every few training steps, there is a delay of several tens of seconds in data loading"
+        r"\b(?:delay|stall|wait)\w*\b[^\n.]{0,40}?\b(?:in|during|for|on)\s+(?:the\s+)?(?:data ?loading|data ?loader)\b|"
         r"many workers which may be a bottleneck",
         "the log says the GPU sits idle waiting for data",
     ),
@@ -289,6 +293,7 @@ SIGNATURES: tuple[Signature, ...] = (
             f"{fault}-call-missing-reported",
             rf"(?:{call})\W{{0,3}}\s+(?:was|is|were|has|had)(?:\s+been)?\s*(?:not|never|n't)\s+(?:being\s+)?"
             rf"(?:called|used|invoked|set|added|applied)|"
+            rf"(?:{call})\W{{0,3}}\s+(?:was|is|were)(?:\s+been)?\s+(?:forgotten|missing|omitted|left out)\b|"
             rf"\b(?:forgot|forget|forgotten|forgetting|without|missing|missed|didn't|did not|never|"
             rf"(?:will|would|does|did|do) not|won't|doesn't|don't|there(?:'s| is| are) no|please|should)\s+"
             rf"(?:(?:we|you|they|i|it)\s+)?(?:find\s+|call\s+|calls\s+|to\s+)?"
@@ -328,7 +333,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "not-in-eval-mode-reported",
-        r"\b(?:not|never|isn't|wasn't|aren't)\b[^\n.]{0,40}?\bin eval(?:uation)? mode\b",
+        r"\b(?:not|never|isn't|wasn't|aren't)\b[^\n.]{0,40}?\b(?:in|to|into) eval(?:uation)? (?:mode|state)\b",
         "the report says the model is not in eval mode where it should be",
     ),
     _sig(
@@ -353,6 +358,15 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\b(?:optimi[sz]er|adam\w*|sgd|rmsprop)\s+(?:cannot|can't|can not|does not|doesn't|did not|didn't|won't|"
         r"will not)\s+(?:get|see|update|include|receive|reach)\b[^\n.]{0,30}?param",
         "the report says parameters meant to train are not in the optimizer",
+    ),
+    _sig(
+        "eval-oom-reported",
+        # "training is fine, but the validation would meet out of memory": memory that runs out only
+        # once evaluation starts
+        r"\b(?:validation|validate|validating|evaluation|evaluate|evaluating|inference)\b[^\n.]{0,50}?"
+        r"\bout of memory\b|\bout of memory\b[^\n.]{0,40}?\b(?:in|during|when|while)\s+(?:the\s+)?"
+        r"(?:validation|validating|evaluation|evaluating|inference)\b",
+        "the report says memory runs out once evaluation starts",
     ),
     _sig(
         "zero-division-reported",
@@ -420,6 +434,7 @@ _NOT_ERRORS = {
     "lr-to-zero-reported",
     "mixed-precision-on",
     "zero-division-reported",
+    "eval-oom-reported",
 }
 # Warnings of a fault the run lives on with: where an error stopped the run, that error is
 # the first thing to fix and the warning comes second.
@@ -540,13 +555,14 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "gpu load",
         "idle",
         "slow",
+        "delay",
     ),
     **{f"{fault}-call-missing-reported": words for fault, _, _, words in MISSED_CALLS},
     "graph-kept-reported": ("graph", "non-detached", "leak in the training loop"),
     "double-softmax-reported": ("softmax",),
     "shuffle-off-reported": ("shuffle",),
     "scheduler-without-step-reported": ("schedul",),
-    "not-in-eval-mode-reported": ("eval mode", "evaluation mode"),
+    "not-in-eval-mode-reported": ("eval mode", "evaluation mode", "eval state", "evaluation state"),
     "mixed-precision-on": (
         "fp16",
         "amp=",
@@ -563,6 +579,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "not-in-optimizer-reported": ("optimizer", "optimiser", "adam", "sgd", "rmsprop"),
     "lr-to-zero-reported": ("learning rate", "lr"),
     "zero-division-reported": ("because", "by zero", "by 0", "denominator"),
+    "eval-oom-reported": ("out of memory",),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
 }
 
