@@ -545,13 +545,7 @@ class SchedulerStepMisaligned(Operator):
         # the optimizer steps, and the calls of the file's functions that hold one (`self.optimizer_step()`)
         holders = {source.function_of(step) for step in training.steps} - {None}
         steps = [*training.steps, *(c for c in source.nodes(cst.Call) if holders & set(training.called_functions(c)))]
-        for caller in source.nodes(cst.Call):
-            if function not in training.called_functions(caller):
-                continue
-            expr = source.parent(caller)
-            line = source.parent(expr)
-            if not isinstance(expr, cst.Expr) or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-                continue
+        for expr, line in _calls_as_statements(source, training, function):
             branch, moved = cls._step_branch(source, training, line, steps)
             if branch is not None:
                 insert = source.insert_after(branch, cls._lines(source, moved, branch))
@@ -570,13 +564,7 @@ class SchedulerStepMisaligned(Operator):
         function = source.function_of(statement)
         if function is None or any(source.function_of(loop) is function for loop in training.training_loops):
             return None
-        for caller in source.nodes(cst.Call):
-            if function not in training.called_functions(caller):
-                continue
-            expr = source.parent(caller)
-            line = source.parent(expr)
-            if not isinstance(expr, cst.Expr) or not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
-                continue
+        for expr, line in _calls_as_statements(source, training, function):
             loop = _loop_before(source, training, line)
             if loop is not None and isinstance(loop.body, cst.IndentedBlock):
                 return _moved_into(
@@ -1099,3 +1087,15 @@ def _micro_loop_reached(source, training, batch_loop, depth: int = 2):
                     reached.append(function.body)
         frontier = reached
     return None
+
+
+def _calls_as_statements(source, training, function):
+    """The calls of `function` in the file that are a statement line of their own: (the call's
+    expression, its line)."""
+    for caller in source.nodes(cst.Call):
+        if function not in training.called_functions(caller):
+            continue
+        expr = source.parent(caller)
+        line = source.parent(expr)
+        if isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            yield expr, line

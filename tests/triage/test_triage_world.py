@@ -217,22 +217,15 @@ def test_a_loss_climbing_to_nan_ranks_the_step_size_first_as_the_field_does():
 # Fresh batch 5's first misses, each a kind fixed after its one measurement (world/README.md):
 # prose and traceback spellings of symptoms triage already knew, and a report naming the call
 # the code missed.
-@pytest.mark.parametrize(
-    ("name", "symptom", "first"),
-    [
-        ("maskrcnn-benchmark-33.log", "loss-non-finite-reported", "lr-too-high"),  # losses become nan
-        ("detectron-pytorch-29.log", "loss-non-finite-reported", "lr-too-high"),  # loss_rcnn_bbox values are Nan
-        ("vovnet-detectron2-3.log", "loss-non-finite-reported", "lr-too-high"),  # I got nan values
-        ("edsr-pytorch-171.log", "gpu-idle-reported", "dataloader-bottleneck"),  # GPU-util is always zero
-        ("sparenet-12.log", "memory-growth-reported", "loss-tensor-leak"),  # a slow and steady increase
-        ("robustdg-30.log", "eval-mode-call-missing-reported", "missing-eval-mode"),  # model.eval() was not called
-        ("a-pytorch-tutorial-to-image--57.log", "oom-in-evaluation", "missing-no-grad-eval"),  # OOM in validate()
-    ],
-)
-def test_fresh5_spellings_of_known_symptoms_are_read(name, symptom, first):
-    d = explain(WORLD / "excerpts" / name)
-    assert symptom in {s.name for s in d.symptoms}
-    assert [c.id for c in d.causes][:1] == [first]
+FRESH5_READ = [
+    ("maskrcnn-benchmark-33.log", "loss-non-finite-reported", "lr-too-high"),  # losses become nan
+    ("detectron-pytorch-29.log", "loss-non-finite-reported", "lr-too-high"),  # loss_rcnn_bbox values are Nan
+    ("vovnet-detectron2-3.log", "loss-non-finite-reported", "lr-too-high"),  # I got nan values
+    ("edsr-pytorch-171.log", "gpu-idle-reported", "dataloader-bottleneck"),  # GPU-util is always zero
+    ("sparenet-12.log", "memory-growth-reported", "loss-tensor-leak"),  # a slow and steady increase
+    ("robustdg-30.log", "eval-mode-call-missing-reported", "missing-eval-mode"),  # model.eval() was not called
+    ("a-pytorch-tutorial-to-image--57.log", "oom-in-evaluation", "missing-no-grad-eval"),  # OOM in validate()
+]
 
 
 def test_a_loss_reported_blown_up_names_the_step_size_then_summed_gradients():
@@ -245,77 +238,58 @@ def test_a_loss_reported_blown_up_names_the_step_size_then_summed_gradients():
 
 # Fresh batch 6's first misses that held their cause in words, each a kind fixed after its one
 # measurement (world/README.md): reports that name the fault in words, and a typo in an error.
-@pytest.mark.parametrize(
-    ("name", "symptom", "first"),
-    [
-        ("labelmodels-4.log", "graph-kept-reported", "loss-tensor-leak"),  # the sum of non-detached tensors
-        ("scico-2.log", "double-softmax-reported", "double-softmax"),  # softmaxed before the CrossEntropyLoss
-        ("super-gradients-416.log", "shuffle-off-reported", "no-shuffle"),  # does not pass shuffle=True
-        ("accelerate-963.log", "scheduler-without-step-reported", "scheduler-step-misaligned"),
-        ("vsepp-4.log", "train-mode-call-missing-reported", "missing-train-mode"),  # will not call train_start()
-        ("vaal-2.log", "not-in-eval-mode-reported", "missing-eval-mode"),  # not ... in eval mode
-        ("fixmatch-pytorch-34.log", "set-epoch-call-missing-reported", "missing-set-epoch"),  # did not find set_epoch
-        ("cenet-8.log", "non-scalar-backward", "non-scalar-backward"),  # "only for scaler outputs"
-    ],
-)
-def test_fresh6_reports_that_name_the_fault_in_words_are_read(name, symptom, first):
-    d = explain(WORLD / "excerpts" / name)
-    assert symptom in {s.name for s in d.symptoms}
-    assert [c.id for c in d.causes][:1] == [first]
+FRESH6_READ = [
+    ("labelmodels-4.log", "graph-kept-reported", "loss-tensor-leak"),  # the sum of non-detached tensors
+    ("scico-2.log", "double-softmax-reported", "double-softmax"),  # softmaxed before the CrossEntropyLoss
+    ("super-gradients-416.log", "shuffle-off-reported", "no-shuffle"),  # does not pass shuffle=True
+    ("accelerate-963.log", "scheduler-without-step-reported", "scheduler-step-misaligned"),
+    ("vsepp-4.log", "train-mode-call-missing-reported", "missing-train-mode"),  # will not call train_start()
+    ("vaal-2.log", "not-in-eval-mode-reported", "missing-eval-mode"),  # not ... in eval mode
+    ("fixmatch-pytorch-34.log", "set-epoch-call-missing-reported", "missing-set-epoch"),  # did not find set_epoch
+    ("cenet-8.log", "non-scalar-backward", "non-scalar-backward"),  # "only for scaler outputs"
+]
 
 
 # Fresh batch 7's first misses that held their cause in words, each a kind fixed after its one
 # measurement (world/README.md): other spellings of a call not made, of an idle GPU, a rate that
 # fell to zero, parameters left out of the optimizer, and a loss that diverged, written in Chinese.
-@pytest.mark.parametrize(
-    ("name", "symptom", "first"),
-    [
-        ("tenniscourtdetector-7.log", "zero-grad-call-missing-reported", "missing-zero-grad"),  # there is no "..."
-        ("deep-learning-v2-pytorch-3.log", "eval-mode-call-missing-reported", "missing-eval-mode"),  # don't we use
-        ("lion-115.log", "no-grad-call-missing-reported", "missing-no-grad-eval"),  # please use with `...`
-        ("deit-81.log", "gpu-idle-reported", "dataloader-bottleneck"),  # the gpu usage rate is very low
-        ("geti-5958.log", "gpu-idle-reported", "dataloader-bottleneck"),  # the GPU is idle 70-92% of the time
-        ("srgan-pytorch-1.log", "lr-to-zero-reported", "scheduler-step-misaligned"),  # quickly becoming zero
-        ("hvpnet-5.log", "not-in-optimizer-reported", "frozen-parameters"),  # not added to the optimizer
-        ("pytorch-yolov2-1.log", "loss-exploded-reported", "lr-too-high"),  # LOSS还是发散了
-    ],
-)
-def test_fresh7_reports_in_other_words_are_read(name, symptom, first):
-    d = explain(WORLD / "excerpts" / name)
-    assert symptom in {s.name for s in d.symptoms}
-    assert [c.id for c in d.causes][:1] == [first]
+FRESH7_READ = [
+    ("tenniscourtdetector-7.log", "zero-grad-call-missing-reported", "missing-zero-grad"),  # there is no "..."
+    ("deep-learning-v2-pytorch-3.log", "eval-mode-call-missing-reported", "missing-eval-mode"),  # don't we use
+    ("lion-115.log", "no-grad-call-missing-reported", "missing-no-grad-eval"),  # please use with `...`
+    ("deit-81.log", "gpu-idle-reported", "dataloader-bottleneck"),  # the gpu usage rate is very low
+    ("geti-5958.log", "gpu-idle-reported", "dataloader-bottleneck"),  # the GPU is idle 70-92% of the time
+    ("srgan-pytorch-1.log", "lr-to-zero-reported", "scheduler-step-misaligned"),  # quickly becoming zero
+    ("hvpnet-5.log", "not-in-optimizer-reported", "frozen-parameters"),  # not added to the optimizer
+    ("pytorch-yolov2-1.log", "loss-exploded-reported", "lr-too-high"),  # LOSS还是发散了
+]
 
 
 # Fresh batch 8's first misses that held their cause in words, each a kind fixed after its one
 # measurement (world/README.md).
-@pytest.mark.parametrize(
-    ("name", "symptom", "first"),
-    [
-        ("mpd-public-6.log", "shuffle-off-reported", "no-shuffle"),  # `shuffle=True` is missing
-        ("examples-387.log", "gpu-idle-reported", "dataloader-bottleneck"),  # almost zero gpu utilization
-        ("atmorep-20.log", "gpu-idle-reported", "dataloader-bottleneck"),  # the data loader is too slow
-        ("course-v3-598.log", "not-in-optimizer-reported", "frozen-parameters"),  # Adam cannot update head params
-        ("ctc-ce-for-ast-3.log", "zero-division-reported", "missing-epsilon"),  # =nan because torch.sum(w) =0
-    ],
-)
-def test_fresh8_reports_in_other_words_are_read(name, symptom, first):
-    d = explain(WORLD / "excerpts" / name)
-    assert symptom in {s.name for s in d.symptoms}
-    assert [c.id for c in d.causes][:1] == [first]
+FRESH8_READ = [
+    ("mpd-public-6.log", "shuffle-off-reported", "no-shuffle"),  # `shuffle=True` is missing
+    ("examples-387.log", "gpu-idle-reported", "dataloader-bottleneck"),  # almost zero gpu utilization
+    ("atmorep-20.log", "gpu-idle-reported", "dataloader-bottleneck"),  # the data loader is too slow
+    ("course-v3-598.log", "not-in-optimizer-reported", "frozen-parameters"),  # Adam cannot update head params
+    ("ctc-ce-for-ast-3.log", "zero-division-reported", "missing-epsilon"),  # =nan because torch.sum(w) =0
+]
 
 
 # Fresh batch 9's first misses read after one round of fixes (world/README.md).
+FRESH9_READ = [
+    ("multibench-26.log", "not-in-eval-mode-reported", "missing-eval-mode"),  # not switched to eval state
+    ("dab-detr-58.log", "zero-grad-call-missing-reported", "missing-zero-grad"),  # zero_grad() is forgotten
+    ("dgl-745.log", "eval-oom-reported", "missing-no-grad-eval"),  # the validation would meet out of memory
+    ("paac-pytorch-1.log", "memory-growth-reported", "loss-tensor-leak"),  # its memory is not freed
+    ("open-animateanyone-101.log", "gpu-idle-reported", "dataloader-bottleneck"),  # a delay in data loading
+]
+
+
 @pytest.mark.parametrize(
-    ("name", "symptom", "first"),
-    [
-        ("multibench-26.log", "not-in-eval-mode-reported", "missing-eval-mode"),  # not switched to eval state
-        ("dab-detr-58.log", "zero-grad-call-missing-reported", "missing-zero-grad"),  # zero_grad() is forgotten
-        ("dgl-745.log", "eval-oom-reported", "missing-no-grad-eval"),  # the validation would meet out of memory
-        ("paac-pytorch-1.log", "memory-growth-reported", "loss-tensor-leak"),  # its memory is not freed
-        ("open-animateanyone-101.log", "gpu-idle-reported", "dataloader-bottleneck"),  # a delay in data loading
-    ],
+    ("name", "symptom", "first"), FRESH5_READ + FRESH6_READ + FRESH7_READ + FRESH8_READ + FRESH9_READ
 )
-def test_fresh9_reports_in_other_words_are_read(name, symptom, first):
+def test_a_later_batchs_first_miss_is_read_after_its_fix(name, symptom, first):
     d = explain(WORLD / "excerpts" / name)
     assert symptom in {s.name for s in d.symptoms}
     assert [c.id for c in d.causes][:1] == [first]
