@@ -8,6 +8,7 @@ collected after the rules froze (world/README.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -32,7 +33,13 @@ GITHUB = re.compile(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/\d+$
 
 
 def ids(entry: dict) -> list[str]:
-    return [c.id for c in explain(WORLD / "excerpts" / entry["file"]).causes]
+    return list(_ids_of(entry["file"]))
+
+
+@functools.cache
+def _ids_of(name: str) -> tuple[str, ...]:
+    """The causes named for one excerpt: each is read once per run (several tests ask)."""
+    return tuple(c.id for c in explain(WORLD / "excerpts" / name).causes)
 
 
 def test_manifest_has_provenance_for_every_excerpt():
