@@ -468,7 +468,8 @@ class SeriesBuilder:
             return
         if self._boxed(stripped, line, rank):
             return
-        term = _ONE_TERM.match(stripped)
+        # (the substring test first: this runs on every line, and most hold no loss)
+        term = _ONE_TERM.match(stripped) if "oss" in stripped or "OSS" in stripped else None
         if term is not None and term.group(1).lower() not in _PLAIN_LOSSES:
             self._term = self._term or term.group(1)
             if term.group(1) != self._term:

@@ -753,7 +753,8 @@ def _collective(call: cst.CSTNode | None) -> bool:
 def _made_for_a_collective(source, call: cst.Call) -> bool:
     """True for a new tensor moved to be a collective's input (`all_gather(out, torch.Tensor([n]).
     to(device))`) or one of its output buffers (`out = [torch.zeros(1).to(device) for _ in
-    range(world_size)]`, only ever handed to collectives): RecBole's sample count, not a batch."""
+    range(world_size)]`, first handed to the collective that fills them): RecBole's sample count,
+    not a batch."""
     if not (isinstance(call.func, cst.Attribute) and _fresh_tensor(call.func.value)):
         return False
     parent = source.parent(call)
@@ -767,10 +768,13 @@ def _made_for_a_collective(source, call: cst.Call) -> bool:
     if not isinstance(target, cst.Name):
         return False
     end = source.span(assign)[1]
-    uses = [n for n in source.within(function, cst.Name) if n.value == target.value and source.span(n)[0] > end]
-    first = uses[:1]
-    return bool(first) and all(
-        isinstance(source.parent(n), cst.Arg) and _collective(source.parent(source.parent(n))) for n in first
+    first = next(
+        (n for n in source.within(function, cst.Name) if n.value == target.value and source.span(n)[0] > end), None
+    )
+    return (
+        first is not None
+        and isinstance(source.parent(first), cst.Arg)
+        and _collective(source.parent(source.parent(first)))
     )
 
 
