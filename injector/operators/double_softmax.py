@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
@@ -80,6 +82,137 @@ def _checked_cross_entropy(source, call: cst.Call) -> bool:
             return False
         child = ancestor
     return False
+
+
+def _project_log_softmax_loss(source, training, call: cst.Call) -> bool:
+    """True for a loss the project defines itself, in the file or a module it imports, that
+    normalises its first argument with a log-softmax of its own and calls no cross-entropy on it
+    (a label-smoothing loss: `-(F.log_softmax(pred, dim=1) * one_hot).sum(dim=1).mean()`, bound
+    as `criterion = smoothed_loss` or built as `criterion = LabelSmoothingLoss(0.1)`): it takes
+    logits, and the call is the only place to hand it probabilities. A project loss that calls
+    `F.cross_entropy` on its argument has its site there, where a project's campaign mutates it."""
+    func: cst.BaseExpression = call.func
+    instance = False
+    if isinstance(func, cst.Name):
+        assign = training.last_assignment(func.value, call)
+        if assign is not None and isinstance(assign.value, (cst.Name, cst.Attribute)):
+            func = assign.value  # `criterion = smoothed_loss`
+        elif assign is not None and isinstance(assign.value, cst.Call):
+            func, instance = assign.value.func, True  # `criterion = LabelSmoothingLoss(0.1)`
+    found = training.resolver.definition(source, func)
+    if found is None:
+        return False
+    module, definition = found
+    if isinstance(definition, cst.ClassDef) != instance:
+        return False  # building the loss, or calling what builds it
+    if isinstance(definition, cst.ClassDef):
+        forward = [s for s in definition.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "forward"]
+        if not forward:
+            return False
+        definition, params = forward[0], list(forward[0].params.params)[1:]
+    else:
+        params = list(definition.params.params)
+    if not params:
+        return False
+    normalised = {callee_name(inner) for inner in module.within(definition, cst.Call) if _takes(inner, params[0])}
+    return "log_softmax" in normalised and "cross_entropy" not in normalised
+
+
+def _takes(call: cst.Call, param: cst.Param) -> bool:
+    """True where `call` normalises the parameter: `F.log_softmax(pred, 1)`, `pred.log_softmax(1)`."""
+    if is_functional(call):
+        value = call.args[0].value if call.args else None
+    else:
+        value = call.func.value if isinstance(call.func, cst.Attribute) else None
+    return isinstance(value, cst.Name) and value.value == param.name.value
+
+
+# Words of a loss's name that say it is no cross-entropy over classes (a regression, a divergence
+# between two distributions, a binary or a sequence loss): what it takes as logits is its own.
+_NOT_CE_WORDS = frozenset(
+    {"mse", "l1", "l2", "mae", "huber", "smooth", "kl", "kld", "kldiv", "bce", "binary", "ctc", "nll", "distill"}
+    | {"distillation", "cosine", "triplet", "contrastive", "regression", "reg", "recon", "reconstruction"}
+)
+
+
+def _handed_logits(source, training, call: cst.Call) -> bool:
+    """True for a loss the file cannot see, called on a value named for logits (pytorch-3dunet's
+    `self.loss_criterion(logits, target)`, the criterion handed to the trainer and chosen by the
+    configuration's name): a loss handed logits normalises them itself, so a softmax before it
+    normalises twice. A loss the file defines or binds itself is judged by what it is."""
+    if not _unseen(source, training, call.func, call):
+        return False
+    words = set(re.split(r"[^a-z0-9]+", (callee_name(call) or "").lower()))
+    if not {"loss", "criterion"} & words or words & _NOT_CE_WORDS:
+        return False
+    first = argument(call, "input", 0)
+    value = first.value if first is not None else None
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        value = value.func.value  # `logits.view(-1, vocab)`, `logits.float()`
+    name = (last_name(value) or "").lower() if value is not None else ""
+    return name in {"logits", "logit"} or name.endswith("_logits")
+
+
+def _unseen(source, training, func: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True where the file neither defines what `func` names nor binds it to anything but a
+    parameter (`self.loss_criterion = loss_criterion`): what it is is decided elsewhere."""
+    text = dotted(func)
+    if text is None or training.classes_at(func, use) or training.resolver.definition(source, func) is not None:
+        return False
+    if isinstance(func, cst.Attribute) and func.attr.value in training.functions:
+        return False  # a method of the file's classes (`self.loss(logits, y)`)
+    for assign in training.assigned_names.get(text, ()):
+        value = assign.value
+        function = source.function_of(assign)
+        params = {p.name.value for p in function.params.params} if function is not None else set()
+        if not (isinstance(value, cst.Name) and value.value in params):
+            return False  # bound here: `self.loss_func = F.binary_cross_entropy_with_logits`
+    return True
+
+
+def _only_reported(source, call: cst.Call) -> bool:
+    """True for a loss a function assigns to a name and then only reads as a number until the
+    name is assigned again (dgcnn's test pass: `loss = criterion(logits, label)`, then
+    `test_loss += loss.item() * batch_size`, with no no_grad around it): no backward reads it, so
+    a softmax before it changes a reported figure only."""
+    statement = source.parent(call)
+    scope = source.function_of(call) or source.module
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return False
+    target = statement.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    start = source.span(statement)[1]
+    later = sorted(
+        (n for n in source.within(scope, cst.Name) if n.value == target.value and source.span(n)[0] > start),
+        key=lambda n: source.span(n)[0],
+    )
+    uses = []
+    for name in later:
+        owner = source.parent(name)
+        if isinstance(owner, cst.AssignTarget) or (
+            isinstance(owner, cst.Tuple) and isinstance(source.parent(owner), cst.AssignTarget)
+        ):
+            break  # assigned again: what follows reads another value
+        uses.append(name)
+    loop = next((a for a in source.ancestors(statement) if isinstance(a, (cst.For, cst.While))), None)
+    if loop is not None and any(
+        n.value == target.value
+        and source.span(n)[0] < source.span(statement)[0]
+        and not isinstance(source.parent(n), cst.AssignTarget)
+        for n in source.within(loop, cst.Name)
+    ):
+        return False  # read earlier in the loop: the next round reads this value there
+    return bool(uses) and all(_read_as_a_number(source, n) for n in uses)
+
+
+def _read_as_a_number(source, name: cst.Name) -> bool:
+    """`name.item()` or `float(name)`."""
+    parent = source.parent(name)
+    if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value == "item":
+        return isinstance(source.parent(parent), cst.Call)
+    call = source.parent(parent) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "float"
 
 
 def _handed_with_criterion(source, training, call: cst.Call) -> cst.Arg | None:
@@ -226,6 +359,24 @@ class DoubleSoftmax(Operator):
                 "    return loss\n",
             ),
         ),
+        Example(
+            # A loss handed to the trainer, chosen elsewhere by the configuration, called on what
+            # the code names logits (pytorch-3dunet's UNetTrainer): it normalises them itself.
+            "class Trainer:\n"
+            "    def __init__(self, model, loss_criterion):\n"
+            "        self.loss_criterion = loss_criterion\n"
+            "    def _forward_pass(self, inp, target):\n"
+            "        output, logits = self.model(inp, return_logits=True)\n"
+            "        return output, self.loss_criterion(logits, target)\n",
+            (
+                "class Trainer:\n"
+                "    def __init__(self, model, loss_criterion):\n"
+                "        self.loss_criterion = loss_criterion\n"
+                "    def _forward_pass(self, inp, target):\n"
+                "        output, logits = self.model(inp, return_logits=True)\n"
+                "        return output, self.loss_criterion(logits.softmax(dim=1), target)\n",
+            ),
+        ),
     )
     untouched = (
         # A loss class built from its settings, its first argument a dict (nnU-Net's `_build_loss`).
@@ -257,6 +408,20 @@ class DoubleSoftmax(Operator):
         # A choice between a cross-entropy and something that is no loss class.
         "criterion = nn.CrossEntropyLoss() if cls else make_criterion(cfg)\nloss = criterion(output, target)\n",
         "loss = criterion(out, y)  # criterion built elsewhere: unknown loss\n",
+        # Called on logits, but bound here to a binary loss, or named for a regression.
+        "class M:\n"
+        "    def __init__(self):\n"
+        "        self.loss_func = F.binary_cross_entropy_with_logits\n"
+        "    def loss(self, logits, labels):\n"
+        "        return self.loss_func(input=logits, target=labels)\n"
+        "    def distill(self, logits, teacher_logits):\n"
+        "        return self.mse_loss(logits, teacher_logits)\n",
+        # A test pass without no_grad whose loss is only read as a number: a reported figure.
+        "criterion = nn.CrossEntropyLoss()\n"
+        "for data, label in test_loader:\n"
+        "    logits = model(data)\n"
+        "    loss = criterion(logits, label)\n"
+        "    test_loss += loss.item() * len(label)\n",
         "loss = F.mse_loss(pred, y)\n",
         "with torch.no_grad():\n    val_loss = F.cross_entropy(model(x), y)\n",
         # A loss helper that only evaluation calls, under no_grad.
@@ -275,14 +440,16 @@ class DoubleSoftmax(Operator):
                 or _cross_entropy_choice(training.classes_at(call.func, call))
                 or _named_ce(call)
                 or _checked_cross_entropy(source, call)
+                or _project_log_softmax_loss(source, training, call)
+                or _handed_logits(source, training, call)
             ):
                 logits = argument(call, "input", 0)
             else:
                 # another loss, a criterion that is one only in another function, or a helper
                 # handed the criterion with its input (`self.compute_loss(self.criterion, outputs, pids)`)
                 logits = _handed_with_criterion(source, training, call)
-            if logits is None or under_no_grad(source, call):
-                continue  # under no_grad the loss is only reported: no training effect
+            if logits is None or under_no_grad(source, call) or _only_reported(source, call):
+                continue  # under no_grad, or only read as a number, the loss is only reported: no training effect
             if isinstance(logits.value, _LITERALS):
                 continue  # a loss class built from its settings (nnU-Net's `DC_and_CE_loss({...}, {})`): no logits
             yield Change(

@@ -371,3 +371,51 @@ def test_a_model_handed_to_a_project_evaluator_that_switches_it_to_eval_needs_it
     # an evaluator that never switches the mode: the model never leaves train mode, no mutant
     (tmp_path / "pytorch_utils.py").write_text(PYTORCH_UTILS.replace("    model.eval()\n", ""))
     assert lr_mutants(capsys, tmp_path / "main.py", "missing-train-mode") == []
+
+
+SMOOTHING = (
+    "import torch.nn.functional as F\n"
+    "\n"
+    "\n"
+    "def smoothed_loss(pred, gold, eps=0.2):\n"
+    "    one_hot = F.one_hot(gold, pred.size(1)).float() * (1 - eps) + eps / pred.size(1)\n"
+    "    return -(F.log_softmax(pred, dim=1) * one_hot).sum(dim=1).mean()\n"
+    "\n"
+    "\n"
+    "def cal_loss(pred, gold):\n"
+    "    return F.cross_entropy(pred, gold)\n"
+)
+CLS = (
+    "from util import smoothed_loss\n"
+    "\n"
+    "\n"
+    "def train(model, opt, loader, test_loader):\n"
+    "    criterion = smoothed_loss\n"
+    "    for data, label in loader:\n"
+    "        opt.zero_grad()\n"
+    "        logits = model(data)\n"
+    "        loss = criterion(logits, label)\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "    for data, label in test_loader:\n"
+    "        logits = model(data)\n"
+    "        loss = criterion(logits, label)\n"
+    "        print(loss.item())\n"
+)
+
+
+def test_a_project_loss_that_normalises_its_input_itself_gets_probabilities_where_training_calls_it(tmp_path, capsys):
+    (tmp_path / "util.py").write_text(SMOOTHING)
+    (tmp_path / "main_cls.py").write_text(CLS)
+    found = lr_mutants(capsys, tmp_path, "double-softmax")
+    # the training loss only: the test pass's loss is printed, never backpropagated; and the
+    # project's own cross-entropy call is its site where it is written, once for every caller
+    assert [(file, line) for file, line, _ in found] == [("main_cls.py", 9), ("util.py", 10)]
+    assert "+        loss = criterion(logits.softmax(dim=1), label)" in found[0][2]
+    (tmp_path / "main_cls.py").write_text(CLS.replace("smoothed_loss", "cal_loss"))
+    assert [(file, line) for file, line, _ in lr_mutants(capsys, tmp_path, "double-softmax")] == [("util.py", 10)]
+
+
+def test_without_the_loss_module_a_criterion_bound_to_an_imported_function_is_no_site(tmp_path, capsys):
+    (tmp_path / "main_cls.py").write_text(CLS)
+    assert lr_mutants(capsys, tmp_path / "main_cls.py", "double-softmax") == []
