@@ -696,6 +696,141 @@ def _moved_for_data_parallel(source, training, call: cst.Call) -> bool:
     return True
 
 
+# Tensor methods that keep a tensor where it is (a view, a reshaped or re-typed copy on the same
+# device), and those that only read its shape.
+_SAME_PLACE = frozenset(
+    {"permute", "view", "reshape", "squeeze", "unsqueeze", "transpose", "contiguous", "float", "long", "flatten"}
+    | {"int", "double", "half", "t", "detach", "clone"}
+)
+_SHAPE_ONLY = frozenset({"size", "dim", "numel", "nelement"})
+
+
+def _moved_in_vain(source, training, call: cst.Call) -> bool:
+    """True for a tensor moved into a name (alone or as one element of a tuple assignment, through
+    views such as `.squeeze()`) whose every later use, up to where it is bound anew, is one of:
+    taken back to the CPU (`label.cpu().numpy()`), read for its shape (`data.size()[0]`), made a
+    view bound to the same name again (`data = data.permute(0, 2, 1)`, then its uses), or handed
+    straight to a model the file always wraps in `DataParallel`, which scatters its inputs to its
+    GPUs itself (dgcnn's test(): `logits = model(data)` after `model = nn.DataParallel(model)`).
+    Its place never meets another tensor, so the move changes nothing."""
+    function = source.function_of(call)
+    node: cst.CSTNode = call
+    parent = source.parent(node)
+    while isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in _SAME_PLACE:
+        grand = source.parent(parent)
+        if not (isinstance(grand, cst.Call) and grand.func is parent):
+            return False
+        node, parent = grand, source.parent(grand)
+    if isinstance(parent, cst.Element) and isinstance(source.parent(parent), cst.Tuple):
+        values = source.parent(parent)
+        position = [e for e in values.elements].index(parent)
+        assign = source.parent(values)
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return False
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Tuple) or len(target.elements) != len(values.elements):
+            return False
+        bound = target.elements[position].value
+    elif isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        assign, bound = parent, parent.targets[0].target
+    else:
+        return False
+    if not isinstance(bound, cst.Name):
+        return False
+    scope = function if function is not None else source.module
+    return _uses_in_vain(source, training, scope, bound.value, source.span(assign)[1], call)
+
+
+def _uses_in_vain(source, training, scope: cst.CSTNode, name: str, after: int, move: cst.Call) -> bool:
+    """The uses of `name` after `after` in `scope` (a function, or the module), until it is bound anew, all in vain (see
+    `_moved_in_vain`)."""
+    loop = next((a for a in source.ancestors(move) if isinstance(a, (cst.For, cst.While))), None)
+    if loop is not None and any(
+        n.value == name and source.span(n)[1] <= source.span(move)[0] and not _bound_here(source, n)
+        for n in source.within(loop.body, cst.Name)
+    ):
+        return False  # read earlier in the loop: the next round reads the moved value there
+    uses = 0
+    for statement in source.within(scope, cst.SimpleStatementLine):
+        if source.span(statement)[0] < after:
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and any(name in bound_names(t.target) for t in small.targets):
+                # bound anew: a view of itself keeps the place (`data = data.permute(0, 2, 1)`)
+                value = small.value
+                while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+                    if value.func.attr.value not in _SAME_PLACE:
+                        break
+                    value = value.func.value
+                if not (isinstance(value, cst.Name) and value.value == name and len(small.targets) == 1):
+                    return uses > 0 and not _reads(source, small.value, name)
+                if not isinstance(small.targets[0].target, cst.Name):
+                    return False
+                continue
+            for use in source.within(small, cst.Name):
+                if use.value != name or _bound_here(source, use):
+                    continue
+                if not _in_vain(source, training, use, move):
+                    return False
+                uses += 1
+    return uses > 0
+
+
+def _bound_here(source, name: cst.Name) -> bool:
+    """True for a name an assignment binds (`x = ...`, `a, (x, b) = ...`), not one it reads."""
+    node: cst.CSTNode = name
+    parent = source.parent(node)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+        node, parent = parent, source.parent(parent)
+    return isinstance(parent, cst.AssignTarget)
+
+
+def _reads(source, expr: cst.CSTNode, name: str) -> bool:
+    return any(n.value == name for n in source.within(expr, cst.Name))
+
+
+def _in_vain(source, training, use: cst.Name, move: cst.Call) -> bool:
+    """One use of a moved tensor that its place does not matter to (see `_moved_in_vain`)."""
+    parent = source.parent(use)
+    if isinstance(parent, cst.Attribute) and parent.value is use:
+        method = parent.attr.value
+        if method == "shape":
+            return True
+        caller = source.parent(parent)
+        if isinstance(caller, cst.Call) and caller.func is parent:
+            return method == "cpu" or method in _SHAPE_ONLY
+        return False
+    caller = source.parent(parent) if isinstance(parent, cst.Arg) and parent.value is use else None
+    if not isinstance(caller, cst.Call):
+        return False
+    if isinstance(caller.func, cst.Name) and caller.func.value == "len":
+        return True
+    return _data_parallel_at(training, caller.func, caller) and _always_data_parallel(
+        source, source.code(caller.func), move
+    )
+
+
+def _data_parallel_at(training, model: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True where the model `use` runs was last bound to a `DataParallel` wrapper, or to the same
+    model with its mode or place set (`model = model.eval()` after `model = nn.DataParallel(model)`)."""
+    if not isinstance(model, cst.Name):
+        return training.classes_at(model, use) == {"DataParallel"}
+    assign = training.last_assignment(model.value, use)
+    while assign is not None and isinstance(assign.value, cst.Call):
+        built = assign.value
+        if callee_name(constructed(built)) == "DataParallel":
+            return True
+        if not (
+            isinstance(built.func, cst.Attribute)
+            and callee_name(built) in {"eval", "train", "cuda", "to", "float"}
+            and isinstance(built.func.value, cst.Name)
+            and built.func.value.value == model.value
+        ):
+            return False
+        assign = training.last_assignment(model.value, assign)
+    return assign is None and training.classes_at(model, use) == {"DataParallel"}
+
+
 def _always_data_parallel(source, name: str, move: cst.Call) -> bool:
     """True where the file wraps `name` in DataParallel wherever `move` runs: never under an `if`
     (`if n_gpu > 1: model = torch.nn.DataParallel(model)` leaves a single GPU's model unwrapped:
@@ -2102,8 +2237,35 @@ class DeviceMismatch(Operator):
                 "    Runner(model, loader, device, loss_module, optimizer).train_epoch()\n",
             ),
         ),
+        Example(
+            # Under a DataParallel model the points are scattered by the wrapper, but the labels
+            # meet the gathered logits in the loss (dgcnn's training loop): the labels' move only.
+            "model = nn.DataParallel(model)\n"
+            "for data, label in train_loader:\n"
+            "    data, label = data.to(device), label.to(device).squeeze()\n"
+            "    data = data.permute(0, 2, 1)\n"
+            "    loss = criterion(model(data), label)\n",
+            (
+                "model = nn.DataParallel(model)\n"
+                "for data, label in train_loader:\n"
+                "    data, label = data.to(device), label.squeeze()\n"
+                "    data = data.permute(0, 2, 1)\n"
+                "    loss = criterion(model(data), label)\n",
+            ),
+        ),
     )
     untouched = (
+        # Moves in vain: the points only reach the DataParallel model (through a view and a size
+        # read), the labels only go back to the CPU (dgcnn's test()).
+        "def test(model, test_loader, device):\n"
+        "    model = nn.DataParallel(model)\n"
+        "    model = model.eval()\n"
+        "    for data, label in test_loader:\n"
+        "        data, label = data.to(device), label.to(device).squeeze()\n"
+        "        data = data.permute(0, 2, 1)\n"
+        "        batch_size = data.size()[0]\n"
+        "        preds = model(data).max(dim=1)[1]\n"
+        "        test_true.append(label.cpu().numpy())\n",
         # A collective's buffers and input, made for it (RecBole's sample count across ranks).
         "def map_reduce(num_sample, device, world_size):\n"
         "    total = [torch.zeros(1).to(device) for _ in range(world_size)]\n"
@@ -2358,6 +2520,7 @@ class DeviceMismatch(Operator):
                 _moved_for_a_reduction(source, call)
                 or _made_for_a_collective(source, call)
                 or _scattered_by_data_parallel(source, training, call)
+                or _moved_in_vain(source, training, call)
             ):
                 continue
             name = callee_name(call)
