@@ -300,6 +300,28 @@ def _rate_assignments(source) -> list[cst.Assign]:
     return found
 
 
+def _clamped(source, assign: cst.Assign) -> bool:
+    """True for a rate written only where the running rate has crossed the same bound (dgcnn's
+    `if opt.param_groups[0]['lr'] < 1e-5: param_group['lr'] = 1e-5`): a floor or ceiling the
+    schedule is held at, not a rate the run is set to train at."""
+    bound = source.code(assign.value)
+    for ancestor in source.ancestors(assign):
+        if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        if not isinstance(ancestor, cst.If) or not isinstance(ancestor.test, cst.Comparison):
+            continue
+        test = ancestor.test
+        if len(test.comparisons) == 1 and isinstance(
+            test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+        ):
+            sides = (source.code(test.left), source.code(test.comparisons[0].comparator))
+            if bound in sides and any(
+                ("lr" in side.lower() or "rate" in side.lower()) for side in sides if side != bound
+            ):
+                return True
+    return False
+
+
 def _handed_to_a_rate_writer(source, call: cst.Call) -> bool:
     """True for an optimizer handed, as it is built or by the name it is bound to, to a class of
     the project that writes the rate into the groups itself (FastSpeech's `ScheduledOptim(
@@ -1070,6 +1092,10 @@ class LrTooHigh(Operator):
         ),
     )
     untouched = (
+        # A floor the step schedule is held at once the running rate falls below it (dgcnn's).
+        "if opt.param_groups[0]['lr'] < 1e-5:\n"
+        "    for param_group in opt.param_groups:\n"
+        "        param_group['lr'] = 1e-5\n",
         # Parameter groups taken from another optimizer (SAM builds its base optimizer over its own
         # groups, which carry their rates): the keyword arguments' rate reaches none of them.
         "import torch\n"
@@ -1189,6 +1215,8 @@ class LrTooHigh(Operator):
         for assign in assignments:
             if in_steps and assign not in in_steps:
                 continue  # rewritten before every step by the step's own (OLMo's reset on restore)
+            if _clamped(source, assign):
+                continue
             yield self._scaled(source, assign, assign.value)
         yield from self._config_fields(source, training)
         yield from self._splatted_defaults(source, training)
