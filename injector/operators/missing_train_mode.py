@@ -437,6 +437,42 @@ def _training_at_each_pass(source, training, call: cst.Call) -> bool:
     )
 
 
+def _trainer_keeps_training_mode(source, training, call: cst.Call) -> bool:
+    """True for `self.model.train()` at the top of a method of a class that binds `self.model`
+    only while it is built (a module handed to the constructor, built, wrapped or moved there)
+    and switches it back to training in the same block after each of its own evaluations
+    (pytorch-3dunet's `train()`, whose validation every `validate_after_iters` iterations is
+    followed by `self.model.train()`): every call of the method finds the model training."""
+    if not isinstance(call.func, cst.Attribute) or call.args:
+        return False
+    name, function = dotted(call.func.value), source.function_of(call)
+    if not name or name.count(".") != 1 or not name.startswith("self.") or function is None:
+        return False
+    if function.name.value == "__init__" or not _at_top(source, call, function):
+        return False
+    cls = next((a for a in source.ancestors(function) if isinstance(a, cst.ClassDef)), None)
+    if cls is None:
+        return False
+    assigns = [a for a in training.assigned_names.get(name, []) if cls in source.ancestors(a)]
+    for assign in assigns:
+        owner = source.function_of(assign)
+        if owner is None or _construction(source, owner, source.span(assign)[0]) is None:
+            return False  # rebound after construction: it may arrive in eval mode
+        params = {p.name.value for p in owner.params.params}
+        value = assign.value
+        if not (
+            (isinstance(value, cst.Name) and value.value in params)
+            or _built_or_wrapped(source, value, name)
+            or _moved(value, name)
+        ):
+            return False
+    return bool(assigns) and all(
+        _switched_back(source, other, name, call)
+        for other in source.within(cls, cst.Call)
+        if other is not call and not _is_train(other) and _may_evaluate(source, training, other, name)
+    )
+
+
 def _switched_again_at_loop_top(source, call: cst.Call) -> bool:
     """True for `model.train()` right before a loop whose body switches the model to training mode
     again before anything else touches it, with nothing between them but other statements and
@@ -1204,6 +1240,36 @@ class MissingTrainMode(Operator):
                 "        return loss.item()\n",
             ),
         ),
+        Example(
+            # A trainer's epoch method: the model is handed to the constructor, and the class's one
+            # switch to eval is switched back in its own block (pytorch-3dunet's UNetTrainer): the
+            # switch at the method's top changes nothing; the one after validation is the site.
+            "class Trainer:\n"
+            "    def __init__(self, model, loader):\n"
+            "        self.model = model\n"
+            "        self.loader = loader\n"
+            "    def train(self):\n"
+            "        self.model.train()\n"
+            "        for x, y in self.loader:\n"
+            "            step(self.model, x, y)\n"
+            "            if self.it % 100 == 0:\n"
+            "                self.model.eval()\n"
+            "                self.validate()\n"
+            "                self.model.train()\n",
+            (
+                "class Trainer:\n"
+                "    def __init__(self, model, loader):\n"
+                "        self.model = model\n"
+                "        self.loader = loader\n"
+                "    def train(self):\n"
+                "        self.model.train()\n"
+                "        for x, y in self.loader:\n"
+                "            step(self.model, x, y)\n"
+                "            if self.it % 100 == 0:\n"
+                "                self.model.eval()\n"
+                "                self.validate()\n",
+            ),
+        ),
     )
     untouched = (
         # A trainer class's own epoch method, called by its fit (pytorch-3dunet's UNetTrainer): no
@@ -1324,6 +1390,7 @@ class MissingTrainMode(Operator):
                 and not _still_built_mode(source, training, call)
                 and not _handed_in_train_mode(source, training, call)
                 and not _training_at_each_pass(source, training, call)
+                and not _trainer_keeps_training_mode(source, training, call)
                 and not _switched_again_at_loop_top(source, call)
                 and not _reset_by_the_step(source, training, call)
                 and not _reset_by_every_step_method(source, training, call)
