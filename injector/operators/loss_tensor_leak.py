@@ -437,6 +437,12 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A metric named a criterion (pytorch-3dunet's `eval_criterion`): the score, not the loss.
+        "for x, y in loader:\n"
+        "    output = model(x)\n"
+        "    criterion(output, y).backward()\n"
+        "    eval_score = self.eval_criterion(output, y)\n"
+        "    train_eval_scores.update(eval_score.item(), len(x))\n",
         # The epoch loss gathered across processes from the floats a tracker summed
         # (pytorch-accelerated): made from new tensors, read as a number.
         GATHERED_EPOCH_LOSS,
@@ -1194,6 +1200,16 @@ def _module_attribute(source, node) -> bool:
     return isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value not in TENSOR_ATTRIBUTES
 
 
+# Words that make a criterion a metric (pytorch-3dunet's `eval_criterion`, a mean IoU or a Dice
+# score): the model is scored with it, never trained through it.
+_METRIC_WORDS = frozenset({"eval", "metric", "metrics", "score", "acc", "accuracy"})
+
+
+def _a_criterion(callee: str) -> bool:
+    """True for a callee named a criterion that is no metric (`criterion`, `self.criterion_ce`)."""
+    return "criterion" in callee and not _METRIC_WORDS & set(callee.split("_"))
+
+
 def _is_loss(source, training, value, names: set[str]) -> bool:
     if _names_loss(source, value):
         return True
@@ -1202,7 +1218,7 @@ def _is_loss(source, training, value, names: set[str]) -> bool:
     for node in source.within(value, (cst.Name, cst.Attribute, cst.Call)):
         if isinstance(node, cst.Call):
             callee = (callee_name(node) or "").lower()
-            if callee in LOSS_FUNCTIONS or "criterion" in callee or training.role(node.func) == "loss-module":
+            if callee in LOSS_FUNCTIONS or _a_criterion(callee) or training.role(node.func) == "loss-module":
                 return True
         elif dotted(node) in names and not _module_attribute(source, node):
             return True
