@@ -278,6 +278,11 @@ class ReturnedLoss:
 
 LossUse = Backward | ReturnedLoss
 
+# Calls that only record what they are handed (a dict of settings for a logger, a printed line, a
+# logger's call): handed a loss and an optimizer, they run neither.
+RECORDING_BUILTINS = frozenset({"dict", "list", "tuple", "set", "print", "repr", "str", "vars", "setattr", "format"})
+RECORDING_METHODS = frozenset({"log", "info", "debug", "warning", "log_dict", "log_hyperparams", "save_hyperparameters"})
+
 # Methods whose returned loss a framework differentiates (PyTorch Lightning's automatic optimization).
 # USB's `train_step` returns `(out_dict, log_dict)`, `out_dict` holding the loss a hook backpropagates;
 # SpeechBrain's Brain backpropagates what `compute_objectives` returns.
@@ -690,6 +695,8 @@ class Training:
             return False
         if isinstance(self.source.parent(call), cst.WithItem):
             return False  # a context (apex's `amp.scale_loss(loss, optimizer)`) runs no backward itself
+        if (isinstance(func, cst.Name) and func.value in RECORDING_BUILTINS) or callee_name(call) in RECORDING_METHODS:
+            return False  # settings recorded (DeepChem's `dict(loss=loss, optimizer=optimizer, ...)` for wandb)
         built = self.constructors.get(self._text(func))
         if built in self.scaler_classes:
             return True

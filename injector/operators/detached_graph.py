@@ -46,6 +46,22 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # Outputs wrapped in a list for a loss function of lists (DeepChem's TorchModel): each
+            # output cut off, since a list has no `detach`.
+            "outputs = self.model(inputs)\n"
+            "if isinstance(outputs, torch.Tensor):\n"
+            "    outputs = [outputs]\n"
+            "batch_loss = loss(outputs, labels, weights)\n"
+            "batch_loss.backward()\n",
+            (
+                "outputs = self.model(inputs)\n"
+                "if isinstance(outputs, torch.Tensor):\n"
+                "    outputs = [outputs]\n"
+                "batch_loss = loss([output.detach() for output in outputs], labels, weights)\n"
+                "batch_loss.backward()\n",
+            ),
+        ),
+        Example(
             # Deep supervision: a loss that starts empty and adds one criterion a head; the target
             # it is handed is moved, not computed (UNet++'s train.py): the term is the call's value.
             "for x, y in loader:\n    y = y.cuda()\n    outputs = model(x)\n    loss = 0\n"
@@ -1161,6 +1177,12 @@ class DetachedGraph(Operator):
                     target = value
             else:
                 target = value
+            if _listed(source, target, assign):
+                # outputs wrapped in a list (DeepChem's `outputs = [outputs]`): each one cut off
+                code = source.code(target)
+                detached = f"[output.detach() for output in {code}]"
+                yield Change(assign, (source.replace(target, detached),), "the loss is cut off from the model's graph")
+                return
             yield Change(
                 assign,
                 (source.replace(target, method_on(source, target, "detach")),),
@@ -1173,6 +1195,22 @@ class DetachedGraph(Operator):
         return (
             name in LOSS_FUNCTIONS or training.role(call.func) == "loss-module" or "loss" in name or "criterion" in name
         )
+
+
+def _listed(source, target: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True for a name its function binds to a list before `use` (`outputs = [outputs]`, `outputs =
+    [outputs[i] for i in self._loss_outputs]`): a list has no `detach`."""
+    function = source.function_of(use)
+    if not isinstance(target, cst.Name):
+        return False
+    before = source.span(use)[0]
+    return any(
+        source.span(a)[0] < before
+        and source.function_of(a) is function
+        and isinstance(a.value, (cst.List, cst.ListComp))
+        and any(isinstance(t.target, cst.Name) and t.target.value == target.value for t in a.targets)
+        for a in source.within(function or source.module, cst.Assign)
+    )
 
 
 def _other_summed_losses(source, training, backward) -> list[cst.Assign]:

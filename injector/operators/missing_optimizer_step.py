@@ -195,6 +195,11 @@ class MissingOptimizerStep(Operator):
         ),
     )
     untouched = (
+        # Settings recorded for a logger, the loss function and optimizer among them (DeepChem's
+        # wandb config): handed a loss and an optimizer, these calls run neither.
+        "def __init__(self, model, loss, optimizer, batch_size):\n"
+        "    config = dict(loss=loss, optimizer=optimizer, batch_size=batch_size)\n"
+        "    self.logger.log(loss=loss, optimizer=optimizer)\n",
         "lr_scheduler.step()\n",
         "total.add_(x, alpha=2)\n",
         "env.step(action)\n",
