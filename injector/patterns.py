@@ -281,7 +281,9 @@ LossUse = Backward | ReturnedLoss
 # Calls that only record what they are handed (a dict of settings for a logger, a printed line, a
 # logger's call): handed a loss and an optimizer, they run neither.
 RECORDING_BUILTINS = frozenset({"dict", "list", "tuple", "set", "print", "repr", "str", "vars", "setattr", "format"})
-RECORDING_METHODS = frozenset({"log", "info", "debug", "warning", "log_dict", "log_hyperparams", "save_hyperparameters"})
+RECORDING_METHODS = frozenset(
+    {"log", "info", "debug", "warning", "log_dict", "log_hyperparams", "save_hyperparameters"}
+)
 
 # Methods whose returned loss a framework differentiates (PyTorch Lightning's automatic optimization).
 # USB's `train_step` returns `(out_dict, log_dict)`, `out_dict` holding the loss a hook backpropagates;
