@@ -454,6 +454,8 @@ class Training:
                 continue
             name = call.func.attr.value
             receiver = call.func.value
+            if name == "backward" and self.source.function_of(call) in self.input_gradients:
+                continue  # a saliency or Jacobian: the gradient of an input, read off it
             if name == "manual_backward" or (name == "backward" and _takes_loss(receiver, call)):
                 loss_arg = argument(call, "loss", 0)
                 if loss_arg is None:
@@ -469,6 +471,38 @@ class Training:
                 continue
             found.append(Backward(call, loss, scaler))
         return found + self._helper_backwards(found)
+
+    @cached_property
+    def input_gradients(self) -> set[cst.FunctionDef]:
+        """Functions that run a backward for the gradient of an input: they make a tensor require
+        gradients (`X_tensor.requires_grad_(True)`, `x.requires_grad = True`), read that
+        tensor's `.grad` and step no optimizer (DeepChem's `compute_saliency`: one
+        `output.backward(grad_output, retain_graph=True)` per row of the Jacobian). No training
+        step, so none of the training faults apply there."""
+        found = set()
+        for function in self.source.nodes(cst.FunctionDef):
+            calls = self.source.within(function, cst.Call)
+            if not any(callee_name(c) == "backward" for c in calls):
+                continue
+            looped = {n for f in self.source.within(function, cst.For) for n in bound_names(f.target)}
+            watched = {
+                dotted(c.func.value)
+                for c in calls
+                if isinstance(c.func, cst.Attribute) and c.func.attr.value == "requires_grad_"
+            } | {
+                dotted(t.target.value)
+                for a in self.source.within(function, cst.Assign)
+                for t in a.targets
+                if isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad"
+            }
+            watched = {w for w in watched if w is not None and w.split(".")[0] not in looped}
+            read = any(
+                a.attr.value == "grad" and dotted(a.value) in watched
+                for a in self.source.within(function, cst.Attribute)
+            )
+            if read and not any(callee_name(c) in {"step", "optimizer_step", "step_and_update_lr"} for c in calls):
+                found.add(function)
+        return found
 
     @cached_property
     def returned_losses(self) -> list[ReturnedLoss]:

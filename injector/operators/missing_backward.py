@@ -121,6 +121,16 @@ class MissingBackward(Operator):
         ),
     )
     untouched = (
+        # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
+        "def compute_saliency(self, x):\n"
+        "    x.requires_grad_(True)\n"
+        "    output = self.model(x).reshape([-1])\n"
+        "    rows = []\n"
+        "    for i in range(output.shape[0]):\n"
+        "        output.backward(seed(i), retain_graph=True)\n"
+        "        rows.append(x.grad.clone())\n"
+        "        x.grad.zero_()\n"
+        "    return rows\n",
         # Settings recorded for a logger, the loss function and optimizer among them (DeepChem's
         # wandb config): handed a loss and an optimizer, these calls run neither.
         "def __init__(self, model, loss, optimizer, batch_size):\n"
@@ -139,6 +149,7 @@ class MissingBackward(Operator):
             source,
             lambda call: (
                 isinstance(call.func, cst.Attribute)
+                and source.function_of(call) not in training.input_gradients
                 and (
                     callee_name(call) in {"backward", "manual_backward"}
                     # a method of another module named for the gradients it computes

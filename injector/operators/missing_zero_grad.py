@@ -284,6 +284,16 @@ class MissingZeroGrad(Operator):
         ),
     )
     untouched = (
+        # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
+        "def compute_saliency(self, x):\n"
+        "    x.requires_grad_(True)\n"
+        "    output = self.model(x).reshape([-1])\n"
+        "    rows = []\n"
+        "    for i in range(output.shape[0]):\n"
+        "        output.backward(seed(i), retain_graph=True)\n"
+        "        rows.append(x.grad.clone())\n"
+        "        x.grad.zero_()\n"
+        "    return rows\n",
         # A helper for clearing gradients: where it is called is the site.
         "def set_grad_none(model, targets):\n"
         "    for n, p in model.named_parameters():\n"
@@ -334,7 +344,7 @@ class MissingZeroGrad(Operator):
             )
 
         description = "removed `{code}`: gradients now accumulate across steps"
-        yield from _cleared_by_hand(source, description)
+        yield from _cleared_by_hand(source, training, description)
         yield from _cleared_by_flag(source)
         changes = list(deleted_calls(source, wanted, description))
         pairs = _same_gradients(source, training, [c.node for c in changes if isinstance(c.node, cst.Expr)])
@@ -420,11 +430,15 @@ def _clears_grad(small: cst.BaseSmallStatement) -> bool:
     return False
 
 
-def _cleared_by_hand(source, description: str):
+def _cleared_by_hand(source, training, description: str):
     """Gradients cleared parameter by parameter in a loop (`for param in model.parameters():
-    param.grad = None`), outside a helper named for clearing them (`zero_grads`, `set_grad_none`)."""
+    param.grad = None`), outside a helper named for clearing them (`zero_grads`, `set_grad_none`)
+    and outside a function that computes an input's gradient (`Training.input_gradients`: the
+    input's gradient cleared between a Jacobian's rows)."""
     for loop in source.nodes(cst.For):
         function = source.function_of(loop)
+        if function in training.input_gradients:
+            continue
         named = function.name.value.lower() if function is not None else ""
         if "zero" in named or ("grad" in named and any(w in named for w in ("none", "clear", "reset"))):
             continue  # a helper for clearing gradients (`set_grad_none`): where it is called is the site

@@ -1158,6 +1158,16 @@ class NoGradTraining(Operator):
         ),
     )
     untouched = (
+        # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
+        "def compute_saliency(self, x):\n"
+        "    x.requires_grad_(True)\n"
+        "    output = self.model(x).reshape([-1])\n"
+        "    rows = []\n"
+        "    for i in range(output.shape[0]):\n"
+        "        output.backward(seed(i), retain_graph=True)\n"
+        "        rows.append(x.grad.clone())\n"
+        "        x.grad.zero_()\n"
+        "    return rows\n",
         # A step override that reaches the model only through evaluation.
         "class R(Runner):\n    def predict_batch(self, batch):\n        return self.model(batch)\n"
         "    def handle_batch(self, batch):\n        self.metrics = {}\n",
