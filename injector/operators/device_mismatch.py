@@ -634,8 +634,14 @@ def _moved_batch(source, target: cst.BaseExpression, call: cst.Call) -> bool:
 
 def _made_a_parameter(source, call: cst.Call) -> bool:
     """True for a move whose result a `Parameter(...)` or `register_buffer(...)` call takes
-    (DeepCTR's `self.weight = nn.Parameter(torch.Tensor(...).to(device))`): the model's own state."""
+    (DeepCTR's `self.weight = nn.Parameter(torch.Tensor(...).to(device))`), or that is stored
+    into a tensor's `.data` (DeepChem's `dest_var.data = torch.as_tensor(value, device=...)`,
+    pre-trained weights copied into the model's parameters): the model's own state."""
     holder = source.parent(call)
+    if isinstance(holder, cst.Assign) and all(
+        isinstance(t.target, cst.Attribute) and t.target.attr.value == "data" for t in holder.targets
+    ):
+        return True
     outer = source.parent(holder) if isinstance(holder, cst.Arg) else None
     return isinstance(outer, cst.Call) and callee_name(outer) in ("Parameter", "register_buffer")
 
@@ -2255,6 +2261,10 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # Pre-trained weights copied into the model's parameters (DeepChem's load_from_pretrained).
+        "for source_var, dest_var in assignment_map.items():\n"
+        "    dest_var.data = torch.as_tensor(value_map[source_var], device=self.device)\n"
+        "    dest_var.data = value_map[source_var].to(self.device)\n",
         # Moves in vain: the points only reach the DataParallel model (through a view and a size
         # read), the labels only go back to the CPU (dgcnn's test()).
         "def test(model, test_loader, device):\n"
@@ -2453,7 +2463,8 @@ class DeviceMismatch(Operator):
                 device = argument(call, "device", None)
                 tensor = argument(call, "", 0)
                 if (
-                    device is not None
+                    not _made_a_parameter(source, call)
+                    and device is not None
                     and tensor is not None
                     and _is_device(device.value)
                     and not _framework_device(training, device.value, call)
