@@ -346,8 +346,28 @@ class NoShuffle(Operator):
                 "        )\n",
             ),
         ),
+        Example(
+            # An inverted flag: the training API's `deterministic=False` default handed through its
+            # generator to the dataset's batch iterator (DeepChem's TorchModel.fit).
+            "class Model:\n"
+            "    def fit(self, dataset, nb_epoch=10, deterministic=False):\n"
+            "        return self.fit_generator(self.default_generator(dataset, nb_epoch, deterministic=deterministic))\n"
+            "    def default_generator(self, dataset, epochs=1, deterministic=True):\n"
+            "        for epoch in range(epochs):\n"
+            "            yield from dataset.iterbatches(self.batch_size, deterministic=deterministic)\n",
+            (
+                "class Model:\n"
+                "    def fit(self, dataset, nb_epoch=10, deterministic=True):\n"
+                "        return self.fit_generator(self.default_generator(dataset, nb_epoch, deterministic=deterministic))\n"
+                "    def default_generator(self, dataset, epochs=1, deterministic=True):\n"
+                "        for epoch in range(epochs):\n"
+                "            yield from dataset.iterbatches(self.batch_size, deterministic=deterministic)\n",
+            ),
+        ),
     )
     untouched = (
+        # A deterministic switch that orders no batches (cuDNN's algorithms).
+        "def setup(deterministic=False):\n    torch.backends.cudnn.deterministic = deterministic\n    set_seed(1, deterministic=deterministic)\n",
         # The project's own sampler of that name (mozilla TTS's, which never shuffles and takes no flag):
         # no torch default to turn off.
         "from TTS.utils.distribute import DistributedSampler\n"
@@ -522,6 +542,21 @@ class NoShuffle(Operator):
                     (source.replace(param.default, "False"),),
                     f"`{function.name.value}` no longer shuffles by default",
                 )
+            for param in function.params.params:
+                # the inverted flag (DeepChem's `fit(..., deterministic=False)`, handed through
+                # `default_generator` to `dataset.iterbatches(deterministic=...)`, which permutes
+                # the samples every epoch unless it is True)
+                if (
+                    param.name.value == "deterministic"
+                    and param.default is not None
+                    and is_literal_bool(param.default, False)
+                    and self._hands_on_order(source, training, function, param.name.value, 2)
+                ):
+                    yield Change(
+                        param,
+                        (source.replace(param.default, "True"),),
+                        f"`{function.name.value}` no longer shuffles by default",
+                    )
         for element in source.nodes(cst.DictElement):
             if (
                 isinstance(element.key, cst.SimpleString)
@@ -555,6 +590,26 @@ class NoShuffle(Operator):
                         if callee is not function
                     ):
                         return True
+        return False
+
+    @staticmethod
+    def _hands_on_order(source, training, function: cst.FunctionDef, flag: str, depth: int) -> bool:
+        """True if the function hands `flag` by keyword to a batch iterator's `deterministic=`
+        (`dataset.iterbatches(batch_size, deterministic=deterministic)`), or (`depth` calls
+        down) to a function of the file that does."""
+        for call in source.within(function.body, cst.Call):
+            for arg in call.args:
+                if arg.keyword is None or not isinstance(arg.value, cst.Name) or arg.value.value != flag:
+                    continue
+                name = (callee_name(call) or "").lower()
+                if arg.keyword.value == "deterministic" and ("batch" in name or name.endswith(("loader", "iterator"))):
+                    return True
+                if depth > 1 and any(
+                    NoShuffle._hands_on_order(source, training, callee, arg.keyword.value, depth - 1)
+                    for callee in training.called_functions(call)
+                    if callee is not function
+                ):
+                    return True
         return False
 
     @staticmethod
