@@ -172,6 +172,12 @@ KEYWORDS: tuple[bytes, ...] = (
     b"ixed_precision",
     "发散".encode(),
     "爆炸".encode(),
+    # fresh batch 10: host memory reported growing ("my cpu ram keep increasing"), a loader said
+    # to be slow in Chinese (慢), its time per batch said to be large ("data_time>2")
+    b" ram ",
+    b" RAM ",
+    "慢".encode(),
+    b"time>",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

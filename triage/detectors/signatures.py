@@ -239,7 +239,7 @@ SIGNATURES: tuple[Signature, ...] = (
         # (never across a `key: number` field: mmocr's `loss: 1.9091, grad_norm: nan` is a finite loss)
         r"\bloss(?:es|_\w+)?\b(?:(?![:=]\s*[-+.\d])[^\n]){0,30}?\b(?:became|becomes|become|is|are|was|were|got|goes|went|turns?|turned|"
         r"into|to|of|=|:)\s*['\"]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
-        r"\b(?:got|get|gets|getting) nan(?:s|\s+values?)?\b|"
+        r"\b(?:got|get|gets|getting) (?:a )?nan(?:s|\s+values?)?\b|"
         # in Chinese: "loss 变为 nan", "loss 会突变为 nan", "loss出现nan" (becomes, turns into, shows)
         r"(?<![a-z_])loss(?![a-z_])[^\n]{0,12}?(?:变为|变成|成了|出现了?)\s*(?:nan|inf)\b",
         "the log says the loss became NaN or inf",
@@ -256,7 +256,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "memory-growth-reported",
-        r"\bmemory\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb|ris)\w*|"
+        r"\b(?:memory|ram)\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb|ris)\w*|"
         # the other word order: "continuous rising of gpu memory", "increasing GPU memory usage"
         r"\b(?:increas|grow|climb|ris)(?:e|es|ed|ing)\s+(?:of\s+)?(?:the\s+)?(?:gpu\s+|cpu\s+|cuda\s+)?memory\b|"
         # growth over time said in other words: "the GPU memory consumption: a slow and steady increase"
@@ -283,7 +283,11 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\b(?:data ?loader|data ?loading)\b[^\n.]{0,30}?\b(?:is|are|was|were)\s+(?:too\s+|very\s+|really\s+|extremely\s+|so\s+)?slow\b|"
         # "every few training steps, there is a delay of several tens of seconds in data loading"
         r"\b(?:delay|stall|wait)\w*\b[^\n.]{0,40}?\b(?:in|during|for|on)\s+(?:the\s+)?(?:data ?loading|data ?loader)\b|"
-        r"many workers which may be a bottleneck",
+        r"many workers which may be a bottleneck|"
+        # the loader's time per batch said to be large ("data_time>2. Too slow.")
+        r"\bdata\W{0,3}_?time\s*>\s*\d|"
+        # in Chinese: "dataloader时快时慢" (now fast, now slow), "dataloader 加载缓慢" (loads slowly)
+        r"(?:data ?loader|data_time|数据加载)[^\n]{0,12}?(?:时快时慢|缓慢|很慢|太慢|变慢|慢)",
         "the log says the GPU sits idle waiting for data",
     ),
     # a report that names the call the code missed ("`model.eval()` was not called", "I forgot
@@ -293,7 +297,14 @@ SIGNATURES: tuple[Signature, ...] = (
             f"{fault}-call-missing-reported",
             rf"(?:{call})\W{{0,3}}\s+(?:was|is|were|has|had)(?:\s+been)?\s*(?:not|never|n't)\s+(?:being\s+)?"
             rf"(?:called|used|invoked|set|added|applied)|"
-            rf"(?:{call})\W{{0,3}}\s+(?:was|is|were)(?:\s+been)?\s+(?:forgotten|missing|omitted|left out)\b|"
+            rf"(?:{call})\W{{0,3}}\s+(?:(?:was|is|were)(?:\s+been)?\s+)?(?:forgotten|missing|omitted|left out|absent)\b|"
+            # in Chinese: "为什么不使用model.eval()" (why is it not used), "不开" (not switched on),
+            # "忘了" (forgot), "缺少" (lacks)
+            rf"(?:不使用|没有使用|没使用|未使用|不用|没用|不开|没开|没有开|不加|没加|没有加|忘了|忘记|缺少|缺了)\s*\W{{0,2}}"
+            rf"(?:[a-z_]+\.){{0,3}}(?:{call})|"
+            # advice to wrap code in the call ("you can wrap the code in with torch.no_grad():")
+            rf"\b(?:can|could|should|need to|must|have to)\s+(?:also\s+)?wrap\b[^\n]{{0,60}}?\b(?:in|with|under|inside)\s+"
+            rf"(?:a\s+)?(?:with\s+)?\W{{0,2}}(?:[a-z_]+\.){{0,3}}(?:{call})|"
             rf"\b(?:forgot|forget|forgotten|forgetting|without|missing|missed|didn't|did not|never|"
             rf"(?:will|would|does|did|do) not|won't|doesn't|don't|there(?:'s| is| are) no|please|should)\s+"
             rf"(?:(?:we|you|they|i|it)\s+)?(?:find\s+|call\s+|calls\s+|to\s+)?"
@@ -308,13 +319,19 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "graph-kept-reported",
         r"\bhold(?:s|ing)? (?:on )?(?:on)?to the (?:computation(?:al)? )?graph|\bnon-detached tensors?\b|"
-        r"\bkeeps? (?:the |every |each )?(?:computation(?:al)? )?graphs?\b|\bleak in the training loop\b",
+        r"\bkeeps? (?:the |every |each )?(?:computation(?:al)? )?graphs?\b|\bleak in the training loop\b|"
+        # "store the complete compution graph", "a computational graph that gets bigger every time"
+        r"\bstor(?:e|es|ed|ing) (?:the |every |each )?(?:complete |whole |entire |full )?comput\w* graphs?\b|"
+        r"\bgraph\b[^\n.]{0,20}?\b(?:gets?|grows?|getting|growing|becomes?)\s+(?:bigger|larger)\b",
         "the report says the loop keeps every step's graph alive",
     ),
     _sig(
         "double-softmax-reported",
         r"\bsoftmax\w*\b[^\n]{0,80}?\bbefore\b[^\n]{0,40}?\b(?:cross.?entropy|nll)|\bsoftmax(?:ed)? twice\b|"
-        r"\bsoftmax(?:es|ed)? (?:it |them )?again\b|\bdouble softmax\b",
+        r"\bsoftmax(?:es|ed)? (?:it |them )?again\b|\bdouble softmax\b|"
+        # "the CrossEntropyLoss criterion do not need the model output parsed by Softmax"
+        r"\bcross.?entropy\w*\b[^\n.]{0,40}?\b(?:do|does|did|should)\s*(?:not|n't)\s+(?:need|require|expect|take)\b"
+        r"[^\n.]{0,50}?\bsoftmax",
         "the report says the outputs go through a softmax before a loss that applies its own",
     ),
     _sig(
@@ -322,7 +339,9 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\b(?:not|never|doesn't|does not|didn't|did not|without)\b[^\n.]{0,30}?\bshuffle\s*=\s*True\b|"
         r"\b(?:data|dataset|samples|batches) (?:is |are |was |were )?not shuffled\b|"
         # the other order: "whether the argument `shuffle=True` is missing for the train_dataloader"
-        r"\bshuffle\s*=\s*True\W{0,2}\s+(?:is|was)\s+(?:missing|absent|not (?:set|passed|given))\b",
+        r"\bshuffle\s*=\s*True\W{0,2}\s+(?:is|was)\s+(?:missing|absent|not (?:set|passed|given))\b|"
+        # the run that fails once the flag is off: "it cannot be convergent when setting `shuffle=False`"
+        r"\b(?:when|after|if|once)\s+(?:i\s+|we\s+)?(?:set(?:ting)?|us(?:e|ing)|turn(?:ing)?)\s+\W?shuffle\s*=\s*False\b",
         "the report says the training data is not shuffled",
     ),
     _sig(
@@ -542,9 +561,9 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "dataloader-timeout": ("dataloader timed out",),
     "scheduler-before-optimizer": ("lr_scheduler.step()",),
     "collective-got-none": ("invalid function argument",),
-    "loss-non-finite-reported": ("loss", "got nan", "get nan", "gets nan", "getting nan"),
+    "loss-non-finite-reported": ("loss", "got nan", "get nan", "gets nan", "getting nan", "got a nan", "get a nan"),
     "loss-exploded-reported": ("loss",),
-    "memory-growth-reported": ("memory",),
+    "memory-growth-reported": ("memory", " ram "),
     "gpu-idle-reported": (
         "gpu util",
         "gpu-util",
@@ -556,6 +575,8 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "idle",
         "slow",
         "delay",
+        "time>",
+        "慢",
     ),
     **{f"{fault}-call-missing-reported": words for fault, _, _, words in MISSED_CALLS},
     "graph-kept-reported": ("graph", "non-detached", "leak in the training loop"),
@@ -654,6 +675,17 @@ def detect(ctx: Context) -> list[Symptom]:
             exceptions.append(rd)
         if "rainable" in text:
             counts.append(rd)
+    quoted_calls = [
+        rd for rd in ctx.events if rd.line is not None and not matched.get(rd.text) and _CALL_LINE.match(rd.text)
+    ]
+    if quoted_calls:
+        # advice written around a quoted line of code ("you can wrap the code in" / "with
+        # torch.no_grad():"): the sentence before it, read with it
+        before = _previous_lines(ctx, {rd.line for rd in quoted_calls if rd.line is not None})
+        for rd in quoted_calls:
+            prose = before.get(rd.line) if rd.line is not None else None
+            if prose is not None and _OPEN_SENTENCE.search(prose):
+                _record(rd, _matches(prose.rstrip() + " " + rd.text.strip()), found, groups)
     if unmatched:
         # a message pasted or printed wrapped: an exception line continued on the next line
         following = _next_lines(ctx, {rd.line for rd in unmatched if rd.line is not None})
@@ -763,6 +795,22 @@ def _record(
     for symptom, m in sigs:
         found.setdefault(symptom, []).append(rd)
         groups.setdefault(symptom, m)
+
+
+# A line that is one quoted statement holding a call a report may say is missing, and a sentence
+# left open before it (it ends on a preposition or a verb that takes the code as its object).
+_CALL_LINE = re.compile(r"\s*(?:with\s+)?[\w.]*(?:no_grad|eval|train|zero_grad|set_epoch|step)\(\)\s*:?\s*$")
+_OPEN_SENTENCE = re.compile(r"\b(?:in|with|into|inside|under|using|use|call|add|wrap)\s*:?\s*$", re.I)
+
+
+def _previous_lines(ctx: Context, lines: set[int]) -> dict[int, str]:
+    """line number -> the text of the line before it, for the given lines (where it was read)."""
+    want = {n - 1: n for n in lines}
+    out: dict[int, str] = {}
+    for rd in ctx.readings:
+        if rd.line in want and rd.index == 0:
+            out[want[rd.line]] = rd.text
+    return out
 
 
 def _next_lines(ctx: Context, lines: set[int]) -> dict[int, str]:
