@@ -43,8 +43,10 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
     """Models and other modules move once at set-up; the operator is about batches."""
     if isinstance(expr, cst.Call) and (callee_name(expr) or "a")[0].isupper() and not _tensor_class(expr):
         # `Net().to(device)`; not a batch's container built from what a loop binds each pass
-        # (RecBole's `Interaction(current_interaction).to(self.device)`)
-        return not _built_each_pass(training.source, expr)
+        # (RecBole's `Interaction(current_interaction).to(self.device)`), unless it is bound to a
+        # name a model goes by (diffpool builds each fold's `model = encoders.GcnEncoderGraph(
+        # input_dim, ...).cuda()` from the fold's sizes)
+        return not _built_each_pass(training.source, expr) or _bound_as_model(training.source, expr)
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         return not _tensor_attribute(training, expr)  # `self.backbone.cuda()`: a submodule
     if isinstance(expr, cst.Call) and callee_name(expr) in MODEL_RETURNING and expr.args:
@@ -58,6 +60,20 @@ def _is_model(training, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Name) and _handled_as_model(training.source, expr):
         return True
     return name == "self" or any(word in name for word in MODEL_WORDS) or training.role(expr) is not None
+
+
+def _bound_as_model(source, call: cst.Call) -> bool:
+    """True where what `call` builds (moved or not) is assigned to a name a model goes by."""
+    node: cst.CSTNode = call
+    parent = source.parent(node)
+    while isinstance(parent, cst.Attribute) and parent.value is node:
+        grand = source.parent(parent)
+        if not (isinstance(grand, cst.Call) and grand.func is parent):
+            return False
+        node, parent = grand, source.parent(grand)
+    return isinstance(parent, cst.Assign) and all(
+        any(word in (last_name(t.target) or "").lower() for word in MODEL_WORDS) for t in parent.targets
+    )
 
 
 def _built_each_pass(source, call: cst.Call) -> bool:
@@ -2261,6 +2277,10 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A model built afresh for each fold from the fold's sizes, then moved (diffpool's main).
+        "for i in range(10):\n"
+        "    train_dataset, input_dim = prepare_val_data(graphs, i)\n"
+        "    model = encoders.GcnEncoderGraph(input_dim, args.hidden_dim).cuda()\n",
         # Pre-trained weights copied into the model's parameters (DeepChem's load_from_pretrained).
         "for source_var, dest_var in assignment_map.items():\n"
         "    dest_var.data = torch.as_tensor(value_map[source_var], device=self.device)\n"
