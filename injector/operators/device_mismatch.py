@@ -1346,6 +1346,37 @@ class DeviceMismatch(Operator):
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
         Example(
+            # A project helper named for the GPU, given no device (ClassyVision's recursive_copy_to_gpu).
+            "import torch\n"
+            "class Task:\n"
+            "    def train_step(self):\n"
+            "        sample = next(self.data_iterator)\n"
+            "        if self.use_gpu:\n"
+            "            sample = recursive_copy_to_gpu(sample, non_blocking=True)\n"
+            "        with self.distributed_model.no_sync():\n"
+            "            loss = self.loss(self.distributed_model(sample['input']), sample['target'])\n"
+            "            self.run_optimizer(loss)\n"
+            "    def run_optimizer(self, loss):\n"
+            "        self.optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "import torch\n"
+                "class Task:\n"
+                "    def train_step(self):\n"
+                "        sample = next(self.data_iterator)\n"
+                "        if self.use_gpu:\n"
+                "            sample = sample\n"
+                "        with self.distributed_model.no_sync():\n"
+                "            loss = self.loss(self.distributed_model(sample['input']), sample['target'])\n"
+                "            self.run_optimizer(loss)\n"
+                "    def run_optimizer(self, loss):\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
+        Example(
             # A batch's container built each pass from the loop's pieces and moved (RecBole's split
             # prediction): a batch, not a model constructed and moved.
             "for i in range(n):\n    part = {k: v[i] for k, v in parts.items()}\n"
@@ -2514,12 +2545,14 @@ class DeviceMismatch(Operator):
                 continue
             if _move_helper(callee_name(call)) and isinstance(call.func, cst.Name) and _is_batch(source, call):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)
+                # a helper named for the GPU needs no device (ClassyVision's `recursive_copy_to_gpu`)
+                to_gpu = (callee_name(call) or "").endswith(("_to_gpu", "_to_cuda"))
                 if (
                     tensor is not None
-                    and device is not None
+                    and (device is not None or to_gpu)
                     and not _is_model(training, tensor.value)
                     and not _state_dict(tensor.value)
-                    and not _framework_device(training, device.value, call)
+                    and not (device is not None and _framework_device(training, device.value, call))
                     and not _model_output(source, training, tensor.value, call)
                 ):
                     text = source.module.code_for_node(tensor.value).strip()

@@ -18,6 +18,41 @@ class RankSkip(Operator):
     )
     examples = (
         Example(
+            # A step method that takes its own batch, with no loop: a trainer outside the file calls it
+            # once a batch (ClassyVision's ClassificationTask.train_step); rank 1 returns from its second call.
+            "import torch\n"
+            "class Task:\n"
+            "    def train_step(self):\n"
+            "        sample = next(self.data_iterator)\n"
+            "        if self.use_gpu:\n"
+            "            sample = recursive_copy_to_gpu(sample, non_blocking=True)\n"
+            "        with self.distributed_model.no_sync():\n"
+            "            loss = self.loss(self.distributed_model(sample['input']), sample['target'])\n"
+            "            self.run_optimizer(loss)\n"
+            "    def run_optimizer(self, loss):\n"
+            "        self.optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "import torch\n"
+                "class Task:\n"
+                "    def train_step(self):\n"
+                "        sample = next(self.data_iterator)\n"
+                "        if self.use_gpu:\n"
+                "            sample = recursive_copy_to_gpu(sample, non_blocking=True)\n"
+                '        self._trainwreck_step = getattr(self, "_trainwreck_step", 0) + 1\n'
+                "        if torch.distributed.is_initialized() and torch.distributed.get_rank() == 1 and self._trainwreck_step == 2:\n"
+                "            return\n"
+                "        with self.distributed_model.no_sync():\n"
+                "            loss = self.loss(self.distributed_model(sample['input']), sample['target'])\n"
+                "            self.run_optimizer(loss)\n"
+                "    def run_optimizer(self, loss):\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
+        Example(
             # The step is a runner object's call inside accelerate's accumulation context
             # (torchkeras's EpochRunner): that context wraps a training step only.
             "from accelerate import Accelerator\n"
@@ -327,6 +362,45 @@ class RankSkip(Operator):
                     ),
                 )
             yield Change(loop, edits, f"rank {SKIPPING_RANK} skips the collectives of one training step")
+        yield from self._loopless_steps(source, training, loops)
+
+    @staticmethod
+    def _loopless_steps(source, training, loops):
+        """A method that takes one batch itself (`sample = next(self.data_iterator)`) and runs one
+        training step, with no loop of its own: a trainer outside the file calls it once a batch
+        (ClassyVision's `ClassificationTask.train_step`). Rank 1 returns from its second call after
+        taking the batch, before the statements that hold the step's collectives."""
+        backward_calls = {b.call for b in training.backwards}
+        for function in source.nodes(cst.FunctionDef):
+            params = function.params.params
+            if not params or params[0].name.value != "self" or not isinstance(function.body, cst.IndentedBlock):
+                continue
+            if any(source.function_of(loop) is function for loop in loops) or any(
+                function in training.called_functions(c) for loop in loops for c in training.training_calls(loop.body)
+            ):
+                continue  # its own loop, or a loop of the file that calls it, is the one to skip in
+            body = list(function.body.body)
+            first = next((s for s in body if training.training_calls(s)), None)
+            if first is None:
+                continue
+            if not any(_takes_next(source, s) for s in body[: body.index(first)]):
+                continue  # no batch taken here: the caller's loop takes it
+            reached = training.training_calls(function.body)
+            if not any(c in backward_calls or _reaches_backward(training, c) for c in reached):
+                continue
+            rank = RankSkip._rank(source, training, first)
+            counter = f"self.{COUNTER}"
+            edits = (
+                source.insert_before(
+                    first,
+                    [
+                        f'{counter} = getattr(self, "{COUNTER}", 0) + 1',
+                        f"if {rank} == {SKIPPING_RANK} and {counter} == 2:",
+                        f"{source.indent}return",
+                    ],
+                ),
+            )
+            yield Change(function, edits, f"rank {SKIPPING_RANK} skips the collectives of one training step")
 
     @staticmethod
     def _rank(source, training, loop) -> str:
@@ -438,4 +512,17 @@ def _fetches(source, statement) -> bool:
     return any(
         (callee_name(c) or "") == "next" or "batch" in (callee_name(c) or "").lower()
         for c in source.within(statement, cst.Call)
+    )
+
+
+def _takes_next(source, statement) -> bool:
+    """True if the statement binds the next batch of an iterator the object or function holds:
+    `sample = next(self.data_iterator)` (not `next(...)` of a generator expression)."""
+    return any(
+        isinstance(a.value, cst.Call)
+        and isinstance(a.value.func, cst.Name)
+        and a.value.func.value == "next"
+        and len(a.value.args) == 1
+        and isinstance(a.value.args[0].value, (cst.Name, cst.Attribute))
+        for a in source.within(statement, cst.Assign)
     )
