@@ -437,6 +437,11 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A loss read through `.data`, which holds no graph (ClassyVision's step).
+        "for x, y in loader:\n"
+        "    local_loss = criterion(model(x), y)\n"
+        "    losses.append(local_loss.data.cpu().item())\n"
+        "    local_loss.backward()\n",
         # A metric named a criterion (pytorch-3dunet's `eval_criterion`): the score, not the loss.
         "for x, y in loader:\n"
         "    output = model(x)\n"
@@ -892,6 +897,8 @@ def _detached(
     a graph of its own."""
     if _number(value) or (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
         return True
+    if isinstance(value, cst.Attribute) and value.attr.value == "data":
+        return True  # a tensor's `.data` shares its storage without its graph (`loss.data.cpu()`)
     if isinstance(value, cst.IfExp):  # `None if not z else torch.tensor(0.0)`: either branch
         return _detached(source, training, value.body, function, depth, seen) and _detached(
             source, training, value.orelse, function, depth, seen
