@@ -2091,6 +2091,41 @@ def _is_forward_block(statement: cst.CSTNode) -> bool:
     )
 
 
+_MADE = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"})
+
+
+def _made_on_device(statement: cst.CSTNode) -> bool:
+    """True for a buffer made and placed on the device (`preds = torch.zeros([n, c, w, h]).cuda()`):
+    no batch is moved there."""
+    if not _is_assignment(statement):
+        return False
+    value = cst.ensure_type(statement, cst.SimpleStatementLine).body[0].value  # type: ignore[union-attr]
+    return isinstance(value, cst.Call) and callee_name(constructed(value)) in _MADE
+
+
+def _computes_targets(source: Source, training: Training, statement: cst.CSTNode) -> bool:
+    """True for a `with torch.no_grad():` block, or a loop of assignments and such blocks, that
+    runs models only without autograd (a mean teacher's forwards: UA-MT's `ema_output =
+    ema_model(ema_inputs)` and its T noisy passes): the loss's targets, computed on the way from
+    the trained model's forward to the loss, so the run goes on past them."""
+    if isinstance(statement, cst.With):
+        if not any(disables_grad(item.item) for item in statement.items):
+            return False
+    elif not isinstance(statement, cst.For):
+        return False
+    if not isinstance(statement.body, cst.IndentedBlock):
+        return False
+    if not all(
+        _is_assignment(s)
+        or _computes_targets(source, training, s)
+        or (isinstance(s, cst.With) and _is_forward_block(s))
+        for s in statement.body.body
+    ):
+        return False
+    runs = [c for c in source.within(statement, cst.Call) if runs_model(source, training, c, depth=0)]
+    return bool(runs) and all(under_no_grad(source, c, depth=0) for c in runs)
+
+
 def forward_run(source: Source, training: Training, backward: LossUse) -> tuple[cst.CSTNode, cst.CSTNode] | None:
     """The statements that compute the forward pass and the loss a backward call uses.
 
@@ -2127,10 +2162,17 @@ def forward_run(source: Source, training: Training, backward: LossUse) -> tuple[
     starts_empty = isinstance(assign.value, (cst.Integer, cst.Float))
     while index > 0:
         previous = siblings[index - 1]
-        if not (_is_assignment(previous) or _is_forward_block(previous)):
+        targets = _computes_targets(source, training, previous) and not any(
+            runs_model(source, training, c, depth=0) and not under_no_grad(source, c, depth=0)
+            for s in siblings[index : siblings.index(last) + 1]
+            for c in source.within(s, cst.Call)
+        )  # the teacher's targets, passed only on the way back to the trained model's forward
+        if not (_is_assignment(previous) or _is_forward_block(previous) or targets):
             break
-        if any(marker in source.code(previous) for marker in _DATA_MOVES) and (
-            starts_empty or not runs_model(source, training, previous)
+        if (
+            any(marker in source.code(previous) for marker in _DATA_MOVES)
+            and (starts_empty or not runs_model(source, training, previous))
+            and not _made_on_device(previous)
         ):
             # a batch moved on its own line; a forward that moves its input inline is the forward
             # (not before a loss that starts empty: its terms' forwards are mutants of their own)

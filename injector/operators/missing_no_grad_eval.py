@@ -73,6 +73,14 @@ def _guards_of(source, training, function: cst.FunctionDef, depth: int) -> list[
     return found
 
 
+def _called(call: cst.Call) -> cst.BaseExpression:
+    """The model a forward call runs: `ema_model` for `ema_model(x)` and `ema_model.forward(x)`."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("forward", "__call__"):
+        return func.value
+    return func
+
+
 class MissingNoGradEval(Operator):
     id = "missing-no-grad-eval"
     summary = (
@@ -292,6 +300,24 @@ class MissingNoGradEval(Operator):
         ),
     )
     untouched = (
+        # A mean teacher's targets under no_grad before the student's backward; the validation
+        # switches modes after the step, every 200 iterations (SSL4MIS's UA-MT).
+        "def train(model, ema_model, loader):\n"
+        "    optimizer = optim.SGD(model.parameters(), lr=0.01)\n"
+        "    for it, (x, y) in enumerate(loader):\n"
+        "        outputs = model(x)\n"
+        "        with torch.no_grad():\n"
+        "            ema_output = ema_model(x + noise)\n"
+        "        for i in range(4):\n"
+        "            with torch.no_grad():\n"
+        "                preds[i] = ema_model(x + noise)\n"
+        "        loss = ce(outputs, y) + mse(outputs, ema_output)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        if it % 200 == 0:\n"
+        "            model.eval()\n"
+        "            validate(model)\n"
+        "            model.train()\n",
         # A frozen upstream's forward under no_grad in each training step; the one eval switch is
         # before the batch loop (s3prl's runner): training, not evaluation.
         "import torch\n"
@@ -474,18 +500,38 @@ class MissingNoGradEval(Operator):
         if not later:
             return False
 
-        def switches_mode(scope: cst.CSTNode) -> bool:
+        def switches_mode(scope: cst.CSTNode, before: int | None = None) -> bool:
             return any(
                 isinstance(call.func, cst.Attribute)
                 and (callee_name(call) == "eval" or (callee_name(call) == "train" and call.args))
+                and (before is None or source.span(call)[0] < before)
                 for call in source.within(scope, cst.Call)
             )
 
-        # the batch loop that runs the block and then the backward, switching no mode inside
-        # (s3prl's frozen upstream run under no_grad in each step; its train() switches that
-        # upstream to eval once, before the loop)
-        loop = source.enclosing(block, (cst.For, cst.While))
-        if loop is not None and any(loop in source.ancestors(b.call) for b in later) and not switches_mode(loop):
+        def _runs_untrained(scope: cst.CSTNode) -> bool:
+            # models no optimizer of the file is built over (a mean teacher), and only those
+            runs = [c for c in source.within(scope, cst.Call) if runs_model(source, training, c, depth=0)]
+            return (
+                bool(runs)
+                and bool(training.optimized)
+                and all((dotted(_called(c)) or "") not in training.optimized for c in runs)
+            )
+
+        # the batch loop that runs the block and then the backward, switching no mode inside (s3prl's
+        # frozen upstream run under no_grad in each step; its train() switches that upstream to eval
+        # once, before the loop), or none before the block where the block runs only models no
+        # optimizer trains (UA-MT's teacher, its validation every 200 iterations after the step)
+        loop = next(
+            (
+                a
+                for a in source.ancestors(block)
+                if isinstance(a, (cst.For, cst.While)) and any(a in source.ancestors(b.call) for b in later)
+            ),
+            None,
+        )  # (the loop of the step, around an inner loop of the block's own: UA-MT's T noisy passes)
+        if loop is not None and (
+            not switches_mode(loop) or (not switches_mode(loop, source.span(block)[0]) and _runs_untrained(block))
+        ):
             return True
         return not switches_mode(function.body)
 
