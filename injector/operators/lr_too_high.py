@@ -447,6 +447,39 @@ class LrTooHigh(Operator):
     )
     examples = (
         Example(
+            # A rate written into the groups after each step (SSL4MIS's poly schedule): the first step
+            # runs at the rate the optimizer was built with, so both are sites.
+            "optimizer = optim.SGD(model.parameters(), lr=base_lr, momentum=0.9)\n"
+            "for it, (x, y) in enumerate(loader):\n"
+            "    loss = criterion(model(x), y)\n"
+            "    optimizer.zero_grad()\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    lr_ = base_lr * (1.0 - it / max_it) ** 0.9\n"
+            "    for param_group in optimizer.param_groups:\n"
+            "        param_group['lr'] = lr_\n",
+            (
+                "optimizer = optim.SGD(model.parameters(), lr=base_lr * 100, momentum=0.9)\n"
+                "for it, (x, y) in enumerate(loader):\n"
+                "    loss = criterion(model(x), y)\n"
+                "    optimizer.zero_grad()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n"
+                "    lr_ = base_lr * (1.0 - it / max_it) ** 0.9\n"
+                "    for param_group in optimizer.param_groups:\n"
+                "        param_group['lr'] = lr_\n",
+                "optimizer = optim.SGD(model.parameters(), lr=base_lr, momentum=0.9)\n"
+                "for it, (x, y) in enumerate(loader):\n"
+                "    loss = criterion(model(x), y)\n"
+                "    optimizer.zero_grad()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n"
+                "    lr_ = base_lr * (1.0 - it / max_it) ** 0.9\n"
+                "    for param_group in optimizer.param_groups:\n"
+                "        param_group['lr'] = lr_ * 100\n",
+            ),
+        ),
+        Example(
             # Parameter groups appended as `dict(params=..., lr=...)`, each with its own rate
             # (semseg's backbone at the base rate, its head at ten times): those rates reach the
             # parameters, the optimizer's own `lr` none.
@@ -1480,9 +1513,15 @@ class LrTooHigh(Operator):
         ):
             return None
         owner = groups[: -len(".param_groups")]
-        end = source.span(loop)[1]
+        start, end = source.span(loop)
         for ancestor in source.ancestors(loop):
             if isinstance(ancestor, (cst.For, cst.While)):
+                if any(
+                    dotted(c.func) == f"{owner}.step" and source.span(c)[0] < start
+                    for c in source.within(ancestor.body, cst.Call)
+                ):
+                    return None  # stepped before the rate is written (SSL4MIS's poly rate after each step):
+                    # the first step runs at the rate the optimizer was built with
                 return owner
             if isinstance(ancestor, cst.If) and any(
                 dotted(c.func) == f"{owner}.step" and source.span(c)[0] > end
