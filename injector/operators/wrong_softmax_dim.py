@@ -79,6 +79,12 @@ class WrongSoftmaxDim(Operator):
         ),
     )
     untouched = (
+        # A prediction image made for a logger (SSL4MIS's `writer.add_image('train/Prediction', ...)`).
+        "for x, y in loader:\n"
+        "    outputs = model(x)\n"
+        "    loss = criterion(outputs, y)\n"
+        "    outputs = torch.argmax(torch.softmax(outputs, dim=1), dim=1, keepdim=True)\n"
+        "    writer.add_image('train/Prediction', outputs[1, ...] * 50, it)\n",
         # A softmax read only for its shape keeps it over any axis.
         "n = torch.softmax(logits, dim=-1).shape[1]\nm = F.softmax(x, dim=1).size(0)\n",
         # An axis held in a name the function does not take: nothing tells which axis it is.
@@ -104,7 +110,7 @@ class WrongSoftmaxDim(Operator):
                 position = 0
             else:
                 continue
-            if _read_for_shape(source, call):
+            if _read_for_shape(source, call) or _only_logged(source, call):
                 continue
             dim = argument(call, "dim", position)
             value = None if dim is None else int_value(dim.value)
@@ -125,6 +131,62 @@ class WrongSoftmaxDim(Operator):
                 yield Change(
                     call, (source.replace(dim.value, str(axis)),), f"{name} over dim {axis} instead of dim {value}"
                 )
+
+
+# Calls that only show what they are handed (a logger's image or scalar, a print).
+_SHOWN_BY = ("add_",)
+_SHOWERS = frozenset({"print", "imshow", "savefig", "save_image", "imsave", "log", "log_image", "log_images", "info"})
+
+
+def _only_logged(source, call: cst.Call) -> bool:
+    """True for a softmax assigned (inside the expression that makes a prediction image, such as
+    `torch.argmax(torch.softmax(outputs, dim=1), dim=1)`) to a name every later use of which, until
+    it is bound again, hands it to a logger (SSL4MIS's `writer.add_image('train/Prediction', ...)`)
+    and that its loop does not read before: only a picture changes."""
+    statement = next((a for a in source.ancestors(call) if isinstance(a, cst.Assign)), None)
+    if statement is None or len(statement.targets) != 1 or not isinstance(statement.targets[0].target, cst.Name):
+        return False
+    name = statement.targets[0].target.value
+    scope = source.function_of(call) or source.module
+    start = source.span(statement)[1]
+    loop = next((a for a in source.ancestors(statement) if isinstance(a, (cst.For, cst.While))), None)
+    bound_in_loop = (
+        [
+            source.span(n)[0]
+            for n in source.within(loop.body, cst.Name)
+            if n.value == name and isinstance(source.parent(n), cst.AssignTarget)
+        ]
+        if loop is not None
+        else []
+    )
+    fresh_from = min(bound_in_loop) if bound_in_loop else None
+    uses = []
+    for node in source.within(scope, cst.Name):
+        if node.value != name:
+            continue
+        place = source.span(node)[0]
+        owner = source.parent(node)
+        if place < start:
+            carried = loop is not None and source.span(loop)[0] <= place and (fresh_from is None or place < fresh_from)
+            if carried and not isinstance(owner, cst.AssignTarget):
+                return False  # read in its loop before the pass binds it: the next pass reads this value
+            continue
+        if isinstance(owner, cst.AssignTarget):
+            break  # bound again: what follows reads another value
+        uses.append(node)
+    return bool(uses) and all(_shown(source, n) for n in uses)
+
+
+def _shown(source, name: cst.Name) -> bool:
+    """True where `name` is read only to be handed to a logger or a print."""
+    for ancestor in source.ancestors(name):
+        if isinstance(ancestor, cst.Call) and not any(n is name for n in source.within(ancestor.func, cst.Name)):
+            callee = callee_name(ancestor) or ""
+            if callee.startswith(_SHOWN_BY) or callee in _SHOWERS:
+                return True
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
 
 
 def _read_for_shape(source, call: cst.Call) -> bool:
