@@ -308,12 +308,22 @@ def _clamped(source, assign: cst.Assign) -> bool:
     for ancestor in source.ancestors(assign):
         if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)):
             return False
-        if not isinstance(ancestor, cst.If) or not isinstance(ancestor.test, cst.Comparison):
+        if not isinstance(ancestor, cst.If):
             continue
-        test = ancestor.test
-        if len(test.comparisons) == 1 and isinstance(
-            test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
-        ):
+        tests, pending = [], [ancestor.test]
+        while pending:  # the parts of `if min_lr and lr < min_lr:` (Snorkel's floor)
+            test = pending.pop()
+            if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+                pending += [test.left, test.right]
+            else:
+                tests.append(test)
+        for test in tests:
+            if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+                continue
+            if not isinstance(
+                test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+            ):
+                continue
             sides = (source.code(test.left), source.code(test.comparisons[0].comparator))
             if bound in sides and any(
                 ("lr" in side.lower() or "rate" in side.lower()) for side in sides if side != bound
@@ -446,6 +456,29 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # A settings class's field that the optimizer is built with (Snorkel's TrainerConfig.lr).
+            "class TrainerConfig(NamedTuple):\n"
+            "    n_epochs: int = 1\n"
+            "    lr: float = 0.01\n"
+            "class Trainer:\n"
+            "    def _set_optimizer(self, model):\n"
+            "        self.optimizer = optim.Adam(model.parameters(), lr=self.config.lr)\n",
+            (
+                "class TrainerConfig(NamedTuple):\n"
+                "    n_epochs: int = 1\n"
+                "    lr: float = 0.01\n"
+                "class Trainer:\n"
+                "    def _set_optimizer(self, model):\n"
+                "        self.optimizer = optim.Adam(model.parameters(), lr=self.config.lr * 100)\n",
+                "class TrainerConfig(NamedTuple):\n"
+                "    n_epochs: int = 1\n"
+                "    lr: float = 1\n"
+                "class Trainer:\n"
+                "    def _set_optimizer(self, model):\n"
+                "        self.optimizer = optim.Adam(model.parameters(), lr=self.config.lr)\n",
+            ),
+        ),
         Example(
             # A rate written into the groups after each step (SSL4MIS's poly schedule): the first step
             # runs at the rate the optimizer was built with, so both are sites.
@@ -1125,6 +1158,9 @@ class LrTooHigh(Operator):
         ),
     )
     untouched = (
+        # A floor held only where a minimum is set (Snorkel's `min_lr`).
+        "if min_lr and self.optimizer.param_groups[0]['lr'] < min_lr:\n"
+        "    self.optimizer.param_groups[0]['lr'] = min_lr\n",
         # A floor the step schedule is held at once the running rate falls below it (dgcnn's).
         "if opt.param_groups[0]['lr'] < 1e-5:\n"
         "    for param_group in opt.param_groups:\n"
@@ -1426,6 +1462,22 @@ class LrTooHigh(Operator):
                 )
                 if kept and f"self.{param.name.value}" in applied:
                     yield LrTooHigh._scaled(source, param.default, param.default)
+        for cls in source.nodes(cst.ClassDef):
+            # a settings class's field (Snorkel's `TrainerConfig`: `lr: float = 0.01`) whose value an
+            # optimizer of the file is built with (`lr=self.config.lr`): the rate of every run that
+            # sets none
+            for line in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                field = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+                if (
+                    isinstance(field, cst.AnnAssign)
+                    and isinstance(field.target, cst.Name)
+                    and isinstance(field.value, (cst.Float, cst.Integer))
+                    and field.target.value.lower() in {"lr", "learning_rate"}
+                    and any(
+                        name.endswith((f"config.{field.target.value}", f"cfg.{field.target.value}")) for name in applied
+                    )
+                ):
+                    yield LrTooHigh._scaled(source, field.value, field.value)
 
     @staticmethod
     def _config_fields(source, training):
