@@ -307,8 +307,11 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
     for site in file.expected:
         hit = any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants)
         (verdict.found if hit else verdict.missed).append(site)
+    # a mutant that reaches an expected site is that site's, whatever untouched lines its edit also
+    # spans (a forward-and-loss run wrapped in no_grad spans the teacher's forward inside it)
+    own = [m for m in mutants if not any(_matches(s, m, touched[m.id], headers[m.id]) for s in file.expected)]
     for site in file.untouched:
-        if any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants):
+        if any(_matches(site, m, touched[m.id], headers[m.id]) for m in own):
             verdict.mutated_untouched.append(site)
     for site in file.real:
         if not any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants):
