@@ -178,6 +178,12 @@ KEYWORDS: tuple[bytes, ...] = (
     b" RAM ",
     "慢".encode(),
     b"time>",
+    # fresh batch 11: host memory in Chinese (内存, 显存), parameters that cannot train, a schedule
+    # stepped per batch "instead of" per epoch, Lightning's profiler row for the wait for batches
+    "内存".encode(),
+    "显存".encode(),
+    b"instead of",
+    b"dataloader_next",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

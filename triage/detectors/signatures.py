@@ -107,7 +107,8 @@ SIGNATURES: tuple[Signature, ...] = (
         # every backend and version says "out of memory" somewhere (`CUDA out of memory.` with
         # no exception prefix before 1.x's OutOfMemoryError, `cuda runtime error (2) : out of
         # memory`, HIP, MPS, XPU); people who paste a title say OOM (but `oom=0` is a counter)
-        r"\bout of memory\b|OutOfMemoryError|DefaultCPUAllocator: (?:can't allocate|not enough) memory|"
+        # (not a setting made to prevent one: "I set the batch size to 6 for preventing out of memory")
+        r"(?<!preventing )(?<!prevent )(?<!avoiding )(?<!avoid )\bout of memory\b|OutOfMemoryError|DefaultCPUAllocator: (?:can't allocate|not enough) memory|"
         r"CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|(?-i:\bOOM\b)(?!\s*[=:])",
         "an allocation failed: the device ran out of memory",
     ),
@@ -237,7 +238,7 @@ SIGNATURES: tuple[Signature, ...] = (
         # "the loss became nan", "all the losses in this model become nan", a named term
         # ("the loss_rcnn_bbox values are Nan"), and "I got nan values" / "NaN losses"
         # (never across a `key: number` field: mmocr's `loss: 1.9091, grad_norm: nan` is a finite loss)
-        r"\bloss(?:es|_\w+)?\b(?:(?![:=]\s*[-+.\d])[^\n]){0,30}?\b(?:became|becomes|become|is|are|was|were|got|goes|went|turns?|turned|"
+        r"\bloss(?:es|_\w+)?\b(?:(?![:=]\s*[-+.\d])[^\n]){0,30}?\b(?:became|becomes|become|(?:will|would|can|could)\s+be|is|are|was|were|got|goes|went|turns?|turned|"
         r"into|to|of|=|:)\s*['\"]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
         r"\b(?:got|get|gets|getting) (?:a )?nan(?:s|\s+values?)?\b|"
         # in Chinese: "loss 变为 nan", "loss 会突变为 nan", "loss出现nan" (becomes, turns into, shows)
@@ -263,6 +264,10 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bmemory\b[^\n.]{0,40}?\b(?:slow(?:ly)?|steady|steadily|continuous(?:ly)?|constant(?:ly)?|gradual(?:ly)?)\b"
         r"[^\n.]{0,15}?\b(?:increas|grow|climb|ris)\w*|"
         r"\bmemory\W{0,3}leak|"
+        # "when I run DLA for 10k steps, the CPU memory will be used up"
+        r"\bmemory\b[^\n.]{0,20}?\b(?:(?:will|would|is|was|gets?|got)\s+(?:be\s+)?)?used up\b|"
+        # in Chinese: "内存占用一直增加" (memory use keeps increasing), "显存不断上涨"
+        r"(?:内存|显存)[^\n]{0,8}?(?:一直|不断|持续|逐渐|慢慢)\s*(?:增加|增长|上涨|上升|变大)|"
         # "its related memory is not freed"
         r"\bmemory\b[^\n.]{0,20}?\b(?:(?:is|was|are|were)\s+(?:not|never)|isn't|wasn't|aren't|weren't)\s+(?:freed|released)\b",
         "the log says memory kept growing",
@@ -302,13 +307,16 @@ SIGNATURES: tuple[Signature, ...] = (
             # "忘了" (forgot), "缺少" (lacks)
             rf"(?:不使用|没有使用|没使用|未使用|不用|没用|不开|没开|没有开|不加|没加|没有加|忘了|忘记|缺少|缺了)\s*\W{{0,2}}"
             rf"(?:[a-z_]+\.){{0,3}}(?:{call})|"
+            # a switch never made again ("it is never put in `train()` again")
+            rf"\b(?:never|not)\s+(?:been\s+)?(?:put|set|switched|turned)\s+(?:back\s+)?(?:in|into|to)\s+\W{{0,2}}"
+            rf"(?:[a-z_]+\.){{0,3}}(?:{call})|"
             # advice to wrap code in the call ("you can wrap the code in with torch.no_grad():")
             rf"\b(?:can|could|should|need to|must|have to)\s+(?:also\s+)?wrap\b[^\n]{{0,60}}?\b(?:in|with|under|inside)\s+"
             rf"(?:a\s+)?(?:with\s+)?\W{{0,2}}(?:[a-z_]+\.){{0,3}}(?:{call})|"
             rf"\b(?:forgot|forget|forgotten|forgetting|without|missing|missed|didn't|did not|never|"
             rf"(?:will|would|does|did|do) not|won't|doesn't|don't|there(?:'s| is| are) no|please|should)\s+"
             rf"(?:(?:we|you|they|i|it)\s+)?(?:find\s+|call\s+|calls\s+|to\s+)?"
-            rf"(?:call(?:ing)?\s+|(?:use|using)\s+(?:with\s+)?|add(?:ing)?\s+|put(?:ting)?\s+|the\s+)?\W{{0,2}}"
+            rf"(?:call(?:ing)?\s+|(?:use|using)\s+(?:with\s+)?|add(?:ing)?\s+|put(?:ting)?\s+|do(?:ing)?\s+|the\s+)?\W{{0,2}}"
             rf"(?:[a-z_]+\.){{0,3}}(?:{call})",
             f"the report says the code missed `{shown}`",
         )
@@ -322,7 +330,9 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bkeeps? (?:the |every |each )?(?:computation(?:al)? )?graphs?\b|\bleak in the training loop\b|"
         # "store the complete compution graph", "a computational graph that gets bigger every time"
         r"\bstor(?:e|es|ed|ing) (?:the |every |each )?(?:complete |whole |entire |full )?comput\w* graphs?\b|"
-        r"\bgraph\b[^\n.]{0,20}?\b(?:gets?|grows?|getting|growing|becomes?)\s+(?:bigger|larger)\b",
+        r"\bgraph\b[^\n.]{0,20}?\b(?:gets?|grows?|getting|growing|becomes?)\s+(?:bigger|larger)\b|"
+        # the fix named as a read-out of the loss: "a simple fixation is to modify it as `self.loss.item()`"
+        r"\b(?:modify|change|replace|fix|use|call)\w*\b[^\n.]{0,30}?\b(?:as|to|with|using)\s+\W?[\w.]*loss\w*\.item\(\)",
         "the report says the loop keeps every step's graph alive",
     ),
     _sig(
@@ -349,6 +359,27 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bschedul\w*\b[^\n.]{0,80}?\b(?:even when|even if|although|when)\b[^\n.]{0,40}?\b(?:optimi[sz]er\W*step|step)\b"
         r"[^\n.]{0,20}?\b(?:was|is|were|has)?\s*(?:not|never)\b",
         "the report says the scheduler steps when the optimizer does not",
+    ),
+    _sig(
+        "scheduler-per-batch-reported",
+        # "Scheduler was incorrectly stepped in the batch loop instead of in the epoch loop", "the
+        # scheduler was wrongly updating for batches instead of epochs"
+        r"\bschedul\w*\b[^\n]{0,80}?\b(?:batch(?:es)?|iterations?|steps?)\b[^\n]{0,30}?\binstead of\b[^\n]{0,30}?\bepochs?\b",
+        "the report says the schedule stepped once a batch where it was meant to step once an epoch",
+    ),
+    _sig(
+        "params-cannot-train-reported",
+        # "Model parameters cannot be trainable once they become requires_grad=False"
+        r"\bparam(?:eter)?s?\b[^\n.]{0,40}?\b(?:cannot|can't|can not|never|won't|will not|are not|aren't)\s+"
+        r"(?:be\s+|get\s+)?(?:trainable|trained|updated)\b",
+        "the report says parameters meant to train cannot be trained",
+    ),
+    _sig(
+        "profiler-data-wait",
+        # Lightning's profiler: the training loop's wait for the next batch takes over half the time
+        # (`[_TrainingEpochLoop].train_dataloader_next | 5.29 | 16 | 84.689 | 84.915`)
+        r"train_dataloader_next\W+[\d.]+\W+\d+\W+[\d.]+\W+(?:[5-9]\d|100)(?:\.\d+)?\b",
+        "the profiler says the training loop spent over half its time waiting for batches",
     ),
     _sig(
         "not-in-eval-mode-reported",
@@ -563,7 +594,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "collective-got-none": ("invalid function argument",),
     "loss-non-finite-reported": ("loss", "got nan", "get nan", "gets nan", "getting nan", "got a nan", "get a nan"),
     "loss-exploded-reported": ("loss",),
-    "memory-growth-reported": ("memory", " ram "),
+    "memory-growth-reported": ("memory", " ram ", "内存", "显存"),
     "gpu-idle-reported": (
         "gpu util",
         "gpu-util",
@@ -579,11 +610,14 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "慢",
     ),
     **{f"{fault}-call-missing-reported": words for fault, _, _, words in MISSED_CALLS},
-    "graph-kept-reported": ("graph", "non-detached", "leak in the training loop"),
+    "graph-kept-reported": ("graph", "non-detached", "leak in the training loop", ".item()"),
     "double-softmax-reported": ("softmax",),
     "shuffle-off-reported": ("shuffle",),
     "scheduler-without-step-reported": ("schedul",),
     "not-in-eval-mode-reported": ("eval mode", "evaluation mode", "eval state", "evaluation state"),
+    "scheduler-per-batch-reported": ("schedul",),
+    "params-cannot-train-reported": ("param",),
+    "profiler-data-wait": ("train_dataloader_next",),
     "mixed-precision-on": (
         "fp16",
         "amp=",
@@ -675,6 +709,23 @@ def detect(ctx: Context) -> list[Symptom]:
             exceptions.append(rd)
         if "rainable" in text:
             counts.append(rd)
+    wrapped = [
+        rd
+        for rd in ctx.events
+        if rd.line is not None
+        and not matched.get(rd.text)
+        and rd.text.rstrip()[-1:].isalpha()
+        and len(rd.text) < 400
+        and _candidates(rd.text)
+    ]
+    if wrapped:
+        # a sentence a report wraps mid-line ("stepped in the batch loop instead of in the" /
+        # "epoch loop"): the line read with the one after it
+        following = _next_lines(ctx, {rd.line for rd in wrapped if rd.line is not None})
+        for rd in wrapped:
+            more = following.get(rd.line) if rd.line is not None else None
+            if more is not None:
+                _record(rd, _matches(rd.text.rstrip() + " " + more.strip()), found, groups)
     quoted_calls = [
         rd for rd in ctx.events if rd.line is not None and not matched.get(rd.text) and _CALL_LINE.match(rd.text)
     ]
