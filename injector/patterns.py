@@ -2099,7 +2099,8 @@ def _made_on_device(statement: cst.CSTNode) -> bool:
     no batch is moved there."""
     if not _is_assignment(statement):
         return False
-    value = cst.ensure_type(statement, cst.SimpleStatementLine).body[0].value  # type: ignore[union-attr]
+    small = cst.ensure_type(statement, cst.SimpleStatementLine).body[0]
+    value = small.value if isinstance(small, (cst.Assign, cst.AnnAssign)) else None
     return isinstance(value, cst.Call) and callee_name(constructed(value)) in _MADE
 
 
