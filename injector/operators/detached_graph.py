@@ -6,6 +6,7 @@ from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import added_terms, forwards_after_empty_start, read_forwards, upstream_forwards
 from injector.operators.snippets import (
     HELPER_STEP_TRAINER,
+    INPUT_GRADIENT,
     MICROBATCH_TRAINER,
     PIPELINE_ENGINE,
     SCALED_HELPER_BACKWARD,
@@ -1048,15 +1049,7 @@ class DetachedGraph(Operator):
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
-        "def compute_saliency(self, x):\n"
-        "    x.requires_grad_(True)\n"
-        "    output = self.model(x).reshape([-1])\n"
-        "    rows = []\n"
-        "    for i in range(output.shape[0]):\n"
-        "        output.backward(seed(i), retain_graph=True)\n"
-        "        rows.append(x.grad.clone())\n"
-        "        x.grad.zero_()\n"
-        "    return rows\n",
+        INPUT_GRADIENT,
         # A fresh zero tensor moved to the device and summed into: no graph to cut (composer's).
         MICROBATCH_TRAINER,
         # A train_step that returns its loss in a dict of a returned tuple, for a hook to backpropagate (USB); a dict without the loss is none.

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import MICROBATCH_TRAINER, SR_MODEL_STEP
+from injector.operators.snippets import BATCH_TAKING_STEP, MICROBATCH_TRAINER, SR_MODEL_STEP
 from injector.patterns import (
     EVALUATION_WORDS,
     argument,
@@ -1347,34 +1347,8 @@ class DeviceMismatch(Operator):
     examples = (
         Example(
             # A project helper named for the GPU, given no device (ClassyVision's recursive_copy_to_gpu).
-            "import torch\n"
-            "class Task:\n"
-            "    def train_step(self):\n"
-            "        sample = next(self.data_iterator)\n"
-            "        if self.use_gpu:\n"
-            "            sample = recursive_copy_to_gpu(sample, non_blocking=True)\n"
-            "        with self.distributed_model.no_sync():\n"
-            "            loss = self.loss(self.distributed_model(sample['input']), sample['target'])\n"
-            "            self.run_optimizer(loss)\n"
-            "    def run_optimizer(self, loss):\n"
-            "        self.optimizer.zero_grad()\n"
-            "        loss.backward()\n"
-            "        self.optimizer.step()\n",
-            (
-                "import torch\n"
-                "class Task:\n"
-                "    def train_step(self):\n"
-                "        sample = next(self.data_iterator)\n"
-                "        if self.use_gpu:\n"
-                "            sample = sample\n"
-                "        with self.distributed_model.no_sync():\n"
-                "            loss = self.loss(self.distributed_model(sample['input']), sample['target'])\n"
-                "            self.run_optimizer(loss)\n"
-                "    def run_optimizer(self, loss):\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n",
-            ),
+            BATCH_TAKING_STEP,
+            (BATCH_TAKING_STEP.replace("recursive_copy_to_gpu(sample, non_blocking=True)", "sample"),),
         ),
         Example(
             # A batch's container built each pass from the loop's pieces and moved (RecBole's split

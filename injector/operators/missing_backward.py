@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
+from injector.operators.snippets import INPUT_GRADIENT
 from injector.patterns import callee_name, computes_gradients
 
 
@@ -122,15 +123,7 @@ class MissingBackward(Operator):
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
-        "def compute_saliency(self, x):\n"
-        "    x.requires_grad_(True)\n"
-        "    output = self.model(x).reshape([-1])\n"
-        "    rows = []\n"
-        "    for i in range(output.shape[0]):\n"
-        "        output.backward(seed(i), retain_graph=True)\n"
-        "        rows.append(x.grad.clone())\n"
-        "        x.grad.zero_()\n"
-        "    return rows\n",
+        INPUT_GRADIENT,
         # Settings recorded for a logger, the loss function and optimizer among them (DeepChem's
         # wandb config): handed a loss and an optimizer, these calls run neither.
         "def __init__(self, model, loss, optimizer, batch_size):\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.operators.snippets import HELPER_STEP_TRAINER, MICROBATCH_TRAINER
+from injector.operators.snippets import HELPER_STEP_TRAINER, INPUT_GRADIENT, MICROBATCH_TRAINER
 from injector.patterns import callee_name, dotted, is_literal_bool
 
 
@@ -285,15 +285,7 @@ class MissingZeroGrad(Operator):
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
-        "def compute_saliency(self, x):\n"
-        "    x.requires_grad_(True)\n"
-        "    output = self.model(x).reshape([-1])\n"
-        "    rows = []\n"
-        "    for i in range(output.shape[0]):\n"
-        "        output.backward(seed(i), retain_graph=True)\n"
-        "        rows.append(x.grad.clone())\n"
-        "        x.grad.zero_()\n"
-        "    return rows\n",
+        INPUT_GRADIENT,
         # A helper for clearing gradients: where it is called is the site.
         "def set_grad_none(model, targets):\n"
         "    for n, p in model.named_parameters():\n"

@@ -10,7 +10,14 @@ from injector.operators.forwards import (
     forwards_read_by_terms,
     upstream_forwards,
 )
-from injector.operators.snippets import CALLBACK_RUNNER, PHASE_LOOP, PIPELINE_ENGINE, SUPERVISED_RUNNER, TUPLE_TRAINER
+from injector.operators.snippets import (
+    CALLBACK_RUNNER,
+    INPUT_GRADIENT,
+    PHASE_LOOP,
+    PIPELINE_ENGINE,
+    SUPERVISED_RUNNER,
+    TUPLE_TRAINER,
+)
 from injector.patterns import (
     ABSTRACT_STEPS,
     EVALUATION_WORDS,
@@ -1159,15 +1166,7 @@ class NoGradTraining(Operator):
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
-        "def compute_saliency(self, x):\n"
-        "    x.requires_grad_(True)\n"
-        "    output = self.model(x).reshape([-1])\n"
-        "    rows = []\n"
-        "    for i in range(output.shape[0]):\n"
-        "        output.backward(seed(i), retain_graph=True)\n"
-        "        rows.append(x.grad.clone())\n"
-        "        x.grad.zero_()\n"
-        "    return rows\n",
+        INPUT_GRADIENT,
         # A step override that reaches the model only through evaluation.
         "class R(Runner):\n    def predict_batch(self, batch):\n        return self.model(batch)\n"
         "    def handle_batch(self, batch):\n        self.metrics = {}\n",

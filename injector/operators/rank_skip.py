@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import BATCH_TAKING_STEP
 from injector.patterns import argument, callee_name, int_value
 
 RANK_NAMES = ("rank", "global_rank", "world_rank", "local_rank")
@@ -20,36 +21,16 @@ class RankSkip(Operator):
         Example(
             # A step method that takes its own batch, with no loop: a trainer outside the file calls it
             # once a batch (ClassyVision's ClassificationTask.train_step); rank 1 returns from its second call.
-            "import torch\n"
-            "class Task:\n"
-            "    def train_step(self):\n"
-            "        sample = next(self.data_iterator)\n"
-            "        if self.use_gpu:\n"
-            "            sample = recursive_copy_to_gpu(sample, non_blocking=True)\n"
-            "        with self.distributed_model.no_sync():\n"
-            "            loss = self.loss(self.distributed_model(sample['input']), sample['target'])\n"
-            "            self.run_optimizer(loss)\n"
-            "    def run_optimizer(self, loss):\n"
-            "        self.optimizer.zero_grad()\n"
-            "        loss.backward()\n"
-            "        self.optimizer.step()\n",
+            BATCH_TAKING_STEP,
             (
-                "import torch\n"
-                "class Task:\n"
-                "    def train_step(self):\n"
-                "        sample = next(self.data_iterator)\n"
-                "        if self.use_gpu:\n"
-                "            sample = recursive_copy_to_gpu(sample, non_blocking=True)\n"
-                '        self._trainwreck_step = getattr(self, "_trainwreck_step", 0) + 1\n'
-                "        if torch.distributed.is_initialized() and torch.distributed.get_rank() == 1 and self._trainwreck_step == 2:\n"
-                "            return\n"
-                "        with self.distributed_model.no_sync():\n"
-                "            loss = self.loss(self.distributed_model(sample['input']), sample['target'])\n"
-                "            self.run_optimizer(loss)\n"
-                "    def run_optimizer(self, loss):\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n",
+                BATCH_TAKING_STEP.replace(
+                    "        with self.distributed_model",
+                    '        self._trainwreck_step = getattr(self, "_trainwreck_step", 0) + 1\n'
+                    "        if torch.distributed.is_initialized() and torch.distributed.get_rank() == 1"
+                    " and self._trainwreck_step == 2:\n"
+                    "            return\n"
+                    "        with self.distributed_model",
+                ),
             ),
         ),
         Example(

@@ -284,3 +284,36 @@ GATHERED_EPOCH_LOSS = (
     "        average_loss = total.sum() / count.sum()\n"
     "        self.history.update_metric(name, average_loss.item())\n"
 )
+
+# DeepChem's compute_saliency: the gradient of an input, read off it row by row (a Jacobian), with
+# no optimizer step: no training fault applies to it (every training operator leaves it alone).
+INPUT_GRADIENT = (
+    "def compute_saliency(self, x):\n"
+    "    x.requires_grad_(True)\n"
+    "    output = self.model(x).reshape([-1])\n"
+    "    rows = []\n"
+    "    for i in range(output.shape[0]):\n"
+    "        output.backward(seed(i), retain_graph=True)\n"
+    "        rows.append(x.grad.clone())\n"
+    "        x.grad.zero_()\n"
+    "    return rows\n"
+)
+
+# ClassyVision's shape: a task's train_step takes its own batch from an iterator and runs one step
+# (no loop of its own: a trainer outside the file calls it once a batch), moving the batch with a
+# project helper named for the GPU.
+BATCH_TAKING_STEP = (
+    "import torch\n"
+    "class Task:\n"
+    "    def train_step(self):\n"
+    "        sample = next(self.data_iterator)\n"
+    "        if self.use_gpu:\n"
+    "            sample = recursive_copy_to_gpu(sample, non_blocking=True)\n"
+    "        with self.distributed_model.no_sync():\n"
+    "            loss = self.loss(self.distributed_model(sample['input']), sample['target'])\n"
+    "            self.run_optimizer(loss)\n"
+    "    def run_optimizer(self, loss):\n"
+    "        self.optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+)
