@@ -160,6 +160,54 @@ def becomes_number(expr: cst.BaseExpression) -> bool:
     return isinstance(expr.func, cst.Name) and expr.func.value in {"float", "int", "bool"}
 
 
+def read_as_a_number(source: Source, name: cst.Name) -> bool:
+    """True where `name` is read as a Python number: `name.item()` or `float(name)`."""
+    parent = source.parent(name)
+    if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value == "item":
+        return isinstance(source.parent(parent), cst.Call)
+    call = source.parent(parent) if isinstance(parent, cst.Arg) else None
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "float"
+
+
+def bound_here(source: Source, name: cst.Name) -> bool:
+    """True for a name an assignment binds (`x = ...`, `a, (x, b) = ...`), not one it reads."""
+    node: cst.CSTNode = name
+    parent = source.parent(node)
+    while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
+        node, parent = parent, source.parent(parent)
+    return isinstance(parent, cst.AssignTarget)
+
+
+def value_uses(source: Source, statement: cst.Assign, name: str) -> list[cst.Name] | None:
+    """The reads of the value `statement` binds to `name`: every later read of the name in the
+    function (the module's top level outside one) until it is bound again. None where the
+    statement's loop reads the name before it in a pass that has not bound it yet: the next pass
+    reads this value there too."""
+    scope = source.function_of(statement) or source.module
+    start = source.span(statement)[1]
+    loop = next((a for a in source.ancestors(statement) if isinstance(a, (cst.For, cst.While))), None)
+    fresh = (
+        [source.span(n)[0] for n in source.within(loop.body, cst.Name) if n.value == name and bound_here(source, n)]
+        if loop is not None
+        else []
+    )
+    fresh_from = min(fresh) if fresh else None
+    uses = []
+    for node in source.within(scope, cst.Name):
+        if node.value != name:
+            continue
+        place = source.span(node)[0]
+        if place < start:
+            carried = loop is not None and source.span(loop)[0] <= place and (fresh_from is None or place < fresh_from)
+            if carried and not bound_here(source, node):
+                return None
+            continue
+        if bound_here(source, node):
+            break  # bound again: what follows reads another value
+        uses.append(node)
+    return uses
+
+
 def callee_name(call: cst.Call) -> str | None:
     """The called function's own name: `softmax` for `F.softmax(...)` and `x.softmax(...)`."""
     return last_name(call.func)
@@ -2104,6 +2152,15 @@ def _made_on_device(statement: cst.CSTNode) -> bool:
     return isinstance(value, cst.Call) and callee_name(constructed(value)) in _MADE
 
 
+def _trains_a_model(source: Source, training: Training, statements: list[cst.CSTNode]) -> bool:
+    """True if the statements run a model forward with autograd on."""
+    return any(
+        runs_model(source, training, c, depth=0) and not under_no_grad(source, c, depth=0)
+        for s in statements
+        for c in source.within(s, cst.Call)
+    )
+
+
 def _computes_targets(source: Source, training: Training, statement: cst.CSTNode) -> bool:
     """True for a `with torch.no_grad():` block, or a loop of assignments and such blocks, that
     runs models only without autograd (a mean teacher's forwards: UA-MT's `ema_output =
@@ -2163,12 +2220,15 @@ def forward_run(source: Source, training: Training, backward: LossUse) -> tuple[
     starts_empty = isinstance(assign.value, (cst.Integer, cst.Float))
     while index > 0:
         previous = siblings[index - 1]
-        targets = _computes_targets(source, training, previous) and not any(
-            runs_model(source, training, c, depth=0) and not under_no_grad(source, c, depth=0)
-            for s in siblings[index : siblings.index(last) + 1]
-            for c in source.within(s, cst.Call)
-        )  # the teacher's targets, passed only on the way back to the trained model's forward
-        if not (_is_assignment(previous) or _is_forward_block(previous) or targets):
+        if not (
+            _is_assignment(previous)
+            or _is_forward_block(previous)
+            # the teacher's targets, passed only on the way back to the trained model's forward
+            or (
+                _computes_targets(source, training, previous)
+                and not _trains_a_model(source, training, siblings[index : siblings.index(last) + 1])
+            )
+        ):
             break
         if (
             any(marker in source.code(previous) for marker in _DATA_MOVES)

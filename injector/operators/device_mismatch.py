@@ -8,6 +8,7 @@ from injector.patterns import (
     EVALUATION_WORDS,
     argument,
     assigned_alone,
+    bound_here,
     bound_names,
     branch_sides,
     callee_name,
@@ -768,7 +769,7 @@ def _uses_in_vain(source, training, scope: cst.CSTNode, name: str, after: int, m
     `_moved_in_vain`)."""
     loop = next((a for a in source.ancestors(move) if isinstance(a, (cst.For, cst.While))), None)
     if loop is not None and any(
-        n.value == name and source.span(n)[1] <= source.span(move)[0] and not _bound_here(source, n)
+        n.value == name and source.span(n)[1] <= source.span(move)[0] and not bound_here(source, n)
         for n in source.within(loop.body, cst.Name)
     ):
         return False  # read earlier in the loop: the next round reads the moved value there
@@ -790,21 +791,12 @@ def _uses_in_vain(source, training, scope: cst.CSTNode, name: str, after: int, m
                     return False
                 continue
             for use in source.within(small, cst.Name):
-                if use.value != name or _bound_here(source, use):
+                if use.value != name or bound_here(source, use):
                     continue
                 if not _in_vain(source, training, use, move):
                     return False
                 uses += 1
     return uses > 0
-
-
-def _bound_here(source, name: cst.Name) -> bool:
-    """True for a name an assignment binds (`x = ...`, `a, (x, b) = ...`), not one it reads."""
-    node: cst.CSTNode = name
-    parent = source.parent(node)
-    while isinstance(parent, (cst.Element, cst.Tuple, cst.List)):
-        node, parent = parent, source.parent(parent)
-    return isinstance(parent, cst.AssignTarget)
 
 
 def _reads(source, expr: cst.CSTNode, name: str) -> bool:

@@ -12,8 +12,10 @@ from injector.patterns import (
     is_functional,
     last_name,
     method_on,
+    read_as_a_number,
     runs_model,
     under_no_grad,
+    value_uses,
 )
 
 
@@ -176,43 +178,14 @@ def _only_reported(source, call: cst.Call) -> bool:
     `test_loss += loss.item() * batch_size`, with no no_grad around it): no backward reads it, so
     a softmax before it changes a reported figure only."""
     statement = source.parent(call)
-    scope = source.function_of(call) or source.module
-    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
-        return False
-    target = statement.targets[0].target
-    if not isinstance(target, cst.Name):
-        return False
-    start = source.span(statement)[1]
-    later = sorted(
-        (n for n in source.within(scope, cst.Name) if n.value == target.value and source.span(n)[0] > start),
-        key=lambda n: source.span(n)[0],
-    )
-    uses = []
-    for name in later:
-        owner = source.parent(name)
-        if isinstance(owner, cst.AssignTarget) or (
-            isinstance(owner, cst.Tuple) and isinstance(source.parent(owner), cst.AssignTarget)
-        ):
-            break  # assigned again: what follows reads another value
-        uses.append(name)
-    loop = next((a for a in source.ancestors(statement) if isinstance(a, (cst.For, cst.While))), None)
-    if loop is not None and any(
-        n.value == target.value
-        and source.span(n)[0] < source.span(statement)[0]
-        and not isinstance(source.parent(n), cst.AssignTarget)
-        for n in source.within(loop, cst.Name)
+    if (
+        not isinstance(statement, cst.Assign)
+        or len(statement.targets) != 1
+        or not isinstance(statement.targets[0].target, cst.Name)
     ):
-        return False  # read earlier in the loop: the next round reads this value there
-    return bool(uses) and all(_read_as_a_number(source, n) for n in uses)
-
-
-def _read_as_a_number(source, name: cst.Name) -> bool:
-    """`name.item()` or `float(name)`."""
-    parent = source.parent(name)
-    if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value == "item":
-        return isinstance(source.parent(parent), cst.Call)
-    call = source.parent(parent) if isinstance(parent, cst.Arg) else None
-    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "float"
+        return False
+    uses = value_uses(source, statement, statement.targets[0].target.value)
+    return uses is not None and bool(uses) and all(read_as_a_number(source, n) for n in uses)
 
 
 def _handed_with_criterion(source, training, call: cst.Call) -> cst.Arg | None:

@@ -14,6 +14,7 @@ from injector.patterns import (
     is_functional,
     is_literal_bool,
     last_name,
+    read_as_a_number,
     under_no_grad,
     with_keyword,
 )
@@ -1048,15 +1049,7 @@ def _read_as_a_number_only(source, assign: cst.Assign) -> bool:
     uses = [n for n in source.within(function, cst.Name) if n.value == target.value and n is not target]
     if not uses or any(source.function_of(n) is not function for n in uses):
         return False
-
-    def as_a_number(name: cst.Name) -> bool:
-        parent = source.parent(name)
-        if isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value == "item":
-            return isinstance(source.parent(parent), cst.Call)
-        call = source.parent(parent) if isinstance(parent, cst.Arg) else None
-        return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "float"
-
-    return all(as_a_number(n) for n in uses)
+    return all(read_as_a_number(source, n) for n in uses)
 
 
 def _picked_mean(source, node: cst.CSTNode) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, int_value, is_functional
+from injector.patterns import argument, callee_name, int_value, is_functional, value_uses
 
 FUNCTIONS = {"softmax", "log_softmax"}
 MODULES = {"Softmax", "LogSoftmax"}
@@ -146,35 +146,8 @@ def _only_logged(source, call: cst.Call) -> bool:
     statement = next((a for a in source.ancestors(call) if isinstance(a, cst.Assign)), None)
     if statement is None or len(statement.targets) != 1 or not isinstance(statement.targets[0].target, cst.Name):
         return False
-    name = statement.targets[0].target.value
-    scope = source.function_of(call) or source.module
-    start = source.span(statement)[1]
-    loop = next((a for a in source.ancestors(statement) if isinstance(a, (cst.For, cst.While))), None)
-    bound_in_loop = (
-        [
-            source.span(n)[0]
-            for n in source.within(loop.body, cst.Name)
-            if n.value == name and isinstance(source.parent(n), cst.AssignTarget)
-        ]
-        if loop is not None
-        else []
-    )
-    fresh_from = min(bound_in_loop) if bound_in_loop else None
-    uses = []
-    for node in source.within(scope, cst.Name):
-        if node.value != name:
-            continue
-        place = source.span(node)[0]
-        owner = source.parent(node)
-        if place < start:
-            carried = loop is not None and source.span(loop)[0] <= place and (fresh_from is None or place < fresh_from)
-            if carried and not isinstance(owner, cst.AssignTarget):
-                return False  # read in its loop before the pass binds it: the next pass reads this value
-            continue
-        if isinstance(owner, cst.AssignTarget):
-            break  # bound again: what follows reads another value
-        uses.append(node)
-    return bool(uses) and all(_shown(source, n) for n in uses)
+    uses = value_uses(source, statement, statement.targets[0].target.value)
+    return uses is not None and bool(uses) and all(_shown(source, n) for n in uses)
 
 
 def _shown(source, name: cst.Name) -> bool:

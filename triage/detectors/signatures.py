@@ -709,7 +709,10 @@ def detect(ctx: Context) -> list[Symptom]:
             exceptions.append(rd)
         if "rainable" in text:
             counts.append(rd)
-    wrapped = [
+    # lines read again with a neighbour: an exception line continued on the next line (a message
+    # pasted or printed wrapped), and a sentence a report wraps mid-line ("stepped in the batch loop
+    # instead of in the" / "epoch loop")
+    continued = unmatched + [
         rd
         for rd in ctx.events
         if rd.line is not None
@@ -717,33 +720,15 @@ def detect(ctx: Context) -> list[Symptom]:
         and rd.text.rstrip()[-1:].isalpha()
         and len(rd.text) < 400
         and _candidates(rd.text)
+        and rd not in unmatched
     ]
-    if wrapped:
-        # a sentence a report wraps mid-line ("stepped in the batch loop instead of in the" /
-        # "epoch loop"): the line read with the one after it
-        following = _next_lines(ctx, {rd.line for rd in wrapped if rd.line is not None})
-        for rd in wrapped:
-            more = following.get(rd.line) if rd.line is not None else None
-            if more is not None:
-                _record(rd, _matches(rd.text.rstrip() + " " + more.strip()), found, groups)
+    _read_joined(ctx, continued, 1, found, groups)
+    # advice written around a quoted line of code ("you can wrap the code in" / "with
+    # torch.no_grad():"): the sentence before it, read with it
     quoted_calls = [
         rd for rd in ctx.events if rd.line is not None and not matched.get(rd.text) and _CALL_LINE.match(rd.text)
     ]
-    if quoted_calls:
-        # advice written around a quoted line of code ("you can wrap the code in" / "with
-        # torch.no_grad():"): the sentence before it, read with it
-        before = _previous_lines(ctx, {rd.line for rd in quoted_calls if rd.line is not None})
-        for rd in quoted_calls:
-            prose = before.get(rd.line) if rd.line is not None else None
-            if prose is not None and _OPEN_SENTENCE.search(prose):
-                _record(rd, _matches(prose.rstrip() + " " + rd.text.strip()), found, groups)
-    if unmatched:
-        # a message pasted or printed wrapped: an exception line continued on the next line
-        following = _next_lines(ctx, {rd.line for rd in unmatched if rd.line is not None})
-        for rd in unmatched:
-            more = following.get(rd.line) if rd.line is not None else None
-            if more is not None:
-                _record(rd, _matches(rd.text.rstrip() + " " + more.strip()), found, groups)
+    _read_joined(ctx, quoted_calls, -1, found, groups, accept=_OPEN_SENTENCE.search)
     if any(name in found for name in _SERIES_SAYS):
         # a docstring a pytest traceback quotes ("... can cause a memory leak") reports nothing
         source = quoted.source_lines(ctx.readings)
@@ -854,24 +839,29 @@ _CALL_LINE = re.compile(r"\s*(?:with\s+)?[\w.]*(?:no_grad|eval|train|zero_grad|s
 _OPEN_SENTENCE = re.compile(r"\b(?:in|with|into|inside|under|using|use|call|add|wrap)\s*:?\s*$", re.I)
 
 
-def _previous_lines(ctx: Context, lines: set[int]) -> dict[int, str]:
-    """line number -> the text of the line before it, for the given lines (where it was read)."""
-    want = {n - 1: n for n in lines}
-    out: dict[int, str] = {}
+def _read_joined(
+    ctx: Context,
+    readings: list[Reading],
+    offset: int,
+    found: dict[str, list[Reading]],
+    groups: dict[str, re.Match[str]],
+    accept=lambda text: True,
+) -> None:
+    """Match each reading again joined with the line `offset` away (1: the next, -1: the one
+    before; taken where `accept` holds for its text), in reading order, and record what matches."""
+    if not readings:
+        return
+    want = {rd.line + offset: rd.line for rd in readings if rd.line is not None}
+    near: dict[int, str] = {}
     for rd in ctx.readings:
         if rd.line in want and rd.index == 0:
-            out[want[rd.line]] = rd.text
-    return out
-
-
-def _next_lines(ctx: Context, lines: set[int]) -> dict[int, str]:
-    """line number -> the text of the line after it, for the given lines (where it was read)."""
-    want = {n + 1: n for n in lines}
-    out: dict[int, str] = {}
-    for rd in ctx.readings:
-        if rd.line in want and rd.index == 0:
-            out[want[rd.line]] = rd.text
-    return out
+            near[want[rd.line]] = rd.text
+    for rd in readings:
+        other = near.get(rd.line) if rd.line is not None else None
+        if other is None or not accept(other):
+            continue
+        joined = rd.text.rstrip() + " " + other.strip() if offset > 0 else other.rstrip() + " " + rd.text.strip()
+        _record(rd, _matches(joined), found, groups)
 
 
 def _series_says(ctx: Context, symptom: str) -> bool:
