@@ -28,6 +28,20 @@ RETRIEVAL_FORWARD = (
 )
 
 
+_MEAN_TEACHER_LOSS = (
+    "for step, (x, y) in enumerate(loader):\n"
+    "    out = model(x)\n"
+    "    loss_ce = ce_loss(out[:n], y)\n"
+    "    loss_dice = dice_loss(out[:n], y)\n"
+    "    supervised_loss = 0.5 * (loss_dice + loss_ce)\n"
+    "    weight = ramp(step)\n"
+    "    dist = softmax_mse_loss(out[n:], ema_out)\n"
+    "    consistency_loss = torch.sum(mask * dist) / torch.sum(mask)\n"
+    "    loss = supervised_loss + weight * consistency_loss\n"
+    "    loss.backward()\n"
+)
+
+
 _SUMMED_TERMS = (
     "for x, y in loader:\n"
     "    logits_lm, logits_clsf = model(x)\n"
@@ -539,6 +553,20 @@ class DetachedGraph(Operator):
                 _SUMMED_TERMS.replace("loss = loss_lm + loss_clsf", "loss = (loss_lm + loss_clsf).detach()"),
                 _SUMMED_TERMS.replace("criterion(logits_lm, y)", "criterion(logits_lm, y).detach()"),
                 _SUMMED_TERMS.replace("criterion(logits_clsf, z)", "criterion(logits_clsf, z).detach()"),
+            ),
+        ),
+        Example(
+            # A loss summed through a weight that is a name, from a sum of sums and a term derived
+            # from a criterion's value (SSL4MIS's mean teacher): each criterion call cut off alone.
+            _MEAN_TEACHER_LOSS,
+            (
+                _MEAN_TEACHER_LOSS.replace(
+                    "loss = supervised_loss + weight * consistency_loss",
+                    "loss = (supervised_loss + weight * consistency_loss).detach()",
+                ),
+                _MEAN_TEACHER_LOSS.replace("dice_loss(out[:n], y)", "dice_loss(out[:n], y).detach()"),
+                _MEAN_TEACHER_LOSS.replace("= ce_loss(out[:n], y)", "= ce_loss(out[:n], y).detach()"),
+                _MEAN_TEACHER_LOSS.replace("ema_out)\n", "ema_out).detach()\n"),
             ),
         ),
         Example(
@@ -1557,34 +1585,83 @@ def _handed_to_a_call(source, name: cst.Name, top: cst.CSTNode) -> bool:
 
 
 def _summed_terms(source, training, assign: cst.CSTNode) -> list[cst.Assign]:
-    """The assignments that compute the terms of a loss assigned as a sum of names (`loss =
-    loss_lm + loss_clsf`, soft actor-critic's `qf_loss = qf1_loss + qf2_loss`): each term's
-    criterion call, past later updates of the same name (`loss_lm = loss_lm.float().mean()`).
+    """The assignments that compute the terms of a loss assigned as a sum (`loss = loss_lm +
+    loss_clsf`, soft actor-critic's `qf_loss = qf1_loss + qf2_loss`): each term's criterion call,
+    past later updates of the same name (`loss_lm = loss_lm.float().mean()`), through weights
+    (`supervised_loss + consistency_weight * consistency_loss`), sums of sums (`supervised_loss =
+    0.5 * (loss_dice + loss_ce)`) and a term derived from a criterion's value (`consistency_loss =
+    torch.sum(mask * consistency_dist) / ...`: the criterion call is cut, SSL4MIS's mean teacher).
     Cut one by one, the other terms still train: a subtler fault than the whole sum cut off."""
     if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.BinaryOperation):
         return []
-    names = _added(assign.value)
+    names = _summands(assign.value)
     if len(names) < 2:
         return []
-    found = []
-    for name in names:
-        term = training.last_assignment(name, assign)
-        for _ in range(3):  # past `x = x.mean()`-style updates to where the term is computed
-            if not isinstance(term, cst.Assign) or not any(
-                n.value == name for n in source.within(term.value, cst.Name)
-            ):
-                break
-            term = training.last_assignment(name, term)
-        if (
-            isinstance(term, cst.Assign)
-            and len(term.targets) == 1
-            and isinstance(term.targets[0].target, cst.Name)
-            and isinstance(term.value, cst.Call)
-            and (DetachedGraph._is_loss(training, term.value) or _names_a_loss(name))
-            and term not in found
-        ):
-            found.append(term)
+    per_name = [_term_assignments(source, training, name, assign, depth=0) for name in names]
+    found: list[cst.Assign] = []
+    for terms in per_name:
+        for term in terms:
+            # a value every term is read from (torchrl's loss dict, `loss["loss_critic"]`) is the
+            # whole sum again, not one of its terms
+            shared = sum(term in other for other in per_name) > 1
+            if term not in found and not shared:
+                found.append(term)
     return found
+
+
+def _term_assignments(source, training, name: str, use: cst.CSTNode, depth: int) -> list[cst.Assign]:
+    """Where the summed name `name`, read at `use`, is computed as a loss: its criterion call's
+    assignment, the terms of a sum it is assigned, or the criterion calls its value is derived from."""
+    term = training.last_assignment(name, use)
+    for _ in range(3):  # past `x = x.mean()`-style updates to where the term is computed
+        if not isinstance(term, cst.Assign) or not any(n.value == name for n in source.within(term.value, cst.Name)):
+            break
+        term = training.last_assignment(name, term)
+    if not isinstance(term, cst.Assign) or len(term.targets) != 1 or not isinstance(term.targets[0].target, cst.Name):
+        return []
+    value = term.value
+    if isinstance(value, cst.Call) and (DetachedGraph._is_loss(training, value) or _names_a_loss(name)):
+        return [term]
+    if depth >= 2 or not _names_a_loss(name):
+        return []
+    inner = _summands(value) if isinstance(value, cst.BinaryOperation) else []
+    if len(inner) >= 2:
+        # a sum of losses itself (`supervised_loss = 0.5 * (loss_dice + loss_ce)`)
+        return [t for n in inner for t in _term_assignments(source, training, n, term, depth + 1)]
+    # a loss derived from a criterion's value (`torch.sum(mask * dist) / torch.sum(mask)`): the call
+    derived = []
+    for read in dict.fromkeys(n.value for n in source.within(value, cst.Name)):
+        origin = training.last_assignment(read, term)
+        if (
+            isinstance(origin, cst.Assign)
+            and len(origin.targets) == 1
+            and isinstance(origin.targets[0].target, cst.Name)
+            and isinstance(origin.value, cst.Call)
+            and DetachedGraph._is_loss(training, origin.value)
+        ):
+            derived.append(origin)
+    return derived
+
+
+def _summands(expr: cst.BaseExpression) -> list[str]:
+    """The names a sum adds (or subtracts), in order, through number weights and parentheses (`a +
+    b + c * 0.01`, `0.5 * (a + b)`), and through a weight that is itself a name where one side names
+    a loss (`w * consistency_loss`); [] where it adds anything else."""
+    if isinstance(expr, cst.Name):
+        return [expr.value]
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        left, right = _summands(expr.left), _summands(expr.right)
+        return left + right if left and right else []
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+        sides = (expr.left, expr.right)
+        numbers = [side for side in sides if isinstance(side, (cst.Integer, cst.Float))]
+        if len(numbers) == 1:
+            other = expr.right if numbers[0] is expr.left else expr.left
+            return _summands(other)
+        names = [side.value for side in sides if isinstance(side, cst.Name)]
+        losses = [n for n in names if _names_a_loss(n)]
+        return losses if len(names) == 2 and len(losses) == 1 else []
+    return []
 
 
 def _names_a_loss(name: str) -> bool:
@@ -1602,22 +1679,6 @@ def _added_names(expr: cst.BaseExpression) -> list[str]:
         return _added_names(expr.left) + _added_names(expr.right)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
         return [side.value for side in (expr.left, expr.right) if isinstance(side, cst.Name)]
-    return []
-
-
-def _added(expr: cst.BaseExpression) -> list[str]:
-    """The names a sum adds, in order (`a + b + c`, also weighted by a number: `a + b + c * 0.01`),
-    or [] where it adds anything else."""
-    if isinstance(expr, cst.Name):
-        return [expr.value]
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
-        left, right = _added(expr.left), _added(expr.right)
-        return left + right if left and right else []
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
-        sides = (expr.left, expr.right)
-        names = [side.value for side in sides if isinstance(side, cst.Name)]
-        numbers = [side for side in sides if isinstance(side, (cst.Integer, cst.Float))]
-        return names if len(names) == 1 and len(numbers) == 1 else []
     return []
 
 
