@@ -224,3 +224,19 @@ def test_cli_sparse_log_is_read_through_its_hole(tmp_path, capsys):
     # lines 1-100, the hole joined to the first "step=9" line (101), 49,999 more, then the error
     assert report["causes"][0]["evidence"][0]["line"] == 100 + 50000 + 1
     assert report["cut_lines"] >= 1 and "skipped_bytes" not in report
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [3.0266e31 + i * 1e29 for i in range(16)],  # a diverged loss printed flat at 1e31 (a public report)
+        [1e-300, 1e-300, 1e-300, 1e300, 1e300, 1e300, 1e300, 1e300, 1e300],  # a rise past any float ratio
+        [1e308, 1.7e308, 1e308, 1.7e308, 1e308, 1.7e308, 1e308, 1.7e308],  # the edge of a double
+    ],
+    ids=["flat-1e31", "rise-1e600", "edge"],
+)
+def test_losses_at_the_edge_of_float_range_are_read_without_overflow(tmp_path, capsys, values):
+    p = tmp_path / "run.log"
+    p.write_text("".join(f"Train Epoch: 1 [{32 * i}/6000]\tLoss: {v:.6f}\n" for i, v in enumerate(values)))
+    code, out, err = run_cli(capsys, "explain", str(p))
+    assert code in (cli.EXIT_EXPLAINED, cli.EXIT_HEALTHY, cli.EXIT_UNEXPLAINED) and "Traceback" not in out + err

@@ -404,6 +404,8 @@ def _slow_from_uniform(first: float, last: float, ev: tuple[Evidence, ...], rank
     wherever the initial outputs put them)."""
     if not (math.isfinite(first) and math.isfinite(last)) or not SAME * max(1.0, first) < first - last:
         return None
+    if not 0 < first < math.log(MAX_CLASSES + 1):
+        return None
     c = round(math.exp(first))
     if not 2 <= c <= MAX_CLASSES:
         return None

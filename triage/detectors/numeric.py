@@ -362,7 +362,7 @@ def plateaus(
                     value=froze,
                 )
             )
-        c = round(math.exp(tail))
+        c = round(math.exp(tail)) if 0 < tail < 5 else 0  # ln 100 < 5; a flat 1e31 must not overflow
         if 2 <= c <= 100 and abs(math.log(c) - tail) < 0.02 * tail:
             out.append(
                 Symptom(

@@ -148,6 +148,12 @@ def falling(loss: Series) -> list[Symptom]:
     ]
 
 
+def ratio(log_ratio: float) -> float:
+    """The factor a difference of logs stands for, capped where a float would overflow (a loss
+    printed at 1e31 after one at 1e-300 is still a finite difference of logs)."""
+    return math.exp(min(log_ratio, 700.0))
+
+
 def _ev(p: Point, name: str, note: str = "") -> Evidence:
     text = f"{name} = {p.value:.6g} at step {p.step}" + (f" ({note})" if note else "")
     return Evidence(p.line, text, rank=p.rank, step=p.step)
@@ -192,7 +198,7 @@ def climb(loss: Series) -> list[Symptom]:
                     f"{100 * ups:.0f}% of them, no single step making half of the rise",
                     (_ev(pts[lo], loss.name, "lowest"), _ev(pts[hi], loss.name, "highest after it")),
                     step=pts[hi].step,
-                    value=math.exp(rise),
+                    value=ratio(rise),
                 )
             )
     # an explosion: ten times up within a few logged points of the lowest one
@@ -201,11 +207,11 @@ def climb(loss: Series) -> list[Symptom]:
             out.append(
                 Symptom(
                     "loss-fast-climb",
-                    f"{loss.name} rose {math.exp(logs[j] - logs[lo]):.3g}x within {j - lo} logged points, "
+                    f"{loss.name} rose {ratio(logs[j] - logs[lo]):.3g}x within {j - lo} logged points, "
                     f"from {pts[lo].value:.4g} (step {pts[lo].step}) to {pts[j].value:.4g} (step {pts[j].step})",
                     (_ev(pts[lo], loss.name, "lowest"), _ev(pts[j], loss.name, "after the climb")),
                     step=pts[j].step,
-                    value=math.exp(logs[j] - logs[lo]),
+                    value=ratio(logs[j] - logs[lo]),
                 )
             )
             break
@@ -215,11 +221,11 @@ def climb(loss: Series) -> list[Symptom]:
         out.append(
             Symptom(
                 "loss-sudden-jump",
-                f"{loss.name} jumped {math.exp(big):.3g}x in one logged step, from {pts[i].value:.4g} "
+                f"{loss.name} jumped {ratio(big):.3g}x in one logged step, from {pts[i].value:.4g} "
                 f"(step {pts[i].step}) to {pts[i + 1].value:.4g} (step {pts[i + 1].step})",
                 (_ev(pts[i], loss.name, "before"), _ev(pts[i + 1], loss.name, "after the jump")),
                 step=pts[i + 1].step,
-                value=math.exp(big),
+                value=ratio(big),
             )
         )
     return out

@@ -184,7 +184,7 @@ def overfit_after_first_eval(loss: Series | None, val: Series | None) -> list[Sy
     t_late = median(t for _, t in pairs[-q:])
     first = spans[0][0]
     lowest = pairs[low][0]
-    growth = math.exp(widened)
+    growth = math.exp(min(widened, 700.0))  # a ratio past 1e304 is as good as infinite
     vname = val.name if val else "val_loss"
     tname = loss.name if loss else "loss"
     summary = (
