@@ -1692,14 +1692,42 @@ def _accelerator_accumulate(expr: cst.BaseExpression) -> bool:
     )
 
 
+def _result_dropped(source: Source, call: cst.Call, unread: bool) -> bool:
+    """True where what `call` returns is dropped: the call alone on its line, or bound to a name its
+    function never reads (DCRNN's `output = self.dcrnn_model(x)` then `break`, a forward run once so
+    that lazily made weights exist)."""
+    parent = source.parent(call)
+    if isinstance(parent, cst.Expr):
+        return True
+    if (
+        unread
+        and isinstance(parent, cst.Assign)
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0].target, cst.Name)
+        and source.function_of(parent) is not None
+    ):
+        name = parent.targets[0].target.value
+        function = source.function_of(parent)
+        return not any(n.value == name and not bound_here(source, n) for n in source.within(function, cst.Name))
+    return False
+
+
 def runs_model(
-    source: Source, training: Training, node: cst.CSTNode, depth: int = 2, used: bool = False, generate: bool = True
+    source: Source,
+    training: Training,
+    node: cst.CSTNode,
+    depth: int = 2,
+    used: bool = False,
+    generate: bool = True,
+    unread_dropped: bool = False,
 ) -> bool:
     """True if running `node` runs a model forward pass: `model(x)`, `self.net(x)`, `self(x)`,
     `model.generate(...)`, `model.validation_step(...)`, or a function of this file that does.
 
     `used`: only forward passes whose result is used count (`model(images)` alone on its line, as a
-    throughput benchmark runs it, does not). `generate`: whether `x.generate(...)` counts."""
+    throughput benchmark runs it, does not). `generate`: whether `x.generate(...)` counts.
+    `unread_dropped`: with `used`, a result bound to a name its function never reads is dropped too
+    (no graph outlives it, though the forward itself still ran in whatever mode the model was in)."""
     for call in source.within(node, cst.Call):
         func = call.func
         name = (last_name(func) or "").lower()
@@ -1709,8 +1737,8 @@ def runs_model(
             return True
         if name in PARALLEL_FORWARDS:
             return True  # `torch.nn.parallel.parallel_apply(replicas, inputs)` runs each replica
-        if used and isinstance(source.parent(call), cst.Expr) and not training.called_functions(call):
-            continue  # `model(images)` alone on its line: its result is dropped
+        if used and _result_dropped(source, call, unread_dropped) and not training.called_functions(call):
+            continue  # `model(images)` alone on its line, or bound to a name never read: its result is dropped
         if (
             isinstance(func, (cst.Name, cst.Attribute, cst.Subscript))
             and (name == "self" or any(word in name for word in MODEL_WORDS) or _GAN_NET.fullmatch(name))
@@ -1755,7 +1783,8 @@ def runs_model(
         ):
             return True  # `agent.get_action_and_value(obs)`: a method of that model runs its layers
         if depth > 0 and any(
-            runs_model(source, training, f.body, depth - 1, used, generate) for f in training.called_functions(call)
+            runs_model(source, training, f.body, depth - 1, used, generate, unread_dropped)
+            for f in training.called_functions(call)
         ):
             return True
         if isinstance(func, cst.Name) and _project_function_runs_model(source, training, call):
@@ -1790,14 +1819,17 @@ def _project_function_runs_model(source: Source, training: Training, call: cst.C
 
 def is_evaluation(source: Source, training: Training, node: cst.CSTNode) -> bool:
     """True if `node` (a `no_grad` block, a decorated function) evaluates a model: it runs a forward
-    pass whose result it uses. A metrics helper or a copy of weights under `no_grad` is not
+    pass whose result it uses (a result bound to a name never read is not used: DCRNN's forward run
+    once so that lazily made weights exist). A metrics helper or a copy of weights under `no_grad` is not
     evaluation, nor is a throughput benchmark that drops what the model returns, nor a block
     that only calls a `generate` method: libraries' generate methods (Hugging Face's, fairseq's
     sequence generators, nanoGPT's) switch autograd off themselves, unless this file defines a
     `generate` that does not."""
     own = training.functions.get("generate", ())
     generate = any(not any(disables_grad(d.decorator) for d in f.decorators) for f in own)
-    return runs_model(source, training, node, used=True, generate=generate) or _runs_over_evaluation_data(source, node)
+    return runs_model(
+        source, training, node, used=True, generate=generate, unread_dropped=True
+    ) or _runs_over_evaluation_data(source, node)
 
 
 # The words of a name that says it holds data to run over (`val_data`, `valid_loader`, `testset`).
