@@ -1699,17 +1699,12 @@ def _result_dropped(source: Source, call: cst.Call, unread: bool) -> bool:
     parent = source.parent(call)
     if isinstance(parent, cst.Expr):
         return True
-    if (
-        unread
-        and isinstance(parent, cst.Assign)
-        and len(parent.targets) == 1
-        and isinstance(parent.targets[0].target, cst.Name)
-        and source.function_of(parent) is not None
-    ):
-        name = parent.targets[0].target.value
-        function = source.function_of(parent)
-        return not any(n.value == name and not bound_here(source, n) for n in source.within(function, cst.Name))
-    return False
+    if not unread or not isinstance(parent, cst.Assign) or len(parent.targets) != 1:
+        return False
+    target, function = parent.targets[0].target, source.function_of(parent)
+    if not isinstance(target, cst.Name) or function is None:
+        return False
+    return not any(n.value == target.value and not bound_here(source, n) for n in source.within(function, cst.Name))
 
 
 def runs_model(

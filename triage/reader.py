@@ -184,6 +184,8 @@ KEYWORDS: tuple[bytes, ...] = (
     "显存".encode(),
     b"instead of",
     b"dataloader_next",
+    # fresh batch 12: parameters left out of the optimizer, in Chinese (优化器)
+    "优化器".encode(),
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

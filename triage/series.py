@@ -174,6 +174,9 @@ _EPOCH_BATCH = re.compile(
     r"\s*/\s*(\d+)",
     re.I,
 )
+# pytorch/examples' MNIST print, copied into many projects: "Train Epoch: 1 [4320/6000 (72%)]"
+# (samples seen of the epoch's samples)
+_EPOCH_SAMPLES = re.compile(r"\bepoch\s*:?\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(|\])", re.I)
 _BAR = re.compile(r"(?:\bEpoch\s+(\d+)\b.*?)?\|\s*(\d+)/(\d+)\s*\[")
 # a table: a header of column names closing the line, then rows of as many numbers
 _CELLS = re.compile(r"[^\s|]+")
@@ -229,6 +232,17 @@ class Series:
         generator's, a negative ELBO), not an error minimised towards zero, so its shape says
         nothing of divergence, plateaus or a fall; only a NaN does."""
         return any(p.value < 0 for p in self.finite())
+
+    @property
+    def starts_mid_run(self) -> bool:
+        """Whether the log (an excerpt pasted from the middle of a run) shows no start: its first
+        counted step lies many logging intervals past zero ("Train Epoch: 1 [4320/6000 (72%)]"
+        after a report's cut), so its first value is not what the run started from."""
+        pts = self.points
+        if not self.explicit_steps or len(pts) < 3 or pts[0].step <= 0:
+            return False
+        gaps = sorted(b.step - a.step for a, b in zip(pts, pts[1:], strict=False) if b.step > a.step)
+        return bool(gaps) and pts[0].step >= 20 * gaps[len(gaps) // 2]
 
     def finite(self) -> list[Point]:
         return [p for p in self.points if math.isfinite(p.value)]
@@ -337,9 +351,13 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
     # the patterns below are costly where they fail: a substring test first (most lines fail it)
     low = text.lower()
     eb = _EPOCH_BATCH.search(text) if "poch" in text and ("batch" in low or "iter" in low or "step" in low) else None
+    es = _EPOCH_SAMPLES.search(text) if eb is None and "poch" in text and "[" in text else None
     if eb:
         epoch, batch, per = int(eb.group(1)), int(eb.group(3)), int(eb.group(4))
         step = (epoch - 1) * per + batch if epoch >= 1 and eb.group(2) else epoch * per + batch
+    elif es:
+        epoch, seen, per = int(es.group(1)), int(es.group(2)), int(es.group(3))
+        step = max(epoch - 1, 0) * per + seen
     else:
         sm = _STEP.search(text) if "it" in low or "step" in low else None
         if sm:

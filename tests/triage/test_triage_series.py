@@ -264,3 +264,27 @@ def test_a_block_cut_short_gives_the_lines_after_it_back():
     is neither indented nor a bracket: the readings after it count."""
     series = _series_of(["{", '    "loss": 9.0,', "epoch 1 loss 2.0", "epoch 2 loss 1.5"])
     assert [p.value for p in series["loss"].points] == [2.0, 1.5]
+
+
+# pytorch/examples' MNIST print, which many projects copy
+MNIST_PRINT = "Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}"
+
+
+def test_the_mnist_examples_print_counts_samples_across_epochs():
+    line = MNIST_PRINT.format(2, 640, 60000, 100.0 * 640 / 60000, 0.25)
+    assert parse_reading(line) == (60000 + 640, {"loss": 0.25})
+
+
+def _mnist_series(tmp_path, batches):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "".join(MNIST_PRINT.format(1, 32 * b, 6000, 100.0 * 32 * b / 6000, 2.3 - 0.01 * b) + "\n" for b in batches)
+    )
+    return build(log)["loss"]
+
+
+def test_an_excerpt_cut_mid_run_is_known_to_show_no_start(tmp_path):
+    # a report pasting lines from 72% into the first epoch; the run's own log starts at sample 0
+    assert _mnist_series(tmp_path, range(135, 150)).starts_mid_run
+    assert not _mnist_series(tmp_path, range(0, 15)).starts_mid_run
+    assert not _mnist_series(tmp_path, range(1, 16)).starts_mid_run

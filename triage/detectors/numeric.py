@@ -274,6 +274,12 @@ def _falls_steadily(vals: list[float]) -> bool:
     return all(b < a for a, b in zip(means, means[1:], strict=False))
 
 
+def _rises_steadily(vals: list[float]) -> bool:
+    """The mirror of _falls_steadily: a loss creeping up stretch after stretch is drifting away
+    (a run diverging slowly), not sitting where a model that never updates sits."""
+    return _falls_steadily([-v for v in vals])
+
+
 FROZEN_SPREAD = 0.002  # the frozen half's standard deviation, as a share of its mean
 FELL_BY = 10.0  # how many of those standard deviations the first value sits above it
 FELL_AT_LEAST = 0.01  # and by what share of the level it froze at (more than a printed digit)
@@ -326,7 +332,7 @@ def plateaus(
                 value=first / tail,
             )
         )
-    elif first > 20 and huge_means_sum:
+    elif first > 20 and huge_means_sum and not loss.starts_mid_run:
         # (not where a KL term is logged beside the loss: a VAE's ELBO is summed over pixels and
         # starts in the hundreds when nothing is wrong)
         out.append(
@@ -342,6 +348,7 @@ def plateaus(
         and abs(tail - head) / head < 0.05
         and _std(vals) / max(abs(_mean(vals)), 1e-12) < 0.1
         and not _falls_steadily(vals)
+        and not _rises_steadily(vals)
     ):
         out.append(
             Symptom(

@@ -403,7 +403,7 @@ def huge_start(loss: Series, accuracy: Series | None) -> list[Symptom]:
                 value=fell,
             )
         ]
-    if fell < 2.5:
+    if fell < 2.5 and not loss.starts_mid_run:  # where the log shows no start, none was saturated
         return [
             Symptom(
                 "loss-huge-and-stuck",
@@ -443,6 +443,8 @@ def grad_non_finite(grad: Series, loss: Series | None) -> list[Symptom]:
     if loss is not None and any(not math.isfinite(p.value) for p in loss.points):
         return []  # the loss says it better
     pts = grad.points
+    if len(pts) < 2:
+        return []  # one norm alone ("I frequently observe grad_norm: nan"): nothing says it stayed
     first = next((i for i, p in enumerate(pts) if not math.isfinite(p.value)), None)
     if first is None or any(math.isfinite(p.value) for p in pts[first + 1 :]):
         return []

@@ -341,7 +341,13 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bsoftmax(?:es|ed)? (?:it |them )?again\b|\bdouble softmax\b|"
         # "the CrossEntropyLoss criterion do not need the model output parsed by Softmax"
         r"\bcross.?entropy\w*\b[^\n.]{0,40}?\b(?:do|does|did|should)\s*(?:not|n't)\s+(?:need|require|expect|take)\b"
-        r"[^\n.]{0,50}?\bsoftmax",
+        r"[^\n.]{0,50}?\bsoftmax|"
+        # advice to take the model's last softmax out ("try to remove the last softmax layer in
+        # Classifier"), and a softmax layer said to make the model hard to train
+        r"\bremov\w*\s+(?:the\s+)?(?:last|final|output|extra)\s+softmax\b|"
+        r"\bsoftmax\s+layers?\s+(?:makes?|made)\s+(?:the\s+)?models?\s+hard\s+to\s+train\b|"
+        # in Chinese: "去掉最后的softmax" (take out the last softmax)
+        r"(?:去掉|去除|删掉|删除)\s*(?:最后(?:一层)?的?|输出层?的?)?\s*softmax",
         "the report says the outputs go through a softmax before a loss that applies its own",
     ),
     _sig(
@@ -351,7 +357,10 @@ SIGNATURES: tuple[Signature, ...] = (
         # the other order: "whether the argument `shuffle=True` is missing for the train_dataloader"
         r"\bshuffle\s*=\s*True\W{0,2}\s+(?:is|was)\s+(?:missing|absent|not (?:set|passed|given))\b|"
         # the run that fails once the flag is off: "it cannot be convergent when setting `shuffle=False`"
-        r"\b(?:when|after|if|once)\s+(?:i\s+|we\s+)?(?:set(?:ting)?|us(?:e|ing)|turn(?:ing)?)\s+\W?shuffle\s*=\s*False\b",
+        r"\b(?:when|after|if|once)\s+(?:i\s+|we\s+)?(?:set(?:ting)?|us(?:e|ing)|turn(?:ing)?)\s+\W?shuffle\s*=\s*False\b|"
+        # in Chinese: "可见训练数据没有shuffle" (evidently the data is not shuffled), "未shuffle", not
+        # "有没有shuffle" (whether it shuffles)
+        r"(?:(?<!有)没有|(?<![有没])没|未|不)\s*(?:进行\s*|做\s*)?shuffle",
         "the report says the training data is not shuffled",
     ),
     _sig(
@@ -406,7 +415,11 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\b(?:missing|left out|excluded)\s+from\s+the\s+optimi[sz]er\b|"
         # "Adam cannot get head_params, and cannot update head params!"
         r"\b(?:optimi[sz]er|adam\w*|sgd|rmsprop)\s+(?:cannot|can't|can not|does not|doesn't|did not|didn't|won't|"
-        r"will not)\s+(?:get|see|update|include|receive|reach)\b[^\n.]{0,30}?param",
+        r"will not)\s+(?:get|see|update|include|receive|reach)\b[^\n.]{0,30}?param|"
+        # in Chinese: "添加优化器的优化参数时并没有把这一块加进去" (the optimizer's parameters were added
+        # without this block), "没有加入优化器" (not put into the optimizer)
+        r"优化器[^\n。]{0,30}?(?:没有|没|未)[^\n。]{0,12}?(?:加进去|加入|添加|包含|放进去)|"
+        r"(?:没有|没|未)(?:被)?(?:加入|添加|加进|放进|放入)(?:到)?\s*优化器",
         "the report says parameters meant to train are not in the optimizer",
     ),
     _sig(
@@ -631,7 +644,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "half precision",
         "half-precision",
     ),
-    "not-in-optimizer-reported": ("optimizer", "optimiser", "adam", "sgd", "rmsprop"),
+    "not-in-optimizer-reported": ("optimizer", "optimiser", "adam", "sgd", "rmsprop", "优化器"),
     "lr-to-zero-reported": ("learning rate", "lr"),
     "zero-division-reported": ("because", "by zero", "by 0", "denominator"),
     "eval-oom-reported": ("out of memory",),
