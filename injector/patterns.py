@@ -1692,6 +1692,13 @@ def _accelerator_accumulate(expr: cst.BaseExpression) -> bool:
     )
 
 
+def _builds_a_class(func: cst.BaseExpression) -> bool:
+    """True for a callee named as a class (`ModelParams()`, `models.ResNet(cfg)`): a call that
+    builds an object, not a model's forward pass."""
+    name = last_name(func) or ""
+    return name[:1].isupper() and any(c.islower() for c in name)
+
+
 def _result_dropped(source: Source, call: cst.Call, unread: bool) -> bool:
     """True where what `call` returns is dropped: the call alone on its line, or bound to a name its
     function never reads (DCRNN's `output = self.dcrnn_model(x)` then `break`, a forward run once so
@@ -1736,7 +1743,11 @@ def runs_model(
             continue  # `model(images)` alone on its line, or bound to a name never read: its result is dropped
         if (
             isinstance(func, (cst.Name, cst.Attribute, cst.Subscript))
-            and (name == "self" or any(word in name for word in MODEL_WORDS) or _GAN_NET.fullmatch(name))
+            and (
+                name == "self"
+                or (any(word in name for word in MODEL_WORDS) and not _builds_a_class(func))
+                or _GAN_NET.fullmatch(name)
+            )
             and training.role(func) is None
             and not name.startswith(("get_", "set_", "load", "save"))
         ):
@@ -1822,15 +1833,46 @@ def is_evaluation(source: Source, training: Training, node: cst.CSTNode) -> bool
     `generate` that does not."""
     own = training.functions.get("generate", ())
     generate = any(not any(disables_grad(d.decorator) for d in f.decorators) for f in own)
-    return runs_model(
-        source, training, node, used=True, generate=generate, unread_dropped=True
-    ) or _runs_over_evaluation_data(source, node)
+    return (
+        runs_model(source, training, node, used=True, generate=generate, unread_dropped=True)
+        or _runs_over_evaluation_data(source, node)
+        or _runs_a_handed_step(source, node)
+    )
 
 
 # The words of a name that says it holds data to run over (`val_data`, `valid_loader`, `testset`).
 _DATA_WORD = re.compile(
     r"(?:val|valid|validation|test|eval)?(?:set|data|dataset|loader|dataloader|dl|ds|iter|iterator|batches)s?"
 )
+
+
+def names_data(expr: cst.BaseExpression) -> bool:
+    """True for a name that says it holds data (`dataset_w`, `train_loader`, `val_set`): its own
+    `train()`/`eval()` (CogDL's data wrapper choosing a graph's edge set) is no model's mode."""
+    name = (last_name(expr) or "").lower()
+    return any(_DATA_WORD.fullmatch(word) for word in re.split(r"[^a-z]+", name) if word) and not any(
+        word in name for word in ("model", "net", "module")
+    )
+
+
+def _runs_a_handed_step(source: Source, node: cst.CSTNode) -> bool:
+    """True where a function named for evaluation calls a callable it was handed, with the model,
+    and keeps what it returns (CogDL's `distributed_test(model_w, loader, rank, fn)`: `result =
+    fn(model_w, loader, _device)`, fn being the validation or the test step)."""
+    function = source.function_of(node)
+    if function is None or not names_evaluation(function.name.value):
+        return False
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
+    return any(
+        isinstance(call.func, cst.Name)
+        and call.func.value in params
+        and not isinstance(source.parent(call), cst.Expr)
+        and any(
+            a.keyword is None and any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS)
+            for a in call.args
+        )
+        for call in source.within(node, cst.Call)
+    )
 
 
 def _runs_over_evaluation_data(source: Source, node: cst.CSTNode) -> bool:

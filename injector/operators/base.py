@@ -15,7 +15,7 @@ import libcst as cst
 
 from injector.mode_free import built_mode_free, switches_no_module
 from injector.mutants import Edit
-from injector.patterns import Training, fixed_mode_calls, mode_calls
+from injector.patterns import Training, dotted, fixed_mode_calls, mode_calls, names_data
 from injector.source import Source
 
 
@@ -63,6 +63,7 @@ def removed_mode_switches(
             and (
                 built_mode_free(source, call.func.value)
                 or switches_no_module(source, call.func.value, call.func.attr.value)
+                or names_data(call.func.value)
             )
         )
 
@@ -107,7 +108,7 @@ def removed_mode_switches(
             for call in chained(assign.value):
                 receiver = source.module.code_for_node(call.func.value).strip()  # type: ignore[attr-defined]
                 yield Change(assign, (source.replace(call, receiver),), f"removed `.eval()` on `{receiver}`: {effect}")
-    yield from _deleted_switches(source, switches, "removed `{code}`: " + effect)
+    yield from _deleted_switches(source, training, switches, "removed `{code}`: " + effect)
     for statement in fixed_mode_calls(source, training, to_train):
         yield Change(
             statement, (source.delete_statement(statement),), f"removed `{source.code(statement.value)}`: {effect}"
@@ -118,24 +119,194 @@ def removed_mode_switches(
         )
 
 
-def _deleted_switches(source: Source, wanted, description: str) -> Iterator[Change]:
+def _deleted_switches(source: Source, training: Training, wanted, description: str) -> Iterator[Change]:
     """`deleted_calls` for mode switches, where a switch written twice in a row (CPC's
     `cpcCriterion.eval()` and `cpcModel.eval()`, each repeated two lines below) is deleted with its
-    repeat: either one alone changes nothing, so the repeat gets no mutant of its own."""
-    repeats = {}
+    repeat: either one alone changes nothing, so the repeat gets no mutant of its own. So is a
+    switch followed by a call of a function of this file that makes the same switch first thing
+    (CogDL's `validate()`: `model_w.eval()`, then `self.val_step(model_w, ...)`, whose first line
+    is `model_w.eval()`): the pair is deleted together, and the callee's switch gets no mutant of
+    its own where every use of the callee in the file is such a call."""
+    repeats: dict[cst.Expr, cst.Expr] = {}
+    partners: dict[cst.Expr, list[cst.Expr]] = {}
     for statement in source.nodes(cst.Expr):
         call = statement.value
         if isinstance(call, cst.Call) and wanted(call) and statement not in repeats:
             for repeat in _repeats(source, statement):
                 repeats[repeat] = statement
+    callers: dict[cst.Expr, list[cst.Expr]] = {}
     for statement in source.nodes(cst.Expr):
         call = statement.value
-        if not isinstance(call, cst.Call) or not wanted(call) or statement in repeats:
+        if isinstance(call, cst.Call) and wanted(call) and statement not in repeats:
+            for callee_switch in _switched_again_in_callees(source, training, statement, wanted):
+                partners.setdefault(statement, []).append(callee_switch)
+                callers.setdefault(callee_switch, []).append(statement)
+    covered = {switch for switch in callers if _every_use_is_paired(source, training, switch, callers[switch])}
+    for statement in source.nodes(cst.Expr):
+        call = statement.value
+        if not isinstance(call, cst.Call) or not wanted(call) or statement in repeats or statement in covered:
             continue
         if source.is_reachable(statement):
             edits = [source.delete_statement(statement)]
             edits += [source.delete_statement(r) for r, first in repeats.items() if first is statement]
+            edits += [source.delete_statement(p) for p in partners.get(statement, ())]
             yield Change(statement, tuple(edits), description.format(code=source.code(call)))
+
+
+# What a statement may do to a model between its switch and the call that switches it again: a
+# move keeps its mode.
+_MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16"})
+
+
+def _switched_again_in_callees(source: Source, training: Training, statement: cst.Expr, wanted) -> list[cst.Expr]:
+    """The switch statements of the functions of this file that `statement`'s function calls next
+    with the switched model, where each function's first use of the model is the same switch: the
+    function called by name, or every function handed in for a callable parameter (CogDL's
+    `distributed_test(model_w, loader, rank, fn)`, called with `self.val_step` and `self.test_step`)."""
+    call = statement.value
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute) or call.args:
+        return []
+    receiver = source.code(call.func.value)
+    function = source.function_of(statement)
+    if function is None:
+        return []
+    end = source.span(statement)[1]
+    later = sorted(
+        (c for c in source.within(function.body, cst.Call) if source.span(c)[0] >= end),
+        key=lambda c: source.span(c)[0],
+    )
+    for later_call in later:
+        handed = next((a for a in later_call.args if not a.star and source.code(a.value) == receiver), None)
+        if handed is None:
+            func = later_call.func
+            if source.code(func) == receiver:
+                return []  # the model runs here, in the mode just set
+            if (
+                isinstance(func, cst.Attribute)
+                and source.code(func.value) == receiver
+                and func.attr.value not in _MOVES
+            ):
+                return []  # another method of the model (a mode switch, a forward)
+            continue
+        callees = training.called_functions(later_call) or _handed_in(source, training, function, later_call)
+        switches = [_first_switch(source, later_call, handed, callee, receiver, call, wanted) for callee in callees]
+        return [s for s in switches if s is not None] if switches and all(switches) else []
+    return []
+
+
+def _handed_in(source: Source, training: Training, function: cst.FunctionDef, call: cst.Call) -> list[cst.FunctionDef]:
+    """The functions of this file that every call of `function` hands in for the parameter that
+    `call` calls (`fn(model_w, ...)`, where `fn` is `function`'s parameter); [] where any is not
+    one (a lambda, a function of another module) or `function` is also used otherwise."""
+    if not isinstance(call.func, cst.Name):
+        return []
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    if call.func.value not in params:
+        return []
+    method = bool(params) and params[0] == "self"
+    position = params.index(call.func.value) - (1 if method else 0)
+    found: list[cst.FunctionDef] = []
+    for node in source.within(source.module, cst.Name):
+        if node.value != function.name.value or node is function.name:
+            continue
+        holder = source.parent(node)
+        use = holder if isinstance(holder, cst.Attribute) and holder.attr is node else node
+        caller = source.parent(use)
+        if not (isinstance(caller, cst.Call) and caller.func is use and function in training.called_functions(caller)):
+            return []
+        arg = next((a for a in caller.args if a.keyword is not None and a.keyword.value == call.func.value), None)
+        if arg is None and position < len(caller.args) and caller.args[position].keyword is None:
+            arg = caller.args[position]
+        reference = arg.value if arg is not None else None
+        targets = _referenced_functions(source, training, reference) if reference is not None else []
+        if not targets:
+            return []
+        found += [t for t in targets if t not in found]
+    return found
+
+
+def _referenced_functions(source: Source, training: Training, reference: cst.BaseExpression) -> list[cst.FunctionDef]:
+    """The functions of this file a reference names (`val_step`; `self.val_step`, a method of the
+    class the reference is written in), as a call of it would run."""
+    if isinstance(reference, cst.Name):
+        return [
+            f
+            for f in training.functions.get(reference.value, ())
+            if not any(isinstance(a, cst.ClassDef) for a in source.ancestors(f))
+        ]
+    if not (isinstance(reference, cst.Attribute) and dotted(reference.value) == "self"):
+        return []
+    owner = next((a for a in source.ancestors(reference) if isinstance(a, cst.ClassDef)), None)
+    return [
+        f
+        for f in training.functions.get(reference.attr.value, ())
+        if owner is not None and next((a for a in source.ancestors(f) if isinstance(a, cst.ClassDef)), None) is owner
+    ]
+
+
+def _first_switch(
+    source: Source,
+    call: cst.Call,
+    handed: cst.Arg,
+    callee: cst.FunctionDef,
+    receiver: str,
+    switch_call: cst.Call,
+    wanted,
+) -> cst.Expr | None:
+    """The switch statement `callee` starts with on the parameter `handed` binds, where it is the
+    same switch as `switch_call` on `receiver`; None otherwise."""
+    params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
+    if params and params[0] == "self":
+        params = params[1:]  # a method, called or handed in bound
+    if handed.keyword is not None:
+        param = handed.keyword.value if handed.keyword.value in params else None
+    else:
+        position = call.args.index(handed)
+        param = params[position] if position < len(params) else None
+    if param is None:
+        return None
+    first = next((n for n in source.within(callee.body, cst.Name) if n.value == param), None)
+    attribute = source.parent(first) if first is not None else None
+    switch = source.parent(attribute) if isinstance(attribute, cst.Attribute) else None
+    holder = source.parent(switch) if isinstance(switch, cst.Call) else None
+    if (
+        isinstance(holder, cst.Expr)
+        and isinstance(switch, cst.Call)
+        and switch is holder.value
+        and switch.func is attribute
+        and source.code(switch).replace(param, receiver, 1) == source.code(switch_call)
+        and wanted(switch)
+    ):
+        return holder
+    return None
+
+
+def _every_use_is_paired(source: Source, training: Training, switch: cst.Expr, paired: list[cst.Expr]) -> bool:
+    """True where every use of the function holding `switch` is a call made right after one of the
+    `paired` switches (so the callee's switch alone never decides the mode)."""
+    callee = source.function_of(switch)
+    if callee is None:
+        return False
+    paired_functions = {source.function_of(p) for p in paired}
+    name = callee.name.value
+    for node in source.within(source.module, cst.Name):
+        if node.value != name or node is callee.name:
+            continue
+        holder = source.parent(node)
+        use = holder if isinstance(holder, cst.Attribute) and holder.attr is node else node
+        parent = source.parent(use)
+        handed_to = source.parent(parent) if isinstance(parent, cst.Arg) else None
+        if isinstance(handed_to, cst.Call):
+            # handed in for a callable (`self.distributed_test(..., self.val_step)`): paired where
+            # the function it is handed to is
+            if not set(training.called_functions(handed_to)) & paired_functions:
+                return False
+            continue
+        if not (isinstance(parent, cst.Call) and parent.func is use and callee in training.called_functions(parent)):
+            return False  # taken otherwise (stored, returned), or another function's namesake
+        if source.function_of(parent) not in paired_functions:
+            return False
+    return True
 
 
 def _repeats(source: Source, statement: cst.Expr) -> list[cst.Expr]:

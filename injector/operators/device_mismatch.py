@@ -1298,6 +1298,14 @@ def _places_batches(source) -> bool:
     )
 
 
+def _names_the_cpu(expr: cst.BaseExpression) -> bool:
+    """`"cpu"`, `torch.device("cpu")`: a move back to the host (CogDL's `move_to_device(batch,
+    "cpu")` after an evaluation step), never onto the accelerator."""
+    if isinstance(expr, cst.Call) and callee_name(expr) == "device" and expr.args:
+        expr = expr.args[0].value
+    return isinstance(expr, cst.SimpleString) and str(expr.evaluated_value).split(":")[0] == "cpu"
+
+
 def _is_device_arg(arg: cst.Arg) -> bool:
     keyword = arg.keyword.value if arg.keyword is not None else ""
     return keyword == "device" or (arg.keyword is None and "device" in (last_name(arg.value) or "").lower())
@@ -2469,6 +2477,11 @@ class DeviceMismatch(Operator):
         "    for _ in range(steps):\n"
         "        data = next(self.dl).to(device)\n",
         "def train_step(engine, batch):\n    m = convert_tensor(model, device)\n",
+        # A project's move helper sending an evaluated batch back to the host.
+        "def val_step(model, loader):\n"
+        "    for batch in loader:\n"
+        "        model.on_val_step(batch)\n"
+        '        move_to_device(batch, "cpu")\n',
         # Outside a loop, a tensor that is not made here (a loaded metric, a module's buffer).
         "best = checkpoint['best'].to(device)\nw = torch.nn.Linear(2, 2).to(device)\n",
     )
@@ -2516,6 +2529,7 @@ class DeviceMismatch(Operator):
                 if (
                     tensor is not None
                     and (device is not None or to_gpu)
+                    and not (device is not None and _names_the_cpu(device.value))
                     and not _is_model(training, tensor.value)
                     and not _state_dict(tensor.value)
                     and not (device is not None and _framework_device(training, device.value, call))

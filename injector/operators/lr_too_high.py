@@ -287,6 +287,7 @@ def _rate_assignments(source) -> list[cst.Assign]:
                     and isinstance(index.value, cst.SimpleString)
                     and index.value.evaluated_value in LR_KEYS
                     and not _LOGGED.search((last_name(target.target.value) or "").lower())
+                    and not _copies_the_running_rate(source, assign, target.target)
                 ):
                     found.append(assign)
                     break
@@ -298,6 +299,23 @@ def _rate_assignments(source) -> list[cst.Assign]:
                 found.append(assign)  # `opt_kwargs.lr = opt_kwargs.lr * mb_ratio`, then `**opt_kwargs`
                 break
     return found
+
+
+def _copies_the_running_rate(source, assign: cst.Assign, target: cst.Subscript) -> bool:
+    """True for the rate in use copied out of the optimizer into a dict that is no parameter group
+    (DeepFilterNet's `l_dict["lr"] = opt.param_groups[0]["lr"]`, for its log line): a read."""
+    value = assign.value
+    if not isinstance(value, cst.Subscript) or ".param_groups" not in source.code(value):
+        return False
+    holder = dotted(target.value)
+    if holder is None or ".param_groups" in source.code(target.value):
+        return False
+    return not any(
+        isinstance(loop, cst.For)
+        and (dotted(loop.iter) or "").endswith(".param_groups")
+        and dotted(loop.target) == holder
+        for loop in source.ancestors(assign)
+    )
 
 
 def _clamped(source, assign: cst.Assign) -> bool:
@@ -1158,6 +1176,11 @@ class LrTooHigh(Operator):
         ),
     )
     untouched = (
+        # The rate in use copied into a log line's dict (DeepFilterNet's run_epoch).
+        "for i, batch in enumerate(loader):\n"
+        "    l_dict = {'loss': loss.item()}\n"
+        "    l_dict['lr'] = opt.param_groups[0]['lr']\n"
+        "    logger.info(l_dict)\n",
         # A floor held only where a minimum is set (Snorkel's `min_lr`).
         "if min_lr and self.optimizer.param_groups[0]['lr'] < min_lr:\n"
         "    self.optimizer.param_groups[0]['lr'] = min_lr\n",

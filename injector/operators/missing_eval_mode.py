@@ -223,6 +223,33 @@ def _handed_to_reader(source, arg: cst.Arg) -> bool:
     return True
 
 
+COGDL_EVALUATION = (
+    "class Trainer:\n"
+    "    def train_step(self, model_w, loader, opt):\n"
+    "        model_w.train()\n"
+    "        for x in loader:\n"
+    "            model_w(x).sum().backward()\n"
+    "            opt.step()\n"
+    "    def validate(self, model_w, loader):\n"
+    "        model_w.eval()\n"
+    "        with torch.no_grad():\n"
+    "            return self.val_step(model_w, loader)\n"
+    "    def run(self, model_w, val_loader, test_loader):\n"
+    "        a = self.distributed_test(model_w, val_loader, self.val_step)\n"
+    "        return a, self.distributed_test(model_w, test_loader, self.test_step)\n"
+    "    def distributed_test(self, model_w, loader, fn):\n"
+    "        model_w.eval()\n"
+    "        with torch.no_grad():\n"
+    "            return fn(model_w, loader)\n"
+    "    def val_step(self, model_w, loader):\n"
+    "        model_w.eval()\n"
+    "        return [model_w(x) for x in loader]\n"
+    "    def test_step(self, model_w, loader):\n"
+    "        model_w.eval()\n"
+    "        return [model_w(x) for x in loader]\n"
+)
+
+
 class MissingEvalMode(Operator):
     id = "missing-eval-mode"
     summary = (
@@ -230,6 +257,33 @@ class MissingEvalMode(Operator):
         "`set_training(False)`) before evaluation, or make `model.train(flag)` never switch to eval."
     )
     examples = (
+        Example(
+            # Each evaluation switches before calling its step and inside it (CogDL's Trainer): a
+            # switch is deleted with the step's, and with those of the steps a shared evaluation is
+            # handed; a step's own switch gets no mutant where every use of it follows a switch.
+            COGDL_EVALUATION,
+            (
+                COGDL_EVALUATION.replace(
+                    "    def validate(self, model_w, loader):\n        model_w.eval()\n",
+                    "    def validate(self, model_w, loader):\n",
+                ).replace(
+                    "    def val_step(self, model_w, loader):\n        model_w.eval()\n",
+                    "    def val_step(self, model_w, loader):\n",
+                ),
+                COGDL_EVALUATION.replace(
+                    "    def distributed_test(self, model_w, loader, fn):\n        model_w.eval()\n",
+                    "    def distributed_test(self, model_w, loader, fn):\n",
+                )
+                .replace(
+                    "    def val_step(self, model_w, loader):\n        model_w.eval()\n",
+                    "    def val_step(self, model_w, loader):\n",
+                )
+                .replace(
+                    "    def test_step(self, model_w, loader):\n        model_w.eval()\n",
+                    "    def test_step(self, model_w, loader):\n",
+                ),
+            ),
+        ),
         Example(
             # A mode helper of the class handed a value that is False by default.
             "class Net:\n"
@@ -443,6 +497,8 @@ class MissingEvalMode(Operator):
         # A flag that defaults to training; a module put in eval mode twice and never trained.
         "def train_one_epoch(model, loader, set_training_mode=True):\n    model.train(set_training_mode)\n",
         "g_ema.eval()\nfor i in range(steps):\n    with torch.no_grad():\n        g_ema.eval()\n        sample = g_ema(z)\n",
+        # A data wrapper's switch between a graph's edge sets (CogDL's `dataset_w.eval()`): no model.
+        "def validate(dataset_w, loader):\n    dataset_w.eval()\n    return dataset_w.on_val_wrapper()\n",
         # A criterion's mode: no dropout or batch-norm in it.
         "criterion.eval()\n",
         "result = eval('1 + 1')\n",

@@ -89,6 +89,21 @@ class MissingNoGradEval(Operator):
     )
     examples = (
         Example(
+            # An evaluation routine that runs the step it is handed, with the model (CogDL's
+            # distributed_test, handed the validation or the test step).
+            "def distributed_test(model_w, loader, rank, fn):\n"
+            "    model_w.eval()\n"
+            "    with torch.no_grad():\n"
+            "        result = fn(model_w, loader, rank)\n"
+            "    return result\n",
+            (
+                "def distributed_test(model_w, loader, rank, fn):\n"
+                "    model_w.eval()\n"
+                "    result = fn(model_w, loader, rank)\n"
+                "    return result\n",
+            ),
+        ),
+        Example(
             # A GAN's generator by the field's naming (`G`, `D`, `G_ema`, `which_G`), sampled.
             "def save_and_sample(which_G, fixed_z, fixed_y):\n"
             "    with torch.no_grad():\n"
@@ -364,6 +379,9 @@ class MissingNoGradEval(Operator):
         "        return generator.generate(models, sample)\n",
         # A throughput benchmark drops what the model returns: no graph is kept.
         "@torch.no_grad()\ndef throughput(model, images):\n    for i in range(30):\n        model(images)\n",
+        # A settings object built under no_grad (DeepFilterNet's `ModelParams()` in its summary writer).
+        "@torch.no_grad()\ndef summary_write(clean, prefix):\n    p = ModelParams()\n"
+        "    torchaudio.save(f'{prefix}.wav', clean.cpu(), p.sr)\n",
         # One forward so that lazily made weights exist, its output never read (DCRNN's _setup_graph).
         "def setup_graph(self):\n    with torch.no_grad():\n        self.model = self.model.eval()\n"
         "        for x, y in self.val_loader:\n            output = self.model(x)\n            break\n",

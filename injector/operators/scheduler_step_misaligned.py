@@ -133,6 +133,30 @@ class SchedulerStepMisaligned(Operator):
             ),
         ),
         Example(
+            # Each scheduler of a list stepped after the batch loop (CogDL's train_step): the
+            # loop over the schedulers, with its guard, moves into the batch loop.
+            "def train_step(model, loader, optimizers, lr_schedulers):\n"
+            "    for batch in loader:\n"
+            "        model(batch).backward()\n"
+            "        for optimizer in optimizers:\n"
+            "            optimizer.step()\n"
+            "    if lr_schedulers is not None:\n"
+            "        for lr_schedular in lr_schedulers:\n"
+            "            lr_schedular.step()\n"
+            "    return model\n",
+            (
+                "def train_step(model, loader, optimizers, lr_schedulers):\n"
+                "    for batch in loader:\n"
+                "        model(batch).backward()\n"
+                "        for optimizer in optimizers:\n"
+                "            optimizer.step()\n"
+                "        if lr_schedulers is not None:\n"
+                "            for lr_schedular in lr_schedulers:\n"
+                "                lr_schedular.step()\n"
+                "    return model\n",
+            ),
+        ),
+        Example(
             "for epoch in range(epochs):\n"
             "    for x, y in loader:\n"
             "        loss = model(x, y)\n"
@@ -516,6 +540,13 @@ class SchedulerStepMisaligned(Operator):
             if change is not None:
                 yield change
                 continue
+            group = _scheduler_group_loop(source, training, statement) if not call.args else None
+            before = _loop_before(source, training, group) if group is not None else None
+            if group is not None and before is not None and isinstance(before.body, cst.IndentedBlock):
+                # `for lr_scheduler in lr_schedulers: lr_scheduler.step()` after the batch loop
+                # (CogDL's train_step): the whole loop moves into the batch loop
+                yield _group_moved_into(source, statement, group, before)
+                continue
             before = _loop_before(source, training, line) if not call.args else None
             if before is not None and isinstance(before.body, cst.IndentedBlock):
                 yield _moved_into(
@@ -785,6 +816,53 @@ def _moved_into(source, statement, text: str, loop, effect: str) -> Change:
         statement,
         (source.delete_statement(statement), source.insert_after(body[-1], [text], source.indentation(body[0]))),
         effect,
+    )
+
+
+def _scheduler_group_loop(source, training, statement: cst.Expr) -> cst.For | cst.If | None:
+    """The loop that does nothing but step each scheduler of a list (`for s in lr_schedulers:
+    s.step()`), with the `if lr_schedulers is not None:` around it where that guard holds only the
+    loop: the statement that steps the schedulers; None where the step is not so held."""
+    call = statement.value
+    line = source.parent(statement)
+    loop = source.parent(source.parent(line)) if line is not None else None
+    if not (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and isinstance(loop, cst.For)
+        and isinstance(loop.body, cst.IndentedBlock)
+        and len(loop.body.body) == 1
+        and isinstance(loop.target, cst.Name)
+        and dotted(call.func.value) == loop.target.value
+        and "sched" in (last_name(loop.iter) or "").lower()
+    ):
+        return None
+    unit: cst.For | cst.If = loop
+    guard = source.parent(source.parent(loop))
+    if (
+        isinstance(guard, cst.If)
+        and guard.orelse is None
+        and isinstance(guard.body, cst.IndentedBlock)
+        and len(guard.body.body) == 1
+        and source.code(loop.iter) in source.code(guard.test)
+    ):
+        unit = guard
+    return unit
+
+
+def _group_moved_into(source, statement, unit, loop) -> Change:
+    """The statement `unit` (a loop stepping each scheduler) moved to the end of `loop`'s body."""
+    first, last = source.lines_of(unit)
+    indent = source.indentation(unit)
+    lines = [source.lines.line_text(n).rstrip("\n")[len(indent) :] for n in range(first, last + 1)]
+    body = loop.body.body
+    return Change(
+        statement,
+        (
+            Edit(source.lines.line_start(first), source.lines.line_end(last), ""),
+            source.insert_after(body[-1], lines, source.indentation(body[0])),
+        ),
+        "the per-epoch schedulers step on every batch",
     )
 
 
