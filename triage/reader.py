@@ -186,6 +186,13 @@ KEYWORDS: tuple[bytes, ...] = (
     b"dataloader_next",
     # fresh batch 12: parameters left out of the optimizer, in Chinese (优化器)
     "优化器".encode(),
+    # fresh batch 13: Lightning's `precision=16`, a shape error quoted without its exception
+    # name (`size mismatch, m1: [4 x 32768], m2: [2048 x 196] at ...THCTensorMathBlas.cu:268`),
+    # a loss said to rise "suddenly"
+    b"precision=",
+    b"size mismatch",
+    b"uddenly",
+    b"bruptly",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

@@ -31,6 +31,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "total_loss",
         "objective",
         "xent",  # OpenNMT-py's per-token cross-entropy
+        "cost",  # the older tutorials' word (`Epoch: 0010 cost = 15.205759`); not a time cost, see _parse
+        "train_cost",
     ),
     "val_loss": ("val_loss", "valid_loss", "validation_loss", "eval_loss", "test_loss", "dev_loss", "val_loss_epoch"),
     "accuracy": ("acc", "accuracy", "train_acc", "train_accuracy", "top1", "acc1"),
@@ -142,6 +144,7 @@ _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|i
 # key, separator (= or :), optional quotes and `tensor(`, number (HF Trainer quotes its values:
 # `'loss': '2.456e+26'`); a full stop may end the number where a sentence ends (`val acc 0.718.`);
 # a list's first number stands for it (DeepSpeed's `lr=[0.0001]`, one rate per parameter group)
+_TIME_COST = re.compile(r"\b(?:time|elapsed|data|batch|iter|epoch|step)\W*$", re.I)
 _PAIR = re.compile(
     r"""(?<![\w./\-])['"]?([A-Za-z][\w./\-]{0,63})['"]?\s*[=:]\s*(?:tensor\(|\[)?['"]?("""
     + _NUM
@@ -222,6 +225,9 @@ class Series:
     # the logger prints the sum of an epoch's batch losses (RecBole's `epoch 3 training [time:
     # 0.81s, train loss: 15.2213]`): its size says nothing of a reduction or an initialisation
     epoch_sum: bool = False
+    # each point summarises an epoch (a table with an epoch column and no step column, fastai's):
+    # a NaN in the first row says the first epoch went wrong, not that its first steps did
+    per_epoch: bool = False
 
     def values(self) -> list[float]:
         return [p.value for p in self.points]
@@ -303,6 +309,8 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
         gap, last_end = text[last_end : m.start()], m.end()
         key = _key(m.group(1))
         name = _CANON.get(key)
+        if key == "cost" and (_TIME_COST.search(gap) or m.group(0).rstrip().endswith("s")):
+            continue  # `time cost: 0.52s`, `data cost 3.1s`: seconds, not a loss
         if name is None and key in PERPLEXITIES:
             name = PERPLEXITIES[key]
             if name == "loss" and key in ("ppl", "perplexity"):
@@ -404,6 +412,9 @@ def _echo(a: str, b: str, metrics: dict[str, float]) -> bool:
 _DIGITS = re.compile(r"\d+")
 
 
+_PHASE_WORDS = frozenset({"train", "training", "valid", "val", "validation", "eval", "test"})
+
+
 def _header(text: str) -> tuple[str | None, ...] | None:
     """The canonical metric (or None) of each column, where `text` ends in a table's header: at
     least three names, one a step counter (`epoch`, `step`, `iter`) and one a known metric."""
@@ -414,6 +425,15 @@ def _header(text: str) -> tuple[str | None, ...] | None:
             break
         names.append(_key(cell))
     names.reverse()
+    # a header pasted with its names' underscores lost (fastai's `epoch train loss valid loss
+    # accuracy_thresh`): a phase word and the metric after it are one column
+    joined: list[str] = []
+    for name in names:
+        if joined and joined[-1] in _PHASE_WORDS and _CANON.get(f"{joined[-1]}_{name}") is not None:
+            joined[-1] = f"{joined[-1]}_{name}"
+        else:
+            joined.append(name)
+    names = joined
     # a logger's prefix ends in words too (`| INFO | trainer |`): the table starts at its first
     # column of a known name
     while names and names[0] not in _STEP_COLUMNS and names[0] != "epoch" and names[0] not in _CANON:
@@ -498,6 +518,9 @@ class SeriesBuilder:
             if row is None:
                 return
             step, metrics = row
+            if self._columns is not None and "epoch" in self._columns and "step" not in self._columns:
+                for name in metrics:
+                    self.series.setdefault(name, Series(name)).per_epoch = True
         elif is_bar and self._columns is not None and (row := _row(text, self._columns)) is not None:
             # a table's row printed as a progress bar's description: the row's columns, not the
             # bar's rate, are the reading (a rate the bar gives stays beside them)

@@ -288,3 +288,18 @@ def test_an_excerpt_cut_mid_run_is_known_to_show_no_start(tmp_path):
     assert _mnist_series(tmp_path, range(135, 150)).starts_mid_run
     assert not _mnist_series(tmp_path, range(0, 15)).starts_mid_run
     assert not _mnist_series(tmp_path, range(1, 16)).starts_mid_run
+
+
+def test_a_cost_is_a_loss_and_a_time_cost_is_not():
+    assert parse_reading("Epoch: 0010 cost = 15.205759") == (None, {"loss": 15.205759})
+    assert parse_reading("epoch 1 time cost: 12.3s loss: 0.5") == (None, {"loss": 0.5})
+    assert parse_reading("iter 10 time cost: 0.52")[1] == {}
+
+
+def test_a_header_that_lost_its_underscores_names_its_columns(tmp_path):
+    # fastai's epoch table as a report pasted it: `train loss` and `valid loss` are one column each
+    log = tmp_path / "run.log"
+    log.write_text("epoch train loss valid loss accuracy_thresh f2_opt\n0 nan nan 0.997788 0.000000\n")
+    s = build(log)
+    assert math.isnan(s["loss"].points[0].value)
+    assert "val_loss" in s and s["loss"].per_epoch

@@ -88,6 +88,13 @@ _PROSE_PARAMS = re.compile(
     r"\bunchanged\s+(?:param|weight)|\b(?:param(?:eter)?s?|weights?)\s+(?:are\s+|were\s+|stay(?:ed)?\s+)?unchanged",
     re.I,
 )
+# settings a report kept as they were ("I set IMS_PER_BATCH = 1 ... and keep other parameters
+# unchanged"): hyperparameters, not weights
+_KEPT_SETTINGS = re.compile(
+    r"\b(?:keep|keeps|kept|keeping|leave|leaves|left|leaving)\s+(?:the\s+|all\s+)?(?:other\s+|rest\s+of\s+the\s+)?"
+    r"(?:hyper-?)?param(?:eter)?s?\s+(?:as\s+they\s+(?:are|were)|unchanged|the\s+same|as\s+default)",
+    re.I,
+)
 _TO = re.compile(r"\bto\b")
 _PROSE_PROBS = re.compile(
     r"\b(?:probabilit\w*|probs?|softmax\w*|distributions?)\b[^\n]{0,50}?\b(?:do not|does not|don't|doesn't|"
@@ -147,7 +154,7 @@ def detect(ctx: Context) -> list[Symptom]:
             add(_loss_pair(a, b, rd, "the run reported"))
             if _VERDICT.search(text):
                 add(_slow_from_uniform(a, b, (_ev(rd),), rd.rank))
-        if _PROSE_PARAMS.search(text):
+        if _PROSE_PARAMS.search(text) and not _KEPT_SETTINGS.search(text):
             add(Symptom("params-unchanged", "the guard says parameters did not change", (_ev(rd),), rank=rd.rank))
         if _PROSE_PROBS.search(text):
             add(Symptom("probs-not-normalised", "the guard says probabilities do not sum to one", (_ev(rd),)))

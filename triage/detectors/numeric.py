@@ -196,7 +196,7 @@ def non_finite(loss: Series, grad: Series | None) -> list[Symptom]:
     ]
     if bad_i == 0:
         # "from the start" only where the start was seen: a run of points, or step 0/1 itself
-        if len(pts) >= 2 or (loss.explicit_steps and bad.step <= 1):
+        if not loss.per_epoch and (len(pts) >= 2 or (loss.explicit_steps and bad.step <= 1)):
             out.append(
                 Symptom(
                     "non-finite-early",

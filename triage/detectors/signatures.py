@@ -239,8 +239,14 @@ SIGNATURES: tuple[Signature, ...] = (
         # ("the loss_rcnn_bbox values are Nan"), and "I got nan values" / "NaN losses"
         # (never across a `key: number` field: mmocr's `loss: 1.9091, grad_norm: nan` is a finite loss)
         r"\bloss(?:es|_\w+)?\b(?:(?![:=]\s*[-+.\d])[^\n]){0,30}?\b(?:became|becomes|become|(?:will|would|can|could)\s+be|is|are|was|were|got|goes|went|turns?|turned|"
-        r"into|to|of|=|:)\s*['\"]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
+        r"into|to|of|=|:)\s*['\"‘“]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
         r"\b(?:got|get|gets|getting) (?:a )?nan(?:s|\s+values?)?\b|"
+        # "There is an nan during training"
+        r"\bthere(?:'s| is| are| was| were)\s+(?:an?\s+)?nans?\s+(?:during|in|while|when)\s+(?:the\s+)?training\b|"
+        # the loss taken up again by a pronoun in the same sentence ("the loss display correctly,
+        # but about 1 hour later it turned into nan")
+        r"\bloss(?:es)?\b[^\n.;]{0,60}?\b(?:it|they)\s+(?:turned|turns|became|becomes|went|goes|got)\s+"
+        r"(?:into\s+|to\s+)?['\"‘“]?(?:nan|inf)\b|"
         # in Chinese: "loss 变为 nan", "loss 会突变为 nan", "loss出现nan" (becomes, turns into, shows)
         r"(?<![a-z_])loss(?![a-z_])[^\n]{0,12}?(?:变为|变成|成了|出现了?)\s*(?:nan|inf)\b",
         "the log says the loss became NaN or inf",
@@ -251,6 +257,9 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bloss(?:es)?\b[^\n]{0,30}?\b(?:becomes?|became|is|are|was|were|goes|went|gets?|got|grows?|grew)\s+"
         r"(?:very\s+|really\s+|extremely\s+|so\s+)?(?:huge|enormous|explod\w*|skyrocket\w*)\b|"
         r"\bloss(?:es)?\s+(?:explod\w*|blows? up|blew up|skyrocket\w*)|"
+        # a sudden rise said in words ("the loss suddenly burst from about 0.05 or lower to 1")
+        r"\bloss(?:es)?\b[^\n.]{0,30}?\b(?:suddenly|abruptly)\s+(?:burst|bursts|jump(?:s|ed)?|spike(?:s|d)?|"
+        r"shot up|shoots up|rose|rises|went up|goes up)\b|"
         # in Chinese: "LOSS还是发散了" (the loss still diverged), "loss 爆炸" (blew up)
         r"(?<![a-z_])loss(?![a-z_])[^\n]{0,12}?(?:发散|爆炸)",
         "the log says the loss blew up",
@@ -402,10 +411,21 @@ SIGNATURES: tuple[Signature, ...] = (
         # alone no failure and no cause: beside a NaN, the missing grad scaler is as likely as the rate
         r"\b(?:use_)?(?:fp16|amp|mixed_precision|autocast)\s*[=:]\s*['\"]?(?:true|1|fp16|bf16|o[12])\b|"
         r"\bmixed precision type:\s*(?:fp16|bf16)\b|"
+        # fastai's `learner.to_fp16()`, Lightning's `Trainer(precision=16)` ("16-mixed", "bf16-mixed")
+        r"\.to_fp16\(|\bprecision\s*=\s*['\"]?(?:16|bf16)\b|"
         r"\b(?:using|use|with|enabled?|enabling|added?|adding)\s+(?:the\s+)?(?:fp16|amp|apex|autocast|"
         r"mixed[- ]precision|half[- ]precision)\b|\b(?:fp16|amp|mixed[- ]precision|half[- ]precision)\s+training\b|"
         r"(?-i:\bAMP\b)(?!\s*(?:not\b|is not\b|disabled|off\b|[=:]\s*False))",
         "the run trains in mixed precision (fp16 or AMP)",
+    ),
+    _sig(
+        "requires-grad-fix-reported",
+        # the fix a report names: gradients switched back on for parameters ("I fixed it by
+        # changing trainer.py line 37 into `p.requires_grad = True`")
+        r"\b(?:fix(?:ed)?|solved?|changing|changed|change|set(?:ting)?)\b[^\n]{0,80}?\brequires_grad\W{0,2}\s*=\s*True\b|"
+        # the other order, the fix's line quoted first ("p.requires_grad = True", ... I changed it)
+        r"\brequires_grad\s*=\s*True\b[^\n]{0,80}?\b(?:fixed|solved|changed)\b",
+        "the report says setting requires_grad = True fixed it: parameters were frozen",
     ),
     _sig(
         "not-in-optimizer-reported",
@@ -494,6 +514,7 @@ _NOT_ERRORS = {
     "scheduler-without-step-reported",
     "not-in-eval-mode-reported",
     "not-in-optimizer-reported",
+    "requires-grad-fix-reported",
     "lr-to-zero-reported",
     "mixed-precision-on",
     "zero-division-reported",
@@ -605,7 +626,21 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "dataloader-timeout": ("dataloader timed out",),
     "scheduler-before-optimizer": ("lr_scheduler.step()",),
     "collective-got-none": ("invalid function argument",),
-    "loss-non-finite-reported": ("loss", "got nan", "get nan", "gets nan", "getting nan", "got a nan", "get a nan"),
+    "loss-non-finite-reported": (
+        "loss",
+        "got nan",
+        "get nan",
+        "gets nan",
+        "getting nan",
+        "got a nan",
+        "get a nan",
+        "nan during",
+        "nans during",
+        "nan in",
+        "nans in",
+        "nan while",
+        "nan when",
+    ),
     "loss-exploded-reported": ("loss",),
     "memory-growth-reported": ("memory", " ram ", "内存", "显存"),
     "gpu-idle-reported": (
@@ -643,8 +678,10 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "mixed-precision",
         "half precision",
         "half-precision",
+        "precision=",
     ),
     "not-in-optimizer-reported": ("optimizer", "optimiser", "adam", "sgd", "rmsprop", "优化器"),
+    "requires-grad-fix-reported": ("requires_grad",),
     "lr-to-zero-reported": ("learning rate", "lr"),
     "zero-division-reported": ("because", "by zero", "by 0", "denominator"),
     "eval-oom-reported": ("out of memory",),
