@@ -288,8 +288,13 @@ def needs_parens(expr: cst.BaseExpression) -> bool:
 
 
 def method_on(source: Source, expr: cst.BaseExpression, method: str, args: str = "") -> str:
-    """Source text calling `method` on `expr`, parenthesising `expr` where needed."""
-    text = source.module.code_for_node(expr)
+    """Source text calling `method` on `expr`, parenthesising `expr` where needed. The file's own
+    text of `expr` is kept, so a call spread over lines keeps its continuation lines' indentation
+    (JoeyNMT's `batch.normalize(\n    batch_loss, ...\n).detach()`)."""
+    try:
+        text = source.code(expr)
+    except KeyError:  # a node made by an operator, not one of the file's
+        text = source.module.code_for_node(expr)
     if needs_parens(expr):
         text = f"({text})"
     return f"{text}.{method}({args})"

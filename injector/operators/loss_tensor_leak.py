@@ -46,6 +46,34 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
+            # The loss read out under a name returned in a tuple, which the caller unpacks and adds
+            # into a total (JoeyNMT's `_train_step`).
+            "class T:\n"
+            "    def _train_step(self, batch):\n"
+            "        loss = self.model(batch)\n"
+            "        loss.backward()\n"
+            "        loss = loss.item()\n"
+            "        return loss, batch.ntokens\n"
+            "    def train(self, loader):\n"
+            "        total = 0\n"
+            "        for batch in loader:\n"
+            "            batch_loss, ntokens = self._train_step(batch)\n"
+            "            total += batch_loss\n",
+            (
+                "class T:\n"
+                "    def _train_step(self, batch):\n"
+                "        loss = self.model(batch)\n"
+                "        loss.backward()\n"
+                "        loss = loss\n"
+                "        return loss, batch.ntokens\n"
+                "    def train(self, loader):\n"
+                "        total = 0\n"
+                "        for batch in loader:\n"
+                "            batch_loss, ntokens = self._train_step(batch)\n"
+                "            total += batch_loss\n",
+            ),
+        ),
+        Example(
             # A running total started on the first step and summed after it (RecBole's trainer):
             # the sum's read-out is the site; the first step's alone would keep one graph, not one a step.
             "def train_epoch(loader):\n"
@@ -635,14 +663,58 @@ class LossTensorLeak(Operator):
         it returns into a running total (wavenet_vocoder's `running_loss += __train_step(...)`)."""
         ret = source.parent(call)
         function = source.function_of(call)
-        if not isinstance(ret, cst.Return) or ret.value is not call or function is None:
+        if function is None:
             return False
-        return any(
-            function in training.called_functions(caller)
-            and LossTensorLeak._stored(source, caller)
-            and not under_no_grad(source, caller)
-            for caller in source.nodes(cst.Call)
-        )
+        if isinstance(ret, cst.Return) and ret.value is call:
+            return any(
+                function in training.called_functions(caller)
+                and LossTensorLeak._stored(source, caller)
+                and not under_no_grad(source, caller)
+                for caller in source.nodes(cst.Call)
+            )
+        # bound to a name the function returns in a tuple (JoeyNMT's `norm_batch_loss =
+        # ddp_reduce(norm_batch_loss).item()`, `return norm_batch_loss, sum_correct_tokens`), whose
+        # element a caller unpacks and adds into a total (`total_batch_loss += batch_loss`)
+        if not (
+            isinstance(ret, cst.Assign)
+            and ret.value is call
+            and len(ret.targets) == 1
+            and isinstance(ret.targets[0].target, cst.Name)
+        ):
+            return False
+        name = ret.targets[0].target.value
+        positions = {
+            i
+            for r in source.within(function, cst.Return)
+            if isinstance(r.value, cst.Tuple)
+            for i, element in enumerate(r.value.elements)
+            if isinstance(element.value, cst.Name) and element.value.value == name
+        }
+        for caller in source.nodes(cst.Call):
+            unpacked = source.parent(caller)
+            if (
+                function not in training.called_functions(caller)
+                or under_no_grad(source, caller)
+                or not isinstance(unpacked, cst.Assign)
+                or unpacked.value is not caller
+                or len(unpacked.targets) != 1
+                or not isinstance(unpacked.targets[0].target, cst.Tuple)
+            ):
+                continue
+            elements = unpacked.targets[0].target.elements
+            received = {
+                value.value
+                for i in positions
+                if i < len(elements) and isinstance(value := elements[i].value, cst.Name)
+            }
+            scope = source.function_of(caller)
+            if scope is not None and any(
+                isinstance(total.value, cst.Name) and total.value.value in received
+                for total in source.within(scope, cst.AugAssign)
+                if isinstance(total.operator, cst.AddAssign)
+            ):
+                return True
+        return False
 
     @staticmethod
     def _stored(source, call) -> bool:

@@ -60,6 +60,29 @@ class MissingGradScaler(Operator):
     )
     examples = (
         Example(
+            # A scaler kept on the object, its backward in one method and its step in another
+            # (JoeyNMT's TrainManager): one mutant over the class.
+            "class T:\n"
+            "    def _train_step(self, batch):\n"
+            "        loss = self.model(batch)\n"
+            "        self.scaler.scale(loss).backward()\n"
+            "    def train(self, loader):\n"
+            "        for batch in loader:\n"
+            "            self._train_step(batch)\n"
+            "            self.scaler.step(self.optimizer)\n"
+            "            self.scaler.update()\n",
+            (
+                "class T:\n"
+                "    def _train_step(self, batch):\n"
+                "        loss = self.model(batch)\n"
+                "        loss.backward()\n"
+                "    def train(self, loader):\n"
+                "        for batch in loader:\n"
+                "            self._train_step(batch)\n"
+                "            self.optimizer.step()\n",
+            ),
+        ),
+        Example(
             # the scaled loss handed to the trainer's own backward method (flair's ModelTrainer)
             SCALED_HELPER_BACKWARD
             + "        scaler.unscale_(self.optimizer)\n"
@@ -207,7 +230,13 @@ class MissingGradScaler(Operator):
             if backward.scaler is None:
                 continue
             scaler = source.code(backward.scaler)
-            scope = source.function_of(backward.call)
+            # a scaler kept on the object is stepped where the class steps its optimizer, often in
+            # another method than the scaled backward (JoeyNMT's `_train_step` and `train_and_validate`)
+            scope = (
+                _enclosing_class(source, backward.call) or source.function_of(backward.call)
+                if scaler.startswith("self.")
+                else source.function_of(backward.call)
+            )
             if (scope, scaler) in done:
                 continue
             done.add((scope, scaler))
@@ -224,7 +253,7 @@ class MissingGradScaler(Operator):
                     name not in {"step", "update", "unscale_"}
                     or not isinstance(call.func, cst.Attribute)
                     or source.code(call.func.value) != scaler
-                    or source.function_of(call) is not scope
+                    or (source.function_of(call) is not scope and _enclosing_class(source, call) is not scope)
                 ):
                     continue
                 optimizer = argument(call, "optimizer", 0)
@@ -276,3 +305,7 @@ class MissingGradScaler(Operator):
                     edits.append(source.delete_statement(statement))
             first = next(c for c in calls if callee_name(c) == "step")
             yield Change(first, tuple(edits), f"the training step no longer uses the GradScaler `{scaler}`")
+
+
+def _enclosing_class(source, node: cst.CSTNode) -> cst.ClassDef | None:
+    return next((a for a in source.ancestors(node) if isinstance(a, cst.ClassDef)), None)

@@ -12,6 +12,13 @@ class MissingSetEpoch(Operator):
     summary = "Delete `sampler.set_epoch(epoch)`, so every epoch repeats one shuffle order."
     examples = (
         Example(
+            # A batch sampler reseeded with the epoch (JoeyNMT's TrainManager).
+            "for epoch_no in range(epochs):\n"
+            "    self.train_iter.batch_sampler.set_seed(self.seed + epoch_no)\n"
+            "    run_epoch(self.train_iter)\n",
+            ("for epoch_no in range(epochs):\n    run_epoch(self.train_iter)\n",),
+        ),
+        Example(
             "for epoch in range(epochs):\n    train_loader.sampler.set_epoch(epoch)\n    run_epoch(train_loader)\n",
             ("for epoch in range(epochs):\n    run_epoch(train_loader)\n",),
         ),
@@ -77,6 +84,13 @@ class MissingSetEpoch(Operator):
                 # train_loader, cur_epoch)`, mmf's `dataset_loader.seed_sampler("train", epoch)`)
                 or (
                     any(word in (callee_name(call) or "") for word in ("shuffle", "sampler"))
+                    and any("epoch" in source.code(a.value) for a in call.args)
+                )
+                # a sampler reseeded with the epoch (JoeyNMT's `self.train_iter.batch_sampler.
+                # set_seed(self.seed + epoch_no)`)
+                or (
+                    callee_name(call) in ("set_seed", "seed", "manual_seed")
+                    and "sampler" in source.code(call.func.value).lower()
                     and any("epoch" in source.code(a.value) for a in call.args)
                 )
             )

@@ -631,6 +631,18 @@ def _submodule_sampling(source, training, call: cst.Call) -> bool:
     )
 
 
+def _unwrapped_aliases(source, name: str) -> list[str]:
+    """The names bound to the model `name` itself or to the module a wrapper holds (gmflow's
+    `model_without_ddp = model.module`, or `= model` without DDP): the same module, its mode
+    shared."""
+    found = []
+    for assign in source.nodes(cst.Assign):
+        value = dotted(assign.value)
+        if value in (name, f"{name}.module"):
+            found += [t.target.value for t in assign.targets if isinstance(t.target, cst.Name)]
+    return [n for n in dict.fromkeys(found) if n != name]
+
+
 def _handed_to_an_eval_switch(source, resolver: Resolver, name: str) -> bool:
     """True if the model `name` is handed to a class or function of the project that switches a
     model to eval mode, itself or through a project function it calls (audioset_tagging_cnn's
@@ -1430,6 +1442,6 @@ class MissingTrainMode(Operator):
                 assigns = [a for a in assigns if source.function_of(a) is source.function_of(call)]
             if not assigns or not all(_built_or_wrapped(source, a.value, name) for a in assigns):
                 return False  # not built here by a constructor: it may arrive in eval mode
-            if _handed_to_an_eval_switch(source, resolver, name):
+            if any(_handed_to_an_eval_switch(source, resolver, n) for n in (name, *_unwrapped_aliases(source, name))):
                 return False  # a project's evaluator, handed the model, switches it to eval
         return True

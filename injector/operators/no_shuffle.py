@@ -52,6 +52,22 @@ class NoShuffle(Operator):
     )
     examples = (
         Example(
+            # A project's iterator built with a shuffle flag, run over by the training loop
+            # (JoeyNMT's `train_data.make_iter(..., shuffle=self.args.shuffle)`).
+            "def train(self, train_data):\n"
+            "    self.train_iter = train_data.make_iter(batch_size=32, shuffle=self.args.shuffle)\n"
+            "    for i, batch in enumerate(self.train_iter):\n"
+            "        self.model(batch).backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "def train(self, train_data):\n"
+                "    self.train_iter = train_data.make_iter(batch_size=32, shuffle=False)\n"
+                "    for i, batch in enumerate(self.train_iter):\n"
+                "        self.model(batch).backward()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
+        Example(
             # A training API's default, handed to the iterator it builds.
             "def fit(self, x, y, epochs=1, shuffle=True):\n    it = TorchEpochIterator(x=x, y=y, shuffle=shuffle)\n",
             (
@@ -498,6 +514,7 @@ class NoShuffle(Operator):
                     and (
                         self._passes_shuffle(training, call)
                         or self._feeds_loader(source, call)
+                        or self._iterated_by_training(source, training, call)
                         or (name[:1].isupper() and name.endswith(("Sampler", "SamplerWrapper")))
                     )
                 ):
@@ -632,6 +649,27 @@ class NoShuffle(Operator):
         for loader in source.nodes(cst.Call):
             data = argument(loader, "dataset", 0) if (callee_name(loader) or "").endswith("DataLoader") else None
             if data is not None and dotted(data.value) == name:
+                return True
+        return False
+
+    @staticmethod
+    def _iterated_by_training(source, training, call: cst.Call) -> bool:
+        """True for an iterator built with its own `shuffle=` flag that a training loop of the file
+        runs over (JoeyNMT's `self.train_iter = train_data.make_iter(..., shuffle=self.args.shuffle)`,
+        then `for i, batch in enumerate(self.train_iter):`)."""
+        assign = source.enclosing(call, cst.Assign)
+        if assign is None or assign.value is not call or len(assign.targets) != 1:
+            return False
+        name = dotted(assign.targets[0].target)
+        if name is None or _feeds_evaluation(source, call):
+            return False
+        for loop in training.training_loops:
+            if not isinstance(loop, cst.For):
+                continue
+            iterable = loop.iter
+            if isinstance(iterable, cst.Call) and callee_name(iterable) in ("enumerate", "tqdm") and iterable.args:
+                iterable = iterable.args[0].value
+            if dotted(iterable) == name:
                 return True
         return False
 

@@ -5,7 +5,7 @@ import libcst as cst
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import CALLBACK_RUNNER, MICROBATCH_TRAINER
-from injector.patterns import Training, callee_name, dotted, is_literal_bool, last_name
+from injector.patterns import Training, callee_name, dotted, is_literal_bool, last_name, names_evaluation
 
 HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
 UPDATE_UNDER_A_BOUNDARY = (
@@ -381,6 +381,14 @@ class SchedulerStepMisaligned(Operator):
         ),
     )
     untouched = (
+        # A schedule set by the count it is handed (JoeyNMT's `scheduler.step(self.stats.steps)`):
+        # stepped more often, it sets the same rate again.
+        "for i, batch in enumerate(loader):\n"
+        "    model(batch).backward()\n"
+        "    if (i + 1) % accum == 0:\n"
+        "        optimizer.step()\n"
+        "        self.scheduler.step(self.stats.steps)\n"
+        "        self.stats.steps += 1\n",
         # The same mode string in a class that holds no scheduler.
         'class Logger:\n    def start(self):\n        self.mode = "epoch"\n'
         '    def end(self):\n        if self.mode == "batch":\n            pass\n',
@@ -515,6 +523,10 @@ class SchedulerStepMisaligned(Operator):
             if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
                 continue
             text = source.code(line)
+            if _set_by_its_argument(source, call):
+                # `scheduler.step(self.stats.steps)`, `step(epoch=epoch_no)`: the rate is computed
+                # from the count it is handed, so stepping it more often sets the same rate again
+                continue
             # moved out of the optimizer-step branch, or before the `continue` that skips the update
             branch, moved = self._step_branch(source, training, line)
             guard = None
@@ -572,6 +584,10 @@ class SchedulerStepMisaligned(Operator):
         moves out of that branch, to every micro-step, as a step written there would."""
         function = source.function_of(statement)
         if function is None or source.enclosing(statement, (cst.For, cst.While)) is not None:
+            return None
+        if names_evaluation(function.name.value):
+            # a validation that steps a plateau scheduler with its score (JoeyNMT's `_validate`):
+            # moving the call would move the validation, not a schedule
             return None
         # the optimizer steps, and the calls of the file's functions that hold one (`self.optimizer_step()`)
         holders = {source.function_of(step) for step in training.steps} - {None}
@@ -817,6 +833,19 @@ def _moved_into(source, statement, text: str, loop, effect: str) -> Change:
         (source.delete_statement(statement), source.insert_after(body[-1], [text], source.indentation(body[0]))),
         effect,
     )
+
+
+def _set_by_its_argument(source, call: cst.Call) -> bool:
+    """True for a scheduler step handed the step or epoch count it sets the rate for (JoeyNMT's
+    `self.scheduler.step(self.stats.steps)`, `self.scheduler.step(epoch=epoch_no)`): not a metric
+    (a plateau scheduler's `step(val_loss)` counts its calls as patience)."""
+    if len(call.args) != 1 or call.args[0].star:
+        return False
+    arg = call.args[0]
+    if arg.keyword is not None:
+        return arg.keyword.value in ("epoch", "step", "steps", "last_epoch")
+    words = (last_name(arg.value) or "").lower()
+    return any(word in words for word in ("step", "epoch", "iter", "global")) and "loss" not in words
 
 
 def _scheduler_group_loop(source, training, statement: cst.Expr) -> cst.For | cst.If | None:

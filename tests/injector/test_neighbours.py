@@ -419,3 +419,32 @@ def test_a_project_loss_that_normalises_its_input_itself_gets_probabilities_wher
 def test_without_the_loss_module_a_criterion_bound_to_an_imported_function_is_no_site(tmp_path, capsys):
     (tmp_path / "main_cls.py").write_text(CLS)
     assert lr_mutants(capsys, tmp_path / "main_cls.py", "double-softmax") == []
+
+
+FLOW = (
+    "from evaluate import validate_chairs\n"
+    "model = GMFlow(feature_channels=128)\n"
+    "if args.distributed:\n"
+    "    model = torch.nn.parallel.DistributedDataParallel(model)\n"
+    "    model_without_ddp = model.module\n"
+    "else:\n"
+    "    model_without_ddp = model\n"
+    "for step, batch in enumerate(train_loader):\n"
+    "    loss = flow_loss(model(batch['img1'], batch['img2']), batch['flow'])\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+    "    if step % 1000 == 0:\n"
+    "        validate_chairs(model_without_ddp)\n"
+    "        model.train()\n"
+)
+CHAIRS = "def validate_chairs(model):\n    model.eval()\n    return sum(model(x) for x in chairs)\n"
+
+
+def test_a_model_evaluated_through_the_module_a_wrapper_holds_needs_its_train_switch(tmp_path, capsys):
+    """gmflow hands `model_without_ddp` (the DDP wrapper's module, or the model itself) to its
+    evaluate.py, which switches it to eval: the loop's `model.train()` brings back the same module."""
+    (tmp_path / "evaluate.py").write_text(CHAIRS)
+    (tmp_path / "main.py").write_text(FLOW)
+    assert [line for _, line, _ in lr_mutants(capsys, tmp_path / "main.py", "missing-train-mode")] == [14]
+    (tmp_path / "evaluate.py").write_text(CHAIRS.replace("    model.eval()\n", ""))
+    assert lr_mutants(capsys, tmp_path / "main.py", "missing-train-mode") == []
