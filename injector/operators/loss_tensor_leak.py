@@ -703,9 +703,7 @@ class LossTensorLeak(Operator):
                 continue
             elements = unpacked.targets[0].target.elements
             received = {
-                value.value
-                for i in positions
-                if i < len(elements) and isinstance(value := elements[i].value, cst.Name)
+                value.value for i in positions if i < len(elements) and isinstance(value := elements[i].value, cst.Name)
             }
             scope = source.function_of(caller)
             if scope is not None and any(
