@@ -193,6 +193,8 @@ KEYWORDS: tuple[bytes, ...] = (
     b"size mismatch",
     b"uddenly",
     b"bruptly",
+    # fresh batch 14: weights "not given to AdamOptimizer"
+    b"Optimizer",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

@@ -30,6 +30,8 @@ HEALTHY = [m for m in MANIFEST if m["cause"] is None]
 FRESH = sorted({m["split"] for m in MANIFEST if m["split"].startswith("fresh")}, key=lambda s: int(s[5:] or 1))
 SPLITS = ("dev", "test", *FRESH)
 GITHUB = re.compile(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/\d+$")
+# a forum thread (fresh batch 14 on): `repo` is "forum:<host>/<thread id>"
+FORUM = re.compile(r"https://(discuss\.pytorch\.org)/t/[^/]+/(\d+)")
 
 
 def ids(entry: dict) -> list[str]:
@@ -46,8 +48,9 @@ def test_manifest_has_provenance_for_every_excerpt():
     assert len(FAULTY) >= 80
     for m in MANIFEST:
         assert (WORLD / "excerpts" / m["file"]).is_file(), m["file"]
-        repo = GITHUB.match(m["url"])
-        assert repo and repo.group(1) == m["repo"], m["url"]
+        github, forum = GITHUB.match(m["url"]), FORUM.match(m["url"])
+        source = github.group(1) if github else f"forum:{forum.group(1)}/{forum.group(2)}" if forum else None
+        assert source == m["repo"], m["url"]
         if m["cause"] is not None:
             assert catalog.get(m["cause"]).id == m["cause"]
         # the split is by source, never by excerpt: one repository's threads stay together;
@@ -374,6 +377,10 @@ FRESH13_READ = [
     # was left out of the optimizer, as the reporter found (untellable until fresh13's kind)
     ("vrd-dsr-8.log", "requires-grad-fix-reported", "frozen-parameters"),
 ]
+FRESH14_READ = [
+    ("federated-learning-9.log", "double-softmax-reported", "double-softmax"),  # CrossEntropy ... after softmax
+    ("sentence-transformers-2872.log", "not-in-optimizer-reported", "frozen-parameters"),  # not given to AdamOptimizer
+]
 
 
 @pytest.mark.parametrize(
@@ -386,7 +393,8 @@ FRESH13_READ = [
     + FRESH10_READ
     + FRESH11_READ
     + FRESH12_READ
-    + FRESH13_READ,
+    + FRESH13_READ
+    + FRESH14_READ,
 )
 def test_a_later_batchs_first_miss_is_read_after_its_fix(name, symptom, first):
     d = explain(WORLD / "excerpts" / name)

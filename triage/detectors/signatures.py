@@ -347,6 +347,8 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "double-softmax-reported",
         r"\bsoftmax\w*\b[^\n]{0,80}?\bbefore\b[^\n]{0,40}?\b(?:cross.?entropy|nll)|\bsoftmax(?:ed)? twice\b|"
+        # the other order: "you apply CrossEntropy function after softmax activation"
+        r"\b(?:cross.?entropy|nll)\w*\b[^\n.]{0,40}?\bafter\b[^\n.]{0,30}?\bsoftmax|"
         r"\bsoftmax(?:es|ed)? (?:it |them )?again\b|\bdouble softmax\b|"
         # "the CrossEntropyLoss criterion do not need the model output parsed by Softmax"
         r"\bcross.?entropy\w*\b[^\n.]{0,40}?\b(?:do|does|did|should)\s*(?:not|n't)\s+(?:need|require|expect|take)\b"
@@ -430,8 +432,8 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "not-in-optimizer-reported",
         # "the parameters for crf and fc are not added to the optimizer", "missing from the optimizer"
-        r"\b(?:param(?:eter)?s?|weights|layers?)\b[^\n.]{0,60}?\b(?:not|never)\s+(?:being\s+|been\s+)?"
-        r"(?:added|passed|given|included|registered|put)\s+(?:to|in|into)\s+(?:the\s+)?optimi[sz]er\b|"
+        r"\b(?:param(?:eter)?s?|weights?|layers?)\b[^\n.]{0,60}?\b(?:not|never)\s+(?:being\s+|been\s+)?"
+        r"(?:added|passed|given|included|registered|put)\s+(?:to|in|into)\s+(?:the\s+)?\w*optimi[sz]er\b|"
         r"\b(?:missing|left out|excluded)\s+from\s+the\s+optimi[sz]er\b|"
         # "Adam cannot get head_params, and cannot update head params!"
         r"\b(?:optimi[sz]er|adam\w*|sgd|rmsprop)\s+(?:cannot|can't|can not|does not|doesn't|did not|didn't|won't|"
