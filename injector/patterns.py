@@ -566,7 +566,7 @@ class Training:
         found = []
         for name in LOSS_RETURNING_METHODS:
             for function in self.functions.get(name, ()):
-                owner = _enclosing_class(self.source, function)
+                owner = enclosing_class(self.source, function)
                 if owner is None or self._optimizes_by_hand(owner, function):
                     continue
                 for ret in self.source.within(function.body, cst.Return):
@@ -1095,18 +1095,18 @@ class Training:
                 if not isinstance(self.source.parent(self.source.parent(f) or f), cst.ClassDef)
             ]
         if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-            owner = _enclosing_class(self.source, call)
+            owner = enclosing_class(self.source, call)
             if owner is None:
                 return []
             name = target.attr.value
-            if not any(_enclosing_class(self.source, f) is owner for f in self.functions.get(name, ())):
+            if not any(enclosing_class(self.source, f) is owner for f in self.functions.get(name, ())):
                 # a method held in an attribute (`self.fwd_bwd_fn = self._forward_backward_body`)
                 name = self._method_alias(owner, name) or name
-            own = [f for f in self.functions.get(name, ()) if _enclosing_class(self.source, f) is owner]
+            own = [f for f in self.functions.get(name, ()) if enclosing_class(self.source, f) is owner]
             # `self.run_step()` in a base class runs the override of a subclass of this file
             # (detectron2's TrainerBase.train loop and SimpleTrainer.run_step).
             below = subclasses(self.source, owner)
-            return own + [f for f in self.functions.get(name, ()) if _enclosing_class(self.source, f) in below]
+            return own + [f for f in self.functions.get(name, ()) if enclosing_class(self.source, f) in below]
         return []
 
     def _method_alias(self, owner: cst.ClassDef, attribute: str) -> str | None:
@@ -1552,7 +1552,7 @@ def _nested_in(source: Source, node: cst.CSTNode, outer: cst.CSTNode, kinds: tup
     return False
 
 
-def _enclosing_class(source: Source, node: cst.CSTNode) -> cst.ClassDef | None:
+def enclosing_class(source: Source, node: cst.CSTNode) -> cst.ClassDef | None:
     for ancestor in source.ancestors(node):
         if isinstance(ancestor, cst.ClassDef):
             return ancestor

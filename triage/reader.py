@@ -195,6 +195,14 @@ KEYWORDS: tuple[bytes, ...] = (
     b"bruptly",
     # fresh batch 14: weights "not given to AdamOptimizer"
     b"Optimizer",
+    # fresh batch 15: a smaller rate said to work, a loss in Chinese (损失), its accumulation
+    b"maller lr",
+    b"ower lr",
+    b"maller learning",
+    b"ower learning",
+    "损失".encode(),
+    "累积".encode(),
+    "累加".encode(),
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

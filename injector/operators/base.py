@@ -15,7 +15,7 @@ import libcst as cst
 
 from injector.mode_free import built_mode_free, switches_no_module
 from injector.mutants import Edit
-from injector.patterns import Training, dotted, fixed_mode_calls, mode_calls, names_data
+from injector.patterns import Training, dotted, enclosing_class, fixed_mode_calls, mode_calls, names_data
 from injector.source import Source
 
 
@@ -236,11 +236,11 @@ def _referenced_functions(source: Source, training: Training, reference: cst.Bas
         ]
     if not (isinstance(reference, cst.Attribute) and dotted(reference.value) == "self"):
         return []
-    owner = next((a for a in source.ancestors(reference) if isinstance(a, cst.ClassDef)), None)
+    owner = enclosing_class(source, reference)
     return [
         f
         for f in training.functions.get(reference.attr.value, ())
-        if owner is not None and next((a for a in source.ancestors(f) if isinstance(a, cst.ClassDef)), None) is owner
+        if owner is not None and enclosing_class(source, f) is owner
     ]
 
 

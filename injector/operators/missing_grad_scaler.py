@@ -4,7 +4,15 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import MICROBATCH_TRAINER, SCALED_HELPER_BACKWARD
-from injector.patterns import argument, callee_name, last_name, method_on, needs_parens, statement_call
+from injector.patterns import (
+    argument,
+    callee_name,
+    enclosing_class,
+    last_name,
+    method_on,
+    needs_parens,
+    statement_call,
+)
 
 
 def _hand_scaled(expr: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -233,7 +241,7 @@ class MissingGradScaler(Operator):
             # a scaler kept on the object is stepped where the class steps its optimizer, often in
             # another method than the scaled backward (JoeyNMT's `_train_step` and `train_and_validate`)
             scope = (
-                _enclosing_class(source, backward.call) or source.function_of(backward.call)
+                enclosing_class(source, backward.call) or source.function_of(backward.call)
                 if scaler.startswith("self.")
                 else source.function_of(backward.call)
             )
@@ -253,7 +261,7 @@ class MissingGradScaler(Operator):
                     name not in {"step", "update", "unscale_"}
                     or not isinstance(call.func, cst.Attribute)
                     or source.code(call.func.value) != scaler
-                    or (source.function_of(call) is not scope and _enclosing_class(source, call) is not scope)
+                    or (source.function_of(call) is not scope and enclosing_class(source, call) is not scope)
                 ):
                     continue
                 optimizer = argument(call, "optimizer", 0)
@@ -305,7 +313,3 @@ class MissingGradScaler(Operator):
                     edits.append(source.delete_statement(statement))
             first = next(c for c in calls if callee_name(c) == "step")
             yield Change(first, tuple(edits), f"the training step no longer uses the GradScaler `{scaler}`")
-
-
-def _enclosing_class(source, node: cst.CSTNode) -> cst.ClassDef | None:
-    return next((a for a in source.ancestors(node) if isinstance(a, cst.ClassDef)), None)

@@ -248,7 +248,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bloss(?:es)?\b[^\n.;]{0,60}?\b(?:it|they)\s+(?:turned|turns|became|becomes|went|goes|got)\s+"
         r"(?:into\s+|to\s+)?['\"‘“]?(?:nan|inf)\b|"
         # in Chinese: "loss 变为 nan", "loss 会突变为 nan", "loss出现nan" (becomes, turns into, shows)
-        r"(?<![a-z_])loss(?![a-z_])[^\n]{0,12}?(?:变为|变成|成了|出现了?)\s*(?:nan|inf)\b",
+        r"(?:(?<![a-z_])loss(?![a-z_])|损失)[^\n]{0,12}?(?:变为|变成|成了|出现了?|为|是)\s*(?:nan|inf)(?![a-z])",
         "the log says the loss became NaN or inf",
     ),
     _sig(
@@ -341,7 +341,13 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bstor(?:e|es|ed|ing) (?:the |every |each )?(?:complete |whole |entire |full )?comput\w* graphs?\b|"
         r"\bgraph\b[^\n.]{0,20}?\b(?:gets?|grows?|getting|growing|becomes?)\s+(?:bigger|larger)\b|"
         # the fix named as a read-out of the loss: "a simple fixation is to modify it as `self.loss.item()`"
-        r"\b(?:modify|change|replace|fix|use|call)\w*\b[^\n.]{0,30}?\b(?:as|to|with|using)\s+\W?[\w.]*loss\w*\.item\(\)",
+        r"\b(?:modify|change|replace|fix|use|call)\w*\b[^\n.]{0,30}?\b(?:as|to|with|using)\s+\W?[\w.]*loss\w*\.item\(\)|"
+        # ... and in Chinese: "要改为 += loss.item()" (should be changed to)
+        r"(?:改为|改成|换成|改用)\s*[^\n]{0,6}?[\w.]*loss\w*\.item\(\)|"
+        # the loss's accumulation said to run out of memory: "accumulating the loss this way leaks
+        # memory", "loss累积写法 可能会导致显存溢出" (the way the loss is accumulated may overflow memory)
+        r"\b(?:accumulat\w*|summ\w*)\s+(?:up\s+)?(?:the\s+)?loss(?:es)?\b[^\n.]{0,40}?\b(?:memory|oom)\b|"
+        r"(?<![a-z_])loss(?![a-z_])\s*(?:累积|累加)[^\n]{0,20}?(?:显存|内存)",
         "the report says the loop keeps every step's graph alive",
     ),
     _sig(
@@ -466,8 +472,18 @@ SIGNATURES: tuple[Signature, ...] = (
         "lr-to-zero-reported",
         # "the learning rate is quickly becoming zero": a schedule run far ahead sits at its floor
         r"\b(?:learning rate|lr)\b[^\n.]{0,30}?\b(?:becom(?:es|ing)|became|goes|going|went|drops?|dropp(?:ed|ing)|"
-        r"decay(?:s|ed|ing)?|fall(?:s|ing)?|fell|reach(?:es|ed|ing)?)\s+(?:to\s+)?(?:zero|0)(?![.\d])",
+        r"decay(?:s|ed|ing)?|fall(?:s|ing)?|fell|reach(?:es|ed|ing)?)\s+(?:to\s+)?(?:zero|0(?:\.0+)?)(?![.\d])",
         "the report says the learning rate fell to zero early",
+    ),
+    _sig(
+        "lower-lr-works-reported",
+        # the reporter's own experiment: "when I set smaller lr such as 0.0002, it worked", "it trains
+        # fine with a lower learning rate"
+        r"\b(?:smaller|lower|reduc\w*|decreas\w*)\s+(?:the\s+)?(?:learning[ _]rate|lr)\b[^\n]{0,60}?"
+        r"\b(?:it\s+|training\s+|the\s+loss\s+)?(?:works?|worked|is fine|was fine|converge[sd]?|trains? (?:well|fine|normally))\b|"
+        r"\b(?:works?|worked|converge[sd]?|trains? (?:well|fine|normally))\b[^\n.]{0,30}?\bwith\s+(?:a\s+)?(?:smaller|lower)\s+"
+        r"(?:learning[ _]rate|lr)\b",
+        "the report says a smaller learning rate makes the run work",
     ),
     _sig(
         "job-cancelled",
@@ -518,6 +534,7 @@ _NOT_ERRORS = {
     "not-in-optimizer-reported",
     "requires-grad-fix-reported",
     "lr-to-zero-reported",
+    "lower-lr-works-reported",
     "mixed-precision-on",
     "zero-division-reported",
     "eval-oom-reported",
@@ -630,6 +647,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "collective-got-none": ("invalid function argument",),
     "loss-non-finite-reported": (
         "loss",
+        "损失",
         "got nan",
         "get nan",
         "gets nan",
@@ -660,7 +678,16 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "慢",
     ),
     **{f"{fault}-call-missing-reported": words for fault, _, _, words in MISSED_CALLS},
-    "graph-kept-reported": ("graph", "non-detached", "leak in the training loop", ".item()"),
+    "graph-kept-reported": (
+        "graph",
+        "non-detached",
+        "leak in the training loop",
+        ".item()",
+        "accumulat",
+        "summ",
+        "累积",
+        "累加",
+    ),
     "double-softmax-reported": ("softmax",),
     "shuffle-off-reported": ("shuffle",),
     "scheduler-without-step-reported": ("schedul",),
@@ -685,6 +712,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "not-in-optimizer-reported": ("optimizer", "optimiser", "adam", "sgd", "rmsprop", "优化器"),
     "requires-grad-fix-reported": ("requires_grad",),
     "lr-to-zero-reported": ("learning rate", "lr"),
+    "lower-lr-works-reported": ("learning rate", "learning_rate", "lr"),
     "zero-division-reported": ("because", "by zero", "by 0", "denominator"),
     "eval-oom-reported": ("out of memory",),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
