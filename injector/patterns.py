@@ -945,9 +945,14 @@ class Training:
                 continue
             if call.func.attr.value == "step" and (
                 self.role(call.func.value) in {"optimizer", "scaler"}
-                or (not call.args and self._text(call.func.value) in engines)
+                or (
+                    self._text(call.func.value) in engines
+                    and (not call.args or (len(call.args) == 1 and self.role(call.args[0].value) == "optimizer"))
+                )
             ):
-                found.append(call)  # an engine that takes the loss also takes the step
+                # an engine that takes the loss also takes the step, of the optimizer it is handed
+                # too (audiotools' `accel.step(state.optimizer_d)` after `accel.backward(loss)`)
+                found.append(call)
             elif call.func.attr.value.startswith("step_") and self.role(call.func.value) == "optimizer":
                 found.append(call)  # a scheduled-optimizer wrapper's `step_and_update_lr()`
             elif call.func.attr.value in TWO_PHASE_UPDATES and self.role(call.func.value) == "optimizer":
@@ -1182,6 +1187,11 @@ class Training:
         alternatives = self.loss_alternatives(backward)
         if alternatives:
             return alternatives[0]
+        if isinstance(backward.loss, cst.Subscript):
+            # the entry's own assignment first (DAC's `output["loss"] = sum(...)` after `output = {}`)
+            stored = self.stored_entry(backward.loss, backward.call)
+            if stored is not None:
+                return stored
         name = loss_name(backward.loss)
         found = None if name is None else self.last_assignment(name, backward.call)
         if found is None and isinstance(backward, ReturnedLoss) and isinstance(backward.loss, cst.Attribute):
@@ -1234,7 +1244,13 @@ class Training:
     def loss_alternatives(self, backward: LossUse) -> list[cst.Assign | cst.AnnAssign]:
         """Every assignment that may compute the backward's loss: the unconditional one that
         does not merely rescale it, or, where each branch of an `if` computes it its own way,
-        one per branch (assignments that read the loss they assign are rescalings)."""
+        one per branch (assignments that read the loss they assign are rescalings). A loss kept as
+        an entry is computed where the entry is assigned (DAC's `output["loss"] = sum(...)`), not
+        where its holder was made (`output = {}`)."""
+        if isinstance(backward.loss, cst.Subscript):
+            stored = self.stored_entry(backward.loss, backward.call)
+            if stored is not None:
+                return [stored]
         name = loss_name(backward.loss)
         if name is None:
             # per-task losses appended to a list that the backward sums (chemprop's
@@ -1375,7 +1391,16 @@ _SCALINGS = frozenset({"mul", "div", "multiply", "divide", "float", "double", "h
 
 
 # Receivers of `.backward(loss)` that are frameworks, not tensors.
-_BACKWARD_OWNERS = ("accelerator", "fabric", "engine", "strategy", "trainer", "booster", "deepspeed")
+_BACKWARD_OWNERS = ("accel", "fabric", "engine", "strategy", "trainer", "booster", "deepspeed")
+
+
+def _string_key(expr: cst.BaseExpression) -> str:
+    """The string key of `holder["key"]`, or ""."""
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+        index = expr.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            return str(index.value.evaluated_value)
+    return ""
 
 
 def _takes_loss(receiver: cst.BaseExpression, call: cst.Call) -> bool:
@@ -1385,8 +1410,8 @@ def _takes_loss(receiver: cst.BaseExpression, call: cst.Call) -> bool:
     owner = (last_name(receiver) or "").lower()
     if isinstance(receiver, cst.Name) and receiver.value == "self":
         return True
-    if "loss" in (last_name(call.args[0].value) or "").lower():
-        return True  # a tensor's `backward(gradient)` is not handed a loss
+    if "loss" in (last_name(call.args[0].value) or "").lower() or "loss" in _string_key(call.args[0].value).lower():
+        return True  # a tensor's `backward(gradient)` is not handed a loss (`output["adv/disc_loss"]` is one)
     return any(word in owner for word in _BACKWARD_OWNERS) or "opt" in owner
 
 

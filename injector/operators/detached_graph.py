@@ -5,6 +5,7 @@ import libcst as cst
 from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import added_terms, forwards_after_empty_start, read_forwards, upstream_forwards
 from injector.operators.snippets import (
+    AUDIOTOOLS_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
     MICROBATCH_TRAINER,
@@ -60,6 +61,22 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # Loss entries of a dict summed by configured weights (DAC): the total cut off, and each
+            # entry cut where its criterion runs.
+            AUDIOTOOLS_STEP,
+            (
+                AUDIOTOOLS_STEP.replace(
+                    "if k in output])\n", "if k in output])\n        output['loss'] = output['loss'].detach()\n"
+                ),
+                AUDIOTOOLS_STEP.replace(
+                    "state.mel_loss(out, batch['signal'])", "state.mel_loss(out, batch['signal']).detach()"
+                ),
+                AUDIOTOOLS_STEP.replace(
+                    "state.stft_loss(out, batch['signal'])", "state.stft_loss(out, batch['signal']).detach()"
+                ),
+            ),
+        ),
         Example(
             # Outputs wrapped in a list for a loss function of lists (DeepChem's TorchModel): each
             # output cut off, since a list has no `detach`.
@@ -1145,6 +1162,10 @@ class DetachedGraph(Operator):
                     if assign is not None:
                         yield from _upstream_cut(source, training, [assign], [])
                     for term in _summed_terms(source, training, assign):
+                        if isinstance(term.targets[0].target, cst.Tuple):
+                            # terms unpacked from one call: the model's output it takes is cut
+                            yield from _detached_input(source, training, term)
+                            continue
                         # the term's whole value: which argument carries the trained model's
                         # output is not always the first (a feature-matching loss of a GAN)
                         yield Change(
@@ -1592,6 +1613,8 @@ def _summed_terms(source, training, assign: cst.CSTNode) -> list[cst.Assign]:
     0.5 * (loss_dice + loss_ce)`) and a term derived from a criterion's value (`consistency_loss =
     torch.sum(mask * consistency_dist) / ...`: the criterion call is cut, SSL4MIS's mean teacher).
     Cut one by one, the other terms still train: a subtler fault than the whole sum cut off."""
+    if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call) and callee_name(assign.value) == "sum":
+        return _summed_entries(source, training, assign)
     if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.BinaryOperation):
         return []
     names = _summands(assign.value)
@@ -1606,6 +1629,47 @@ def _summed_terms(source, training, assign: cst.CSTNode) -> list[cst.Assign]:
             shared = sum(term in other for other in per_name) > 1
             if term not in found and not shared:
                 found.append(term)
+    return found
+
+
+def _summed_entries(source, training, assign: cst.Assign) -> list[cst.Assign]:
+    """The loss entries a weighted sum over a dict adds up (DAC's `output["loss"] = sum([v *
+    output[k] for k, v in lambdas.items() if k in output])`): each assignment before it, in its
+    function, of an entry of that dict from a loss call (`output["mel/loss"] = state.mel_loss(...)`,
+    also unpacked: `(output["adv/gen_loss"], output["adv/feat_loss"]) = ...generator_loss(...)`)."""
+    target = assign.targets[0].target if len(assign.targets) == 1 else None
+    function = source.function_of(assign)
+    if not isinstance(target, cst.Subscript) or function is None:
+        return []
+    holder = source.code(target.value)
+    read = [
+        s
+        for s in source.within(assign.value, cst.Subscript)
+        if source.code(s.value) == holder
+        and len(s.slice) == 1
+        and isinstance(s.slice[0].slice, cst.Index)
+        and isinstance(s.slice[0].slice.value, cst.Name)
+    ]
+    if not read:
+        return []  # `sum(x)` over something else
+
+    def entry_of_holder(node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Subscript) and source.code(node.value) == holder and node is not target
+
+    before = source.span(assign)[0]
+    found = []
+    for other in source.within(function, cst.Assign):
+        if other is assign or source.span(other)[0] >= before or len(other.targets) != 1:
+            continue
+        stored = other.targets[0].target
+        parts = [e.value for e in stored.elements] if isinstance(stored, (cst.Tuple, cst.List)) else [stored]
+        if (
+            parts
+            and all(entry_of_holder(p) for p in parts)
+            and isinstance(other.value, cst.Call)
+            and DetachedGraph._is_loss(training, other.value)
+        ):
+            found.append(other)
     return found
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import BATCH_TAKING_STEP, MICROBATCH_TRAINER, SR_MODEL_STEP
+from injector.operators.snippets import AUDIOTOOLS_STEP, BATCH_TAKING_STEP, MICROBATCH_TRAINER, SR_MODEL_STEP
 from injector.patterns import (
     EVALUATION_WORDS,
     argument,
@@ -483,7 +483,7 @@ def _is_batch(source, call: cst.Call) -> bool:
     # (mmf's `to_device(batch, self.device)`)
     moved = (
         call.func.value
-        if isinstance(call.func, cst.Attribute)
+        if isinstance(call.func, cst.Attribute) and not _move_helper(callee_name(call))
         else call.args[0].value
         if call.args and call.args[0].keyword is None and not call.args[0].star
         else None
@@ -1261,7 +1261,12 @@ def _state_dict(expr: cst.BaseExpression) -> bool:
 def _move_helper(name: str | None) -> bool:
     """True for a function that moves what it is handed to a device: a library's (`send_to_device`,
     ignite's `convert_tensor`) or a project's named for it (`batch_to_device`, `dict_to_cuda`)."""
-    return name is not None and (name in MOVE_HELPERS or name.endswith(("_to_device", "_to_cuda", "_to_gpu")))
+    return name is not None and (
+        name in MOVE_HELPERS
+        or name.endswith(("_to_device", "_to_cuda", "_to_gpu"))
+        # handed the device too (audiotools' `util.prepare_batch(batch, accel.device)`, ignite's)
+        or name.lstrip("_") == "prepare_batch"
+    )
 
 
 def _cpu_type(training, expr: cst.BaseExpression, use: cst.CSTNode) -> str | None:
@@ -1345,6 +1350,11 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A project's batch preparer handed the device (audiotools' `util.prepare_batch`).
+            AUDIOTOOLS_STEP,
+            (AUDIOTOOLS_STEP.replace("batch = util.prepare_batch(batch, accel.device)", "batch = batch"),),
+        ),
         Example(
             # A project helper named for the GPU, given no device (ClassyVision's recursive_copy_to_gpu).
             BATCH_TAKING_STEP,
@@ -2522,7 +2532,11 @@ class DeviceMismatch(Operator):
                 text = source.code(call.args[0].value)
                 yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
                 continue
-            if _move_helper(callee_name(call)) and isinstance(call.func, cst.Name) and _is_batch(source, call):
+            if (
+                _move_helper(callee_name(call))
+                and (isinstance(call.func, cst.Name) or (callee_name(call) or "").lstrip("_") == "prepare_batch")
+                and _is_batch(source, call)
+            ):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)
                 # a helper named for the GPU needs no device (ClassyVision's `recursive_copy_to_gpu`)
                 to_gpu = (callee_name(call) or "").endswith(("_to_gpu", "_to_cuda"))

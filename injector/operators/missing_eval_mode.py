@@ -13,6 +13,7 @@ from injector.patterns import (
     helper_owned,
     is_criterion,
     is_literal_bool,
+    last_name,
     mode_by_method_name,
     mode_calls_by_value,
     only_times_model,
@@ -26,7 +27,12 @@ def _is_eval(call: cst.Call, trained: Collection[str] = ()) -> bool:
     if not isinstance(call.func, cst.Attribute) or is_criterion(call.func.value, trained):
         return False
     if callee_name(call) == "eval":
-        return not call.args
+        # PyText's models take the stage they switch to (`model.eval(Stage.EVAL)`, `Stage.TEST`)
+        return not call.args or (
+            len(call.args) == 1
+            and call.args[0].keyword is None
+            and (last_name(call.args[0].value) or "") in {"EVAL", "TEST", "EVALUATION"}
+        )
     if callee_name(call) == "train":  # model.train(False) means eval mode
         mode = argument(call, "mode", 0)
         return mode is not None and isinstance(mode.value, cst.Name) and mode.value.value == "False"
@@ -257,6 +263,26 @@ class MissingEvalMode(Operator):
         "`set_training(False)`) before evaluation, or make `model.train(flag)` never switch to eval."
     )
     examples = (
+        Example(
+            # A model switched by the stage it is handed (PyText's `model.eval(Stage.EVAL)`).
+            "def evaluate(model, loader, opt):\n"
+            "    model.train()\n"
+            "    for x in loader:\n"
+            "        model(x).sum().backward()\n"
+            "        opt.step()\n"
+            "    model.eval(Stage.EVAL)\n"
+            "    with torch.no_grad():\n"
+            "        return [model(x) for x in loader]\n",
+            (
+                "def evaluate(model, loader, opt):\n"
+                "    model.train()\n"
+                "    for x in loader:\n"
+                "        model(x).sum().backward()\n"
+                "        opt.step()\n"
+                "    with torch.no_grad():\n"
+                "        return [model(x) for x in loader]\n",
+            ),
+        ),
         Example(
             # Each evaluation switches before calling its step and inside it (CogDL's Trainer): a
             # switch is deleted with the step's, and with those of the steps a shared evaluation is

@@ -3,10 +3,11 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import MICROBATCH_TRAINER, SCALED_HELPER_BACKWARD
+from injector.operators.snippets import AUDIOTOOLS_STEP, MICROBATCH_TRAINER, SCALED_HELPER_BACKWARD
 from injector.patterns import (
     argument,
     callee_name,
+    dotted,
     enclosing_class,
     last_name,
     method_on,
@@ -67,6 +68,22 @@ class MissingGradScaler(Operator):
         "`loss.backward()`, `scaler.step(opt)` → `opt.step()`, drop `update()`/`unscale_()`."
     )
     examples = (
+        Example(
+            # An engine that scales what its backward is handed and holds the scaler (DAC over
+            # audiotools): the plain backward, the optimizer's own step, no unscale, no update.
+            AUDIOTOOLS_STEP,
+            (
+                AUDIOTOOLS_STEP.replace("    accel.backward(output['loss'])\n", "    output['loss'].backward()\n")
+                .replace("    accel.scaler.unscale_(state.optimizer_g)\n", "")
+                .replace("    accel.step(state.optimizer_g)\n", "    state.optimizer_g.step()\n")
+                .replace("    accel.update()\n", ""),
+            ),
+        ),
+        Example(
+            # An fp16 optimizer's own backward, which scales the loss (PyText's, fairseq's).
+            "def backprop(state, loss):\n    state.optimizer.backward(loss)\n    state.optimizer.step()\n",
+            ("def backprop(state, loss):\n    loss.backward()\n    state.optimizer.step()\n",),
+        ),
         Example(
             # A scaler kept on the object, its backward in one method and its step in another
             # (JoeyNMT's TrainManager): one mutant over the class.
@@ -273,6 +290,23 @@ class MissingGradScaler(Operator):
                         edits.append(source.delete_statement(statement))
             yield Change(backward.call, tuple(edits), f"the training step no longer uses the GradScaler `{scaler}`")
         yield from self._scaled_elsewhere(source, training, {scaler for _, scaler in done})
+        yield from self._engine_scalers(source, training)
+        for backward in training.backwards:
+            func = backward.call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "backward"
+                and backward.loss is not func.value
+                and not backward.helper
+                and training.role(func.value) == "optimizer"
+            ):
+                # an fp16 optimizer's own backward, which scales the loss (PyText's and fairseq's
+                # `optimizer.backward(loss)`): the plain backward of the unscaled loss instead
+                yield Change(
+                    backward.call,
+                    (source.replace(backward.call, method_on(source, backward.loss, "backward")),),
+                    "the loss is no longer scaled by the fp16 optimizer's backward",
+                )
         for call in source.nodes(cst.Call):
             # an engine's unscale before clipping (accelerate's `accelerator.unscale_gradients()`,
             # which its backward scaled under fp16): the clip then bounds the scaled gradients
@@ -284,6 +318,50 @@ class MissingGradScaler(Operator):
                         (source.delete_statement(statement),),
                         "the gradients are clipped while still scaled: `unscale_gradients()` removed",
                     )
+
+    @staticmethod
+    def _engine_scalers(source, training):
+        """An engine that scales what its own backward is handed and holds the GradScaler the file
+        reaches through it (audiotools' `accel.backward(loss)`, `accel.scaler.unscale_(opt)`,
+        `accel.step(opt)`, `accel.update()`): one mutant per function, each backward made plain,
+        each step the optimizer's own, the unscale and the scale's update gone."""
+        # engines whose scaler the file unscales or updates itself (not one it only saves)
+        held = {
+            source.code(call.func.value.value)
+            for call in source.nodes(cst.Call)
+            if isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in {"unscale_", "update"}
+            and isinstance(call.func.value, cst.Attribute)
+            and call.func.value.attr.value == "scaler"
+            and dotted(call.func.value.value) not in (None, "self")
+        }
+        by_scope: dict[tuple, list] = {}
+        for backward in training.backwards:
+            func = backward.call.func
+            if not isinstance(func, cst.Attribute) or backward.loss is func.value or backward.helper:
+                continue
+            engine = source.code(func.value)
+            if engine in held:
+                by_scope.setdefault((source.function_of(backward.call), engine), []).append(backward)
+        for (scope, engine), backwards in by_scope.items():
+            if scope is None:
+                continue
+            edits = [source.replace(b.call, method_on(source, b.loss, "backward")) for b in backwards]
+            for call in source.within(scope, cst.Call):
+                if not isinstance(call.func, cst.Attribute):
+                    continue
+                owner, name = source.code(call.func.value), call.func.attr.value
+                statement = source.parent(call)
+                if owner == engine and name == "step" and len(call.args) == 1:
+                    edits.append(source.replace(call, method_on(source, call.args[0].value, "step")))
+                elif (
+                    (owner == engine and name == "update" and not call.args)
+                    or (owner == f"{engine}.scaler" and name in {"unscale_", "update"})
+                ) and statement_call(statement) is call:
+                    edits.append(source.delete_statement(statement))
+            yield Change(
+                backwards[0].call, tuple(edits), f"the training step no longer uses the GradScaler `{engine}` holds"
+            )
 
     @staticmethod
     def _scaled_elsewhere(source, training, handled: set[str]):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
+from injector.operators.snippets import AUDIOTOOLS_STEP
 from injector.patterns import TWO_PHASE_UPDATES, argument, dotted, is_literal_bool, with_keyword
 
 STEP_SWITCH_WORDS = ("update", "step")
@@ -25,6 +26,11 @@ class MissingOptimizerStep(Operator):
         "`p.data.add_(p.grad, alpha=-lr)` update; scheduler steps are left alone."
     )
     examples = (
+        Example(
+            # An engine that takes the loss steps the optimizer it is handed (DAC over audiotools).
+            AUDIOTOOLS_STEP,
+            (AUDIOTOOLS_STEP.replace("    accel.step(state.optimizer_g)\n", ""),),
+        ),
         Example(
             # The optimizers a trainer holds in a dict, stepped in a loop over its items.
             "class Trainer:\n"

@@ -317,3 +317,25 @@ BATCH_TAKING_STEP = (
     "        loss.backward()\n"
     "        self.optimizer.step()\n"
 )
+
+# DAC's shape (descript-audio-codec over audiotools): an Accelerator-like object that takes the loss,
+# holds the GradScaler and steps the optimizer it is handed; losses kept as entries of a dict and
+# summed by configured weights. Each operator's example mutates its own fault here.
+AUDIOTOOLS_STEP = (
+    "from audiotools import util\n"
+    "def train_loop(state, batch, accel, lambdas):\n"
+    "    state.generator.train()\n"
+    "    output = {}\n"
+    "    batch = util.prepare_batch(batch, accel.device)\n"
+    "    with accel.autocast():\n"
+    "        out = state.generator(batch['signal'])\n"
+    "        output['mel/loss'] = state.mel_loss(out, batch['signal'])\n"
+    "        output['stft/loss'] = state.stft_loss(out, batch['signal'])\n"
+    "        output['loss'] = sum([v * output[k] for k, v in lambdas.items() if k in output])\n"
+    "    state.optimizer_g.zero_grad()\n"
+    "    accel.backward(output['loss'])\n"
+    "    accel.scaler.unscale_(state.optimizer_g)\n"
+    "    accel.step(state.optimizer_g)\n"
+    "    accel.update()\n"
+    "    return output\n"
+)
