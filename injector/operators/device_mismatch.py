@@ -192,6 +192,24 @@ def _made_a_number(source, call: cst.Call) -> bool:
     return False
 
 
+# Constructors that build on the default tensor type's device (not `from_numpy`, which shares the
+# array's memory on the CPU).
+_BUILT_BY_DEFAULT = frozenset({"Tensor", "FloatTensor", "tensor"})
+
+
+def _cuda_by_default(source) -> bool:
+    """True where the file makes a CUDA type the default tensor type, or CUDA the default device."""
+    for call in source.nodes(cst.Call):
+        name = callee_name(call)
+        if name not in ("set_default_tensor_type", "set_default_device") or not call.args:
+            continue
+        value = call.args[0].value
+        text = value.evaluated_value if isinstance(value, cst.SimpleString) else dotted(value)
+        if isinstance(text, str) and ("cuda" in text):
+            return True
+    return False
+
+
 def _needless(source, call: cst.Call) -> bool:
     """Moves that change nothing: of a `*_like` tensor (`torch.zeros_like(x)` is already on x's
     device); of a value stored into a slot of an existing tensor (`buf[i] = x.to(device)`: the
@@ -199,6 +217,10 @@ def _needless(source, call: cst.Call) -> bool:
     Lightning moved to the device before calling it."""
     receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
     if isinstance(receiver, cst.Call) and (callee_name(receiver) or "").endswith("_like"):
+        return True
+    if isinstance(receiver, cst.Call) and callee_name(receiver) in _BUILT_BY_DEFAULT and _cuda_by_default(source):
+        # `torch.Tensor(images).to(device)` where the file made CUDA the default tensor type
+        # (NeRF's `torch.set_default_tensor_type('torch.cuda.FloatTensor')`): built there already
         return True
     node: cst.CSTNode = call
     parent = source.parent(node)
@@ -2292,6 +2314,12 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # Tensors built where the file made CUDA the default tensor type (NeRF's `__main__`).
+        "def train(images, model):\n"
+        "    for i in range(10):\n"
+        "        batch = torch.Tensor(images[i]).to(device)\n"
+        "        model(batch).sum().backward()\n"
+        "torch.set_default_tensor_type('torch.cuda.FloatTensor')\n",
         # A model built afresh for each fold from the fold's sizes, then moved (diffpool's main).
         "for i in range(10):\n"
         "    train_dataset, input_dim = prepare_val_data(graphs, i)\n"

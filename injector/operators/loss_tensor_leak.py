@@ -46,6 +46,34 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
+            # The loss read out under a name returned alone, which the caller adds into a total
+            # (pykeen's `_forward_pass`).
+            "class T:\n"
+            "    def _forward_pass(self, batch):\n"
+            "        loss = self.model(batch)\n"
+            "        loss.backward()\n"
+            "        current_epoch_loss = loss.item()\n"
+            "        return current_epoch_loss\n"
+            "    def _train_epoch(self, loader):\n"
+            "        current_epoch_loss = 0.0\n"
+            "        for batch in loader:\n"
+            "            batch_loss = self._forward_pass(batch)\n"
+            "            current_epoch_loss += batch_loss\n",
+            (
+                "class T:\n"
+                "    def _forward_pass(self, batch):\n"
+                "        loss = self.model(batch)\n"
+                "        loss.backward()\n"
+                "        current_epoch_loss = loss\n"
+                "        return current_epoch_loss\n"
+                "    def _train_epoch(self, loader):\n"
+                "        current_epoch_loss = 0.0\n"
+                "        for batch in loader:\n"
+                "            batch_loss = self._forward_pass(batch)\n"
+                "            current_epoch_loss += batch_loss\n",
+            ),
+        ),
+        Example(
             # The loss read out under a name returned in a tuple, which the caller unpacks and adds
             # into a total (JoeyNMT's `_train_step`).
             "class T:\n"
@@ -683,6 +711,22 @@ class LossTensorLeak(Operator):
         ):
             return False
         name = ret.targets[0].target.value
+        if any(isinstance(r.value, cst.Name) and r.value.value == name for r in source.within(function, cst.Return)):
+            # returned alone (pykeen's `current_epoch_loss = loss.item()`, `return current_epoch_loss`),
+            # then added into a total by the caller (`batch_loss = self._forward_pass(...)`,
+            # `current_epoch_loss += batch_loss`)
+            for caller in source.nodes(cst.Call):
+                bound = source.parent(caller)
+                if (
+                    function in training.called_functions(caller)
+                    and not under_no_grad(source, caller)
+                    and isinstance(bound, cst.Assign)
+                    and bound.value is caller
+                    and len(bound.targets) == 1
+                    and isinstance(bound.targets[0].target, cst.Name)
+                    and _added_later(source, bound, bound.targets[0].target.value)
+                ):
+                    return True
         positions = {
             i
             for r in source.within(function, cst.Return)
@@ -751,6 +795,19 @@ class LossTensorLeak(Operator):
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+def _added_later(source, bound: cst.Assign, name: str) -> bool:
+    """True where the function of `bound` adds the name it binds into a total afterwards."""
+    scope = source.function_of(bound)
+    after = source.span(bound)[1]
+    return scope is not None and any(
+        isinstance(total.operator, cst.AddAssign)
+        and isinstance(total.value, cst.Name)
+        and total.value.value == name
+        and source.span(total)[0] > after
+        for total in source.within(scope, cst.AugAssign)
+    )
 
 
 def _path_to(source, node: cst.CSTNode, top: cst.CSTNode) -> list[cst.CSTNode]:

@@ -52,6 +52,22 @@ class NoShuffle(Operator):
     )
     examples = (
         Example(
+            # A factory named for the training loader handed the flag (pykeen's TrainingLoop, whose
+            # subclasses build the loader).
+            "def train(self, triples):\n"
+            "    loader = self._create_training_data_loader(triples, batch_size=32, shuffle=True)\n"
+            "    for batch in loader:\n"
+            "        self.model(batch).backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "def train(self, triples):\n"
+                "    loader = self._create_training_data_loader(triples, batch_size=32, shuffle=False)\n"
+                "    for batch in loader:\n"
+                "        self.model(batch).backward()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
+        Example(
             # A project's iterator built with a shuffle flag, run over by the training loop
             # (JoeyNMT's `train_data.make_iter(..., shuffle=self.args.shuffle)`).
             "def train(self, train_data):\n"
@@ -515,6 +531,9 @@ class NoShuffle(Operator):
                         self._passes_shuffle(training, call)
                         or self._feeds_loader(source, call)
                         or self._iterated_by_training(source, training, call)
+                        # a factory named for the training loader (pykeen's
+                        # `self._create_training_data_loader(..., shuffle=True)`)
+                        or ("loader" in name.lower() and "train" in name.lower())
                         or (name[:1].isupper() and name.endswith(("Sampler", "SamplerWrapper")))
                     )
                 ):

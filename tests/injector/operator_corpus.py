@@ -74,7 +74,7 @@ class CorpusFile:
     text: str
     expected: tuple[Site, ...]
     untouched: tuple[Site, ...]
-    load: str  # "import": run the whole module; "definitions": only imports, defs and classes
+    load: str  # "import": run the whole module; "definitions": only imports, defs, classes and type variables
     construct: str  # statements run in the loaded module's namespace
     # Broken mutants a held-out measurement found ("op @ line"), kept as measured, not tuned away.
     known_broken: tuple[str, ...] = ()
@@ -441,7 +441,20 @@ def _definitions(tree: ast.Module) -> list[ast.stmt]:
             kept += line
         elif isinstance(line[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             kept.append(line[0])
+        elif len(line) == 1 and _type_variable(line[0]):
+            kept.append(line[0])  # `BatchType = TypeVar("BatchType")`, read by a class's bases
     return kept
+
+
+def _type_variable(statement: ast.stmt) -> bool:
+    """True for `T = TypeVar(...)` (or NewType, ParamSpec): a name the classes' bases read."""
+    return (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, (ast.Name, ast.Attribute))
+        and (statement.value.func.id if isinstance(statement.value.func, ast.Name) else statement.value.func.attr)
+        in ("TypeVar", "NewType", "ParamSpec")
+    )
 
 
 class _Anything:
