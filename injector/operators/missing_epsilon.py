@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, assigned_alone, callee_name, is_functional, last_name, needs_parens
+from injector.patterns import argument, assigned_alone, callee_name, dotted, is_functional, last_name, needs_parens
 
 GUARDED = {"log", "log2", "log10", "sqrt", "rsqrt", "reciprocal"}
 CLAMPS = {"clamp", "clamp_min", "clip"}
@@ -15,10 +15,49 @@ def _is_epsilon(expr: cst.BaseExpression) -> bool:
     return "eps" in (last_name(expr) or "").lower()
 
 
+def _epsilon_value(expr: cst.BaseExpression) -> bool:
+    """An epsilon, or a tensor of one (`1e-10 * torch.ones_like(x)`, `torch.tensor(1e-10)`,
+    `torch.full_like(x, eps)`)."""
+    if _is_epsilon(expr):
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        sides = (expr.left, expr.right)
+        return any(_is_epsilon(a) for a in sides) and any(
+            isinstance(b, cst.Call) and (callee_name(b) or "") in ("ones_like", "ones") for b in sides
+        )
+    if isinstance(expr, cst.Call) and callee_name(expr) in ("tensor", "full_like", "full"):
+        return any(_is_epsilon(a.value) for a in expr.args if a.keyword is None)
+    return False
+
+
+def _epsilon_floor(call: cst.Call) -> cst.BaseExpression | None:
+    """The value `torch.max(eps, x)` / `torch.maximum(x, eps)` floors (either order), or None."""
+    if (
+        callee_name(call) not in ("max", "maximum", "fmax")
+        or not isinstance(call.func, cst.Attribute)
+        or dotted(call.func.value) not in ("torch", "th")  # not Python's own `max(n, 1e-8)` on numbers
+        or len(call.args) != 2
+    ):
+        return None
+    if any(a.keyword is not None or a.star for a in call.args):
+        return None
+    first, second = call.args[0].value, call.args[1].value
+    if _epsilon_value(first) and not _epsilon_value(second):
+        return second
+    if _epsilon_value(second) and not _epsilon_value(first):
+        return first
+    return None
+
+
 class MissingEpsilon(Operator):
     id = "missing-epsilon"
     summary = "Drop the `+ eps` or `clamp(min=eps)` that keeps a `log`, `sqrt` or division finite."
     examples = (
+        Example(
+            # A floor made with `torch.max` against a tensor of an epsilon (NeRF's disparity).
+            "disp_map = 1. / torch.max(1e-10 * torch.ones_like(depth_map), depth_map / acc)\n",
+            ("disp_map = 1. / (depth_map / acc)\n",),
+        ),
         Example(
             "std = torch.sqrt(var + self.eps)\nnll = -torch.log(p + 1e-8)\n",
             (
@@ -93,6 +132,14 @@ class MissingEpsilon(Operator):
                     break
         for call in source.nodes(cst.Call):
             name = callee_name(call)
+            floor = _epsilon_floor(call)
+            if floor is not None and self._guards(source, call):
+                # `torch.max(1e-10 * torch.ones_like(d), d / s)` (NeRF's disparity): the other value alone
+                text = source.module.code_for_node(floor).strip()
+                if needs_parens(floor):
+                    text = f"({text})"
+                yield Change(call, (source.replace(call, text),), f"`{name}` no longer keeps the value away from zero")
+                continue
             if name not in CLAMPS or argument(call, "max", None) is not None:
                 continue
             functional = is_functional(call) and isinstance(call.func, cst.Attribute)
