@@ -1394,6 +1394,19 @@ _SCALINGS = frozenset({"mul", "div", "multiply", "divide", "float", "double", "h
 _BACKWARD_OWNERS = ("accel", "fabric", "engine", "strategy", "trainer", "booster", "deepspeed")
 
 
+def bound_parameter(callee: cst.FunctionDef, call: cst.Call, arg: cst.Arg, bound: bool = False) -> str | None:
+    """The parameter of `callee` that `arg` of `call` binds (by keyword or by position), or None.
+    `bound`: the callee is a method called bound (`self.step(...)`, a bound method handed in), so
+    its `self` takes no argument."""
+    params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
+    if bound and params and params[0] == "self":
+        params = params[1:]
+    if arg.keyword is not None:
+        return arg.keyword.value if arg.keyword.value in params else None
+    position = call.args.index(arg)
+    return params[position] if position < len(params) else None
+
+
 def _string_key(expr: cst.BaseExpression) -> str:
     """The string key of `holder["key"]`, or ""."""
     if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:

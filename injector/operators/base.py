@@ -15,7 +15,15 @@ import libcst as cst
 
 from injector.mode_free import built_mode_free, switches_no_module
 from injector.mutants import Edit
-from injector.patterns import Training, dotted, enclosing_class, fixed_mode_calls, mode_calls, names_data
+from injector.patterns import (
+    Training,
+    bound_parameter,
+    dotted,
+    enclosing_class,
+    fixed_mode_calls,
+    mode_calls,
+    names_data,
+)
 from injector.source import Source
 
 
@@ -255,14 +263,7 @@ def _first_switch(
 ) -> cst.Expr | None:
     """The switch statement `callee` starts with on the parameter `handed` binds, where it is the
     same switch as `switch_call` on `receiver`; None otherwise."""
-    params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
-    if params and params[0] == "self":
-        params = params[1:]  # a method, called or handed in bound
-    if handed.keyword is not None:
-        param = handed.keyword.value if handed.keyword.value in params else None
-    else:
-        position = call.args.index(handed)
-        param = params[position] if position < len(params) else None
+    param = bound_parameter(callee, call, handed, bound=True)  # a method, called or handed in bound
     if param is None:
         return None
     first = next((n for n in source.within(callee.body, cst.Name) if n.value == param), None)

@@ -8,6 +8,7 @@ from injector.operators.base import Change, Example, Operator, removed_mode_swit
 from injector.operators.snippets import CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MICROBATCH_TRAINER, MLP_CRITIC
 from injector.patterns import (
     argument,
+    bound_parameter,
     callee_name,
     dotted,
     helper_owned,
@@ -151,12 +152,7 @@ def _switched_again_by_callee(source, training, call: cst.Call) -> bool:
     if found is None or found[0] is source or not isinstance(found[1], cst.FunctionDef):
         return False
     module, callee = found
-    params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
-    if arg.keyword is not None:
-        param = arg.keyword.value if arg.keyword.value in params else None
-    else:
-        position = handed_to.args.index(arg)
-        param = params[position] if position < len(params) else None
+    param = bound_parameter(callee, handed_to, arg)
     if param is None:
         return False
     uses = [n for n in module.within(callee.body, cst.Name) if n.value == param]  # in document order
