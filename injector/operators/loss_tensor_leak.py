@@ -38,6 +38,36 @@ _ENTROPY_STEP = (
 )
 
 
+# A loss read out in a step method and added into a total by its caller: returned alone
+# (pykeen's `_forward_pass`), or in a tuple the caller unpacks (JoeyNMT's `_train_step`).
+_RETURNED_ALONE = (
+    "class T:\n"
+    "    def _forward_pass(self, batch):\n"
+    "        loss = self.model(batch)\n"
+    "        loss.backward()\n"
+    "        current_epoch_loss = loss.item()\n"
+    "        return current_epoch_loss\n"
+    "    def _train_epoch(self, loader):\n"
+    "        current_epoch_loss = 0.0\n"
+    "        for batch in loader:\n"
+    "            batch_loss = self._forward_pass(batch)\n"
+    "            current_epoch_loss += batch_loss\n"
+)
+_RETURNED_IN_TUPLE = (
+    "class T:\n"
+    "    def _train_step(self, batch):\n"
+    "        loss = self.model(batch)\n"
+    "        loss.backward()\n"
+    "        loss = loss.item()\n"
+    "        return loss, batch.ntokens\n"
+    "    def train(self, loader):\n"
+    "        total = 0\n"
+    "        for batch in loader:\n"
+    "            batch_loss, ntokens = self._train_step(batch)\n"
+    "            total += batch_loss\n"
+)
+
+
 class LossTensorLeak(Operator):
     id = "loss-tensor-leak"
     summary = (
@@ -48,58 +78,14 @@ class LossTensorLeak(Operator):
         Example(
             # The loss read out under a name returned alone, which the caller adds into a total
             # (pykeen's `_forward_pass`).
-            "class T:\n"
-            "    def _forward_pass(self, batch):\n"
-            "        loss = self.model(batch)\n"
-            "        loss.backward()\n"
-            "        current_epoch_loss = loss.item()\n"
-            "        return current_epoch_loss\n"
-            "    def _train_epoch(self, loader):\n"
-            "        current_epoch_loss = 0.0\n"
-            "        for batch in loader:\n"
-            "            batch_loss = self._forward_pass(batch)\n"
-            "            current_epoch_loss += batch_loss\n",
-            (
-                "class T:\n"
-                "    def _forward_pass(self, batch):\n"
-                "        loss = self.model(batch)\n"
-                "        loss.backward()\n"
-                "        current_epoch_loss = loss\n"
-                "        return current_epoch_loss\n"
-                "    def _train_epoch(self, loader):\n"
-                "        current_epoch_loss = 0.0\n"
-                "        for batch in loader:\n"
-                "            batch_loss = self._forward_pass(batch)\n"
-                "            current_epoch_loss += batch_loss\n",
-            ),
+            _RETURNED_ALONE,
+            (_RETURNED_ALONE.replace("current_epoch_loss = loss.item()", "current_epoch_loss = loss"),),
         ),
         Example(
             # The loss read out under a name returned in a tuple, which the caller unpacks and adds
             # into a total (JoeyNMT's `_train_step`).
-            "class T:\n"
-            "    def _train_step(self, batch):\n"
-            "        loss = self.model(batch)\n"
-            "        loss.backward()\n"
-            "        loss = loss.item()\n"
-            "        return loss, batch.ntokens\n"
-            "    def train(self, loader):\n"
-            "        total = 0\n"
-            "        for batch in loader:\n"
-            "            batch_loss, ntokens = self._train_step(batch)\n"
-            "            total += batch_loss\n",
-            (
-                "class T:\n"
-                "    def _train_step(self, batch):\n"
-                "        loss = self.model(batch)\n"
-                "        loss.backward()\n"
-                "        loss = loss\n"
-                "        return loss, batch.ntokens\n"
-                "    def train(self, loader):\n"
-                "        total = 0\n"
-                "        for batch in loader:\n"
-                "            batch_loss, ntokens = self._train_step(batch)\n"
-                "            total += batch_loss\n",
-            ),
+            _RETURNED_IN_TUPLE,
+            (_RETURNED_IN_TUPLE.replace("loss = loss.item()", "loss = loss"),),
         ),
         Example(
             # A running total started on the first step and summed after it (RecBole's trainer):

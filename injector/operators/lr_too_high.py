@@ -466,6 +466,20 @@ _BOUNDARY_RATE = (
 )
 
 
+# SSL4MIS's poly schedule: a rate written into the groups after each step.
+_POLY_AFTER_STEP = (
+    "optimizer = optim.SGD(model.parameters(), lr=base_lr, momentum=0.9)\n"
+    "for it, (x, y) in enumerate(loader):\n"
+    "    loss = criterion(model(x), y)\n"
+    "    optimizer.zero_grad()\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+    "    lr_ = base_lr * (1.0 - it / max_it) ** 0.9\n"
+    "    for param_group in optimizer.param_groups:\n"
+    "        param_group['lr'] = lr_\n"
+)
+
+
 class LrTooHigh(Operator):
     id = "lr-too-high"
     summary = (
@@ -500,34 +514,10 @@ class LrTooHigh(Operator):
         Example(
             # A rate written into the groups after each step (SSL4MIS's poly schedule): the first step
             # runs at the rate the optimizer was built with, so both are sites.
-            "optimizer = optim.SGD(model.parameters(), lr=base_lr, momentum=0.9)\n"
-            "for it, (x, y) in enumerate(loader):\n"
-            "    loss = criterion(model(x), y)\n"
-            "    optimizer.zero_grad()\n"
-            "    loss.backward()\n"
-            "    optimizer.step()\n"
-            "    lr_ = base_lr * (1.0 - it / max_it) ** 0.9\n"
-            "    for param_group in optimizer.param_groups:\n"
-            "        param_group['lr'] = lr_\n",
+            _POLY_AFTER_STEP,
             (
-                "optimizer = optim.SGD(model.parameters(), lr=base_lr * 100, momentum=0.9)\n"
-                "for it, (x, y) in enumerate(loader):\n"
-                "    loss = criterion(model(x), y)\n"
-                "    optimizer.zero_grad()\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n"
-                "    lr_ = base_lr * (1.0 - it / max_it) ** 0.9\n"
-                "    for param_group in optimizer.param_groups:\n"
-                "        param_group['lr'] = lr_\n",
-                "optimizer = optim.SGD(model.parameters(), lr=base_lr, momentum=0.9)\n"
-                "for it, (x, y) in enumerate(loader):\n"
-                "    loss = criterion(model(x), y)\n"
-                "    optimizer.zero_grad()\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n"
-                "    lr_ = base_lr * (1.0 - it / max_it) ** 0.9\n"
-                "    for param_group in optimizer.param_groups:\n"
-                "        param_group['lr'] = lr_ * 100\n",
+                _POLY_AFTER_STEP.replace("lr=base_lr,", "lr=base_lr * 100,"),
+                _POLY_AFTER_STEP.replace("param_group['lr'] = lr_\n", "param_group['lr'] = lr_ * 100\n"),
             ),
         ),
         Example(

@@ -43,6 +43,14 @@ def _torch_class(source, resolver: Resolver, call: cst.Call) -> bool:
     return top_level(source, head) is None
 
 
+def _bound_for_training(source, call: cst.Call) -> str | None:
+    """The name `call` is assigned to alone, where it builds no evaluation data; None otherwise."""
+    assign = source.enclosing(call, cst.Assign)
+    if assign is None or assign.value is not call or len(assign.targets) != 1 or _feeds_evaluation(source, call):
+        return None
+    return dotted(assign.targets[0].target)
+
+
 class NoShuffle(Operator):
     id = "no-shuffle"
     summary = (
@@ -659,11 +667,8 @@ class NoShuffle(Operator):
         """True for a dataset built with its own `shuffle=` flag and handed to a DataLoader of the
         file as its data (`trainset = MelDataset(files, shuffle=True)`, `DataLoader(trainset, ...)`):
         that dataset shuffles what the loader reads."""
-        assign = source.enclosing(call, cst.Assign)
-        if assign is None or assign.value is not call or len(assign.targets) != 1:
-            return False
-        name = dotted(assign.targets[0].target)
-        if name is None or _feeds_evaluation(source, call):
+        name = _bound_for_training(source, call)
+        if name is None:
             return False
         for loader in source.nodes(cst.Call):
             data = argument(loader, "dataset", 0) if (callee_name(loader) or "").endswith("DataLoader") else None
@@ -676,11 +681,8 @@ class NoShuffle(Operator):
         """True for an iterator built with its own `shuffle=` flag that a training loop of the file
         runs over (JoeyNMT's `self.train_iter = train_data.make_iter(..., shuffle=self.args.shuffle)`,
         then `for i, batch in enumerate(self.train_iter):`)."""
-        assign = source.enclosing(call, cst.Assign)
-        if assign is None or assign.value is not call or len(assign.targets) != 1:
-            return False
-        name = dotted(assign.targets[0].target)
-        if name is None or _feeds_evaluation(source, call):
+        name = _bound_for_training(source, call)
+        if name is None:
             return False
         for loop in training.training_loops:
             if not isinstance(loop, cst.For):

@@ -22,6 +22,19 @@ UPDATE_UNDER_A_BOUNDARY = (
 )
 
 
+# CogDL's train_step: each scheduler of a list stepped after the batch loop, under a guard.
+_SCHEDULER_LIST_STEP = (
+    "    if lr_schedulers is not None:\n        for lr_schedular in lr_schedulers:\n            lr_schedular.step()\n"
+)
+_SCHEDULER_LIST = (
+    "def train_step(model, loader, optimizers, lr_schedulers):\n"
+    "    for batch in loader:\n"
+    "        model(batch).backward()\n"
+    "        for optimizer in optimizers:\n"
+    "            optimizer.step()\n" + _SCHEDULER_LIST_STEP + "    return model\n"
+)
+
+
 class SchedulerStepMisaligned(Operator):
     id = "scheduler-step-misaligned"
     summary = (
@@ -135,25 +148,11 @@ class SchedulerStepMisaligned(Operator):
         Example(
             # Each scheduler of a list stepped after the batch loop (CogDL's train_step): the
             # loop over the schedulers, with its guard, moves into the batch loop.
-            "def train_step(model, loader, optimizers, lr_schedulers):\n"
-            "    for batch in loader:\n"
-            "        model(batch).backward()\n"
-            "        for optimizer in optimizers:\n"
-            "            optimizer.step()\n"
-            "    if lr_schedulers is not None:\n"
-            "        for lr_schedular in lr_schedulers:\n"
-            "            lr_schedular.step()\n"
-            "    return model\n",
+            _SCHEDULER_LIST,
             (
-                "def train_step(model, loader, optimizers, lr_schedulers):\n"
-                "    for batch in loader:\n"
-                "        model(batch).backward()\n"
-                "        for optimizer in optimizers:\n"
-                "            optimizer.step()\n"
-                "        if lr_schedulers is not None:\n"
-                "            for lr_schedular in lr_schedulers:\n"
-                "                lr_schedular.step()\n"
-                "    return model\n",
+                _SCHEDULER_LIST.replace(
+                    _SCHEDULER_LIST_STEP, "".join(f"    {line}\n" for line in _SCHEDULER_LIST_STEP.splitlines())
+                ),
             ),
         ),
         Example(
