@@ -1810,10 +1810,14 @@ def _made_before_loop(source, training, output: cst.BaseExpression, assign: cst.
 
 
 def _model_output(source, training, call: cst.Call) -> cst.BaseExpression:
-    """The argument of a loss call that carries the model's output: the first positional one
-    computed by a model forward (`outputs` of `criterion(samples, outputs, targets)` after
-    `outputs = model(samples)`), else the first."""
+    """The argument of a loss call that carries the model's output: the first one computed by a
+    model forward (`outputs` of `criterion(samples, outputs, targets)` after `outputs =
+    model(samples)`), positional before keyword (`compute_mlm_loss(logits=logits, ...)`), else the
+    first; the whole call where it has none."""
     positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    positional += [a.value for a in call.args if a.keyword is not None]
+    if not positional:
+        return call
     for value in positional:
         root = value
         while True:
