@@ -117,6 +117,7 @@ PERPLEXITIES = {
     "test_ppl": "val_loss",
 }
 MAX_READING = 8192
+MAX_WRAP = 12  # the most lines a dict wrapped over lines is joined from
 _VAL_CONTEXT = re.compile(r"\b(?:val|valid|validation|eval|evaluation|test)\b", re.I)
 
 
@@ -499,8 +500,43 @@ class SeriesBuilder:
         # `stage1_heatmaps_loss: 2.05`, ...): the first term's name is the series, the others
         # are other quantities, not more points of it
         self._term: str | None = None
+        # a dict wrapped over lines (detectron2's `loss_dict = {'loss_cls': tensor(nan, ...),` and
+        # its terms on the lines after): its first line, rank, its lines so far and open braces
+        self._wrap: tuple[int | None, int | None, list[str], int] | None = None
 
     def add(self, text: str, line: int | None, rank: int | None = None) -> None:
+        """Take one reading: a dict wrapped over lines is read as one reading, at its first line
+        (its terms are values of one moment, not a point each)."""
+        if self._wrap is not None:
+            at, wrap_rank, parts, depth = self._wrap
+            if (
+                rank != wrap_rank
+                or (line is not None and at is not None and line != at + len(parts))
+                or text.lstrip().startswith("{")
+            ):
+                # cut, or a record of its own next: what was read of it stands, this line is read alone
+                self._flush_wrap()
+            else:
+                parts.append(text.strip())
+                depth += text.count("{") - text.count("}")
+                self._wrap = (at, wrap_rank, parts, depth)
+                if depth <= 0 or len(parts) >= MAX_WRAP:
+                    self._flush_wrap()
+                return
+        if "{" in text:
+            depth = text.count("{") - text.count("}")
+            if depth > 0 and not text.rstrip().endswith(("{", "[")):
+                self._wrap = (line, rank, [text.rstrip()], depth)
+                return
+        self._add(text, line, rank)
+
+    def _flush_wrap(self) -> None:
+        if self._wrap is not None:
+            at, rank, parts, _ = self._wrap
+            self._wrap = None
+            self._add(" ".join(parts), at, rank)
+
+    def _add(self, text: str, line: int | None, rank: int | None) -> None:
         stripped = text.strip()
         if self._in_block(text, stripped):
             return
@@ -647,6 +683,7 @@ class SeriesBuilder:
 
     def build(self) -> dict[str, Series]:
         """The series in log order; one rank's points where several ranks logged."""
+        self._flush_wrap()
         self._end_box()
         out: dict[str, Series] = {}
         for name, series in self.series.items():

@@ -266,6 +266,29 @@ def test_a_block_cut_short_gives_the_lines_after_it_back():
     assert [p.value for p in series["loss"].points] == [2.0, 1.5]
 
 
+def test_a_dict_wrapped_over_lines_is_one_reading():
+    """detectron2's message on a NaN prints the loss terms as a dict of tensors; pasted from a
+    terminal it wraps over lines. Its terms are values of one moment: read a line at a time they
+    made a series (NaN, -0., -0., NaN) that looked like a run NaN from its first step."""
+    import textwrap
+
+    import torch
+
+    w = torch.ones(1, requires_grad=True)
+    terms = {"loss_cls": (w * float("nan")).sum(), "loss_box_reg": (w * float("inf")).sum()}
+    terms |= {f"loss_term{i}": (w * -0.0).sum() for i in range(4)}
+    message = f"FloatingPointError: Loss became infinite or NaN at iteration=756!\nloss_dict = {terms}"
+    lines = [part for line in message.splitlines() for part in textwrap.wrap(line, 90)]
+    assert len(lines) > 4
+    wrapped = _series_of([*lines, "Process finished with exit code 1"])
+    whole = _series_of([*message.splitlines(), "Process finished with exit code 1"])
+    assert len(wrapped["loss"].points) == 1
+    assert [(p.value, p.line) for p in wrapped["loss"].points] == [(p.value, p.line) for p in whole["loss"].points]
+    # a record of its own after a line left open is read as before (a code line echoed in a traceback)
+    series = _series_of(['  rec = {"step": step, "loss": f"{x}",', '{"step": 1, "loss": 2.0}', '{"step": 2, "loss": 1.5}'])
+    assert [p.value for p in series["loss"].points] == [2.0, 1.5]
+
+
 # pytorch/examples' MNIST print, which many projects copy
 MNIST_PRINT = "Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}"
 
