@@ -88,6 +88,24 @@ class LossTensorLeak(Operator):
             (_RETURNED_IN_TUPLE.replace("loss = loss.item()", "loss = loss"),),
         ),
         Example(
+            # A running average kept across steps (fastMRI's `train_epoch`): the step's read-out is the
+            # site; the first step's, which starts it, keeps one graph, not one a step.
+            "def train_epoch(loader):\n"
+            "    avg_loss = 0.\n"
+            "    for i, x in enumerate(loader):\n"
+            "        loss = model(x)\n"
+            "        loss.backward()\n"
+            "        avg_loss = 0.99 * avg_loss + 0.01 * loss.item() if i > 0 else loss.item()\n",
+            (
+                "def train_epoch(loader):\n"
+                "    avg_loss = 0.\n"
+                "    for i, x in enumerate(loader):\n"
+                "        loss = model(x)\n"
+                "        loss.backward()\n"
+                "        avg_loss = 0.99 * avg_loss + 0.01 * loss if i > 0 else loss.item()\n",
+            ),
+        ),
+        Example(
             # A running total started on the first step and summed after it (RecBole's trainer):
             # the sum's read-out is the site; the first step's alone would keep one graph, not one a step.
             "def train_epoch(loader):\n"
@@ -762,12 +780,13 @@ class LossTensorLeak(Operator):
                     return True  # `train_metrics.loss = loss.item()`: a tracker's setter adds it into a meter
                 # `total = total + loss.item()`: a sum kept across steps, also as one branch of a
                 # first-step test (RecBole's `loss.item() if total is None else total + loss.item()`;
-                # the other branch's read-out starts the sum: kept whole, it holds one step's graph)
+                # the other branch's read-out starts the sum: kept whole, it holds one step's graph),
+                # or as a running average (fastMRI's `avg_loss = 0.99 * avg_loss + 0.01 * loss.item()`)
                 names = {dotted(t.target) for t in ancestor.targets} - {None}
                 if any(
                     isinstance(node, cst.BinaryOperation)
                     and isinstance(node.operator, cst.Add)
-                    and (dotted(node.left) in names or dotted(node.right) in names)
+                    and any(_scaled(side) in names for side in (node.left, node.right))
                     for node in _path_to(source, call, ancestor.value)
                 ):
                     return True
@@ -794,6 +813,15 @@ def _added_later(source, bound: cst.Assign, name: str) -> bool:
         and source.span(total)[0] > after
         for total in source.within(scope, cst.AugAssign)
     )
+
+
+def _scaled(term: cst.BaseExpression) -> str | None:
+    """The name a term of a sum is, alone or multiplied by a number (`0.99 * avg_loss`)."""
+    if isinstance(term, cst.BinaryOperation) and isinstance(term.operator, cst.Multiply):
+        for value, factor in ((term.left, term.right), (term.right, term.left)):
+            if isinstance(factor, (cst.Float, cst.Integer)):
+                return dotted(value)
+    return dotted(term)
 
 
 def _path_to(source, node: cst.CSTNode, top: cst.CSTNode) -> list[cst.CSTNode]:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from injector.neighbours import bound_arguments
 from injector.operators.base import Change, Example, Operator
 from injector.patterns import argument, assigned_alone, callee_name, dotted, is_functional, last_name, needs_parens
 
@@ -104,8 +105,31 @@ class MissingEpsilon(Operator):
                 "    return inter / union, torch.atan(w1 / h1)\n",
             ),
         ),
+        Example(
+            # An epsilon handed to a function of the project that guards a division with it
+            # (fastMRI's `normalize_instance(image, eps=1e-11)`, through `normalize`).
+            "def normalize(data, mean, std, eps=0.):\n"
+            "    return (data - mean) / (std + eps)\n"
+            "def normalize_instance(data, eps=0.):\n"
+            "    return normalize(data, data.mean(), data.std(), eps)\n"
+            "image = normalize_instance(image, eps=1e-11)\n",
+            (
+                "def normalize(data, mean, std, eps=0.):\n"
+                "    return (data - mean) / (std + eps)\n"
+                "def normalize_instance(data, eps=0.):\n"
+                "    return normalize(data, data.mean(), data.std(), eps)\n"
+                "image = normalize_instance(image, eps=0.0)\n",
+                "def normalize(data, mean, std, eps=0.):\n"
+                "    return (data - mean) / (std)\n"
+                "def normalize_instance(data, eps=0.):\n"
+                "    return normalize(data, data.mean(), data.std(), eps)\n"
+                "image = normalize_instance(image, eps=1e-11)\n",
+            ),
+        ),
     )
     untouched = (
+        # an epsilon handed to a function that only stores or prints it, or to torch's own
+        "def report(x, eps=0.):\n    print(x, eps)\nreport(x, eps=1e-8)\nn = nn.LayerNorm(8, eps=1e-6)\n",
         "y = x + eps\n",
         "z = torch.log(x + 1.0)\n",
         "w = x / (y + 2)\n",
@@ -117,6 +141,7 @@ class MissingEpsilon(Operator):
     )
 
     def changes(self, source, training):
+        yield from self._handed_epsilons(source, training)
         clamped = self._clamped_names(source)
         for binop in source.nodes(cst.BinaryOperation):
             if not isinstance(binop.operator, cst.Add) or not self._guards_sum(source, binop):
@@ -161,6 +186,48 @@ class MissingEpsilon(Operator):
             if needs_parens(kept) and not isinstance(source.parent(call), cst.Assign):
                 text = f"({text})"
             yield Change(call, (source.replace(call, text),), f"`{name}` no longer keeps the value away from zero")
+
+    def _handed_epsilons(self, source, training):
+        """An epsilon handed by keyword to a function of the project that guards with it
+        (fastMRI's `transforms.normalize_instance(image, eps=1e-11)`, whose `(stddev + eps)` is
+        a divisor, reached through `normalize(data, mean, std, eps)`): handed zero instead."""
+        for call in source.nodes(cst.Call):
+            for arg in call.args:
+                if arg.keyword is None or not isinstance(arg.value, cst.Float) or not _is_epsilon(arg.value):
+                    continue
+                found = training.resolver.definition(source, call.func)
+                if found is None or not isinstance(found[1], cst.FunctionDef):
+                    continue
+                if self._parameter_guards(training.resolver, *found, arg.keyword.value, depth=2):
+                    yield Change(
+                        arg.value,
+                        (source.replace(arg.value, "0.0"),),
+                        f"`{arg.keyword.value}` handed to `{callee_name(call)}` is zero: it no longer guards against zero",
+                    )
+
+    def _parameter_guards(self, resolver, module, function: cst.FunctionDef, name: str, depth: int) -> bool:
+        """True if parameter `name` of `function` (in `module`) is added where the sum guards (a
+        divisor, a log's or a root's argument), or is handed on to a function that guards with it."""
+        params = (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)
+        if name not in {p.name.value for p in params}:
+            return False
+        for use in module.within(function, cst.Name):
+            if use.value != name:
+                continue
+            parent = module.parent(use)
+            if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Add):
+                if self._guards_sum(module, parent):
+                    return True
+            elif isinstance(parent, cst.Arg) and depth > 0:
+                call = module.parent(parent)
+                found = resolver.definition(module, call.func) if isinstance(call, cst.Call) else None
+                if found is None or not isinstance(found[1], cst.FunctionDef):
+                    continue
+                bound = bound_arguments(found[1], call) or {}
+                handed = next((key for key, value in bound.items() if value is use), None)
+                if handed is not None and self._parameter_guards(resolver, *found, handed, depth - 1):
+                    return True
+        return False
 
     @staticmethod
     def _assigned_name(source, call: cst.Call) -> str | None:

@@ -4,6 +4,7 @@ from collections.abc import Collection
 
 import libcst as cst
 
+from injector.neighbours import bound_arguments, top_level
 from injector.operators.base import Change, Example, Operator, removed_mode_switches
 from injector.operators.snippets import CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MICROBATCH_TRAINER, MLP_CRITIC
 from injector.patterns import (
@@ -168,6 +169,63 @@ def _switched_again_by_callee(source, training, call: cst.Call) -> bool:
     )
 
 
+def _left_in_eval_before(source, call: cst.Call) -> bool:
+    """True for `model.eval()` on a parameter of a function of the file that every caller runs
+    right after another function of the file that switches the same model to eval mode and never
+    back (fastMRI's `evaluate(...)` then `visualize(...)`, each starting with `model.eval()`): the
+    model is in eval mode already, and dropping the second switch changes nothing."""
+    statement = source.parent(call)
+    receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+    function = source.function_of(call)
+    if not isinstance(statement, cst.Expr) or not isinstance(receiver, cst.Name) or function is None:
+        return False
+    if top_level(source, function.name.value) is not function:
+        return False
+    callers = [
+        c for c in source.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == function.name.value
+    ]
+    return bool(callers) and all(_after_eval_call(source, caller, function, receiver.value) for caller in callers)
+
+
+def _after_eval_call(source, caller: cst.Call, function: cst.FunctionDef, param: str) -> bool:
+    """True where the statement before `caller`'s hands the model `caller` binds to `param` to a
+    function of the file that switches it to eval mode first and never to training mode."""
+    handed = (bound_arguments(function, caller) or {}).get(param)
+    line = next((a for a in source.ancestors(caller) if isinstance(a, cst.SimpleStatementLine)), None)
+    block = source.parent(line) if line is not None else None
+    body = getattr(block, "body", None)
+    if handed is None or dotted(handed) is None or not isinstance(body, (list, tuple)) or line not in body:
+        return False
+    index = body.index(line)
+    if index == 0 or not isinstance(body[index - 1], cst.SimpleStatementLine):
+        return False
+    for before in source.within(body[index - 1], cst.Call):
+        found = top_level(source, before.func.value) if isinstance(before.func, cst.Name) else None
+        if not isinstance(found, cst.FunctionDef):
+            continue
+        name = next((k for k, v in (bound_arguments(found, before) or {}).items() if dotted(v) == dotted(handed)), None)
+        if name is not None and _switches_to_eval_only(source, found, name):
+            return True
+    return False
+
+
+def _switches_to_eval_only(source, function: cst.FunctionDef, name: str) -> bool:
+    """True if `function`'s body switches `name` to eval mode as one of its own statements and
+    nowhere to training mode."""
+    switches = [
+        c
+        for c in source.within(function, cst.Call)
+        if isinstance(c.func, cst.Attribute)
+        and isinstance(c.func.value, cst.Name)
+        and c.func.value.value == name
+        and c.func.attr.value in ("eval", "train")
+    ]
+    return any(
+        c.func.attr.value == "eval" and not c.args and source.parent(source.parent(c)) in function.body.body
+        for c in switches
+    ) and not any(c.func.attr.value == "train" for c in switches)
+
+
 def _never_run(source, call: cst.Call) -> bool:
     """True for `ema.eval()` on a local the function never runs: it is only asked for its
     parameters or state, or handed to functions of the file that only do that (DiT's EMA copy,
@@ -252,6 +310,27 @@ COGDL_EVALUATION = (
 )
 
 
+_EVALUATE_THEN_VISUALIZE = (
+    "def evaluate(model, loader):\n"
+    "    model.eval()\n"
+    "    return [model(x) for x in loader]\n"
+    "def visualize(model, loader):\n"
+    "    model.eval()\n"
+    "    show(model(next(iter(loader))))\n"
+    "def train(model, loader, optimizer):\n"
+    "    model.train()\n"
+    "    for x, y in loader:\n"
+    "        optimizer.zero_grad()\n"
+    "        F.l1_loss(model(x), y).backward()\n"
+    "        optimizer.step()\n"
+    "def main(model, train_loader, dev_loader, optimizer):\n"
+    "    for epoch in range(10):\n"
+    "        train(model, train_loader, optimizer)\n"
+    "        evaluate(model, dev_loader)\n"
+    "        visualize(model, dev_loader)\n"
+)
+
+
 class MissingEvalMode(Operator):
     id = "missing-eval-mode"
     summary = (
@@ -259,6 +338,13 @@ class MissingEvalMode(Operator):
         "`set_training(False)`) before evaluation, or make `model.train(flag)` never switch to eval."
     )
     examples = (
+        Example(
+            # A function every caller runs right after another that leaves the model in eval mode
+            # (fastMRI's `visualize` after `evaluate`): its own switch finds it there already, so
+            # only the first switch is a site.
+            _EVALUATE_THEN_VISUALIZE,
+            (_EVALUATE_THEN_VISUALIZE.replace("    model.eval()\n    return", "    return", 1),),
+        ),
         Example(
             # A model switched by the stage it is handed (PyText's `model.eval(Stage.EVAL)`).
             "def evaluate(model, loader, opt):\n"
@@ -622,6 +708,7 @@ class MissingEvalMode(Operator):
                 and not _unused_after(source, call)
                 and not _never_run(source, call)
                 and not _switched_again_by_callee(source, training, call)
+                and not _left_in_eval_before(source, call)
             )
 
         yield from removed_mode_switches(source, training, is_switch, False, "evaluation runs in training mode")
