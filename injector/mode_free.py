@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from injector.neighbours import Import, Resolver, is_torch, top_level
+from injector.neighbours import Import, Resolver, bound_arguments, is_torch, top_level
 from injector.patterns import dotted as dotted_name
 from injector.patterns import last_name
 from injector.source import Source
@@ -122,10 +122,15 @@ def switches_no_module(source: Source, receiver: cst.BaseExpression, method: str
     return True
 
 
-def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+def _assigned_values(
+    source: Source, receiver: cst.BaseExpression, handed: bool = True
+) -> list[cst.BaseExpression] | None:
     """What the file assigns to `receiver` (`self.x` anywhere in its class; a name in the
     function that binds it, or at module level), without the model itself moved or wrapped;
-    None where anything else reaches it (a parameter, a loop target, a submodule attached later)."""
+    for a parameter of a function of the file (with `handed`), what every caller hands it (SimCLR's
+    `test(args, loader, simclr_model, model, ...)`, `model` built as a `LogisticRegression`); None
+    where anything else reaches it (a parameter no caller of the file hands a known value, a loop
+    target, a submodule attached later)."""
     name = source.code(receiver)
     scope: cst.CSTNode | None
     if _is_self_attribute(receiver):
@@ -135,7 +140,7 @@ def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.B
         function = source.function_of(receiver)
         if function is not None and name in _bound_names(source, function):
             if any(p.name.value == name for p in _params(function)):
-                return None  # handed in
+                return _handed_values(source, function, name) if handed else None
             scope, in_scope = function, _everywhere
         else:  # a module-level name (assigned there, or in a function that declares it global)
             scope = source.module
@@ -180,6 +185,29 @@ def _assigned_values(source: Source, receiver: cst.BaseExpression) -> list[cst.B
             elif name in _target_names(target):
                 return None  # unpacked from a tuple: unknown
     return values
+
+
+def _handed_values(source: Source, function: cst.FunctionDef, param: str) -> list[cst.BaseExpression] | None:
+    """What every call of a top-level `function` of the file hands its parameter `param` (each a
+    name its caller assigns), where the function never binds the name again; None otherwise."""
+    if top_level(source, function.name.value) is not function or any(
+        isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and param in _target_names_of(node)
+        for node in source.within(function.body, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+    ):
+        return None
+    calls = [c for c in source.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == function.name.value]
+    values: list[cst.BaseExpression] = []
+    for call in calls:
+        value = (bound_arguments(function, call) or {}).get(param)
+        found = _assigned_values(source, value, handed=False) if isinstance(value, cst.Name) else None
+        if not found:
+            return None
+        values += found
+    return values or None
+
+
+def _target_names_of(node: cst.CSTNode) -> set[str]:
+    return {n for target in _targets(node) for n in _target_names(target)}
 
 
 _BINDING_KINDS = (cst.Call, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.WithItem)

@@ -2159,6 +2159,36 @@ def _reads(source: Source, expr: cst.CSTNode, name: str) -> bool:
     return False
 
 
+# torch.optim.lr_scheduler's classes, by name (imported alone, `from torch.optim.lr_scheduler import StepLR`)
+TORCH_SCHEDULERS = frozenset(
+    {
+        "LambdaLR",
+        "MultiplicativeLR",
+        "StepLR",
+        "MultiStepLR",
+        "ConstantLR",
+        "LinearLR",
+        "ExponentialLR",
+        "PolynomialLR",
+        "CosineAnnealingLR",
+        "CyclicLR",
+        "OneCycleLR",
+        "CosineAnnealingWarmRestarts",
+        "ReduceLROnPlateau",
+        "SequentialLR",
+        "ChainedScheduler",
+    }
+)
+
+
+def _handed_an_optimizer(call: cst.Call) -> bool:
+    """True for a constructor handed an optimizer first or by keyword (`WarmupCosineLR(optimizer,
+    ...)`): a class named `...LR` that is handed none is no schedule (SimCLR's `SimCLR(encoder,
+    ...)` is a model)."""
+    first = argument(call, "optimizer", 0)
+    return first is not None and "opt" in (last_name(first.value) or "").lower()
+
+
 def _constructor_role(call: cst.Call) -> str | None:
     name = callee_name(call) or ""
     path = dotted(call.func) or ""
@@ -2166,9 +2196,9 @@ def _constructor_role(call: cst.Call) -> str | None:
         return "optimizer"
     if (
         "lr_scheduler" in path
-        or name.endswith("LR")
+        or (name.endswith("LR") and _handed_an_optimizer(call))
         or name.endswith("Scheduler")
-        or name in {"LambdaLR", "OneCycleLR", "ReduceLROnPlateau", "SequentialLR", "ChainedScheduler"}
+        or name in TORCH_SCHEDULERS
     ):
         return "scheduler"
     if name == "GradScaler":

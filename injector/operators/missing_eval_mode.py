@@ -617,6 +617,21 @@ class MissingEvalMode(Operator):
         # The same model of linear layers only: both modes compute the same (a sibling module's
         # class is read the same way, through the project's files).
         MLP_CRITIC,
+        # A model of linear layers only, handed to the function that switches it (SimCLR's linear
+        # evaluation: every caller hands `test` a `LogisticRegression`).
+        "import torch.nn as nn\n"
+        "class LogisticRegression(nn.Module):\n"
+        "    def __init__(self, n_features, n_classes):\n"
+        "        super().__init__()\n"
+        "        self.model = nn.Linear(n_features, n_classes)\n"
+        "    def forward(self, x):\n"
+        "        return self.model(x)\n"
+        "def test(loader, model):\n"
+        "    model.eval()\n"
+        "    return [model(x).argmax(1) for x, y in loader]\n"
+        "def main(loader, device):\n"
+        "    model = LogisticRegression(512, 10).to(device)\n"
+        "    print(test(loader, model))\n",
         # A local switched to eval mode at the end of training that nothing reads afterwards.
         "def main(args):\n"
         "    model = build(args)\n"

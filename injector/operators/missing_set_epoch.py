@@ -19,6 +19,11 @@ class MissingSetEpoch(Operator):
             ("for epoch_no in range(epochs):\n    run_epoch(self.train_iter)\n",),
         ),
         Example(
+            # A sampler told the epoch by a method of its own (NequIP's PartialSampler).
+            "for self.iepoch in range(epochs):\n    self.dl_train_sampler.step_epoch(self.iepoch)\n    run_epoch(self.dl_train)\n",
+            ("for self.iepoch in range(epochs):\n    run_epoch(self.dl_train)\n",),
+        ),
+        Example(
             "for epoch in range(epochs):\n    train_loader.sampler.set_epoch(epoch)\n    run_epoch(train_loader)\n",
             ("for epoch in range(epochs):\n    run_epoch(train_loader)\n",),
         ),
@@ -68,6 +73,8 @@ class MissingSetEpoch(Operator):
         "loader.seed_sampler('train', seed)\n",
         "set_epoch(epoch)\n",
         "sampler.set_epoch\n",
+        # a sampler's epoch hook handed no epoch (it counts them itself)
+        "train_sampler.step_epoch()\n",
         # a reshuffle not told the epoch (a buffer shuffled in place)
         "replay_buffer.reshuffle()\n",
     )
@@ -87,9 +94,10 @@ class MissingSetEpoch(Operator):
                     and any("epoch" in source.code(a.value) for a in call.args)
                 )
                 # a sampler reseeded with the epoch (JoeyNMT's `self.train_iter.batch_sampler.
-                # set_seed(self.seed + epoch_no)`)
+                # set_seed(self.seed + epoch_no)`), or told it by a method of another name
+                # (NequIP's `self.dl_train_sampler.step_epoch(self.iepoch)`)
                 or (
-                    callee_name(call) in ("set_seed", "seed", "manual_seed")
+                    (callee_name(call) in ("set_seed", "seed", "manual_seed") or "epoch" in (callee_name(call) or ""))
                     and "sampler" in source.code(call.func.value).lower()
                     and any("epoch" in source.code(a.value) for a in call.args)
                 )

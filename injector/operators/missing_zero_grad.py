@@ -15,10 +15,53 @@ def _zeroed(source, call: cst.Call) -> str:
     return source.code(call.args[0].value) if call.args else ""
 
 
+_TEST_CLEARS_TOO = (
+    "def train(loader, model, criterion, optimizer):\n"
+    "    for x, y in loader:\n"
+    "        optimizer.zero_grad()\n"
+    "        criterion(model(x), y).backward()\n"
+    "        optimizer.step()\n"
+    "def test(loader, model, criterion):\n"
+    "    for x, y in loader:\n"
+    "        model.zero_grad()\n"
+    "        print(criterion(model(x), y).item())\n"
+)
+_CLEARED_TWICE = (
+    "class Trainer:\n"
+    "    def batch_step(self, data, validation=False):\n"
+    "        self.optim.zero_grad(set_to_none=True)\n"
+    "        out = self.model(data)\n"
+    "        if not validation:\n"
+    "            loss = self.loss(out, data)\n"
+    "            self.optim.zero_grad(set_to_none=True)\n"
+    "            loss.backward()\n"
+    "            self.optim.step()\n"
+    "    def train(self):\n"
+    "        for data in self.loader:\n"
+    "            self.batch_step(data)\n"
+)
+
+
 class MissingZeroGrad(Operator):
     id = "missing-zero-grad"
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
     examples = (
+        Example(
+            # A clear in an evaluation loop that runs no backward, where the batch loop clears on
+            # every pass (SimCLR's linear evaluation): only the batch loop's clear is a site.
+            _TEST_CLEARS_TOO,
+            (_TEST_CLEARS_TOO.replace("        optimizer.zero_grad()\n", "", 1),),
+        ),
+        Example(
+            # One optimizer cleared on entry and again before the backward in a block within
+            # (NequIP's `batch_step`): either alone is redundant, so the pair is one mutant.
+            _CLEARED_TWICE,
+            (
+                _CLEARED_TWICE.replace("        self.optim.zero_grad(set_to_none=True)\n", "", 1).replace(
+                    "            self.optim.zero_grad(set_to_none=True)\n", "", 1
+                ),
+            ),
+        ),
         Example(
             "for x, y in loader:\n"
             "    optimizer.zero_grad(set_to_none=True)\n"
@@ -361,6 +404,17 @@ def _clears_in_each_step(source, training) -> set[cst.Call]:
     an optimizer step in the same function (SpeechBrain's optimizers_step, stepping each
     optimizer in a loop over them, clears each after)."""
     found = {call for call in source.nodes(cst.Call) if callee_name(call) == "zero_grad" and training.in_a_step(call)}
+    for loop in training.training_loops:
+        # a batch loop that clears on every pass before its backward, as a statement of its own
+        # body (SimCLR's linear evaluation: `optimizer.zero_grad()` first in each batch)
+        if not isinstance(loop.body, cst.IndentedBlock):
+            continue
+        backwards = [source.span(b.call)[0] for b in training.backwards]
+        for line in loop.body.body:
+            start, end = source.span(line)
+            if not isinstance(line, cst.SimpleStatementLine) or any(start <= at < end for at in backwards):
+                break
+            found.update(call for call in source.within(line, cst.Call) if callee_name(call) == "zero_grad")
     for call in source.nodes(cst.Call):
         # a clear before an accumulation loop that steps no optimizer (composer's
         # `_train_microbatches` clears, then runs each micro-batch's backward through a method)
@@ -525,26 +579,38 @@ def _updates(training, loop: cst.For | cst.While) -> bool:
 
 
 def _same_gradients(source, training, statements: list[cst.Expr]) -> dict[cst.Expr, cst.Expr]:
-    """Pairs of zero_grad statements of one block that clear the same gradients before the same
-    backward: the model's (`net.zero_grad()`) and its optimizer's (`optimizer.zero_grad()`) with
+    """Pairs of zero_grad statements that clear the same gradients before the same backward: the
+    model's (`net.zero_grad()`) and its optimizer's (`optimizer.zero_grad()`) in one block, or
+    one optimizer's twice, the second in the first's block or a block within it (NequIP's
+    `batch_step` clears on entry and again under `if not validation:` before its backward), with
     no backward between them. Deleting either alone changes nothing; the pair is one mutant."""
     backwards = [source.span(b.call)[0] for b in training.backwards]
     pairs: dict[cst.Expr, cst.Expr] = {}
     for first, second in zip(statements, statements[1:], strict=False):
         (line, siblings), (other, _) = source.block_of(first), source.block_of(second)
-        if source.parent(line) is not source.parent(other) or len(siblings) < 3:
-            continue
         receivers = [
             s.value.func.value
             for s in (first, second)
             if isinstance(s.value, cst.Call) and isinstance(s.value.func, cst.Attribute)
         ]
-        if len(receivers) != 2:
+        if len(receivers) != 2 or source.function_of(first) is not source.function_of(second):
             continue
         start, end = source.span(first)[0], source.span(second)[0]
         if any(start < at < end for at in backwards):
             continue
-        roles = {training.role(receiver) for receiver in receivers}
-        if roles == {"optimizer", None} and first not in pairs.values():
+        block = source.parent(line)
+        if source.parent(other) is block and len(siblings) >= 3:
+            roles = {training.role(receiver) for receiver in receivers}
+            paired = roles == {"optimizer", None}
+        else:
+            # the same optimizer's again, within the first's block (every path to the second
+            # passes the first)
+            paired = (
+                dotted(receivers[0]) is not None
+                and dotted(receivers[0]) == dotted(receivers[1])
+                and training.role(receivers[0]) == "optimizer"
+                and any(a is block for a in source.ancestors(other))
+            )
+        if paired and first not in pairs.values():
             pairs[first] = second
     return pairs
