@@ -432,8 +432,11 @@ class Training:
         name = (last_name(expr) or "").lower()
         if "opt" in name and "sched" in name:
             # the word that comes last names the thing: `scheduled_optim` (FastSpeech's wrapper that
-            # writes the rate, then steps) is an optimizer, `optim_scheduler` a scheduler
-            return "optimizer" if name.rfind("opt") > name.rfind("sched") else "scheduler"
+            # writes the rate, then steps) is an optimizer, `optim_scheduler` a scheduler; one that
+            # holds its optimizer (jiant's `self.optimizer_scheduler.optimizer.zero_grad()`) steps it
+            if name.rfind("opt") > name.rfind("sched") or text in self._holding_an_optimizer:
+                return "optimizer"
+            return "scheduler"
         if "sched" in name or name in {"lr_scheduler", "warmup"}:
             return "scheduler"
         if "scaler" in name:
@@ -443,6 +446,15 @@ class Training:
         if name in {"criterion", "loss_fn", "loss_func", "lossfn", "loss_function"}:
             return "loss-module"
         return None
+
+    @cached_property
+    def _holding_an_optimizer(self) -> frozenset[str]:
+        """What the file reads an optimizer off (`X` of `X.optimizer`, `X.optim`), as written."""
+        return frozenset(
+            text
+            for a in self.source.nodes(cst.Attribute)
+            if a.attr.value in ("optimizer", "optim") and (text := dotted(a.value)) is not None
+        )
 
     def _iterated(self, name: cst.Name) -> cst.BaseExpression | None:
         """The container a loop takes `name` from: `X` for `for v in X`, `for v in X.values()` and
@@ -724,10 +736,20 @@ class Training:
                 params = params[1:]
             if name in params and not self.loss_alternatives(backward):
                 differentiated.setdefault(function, (name, params.index(name)))
+        found = self._imported_backwards()
+        for backward in found:
+            # the file's function that hands its own parameter on to another module's backward
+            # (jiant's `Runner.complex_backpropagate(self, loss, ...)` calling the shared one)
+            function = self.source.function_of(backward.call)
+            name = loss_name(backward.loss)
+            params = [p.name.value for p in function.params.params] if function is not None else []
+            if params and params[0] in {"self", "cls"}:
+                params = params[1:]
+            if name in params:
+                differentiated.setdefault(function, (name, params.index(name)))  # type: ignore[arg-type]
         if not differentiated:
-            return []
-        found = []
-        calls = {b.call for b in direct}
+            return found
+        calls = {b.call for b in (*direct, *found)}
         for call in self.source.nodes(cst.Call):
             if call in calls:
                 continue
@@ -738,6 +760,39 @@ class Training:
                         # flair's `self._backward(scaler.scale(loss))`: the loss, scaled on its way in
                         loss, scaler = _unscaled(arg.value)
                         found.append(Backward(call, loss, scaler, helper=True))
+                    break
+        return found
+
+    def _imported_backwards(self) -> list[Backward]:
+        """Calls of a function of another module of the project that runs the backward of one of
+        its parameters (jiant's shared `complex_backpropagate(loss, optimizer, model, ...)`: `loss.
+        backward()`), with the argument handed for it as the loss."""
+        if getattr(self.source, "neighbours", None) is None:
+            return []
+        from injector.neighbours import bound_arguments  # neighbours reads this module's helpers
+
+        found = []
+        for call in self.source.nodes(cst.Call):
+            if not isinstance(call.func, cst.Name) or self.called_functions(call):
+                continue
+            definition = self.resolver.definition(self.source, call.func)
+            if definition is None or definition[0] is self.source or not isinstance(definition[1], cst.FunctionDef):
+                continue
+            module, function = definition
+            params = [p.name.value for p in function.params.params]
+            differentiated = {
+                c.func.value.value
+                for c in module.within(function.body, cst.Call)
+                if isinstance(c.func, cst.Attribute)
+                and c.func.attr.value == "backward"
+                and isinstance(c.func.value, cst.Name)
+                and c.func.value.value in params
+            }
+            bound = bound_arguments(function, call) or {}
+            for name in params:
+                if name in differentiated and name in bound:
+                    loss, scaler = _unscaled(bound[name])
+                    found.append(Backward(call, loss, scaler, helper=True))
                     break
         return found
 
@@ -1810,12 +1865,12 @@ def runs_model(
             isinstance(func, (cst.Name, cst.Attribute))
             and any(word in name for word in (*EVALUATION_WORDS, "forward"))
             and not training.called_functions(call)
-            and any(
-                a.keyword is None and any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS)
-                for a in call.args
-            )
+            and any(_names_a_model(a.value) for a in call.args if not a.star)
         ):
-            return True  # `validation(model, loader)`, `batch_forward(model, batch)`: an imported function handed the model
+            # `validation(model, loader)`, `batch_forward(model, batch)`, jiant's
+            # `wrap_jiant_forward(jiant_model=self.jiant_model, batch=batch, ...)`: an imported
+            # function handed the model, by position or keyword
+            return True
         if (
             isinstance(func, (cst.Name, cst.Attribute))
             and training.role(func) is None
@@ -1839,6 +1894,16 @@ def runs_model(
         if isinstance(func, cst.Name) and _project_function_runs_model(source, training, call):
             return True  # DDIM's `generalized_steps(x, seq, model, betas)`: a sampler of another module
     return False
+
+
+def _names_a_model(value: cst.BaseExpression) -> bool:
+    """True for a value named as a model (`model`, `self.jiant_model`), not as its settings
+    (`model_forward_kwargs`, `model_cfg`, `model_name`)."""
+    name = (last_name(value) or "").lower()
+    return any(word in name for word in MODEL_WORDS) and not name.endswith(_SETTING_SUFFIXES)
+
+
+_SETTING_SUFFIXES = ("kwargs", "args", "_kw", "config", "cfg", "_name", "_path", "_dir", "_type", "_id")
 
 
 def _project_function_runs_model(source: Source, training: Training, call: cst.Call) -> bool:

@@ -1120,6 +1120,15 @@ class DetachedGraph(Operator):
         yield from _registered_for_backward(source, training)
         yield from _returned_by_forward(source, training)
         for backward in training.loss_uses:
+            if _output_entry_handed(source, training, backward):
+                # jiant's `self.complex_backpropagate(loss=model_output.loss, ...)`: the output's
+                # loss handed to a helper that runs the backward, cut off where it is handed
+                yield Change(
+                    backward.loss,
+                    (source.replace(backward.loss, method_on(source, backward.loss, "detach")),),
+                    "the loss is cut off from the model's graph",
+                )
+                continue
             alternatives = training.loss_alternatives(backward)
             # A branch that builds its loss term by term (`loss = 0.25 * a; loss = loss + 0.25 * b`):
             # detaching the first term leaves the others to train. Where another branch computes
@@ -1807,6 +1816,22 @@ def _made_before_loop(source, training, output: cst.BaseExpression, assign: cst.
         return False
     start, end = source.span(loop)
     return not start <= source.span(made)[0] < end
+
+
+def _output_entry_handed(source, training, backward) -> bool:
+    """True for a helper backward handed the loss entry of a forward's output (`loss=model_output.
+    loss` after `model_output = wrap_jiant_forward(...)`), where nothing else computes the loss."""
+    loss = backward.loss
+    if (
+        not getattr(backward, "helper", False)
+        or not isinstance(loss, cst.Attribute)
+        or not isinstance(loss.value, cst.Name)
+    ):
+        return False
+    if training.loss_alternatives(backward) or training.loss_assignment(backward) is not None:
+        return False
+    made = training.last_assignment(loss.value.value, backward.call)
+    return made is not None and made.value is not None and runs_model(source, training, made.value)
 
 
 def _model_output(source, training, call: cst.Call) -> cst.BaseExpression:

@@ -647,6 +647,15 @@ class LossTensorLeak(Operator):
         "if loss.item() > 10:\n    stop()\n",
         # The reference scripts' MetricLogger turns tensors into numbers itself.
         "metric_logger.update(loss=loss.item())\n",
+        # A loss read out after the block from a forward's output made under no_grad, through a
+        # method of it (jiant's `run_val`): it holds no graph.
+        "def run_val(loader, jiant_model):\n"
+        "    total_eval_loss = 0\n"
+        "    for batch in loader:\n"
+        "        with torch.no_grad():\n"
+        "            model_output = jiant_model(batch)\n"
+        "        total_eval_loss += model_output.loss.mean().item()\n"
+        "    return total_eval_loss\n",
         # Under no_grad a loss holds no graph: dropping `.item()` keeps nothing alive.
         "with torch.no_grad():\n    total_loss += criterion(model(x), y).item()\n",
         "@torch.no_grad()\ndef evaluate(model):\n    losses.append(model.loss(x).item())\n",
@@ -1004,9 +1013,11 @@ def _computed_without_grad(source, value: cst.BaseExpression, use: cst.CSTNode, 
     net(*inputs)` under no_grad, then `loss = output[0]` (or `loss = output`) and
     `cumm_epoch_loss_val += loss.item()` outside it; tez's `loss, metrics = ...` under no_grad.
     Each binding there reaching the use must be under no_grad, or a plain part (`output[0]`,
-    `output.loss`) of one that is."""
-    while isinstance(value, (cst.Subscript, cst.Attribute)):
-        value = value.value
+    `output.loss`) of one that is, or a method of one (jiant's `model_output.loss.mean()`)."""
+    while isinstance(value, (cst.Subscript, cst.Attribute)) or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+    ):
+        value = value.func.value if isinstance(value, cst.Call) else value.value
     if not isinstance(value, cst.Name) or depth == 0:
         return False
     scope = next((a for a in source.ancestors(use) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)

@@ -56,7 +56,8 @@ def _trains_by_default(source, call: cst.Call, mode: cst.BaseExpression) -> bool
 def _never_trained(source) -> set[str]:
     """Modules (as written) that the file switches to eval mode more than once and never to
     training mode (an EMA copy of a generator): any one of those `.eval()` calls can go, the
-    others keep it in eval mode."""
+    others keep it in eval mode. A module trained as an attribute is trained under its name too
+    (jiant's `self.jiant_model.train()`, then `jiant_model.eval()` in the functions it is handed to)."""
     evals: dict[str, int] = {}
     trained = set()
     for call in source.nodes(cst.Call):
@@ -66,7 +67,7 @@ def _never_trained(source) -> set[str]:
         if callee_name(call) == "eval" and not call.args:
             evals[receiver] = evals.get(receiver, 0) + 1
         elif callee_name(call) == "train":
-            trained.add(receiver)
+            trained.update((receiver, last_name(call.func.value) or receiver))
     return {r for r, n in evals.items() if n > 1 and r not in trained}
 
 

@@ -448,3 +448,65 @@ def test_a_model_evaluated_through_the_module_a_wrapper_holds_needs_its_train_sw
     assert [line for _, line, _ in lr_mutants(capsys, tmp_path / "main.py", "missing-train-mode")] == [14]
     (tmp_path / "evaluate.py").write_text(CHAIRS.replace("    model.eval()\n", ""))
     assert lr_mutants(capsys, tmp_path / "main.py", "missing-train-mode") == []
+
+
+SHARED_RUNNER = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def complex_backpropagate(loss, optimizer, model, gradient_accumulation_steps, max_grad_norm):\n"
+    "    if gradient_accumulation_steps > 1:\n"
+    "        loss = loss / gradient_accumulation_steps\n"
+    "    loss.backward()\n"
+    "    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n"
+    "    return loss\n"
+)
+JIANT_RUNNER = (
+    "from shared_runner import complex_backpropagate\n"
+    "\n"
+    "\n"
+    "class JiantRunner:\n"
+    "    def run_train_step(self, loader):\n"
+    "        self.jiant_model.train()\n"
+    "        for batch in loader:\n"
+    "            model_output = wrap_jiant_forward(jiant_model=self.jiant_model, batch=batch, compute_loss=True)\n"
+    "            loss = self.complex_backpropagate(loss=model_output.loss, gradient_accumulation_steps=1)\n"
+    "            self.loss_val += loss.item()\n"
+    "        self.optimizer_scheduler.step()\n"
+    "        self.optimizer_scheduler.optimizer.zero_grad()\n"
+    "\n"
+    "    def complex_backpropagate(self, loss, gradient_accumulation_steps):\n"
+    "        return complex_backpropagate(\n"
+    "            loss=loss,\n"
+    "            optimizer=self.optimizer_scheduler.optimizer,\n"
+    "            model=self.jiant_model,\n"
+    "            gradient_accumulation_steps=gradient_accumulation_steps,\n"
+    "            max_grad_norm=1.0,\n"
+    "        )\n"
+)
+
+
+def test_a_backward_run_by_another_module_through_a_method_of_the_class_is_the_training_step(tmp_path, capsys):
+    """jiant's runner: its method hands the loss on to the shared `complex_backpropagate`, which
+    runs the backward. The forward under it is the training forward, the output's loss entry is
+    the loss, and the wrapper that holds the optimizer steps it."""
+    (tmp_path / "shared_runner.py").write_text(SHARED_RUNNER)
+    (tmp_path / "runner.py").write_text(JIANT_RUNNER)
+    found = {
+        op: lr_mutants(capsys, tmp_path / "runner.py", op)
+        for op in ("detached-graph", "no-grad-training", "missing-optimizer-step", "missing-backward")
+    }
+    assert [
+        d
+        for _, _, d in found["detached-graph"]
+        if "+            loss = self.complex_backpropagate(loss=model_output.loss.detach()" in d
+    ]
+    assert [line for _, line, _ in found["no-grad-training"]] == [8]
+    assert "-        self.optimizer_scheduler.step()" in found["missing-optimizer-step"][0][2]
+    # the backward dropped keeps the loss the next line reads
+    assert "+            loss = model_output.loss\n" in found["missing-backward"][0][2]
+
+
+def test_without_the_shared_module_the_method_runs_no_known_backward(tmp_path, capsys):
+    (tmp_path / "runner.py").write_text(JIANT_RUNNER)
+    assert lr_mutants(capsys, tmp_path / "runner.py", "detached-graph") == []
