@@ -54,6 +54,23 @@ _SUMMED_TERMS = (
 )
 
 
+_STAGE_LOSSES = (
+    "def train(net, loader, optimizer, l2_loss):\n"
+    "    for images, maps, pafs in loader:\n"
+    "        stages_output = net(images)\n"
+    "        losses = []\n"
+    "        for i in range(len(stages_output) // 2):\n"
+    "            losses.append(l2_loss(stages_output[i * 2], maps))\n"
+    "            losses.append(l2_loss(stages_output[i * 2 + 1], pafs))\n"
+    "        loss = losses[0]\n"
+    "        for i in range(1, len(losses)):\n"
+    "            loss += losses[i]\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+
 class DetachedGraph(Operator):
     id = "detached-graph"
     summary = (
@@ -61,6 +78,15 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # Stage losses appended to a list the loss is summed from, entry by entry
+            # (lightweight-human-pose-estimation): each appended term cut off where it is appended.
+            _STAGE_LOSSES,
+            (
+                _STAGE_LOSSES.replace("stages_output[i * 2], maps", "stages_output[i * 2].detach(), maps"),
+                _STAGE_LOSSES.replace("stages_output[i * 2 + 1], pafs", "stages_output[i * 2 + 1].detach(), pafs"),
+            ),
+        ),
         Example(
             # Loss entries of a dict summed by configured weights (DAC): the total cut off, and each
             # entry cut where its criterion runs.
@@ -1224,6 +1250,18 @@ class DetachedGraph(Operator):
                 )
                 return
             value = assign.value
+            appended = _appended_terms(source, training, value, assign)
+            if appended:
+                # `loss = losses[0]`, then `loss += losses[i]` over a list each stage appends its
+                # loss to (lightweight-human-pose-estimation): each appended term cut off there
+                for call in appended:
+                    target = _model_output(source, training, call)
+                    yield Change(
+                        call,
+                        (source.replace(target, method_on(source, target, "detach")),),
+                        "the loss is cut off from the model's graph",
+                    )
+                return
             if (
                 isinstance(value, cst.Call)
                 and value.args
@@ -1256,6 +1294,29 @@ class DetachedGraph(Operator):
         return (
             name in LOSS_FUNCTIONS or training.role(call.func) == "loss-module" or "loss" in name or "criterion" in name
         )
+
+
+def _appended_terms(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> list[cst.Call]:
+    """The loss calls appended to the list an entry of which `value` is (`losses[0]` after
+    `losses.append(l2_loss(stages_output[i], maps, ...))` in the same function); none otherwise."""
+    if not isinstance(value, cst.Subscript) or not isinstance(value.value, cst.Name):
+        return []
+    name, function = value.value.value, source.function_of(use)
+    if function is None or not _listed(source, value.value, use):
+        return []
+    found = []
+    for call in source.within(function, cst.Call):
+        if (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "append"
+            and dotted(call.func.value) == name
+            and len(call.args) == 1
+            and isinstance(call.args[0].value, cst.Call)
+            and DetachedGraph._is_loss(training, call.args[0].value)
+            and source.span(call)[0] < source.span(use)[0]
+        ):
+            found.append(call.args[0].value)
+    return found
 
 
 def _listed(source, target: cst.BaseExpression, use: cst.CSTNode) -> bool:

@@ -666,12 +666,14 @@ class NoShuffle(Operator):
     def _feeds_loader(source, call: cst.Call) -> bool:
         """True for a dataset built with its own `shuffle=` flag and handed to a DataLoader of the
         file as its data (`trainset = MelDataset(files, shuffle=True)`, `DataLoader(trainset, ...)`):
-        that dataset shuffles what the loader reads."""
+        that dataset shuffles what the loader reads; also a project's loader class named for one
+        (jiant's `DataLoaderWithLength(dataset=dataset, ...)` after `dataset = train_cache.
+        get_iterable_dataset(buffer_size=10000, shuffle=True)`)."""
         name = _bound_for_training(source, call)
         if name is None:
             return False
         for loader in source.nodes(cst.Call):
-            data = argument(loader, "dataset", 0) if (callee_name(loader) or "").endswith("DataLoader") else None
+            data = argument(loader, "dataset", 0) if "DataLoader" in (callee_name(loader) or "") else None
             if data is not None and dotted(data.value) == name:
                 return True
         return False
