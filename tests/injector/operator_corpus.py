@@ -484,6 +484,12 @@ class _Anything:
     def __bool__(self) -> bool:
         return False
 
+    def __add__(self, other):
+        return _Anything()
+
+    # a default made at definition time from a stub (NequIP's `f"{VALIDATION}_" + ABBREV.get(...)`)
+    __radd__ = __add__
+
     def __mro_entries__(self, bases):
         return (_stub_class("Base"),)
 
