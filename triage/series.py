@@ -56,6 +56,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "gradnorm",
         "grad_l2",
         "global_grad_norm",
+        "grdn",
     ),
     "lr": ("lr", "learning_rate", "lr_0", "lr_adam", "lr_sgd", "lr_adamw", "current_lr"),
     "loss_scale": ("loss_scale", "scale", "grad_scale", "scaler_scale", "amp_scale"),
@@ -97,7 +98,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     # the policy before and after the update: Stable-Baselines3 and CleanRL's `approx_kl`,
     # OpenAI baselines' `approxkl`)
     "policy_kl": ("approx_kl", "approxkl"),
-    "data_time": ("data_time", "time_data", "data", "dataload_time", "data_wait"),
+    "data_time": ("data_time", "time_data", "data", "dataload_time", "data_wait", "data_s"),
+    # a step's time without the loader's wait (lerobot's `updt_s` beside its `data_s`)
+    "update_time": ("updt_s", "update_s", "update_time"),
     "batch_time": ("batch_time", "step_time", "iter_time", "time_step", "time"),
 }
 _CANON = {spelling: name for name, spellings in ALIASES.items() for spelling in spellings}

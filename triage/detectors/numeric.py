@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections import Counter
 from operator import mul
 from statistics import median
 
@@ -34,6 +35,7 @@ EMITS: frozenset[str] = frozenset(
         "loss-diverging",
         "loss-flat",
         "loss-flat-with-gradients",
+        "loss-flat-in-warmup",
         "loss-fell-then-froze",
         "loss-huge-initial",
         "loss-huge-then-recovered",
@@ -52,6 +54,7 @@ EMITS: frozenset[str] = frozenset(
         "non-finite-early",
         "non-finite-sudden",
         "policy-unchanged",
+        "step-time-stalls",
         "val-loss-far-above-train",
     }
 )
@@ -80,6 +83,8 @@ def detect(ctx: Context) -> list[Symptom]:
         out += swings_back_to_low(loss)
         out += repeating_batches(loss)
         out += accuracy_vs_loss(s)
+    if "lr" in s and loss is not None:
+        out = flat_while_warming_up(out, loss, s["lr"])
     if grad is not None and grad.points:
         out += grad_trends(grad)
         if any(x.name == "loss-flat" for x in out):
@@ -99,6 +104,10 @@ def detect(ctx: Context) -> list[Symptom]:
         out += validation.worse_than_start(s["loss"], s["val_loss"])
     if "data_time" in s and "batch_time" in s:
         out += data_wait(s["data_time"], s["batch_time"])
+    elif "data_time" in s and "update_time" in s:
+        out += data_wait(s["data_time"], s["update_time"], apart=True)
+    elif "batch_time" in s:
+        out += step_stalls(s["batch_time"])
     if "policy_kl" in s:
         out += policy_unchanged(s["policy_kl"])
     val = s.get("val_loss")
@@ -946,19 +955,98 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
     ]
 
 
-def data_wait(data: Series, batch: Series) -> list[Symptom]:
-    pairs = [(d, b) for d, b in zip(data.finite(), batch.finite(), strict=False) if b.value > 0]
+def data_wait(data: Series, batch: Series, apart: bool = False) -> list[Symptom]:
+    """`data-wait`: the loader's wait takes half of each step, or the steps stall on it again and
+    again (lerobot's `data_s:13.330` beside `updt_s:0.302`, then 0.001, then 0.595 eight steps
+    later) so that it takes half the logged time. `apart`: `batch` is the update's time alone
+    (lerobot's `updt_s`), not the whole step's. A first step's wait (workers starting) is left out."""
+    pairs = [
+        (d, b, d.value + b.value if apart else b.value)
+        for d, b in zip(data.finite(), batch.finite(), strict=False)
+        if b.value > 0 and d.value >= 0
+    ]
+    if pairs and pairs[0][0].step is not None and pairs[0][0].step <= 1:
+        pairs = pairs[1:]
     if len(pairs) < 3:
         return []
-    share = median(d.value / b.value for d, b in pairs)
+    share = median(d.value / total for d, _, total in pairs)
     if share >= 0.5:
-        d, b = pairs[len(pairs) // 2]
+        d, b, _ = pairs[len(pairs) // 2]
         return [
             Symptom(
                 "data-wait",
                 f"waiting for data takes {100 * share:.0f}% of each step",
-                (_ev(d, "data_time"), _ev(b, "batch_time")),
+                (_ev(d, "data_time"), _ev(b, batch.name)),
                 value=share,
             )
         ]
+    stalls = [(d, b) for d, b, total in pairs if d.value >= 0.5 * total]
+    waited = sum(d.value for d, _, _ in pairs) / sum(total for _, _, total in pairs)
+    if len(stalls) >= 2 and waited >= 0.5:
+        (d, b), (last, _) = stalls[0], stalls[-1]
+        return [
+            Symptom(
+                "data-wait",
+                f"the steps stalled waiting for data {len(stalls)} times (at steps {d.step} and {last.step} among "
+                f"them): waiting took {100 * waited:.0f}% of the logged time",
+                (_ev(d, "data_time"), _ev(b, batch.name), _ev(last, "data_time")),
+                value=waited,
+                # weaker than a wait at every step: a stall now and then also slows a loader that
+                # keeps up on the whole
+                strength=0.6,
+            )
+        ]
     return []
+
+
+def step_stalls(batch: Series) -> list[Symptom]:
+    """`step-time-stalls`: with no loader time logged, steps that take five times the fastest
+    one again and again, the time above the fastest step half the logged time (clip4clip's
+    `Time/step` swinging between 4 s and 45 s): what a loader that cannot keep up makes. The
+    first step (start-up) is left out."""
+    pts = [p for p in batch.finite() if p.value > 0]
+    # one kind of line only (a log printing an epoch's time and its evaluation's is no step series)
+    shapes = Counter(batch.templates.get(id(p), ()) for p in pts)
+    if len(shapes) > 1:
+        return []
+    if pts and pts[0].step is not None and pts[0].step <= 1:
+        pts = pts[1:]
+    if len(pts) < 5:
+        return []
+    fastest = min(p.value for p in pts)
+    slow = [p for p in pts if p.value >= 5 * fastest]
+    total = sum(p.value for p in pts)
+    above = (total - fastest * len(pts)) / total
+    if len(slow) < 3 or above < 0.5:
+        return []
+    return [
+        Symptom(
+            "step-time-stalls",
+            f"{len(slow)} of {len(pts)} steps took over five times the fastest ({fastest:.3g}), up to "
+            f"{max(p.value for p in slow):.3g}: {100 * above:.0f}% of the logged time is spent above the fastest step",
+            (_ev(min(pts, key=lambda p: p.value), "batch_time", "fastest"), _ev(slow[0], "batch_time", "a stall")),
+            value=above,
+        )
+    ]
+
+
+def flat_while_warming_up(out: list[Symptom], loss: Series, lr: Series) -> list[Symptom]:
+    """A loss flat over steps where the logged rate is zero, or still rising at every logged step
+    (a warm-up, lerobot's 1.8e-06 to 3.4e-06): the rate explains it, so it is no sign of a missing
+    backward or step. `loss-flat` becomes `loss-flat-in-warmup`, which no cause takes."""
+    flat = next((x for x in out if x.name == "loss-flat"), None)
+    if flat is None or not loss.points:
+        return out
+    first, last = loss.points[0].step, loss.points[-1].step
+    if first is None or last is None:
+        return out
+    rates = [p.value for p in lr.finite() if p.step is not None and first <= p.step <= last]
+    if len(rates) < 3:
+        return out
+    zero = all(v == 0 for v in rates)
+    rising = all(b > a for a, b in zip(rates, rates[1:], strict=False)) and rates[-1] >= 1.5 * rates[0]
+    if not (zero or rising):
+        return out
+    said = "is zero" if zero else f"is still warming up ({rates[0]:.3g} to {rates[-1]:.3g})"
+    warm = Symptom("loss-flat-in-warmup", f"{flat.summary}, while the logged learning rate {said}", flat.evidence)
+    return [warm if x is flat else x for x in out if x.name != "loss-fell-then-froze"]

@@ -261,7 +261,10 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bloss(?:es)?\b[^\n.]{0,30}?\b(?:suddenly|abruptly)\s+(?:burst|bursts|jump(?:s|ed)?|spike(?:s|d)?|"
         r"shot up|shoots up|rose|rises|went up|goes up)\b|"
         # in Chinese: "LOSS还是发散了" (the loss still diverged), "loss 爆炸" (blew up)
-        r"(?<![a-z_])loss(?![a-z_])[^\n]{0,12}?(?:发散|爆炸)",
+        r"(?<![a-z_])loss(?![a-z_])[^\n]{0,12}?(?:发散|爆炸)|"
+        # ... and a sudden rise: "训练到一半突然loss增大" (half way, the loss suddenly grows), "loss突然变大"
+        r"突然[^\n]{0,6}?(?:(?<![a-z_])loss(?![a-z_])|损失)[^\n]{0,4}?(?:增大|变大|上升|升高|飙升|暴涨|猛增)|"
+        r"(?:(?<![a-z_])loss(?![a-z_])|损失)[^\n]{0,6}?突然[^\n]{0,4}?(?:增大|变大|上升|升高|飙升|暴涨|猛增)",
         "the log says the loss blew up",
     ),
     _sig(
@@ -293,8 +296,10 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?:very\s+|really\s+|extremely\s+|quite\s+|so\s+)?low\b|"
         r"\bgpus?\s+(?:is|are|was|were|sits?|stays?|sat|stayed)\s+(?:mostly\s+|often\s+)?idle\b|"
         r"\b(?:data ?loader|data loading|load(?:ing)? (?:the )?data)\b[^\n]{0,30}\bbottleneck|"
-        # "the processing in the data loader is too slow"
+        # "the processing in the data loader is too slow", and with the subject left out after a
+        # contrast ("Dataloader is blazingly fast for ACT training but VERY slow for SmolVLA")
         r"\b(?:data ?loader|data ?loading)\b[^\n.]{0,30}?\b(?:is|are|was|were)\s+(?:too\s+|very\s+|really\s+|extremely\s+|so\s+)?slow\b|"
+        r"\b(?:data ?loader|data ?loading)\s+(?:is|are|was|were)\b[^\n.]{0,60}?\bbut\s+(?:too\s+|very\s+|really\s+|extremely\s+|so\s+)?slow\b|"
         # "every few training steps, there is a delay of several tens of seconds in data loading"
         r"\b(?:delay|stall|wait)\w*\b[^\n.]{0,40}?\b(?:in|during|for|on)\s+(?:the\s+)?(?:data ?loading|data ?loader)\b|"
         r"many workers which may be a bottleneck|"
@@ -661,7 +666,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "nan while",
         "nan when",
     ),
-    "loss-exploded-reported": ("loss",),
+    "loss-exploded-reported": ("loss", "损失"),
     "memory-growth-reported": ("memory", " ram ", "内存", "显存"),
     "gpu-idle-reported": (
         "gpu util",
