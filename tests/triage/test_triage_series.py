@@ -285,7 +285,9 @@ def test_a_dict_wrapped_over_lines_is_one_reading():
     assert len(wrapped["loss"].points) == 1
     assert [(p.value, p.line) for p in wrapped["loss"].points] == [(p.value, p.line) for p in whole["loss"].points]
     # a record of its own after a line left open is read as before (a code line echoed in a traceback)
-    series = _series_of(['  rec = {"step": step, "loss": f"{x}",', '{"step": 1, "loss": 2.0}', '{"step": 2, "loss": 1.5}'])
+    series = _series_of(
+        ['  rec = {"step": step, "loss": f"{x}",', '{"step": 1, "loss": 2.0}', '{"step": 2, "loss": 1.5}']
+    )
     assert [p.value for p in series["loss"].points] == [2.0, 1.5]
 
 
