@@ -79,15 +79,6 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
-            # Stage losses appended to a list the loss is summed from, entry by entry
-            # (lightweight-human-pose-estimation): each appended term cut off where it is appended.
-            _STAGE_LOSSES,
-            (
-                _STAGE_LOSSES.replace("stages_output[i * 2], maps", "stages_output[i * 2].detach(), maps"),
-                _STAGE_LOSSES.replace("stages_output[i * 2 + 1], pafs", "stages_output[i * 2 + 1].detach(), pafs"),
-            ),
-        ),
-        Example(
             # Loss entries of a dict summed by configured weights (DAC): the total cut off, and each
             # entry cut where its criterion runs.
             AUDIOTOOLS_STEP,
@@ -1115,6 +1106,15 @@ class DetachedGraph(Operator):
                 "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
                 "    loss.backward()\n"
                 "    optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # Stage losses appended to a list the loss is summed from, entry by entry
+            # (lightweight-human-pose-estimation): each appended term cut off where it is appended.
+            _STAGE_LOSSES,
+            (
+                _STAGE_LOSSES.replace("stages_output[i * 2], maps", "stages_output[i * 2].detach(), maps"),
+                _STAGE_LOSSES.replace("stages_output[i * 2 + 1], pafs", "stages_output[i * 2 + 1].detach(), pafs"),
             ),
         ),
     )

@@ -340,13 +340,6 @@ class MissingEvalMode(Operator):
     )
     examples = (
         Example(
-            # A function every caller runs right after another that leaves the model in eval mode
-            # (fastMRI's `visualize` after `evaluate`): its own switch finds it there already, so
-            # only the first switch is a site.
-            _EVALUATE_THEN_VISUALIZE,
-            (_EVALUATE_THEN_VISUALIZE.replace("    model.eval()\n    return", "    return", 1),),
-        ),
-        Example(
             # A model switched by the stage it is handed (PyText's `model.eval(Stage.EVAL)`).
             "def evaluate(model, loader, opt):\n"
             "    model.train()\n"
@@ -569,6 +562,13 @@ class MissingEvalMode(Operator):
                 "        train_epoch(loaders[0], model, criterion, optimizer)\n"
                 "        validate(loaders[1], model, criterion)\n",
             ),
+        ),
+        Example(
+            # A function every caller runs right after another that leaves the model in eval mode
+            # (fastMRI's `visualize` after `evaluate`): its own switch finds it there already, so
+            # only the first switch is a site.
+            _EVALUATE_THEN_VISUALIZE,
+            (_EVALUATE_THEN_VISUALIZE.replace("    model.eval()\n    return", "    return", 1),),
         ),
     )
     untouched = (

@@ -47,22 +47,6 @@ class MissingZeroGrad(Operator):
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
     examples = (
         Example(
-            # A clear in an evaluation loop that runs no backward, where the batch loop clears on
-            # every pass (SimCLR's linear evaluation): only the batch loop's clear is a site.
-            _TEST_CLEARS_TOO,
-            (_TEST_CLEARS_TOO.replace("        optimizer.zero_grad()\n", "", 1),),
-        ),
-        Example(
-            # One optimizer cleared on entry and again before the backward in a block within
-            # (NequIP's `batch_step`): either alone is redundant, so the pair is one mutant.
-            _CLEARED_TWICE,
-            (
-                _CLEARED_TWICE.replace("        self.optim.zero_grad(set_to_none=True)\n", "", 1).replace(
-                    "            self.optim.zero_grad(set_to_none=True)\n", "", 1
-                ),
-            ),
-        ),
-        Example(
             "for x, y in loader:\n"
             "    optimizer.zero_grad(set_to_none=True)\n"
             "    loss = model(x, y)\n"
@@ -322,6 +306,22 @@ class MissingZeroGrad(Operator):
                 MICROBATCH_TRAINER.replace(
                     "        for optimizer in self.state.optimizers:\n            optimizer.zero_grad(set_to_none=True)\n        for self.state",
                     "        for optimizer in self.state.optimizers:\n            pass\n        for self.state",
+                ),
+            ),
+        ),
+        Example(
+            # A clear in an evaluation loop that runs no backward, where the batch loop clears on
+            # every pass (SimCLR's linear evaluation): only the batch loop's clear is a site.
+            _TEST_CLEARS_TOO,
+            (_TEST_CLEARS_TOO.replace("        optimizer.zero_grad()\n", "", 1),),
+        ),
+        Example(
+            # One optimizer cleared on entry and again before the backward in a block within
+            # (NequIP's `batch_step`): either alone is redundant, so the pair is one mutant.
+            _CLEARED_TWICE,
+            (
+                _CLEARED_TWICE.replace("        self.optim.zero_grad(set_to_none=True)\n", "", 1).replace(
+                    "            self.optim.zero_grad(set_to_none=True)\n", "", 1
                 ),
             ),
         ),
