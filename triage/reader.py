@@ -203,6 +203,11 @@ KEYWORDS: tuple[bytes, ...] = (
     "损失".encode(),
     "累积".encode(),
     "累加".encode(),
+    # fresh batch 17: a GPU's "utilization rate", a long time "to load data", parameters the code
+    # is said to freeze
+    b"tilization",
+    b"o load data",
+    b"freez",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each
@@ -223,6 +228,7 @@ CASELESS: frozenset[bytes] = frozenset(
         b"oftmax",
         b"shuffle",
         b"chedul",
+        b"freez",
     }
 )
 

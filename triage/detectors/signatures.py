@@ -291,6 +291,9 @@ SIGNATURES: tuple[Signature, ...] = (
         # a loader's workers
         r"\bgpu[- ]?util\w*\b[^\n]{0,60}?(?:\blow\b|\b0\s?%|\bzero\b|\bfluctuat|\bnot stable|\bunstable|waiting for data)|"
         r"\b(?:low|poor|(?:almost |nearly |near )?zero)\s+(?:volatile\s+)?gpu[- ]?util|"
+        # the other word order: "the utilization rate of the GPU is 0%"
+        r"\butili[sz]ation(?:\s+rate)?\s+of\s+(?:the\s+)?gpus?\s+(?:is|was|are|were|stays?|remains?)\s+"
+        r"(?:only\s+|always\s+|almost\s+|nearly\s+)?(?:0\s?%|zero\b|(?:very\s+)?low\b)|"
         # "the gpu usage rate is very low", "the GPU is idle 70-92% of the time, waiting for data"
         r"\bgpus?\s+(?:usage|load)(?:\s+rate)?\s+(?:is|was|are|were|stays?|remains?)\s+"
         r"(?:very\s+|really\s+|extremely\s+|quite\s+|so\s+)?low\b|"
@@ -298,7 +301,12 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\b(?:data ?loader|data loading|load(?:ing)? (?:the )?data)\b[^\n]{0,30}\bbottleneck|"
         # "the processing in the data loader is too slow", and with the subject left out after a
         # contrast ("Dataloader is blazingly fast for ACT training but VERY slow for SmolVLA")
-        r"\b(?:data ?loader|data ?loading)\b[^\n.]{0,30}?\b(?:is|are|was|were)\s+(?:too\s+|very\s+|really\s+|extremely\s+|so\s+)?slow\b|"
+        r"\b(?:data[ -]?loader|data[ -]?loading)\b[^\n.]{0,30}?\b(?:is|are|was|were)\s+"
+        r"(?:too\s+|very\s+|really\s+|extremely\s+|so\s+|quite\s+|pretty\s+|rather\s+|painfully\s+)?slow\b|"
+        # its share of each batch's time ("data-loading takes about 80% of the time"), and a long
+        # time said to go on loading ("the script takes a long time to load data into memory")
+        r"\bdata[ -]?load(?:er|ing)\b[^\n.]{0,20}?\btakes?\s+(?:about\s+|around\s+|nearly\s+|over\s+)?[5-9]\d\s?%|"
+        r"\btakes?\s+(?:a\s+)?(?:very\s+|really\s+)?long\s+time\s+to\s+load\s+(?:the\s+)?data\b|"
         r"\b(?:data ?loader|data ?loading)\s+(?:is|are|was|were)\b[^\n.]{0,60}?\bbut\s+(?:too\s+|very\s+|really\s+|extremely\s+|so\s+)?slow\b|"
         # "every few training steps, there is a delay of several tens of seconds in data loading"
         r"\b(?:delay|stall|wait)\w*\b[^\n.]{0,40}?\b(?:in|during|for|on)\s+(?:the\s+)?(?:data ?loading|data ?loader)\b|"
@@ -343,7 +351,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bhold(?:s|ing)? (?:on )?(?:on)?to the (?:computation(?:al)? )?graph|\bnon-detached tensors?\b|"
         r"\bkeeps? (?:the |every |each )?(?:computation(?:al)? )?graphs?\b|\bleak in the training loop\b|"
         # "store the complete compution graph", "a computational graph that gets bigger every time"
-        r"\bstor(?:e|es|ed|ing) (?:the |every |each )?(?:complete |whole |entire |full )?comput\w* graphs?\b|"
+        r"\b(?:stor|sav)(?:e|es|ed|ing) (?:the |every |each )?(?:complete |whole |entire |full )?comput\w* graphs?\b|"
         r"\bgraph\b[^\n.]{0,20}?\b(?:gets?|grows?|getting|growing|becomes?)\s+(?:bigger|larger)\b|"
         # the fix named as a read-out of the loss: "a simple fixation is to modify it as `self.loss.item()`"
         r"\b(?:modify|change|replace|fix|use|call)\w*\b[^\n.]{0,30}?\b(?:as|to|with|using)\s+\W?[\w.]*loss\w*\.item\(\)|"
@@ -361,6 +369,10 @@ SIGNATURES: tuple[Signature, ...] = (
         # the other order: "you apply CrossEntropy function after softmax activation"
         r"\b(?:cross.?entropy|nll)\w*\b[^\n.]{0,40}?\bafter\b[^\n.]{0,30}?\bsoftmax|"
         r"\bsoftmax(?:es|ed)? (?:it |them )?again\b|\bdouble softmax\b|"
+        # the loss said to apply its own ("when you use nn.CrossEntropyLoss() it automatically
+        # applies softmax function, so you should input just raw outputs")
+        r"\bcross.?entropy\w*\b(?:\(\))?[^\n.]{0,40}?\b(?:automatically|already|internally|itself)\s+"
+        r"(?:applies|apply|applied|does|includes?|contains?|computes?|uses?)\s+(?:a\s+|the\s+)?(?:log.?)?softmax|"
         # "the CrossEntropyLoss criterion do not need the model output parsed by Softmax"
         r"\bcross.?entropy\w*\b[^\n.]{0,40}?\b(?:do|does|did|should)\s*(?:not|n't)\s+(?:need|require|expect|take)\b"
         r"[^\n.]{0,50}?\bsoftmax|"
@@ -402,8 +414,24 @@ SIGNATURES: tuple[Signature, ...] = (
         "params-cannot-train-reported",
         # "Model parameters cannot be trainable once they become requires_grad=False"
         r"\bparam(?:eter)?s?\b[^\n.]{0,40}?\b(?:cannot|can't|can not|never|won't|will not|are not|aren't)\s+"
-        r"(?:be\s+|get\s+)?(?:trainable|trained|updated)\b",
+        r"(?:be\s+|get\s+)?(?:trainable|trained|updated)\b|"
+        # a review of the project's code: "It looks like you freeze all the conv layer parameters?"
+        # (the reporter's own "I freeze the backbone" is a choice, not a report)
+        r"\b(?:you|they|the code|this code|the script)\s+(?:\w+\s+)?(?:freeze|freezes|froze)\s+(?:all\s+)?(?:of\s+)?"
+        r"(?:the\s+)?[\w ]{0,30}?\b(?:param(?:eter)?s|layers|weights|backbone)\b",
         "the report says parameters meant to train cannot be trained",
+    ),
+    _sig(
+        "zero-grad-per-epoch-reported",
+        # the gradients cleared once an epoch where each step needs it: "zero_grad() is called only
+        # once per epoch", "epoch 당 zero_grad()를 한 번 사용하시던데요" (Korean: once per epoch), and
+        # advice to clear before each backward ("loss.backward()를 사용할 때마다 그 전에 zero_grad()를")
+        r"\bzero_grad\b(?:\(\))?[^\n.]{0,40}?\b(?:only\s+)?once\s+(?:per|an?|each|every|in each|in every)\s+epoch\b|"
+        r"\bonce\s+(?:per|an?|each|every)\s+epoch\b[^\n.]{0,40}?\bzero_grad\b|"
+        r"(?:epoch|에폭|에포크)\s*(?:당|마다)[^\n]{0,20}?zero_grad[^\n]{0,20}?한\s*번|"
+        r"\bzero_grad\b[^\n.]{0,60}?\b(?:before|prior to)\s+(?:each|every)\s+(?:call\s+(?:of|to)\s+)?[\w.]*backward\b|"
+        r"backward\b[^\n]{0,30}?(?:할\s*때마다|마다)[^\n]{0,20}?zero_grad",
+        "the report says the gradients are cleared once an epoch, not before each backward",
     ),
     _sig(
         "profiler-data-wait",
@@ -459,9 +487,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "eval-oom-reported",
         # "training is fine, but the validation would meet out of memory": memory that runs out only
         # once evaluation starts
-        r"\b(?:validation|validate|validating|evaluation|evaluate|evaluating|inference)\b[^\n.]{0,50}?"
+        # (also a method named so, `_validate()`, and across a dotted name within the sentence:
+        # "when _validate() is called, I get a "torch.cuda.OutOfMemoryError: CUDA out of memory"")
+        r"(?:\b|_)(?:validation|validate|validating|evaluation|evaluate|evaluating|inference)\b(?:(?!\.\s)[^\n]){0,80}?"
         r"\bout of memory\b|\bout of memory\b[^\n.]{0,40}?\b(?:in|during|when|while)\s+(?:the\s+)?"
-        r"(?:validation|validating|evaluation|evaluating|inference)\b",
+        r"(?:validation|validating|evaluation|evaluating|inference)\b|"
+        # a no_grad said to be needed in the validation loop so that it does not run out of memory
+        r"\bno_grad\b[^\n]{0,80}?\b(?:validation|evaluation)\b[^\n]{0,60}?\b(?:oom|out of memory)\b",
         "the report says memory runs out once evaluation starts",
     ),
     _sig(
@@ -681,6 +713,9 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "delay",
         "time>",
         "慢",
+        "tilization",
+        "to load data",
+        "data-load",
     ),
     **{f"{fault}-call-missing-reported": words for fault, _, _, words in MISSED_CALLS},
     "graph-kept-reported": (
@@ -698,7 +733,8 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "scheduler-without-step-reported": ("schedul",),
     "not-in-eval-mode-reported": ("eval mode", "evaluation mode", "eval state", "evaluation state"),
     "scheduler-per-batch-reported": ("schedul",),
-    "params-cannot-train-reported": ("param",),
+    "params-cannot-train-reported": ("param", "freez", "froze"),
+    "zero-grad-per-epoch-reported": ("zero_grad",),
     "profiler-data-wait": ("train_dataloader_next",),
     "mixed-precision-on": (
         "fp16",
@@ -719,7 +755,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "lr-to-zero-reported": ("learning rate", "lr"),
     "lower-lr-works-reported": ("learning rate", "learning_rate", "lr"),
     "zero-division-reported": ("because", "by zero", "by 0", "denominator"),
-    "eval-oom-reported": ("out of memory",),
+    "eval-oom-reported": ("out of memory", "oom"),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
 }
 
