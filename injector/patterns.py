@@ -1311,10 +1311,12 @@ class Training:
             # per-task losses appended to a list that the backward sums (chemprop's
             # `loss_multi_task.append(loss)`, then `sum(loss_multi_task).backward()`): each
             # appended loss, as computed where it is appended
-            return [a for name, use in self._appended_losses(backward) for a in self._alternatives(name, use)]
-        return self._alternatives(name, backward.call)
+            return [a for name, use in self._appended_losses(backward) for a in self.alternatives(name, use)]
+        return self.alternatives(name, backward.call)
 
-    def _alternatives(self, name: str, use: cst.CSTNode) -> list[cst.Assign | cst.AnnAssign]:
+    def alternatives(self, name: str, use: cst.CSTNode) -> list[cst.Assign | cst.AnnAssign]:
+        """The assignments of `name` that may reach `use`: the last unconditional one that does not
+        merely rescale it, else one per branch of an `if` that computes it its own way."""
         always = self.last_assignment(name, use, unconditional=True, fresh=True)
         if always is not None:
             return [always]

@@ -9,6 +9,7 @@ from injector.operators.snippets import (
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
     MICROBATCH_TRAINER,
+    MOON_STEP,
     PIPELINE_ENGINE,
     SCALED_HELPER_BACKWARD,
     SR_MODEL_STEP,
@@ -1117,6 +1118,22 @@ class DetachedGraph(Operator):
                 _STAGE_LOSSES.replace("stages_output[i * 2 + 1], pafs", "stages_output[i * 2 + 1].detach(), pafs"),
             ),
         ),
+        Example(
+            # A weighted term computed in a branch per setting (MOON's `loss2 = mu * criterion(...)`):
+            # each branch's term cut whole, beside the other term's and the sum's cuts.
+            MOON_STEP,
+            (
+                MOON_STEP.replace("loss = loss1 + loss2", "loss = (loss1 + loss2).detach()"),
+                MOON_STEP.replace("loss1 = criterion(out, target)", "loss1 = criterion(out, target).detach()"),
+                MOON_STEP.replace(
+                    "loss2 = mu * torch.mean(torch.norm(pro2 - pro1, dim=1))",
+                    "loss2 = (mu * torch.mean(torch.norm(pro2 - pro1, dim=1))).detach()",
+                ),
+                MOON_STEP.replace(
+                    "loss2 = mu * criterion(pro1, pro2)", "loss2 = (mu * criterion(pro1, pro2)).detach()"
+                ),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1746,16 +1763,41 @@ def _summed_entries(source, training, assign: cst.Assign) -> list[cst.Assign]:
 def _term_assignments(source, training, name: str, use: cst.CSTNode, depth: int) -> list[cst.Assign]:
     """Where the summed name `name`, read at `use`, is computed as a loss: its criterion call's
     assignment, the terms of a sum it is assigned, or the criterion calls its value is derived from."""
+    branches = [a for a in training.alternatives(name, use) if isinstance(a, cst.Assign)]
+    if len(branches) > 1:
+        # computed its own way in each branch of an `if` (MOON's `loss2`, by `--loss`): each one
+        return [t for branch in branches for t in _term_value(source, training, name, branch, depth)]
     term = training.last_assignment(name, use)
     for _ in range(3):  # past `x = x.mean()`-style updates to where the term is computed
         if not isinstance(term, cst.Assign) or not any(n.value == name for n in source.within(term.value, cst.Name)):
             break
         term = training.last_assignment(name, term)
-    if not isinstance(term, cst.Assign) or len(term.targets) != 1 or not isinstance(term.targets[0].target, cst.Name):
+    if not isinstance(term, cst.Assign):
+        return []
+    return _term_value(source, training, name, term, depth)
+
+
+def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> list[cst.Assign]:
+    """The assignments where the term `name` assigned by `term` is computed as a loss (see
+    `_term_assignments`)."""
+    if len(term.targets) != 1 or not isinstance(term.targets[0].target, cst.Name):
         return []
     value = term.value
     if isinstance(value, cst.Call) and (DetachedGraph._is_loss(training, value) or _names_a_loss(name)):
         return [term]
+    if (
+        isinstance(value, cst.BinaryOperation)
+        and isinstance(value.operator, (cst.Multiply, cst.Divide))
+        and any(isinstance(side, cst.Call) for side in (value.left, value.right))
+        and any(
+            isinstance(side, (cst.Name, cst.Attribute, cst.Integer, cst.Float)) for side in (value.left, value.right)
+        )
+        and (
+            _names_a_loss(name)
+            or any(isinstance(s, cst.Call) and DetachedGraph._is_loss(training, s) for s in (value.left, value.right))
+        )
+    ):
+        return [term]  # a weighted loss call (`loss2 = mu * criterion(logits, labels)`): cut whole
     if depth >= 2 or not _names_a_loss(name):
         return []
     inner = _summands(value) if isinstance(value, cst.BinaryOperation) else []

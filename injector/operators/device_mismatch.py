@@ -1265,6 +1265,52 @@ def _derived_from_params(source, training, function: cst.FunctionDef, expr, use:
     return found
 
 
+# Functions a tensor is handed to for saving or logging, not for the step (by callee name).
+_SINKS = ("save", "log", "print", "imsave", "imwrite", "write", "add_image", "add_scalar", "add_figure", "show")
+# Words of a name that says it holds a score computed for a report (`valid_weighted_rmse`).
+_SCORE_WORDS = frozenset({"rmse", "mse", "mae", "acc", "accuracy", "score", "psnr", "ssim", "metric", "metrics"})
+_FILE_READS = frozenset({"load", "loadtxt", "genfromtxt", "read_csv", "fromfile"})
+
+
+def _no_batch(source, training, call: cst.Call) -> bool:
+    """Moves of what is no batch, though made or used where batches are (FourCastNet's trainer,
+    CMGAN's): a model's output (`self.model(inp).to(self.device, dtype=torch.float)`: made on
+    the model's device); a transform's window (`torch.hamming_window(n).to(gpu)`); a constant
+    read from a file (`torch.as_tensor(np.load(stds_path)[...]).to(device)`); a tensor made for a
+    picture or a log line (`save_image(torch.cat((gen, torch.zeros(h, 4).to(device), tar)))`); a
+    score reduced for a report (`torch.mean(valid_weighted_rmse, axis=0).to(device)`)."""
+    moved = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if moved is None:
+        return False
+    if (
+        isinstance(moved, cst.Call)
+        and any(word in (last_name(moved.func) or "").lower() for word in ("model", "net"))
+        and runs_model(source, training, moved, depth=0)
+    ):
+        return True  # the model itself called (not a method of it: `model.tokenizer(text)` makes an input)
+    inner = moved
+    while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and dotted(inner.func.value) != "torch":
+        inner = inner.func.value  # `torch.hamming_window(n).float()`: the tensor the methods start from
+    if isinstance(inner, cst.Call):
+        name = callee_name(inner) or ""
+        if name.endswith("_window"):
+            return True
+        if any(callee_name(c) in _FILE_READS for c in source.within(inner, cst.Call)):
+            return True
+        if inner.args and any(
+            word in _SCORE_WORDS
+            for n in source.within(inner.args[0].value, cst.Name)
+            for word in n.value.lower().split("_")
+        ):
+            return True
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            break
+        if isinstance(ancestor, cst.Call) and (callee_name(ancestor) or "").startswith(_SINKS):
+            return True
+    return False
+
+
 def _model_output(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
     """True for a name bound to what running the model returned (`yp = self.evaluation_step(b)`
     then `to_device(yp, device)`): an output moved where the caller keeps it, not an input."""
@@ -2314,6 +2360,21 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # No batch, though made where batches are (FourCastNet's and CMGAN's trainers): a constant
+        # read from a file, a transform's window, the model's own output, a strip made for a saved
+        # picture, a score reduced for the report.
+        "import numpy as np\n"
+        "import torch\n"
+        "from torchvision.utils import save_image\n"
+        "\n"
+        "\n"
+        "def validate(model, loader, device, stds_path, n_fft, out_dir, valid_weighted_rmse):\n"
+        "    mult = torch.as_tensor(np.load(stds_path)).to(device)\n"
+        "    window = torch.hamming_window(n_fft).to(device)\n"
+        "    for inp, tar in loader:\n"
+        "        gen = model(torch.stft(inp, n_fft, window=window)).to(device, dtype=torch.float)\n"
+        "        save_image(torch.cat((gen[0], torch.zeros(4, 4).to(device), tar[0])), out_dir)\n"
+        "    return mult * torch.mean(valid_weighted_rmse, axis=0).to(device)\n",
         # Tensors built where the file made CUDA the default tensor type (NeRF's `__main__`).
         "def train(images, model):\n"
         "    for i in range(10):\n"
@@ -2602,6 +2663,8 @@ class DeviceMismatch(Operator):
                 continue  # `nn.Parameter(torch.Tensor(n, 1).to(device))`: a weight, not a batch
             if "metric" in (last_name(call.func.value) or "").lower():
                 continue  # a metric module moved beside the model (torchmetrics', smp's): no batch
+            if _no_batch(source, training, call):
+                continue
             if (
                 _moved_for_a_reduction(source, call)
                 or _made_for_a_collective(source, call)

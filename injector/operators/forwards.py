@@ -133,6 +133,7 @@ def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode
         return [], True
     found: list[cst.CSTNode] = []
     chained = False  # an if/elif chain's forwards were taken: only earlier chains may follow
+    trained: set[str] | None = None  # the models the next optimizer step trains, read once needed
     for line in reversed(siblings[: siblings.index(first)]):
         if chained and not isinstance(line, cst.If):
             if isinstance(line, cst.SimpleStatementLine) or runs_model(source, training, line, depth=0):
@@ -173,6 +174,12 @@ def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode
                 or _helper_runs_model(source, training, assign.value)
             )
         ):
+            continue
+        if trained is None:
+            trained = _trained_after(source, training, first) or set()
+        if trained and not (_model_run(assign) & trained):
+            # a model the next step does not train (MOON's `global_net(x)` beside `net(x)`, whose
+            # optimizer holds only `net`): without autograd it changes no gradient; look further
             continue
         if not source.has_multiline_string(line):
             found.append(line)
@@ -282,14 +289,21 @@ def _trained_after(source, training, forward: cst.CSTNode) -> set[str] | None:
         for a in training.assigned_names.get(name or "", ())
         if isinstance(a.value, cst.Call) and training.role_of_constructor(a.value) == "optimizer"
     ]
-    if len(built) != 1:
+    if len(built) > 1 and function is not None:
+        # one per training function (NIID-Bench's local trainers each build their own, in a branch
+        # per `--optimizer`): the step's function's, all over the same model
+        built = [a for a in built if source.function_of(a) is function]
+    if not built:
         return None
-    holders = {
-        last_name(call.func.value) or ""
-        for call in source.within(built[0].value, cst.Call)
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("parameters", "named_parameters")
-    }
-    return holders or None
+    held = [
+        {
+            last_name(call.func.value) or ""
+            for call in source.within(a.value, cst.Call)
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("parameters", "named_parameters")
+        }
+        for a in built
+    ]
+    return held[0] if held[0] and all(h == held[0] for h in held) else None
 
 
 def _model_run(assign: cst.Assign) -> set[str]:

@@ -13,6 +13,7 @@ from injector.operators.forwards import (
 from injector.operators.snippets import (
     CALLBACK_RUNNER,
     INPUT_GRADIENT,
+    MOON_STEP,
     PHASE_LOOP,
     PIPELINE_ENGINE,
     SUPERVISED_RUNNER,
@@ -1161,6 +1162,21 @@ class NoGradTraining(Operator):
                 "    optimizer.zero_grad()\n"
                 "    loss.backward()\n"
                 "    optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # The forward fed to the loss is the trained net's, not the global net's beside it
+            # (MOON): only `net`'s parameters are in the optimizer the step uses.
+            MOON_STEP,
+            (
+                MOON_STEP.replace(
+                    "        loss1 = criterion(out, target)\n        loss = loss1 + loss2\n",
+                    "        with torch.no_grad():\n            loss1 = criterion(out, target)\n            loss = loss1 + loss2\n",
+                ),
+                MOON_STEP.replace(
+                    "        _, pro1, out = net(x)\n",
+                    "        with torch.no_grad():\n            _, pro1, out = net(x)\n",
+                ),
             ),
         ),
     )

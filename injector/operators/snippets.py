@@ -339,3 +339,26 @@ AUDIOTOOLS_STEP = (
     "    accel.update()\n"
     "    return output\n"
 )
+
+# MOON's local step (NIID-Bench): the trained net's forward beside the global net's, which no
+# optimizer here steps; a contrastive term weighted and computed in a branch per `--loss`.
+MOON_STEP = (
+    "import torch\n"
+    "from torch import optim\n"
+    "\n"
+    "\n"
+    "def train_moon(net, global_net, loader, criterion, mu, kind, lr):\n"
+    "    optimizer = optim.SGD(net.parameters(), lr=lr)\n"
+    "    for x, target in loader:\n"
+    "        optimizer.zero_grad()\n"
+    "        _, pro1, out = net(x)\n"
+    "        _, pro2, _ = global_net(x)\n"
+    '        if kind == "l2norm":\n'
+    "            loss2 = mu * torch.mean(torch.norm(pro2 - pro1, dim=1))\n"
+    "        else:\n"
+    "            loss2 = mu * criterion(pro1, pro2)\n"
+    "        loss1 = criterion(out, target)\n"
+    "        loss = loss1 + loss2\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
