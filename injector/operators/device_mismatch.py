@@ -30,7 +30,8 @@ def _is_device(expr: cst.BaseExpression) -> bool:
         # `torch.device(...)`, `get_device()`, and helpers such as `dist_util.dev()`
         return (dotted(expr.func) or "").endswith("device") or callee_name(expr) == "dev"
     name = (last_name(expr) or "").lower()
-    return any(word in name for word in ("device", "rank", "gpu", "cuda")) or name == "dev"
+    # (`dev`, CLIP4Clip's `devc = torch.device('cuda:{}'.format(dev_id))`)
+    return any(word in name for word in ("device", "rank", "gpu", "cuda")) or name.startswith("dev")
 
 
 MODEL_WORDS = ("model", "net", "module", "criterion", "loss_fn", "ema")
@@ -1270,6 +1271,7 @@ _SINKS = ("save", "log", "print", "imsave", "imwrite", "write", "add_image", "ad
 # Words of a name that says it holds a score computed for a report (`valid_weighted_rmse`).
 _SCORE_WORDS = frozenset({"rmse", "mse", "mae", "acc", "accuracy", "score", "psnr", "ssim", "metric", "metrics"})
 _FILE_READS = frozenset({"load", "loadtxt", "genfromtxt", "read_csv", "fromfile"})
+_DATA_WORDS = ("data", "batch", "graph", "sample", "input", "feature", "adj", "label", "target")
 
 
 def _no_batch(source, training, call: cst.Call) -> bool:
@@ -1278,10 +1280,31 @@ def _no_batch(source, training, call: cst.Call) -> bool:
     the model's device); a transform's window (`torch.hamming_window(n).to(gpu)`); a constant
     read from a file (`torch.as_tensor(np.load(stds_path)[...]).to(device)`); a tensor made for a
     picture or a log line (`save_image(torch.cat((gen, torch.zeros(h, 4).to(device), tar)))`); a
-    score reduced for a report (`torch.mean(valid_weighted_rmse, axis=0).to(device)`)."""
+    score reduced for a report (`torch.mean(valid_weighted_rmse, axis=0).to(device)`); a move that is
+    a statement of its own; a value of a model's saved state (NIID-Bench's SCAFFOLD deltas)."""
     moved = call.func.value if isinstance(call.func, cst.Attribute) else None
     if moved is None:
         return False
+    if (
+        isinstance(source.parent(call), cst.Expr)
+        and callee_name(call) in ("to", "cuda")
+        and source.enclosing(call, (cst.For, cst.While)) is None
+        and not any(word in (last_name(moved) or "").lower() for word in _DATA_WORDS)
+    ):
+        # a statement of its own outside the batch loop, on no data (SCAFFOLD's `c_local.to(device)`):
+        # a module moved in place (a tensor's move returns a copy that is dropped); a graph's or a
+        # batch object's in-place move (`x.to(device)` in CogDL's batch loop) stays a site
+        return True
+    function = source.function_of(call)
+    for name in source.within(moved, cst.Name):
+        made = training.last_assignment(name.value, call)
+        if (
+            made is not None
+            and source.function_of(made) is function
+            and made.value is not None
+            and any(callee_name(c) == "state_dict" for c in source.within(made.value, cst.Call))
+        ):
+            return True  # a model's saved state (`total_delta = copy.deepcopy(model.state_dict())`)
     if (
         isinstance(moved, cst.Call)
         and any(word in (last_name(moved.func) or "").lower() for word in ("model", "net"))

@@ -81,6 +81,21 @@ def _called(call: cst.Call) -> cst.BaseExpression:
     return func
 
 
+_NESTED_NO_GRAD = (
+    "import torch\n"
+    "import torch.nn.functional as F\n"
+    "\n"
+    "\n"
+    "def validate(model, wind_model, loader):\n"
+    "    model.eval()\n"
+    "    with torch.no_grad():\n"
+    "        for inp, tar in loader:\n"
+    "            with torch.no_grad():\n"
+    "                inp = wind_model(inp)\n"
+    "            print(F.mse_loss(model(inp), tar).item())\n"
+)
+
+
 class MissingNoGradEval(Operator):
     id = "missing-no-grad-eval"
     summary = (
@@ -313,6 +328,24 @@ class MissingNoGradEval(Operator):
             CALLBACK_RUNNER,
             (CALLBACK_RUNNER.replace("set_grad_enabled(self.is_train_loader)", "set_grad_enabled(True)"),),
         ),
+        Example(
+            # A block nested in the evaluation's own (FourCastNet's frozen wind model): only the
+            # outer one is a site; without it the model's forward records its graph.
+            _NESTED_NO_GRAD,
+            (
+                _NESTED_NO_GRAD.replace(
+                    "    with torch.no_grad():\n"
+                    "        for inp, tar in loader:\n"
+                    "            with torch.no_grad():\n"
+                    "                inp = wind_model(inp)\n"
+                    "            print(F.mse_loss(model(inp), tar).item())\n",
+                    "    for inp, tar in loader:\n"
+                    "        with torch.no_grad():\n"
+                    "            inp = wind_model(inp)\n"
+                    "        print(F.mse_loss(model(inp), tar).item())\n",
+                ),
+            ),
+        ),
     )
     untouched = (
         # A mean teacher's targets under no_grad before the student's backward; the validation
@@ -401,7 +434,10 @@ class MissingNoGradEval(Operator):
                     )
         for block in source.nodes(cst.With):
             if (
-                not is_evaluation(source, training, block.body)
+                # nested in another no_grad of its function (FourCastNet's wind model inside
+                # validate_one_epoch's block): removing it alone changes nothing
+                _nested_in_no_grad(source, block)
+                or not is_evaluation(source, training, block.body)
                 or self._keeps_only_detached(source, block)
                 or self._before_backward(source, training, block)
             ):
@@ -599,3 +635,18 @@ class MissingNoGradEval(Operator):
                 text = outer + text[len(inner) :]
             lines.append(text)
         return Edit(source.lines.line_start(first), source.lines.line_end(last), "".join(lines))
+
+
+def _nested_in_no_grad(source, block: cst.With) -> bool:
+    """True for a `with` block inside another one, in the same function, that switches autograd off."""
+    function = source.function_of(block)
+    for ancestor in source.ancestors(block):
+        if ancestor is function:
+            return False
+        if (
+            isinstance(ancestor, cst.With)
+            and ancestor is not block
+            and any(disables_grad(i.item) for i in ancestor.items)
+        ):
+            return True
+    return False
