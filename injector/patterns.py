@@ -1352,21 +1352,11 @@ class Training:
         ):
             return []
         listed = loss.args[0].value.value
-        function = self.source.function_of(backward.call)
-        before = self.source.span(backward.call)[0]
-        found = []
-        for call in self.source.within(function.body if function is not None else self.source.module, cst.Call):
-            if (
-                isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "append"
-                and dotted(call.func.value) == listed
-                and len(call.args) == 1
-                and isinstance(call.args[0].value, cst.Name)
-                and self.source.span(call)[0] < before
-                and self.source.function_of(call) is function
-            ):
-                found.append((call.args[0].value.value, call))
-        return found
+        return [
+            (call.args[0].value.value, call)
+            for call in appended_to(self.source, listed, backward.call)
+            if isinstance(call.args[0].value, cst.Name)
+        ]
 
     def _returned_elsewhere(self, name: str, function: cst.FunctionDef) -> list[cst.Assign | cst.AnnAssign]:
         """A loss handed to the backward's function as a parameter (timm's `_backward(_loss)`):
@@ -1680,6 +1670,22 @@ def _lightning_evaluation(source: Source, function: cst.FunctionDef) -> bool:
     return isinstance(owner, cst.ClassDef) and any(
         (last_name(base.value) or "").endswith("LightningModule") for base in owner.bases
     )
+
+
+def appended_to(source: Source, name: str, use: cst.CSTNode) -> list[cst.Call]:
+    """The `name.append(x)` calls (one argument each) in `use`'s function (or the script) before it."""
+    function = source.function_of(use)
+    before = source.span(use)[0]
+    return [
+        call
+        for call in source.within(function.body if function is not None else source.module, cst.Call)
+        if isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "append"
+        and dotted(call.func.value) == name
+        and len(call.args) == 1
+        and source.span(call)[0] < before
+        and source.function_of(call) is function
+    ]
 
 
 def under_no_grad(source: Source, node: cst.CSTNode, depth: int = 2) -> bool:

@@ -15,7 +15,7 @@ from injector.operators.snippets import (
     SR_MODEL_STEP,
     TUPLE_TRAINER,
 )
-from injector.patterns import LOSS_FUNCTIONS, callee_name, dotted, loss_name, method_on, runs_model
+from injector.patterns import LOSS_FUNCTIONS, appended_to, callee_name, dotted, loss_name, method_on, runs_model
 
 RETRIEVAL_FORWARD = (
     "class Retrieval(nn.Module):\n"
@@ -1321,19 +1321,11 @@ def _appended_terms(source, training, value: cst.BaseExpression, use: cst.CSTNod
     name, function = value.value.value, source.function_of(use)
     if function is None or not _listed(source, value.value, use):
         return []
-    found = []
-    for call in source.within(function, cst.Call):
-        if (
-            isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "append"
-            and dotted(call.func.value) == name
-            and len(call.args) == 1
-            and isinstance(call.args[0].value, cst.Call)
-            and DetachedGraph._is_loss(training, call.args[0].value)
-            and source.span(call)[0] < source.span(use)[0]
-        ):
-            found.append(call.args[0].value)
-    return found
+    return [
+        call.args[0].value
+        for call in appended_to(source, name, use)
+        if isinstance(call.args[0].value, cst.Call) and DetachedGraph._is_loss(training, call.args[0].value)
+    ]
 
 
 def _listed(source, target: cst.BaseExpression, use: cst.CSTNode) -> bool:
