@@ -1014,10 +1014,13 @@ def _computed_without_grad(source, value: cst.BaseExpression, use: cst.CSTNode, 
     `cumm_epoch_loss_val += loss.item()` outside it; tez's `loss, metrics = ...` under no_grad.
     Each binding there reaching the use must be under no_grad, or a plain part (`output[0]`,
     `output.loss`) of one that is, or a method of one (jiant's `model_output.loss.mean()`)."""
-    while isinstance(value, (cst.Subscript, cst.Attribute)) or (
-        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-    ):
-        value = value.func.value if isinstance(value, cst.Call) else value.value
+    while True:
+        if isinstance(value, (cst.Subscript, cst.Attribute)):
+            value = value.value
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            value = value.func.value
+        else:
+            break
     if not isinstance(value, cst.Name) or depth == 0:
         return False
     scope = next((a for a in source.ancestors(use) if isinstance(a, (cst.For, cst.While, cst.FunctionDef))), None)

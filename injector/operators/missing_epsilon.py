@@ -198,7 +198,7 @@ class MissingEpsilon(Operator):
                 found = training.resolver.definition(source, call.func)
                 if found is None or not isinstance(found[1], cst.FunctionDef):
                     continue
-                if self._parameter_guards(training.resolver, *found, arg.keyword.value, depth=2):
+                if self._parameter_guards(training.resolver, found[0], found[1], arg.keyword.value, depth=2):
                     yield Change(
                         arg.value,
                         (source.replace(arg.value, "0.0"),),
@@ -225,7 +225,7 @@ class MissingEpsilon(Operator):
                     continue
                 bound = bound_arguments(found[1], call) or {}
                 handed = next((key for key, value in bound.items() if value is use), None)
-                if handed is not None and self._parameter_guards(resolver, *found, handed, depth - 1):
+                if handed is not None and self._parameter_guards(resolver, found[0], found[1], handed, depth - 1):
                     return True
         return False
 

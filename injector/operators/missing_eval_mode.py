@@ -59,7 +59,7 @@ def _never_trained(source) -> set[str]:
     others keep it in eval mode. A module trained as an attribute is trained under its name too
     (jiant's `self.jiant_model.train()`, then `jiant_model.eval()` in the functions it is handed to)."""
     evals: dict[str, int] = {}
-    trained = set()
+    trained: set[str] = set()
     for call in source.nodes(cst.Call):
         if not isinstance(call.func, cst.Attribute):
             continue
@@ -178,7 +178,11 @@ def _left_in_eval_before(source, call: cst.Call) -> bool:
     statement = source.parent(call)
     receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
     function = source.function_of(call)
-    if not isinstance(statement, cst.Expr) or not isinstance(receiver, cst.Name) or function is None:
+    if (
+        not isinstance(statement, cst.Expr)
+        or not isinstance(receiver, cst.Name)
+        or not isinstance(function, cst.FunctionDef)
+    ):
         return False
     if top_level(source, function.name.value) is not function:
         return False
