@@ -360,6 +360,11 @@ class Training:
                     if callee_name(built) in MOVES and isinstance(built.func, cst.Attribute):
                         continue  # `criterion = criterion.to(device)` keeps what was built before
                     self.constructors[text] = callee_name(built) or ""
+                    if role == "scheduler" and _rewraps(built, text) and self.roles.get(text) != "scheduler":
+                        # `optimizer = utils.ReduceLROnPlateau(optimizer, ...)`: a wrapper bound to
+                        # the optimizer's own name (self-critical.pytorch's, an Optimizer subclass)
+                        # steps it; torch's scheduler is never bound so
+                        continue
                     if role:
                         self.roles[text] = role
 
@@ -2252,6 +2257,12 @@ TORCH_SCHEDULERS = frozenset(
         "ChainedScheduler",
     }
 )
+
+
+def _rewraps(call: cst.Call, name: str) -> bool:
+    """True for a call handed, first, the name its result is bound to (`x = Wrapper(x, ...)`)."""
+    first = call.args[0] if call.args else None
+    return first is not None and first.keyword is None and dotted(first.value) == name
 
 
 def _handed_an_optimizer(call: cst.Call) -> bool:

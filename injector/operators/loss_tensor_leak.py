@@ -1247,6 +1247,15 @@ def _kept_later(source, assign: cst.Assign, names: set) -> bool:
             if arg.keyword is not None and callee_name(store) == "update" and "logger" in owner:
                 continue  # a MetricLogger's keyword value: it calls .item() on tensors itself
             return True
+    for store in source.within(scope, cst.Assign):
+        # stored into a slot of a history (self-critical.pytorch's `histories['loss_history']
+        # [iteration] = train_loss if not sc_flag else ...`), not of a dict made for one step
+        if source.span(store)[0] <= end or not any(isinstance(t.target, cst.Subscript) for t in store.targets):
+            continue
+        value = store.value
+        stored = {dotted(value.body), dotted(value.orelse)} if isinstance(value, cst.IfExp) else {dotted(value)}
+        if stored & names and not _fresh_each_step(source, store):
+            return True
     return False
 
 

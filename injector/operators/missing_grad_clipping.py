@@ -132,6 +132,14 @@ class MissingGradClipping(Operator):
                 "for p in self.model.parameters() if p.grad is not None]))\nlog(norm)\n",
             ),
         ),
+        Example(
+            # torch's clipping picked by name through `getattr` (self-critical.pytorch).
+            "loss.backward()\n"
+            "if opt.grad_clip_value != 0:\n"
+            "    getattr(torch.nn.utils, 'clip_grad_%s_' % (opt.grad_clip_mode))(model.parameters(), opt.grad_clip_value)\n"
+            "optimizer.step()\n",
+            ("loss.backward()\nif opt.grad_clip_value != 0:\n    pass\noptimizer.step()\n",),
+        ),
     )
     untouched = (
         # A held clipping function handed no parameters.
@@ -161,6 +169,11 @@ class MissingGradClipping(Operator):
                 continue
             if name not in LIMIT:
                 statement = source.parent(call)
+                if _dynamic_clip(source, call) and statement_call(statement) is call and source.is_reachable(statement):
+                    # torch's clipping picked by name (self-critical.pytorch's `getattr(torch.nn.utils,
+                    # 'clip_grad_%s_' % opt.grad_clip_mode)(model.parameters(), opt.grad_clip_value)`)
+                    yield Change(call, (source.delete_statement(statement),), "removed the gradient clipping")
+                    continue
                 if (
                     "clip_grad" in name
                     and source.is_reachable(statement)
@@ -231,3 +244,12 @@ class MissingGradClipping(Operator):
         if isinstance(value, cst.Name) and value.value == "None":
             return
         yield Change(value, (source.replace(value, "0"),), f"`{setting}` is 0: gradients are never clipped")
+
+
+def _dynamic_clip(source, call: cst.Call) -> bool:
+    """True for a call of a function `getattr` picks by a name that spells a clipping one
+    (`getattr(torch.nn.utils, 'clip_grad_%s_' % mode)(...)`)."""
+    picker = call.func
+    if not isinstance(picker, cst.Call) or callee_name(picker) != "getattr" or len(picker.args) < 2:
+        return False
+    return "clip_grad" in source.code(picker.args[1].value)
