@@ -162,6 +162,10 @@ NOT_READ_YET = {
     # fresh batch 17: "the accuracy is 81.24%, but the reported acc is over 93.07%", and the test script
     # pasted whole, with no `net.eval()` in it: code quoted outside a traceback is not read
     "pytorch-cifar10-18.log": None,
+    # fresh batch 18: SparseR-CNN's box assertion printing a tensor of NaN boxes, after the reporter
+    # lowered the rate from 0.01 to 0.0025 to no avail (the default is 2.5e-5): a computed tensor
+    # found NaN reads as a missing epsilon's (the table's prior), and says nothing of the rate
+    "sparser-cnn-21.log": None,
 }
 # Excerpts triage answers wrongly now, each with the answer it gives (the bench counts them; the
 # per-split goal does not): the log reads as another fault as much as the confirmed one.
@@ -423,6 +427,12 @@ FRESH17_READ = [
     ("fastintercu-vvc-2.log", "gpu-idle-reported", "dataloader-bottleneck"),  # utilization rate of the GPU is 0%
     ("action-detection-41.log", "gpu-idle-reported", "dataloader-bottleneck"),  # a long time to load data
 ]
+FRESH18_READ = [
+    # "the network is not set to evaluation through resnet.eval()"
+    ("pytorch-tutorial-62.log", "not-in-eval-mode-reported", "missing-eval-mode"),
+    ("parallelwavegan-26.log", "no-grad-advice-reported", "missing-no-grad-eval"),  # Add torch.no_grad() in evaluation
+    ("xmem-90.log", "gpu-idle-reported", "dataloader-bottleneck"),  # the gpu usage is not high
+]
 
 
 @pytest.mark.parametrize(
@@ -439,7 +449,8 @@ FRESH17_READ = [
     + FRESH14_READ
     + FRESH15_READ
     + FRESH16_READ
-    + FRESH17_READ,
+    + FRESH17_READ
+    + FRESH18_READ,
 )
 def test_a_later_batchs_first_miss_is_read_after_its_fix(name, symptom, first):
     d = explain(WORLD / "excerpts" / name)

@@ -297,6 +297,8 @@ SIGNATURES: tuple[Signature, ...] = (
         # "the gpu usage rate is very low", "the GPU is idle 70-92% of the time, waiting for data"
         r"\bgpus?\s+(?:usage|load)(?:\s+rate)?\s+(?:is|was|are|were|stays?|remains?)\s+"
         r"(?:very\s+|really\s+|extremely\s+|quite\s+|so\s+)?low\b|"
+        # "I think I meet a data loading problem as the gpu usage is not high"
+        r"\bgpus?\s+(?:usage|load|utili[sz]ation)(?:\s+rate)?\s+(?:is|was|are|were)\s+not\s+(?:very\s+)?high\b|"
         r"\bgpus?\s+(?:is|are|was|were|sits?|stays?|sat|stayed)\s+(?:mostly\s+|often\s+)?idle\b|"
         r"\b(?:data ?loader|data loading|load(?:ing)? (?:the )?data)\b[^\n]{0,30}\bbottleneck|"
         # "the processing in the data loader is too slow", and with the subject left out after a
@@ -422,6 +424,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "the report says parameters meant to train cannot be trained",
     ),
     _sig(
+        "no-grad-advice-reported",
+        # a fix named as adding the call to evaluation: "Add torch.no_grad() in evaluation" (a pull
+        # request's title), "use no_grad during validation"
+        r"\b(?:add(?:ed|s|ing)?|use[sd]?|using|wrap(?:ped|s|ping)?(?:\s+\w+){0,3}\s+(?:in|with))\s+\W?(?:torch\.)?no_grad\b(?:\(\))?\W?\s+"
+        r"(?:in|to|for|during|around|at)\s+(?:the\s+)?(?:evaluation|validation|eval|inference|test(?:ing)?)\b",
+        "the report says the evaluation needs no_grad",
+    ),
+    _sig(
         "zero-grad-per-epoch-reported",
         # the gradients cleared once an epoch where each step needs it: "zero_grad() is called only
         # once per epoch", "epoch 당 zero_grad()를 한 번 사용하시던데요" (Korean: once per epoch), and
@@ -442,7 +452,9 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     _sig(
         "not-in-eval-mode-reported",
-        r"\b(?:not|never|isn't|wasn't|aren't)\b[^\n.]{0,40}?\b(?:in|to|into) eval(?:uation)? (?:mode|state)\b",
+        r"\b(?:not|never|isn't|wasn't|aren't)\b[^\n.]{0,40}?\b(?:in|to|into) eval(?:uation)? (?:mode|state)\b|"
+        # "the network is not set to evaluation through resnet.eval()"
+        r"\b(?:not|never|isn't|wasn't|aren't)\b[^\n.]{0,40}?\b(?:in|to|into) eval(?:uation)?\s+(?:through|via|with|by)\s+[\w.]*eval\(\)",
         "the report says the model is not in eval mode where it should be",
     ),
     _sig(
@@ -731,10 +743,11 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "double-softmax-reported": ("softmax",),
     "shuffle-off-reported": ("shuffle",),
     "scheduler-without-step-reported": ("schedul",),
-    "not-in-eval-mode-reported": ("eval mode", "evaluation mode", "eval state", "evaluation state"),
+    "not-in-eval-mode-reported": ("eval mode", "evaluation mode", "eval state", "evaluation state", "eval()"),
     "scheduler-per-batch-reported": ("schedul",),
     "params-cannot-train-reported": ("param", "freez", "froze"),
     "zero-grad-per-epoch-reported": ("zero_grad",),
+    "no-grad-advice-reported": ("no_grad",),
     "profiler-data-wait": ("train_dataloader_next",),
     "mixed-precision-on": (
         "fp16",
