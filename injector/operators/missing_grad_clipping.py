@@ -65,6 +65,30 @@ def _project_helper_limit(source, resolver: Resolver, call: cst.Call) -> cst.Bas
     return None
 
 
+def _project_helper_model(source, resolver: Resolver, call: cst.Call) -> cst.BaseExpression | None:
+    """The model a call of another project module's function hands it, where the function clips
+    that model's parameters (`clip_grad_norm_(flow.parameters(), max_norm=...)`) at a limit it
+    computes itself; None for any other call (a limit it is handed: `_project_helper_limit`)."""
+    found = resolver.definition(source, call.func)
+    if found is None or found[0] is source or not isinstance(found[1], cst.FunctionDef):
+        return None
+    module, function = found
+    bound = bound_arguments(function, call) or {}
+    for inner in module.within(function, cst.Call):
+        if (callee_name(inner) or "") not in LIMIT or not inner.args:
+            continue
+        params = inner.args[0].value
+        if (
+            isinstance(params, cst.Call)
+            and callee_name(params) == "parameters"
+            and isinstance(params.func, cst.Attribute)
+            and isinstance(params.func.value, cst.Name)
+            and params.func.value.value in bound
+        ):
+            return bound[params.func.value.value]
+    return None
+
+
 class MissingGradClipping(Operator):
     id = "missing-grad-clipping"
     summary = (
@@ -169,6 +193,20 @@ class MissingGradClipping(Operator):
                 continue
             if name not in LIMIT:
                 statement = source.parent(call)
+                clipped = _project_helper_model(source, resolver, call)
+                if clipped is not None and source.is_reachable(statement):
+                    # a project helper that clips the parameters of the model it is handed at a
+                    # limit of its own (e3_diffusion's `grad_norm = utils.gradient_clipping(model,
+                    # gradnorm_queue)`): gone, or where its result is read, the norm it returns
+                    if statement_call(statement) is call:
+                        yield Change(call, (source.delete_statement(statement),), f"removed `{name}`")
+                    else:
+                        norm = (
+                            '__import__("torch").linalg.vector_norm(__import__("torch").stack('
+                            f"[p.grad.norm() for p in {source.code(clipped)}.parameters() if p.grad is not None]))"
+                        )
+                        yield Change(call, (source.replace(call, norm),), f"`{name}` no longer clips")
+                    continue
                 if _dynamic_clip(source, call) and statement_call(statement) is call and source.is_reachable(statement):
                     # torch's clipping picked by name (self-critical.pytorch's `getattr(torch.nn.utils,
                     # 'clip_grad_%s_' % opt.grad_clip_mode)(model.parameters(), opt.grad_clip_value)`)

@@ -510,3 +510,43 @@ def test_a_backward_run_by_another_module_through_a_method_of_the_class_is_the_t
 def test_without_the_shared_module_the_method_runs_no_known_backward(tmp_path, capsys):
     (tmp_path / "runner.py").write_text(JIANT_RUNNER)
     assert lr_mutants(capsys, tmp_path / "runner.py", "detached-graph") == []
+
+
+CLIPPING_UTILS = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def gradient_clipping(flow, gradnorm_queue):\n"
+    "    max_grad_norm = 1.5 * gradnorm_queue.mean() + 2 * gradnorm_queue.std()\n"
+    "    grad_norm = torch.nn.utils.clip_grad_norm_(flow.parameters(), max_norm=max_grad_norm, norm_type=2.0)\n"
+    "    gradnorm_queue.add(float(grad_norm))\n"
+    "    return grad_norm\n"
+)
+CLIPPING_STEP = (
+    "import utils\n"
+    "\n"
+    "\n"
+    "def train_epoch(model, loader, optim, gradnorm_queue, clip_grad):\n"
+    "    for x in loader:\n"
+    "        optim.zero_grad()\n"
+    "        loss = model(x)\n"
+    "        loss.backward()\n"
+    "        if clip_grad:\n"
+    "            grad_norm = utils.gradient_clipping(model, gradnorm_queue)\n"
+    "        else:\n"
+    "            grad_norm = 0.0\n"
+    "        optim.step()\n"
+    "        print(grad_norm)\n"
+)
+
+
+def test_a_project_helper_that_clips_the_model_it_is_handed_at_its_own_limit_is_removed_where_called(tmp_path, capsys):
+    """e3_diffusion's `utils.gradient_clipping(model, gradnorm_queue)` computes its limit from a
+    queue of recent norms: nothing to raise to infinity, so the call becomes the norm it returns."""
+    (tmp_path / "utils.py").write_text(CLIPPING_UTILS)
+    (tmp_path / "train.py").write_text(CLIPPING_STEP)
+    found = lr_mutants(capsys, tmp_path / "train.py", "missing-grad-clipping")
+    assert [(file, line) for file, line, _ in found] == [("train.py", 10)]
+    assert "for p in model.parameters() if p.grad is not None" in found[0][2]
+    (tmp_path / "utils.py").unlink()
+    assert lr_mutants(capsys, tmp_path / "train.py", "missing-grad-clipping") == []
