@@ -208,6 +208,11 @@ KEYWORDS: tuple[bytes, ...] = (
     b"tilization",
     b"o load data",
     b"freez",
+    # fresh batch 19: results that differ run to run, a model not put back into train mode
+    b"eterministic",
+    b"ifferent results",
+    b"rain mode",
+    b"raining mode",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

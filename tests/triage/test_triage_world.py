@@ -433,6 +433,15 @@ FRESH18_READ = [
     ("parallelwavegan-26.log", "no-grad-advice-reported", "missing-no-grad-eval"),  # Add torch.no_grad() in evaluation
     ("xmem-90.log", "gpu-idle-reported", "dataloader-bottleneck"),  # the gpu usage is not high
 ]
+FRESH19_READ = [
+    ("pytorch-deep-learning-163.log", "softmax-dim-0-reported", "wrong-softmax-dim"),  # softmax ... `dim=0`
+    ("dpn-1.log", "softmax-dim-0-reported", "wrong-softmax-dim"),  # Why use softmax in dim 0?
+    ("castor-45.log", "nondeterminism-reported", "nondeterminism"),  # Non-deterministic results
+    ("miccai19-medvqa-14.log", "nondeterminism-reported", "nondeterminism"),  # different runs, different results
+    ("pytorch-dr-1.log", "gpu-idle-reported", "dataloader-bottleneck"),  # a GPU utilization rate of 0
+    # "the model will not be put back into train mode" after evaluate_during_training
+    ("simpletransformers-739.log", "not-back-in-train-mode-reported", "missing-train-mode"),
+]
 
 
 @pytest.mark.parametrize(
@@ -450,7 +459,8 @@ FRESH18_READ = [
     + FRESH15_READ
     + FRESH16_READ
     + FRESH17_READ
-    + FRESH18_READ,
+    + FRESH18_READ
+    + FRESH19_READ,
 )
 def test_a_later_batchs_first_miss_is_read_after_its_fix(name, symptom, first):
     d = explain(WORLD / "excerpts" / name)

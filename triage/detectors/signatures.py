@@ -299,6 +299,9 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?:very\s+|really\s+|extremely\s+|quite\s+|so\s+)?low\b|"
         # "I think I meet a data loading problem as the gpu usage is not high"
         r"\bgpus?\s+(?:usage|load|utili[sz]ation)(?:\s+rate)?\s+(?:is|was|are|were)\s+not\s+(?:very\s+)?high\b|"
+        # "resulting in a GPU utilization rate of 0 all the time"; "A problem of slow data loading"
+        r"\bgpus?\s+utili[sz]ation(?:\s+rate)?\s+(?:of|is|was|at)\s+0\b(?![.\d])|"
+        r"\bslow\s+(?:data[ -]?load(?:ing|er)|loading\s+of\s+(?:the\s+)?(?:data|images))\b|"
         r"\bgpus?\s+(?:is|are|was|were|sits?|stays?|sat|stayed)\s+(?:mostly\s+|often\s+)?idle\b|"
         r"\b(?:data ?loader|data loading|load(?:ing)? (?:the )?data)\b[^\n]{0,30}\bbottleneck|"
         # "the processing in the data loader is too slow", and with the subject left out after a
@@ -430,6 +433,29 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\b(?:add(?:ed|s|ing)?|use[sd]?|using|wrap(?:ped|s|ping)?(?:\s+\w+){0,3}\s+(?:in|with))\s+\W?(?:torch\.)?no_grad\b(?:\(\))?\W?\s+"
         r"(?:in|to|for|during|around|at)\s+(?:the\s+)?(?:evaluation|validation|eval|inference|test(?:ing)?)\b",
         "the report says the evaluation needs no_grad",
+    ),
+    _sig(
+        "softmax-dim-0-reported",
+        # a softmax said to run over dim 0 ("we apply `softmax` function with `dim=0`, but `y_logit`
+        # has the shape `[32, 10]`", "Why use softmax in dim 0?"): over the batch, not the classes
+        r"\bsoftmax\b[^\n]{0,40}?\bdim\W{0,3}\s*(?:=|:|is|of)?\s*\W?0\b(?![.\d])|"
+        r"\bdim\s*=\s*0\b[^\n.]{0,30}?\bsoftmax\b",
+        "the report says a softmax runs over dim 0 (the batch), not the classes",
+    ),
+    _sig(
+        "nondeterminism-reported",
+        # "Non-deterministic results", "different runs ... different results", a cuDNN setting said to
+        # make the results repeat
+        r"\bnon-?deterministic\b|\bnot\s+deterministic\b|"
+        r"\bdifferent\s+runs\b[^\n.]{0,30}?\bdifferent\s+results\b|\bdifferent\s+results\s+(?:in|on|across|between|for)\s+(?:different|each|every|two|multiple)\s+runs\b",
+        "the report says the same run gives different results each time",
+    ),
+    _sig(
+        "not-back-in-train-mode-reported",
+        # "the model will not be put back into train mode" after an evaluation during training
+        r"\b(?:not|never)\s+(?:be\s+|been\s+|get\s+|gets\s+)?(?:put|set|switched|turned)\s+back\s+(?:in|into|to)\s+"
+        r"(?:the\s+)?train(?:ing)?\s+mode\b",
+        "the report says the model is not switched back to training mode after an evaluation",
     ),
     _sig(
         "zero-grad-per-epoch-reported",
@@ -748,6 +774,9 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "params-cannot-train-reported": ("param", "freez", "froze"),
     "zero-grad-per-epoch-reported": ("zero_grad",),
     "no-grad-advice-reported": ("no_grad",),
+    "softmax-dim-0-reported": ("softmax", "dim"),
+    "nondeterminism-reported": ("deterministic", "different results"),
+    "not-back-in-train-mode-reported": ("train mode", "training mode"),
     "profiler-data-wait": ("train_dataloader_next",),
     "mixed-precision-on": (
         "fp16",
