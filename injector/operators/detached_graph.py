@@ -3,7 +3,13 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.forwards import added_terms, forwards_after_empty_start, read_forwards, upstream_forwards
+from injector.operators.forwards import (
+    added_terms,
+    constant_start,
+    forwards_after_empty_start,
+    read_forwards,
+    upstream_forwards,
+)
 from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
     HELPER_STEP_TRAINER,
@@ -69,6 +75,22 @@ _STAGE_LOSSES = (
     "        optimizer.zero_grad()\n"
     "        loss.backward()\n"
     "        optimizer.step()\n"
+)
+
+
+_ZERO_TENSOR_START = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def discriminator_step(batch, generator, discriminator, d_loss_fn, optimizer_d):\n"
+    "    x, y = batch\n"
+    "    loss = torch.zeros(1).to(y)\n"
+    "    scores = discriminator(generator(x), y)\n"
+    "    data_loss = d_loss_fn(scores)\n"
+    "    loss += data_loss\n"
+    "    optimizer_d.zero_grad()\n"
+    "    loss.backward()\n"
+    "    optimizer_d.step()\n"
 )
 
 
@@ -1134,6 +1156,17 @@ class DetachedGraph(Operator):
                 ),
             ),
         ),
+        Example(
+            # A loss started as a zero tensor moved beside the batch (Social GAN's steps): an empty
+            # start, its terms cut where computed, not the constant.
+            _ZERO_TENSOR_START,
+            (
+                _ZERO_TENSOR_START.replace("d_loss_fn(scores)", "d_loss_fn(scores.detach())"),
+                _ZERO_TENSOR_START.replace(
+                    "discriminator(generator(x), y)\n", "discriminator(generator(x), y).detach()\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1608,17 +1641,7 @@ def _registered_for_backward(source, training):
 
 
 def _empty(value: cst.BaseExpression | None) -> bool:
-    if isinstance(value, cst.UnaryOperation):
-        value = value.expression
-    if isinstance(value, (cst.Integer, cst.Float)):
-        return True
-    if not isinstance(value, cst.Call):
-        return False
-    if callee_name(value) in ("tensor", "zeros", "scalar_tensor", "new_zeros", "new_tensor"):
-        return all(isinstance(a.value, (cst.Integer, cst.Float, cst.List, cst.Tuple)) or a.keyword for a in value.args)
-    # a constant handed to a move (composer's `self.state.device.tensor_to_device(torch.zeros(size=(1,)))`)
-    positional = [a for a in value.args if a.keyword is None]
-    return len(positional) == 1 and isinstance(positional[0].value, cst.Call) and _empty(positional[0].value)
+    return constant_start(value)
 
 
 def _terms(source, training, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.Assign]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.patterns import bound_names, dotted, last_name, runs_model, under_no_grad
+from injector.patterns import bound_names, callee_name, dotted, last_name, runs_model, under_no_grad
 
 
 def grad_switch(expr: cst.BaseExpression) -> bool:
@@ -187,14 +187,34 @@ def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode
     return found, chained
 
 
-def empty_start(source, training, backward) -> cst.Assign | None:
-    """The assignment of a loss that starts empty (`gen_loss = 0.0`) for its terms to be added
-    into, or None."""
-    assign = training.loss_assignment(backward)
-    value = assign.value if isinstance(assign, cst.Assign) else None
+def constant_start(value: cst.BaseExpression | None) -> bool:
+    """True for a constant a loss starts as, for its terms to be added into (`0`, `torch.tensor(0.0)`,
+    `torch.zeros(1)`, also moved or cast: `torch.zeros(1).to(pred_traj_gt)`): it holds no graph."""
     if isinstance(value, cst.UnaryOperation):
         value = value.expression
-    return assign if isinstance(value, (cst.Integer, cst.Float)) else None
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return True
+    if not isinstance(value, cst.Call):
+        return False
+    if (
+        isinstance(value.func, cst.Attribute)
+        and callee_name(value) in ("to", "cuda", "float", "double", "type")
+        and constant_start(value.func.value)
+    ):
+        return True  # a constant moved or cast (Social GAN's `loss = torch.zeros(1).to(pred_traj_gt)`)
+    if callee_name(value) in ("tensor", "zeros", "scalar_tensor", "new_zeros", "new_tensor"):
+        return all(isinstance(a.value, (cst.Integer, cst.Float, cst.List, cst.Tuple)) or a.keyword for a in value.args)
+    # a constant handed to a move (composer's `self.state.device.tensor_to_device(torch.zeros(size=(1,)))`)
+    positional = [a for a in value.args if a.keyword is None]
+    return len(positional) == 1 and isinstance(positional[0].value, cst.Call) and constant_start(positional[0].value)
+
+
+def empty_start(source, training, backward) -> cst.Assign | None:
+    """The assignment of a loss that starts empty (`gen_loss = 0.0`, `loss = torch.zeros(1).to(x)`)
+    for its terms to be added into, or None."""
+    assign = training.loss_assignment(backward)
+    value = assign.value if isinstance(assign, cst.Assign) else None
+    return assign if constant_start(value) else None
 
 
 def forwards_after_empty_start(source, training, backward) -> list[cst.CSTNode]:
