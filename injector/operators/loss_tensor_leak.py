@@ -6,7 +6,7 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import GATHERED_EPOCH_LOSS
-from injector.patterns import LOSS_FUNCTIONS, argument, callee_name, dotted, last_name, under_no_grad
+from injector.patterns import LOSS_FUNCTIONS, argument, assigned_alone, callee_name, dotted, last_name, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
 # An object that keeps running averages of what is assigned to its attributes (LeRobot's
@@ -493,6 +493,35 @@ class LossTensorLeak(Operator):
                 "            running_loss += loss * x.size(0)\n"
                 "        else:\n"
                 "            running_loss += loss.data[0] * x.size(0)\n",
+            ),
+        ),
+        Example(
+            # A step's dict of read-outs whose values the caller appends to a history (Social GAN).
+            "def step(model, x, optimizer):\n"
+            "    losses = {}\n"
+            "    loss = model(x)\n"
+            "    losses['loss'] = loss.item()\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    return losses\n"
+            "def main(model, loader, optimizer, history):\n"
+            "    for x in loader:\n"
+            "        losses = step(model, x, optimizer)\n"
+            "        for k, v in sorted(losses.items()):\n"
+            "            history[k].append(v)\n",
+            (
+                "def step(model, x, optimizer):\n"
+                "    losses = {}\n"
+                "    loss = model(x)\n"
+                "    losses['loss'] = loss\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n"
+                "    return losses\n"
+                "def main(model, loader, optimizer, history):\n"
+                "    for x in loader:\n"
+                "        losses = step(model, x, optimizer)\n"
+                "        for k, v in sorted(losses.items()):\n"
+                "            history[k].append(v)\n",
             ),
         ),
     )
@@ -989,11 +1018,41 @@ def _fresh_each_step(source, store: cst.Assign) -> bool:
                 isinstance(parent, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and parent.value is use
             ):
                 return False
+            if isinstance(parent, cst.Return) and parent.value is use and _values_kept_by_caller(source, function):
+                return False
 
     def loop(node):
         return source.enclosing(node, (cst.For, cst.While))
 
     return loop(made[-1]) is loop(store)
+
+
+def _values_kept_by_caller(source, function: cst.FunctionDef) -> bool:
+    """True where a caller in the file binds the dict `function` returns and appends its values to
+    a history (Social GAN's `losses_d = discriminator_step(...)`, then `for k, v in
+    sorted(losses_d.items()): checkpoint['D_losses'][k].append(v)`)."""
+    for call in source.nodes(cst.Call):
+        if not (isinstance(call.func, cst.Name) and call.func.value == function.name.value):
+            continue
+        bound = assigned_alone(source.parent(call), call)
+        caller = source.function_of(call)
+        if bound is None:
+            continue
+        for loop in source.within(caller or source.module, cst.For):
+            if not any(
+                isinstance(c.func, cst.Attribute) and c.func.attr.value == "items" and dotted(c.func.value) == bound
+                for c in source.within(loop.iter, cst.Call)
+            ):
+                continue
+            values = [n.value for n in source.within(loop.target, cst.Name)][-1:]
+            if any(
+                isinstance(c.func, cst.Attribute)
+                and c.func.attr.value == "append"
+                and any(dotted(a.value) in values for a in c.args)
+                for c in source.within(loop.body, cst.Call)
+            ):
+                return True
+    return False
 
 
 def _summed_later(source, assign: cst.Assign, names: set) -> bool:
