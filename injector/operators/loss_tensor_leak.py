@@ -68,6 +68,22 @@ _RETURNED_IN_TUPLE = (
 )
 
 
+_RETURNED_DICT = (
+    "def step(model, x, optimizer):\n"
+    "    losses = {}\n"
+    "    loss = model(x)\n"
+    "    losses['loss'] = loss.item()\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+    "    return losses\n"
+    "def main(model, loader, optimizer, history):\n"
+    "    for x in loader:\n"
+    "        losses = step(model, x, optimizer)\n"
+    "        for k, v in sorted(losses.items()):\n"
+    "            history[k].append(v)\n"
+)
+
+
 class LossTensorLeak(Operator):
     id = "loss-tensor-leak"
     summary = (
@@ -497,32 +513,8 @@ class LossTensorLeak(Operator):
         ),
         Example(
             # A step's dict of read-outs whose values the caller appends to a history (Social GAN).
-            "def step(model, x, optimizer):\n"
-            "    losses = {}\n"
-            "    loss = model(x)\n"
-            "    losses['loss'] = loss.item()\n"
-            "    loss.backward()\n"
-            "    optimizer.step()\n"
-            "    return losses\n"
-            "def main(model, loader, optimizer, history):\n"
-            "    for x in loader:\n"
-            "        losses = step(model, x, optimizer)\n"
-            "        for k, v in sorted(losses.items()):\n"
-            "            history[k].append(v)\n",
-            (
-                "def step(model, x, optimizer):\n"
-                "    losses = {}\n"
-                "    loss = model(x)\n"
-                "    losses['loss'] = loss\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n"
-                "    return losses\n"
-                "def main(model, loader, optimizer, history):\n"
-                "    for x in loader:\n"
-                "        losses = step(model, x, optimizer)\n"
-                "        for k, v in sorted(losses.items()):\n"
-                "            history[k].append(v)\n",
-            ),
+            _RETURNED_DICT,
+            (_RETURNED_DICT.replace("losses['loss'] = loss.item()", "losses['loss'] = loss"),),
         ),
     )
     untouched = (
