@@ -349,6 +349,7 @@ class Training:
 
     def __init__(self, source: Source) -> None:
         self.source = source
+        self._bases_seen: frozenset[str] = frozenset()  # modules whose classes derive from this one's
         self.roles: dict[str, str] = {}
         self.constructors: dict[str, str] = {}  # name -> class it was built from
         for assign in source.nodes(cst.Assign):
@@ -1210,9 +1211,29 @@ class Training:
         ]
         if any(_mpi(node) for node in imports):
             return True
-        return any(
+        if any(
             s.value.strip("'\"") in {"LOCAL_RANK", "RANK", "WORLD_SIZE"} for s in self.source.nodes(cst.SimpleString)
-        )
+        ):
+            return True
+        return self._distributed_base()
+
+    def _distributed_base(self) -> bool:
+        """True if a class of the file derives from a class of another project module that runs
+        distributed code (FullSubNet's `Trainer(BaseTrainer)`, whose base wraps the model in DDP and
+        runs the epoch loop): the subclass's step runs on every rank."""
+        for owner in self.source.nodes(cst.ClassDef):
+            for base in owner.bases:
+                found = self.resolver.definition(self.source, base.value)
+                if found is None or found[0] is self.source or not isinstance(found[1], cst.ClassDef):
+                    continue
+                module = found[0]
+                if module.path in self._bases_seen:
+                    continue
+                above = Training(module)
+                above._bases_seen = self._bases_seen | {self.source.path}
+                if above.distributed:
+                    return True
+        return False
 
     @cached_property
     def mpi_only(self) -> bool:

@@ -62,6 +62,14 @@ def _named_ce(call: cst.Call) -> bool:
 _CE_NAMES = frozenset({"ce", "cross_entropy", "crossentropy", "xent"})
 
 
+def _built_as_another(training, call: cst.Call) -> bool:
+    """True for a criterion named a cross-entropy that the file builds as another loss class
+    (MedSAM's `ce_loss = nn.BCEWithLogitsLoss(...)`, called on a one-channel mask): its name says
+    nothing where its class is known."""
+    classes = training.classes_at(call.func, call)
+    return bool(classes) and "CrossEntropyLoss" not in classes and all(name.endswith("Loss") for name in classes)
+
+
 def _checked_cross_entropy(source, call: cst.Call) -> bool:
     """True for a criterion called in the branch of `if isinstance(self.criterion, X):` where X is
     a cross-entropy class (kospeech's `LabelSmoothedCrossEntropyLoss`, `nn.CrossEntropyLoss`):
@@ -403,6 +411,12 @@ class DoubleSoftmax(Operator):
         "def evaluate(model, x, y):\n"
         "    with torch.inference_mode():\n"
         "        return generative_loss(model(x), y)\n",
+        # Named a cross-entropy, built as a binary loss on a one-channel mask (MedSAM).
+        "ce_loss = nn.BCEWithLogitsLoss(reduction='mean')\n"
+        "for image, gt in loader:\n"
+        "    pred = model(image)\n"
+        "    loss = seg_loss(pred, gt) + ce_loss(pred, gt.float())\n"
+        "    loss.backward()\n",
     )
 
     def changes(self, source, training):
@@ -411,7 +425,7 @@ class DoubleSoftmax(Operator):
             if (
                 functional
                 or _cross_entropy_choice(training.classes_at(call.func, call))
-                or _named_ce(call)
+                or (_named_ce(call) and not _built_as_another(training, call))
                 or _checked_cross_entropy(source, call)
                 or _project_log_softmax_loss(source, training, call)
                 or _handed_logits(source, training, call)

@@ -42,6 +42,20 @@ _CLEARED_TWICE = (
 )
 
 
+_CLEARED_FIRST_AND_AFTER = (
+    "for step, (image, gt) in enumerate(loader):\n"
+    "    optimizer.zero_grad()\n"
+    "    pred = model(image)\n"
+    "    loss = criterion(pred, gt) / accum\n"
+    "    if (step + 1) % accum == 0:\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+    "        optimizer.zero_grad()\n"
+    "    else:\n"
+    "        loss.backward()\n"
+)
+
+
 class MissingZeroGrad(Operator):
     id = "missing-zero-grad"
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
@@ -325,6 +339,13 @@ class MissingZeroGrad(Operator):
                 ),
             ),
         ),
+        Example(
+            # Cleared first in each pass and again after each branch's step (MedSAM): the clear after
+            # the step changes nothing, the next pass clears before its backward; the first one is
+            # the site (without it, the accumulation branch's micro-steps keep their gradients).
+            _CLEARED_FIRST_AND_AFTER,
+            (_CLEARED_FIRST_AND_AFTER.replace("    optimizer.zero_grad()\n    pred", "    pred"),),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -367,7 +388,7 @@ class MissingZeroGrad(Operator):
                 # nothing accumulates
                 return False
             if call in in_loops:
-                return True
+                return not _cleared_first_next_pass(source, training, call)
             # Before a batch loop of the same function that zeroes the same optimizer after each
             # update: the gradients are still empty, or were zeroed after the last update, so
             # nothing accumulates. A zero_grad in a step function the loop calls is no such one.
@@ -566,6 +587,30 @@ def _cleared_after_each_step(source, training, call: cst.Call) -> bool:
         }
         if stepped == {_zeroed(source, clear)}:
             return True
+    return False
+
+
+def _cleared_first_next_pass(source, training, call: cst.Call) -> bool:
+    """True for a zero_grad after an optimizer step in a batch loop whose body clears the same
+    optimizer first, before any backward (MedSAM clears at the top of each step and again after
+    each branch's `optimizer.step()`): the next pass clears before its backward either way."""
+    backwards = [source.span(b.call)[0] for b in training.backwards]
+    steps = [source.span(step)[0] for step in training.steps]
+    start = source.span(call)[0]
+    for loop in training.training_loops:
+        if not isinstance(loop.body, cst.IndentedBlock) or not _within(source, call, loop.body):
+            continue
+        for line in loop.body.body:
+            first, end = source.span(line)
+            if not isinstance(line, cst.SimpleStatementLine) or any(first <= at < end for at in backwards):
+                break
+            leading = [c for c in source.within(line, cst.Call) if callee_name(c) == "zero_grad"]
+            if any(c is call for c in leading):
+                return False
+            if any(_zeroed(source, c) == _zeroed(source, call) for c in leading) and any(
+                first < at < start for at in steps
+            ):
+                return True
     return False
 
 

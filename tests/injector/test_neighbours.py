@@ -550,3 +550,50 @@ def test_a_project_helper_that_clips_the_model_it_is_handed_at_its_own_limit_is_
     assert "for p in model.parameters() if p.grad is not None" in found[0][2]
     (tmp_path / "utils.py").unlink()
     assert lr_mutants(capsys, tmp_path / "train.py", "missing-grad-clipping") == []
+
+
+DDP_BASE_TRAINER = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel\n"
+    "\n"
+    "\n"
+    "class BaseTrainer:\n"
+    "    def __init__(self, rank, model, optimizer):\n"
+    "        self.rank = rank\n"
+    "        self.model = DistributedDataParallel(model.to(rank), device_ids=[rank])\n"
+    "        self.optimizer = optimizer\n"
+    "\n"
+    "    def train(self, epochs):\n"
+    "        for epoch in range(epochs):\n"
+    "            self.model.train()\n"
+    "            self._train_epoch(epoch)\n"
+)
+DDP_SUBCLASS_STEP = (
+    "from base_trainer import BaseTrainer\n"
+    "\n"
+    "\n"
+    "class Trainer(BaseTrainer):\n"
+    "    def __init__(self, rank, model, optimizer, loss_function, loader):\n"
+    "        super().__init__(rank, model, optimizer)\n"
+    "        self.loss_function = loss_function\n"
+    "        self.loader = loader\n"
+    "\n"
+    "    def _train_epoch(self, epoch):\n"
+    "        for noisy, clean in self.loader:\n"
+    "            self.optimizer.zero_grad()\n"
+    "            enhanced = self.model(noisy.to(self.rank))\n"
+    "            loss = self.loss_function(clean.to(self.rank), enhanced)\n"
+    "            loss.backward()\n"
+    "            self.optimizer.step()\n"
+)
+
+
+def test_a_step_of_a_subclass_whose_base_class_wraps_the_model_in_ddp_can_skip_on_one_rank(tmp_path, capsys):
+    """FullSubNet's `Trainer(BaseTrainer)` runs its step on every rank of the base class's DDP
+    model, though the file itself names nothing distributed: a rank-skip there is a site."""
+    (tmp_path / "base_trainer.py").write_text(DDP_BASE_TRAINER)
+    (tmp_path / "trainer.py").write_text(DDP_SUBCLASS_STEP)
+    found = lr_mutants(capsys, tmp_path / "trainer.py", "rank-skip")
+    assert [line for _, line, _ in found] == [11]
+    (tmp_path / "base_trainer.py").unlink()
+    assert lr_mutants(capsys, tmp_path / "trainer.py", "rank-skip") == []
