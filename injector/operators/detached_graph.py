@@ -94,6 +94,20 @@ _ZERO_TENSOR_START = (
 )
 
 
+_TARGET_FIRST = (
+    "class Trainer(BaseTrainer):\n"
+    "    def _train_epoch(self, epoch):\n"
+    "        for noisy, clean in self.train_dataloader:\n"
+    "            target = build_mask(noisy, clean)\n"
+    "            mask = self.model(noisy.unsqueeze(1))\n"
+    "            mask = mask.permute(0, 2, 3, 1)\n"
+    "            loss = self.loss_function(target, mask)\n"
+    "            self.optimizer.zero_grad()\n"
+    "            loss.backward()\n"
+    "            self.optimizer.step()\n"
+)
+
+
 class DetachedGraph(Operator):
     id = "detached-graph"
     summary = (
@@ -1167,6 +1181,12 @@ class DetachedGraph(Operator):
                 ),
             ),
         ),
+        Example(
+            # The target handed first, the output second after a reshape of its own name (FullSubNet's
+            # `cRM = cRM.permute(...)`): the output is cut, not the target (no graph to cut).
+            _TARGET_FIRST,
+            (_TARGET_FIRST.replace("self.loss_function(target, mask)", "self.loss_function(target, mask.detach())"),),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1962,23 +1982,41 @@ def _model_output(source, training, call: cst.Call) -> cst.BaseExpression:
     if not positional:
         return call
     for value in positional:
-        root = value
-        while True:
-            if isinstance(root, (cst.Subscript, cst.Attribute)):
-                root = root.value
-            elif (
-                # a method of the output (`outputs.transpose(0, 1)`, `.contiguous().view(...)`)
-                isinstance(root, cst.Call)
-                and isinstance(root.func, cst.Attribute)
-                and not runs_model(source, training, root)
-            ):
-                root = root.func.value
-            else:
-                break
-        if isinstance(root, cst.Call) and runs_model(source, training, root):
+        if _from_model(source, training, value, call):
             return value
-        if isinstance(root, cst.Name):
-            assign = training.last_assignment(root.value, call)
-            if assign is not None and assign.value is not None and runs_model(source, training, assign.value):
-                return value
     return positional[0]
+
+
+def _output_root(source, training, value: cst.BaseExpression) -> cst.BaseExpression:
+    """What a value reads, through its entries, attributes and methods (`outputs.transpose(0, 1)`,
+    `.contiguous().view(...)`): a name, or the call that runs the model."""
+    root = value
+    while True:
+        if isinstance(root, (cst.Subscript, cst.Attribute)):
+            root = root.value
+        elif (
+            isinstance(root, cst.Call)
+            and isinstance(root.func, cst.Attribute)
+            and not runs_model(source, training, root)
+        ):
+            root = root.func.value
+        else:
+            return root
+
+
+def _from_model(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True if `value` is computed by a model forward, also through names reassigned from it on
+    the way (FullSubNet's `cRM = self.model(noisy_mag)`, then `cRM = cRM.permute(0, 2, 3, 1)`)."""
+    for _ in range(8):
+        root = _output_root(source, training, value)
+        if isinstance(root, cst.Call):
+            return runs_model(source, training, root)
+        if not isinstance(root, cst.Name):
+            return False
+        assign = training.last_assignment(root.value, use)
+        if assign is None or assign.value is None:
+            return False
+        if runs_model(source, training, assign.value):
+            return True
+        value, use = assign.value, assign
+    return False
