@@ -8,7 +8,11 @@ mutant would be equivalent or aim at the wrong thing (`untouched`, each with why
 
 A site names one line: `at` is a text that occurs on exactly one line (`nth` picks the n-th line
 holding it), or `in` is a block header and the mutant must land inside that block. A mutant
-matches a site when it has the site's operator and its edits touch that line (or block).
+matches a site when it has the site's operator and its edits touch that line (or block). A
+detached-graph mutant that cuts a name where the loss reads it (`criterion(logits.detach(), y)`)
+cuts the value computed where that name was assigned: it also reaches those lines (`logits =
+model(x)`, and `mask = self.model(x)` before `mask = mask.permute(...)`), the forward line a
+listing names for the same fault.
 
 Judging a mutant: it is *found* when it matches an expected site, *equivalent* when it matches an
 untouched one, *real* when it matches a `real` site (a place the listing did not name where a
@@ -265,6 +269,62 @@ def touched_lines(mutant: Mutant, lines: LineIndex) -> set[int]:
     return touched
 
 
+def cut_origins(mutant: Mutant, text: str, tree: ast.Module | None, lines: LineIndex) -> set[int]:
+    """The lines that computed the names a detached-graph mutant cuts (`x.detach()` for `x`): the
+    name's last assignment before the cut in the same function, and so on back through the names
+    that assignment reads its value from (`mask = mask.permute(...)` after `mask = model(x)`)."""
+    if mutant.operator != "detached-graph" or tree is None:
+        return set()
+    found: set[int] = set()
+    for edit in mutant.edits:
+        name = text[edit.start : edit.end]
+        if not name.isidentifier() or edit.text != f"{name}.detach()":
+            continue
+        line = lines.line_of(edit.start)
+        scope = _scope_of(tree, line)
+        for _ in range(8):
+            assign = _last_assignment(scope, name, line)
+            if assign is None:
+                break
+            found.update(range(assign.lineno, (assign.end_lineno or assign.lineno) + 1))
+            root = _root_name(assign.value)
+            if root is None:
+                break
+            name, line = root, assign.lineno
+    return found
+
+
+def _scope_of(tree: ast.Module, line: int) -> ast.AST:
+    """The innermost function holding `line` (the module where none does)."""
+    functions = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0)
+    ]
+    return max(functions, key=lambda node: node.lineno, default=tree)
+
+
+def _last_assignment(scope: ast.AST, name: str, line: int) -> ast.Assign | None:
+    last = None
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and node.lineno < line:
+            names = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if name in names and (last is None or node.lineno > last.lineno):
+                last = node
+    return last
+
+
+def _root_name(value: ast.expr) -> str | None:
+    """The name a value is read from through entries, attributes and methods, if any."""
+    while True:
+        if isinstance(value, (ast.Subscript, ast.Attribute)):
+            value = value.value
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            value = value.func.value
+        else:
+            return value.id if isinstance(value, ast.Name) else None
+
+
 def _matches(site: Site, mutant: Mutant, touched: set[int], headers: set[int] | None = None) -> bool:
     if mutant.operator != site.op:
         return False
@@ -302,7 +362,11 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
         mutants = mutants_for_source(file.text, file.name)
     verdict = Verdict(file, mutants)
     lines = LineIndex(file.text)
-    touched = {m.id: touched_lines(m, lines) for m in mutants}
+    try:
+        tree: ast.Module | None = ast.parse(file.text.removeprefix("\ufeff"))
+    except SyntaxError:
+        tree = None  # Python 2 (a few old files): no origins to follow
+    touched = {m.id: touched_lines(m, lines) | cut_origins(m, file.text, tree, lines) for m in mutants}
     headers = {m.id: loop_headers(m, lines) for m in mutants}
     for site in file.expected:
         hit = any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants)
