@@ -213,6 +213,11 @@ KEYWORDS: tuple[bytes, ...] = (
     b"ifferent results",
     b"rain mode",
     b"raining mode",
+    # fresh batch 20: the loader's time beside a batch's ("data loading ... batch time"), the speed
+    # data is read at in Chinese (数据读取速度), a report that the test phase errors
+    b"ata loading",
+    "数据读取".encode(),
+    b"test is",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

@@ -184,6 +184,8 @@ _EPOCH_BATCH = re.compile(
 # pytorch/examples' MNIST print, copied into many projects: "Train Epoch: 1 [4320/6000 (72%)]"
 # (samples seen of the epoch's samples)
 _EPOCH_SAMPLES = re.compile(r"\bepoch\s*:?\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(|\])", re.I)
+# a line opening with its step of the run's steps: UGATIT's "[  997/1000000] time: ..."
+_COUNTER = re.compile(r"\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 _BAR = re.compile(r"(?:\bEpoch\s+(\d+)\b.*?)?\|\s*(\d+)/(\d+)\s*\[")
 # a table: a header of column names closing the line, then rows of as many numbers
 _CELLS = re.compile(r"[^\s|]+")
@@ -376,11 +378,14 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
             step = int(sm.group(1))
         else:
             bar = _BAR.search(text) if "|" in text else None
+            counter = _COUNTER.match(text) if bar is None and "[" in text else None
             if bar:
                 is_bar = True
                 epoch = int(bar.group(1) or 0)
                 step = epoch * int(bar.group(3)) + int(bar.group(2))
                 in_epoch = bar.group(1) is None
+            elif counter and int(counter.group(1)) <= int(counter.group(2)):
+                step = int(counter.group(1))
     if "throughput" not in metrics:
         rate = _RATE.search(text) if "/s" in text else None
         if rate:

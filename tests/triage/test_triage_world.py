@@ -442,6 +442,16 @@ FRESH19_READ = [
     # "the model will not be put back into train mode" after evaluate_during_training
     ("simpletransformers-739.log", "not-back-in-train-mode-reported", "missing-train-mode"),
 ]
+FRESH20_READ = [
+    ("usad-6.log", "eval-oom-reported", "missing-no-grad-eval"),  # "train is ok. test is error." then OOM
+    # `[ 1000/1000000]` after steps 997, 998, 999, then out of memory in the sampling forward
+    ("ugatit-pytorch-23.log", "oom-at-round-step", "missing-no-grad-eval"),
+    ("faceboxes-pytorch-10.log", "gpu-idle-reported", "dataloader-bottleneck"),  # 影响着数据读取速度
+    # "why data loading needs so much time ? it seems to be close to the batch time"
+    ("two-stream-action-recognitio-20.log", "gpu-idle-reported", "dataloader-bottleneck"),
+    # "the position of "scheduler.step()" is error ... the learning-rate decrese too fast"
+    ("stgcn-18.log", "scheduler-misplaced-reported", "scheduler-step-misaligned"),
+]
 
 
 @pytest.mark.parametrize(
@@ -460,7 +470,8 @@ FRESH19_READ = [
     + FRESH16_READ
     + FRESH17_READ
     + FRESH18_READ
-    + FRESH19_READ,
+    + FRESH19_READ
+    + FRESH20_READ,
 )
 def test_a_later_batchs_first_miss_is_read_after_its_fix(name, symptom, first):
     d = explain(WORLD / "excerpts" / name)

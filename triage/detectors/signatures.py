@@ -318,8 +318,15 @@ SIGNATURES: tuple[Signature, ...] = (
         r"many workers which may be a bottleneck|"
         # the loader's time per batch said to be large ("data_time>2. Too slow.")
         r"\bdata\W{0,3}_?time\s*>\s*\d|"
-        # in Chinese: "dataloader时快时慢" (now fast, now slow), "dataloader 加载缓慢" (loads slowly)
-        r"(?:data ?loader|data_time|数据加载)[^\n]{0,12}?(?:时快时慢|缓慢|很慢|太慢|变慢|慢)",
+        # the loader's time said to be close to a whole batch's ("the data loading time is similar to
+        # the batch time"), or too much ("why data loading needs so much time")
+        r"\bdata[ -]?load(?:ing|er)\b[^\n]{0,60}?\b(?:close|similar|equal|comparable)\s+to\s+(?:the\s+)?"
+        r"(?:batch|step|iter\w*)\s+time\b|"
+        r"\bdata[ -]?load(?:ing|er)\s+(?:needs|takes|costs|spends|uses)\s+(?:so|too|very)\s+(?:much|long)\s+time\b|"
+        # in Chinese: "dataloader时快时慢" (now fast, now slow), "dataloader 加载缓慢" (loads slowly);
+        # the number of workers said to weigh on "数据读取速度" (the speed data is read at)
+        r"(?:data ?loader|data_time|数据加载|数据读取)[^\n]{0,12}?(?:时快时慢|缓慢|很慢|太慢|变慢|慢)|"
+        r"(?:影响|决定|限制)[^\n。]{0,4}?数据(?:读取|加载)(?:的)?速度",
         "the log says the GPU sits idle waiting for data",
     ),
     # a report that names the call the code missed ("`model.eval()` was not called", "I forgot
@@ -414,6 +421,16 @@ SIGNATURES: tuple[Signature, ...] = (
         # scheduler was wrongly updating for batches instead of epochs"
         r"\bschedul\w*\b[^\n]{0,80}?\b(?:batch(?:es)?|iterations?|steps?)\b[^\n]{0,30}?\binstead of\b[^\n]{0,30}?\bepochs?\b",
         "the report says the schedule stepped once a batch where it was meant to step once an epoch",
+    ),
+    _sig(
+        "scheduler-misplaced-reported",
+        # "the position of "scheduler.step()" is error in main.py, which leads to the learning-rate
+        # decrese too fast": the step said to sit in the wrong place, the rate said to fall too soon
+        r"\b(?:position|place|placement|location)\s+of\s+\W?(?:the\s+)?[\w.]*schedul\w*(?:\.step\(\))?\W?\s+"
+        r"(?:is|was)\s+(?:an?\s+)?(?:wrong|error|incorrect|mistaken|misplaced)\b|"
+        r"\bschedul\w*\b[^\n]{0,80}?\b(?:learning[ -]?rate|lr)\b[^\n.]{0,20}?\b(?:decay|decre|drop|fall|fell|shrink)\w*"
+        r"\s+(?:too|very|so)\s+(?:fast|quickly|rapidly|early|soon)\b",
+        "the report says the scheduler steps in the wrong place, the rate falling too soon",
     ),
     _sig(
         "params-cannot-train-reported",
@@ -580,6 +597,7 @@ EMITS: frozenset[str] = frozenset(
         "crashed",
         "few-trainable-parameters",
         "oom-in-evaluation",
+        "oom-at-round-step",
     }
 )
 
@@ -590,6 +608,7 @@ _NOT_ERRORS = {
     "quoted-requires-grad-false",
     "few-trainable-parameters",
     "oom-in-evaluation",
+    "oom-at-round-step",
     "job-cancelled",
     "broadcast-warning",
     "recompiling",
@@ -605,6 +624,7 @@ _NOT_ERRORS = {
     "double-softmax-reported",
     "shuffle-off-reported",
     "scheduler-without-step-reported",
+    "scheduler-misplaced-reported",
     "not-in-eval-mode-reported",
     "not-in-optimizer-reported",
     "requires-grad-fix-reported",
@@ -754,6 +774,9 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "tilization",
         "to load data",
         "data-load",
+        "data load",
+        "数据读取",
+        "数据加载",
     ),
     **{f"{fault}-call-missing-reported": words for fault, _, _, words in MISSED_CALLS},
     "graph-kept-reported": (
@@ -771,6 +794,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "scheduler-without-step-reported": ("schedul",),
     "not-in-eval-mode-reported": ("eval mode", "evaluation mode", "eval state", "evaluation state", "eval()"),
     "scheduler-per-batch-reported": ("schedul",),
+    "scheduler-misplaced-reported": ("schedul",),
     "params-cannot-train-reported": ("param", "freez", "froze"),
     "zero-grad-per-epoch-reported": ("zero_grad",),
     "no-grad-advice-reported": ("no_grad",),
@@ -929,6 +953,9 @@ def detect(ctx: Context) -> list[Symptom]:
     oom = found.get("out-of-memory")
     if oom and oom[0].line is not None:
         out.extend(_oom_in_evaluation(ctx.readings, oom[0]))
+        if "eval-oom-reported" not in found:
+            out.extend(_oom_said_in_evaluation(ctx.readings, oom[0]))
+        out.extend(_oom_at_round_step(ctx, oom[-1]))
     fn = groups.get("anomaly-nan")
     # Log/Sqrt/Div backward NaNs come from unguarded inputs; a (log-)softmax guards itself
     if fn is not None and _GUARDED_OPS.search(fn.group("fn")) and "softmax" not in fn.group("fn").lower():
@@ -953,6 +980,62 @@ _EVALUATION = re.compile(
     r"^(?:_*(?:val|valid|validate|validation|eval|evaluate|evaluation|test|testing)(?:_\w+)?|\w*_(?:val|eval|evaluate|validate|validation)(?:_\w+)?)$",
     re.I,
 )
+
+
+# "test is error.", "but the evaluation throws an error": a report's line placing the failure
+# in the test or evaluation phase
+_EVAL_FAILS = re.compile(
+    r"^\W*(?:but\s+|and\s+)?(?:the\s+|my\s+)?(?:test|testing|evaluation|eval|validation|inference)\s+"
+    r"(?:is|was|gives?|gave|throws?|threw|raises?|raised|has|had|returns?|returned)\s+(?:an?\s+|the\s+)?errors?\b",
+    re.I,
+)
+
+
+def _oom_said_in_evaluation(readings: list[Reading], oom: Reading) -> list[Symptom]:
+    """A report that places the failure in testing ("train is ok. test is error.") where the
+    error is an allocation that failed: the evaluation ran out where training steps fit."""
+    said = next((rd for rd in readings if rd.line is not None and _EVAL_FAILS.match(rd.text)), None)
+    if said is None:
+        return []
+    return [
+        Symptom(
+            "eval-oom-reported",
+            "the report says the error comes in testing, and memory ran out",
+            (_ev(said), _ev(oom)),
+            rank=oom.rank,
+        )
+    ]
+
+
+def _oom_at_round_step(ctx: Context, oom: Reading) -> list[Symptom]:
+    """Memory that ran out right after a round step (the 1000th) of a run logged at a finer
+    interval that had stepped fine until then: the work a loop does every N steps (evaluating,
+    sampling images) ran out where the training steps fit, the sign of its forward building
+    graphs without `no_grad`."""
+    assert oom.line is not None
+    logged = sorted(
+        {(p.line, p.step) for series in ctx.series.values() if series.explicit_steps for p in series.points if p.line}
+    )
+    # the metric lines before the allocation; all of them where the message comes first (a report's
+    # title) and the run's own last lines were cut
+    before = [(line, step) for line, step in logged if line < oom.line]
+    steps = before or logged
+    if len(steps) < 4:
+        return []
+    line, step = steps[-1]
+    earlier = [s for _, s in steps[:-1]]
+    if step < 100 or step % 100 or all(s % 100 == 0 for s in earlier) or max(earlier) >= step:
+        return []
+    text = next((rd.text for rd in ctx.readings if rd.line == line), f"step {step}")
+    return [
+        Symptom(
+            "oom-at-round-step",
+            f"memory ran out right after step {step}, a round step, where the steps before it fit: "
+            "the work a loop does every so many steps (evaluating, sampling) ran out",
+            (Evidence(line, text.strip()[:300], rank=oom.rank), _ev(oom)),
+            rank=oom.rank,
+        )
+    ]
 
 
 def _oom_in_evaluation(readings: list[Reading], oom: Reading) -> list[Symptom]:
