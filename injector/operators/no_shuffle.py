@@ -51,6 +51,27 @@ def _bound_for_training(source, call: cst.Call) -> str | None:
     return dotted(assign.targets[0].target)
 
 
+_SANITY_CHECK_AND_SAMPLER = (
+    "tr_dataloader = DataLoader(NpyDataset('data/npy'), batch_size=8, shuffle=True)\n"
+    "for step, (image, gt) in enumerate(tr_dataloader):\n"
+    "    show_mask(gt[0], image[0])\n"
+    "    break\n"
+    "def main_worker(gpu, args):\n"
+    "    train_dataset = NpyDataset(args.tr_npy_path)\n"
+    "    train_sampler = torch.utils.data.distributed.DistributedSampler(train_dataset)\n"
+    "    train_dataloader = DataLoader(\n"
+    "        train_dataset, batch_size=args.batch_size, shuffle=(train_sampler is None), sampler=train_sampler\n"
+    "    )\n"
+    "    for epoch in range(args.num_epochs):\n"
+    "        train_dataloader.sampler.set_epoch(epoch)\n"
+    "        for image, gt in train_dataloader:\n"
+    "            loss = criterion(model(image), gt)\n"
+    "            optimizer.zero_grad()\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+)
+
+
 class NoShuffle(Operator):
     id = "no-shuffle"
     summary = (
@@ -404,6 +425,17 @@ class NoShuffle(Operator):
                 "            yield from dataset.iterbatches(self.batch_size, deterministic=deterministic)\n",
             ),
         ),
+        Example(
+            # MedSAM: a top-level sanity check plots one batch of its own shuffled loader (no step
+            # reads it), and the training loader's flag is computed from a sampler always given (so
+            # always False): the DistributedSampler's own shuffle is the site.
+            _SANITY_CHECK_AND_SAMPLER,
+            (
+                _SANITY_CHECK_AND_SAMPLER.replace(
+                    "DistributedSampler(train_dataset)", "DistributedSampler(train_dataset, shuffle=False)"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A deterministic switch that orders no batches (cuDNN's algorithms).
@@ -562,7 +594,9 @@ class NoShuffle(Operator):
                         call, (source.replace(call, self._with_false(source, call)),), f"the {kind} no longer shuffles"
                     )
                 continue
-            if _is_false(shuffle.value):
+            if _is_false(shuffle.value) or _sampler_always_given(source, training, call, shuffle.value):
+                continue
+            if _only_inspected(source, training, call):
                 continue
             yield Change(call, (source.replace(shuffle.value, "False"),), f"the {kind} no longer shuffles")
         for function in source.nodes(cst.FunctionDef):
@@ -844,3 +878,48 @@ def _always_samplers(source, training, value: cst.BaseExpression, use: cst.CSTNo
     function = source.function_of(use)
     assigns = [a for a in training.assigned_names.get(value.value, ()) if source.function_of(a) is function]
     return bool(assigns) and all(isinstance(a.value, cst.Call) for a in assigns)
+
+
+def _sampler_always_given(source, training, call: cst.Call, flag: cst.BaseExpression) -> bool:
+    """True for a loader's shuffle flag computed from the sampler it is also handed
+    (`shuffle=(train_sampler is None), sampler=train_sampler`) where that sampler is always one
+    (MedSAM builds its DistributedSampler unconditionally): the flag is always False."""
+    sampler = argument(call, "sampler", None)
+    if sampler is None or not isinstance(sampler.value, cst.Name):
+        return False
+    name = sampler.value.value
+    if name not in {n.value for n in source.within(flag, cst.Name)}:
+        return False
+    return _always_samplers(source, training, sampler.value, call)
+
+
+_PASSED_THROUGH = frozenset({"enumerate", "iter", "tqdm"})
+
+
+def _only_inspected(source, training, call: cst.Call) -> bool:
+    """True for a loader bound to a name that only loops running no training step read, where the
+    file trains elsewhere (MedSAM's top-level sanity check, plotting one batch of its own loader
+    before the training function builds the real one): its order reaches no update."""
+    if not training.training_loops:
+        return False
+    assign = source.enclosing(call, cst.Assign)
+    if assign is None or assign.value is not call or len(assign.targets) != 1:
+        return False
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    uses = [n for n in source.nodes(cst.Name) if n.value == target.value and n is not target]
+    if not uses:
+        return False
+    for use in uses:
+        node: cst.CSTNode = use
+        parent = source.parent(node)
+        while isinstance(parent, cst.Arg) and callee_name(source.parent(parent)) in _PASSED_THROUGH:
+            node = source.parent(parent)
+            parent = source.parent(node)
+        if not isinstance(parent, cst.For) or parent.iter is not node or parent in training.training_loops:
+            return False
+        inside = {id(c) for c in source.within(parent, cst.Call)}
+        if any(id(b.call) in inside for b in training.backwards):
+            return False
+    return True

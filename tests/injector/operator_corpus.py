@@ -348,10 +348,24 @@ def loop_headers(mutant: Mutant, lines: LineIndex) -> set[int]:
             depth = len(line) - len(line.lstrip())
             if depth < indent:
                 if line.rstrip().endswith(":"):
-                    found.add(above)
+                    found.add(_header_start(lines, above))
                     break
                 indent = depth
     return found
+
+
+def _header_start(lines: LineIndex, number: int) -> int:
+    """The first line of a block header split over lines (`for step, batch in enumerate(` ...
+    `):`): the header's last line closes a bracket the line it starts on, at its indent, opened."""
+    text = lines.line_text(number)
+    if not text.lstrip().startswith((")", "]", "}")):
+        return number
+    depth = len(text) - len(text.lstrip())
+    for above in range(number - 1, 0, -1):
+        line = lines.line_text(above)
+        if line.strip() and len(line) - len(line.lstrip()) == depth:
+            return above
+    return number
 
 
 def judge(file: CorpusFile, load: bool = True) -> Verdict:
