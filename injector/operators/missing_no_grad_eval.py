@@ -348,6 +348,23 @@ class MissingNoGradEval(Operator):
         ),
     )
     untouched = (
+        # Chunks of a prediction, each output detached as it is kept (qlib's `_nn_predict`): no
+        # graph outlives a line; nor in the validation that scores what it returns.
+        "class Model:\n"
+        "    def _predict(self, data):\n"
+        "        preds = []\n"
+        "        self.model.eval()\n"
+        "        with torch.no_grad():\n"
+        "            batch_size = 8096\n"
+        "            for i in range(0, len(data), batch_size):\n"
+        "                x = data[i : i + batch_size]\n"
+        "                preds.append(self.model(x).detach().reshape(-1))\n"
+        "        return torch.cat(preds)\n"
+        "    def validate(self, data, y):\n"
+        "        with torch.no_grad():\n"
+        "            preds = self._predict(data)\n"
+        "            loss = self.criterion(preds, y)\n"
+        "        return loss.item()\n",
         # A mean teacher's targets under no_grad before the student's backward; the validation
         # switches modes after the step, every 200 iterations (SSL4MIS's UA-MT).
         "def train(model, ema_model, loader):\n"
@@ -452,6 +469,8 @@ class MissingNoGradEval(Operator):
                 # fault removes their switches with it
                 if any(not disables_grad(item.item) for item in block.items):
                     continue
+                if all(isinstance(g, cst.With) and self._keeps_only_detached(source, g) for g in below):
+                    continue  # every forward below keeps only detached outputs (qlib's validation)
                 edits = [self._unwrap(source, block), *(self._removal(source, guard) for guard in below)]
                 yield Change(block, tuple(edits), "evaluation records autograd graphs")
                 continue
@@ -599,20 +618,43 @@ class MissingNoGradEval(Operator):
         graph outlives the block."""
         if not isinstance(block.body, cst.IndentedBlock):
             return False
-        assigned, detached = [], set()
-        for line in block.body.body:
+        assigned: list[str] = []
+        detached: set[str] = set()
+        lines: list[cst.BaseStatement] = list(block.body.body)
+        while lines:
+            line = lines.pop(0)
+            if isinstance(line, cst.For) and isinstance(line.body, cst.IndentedBlock) and line.orelse is None:
+                # a loop over chunks (qlib's `_nn_predict`): its statements are judged alike
+                lines[:0] = list(line.body.body)
+                continue
             if not isinstance(line, cst.SimpleStatementLine):
                 return False
             for small in line.body:
                 call = statement_call(small)
                 if call is not None and last_name(call.func) == "detach_" and isinstance(call.func, cst.Attribute):
                     detached.add(source.code(call.func.value))
+                elif (
+                    call is not None
+                    and last_name(call.func) == "append"
+                    and len(call.args) == 1
+                    and (".detach()" in source.code(call.args[0].value) or becomes_number(call.args[0].value))
+                ):
+                    # `preds.append(model(x).detach().reshape(-1))`: kept, detached at once
+                    assigned.append("append")
+                    detached.add("append")
                 elif isinstance(small, cst.Return) and small.value is not None:
                     assigned.append("return")
                     if becomes_number(small.value):
                         detached.add("return")
                 elif isinstance(small, cst.Assign) and len(small.targets) == 1:
-                    if ".detach()" in source.code(small.value) or becomes_number(small.value):
+                    value = small.value
+                    if (
+                        ".detach()" in source.code(value)
+                        or becomes_number(value)
+                        or isinstance(value, (cst.Integer, cst.Float))
+                        or (isinstance(value, cst.Subscript) and not any(source.within(value, cst.Call)))
+                    ):
+                        # detached, a number, or a slice of what came in (`x = data[i : i + n]`)
                         detached.add(source.code(small.targets[0].target))
                     assigned.append(source.code(small.targets[0].target))
                 else:
