@@ -452,6 +452,9 @@ FRESH20_READ = [
     # "the position of "scheduler.step()" is error ... the learning-rate decrese too fast"
     ("stgcn-18.log", "scheduler-misplaced-reported", "scheduler-step-misaligned"),
 ]
+FRESH21_READ = [
+    ("llava-1301.log", "loss-sudden-rise-reported", "lr-too-high"),  # "Loss suddenly increases during fine-tuning"
+]
 
 
 @pytest.mark.parametrize(
@@ -471,7 +474,8 @@ FRESH20_READ = [
     + FRESH17_READ
     + FRESH18_READ
     + FRESH19_READ
-    + FRESH20_READ,
+    + FRESH20_READ
+    + FRESH21_READ,
 )
 def test_a_later_batchs_first_miss_is_read_after_its_fix(name, symptom, first):
     d = explain(WORLD / "excerpts" / name)

@@ -268,6 +268,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "the log says the loss blew up",
     ),
     _sig(
+        "loss-sudden-rise-reported",
+        # a rise said to come at once, not over many steps: "Loss suddenly increases during
+        # fine-tuning", "a strange sudden increase of loss", "a sudden spike in the loss"
+        r"\bloss(?:es)?\b[^\n.]{0,30}?\b(?:suddenly|abruptly)\s+(?:increase[sd]?|increasing|soar(?:s|ed)?)\b|"
+        r"\b(?:sudden|abrupt)\s+(?:increase|rise|jump|spike|surge|explosion)\s+(?:of|in)\s+(?:the\s+)?"
+        r"(?:training\s+|train\s+)?loss(?:es)?\b",
+        "the report says the loss rose all at once",
+    ),
+    _sig(
         "memory-growth-reported",
         r"\b(?:memory|ram)\s+(?:usage\s+)?(?:keeps?\s+|kept\s+|is\s+|was\s+)?(?:increas|grow|climb|ris)\w*|"
         # the other word order: "continuous rising of gpu memory", "increasing GPU memory usage"
@@ -616,6 +625,7 @@ _NOT_ERRORS = {
     "scheduler-before-optimizer",
     "loss-non-finite-reported",
     "loss-exploded-reported",
+    "loss-sudden-rise-reported",
     "dataloader-timeout",
     "memory-growth-reported",
     "gpu-idle-reported",
@@ -757,6 +767,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "nan when",
     ),
     "loss-exploded-reported": ("loss", "损失"),
+    "loss-sudden-rise-reported": ("loss",),
     "memory-growth-reported": ("memory", " ram ", "内存", "显存"),
     "gpu-idle-reported": (
         "gpu util",
