@@ -82,23 +82,72 @@ def _project_builder_rates(source, resolver: Resolver, call: cst.Call) -> list[c
         return []
     module, definition = found
     bound = bound_arguments(definition, call)
-    function = constructor_or_function(definition)
-    if bound is None or function is None:
+    if bound is None:
         return []
+    return [bound[name] for name in _rate_parameters(resolver, module, definition) if name in bound]
+
+
+def _rate_parameters(resolver: Resolver, module, definition: cst.ClassDef | cst.FunctionDef) -> list[str]:
+    """The parameters of a project class or function that reach a torch optimizer as its rate:
+    handed on as `lr` to one its body builds, or a torch optimizer subclass's own `lr` (mdistiller's
+    `DistillationOrientedTrainer(Optimizer)`, whose `__init__` puts it in the defaults)."""
+    function = constructor_or_function(definition)
+    if function is None:
+        return []
+    names = {p.name.value for p in function.params.params}
+    if (
+        isinstance(definition, cst.ClassDef)
+        and "lr" in names
+        and any(_torch_optimizer(resolver, module, base.value) for base in definition.bases)
+    ):
+        return ["lr"]
     rates = []
     for inner in module.within(function, cst.Call):
-        callee = dotted(inner.func) or ""
-        imported = resolver.imports(module).get(callee.partition(".")[0])
-        origin = (imported.module + "." + (imported.name or "")) if imported is not None else ""
-        if (
-            not (origin.startswith("torch.optim") or callee.startswith("torch.optim."))
-            or not callee.rsplit(".", 1)[-1][:1].isupper()
-        ):
-            continue  # not a torch optimizer
+        if not _torch_optimizer(resolver, module, inner.func):
+            continue
         rate = argument(inner, "lr", 1)
-        if rate is not None and isinstance(rate.value, cst.Name) and rate.value.value in bound:
-            rates.append(bound[rate.value.value])
+        if rate is not None and isinstance(rate.value, cst.Name) and rate.value.value in names:
+            rates.append(rate.value.value)
     return rates
+
+
+def _torch_optimizer(resolver: Resolver, module, callee_expr: cst.BaseExpression) -> bool:
+    """True for a torch optimizer class as `module` names it (`optim.SGD`, `Optimizer` imported
+    from torch.optim)."""
+    callee = dotted(callee_expr) or ""
+    imported = resolver.imports(module).get(callee.partition(".")[0])
+    origin = (imported.module + "." + (imported.name or "")) if imported is not None else ""
+    return (origin.startswith("torch.optim") or callee.startswith("torch.optim.")) and callee.rsplit(".", 1)[-1][
+        :1
+    ].isupper()
+
+
+def _splatted_builder_rates(source, resolver: Resolver, call: cst.Call) -> list[cst.BaseExpression]:
+    """The keyword arguments splatted into a call of the project's optimizer builder where its
+    rate parameter is not given otherwise (Meta-Baseline's `utils.make_optimizer(params,
+    config['optimizer'], **config['optimizer_args'])`, whose `make_optimizer(params, name, lr, ...)`
+    builds `SGD(params, lr, ...)`): the rate is an entry of them."""
+    splats = [a for a in call.args if a.star == "**"]
+    if len(splats) != 1:
+        return []
+    found = resolver.definition(source, call.func)
+    if found is None:
+        return []
+    module, definition = found
+    function = constructor_or_function(definition)
+    if function is None:
+        return []
+    rates = _rate_parameters(resolver, module, definition)
+    if not rates:
+        return []
+    given = {a.keyword.value for a in call.args if a.keyword is not None}
+    positional = [p.name.value for p in function.params.params]
+    if positional and positional[0] == "self" and isinstance(definition, cst.ClassDef):
+        positional = positional[1:]
+    given |= set(positional[: len([a for a in call.args if a.keyword is None and not a.star])])
+    if any(rate in given for rate in rates):
+        return []
+    return [splats[0].value]
 
 
 def _project_builder_configs(source, resolver: Resolver, call: cst.Call) -> list[cst.BaseExpression]:
@@ -1258,7 +1307,9 @@ class LrTooHigh(Operator):
             if rates:
                 yield self._scaled(source, call, *rates)
                 continue
-            configs = _project_builder_configs(source, resolver, call)
+            configs = _project_builder_configs(source, resolver, call) or _splatted_builder_rates(
+                source, resolver, call
+            )
             if configs and not rates_written:
                 yield Change(
                     call,

@@ -597,3 +597,42 @@ def test_a_step_of_a_subclass_whose_base_class_wraps_the_model_in_ddp_can_skip_o
     assert [line for _, line, _ in found] == [11]
     (tmp_path / "base_trainer.py").unlink()
     assert lr_mutants(capsys, tmp_path / "trainer.py", "rank-skip") == []
+
+
+OPTIM_UTILS = (
+    "from torch.optim import SGD, Adam\n"
+    "from torch.optim.optimizer import Optimizer\n"
+    "\n"
+    "\n"
+    "def make_optimizer(params, name, lr, weight_decay=None):\n"
+    "    if name == 'sgd':\n"
+    "        return SGD(params, lr, momentum=0.9, weight_decay=weight_decay or 0.0)\n"
+    "    return Adam(params, lr, weight_decay=weight_decay or 0.0)\n"
+    "\n"
+    "\n"
+    "class TwoMomentumTrainer(Optimizer):\n"
+    "    def __init__(self, params, lr=0.1, momentum=0.0, momentum_kd=0.0):\n"
+    "        super().__init__(params, dict(lr=lr, momentum=momentum, momentum_kd=momentum_kd))\n"
+)
+OPTIM_SCRIPT = (
+    "import utils\n"
+    "\n"
+    "\n"
+    "def main(config, model):\n"
+    "    optimizer = utils.make_optimizer(model.parameters(), config['optimizer'], **config['optimizer_args'])\n"
+    "    other = utils.TwoMomentumTrainer(model.get_learnable_parameters(), lr=config['lr'])\n"
+    "    return optimizer, other\n"
+)
+
+
+def test_a_rate_reaching_a_project_optimizer_through_splatted_arguments_or_its_own_class_is_raised(tmp_path, capsys):
+    """Meta-Baseline hands its rate to `utils.make_optimizer` inside `**config['optimizer_args']`;
+    mdistiller builds its own `Optimizer` subclass with `lr=`: both rates reach the optimizer."""
+    (tmp_path / "utils.py").write_text(OPTIM_UTILS)
+    (tmp_path / "train.py").write_text(OPTIM_SCRIPT)
+    found = [m for m in lr_mutants(capsys, tmp_path / "train.py") if m[0] == "train.py"]
+    assert [line for _, line, _ in found] == [5, 6]
+    assert "**{k: v * 100 if k == \"lr\" else v for k, v in (config['optimizer_args']).items()}" in found[0][2]
+    assert "lr=config['lr'] * 100" in found[1][2]
+    (tmp_path / "utils.py").unlink()
+    assert lr_mutants(capsys, tmp_path / "train.py") == []
