@@ -108,6 +108,18 @@ _TARGET_FIRST = (
 )
 
 
+_WEIGHTED_BY_SETTINGS = (
+    "for x, y in loader:\n"
+    "    pred = model(x)\n"
+    "    loss_pos = mpjpe(pred, y)\n"
+    "    loss_vel = velocity_loss(pred, y)\n"
+    "    loss_total = loss_pos + args.lambda_vel * loss_vel\n"
+    "    optimizer.zero_grad()\n"
+    "    loss_total.backward()\n"
+    "    optimizer.step()\n"
+)
+
+
 class DetachedGraph(Operator):
     id = "detached-graph"
     summary = (
@@ -1187,6 +1199,19 @@ class DetachedGraph(Operator):
             _TARGET_FIRST,
             (_TARGET_FIRST.replace("self.loss_function(target, mask)", "self.loss_function(target, mask.detach())"),),
         ),
+        Example(
+            # Terms weighted by settings (MotionBERT's `args.lambda_scale * loss_3d_scale`): the sum
+            # cut off, and each term cut where it is computed.
+            _WEIGHTED_BY_SETTINGS,
+            (
+                _WEIGHTED_BY_SETTINGS.replace(
+                    "loss_total = loss_pos + args.lambda_vel * loss_vel",
+                    "loss_total = (loss_pos + args.lambda_vel * loss_vel).detach()",
+                ),
+                _WEIGHTED_BY_SETTINGS.replace("mpjpe(pred, y)", "mpjpe(pred, y).detach()"),
+                _WEIGHTED_BY_SETTINGS.replace("velocity_loss(pred, y)", "velocity_loss(pred, y).detach()"),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1871,7 +1896,11 @@ def _summands(expr: cst.BaseExpression) -> list[str]:
             return _summands(other)
         names = [side.value for side in sides if isinstance(side, cst.Name)]
         losses = [n for n in names if _names_a_loss(n)]
-        return losses if len(names) == 2 and len(losses) == 1 else []
+        if len(names) == 2 and len(losses) == 1:
+            return losses
+        # a weight read from the settings (MotionBERT's `args.lambda_scale * loss_3d_scale`)
+        weights = [side for side in sides if isinstance(side, (cst.Attribute, cst.Subscript))]
+        return losses if len(names) == 1 and len(losses) == 1 and len(weights) == 1 else []
     return []
 
 
