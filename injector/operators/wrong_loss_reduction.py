@@ -103,6 +103,23 @@ _AVERAGED_TWICE = (
 )
 
 
+_HEADS_SUMMED = (
+    "class Agent:\n"
+    "    def criterion(self, preds, targets, tasks):\n"
+    "        loss = 0\n"
+    "        for t, t_preds in preds.items():\n"
+    "            inds = [i for i in range(len(tasks)) if tasks[i] == t]\n"
+    "            loss += self.criterion_fn(t_preds[inds], targets[inds]) * len(inds)\n"
+    "        loss /= len(targets)\n"
+    "        return loss\n"
+    "    def update_model(self, inputs, targets, tasks):\n"
+    "        loss = self.criterion(self.model(inputs), targets, tasks)\n"
+    "        self.optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+)
+
+
 class WrongLossReduction(Operator):
     id = "wrong-loss-reduction"
     summary = (
@@ -425,8 +442,22 @@ class WrongLossReduction(Operator):
                 "    epoch_loss += batch_loss.item()\n",
             ),
         ),
+        Example(
+            # Each head's mean put back to a sum, then the whole divided by the batch's size by hand
+            # (the continual-learning agent's multi-head criterion): the division dropped.
+            _HEADS_SUMMED,
+            (_HEADS_SUMMED.replace("        loss /= len(targets)\n", ""),),
+        ),
     )
     untouched = (
+        # The mean over deep supervision's outputs (UNet++), not over the batch.
+        "for input, target in loader:\n"
+        "    outputs = model(input)\n"
+        "    loss = 0\n"
+        "    for output in outputs:\n"
+        "        loss += criterion(output, target)\n"
+        "    loss /= len(outputs)\n"
+        "    loss.backward()\n",
         # Every rank's logged losses stacked by NumPy and averaged for the epoch's figure (nnU-Net).
         "def on_train_epoch_end(outputs):\n"
         "    losses = [None] * dist.get_world_size()\n"
@@ -623,6 +654,12 @@ class WrongLossReduction(Operator):
                 averages = _averages(aug.value, aliases)
                 if averages:
                     yield _summed(source, aug.value, averages)
+            elif _mean_of_summed_terms(source, training, aug):
+                # `loss /= len(targets)` after `loss = 0` and `loss += ... * len(inds)` per head
+                # (the continual-learning agent's multi-head criterion): the batch mean, by hand
+                yield Change(
+                    aug, (source.delete_statement(source.parent(aug)),), "the loss is summed instead of averaged"
+                )
         for call in source.nodes(cst.Call):
             # `total.add_(loss.mean())`: the same sum written in place (composer's micro-batch
             # loss adds up the mean of each loss the model returns)
@@ -1064,6 +1101,53 @@ def _picked_mean(source, node: cst.CSTNode) -> bool:
         )
         for branch in source.ancestors(node)
     )
+
+
+_BATCH_SIZES = frozenset({"batch_size", "bs", "bsz"})
+
+
+def _mean_of_summed_terms(source, training, aug: cst.AugAssign) -> bool:
+    """True for a loss divided in place by the batch's size (`loss /= len(targets)`,
+    `loss /= x.size(0)`, `loss /= batch_size`) where its function started it empty and added its
+    terms into it (`loss = 0`, then `loss += ...`): the mean over the batch, spelled by hand."""
+    if not isinstance(aug.operator, cst.DivideAssign) or not isinstance(aug.target, cst.Name):
+        return False
+    name = aug.target.value
+    if "loss" not in name.lower() or _evaluation_name(name.lower()) or under_no_grad(source, aug):
+        return False
+    if not isinstance(source.parent(aug), cst.SimpleStatementLine) or len(source.parent(aug).body) != 1:
+        return False
+    count = aug.value
+    if isinstance(count, cst.Call):
+        sized = (isinstance(count.func, cst.Name) and count.func.value == "len") or callee_name(count) in (
+            "size",
+            "numel",
+        )
+    else:
+        sized = (last_name(count) or "").lower() in _BATCH_SIZES
+    if not sized:
+        return False
+    start = training.last_assignment(name, aug)
+    if not isinstance(start, cst.Assign) or not isinstance(start.value, (cst.Integer, cst.Float)):
+        return False
+    function = source.function_of(aug)
+    added = [
+        other
+        for other in source.nodes(cst.AugAssign)
+        if isinstance(other.operator, cst.AddAssign)
+        and isinstance(other.target, cst.Name)
+        and other.target.value == name
+        and source.function_of(other) is function
+        and source.span(start)[0] < source.span(other)[0] < source.span(aug)[0]
+    ]
+    # over the terms it added, not the batch: `loss /= len(outputs)` after `for output in
+    # outputs: loss += criterion(output, target)` (UNet++'s deep supervision) averages the outputs
+    counted = {n.value for n in source.within(count, cst.Name)} - {"len"}
+    for other in added:
+        for loop in source.ancestors(other):
+            if isinstance(loop, cst.For) and counted & {n.value for n in source.within(loop.iter, cst.Name)}:
+                return False
+    return bool(added)
 
 
 def _count_dropped(source, mean: cst.BinaryOperation) -> Change:
