@@ -26,6 +26,21 @@ STORING_PREFIXES = (
 )  # the OpenAI baselines logger's running mean keeps every value
 
 
+_AVERAGERS = (
+    "aves = {k: utils.Averager() for k in ['tl', 'vl']}\n"
+    "for data, label in train_loader:\n"
+    "    loss = F.cross_entropy(model(data), label)\n"
+    "    optimizer.zero_grad()\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+    "    aves['tl'].add(loss.item())\n"
+    "for data, label in val_loader:\n"
+    "    with torch.no_grad():\n"
+    "        loss = F.cross_entropy(model(data), label)\n"
+    "    aves['vl'].add(loss.item())\n"
+)
+
+
 _ENTROPY_STEP = (
     "for batch in loader:\n"
     "    values, log_probs, entropy = model.evaluate(batch)\n"
@@ -516,6 +531,12 @@ class LossTensorLeak(Operator):
             _RETURNED_DICT,
             (_RETURNED_DICT.replace("losses['loss'] = loss.item()", "losses['loss'] = loss"),),
         ),
+        Example(
+            # Running averages the file builds, one per key (Meta-Baseline's `utils.Averager()`): its
+            # `add` keeps a mean of every value; the validation's, under no_grad, holds no graph.
+            _AVERAGERS,
+            (_AVERAGERS.replace("aves['tl'].add(loss.item())", "aves['tl'].add(loss)"),),
+        ),
     )
     untouched = (
         # A loss read through `.data`, which holds no graph (ClassyVision's step).
@@ -800,6 +821,8 @@ class LossTensorLeak(Operator):
                 return True
             if isinstance(ancestor, cst.Call) and _stores(ancestor):
                 return not _itemizing_logger(source, ancestor, call) and not _keyed_logger(source, ancestor)
+            if isinstance(ancestor, cst.Call) and _averager_add(source, ancestor):
+                return True
             if isinstance(ancestor, cst.Assign):
                 if any(isinstance(t.target, cst.Subscript) for t in ancestor.targets):
                     return not _fresh_each_step(source, ancestor)
@@ -862,6 +885,29 @@ def _path_to(source, node: cst.CSTNode, top: cst.CSTNode) -> list[cst.CSTNode]:
         if ancestor is top:
             return path
     return []
+
+
+_AVERAGER = re.compile(r"averag|meter|tracker|accumulat")
+
+
+def _averager_add(source, call: cst.Call) -> bool:
+    """True for `add` on a running average the file builds (Meta-Baseline's `aves =
+    {k: utils.Averager() for k in aves_keys}`, then `aves['tl'].add(loss.item())`): it keeps a
+    mean of everything it is given."""
+    if callee_name(call) != "add" or not isinstance(call.func, cst.Attribute):
+        return False
+    receiver = call.func.value
+    while isinstance(receiver, cst.Subscript):
+        receiver = receiver.value
+    if not isinstance(receiver, cst.Name):
+        return False
+    for assign in source.nodes(cst.Assign):
+        if not any(isinstance(t.target, cst.Name) and t.target.value == receiver.value for t in assign.targets):
+            continue
+        value = assign.value.value if isinstance(assign.value, cst.DictComp) else assign.value
+        if isinstance(value, cst.Call) and _AVERAGER.search((callee_name(value) or "").lower()):
+            return True
+    return False
 
 
 def _stores(call: cst.Call) -> bool:
