@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, dotted, is_functional, with_keyword
+from injector.patterns import argument, bound_here, callee_name, dotted, is_functional, with_keyword
 
 # Functional activations with an in-place twin, by the module that provides the twin.
 FUNCTIONAL_TWINS = {
@@ -153,6 +153,21 @@ class InplaceActivation(Operator):
         ),
     )
     untouched = (
+        # An activation chosen by a setting, then placed after a batch norm bound to a name (qlib's
+        # `nn.Sequential(fc, bn, activation)`): batch norm's backward does not read its output.
+        "class Net(nn.Module):\n"
+        "    def __init__(self, dims, act='LeakyReLU'):\n"
+        "        super().__init__()\n"
+        "        layers = []\n"
+        "        for n_in, n_out in zip(dims[:-1], dims[1:]):\n"
+        "            fc = nn.Linear(n_in, n_out)\n"
+        "            if act == 'LeakyReLU':\n"
+        "                activation = nn.LeakyReLU(negative_slope=0.1, inplace=False)\n"
+        "            else:\n"
+        "                activation = nn.SiLU()\n"
+        "            bn = nn.BatchNorm1d(n_out)\n"
+        "            layers.append(nn.Sequential(fc, bn, activation))\n"
+        "        self.layers = nn.ModuleList(layers)\n",
         # An MLP built layer by layer: each ReLU appended after the linear layer just appended,
         # whose backward does not read its output (DLRM's create_mlp).
         "def create_mlp(sizes, last):\n"
@@ -238,6 +253,7 @@ class InplaceActivation(Operator):
             if name in MODULES:
                 if not (
                     self._after_output_free_layer(source, training, call)
+                    or self._named_after_output_free_layer(source, training, call)
                     or self._appended_after_output_free_layer(source, training, call)
                     or self._runs_on_fresh_outputs(source, training, call)
                 ):
@@ -305,6 +321,40 @@ class InplaceActivation(Operator):
             return False
         previous = values[index - 1]
         return isinstance(previous, cst.Call) and _output_free(callee_name(previous))
+
+    @staticmethod
+    def _named_after_output_free_layer(source, training, call) -> bool:
+        """`activation = nn.LeakyReLU(...)`, `bn = nn.BatchNorm1d(n)`, then `nn.Sequential(fc, bn,
+        activation)` (qlib's MLP): every place the name is put into a container, the layer before
+        it there does not need its output."""
+        assign = source.parent(call)
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or assign.value is not call:
+            return False
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name):
+            return False
+        function = source.function_of(call)
+        uses = [
+            n
+            for n in source.within(function or source.module, cst.Name)
+            if n.value == target.value and not bound_here(source, n) and source.span(n)[0] > source.span(call)[0]
+        ]
+        if not uses:
+            return False
+        for use in uses:
+            holder = source.parent(source.parent(use))  # Arg or Element, then the call or list
+            items = getattr(holder, "args", None) or getattr(holder, "elements", None)
+            values = [item.value for item in items] if items else []
+            index = next((i for i, v in enumerate(values) if v is use), None)
+            if not index:
+                return False
+            previous: cst.BaseExpression | None = values[index - 1]
+            if isinstance(previous, cst.Name):
+                built = training.last_assignment(previous.value, holder)
+                previous = built.value if built is not None else None
+            if not (isinstance(previous, cst.Call) and _output_free(callee_name(previous))):
+                return False
+        return True
 
     @staticmethod
     def _appended_after_output_free_layer(source, training, call) -> bool:
