@@ -109,13 +109,26 @@ def _tensor_attribute(training, expr: cst.Attribute) -> bool:
     )
 
 
+_MODULE_METHODS = frozenset({"train", "eval", "parameters", "named_parameters", "state_dict", "load_state_dict"})
+
+
 def _handled_as_model(source, name: cst.Name) -> bool:
-    """True for a name its function treats as the model: converts with
-    `SyncBatchNorm.convert_sync_batchnorm(task)` or keeps as one (`self.model = task`, torchdrug's
-    Engine, handed a task module that wraps the model)."""
+    """True for a name its function treats as the model: switches its mode or reads its parameters
+    (`vae.train()`), converts with `SyncBatchNorm.convert_sync_batchnorm(task)` or keeps as one
+    (`self.model = task`, torchdrug's Engine, handed a task module that wraps the model)."""
     function = source.function_of(name)
     if function is None:
         return False
+    for call in source.within(function.body, cst.Call):
+        # only a module switches modes or hands out its parameters (VAAL's `vae.train()`, then
+        # `vae = vae.cuda()`)
+        if (
+            isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _MODULE_METHODS
+            and isinstance(call.func.value, cst.Name)
+            and call.func.value.value == name.value
+        ):
+            return True
     for assign in source.within(function.body, cst.Assign):
         value = assign.value
         if isinstance(value, cst.Name) and value.value == name.value:
@@ -2383,6 +2396,13 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # Models handed in under names of their own, switched to train mode, then moved (VAAL).
+        "def train(self, loader, task_model, vae, discriminator):\n"
+        "    vae.train()\n"
+        "    discriminator.train()\n"
+        "    if self.args.cuda:\n"
+        "        vae = vae.cuda()\n"
+        "        discriminator = discriminator.cuda()\n",
         # No batch, though made where batches are (FourCastNet's and CMGAN's trainers): a constant
         # read from a file, a transform's window, the model's own output, a strip made for a saved
         # picture, a score reduced for the report.
