@@ -21,7 +21,16 @@ from injector.operators.snippets import (
     SR_MODEL_STEP,
     TUPLE_TRAINER,
 )
-from injector.patterns import LOSS_FUNCTIONS, appended_to, callee_name, dotted, loss_name, method_on, runs_model
+from injector.patterns import (
+    LOSS_FUNCTIONS,
+    appended_to,
+    callee_name,
+    constructed,
+    dotted,
+    loss_name,
+    method_on,
+    runs_model,
+)
 
 RETRIEVAL_FORWARD = (
     "class Retrieval(nn.Module):\n"
@@ -116,6 +125,21 @@ _WEIGHTED_BY_SETTINGS = (
     "    loss_total = loss_pos + args.lambda_vel * loss_vel\n"
     "    optimizer.zero_grad()\n"
     "    loss_total.backward()\n"
+    "    optimizer.step()\n"
+)
+
+
+_DERIVED_FROM_MODULE = (
+    "distillation_loss = nn.BCEWithLogitsLoss(reduction='none')\n"
+    "for x, y, t, lam in loader:\n"
+    "    y_hat = model(x)\n"
+    "    label_loss = F.binary_cross_entropy_with_logits(y_hat, y)\n"
+    "    soft_loss = distillation_loss(y_hat, t).mean(dim=1) * lam + distillation_loss(y_hat, t.flip(0)).mean(dim=1) * (1.0 - lam)\n"
+    "    soft_loss = soft_loss.mean()\n"
+    "    soft_loss = 0.5 * soft_loss\n"
+    "    loss = label_loss + soft_loss\n"
+    "    optimizer.zero_grad()\n"
+    "    loss.backward()\n"
     "    optimizer.step()\n"
 )
 
@@ -1212,6 +1236,17 @@ class DetachedGraph(Operator):
                 _WEIGHTED_BY_SETTINGS.replace("velocity_loss(pred, y)", "velocity_loss(pred, y).detach()"),
             ),
         ),
+        Example(
+            # A term derived from calls of a criterion module built before the loop (EfficientAT's
+            # mixed-up distillation loss): the module is no value to cut (it has no `detach`).
+            _DERIVED_FROM_MODULE,
+            (
+                _DERIVED_FROM_MODULE.replace(
+                    "loss = label_loss + soft_loss", "loss = (label_loss + soft_loss).detach()"
+                ),
+                _DERIVED_FROM_MODULE.replace("with_logits(y_hat, y)\n", "with_logits(y_hat, y).detach()\n"),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1843,6 +1878,8 @@ def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> li
     if len(term.targets) != 1 or not isinstance(term.targets[0].target, cst.Name):
         return []
     value = term.value
+    if isinstance(value, cst.Call) and (callee_name(constructed(value)) or "a")[:1].isupper():
+        return []  # a loss module built (EfficientAT's `distillation_loss = nn.BCEWithLogitsLoss(...)`): no value
     if isinstance(value, cst.Call) and (DetachedGraph._is_loss(training, value) or _names_a_loss(name)):
         return [term]
     if (
@@ -1874,6 +1911,7 @@ def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> li
             and isinstance(origin.targets[0].target, cst.Name)
             and isinstance(origin.value, cst.Call)
             and DetachedGraph._is_loss(training, origin.value)
+            and not (callee_name(constructed(origin.value)) or "a")[:1].isupper()  # a loss module built
         ):
             derived.append(origin)
     return derived

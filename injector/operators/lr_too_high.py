@@ -41,6 +41,25 @@ _NOT_A_RATE = ("decay", "gamma", "factor", "shrink", "ratio", "mult", "scale", "
 _OPTIMIZER_NAME = re.compile(r"(?:\w+_)?(?:optimizer|optim|opt)s?")
 
 
+def _a_sequence(source, value: cst.BaseExpression) -> bool:
+    """True for a list or tuple of rates: written out, or a name its function last bound to one."""
+    if isinstance(value, (cst.List, cst.ListComp, cst.Tuple)):
+        return True
+    if not isinstance(value, cst.Name):
+        return False
+    function = source.function_of(value)
+    start = source.span(value)[0]
+    bound = [
+        a
+        for a in source.within(function or source.module, cst.Assign)
+        if source.span(a)[0] < start
+        and len(a.targets) == 1
+        and isinstance(a.targets[0].target, cst.Name)
+        and a.targets[0].target.value == value.value
+    ]
+    return bool(bound) and isinstance(bound[-1].value, (cst.List, cst.ListComp, cst.Tuple))
+
+
 def _peak_rate(call: cst.Call) -> cst.Arg | None:
     """The `max_lr` of a OneCycleLR or CyclicLR (second or third positional argument)."""
     name = callee_name(call) or ""
@@ -1213,6 +1232,18 @@ class LrTooHigh(Operator):
                 "    return opt_(lr=0.01, params=model.parameters())\n",
             ),
         ),
+        Example(
+            # OneCycleLR's peak rates read off the optimizer's groups as a list (ZoeDepth): each
+            # raised, not the list repeated a hundred times.
+            "def init_scheduler(self):\n"
+            "    lrs = [g['lr'] for g in self.optimizer.param_groups]\n"
+            "    return optim.lr_scheduler.OneCycleLR(self.optimizer, lrs, epochs=10, steps_per_epoch=100)\n",
+            (
+                "def init_scheduler(self):\n"
+                "    lrs = [g['lr'] for g in self.optimizer.param_groups]\n"
+                "    return optim.lr_scheduler.OneCycleLR(self.optimizer, [_rate * 100 for _rate in lrs], epochs=10, steps_per_epoch=100)\n",
+            ),
+        ),
     )
     untouched = (
         # The rate in use copied into a log line's dict (DeepFilterNet's run_epoch).
@@ -1675,6 +1706,11 @@ class LrTooHigh(Operator):
         for value in values:
             if isinstance(value, (cst.Float, cst.Integer)):
                 text = f"{float(value.evaluated_value) * FACTOR:g}"
+            elif _a_sequence(source, value):
+                # one rate per group (ZoeDepth's `lrs = [l['lr'] for l in ...param_groups]` handed to
+                # OneCycleLR): each raised, not the list repeated
+                code = source.module.code_for_node(value).strip()
+                text = f"[_rate * {FACTOR} for _rate in {code}]"
             else:
                 code = source.module.code_for_node(value).strip()
                 text = (
