@@ -38,6 +38,17 @@ def _a_loss(call: cst.Call) -> bool:
     return bool(words & {"loss", "criterion", "metric", "metrics", "tp", "fp", "fn", "tn", "dice", "iou", "score"})
 
 
+_SETTING_ROOTS = frozenset({"args", "opt", "opts", "cfg", "config", "hparams", "flags"})
+
+
+def _a_setting(value: cst.BaseExpression) -> bool:
+    """True for a flag read from the run's settings (MotionBERT's `augment2D(x, mask=args.mask)`:
+    whether the augmentation masks joints): no tensor masks attention there."""
+    while isinstance(value, cst.Attribute):
+        value = value.value
+    return isinstance(value, cst.Name) and value.value in _SETTING_ROOTS
+
+
 class MissingAttentionMask(Operator):
     id = "missing-attention-mask"
     summary = (
@@ -100,6 +111,9 @@ class MissingAttentionMask(Operator):
         ),
     )
     untouched = (
+        # A flag of the run's settings handed to an augmentation (MotionBERT): it masks joints
+        # of the input, no attention.
+        "batch_input = args.aug.augment2D(batch_input, noise=args.noise, mask=args.mask)\n",
         # A metric handed the voxels an ignore label leaves out (nnU-Net's validation step).
         "tp, fp, fn, _ = get_tp_fp_fn_tn(prediction, target, axes=axes, mask=mask)\n",
         # A mask handed to a loss weighs its terms (FixMatch's confidence mask): no attention.
@@ -135,6 +149,7 @@ class MissingAttentionMask(Operator):
                     and arg.keyword.value in MASK_KEYWORDS
                     and not (isinstance(arg.value, cst.Name) and arg.value.value in {"None", "False"})
                     and not _a_loss(call)
+                    and not _a_setting(arg.value)
                 ):
                     yield self._drop_argument(source, call, arg)
             if source.function_of(call) not in attention or source.function_of(call) is None:
