@@ -2073,9 +2073,22 @@ def sets_mode(call: cst.Call, trained: Collection[str] = ()) -> bool:
     if len(call.args) > 1 or any(a.star or (a.keyword is not None and a.keyword.value != "mode") for a in call.args):
         return False
     owner = (last_name(call.func.value) or "").lower()
-    return not any(
-        word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment")
-    ) and not is_criterion(call.func.value, trained)
+    return (
+        not any(word in owner for word in ("trainer", "recipe", "runner", "engine", "experiment"))
+        and not is_criterion(call.func.value, trained)
+        and not keeps_records(call.func.value)
+    )
+
+
+# What logs or measures a run: its `train()`/`eval()` switch where its records go, not a module's mode
+# (visloc_retrieval's `self.writer.train()` before each epoch's metrics).
+_RECORD_KEEPERS = ("writer", "logger", "meter", "timer", "tracker", "profiler", "recorder", "monitor")
+
+
+def keeps_records(expr: cst.BaseExpression) -> bool:
+    """True for a writer, logger, meter or tracker by its name: no module switches mode there."""
+    name = (last_name(expr) or "").lower()
+    return any(word in name for word in _RECORD_KEEPERS)
 
 
 def grad_switched_loops(source: Source, training: Training) -> list[tuple[cst.With, cst.BaseExpression]]:

@@ -200,7 +200,9 @@ def _project_builder_configs(source, resolver: Resolver, call: cst.Call) -> list
 def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Call) -> list[cst.BaseExpression]:
     """The rates handed, with one optimizer, to a class of the project that writes the rates of
     its optimizer's groups (sam's `StepLR(optimizer, args.learning_rate, args.epochs)`, whose
-    `__call__` sets every `param_group["lr"]` from that rate): the rate the run trains at."""
+    `__call__` sets every `param_group["lr"]` from that rate; VQ-CPC's `WarmupScheduler(optimizer,
+    initial_lr=..., max_lr=...)`, which writes `group["initial_lr"]` and `group["max_lr"]` and
+    computes the rate from them): the rates the run trains at."""
     if not (callee_name(call) or "")[:1].isupper() or training.role_of_constructor(call) == "optimizer":
         return []
     handed = [a for a in call.args if not a.star]
@@ -215,7 +217,7 @@ def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Cal
         and any(
             isinstance(e.slice, cst.Index)
             and isinstance(e.slice.value, cst.SimpleString)
-            and e.slice.value.evaluated_value in LR_KEYS
+            and (e.slice.value.evaluated_value in LR_KEYS or _rate_named(str(e.slice.value.evaluated_value)))
             for e in t.target.slice
         )
         for assign in module.within(definition, cst.Assign)

@@ -15,6 +15,7 @@ from injector.patterns import (
     helper_owned,
     is_criterion,
     is_literal_bool,
+    keeps_records,
     last_name,
     mode_by_method_name,
     mode_calls_by_value,
@@ -26,7 +27,11 @@ MODE_KEYWORDS = frozenset({"training", "train", "is_training", "train_mode"})  #
 
 
 def _is_eval(call: cst.Call, trained: Collection[str] = ()) -> bool:
-    if not isinstance(call.func, cst.Attribute) or is_criterion(call.func.value, trained):
+    if (
+        not isinstance(call.func, cst.Attribute)
+        or is_criterion(call.func.value, trained)
+        or keeps_records(call.func.value)
+    ):
         return False
     if callee_name(call) == "eval":
         # PyText's models take the stage they switch to (`model.eval(Stage.EVAL)`, `Stage.TEST`)
@@ -576,6 +581,8 @@ class MissingEvalMode(Operator):
         ),
     )
     untouched = (
+        # A writer's own switch of where its records go (visloc_retrieval's `self.writer.eval()`).
+        "def val_epoch(self):\n    self.writer.eval()\n    return self.evaluate()\n",
         # A model of linear layers and layer norms, some built by an alternate constructor that
         # returns an instance of the class; math from the standard library; a flag set on the
         # wrapped model each step: both modes compute the same.

@@ -1284,6 +1284,8 @@ class MissingTrainMode(Operator):
         ),
     )
     untouched = (
+        # A writer's own switch of where its records go (visloc_retrieval's `self.writer.train()`).
+        "def train_epoch(self):\n    self.writer.train()\n    for batch in self.loader:\n        self.step(batch)\n",
         # A trainer class's own epoch method, called by its fit (pytorch-3dunet's UNetTrainer): no
         # module, so `self.train()` runs an epoch, it switches no mode.
         "class UNetTrainer:\n"

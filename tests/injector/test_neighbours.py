@@ -636,3 +636,47 @@ def test_a_rate_reaching_a_project_optimizer_through_splatted_arguments_or_its_o
     assert "lr=config['lr'] * 100" in found[1][2]
     (tmp_path / "utils.py").unlink()
     assert lr_mutants(capsys, tmp_path / "train.py") == []
+
+
+WARMUP_SCHEDULER = (
+    "import torch.optim as optim\n"
+    "\n"
+    "\n"
+    "class WarmupScheduler(optim.lr_scheduler._LRScheduler):\n"
+    "    def __init__(self, optimizer, warmup_epochs, initial_lr, max_lr, last_epoch=-1):\n"
+    "        self.warmup_epochs = warmup_epochs\n"
+    "        for group in optimizer.param_groups:\n"
+    "            group['initial_lr'] = initial_lr\n"
+    "            group['max_lr'] = max_lr\n"
+    "        super().__init__(optimizer, last_epoch)\n"
+    "\n"
+    "    def get_lr(self):\n"
+    "        pct = min(self.last_epoch / self.warmup_epochs, 1.0)\n"
+    "        return [(g['max_lr'] - g['initial_lr']) * pct + g['initial_lr'] for g in self.optimizer.param_groups]\n"
+)
+WARMUP_SCRIPT = (
+    "import torch.optim as optim\n"
+    "from scheduler import WarmupScheduler\n"
+    "\n"
+    "\n"
+    "def train_model(cfg, model):\n"
+    "    optimizer = optim.Adam(model.parameters(), lr=cfg.initial_lr)\n"
+    "    scheduler = WarmupScheduler(\n"
+    "        optimizer,\n"
+    "        warmup_epochs=cfg.warmup_epochs,\n"
+    "        initial_lr=cfg.initial_lr,\n"
+    "        max_lr=cfg.max_lr,\n"
+    "    )\n"
+    "    return optimizer, scheduler\n"
+)
+
+
+def test_rates_a_project_scheduler_writes_into_the_groups_are_raised_not_the_optimizers_it_overwrites(tmp_path, capsys):
+    """VQ-CPC's WarmupScheduler writes `group['initial_lr']` and `group['max_lr']` and computes every
+    rate from them: those are the rates the run trains at; the optimizer's own is overwritten."""
+    (tmp_path / "scheduler.py").write_text(WARMUP_SCHEDULER)
+    (tmp_path / "train.py").write_text(WARMUP_SCRIPT)
+    found = lr_mutants(capsys, tmp_path / "train.py")
+    assert [line for _, line, _ in found] == [10]  # the scheduler's call, from its first raised rate
+    assert "initial_lr=cfg.initial_lr * 100," in found[0][2]
+    assert "max_lr=cfg.max_lr * 100," in found[0][2]
