@@ -399,6 +399,29 @@ def _moved(source, function: cst.FunctionDef, name: str, use: cst.CSTNode, depth
 _KEEP_DEVICE = frozenset({"detach", "float", "half", "double", "contiguous", "clone", "squeeze", "unsqueeze"})
 
 
+def _model_output_moved(source, training, call: cst.Call) -> bool:
+    """True for the output of the model's forward moved to the device (AGCRN's `self.loss(output.cuda(),
+    label)` after `output = self.model(data, target)`): it is computed where the model lives, so the
+    move changes nothing the batch's moves do not."""
+    value = call.func.value if isinstance(call.func, cst.Attribute) else None
+    function = source.function_of(call)
+    if not isinstance(value, cst.Name) or function is None:
+        return False
+    found = _reaching(source, function, value.value, call)
+    if not isinstance(found, cst.Assign) or not any(
+        isinstance(t.target, cst.Name) and t.target.value == value.value for t in found.targets
+    ):
+        return False
+    computed = found.value
+    while (
+        isinstance(computed, cst.Call)
+        and isinstance(computed.func, cst.Attribute)
+        and computed.func.attr.value in _KEEP_DEVICE
+    ):
+        computed = computed.func.value
+    return isinstance(computed, cst.Call) and runs_model(source, training, computed)
+
+
 def _placed_module_output(source, function: cst.FunctionDef, value: cst.BaseExpression) -> bool:
     """True for the output of a module this function placed on the device itself (MelGAN's `fft =
     Audio2Mel(...).cuda()`, then `s_t = fft(x_t).detach()`): its buffers there, so is what it
@@ -2396,6 +2419,13 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # The model's output moved where the model put it already (AGCRN's trainer).
+        "def train_epoch(self):\n"
+        "    for data, target in self.train_loader:\n"
+        "        output = self.model(data, target)\n"
+        "        loss = self.loss(output.cuda(), target)\n"
+        "        loss.backward()\n"
+        "        self.optimizer.step()\n",
         # Models handed in under names of their own, switched to train mode, then moved (VAAL).
         "def train(self, loader, task_model, vae, discriminator):\n"
         "    vae.train()\n"
@@ -2706,7 +2736,7 @@ class DeviceMismatch(Operator):
                 continue  # `nn.Parameter(torch.Tensor(n, 1).to(device))`: a weight, not a batch
             if "metric" in (last_name(call.func.value) or "").lower():
                 continue  # a metric module moved beside the model (torchmetrics', smp's): no batch
-            if _no_batch(source, training, call):
+            if _no_batch(source, training, call) or _model_output_moved(source, training, call):
                 continue
             if (
                 _moved_for_a_reduction(source, call)
