@@ -560,9 +560,8 @@ class SchedulerStepMisaligned(Operator):
                 continue
             before = _loop_before(source, training, line) if not call.args else None
             if before is not None and isinstance(before.body, cst.IndentedBlock):
-                yield _moved_into(
-                    source, statement, text, before, "the scheduler steps on every micro-step, not every optimizer step"
-                )
+                # the step after the batch loop, once an epoch, moved into it
+                yield _moved_into(source, statement, text, before, "the per-epoch scheduler steps on every batch")
                 continue
             change = self._helper_called_in_step_branch(source, training, statement)
             if change is not None:
