@@ -1404,6 +1404,11 @@ class DetachedGraph(Operator):
                     # `g_output` made once before the D steps' loop: the model this step trains
                     # runs inside the loss function, so the loss itself is cut off
                     target = value
+                elif _a_returned_container(source, training, target, assign):
+                    # a dict of outputs a function of the file returns (Ultra-Fast-Lane-Detection's
+                    # `results = inference(net, ...)`, then `calc_loss(loss_dict, results, ...)`): no
+                    # `detach` there, so the loss it computes is cut off
+                    target = value
             else:
                 target = value
             if _listed(source, target, assign):
@@ -2037,6 +2042,23 @@ def _output_entry_handed(source, training, backward) -> bool:
         return False
     made = training.last_assignment(loss.value.value, backward.call)
     return made is not None and made.value is not None and runs_model(source, training, made.value)
+
+
+def _a_returned_container(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
+    """True for a name last assigned what a function of the file returns, where it returns a dict,
+    list or tuple written out (`return {'cls_out': cls_out, 'cls_label': cls_label}`)."""
+    if not isinstance(value, cst.Name):
+        return False
+    assign = training.last_assignment(value.value, use)
+    if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+        return False
+    if not any(isinstance(t.target, cst.Name) and t.target.value == value.value for t in assign.targets):
+        return False  # unpacked from what it returns (`logits, labels = self.info_nce_loss(x)`): an element
+    for function in training.called_functions(assign.value):
+        returns = [r.value for r in source.within(function.body, cst.Return) if source.function_of(r) is function]
+        if returns and all(isinstance(r, (cst.Dict, cst.List, cst.Tuple)) for r in returns):
+            return True
+    return False
 
 
 def _model_output(source, training, call: cst.Call) -> cst.BaseExpression:
