@@ -144,6 +144,25 @@ _DERIVED_FROM_MODULE = (
 )
 
 
+_DICT_OF_OUTPUTS = (
+    "def inference(net, batch):\n"
+    "    img, label = batch\n"
+    "    return {'out': net(img), 'label': label}\n"
+    "def calc_loss(loss_dict, results):\n"
+    "    loss = 0\n"
+    "    for op, w in zip(loss_dict['op'], loss_dict['weight']):\n"
+    "        loss += op(results['out'], results['label']) * w\n"
+    "    return loss\n"
+    "def train(net, loader, loss_dict, optimizer):\n"
+    "    for batch in loader:\n"
+    "        results = inference(net, batch)\n"
+    "        loss = calc_loss(loss_dict, results)\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+
 class DetachedGraph(Operator):
     id = "detached-graph"
     summary = (
@@ -1245,6 +1264,16 @@ class DetachedGraph(Operator):
                     "loss = label_loss + soft_loss", "loss = (label_loss + soft_loss).detach()"
                 ),
                 _DERIVED_FROM_MODULE.replace("with_logits(y_hat, y)\n", "with_logits(y_hat, y).detach()\n"),
+            ),
+        ),
+        Example(
+            # The outputs a function of the file returns as a dict, handed to the loss helper
+            # (Ultra-Fast-Lane-Detection): a dict has no `detach`, so the loss is cut off.
+            _DICT_OF_OUTPUTS,
+            (
+                _DICT_OF_OUTPUTS.replace(
+                    "loss = calc_loss(loss_dict, results)", "loss = calc_loss(loss_dict, results).detach()"
+                ),
             ),
         ),
     )
