@@ -1385,6 +1385,17 @@ def _state_dict(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and callee_name(expr) == "state_dict"
 
 
+def _names_a_device(expr: cst.BaseExpression) -> bool:
+    """True for a value that reads as a device: `accel.device`, `device`, `args.gpu`, `'cuda:0'`,
+    `torch.device(...)`, a rank."""
+    if isinstance(expr, cst.SimpleString):
+        return str(expr.evaluated_value).startswith(("cuda", "cpu", "mps"))
+    if isinstance(expr, cst.Call):
+        return callee_name(expr) == "device"
+    name = (last_name(expr) or "").lower()
+    return any(word in name for word in ("device", "cuda", "gpu", "rank"))
+
+
 def _move_helper(name: str | None) -> bool:
     """True for a function that moves what it is handed to a device: a library's (`send_to_device`,
     ignite's `convert_tensor`) or a project's named for it (`batch_to_device`, `dict_to_cuda`)."""
@@ -2419,6 +2430,11 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A batch preparer handed no device, which fills a result with its batch (LibKGE).
+        "def _process_batch(self, batch_index, batch):\n"
+        "    result = TrainingJob._ProcessBatchResult()\n"
+        "    self._prepare_batch(batch_index, batch, result)\n"
+        "    return result\n",
         # The model's output moved where the model put it already (AGCRN's trainer).
         "def train_epoch(self):\n"
         "    for data, target in self.train_loader:\n"
@@ -2702,6 +2718,14 @@ class DeviceMismatch(Operator):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)
                 # a helper named for the GPU needs no device (ClassyVision's `recursive_copy_to_gpu`)
                 to_gpu = (callee_name(call) or "").endswith(("_to_gpu", "_to_cuda"))
+                if (
+                    (callee_name(call) or "").lstrip("_") == "prepare_batch"
+                    and device is not None
+                    and not _names_a_device(device.value)
+                ):
+                    # LibKGE's `self._prepare_batch(batch_index, batch, result)` fills a result with
+                    # its batch: no device handed, no move to undo
+                    continue
                 if (
                     tensor is not None
                     and (device is not None or to_gpu)
