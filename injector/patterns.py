@@ -2080,6 +2080,17 @@ def sets_mode(call: cst.Call, trained: Collection[str] = ()) -> bool:
     )
 
 
+# Names the run's settings go by (`args.lr`, `config["LOSS"]["WEIGHT"]`, `opt.mask`).
+SETTINGS_ROOTS = frozenset({"config", "cfg", "conf", "args", "opt", "opts", "hparams", "hyp", "settings", "flags"})
+
+
+def read_from_settings(expr: cst.BaseExpression) -> bool:
+    """True for a value read from the run's settings through attributes and entries."""
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value.lower() in SETTINGS_ROOTS
+
+
 # What logs or measures a run: its `train()`/`eval()` switch where its records go, not a module's mode
 # (visloc_retrieval's `self.writer.train()` before each epoch's metrics).
 _RECORD_KEEPERS = ("writer", "logger", "meter", "timer", "tracker", "profiler", "recorder", "monitor")

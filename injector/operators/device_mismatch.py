@@ -16,6 +16,7 @@ from injector.patterns import (
     dotted,
     in_optimizer_class,
     last_name,
+    read_from_settings,
     runs_model,
 )
 
@@ -167,9 +168,6 @@ def _fresh_tensor(expr: cst.BaseExpression) -> bool:
     return False
 
 
-_SETTINGS = ("config", "cfg", "conf", "args", "opt", "hparams", "hyp", "settings")
-
-
 def _setting(expr: cst.BaseExpression) -> bool:
     """True for a value read from the run's settings or written out (`config["LOSS"]["WEIGHT"]`,
     `args.weights`, `[1.0, 0.5]`): a tensor built from it is a constant, not an input."""
@@ -177,9 +175,7 @@ def _setting(expr: cst.BaseExpression) -> bool:
         return True
     if isinstance(expr, (cst.Attribute, cst.Name)) and "weight" in (last_name(expr) or "").lower():
         return True  # class weights counted from the data set (`train_set.labelweights`), a constant
-    while isinstance(expr, (cst.Subscript, cst.Attribute)):
-        expr = expr.value
-    return isinstance(expr, cst.Name) and expr.value.lower() in _SETTINGS
+    return read_from_settings(expr)
 
 
 LIGHTNING_STEPS = frozenset({"training_step", "validation_step", "test_step", "predict_step"})
@@ -1383,17 +1379,6 @@ def _model_output(source, training, value: cst.BaseExpression, use: cst.CSTNode)
 def _state_dict(expr: cst.BaseExpression) -> bool:
     """True for an object's saved state (`optimizer.state_dict()`), moved on resume: no batch."""
     return isinstance(expr, cst.Call) and callee_name(expr) == "state_dict"
-
-
-def _names_a_device(expr: cst.BaseExpression) -> bool:
-    """True for a value that reads as a device: `accel.device`, `device`, `args.gpu`, `'cuda:0'`,
-    `torch.device(...)`, a rank."""
-    if isinstance(expr, cst.SimpleString):
-        return str(expr.evaluated_value).startswith(("cuda", "cpu", "mps"))
-    if isinstance(expr, cst.Call):
-        return callee_name(expr) == "device"
-    name = (last_name(expr) or "").lower()
-    return any(word in name for word in ("device", "cuda", "gpu", "rank"))
 
 
 def _move_helper(name: str | None) -> bool:
@@ -2721,7 +2706,7 @@ class DeviceMismatch(Operator):
                 if (
                     (callee_name(call) or "").lstrip("_") == "prepare_batch"
                     and device is not None
-                    and not _names_a_device(device.value)
+                    and not _is_device(device.value)
                 ):
                     # LibKGE's `self._prepare_batch(batch_index, batch, result)` fills a result with
                     # its batch: no device handed, no move to undo

@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.patterns import argument, callee_name, dotted, statement_call
+from injector.patterns import argument, callee_name, dotted, read_from_settings, statement_call
 
 MASK_KEYWORDS = {"attn_mask", "key_padding_mask", "is_causal", "mask"}
 NORMALISERS = {"softmax", "log_softmax", "scaled_dot_product_attention"}
@@ -36,17 +36,6 @@ def _a_loss(call: cst.Call) -> bool:
     the voxels an ignore label leaves out of the counts)."""
     words = set((callee_name(call) or "").lower().split("_"))
     return bool(words & {"loss", "criterion", "metric", "metrics", "tp", "fp", "fn", "tn", "dice", "iou", "score"})
-
-
-_SETTING_ROOTS = frozenset({"args", "opt", "opts", "cfg", "config", "hparams", "flags"})
-
-
-def _a_setting(value: cst.BaseExpression) -> bool:
-    """True for a flag read from the run's settings (MotionBERT's `augment2D(x, mask=args.mask)`:
-    whether the augmentation masks joints): no tensor masks attention there."""
-    while isinstance(value, cst.Attribute):
-        value = value.value
-    return isinstance(value, cst.Name) and value.value in _SETTING_ROOTS
 
 
 class MissingAttentionMask(Operator):
@@ -149,7 +138,7 @@ class MissingAttentionMask(Operator):
                     and arg.keyword.value in MASK_KEYWORDS
                     and not (isinstance(arg.value, cst.Name) and arg.value.value in {"None", "False"})
                     and not _a_loss(call)
-                    and not _a_setting(arg.value)
+                    and not read_from_settings(arg.value)  # `augment2D(x, mask=args.mask)`: a flag
                 ):
                     yield self._drop_argument(source, call, arg)
             if source.function_of(call) not in attention or source.function_of(call) is None:
