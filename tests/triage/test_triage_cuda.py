@@ -90,11 +90,22 @@ def test_watch_samples_the_gpu_through_nvml_and_ends_an_idle_hang(tmp_path):
     """A run that trains on the GPU, then waits forever with the GPU idle (a rank stuck in a
     collective): watch reads real NVML, sees the GPU go idle and ends the run as hung."""
     child = tmp_path / "stuck.py"
+    # The small classifier alone keeps an H200 busy for under a second, so the run also
+    # multiplies large matrices for four seconds, printing as it goes, before it waits. Starting
+    # CUDA is silent and idle for up to eight seconds on a virtualised machine (seen on an H200),
+    # so the stall timeout is well above that: a shorter one ends the run before it trains.
     child.write_text(
-        PRELUDE.replace("range(20)", "range(3000)")
+        PRELUDE
         + textwrap.dedent(
             """
             import time
+            a = torch.randn(8192, 8192, device="cuda")
+            busy_until = time.monotonic() + 4
+            while time.monotonic() < busy_until:
+                for _ in range(20):
+                    a = torch.tanh(a @ a)
+                torch.cuda.synchronize()
+                print("busy", flush=True)
             torch.cuda.synchronize()
             print("waiting for the other ranks", flush=True)
             time.sleep(600)
@@ -102,7 +113,7 @@ def test_watch_samples_the_gpu_through_nvml_and_ends_an_idle_hang(tmp_path):
         )
     )
     started = time.monotonic()
-    options = ["--interval", "0.2", "--stall-timeout", "4", "--grace", "1"]
+    options = ["--interval", "0.2", "--stall-timeout", "30", "--grace", "1"]
     argv = [sys.executable, "-m", "triage.cli", "watch", *options, "--", sys.executable, str(child)]
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, timeout=180)
     err = done.stderr.decode()
@@ -113,6 +124,7 @@ def test_watch_samples_the_gpu_through_nvml_and_ends_an_idle_hang(tmp_path):
     gpu = [r for r in records if "gpu" in r]
     assert gpu, records[:5]
     assert all(r["mem_total"] > 0 for r in gpu if "mem_total" in r)
-    assert max(r.get("gpu_util", 0) for r in gpu) > 0, "NVML never saw the GPU busy"
+    assert max(r.get("gpu_util", 0) for r in gpu) >= 50, "NVML never saw the GPU busy"
+    assert "busy" in (tmp_path / "trainwreck-run.log").read_text(), "the run was ended before it trained"
     report = explain(tmp_path / "trainwreck-run.log", telemetry=tmp_path / "trainwreck-telemetry.jsonl")
     assert "log-stopped" in {s.name for s in report.symptoms}
