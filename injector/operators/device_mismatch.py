@@ -1204,10 +1204,23 @@ def _handed_a_batch(source, training, value: cst.BaseExpression, use: cst.CSTNod
     for caller in callers:
         outer = source.function_of(caller)
         if source.enclosing(caller, (cst.For, cst.While)) is None and not (
-            outer is not None and any("batch" in p.name.value for p in outer.params.params)
+            outer is not None
+            and (
+                any("batch" in p.name.value for p in outer.params.params)
+                or _backpropagates_what_it_hands(source, training, outer, caller)
+            )
         ):
             return False
     return bool(callers)
+
+
+def _backpropagates_what_it_hands(source, training, outer: cst.FunctionDef, caller: cst.Call) -> bool:
+    """True where `outer` hands `caller` one of its own parameters and runs a backward: a step
+    that takes its batch whole and has a helper compute the loss from it (Occupancy Networks'
+    `train_step(self, data)`: `loss = self.compute_loss(data)`, then `loss.backward()`)."""
+    params = {p.name.value for p in outer.params.params} - {"self", "cls"}
+    handed = {a.value.value for a in caller.args if isinstance(a.value, cst.Name)}
+    return bool(params & handed) and any(source.function_of(b.call) is outer for b in training.backwards)
 
 
 def _from_a_handed_batch(source, training, call: cst.Call) -> bool:
@@ -2411,6 +2424,42 @@ class DeviceMismatch(Operator):
                 "    data, label = data.to(device), label.squeeze()\n"
                 "    data = data.permute(0, 2, 1)\n"
                 "    loss = criterion(model(data), label)\n",
+            ),
+        ),
+        Example(
+            # A step that takes its batch whole and has a helper compute the loss from it
+            # (Occupancy Networks' `loss = self.compute_loss(data)`): the helper's moves.
+            "class Trainer:\n"
+            "    def train_step(self, data):\n"
+            "        self.optimizer.zero_grad()\n"
+            "        loss = self.compute_loss(data)\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n"
+            "    def compute_loss(self, data):\n"
+            "        p = data.get('points').to(self.device)\n"
+            "        occ = data.get('points.occ').to(self.device)\n"
+            "        return F.binary_cross_entropy_with_logits(self.model(p), occ)\n",
+            (
+                "class Trainer:\n"
+                "    def train_step(self, data):\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss = self.compute_loss(data)\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+                "    def compute_loss(self, data):\n"
+                "        p = data.get('points')\n"
+                "        occ = data.get('points.occ').to(self.device)\n"
+                "        return F.binary_cross_entropy_with_logits(self.model(p), occ)\n",
+                "class Trainer:\n"
+                "    def train_step(self, data):\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss = self.compute_loss(data)\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+                "    def compute_loss(self, data):\n"
+                "        p = data.get('points').to(self.device)\n"
+                "        occ = data.get('points.occ')\n"
+                "        return F.binary_cross_entropy_with_logits(self.model(p), occ)\n",
             ),
         ),
     )
