@@ -1899,7 +1899,7 @@ def runs_model(
             isinstance(func, (cst.Name, cst.Attribute))
             and any(word in name for word in (*EVALUATION_WORDS, "forward"))
             and not training.called_functions(call)
-            and any(_names_a_model(a.value) for a in call.args if not a.star)
+            and any(names_a_model(a.value) for a in call.args if not a.star)
         ):
             # `validation(model, loader)`, `batch_forward(model, batch)`, jiant's
             # `wrap_jiant_forward(jiant_model=self.jiant_model, batch=batch, ...)`: an imported
@@ -1930,7 +1930,7 @@ def runs_model(
     return False
 
 
-def _names_a_model(value: cst.BaseExpression) -> bool:
+def names_a_model(value: cst.BaseExpression) -> bool:
     """True for a value named as a model (`model`, `self.jiant_model`), not as its settings
     (`model_forward_kwargs`, `model_cfg`, `model_name`)."""
     name = (last_name(value) or "").lower()

@@ -6,7 +6,9 @@ from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import (
     added_terms,
     constant_start,
+    distribution,
     forwards_after_empty_start,
+    loss_helper_forwards,
     read_forwards,
     upstream_forwards,
 )
@@ -14,6 +16,7 @@ from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
+    LOSS_HELPER_TRAINER,
     MICROBATCH_TRAINER,
     MOON_STEP,
     PIPELINE_ENGINE,
@@ -1276,6 +1279,17 @@ class DetachedGraph(Operator):
                 ),
             ),
         ),
+        Example(
+            # A step whose loss a helper of the file computes from the batch (Occupancy Networks):
+            # the helper's forwards, each cut off where it is bound (not the latent encoder's
+            # Distribution, which has no `detach`), and the loss the helper returns, not the batch.
+            LOSS_HELPER_TRAINER,
+            (
+                LOSS_HELPER_TRAINER.replace("encode_inputs(data['inputs'])", "encode_inputs(data['inputs']).detach()"),
+                LOSS_HELPER_TRAINER.replace(".logits\n", ".logits.detach()\n"),
+                LOSS_HELPER_TRAINER.replace("self.compute_loss(data)", "self.compute_loss(data).detach()"),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1342,6 +1356,7 @@ class DetachedGraph(Operator):
                     yield from _inline_terms(source, training, other, backward.call)
                 else:
                     yield from self._detached(source, training, backward, other)
+            yield from _helper_forwards_cut(source, training, backward)
             whole = [a for a in alternatives if not _accumulated(source, a)]
             for assign in whole or alternatives or [training.loss_assignment(backward)]:
                 if assign is not None and _starts_empty(assign):
@@ -1429,7 +1444,13 @@ class DetachedGraph(Operator):
                 and self._is_loss(training, value)
             ):
                 target = _model_output(source, training, value)
-                if _made_before_loop(source, training, target, assign):
+                if not _from_model(source, training, target, value) and training.called_functions(value):
+                    # a helper of the file handed the batch, which runs the model and computes the
+                    # loss itself (Occupancy Networks' `loss = self.compute_loss(data)`, FuxiCTR's
+                    # `self.get_total_loss(batch_data)`): the batch has no graph to cut (a dict of
+                    # tensors has no `detach` at all), the loss the helper returns has
+                    target = value
+                elif _made_before_loop(source, training, target, assign):
                     # `g_output` made once before the D steps' loop: the model this step trains
                     # runs inside the loss function, so the loss itself is cut off
                     target = value
@@ -1669,6 +1690,24 @@ def _cut_where_computed(source, training, name: str, use: cst.CSTNode, depth: in
         yield Change(
             assign,
             (source.replace(target, method_on(source, target, "detach")),),
+            "the loss is cut off from the model's graph",
+        )
+
+
+def _helper_forwards_cut(source, training, backward):
+    """The forwards of a helper that returns the step's loss (see loss_helper_forwards), each
+    output cut off where it is bound: the part of the model it runs stops learning while the rest
+    still trains. Not a value the helper reads as a torch Distribution (no `.detach()`)."""
+    for line in loss_helper_forwards(source, training, backward):
+        assign = line.body[0]
+        assert isinstance(assign, cst.Assign)  # kept by loss_helper_forwards
+        target = assign.targets[0].target if len(assign.targets) == 1 else None
+        function = source.function_of(line)
+        if not isinstance(target, cst.Name) or function is None or distribution(source, function, target.value):
+            continue
+        yield Change(
+            assign,
+            (source.replace(assign.value, method_on(source, assign.value, "detach")),),
             "the loss is cut off from the model's graph",
         )
 

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.patterns import bound_names, callee_name, dotted, last_name, runs_model, under_no_grad
+from injector.patterns import (
+    MODULE_METHODS,
+    STATE_INITIALISERS,
+    bound_names,
+    callee_name,
+    dotted,
+    last_name,
+    names_a_model,
+    runs_model,
+    under_no_grad,
+)
 
 
 def grad_switch(expr: cst.BaseExpression) -> bool:
@@ -94,7 +104,7 @@ def _bound_by(line: cst.SimpleStatementLine) -> set[str]:
     return set().union(*(bound_names(t.target) for t in targets))
 
 
-def _helper_runs_model(source, training, value: cst.BaseExpression) -> bool:
+def helper_runs_model(source, training, value: cst.BaseExpression) -> bool:
     """True for a call of a function of the file that runs the model outside no_grad (mmf's
     `self._forward(batch)`, wavenet_vocoder's `data_parallel_workaround(model, inputs)`)."""
     return isinstance(value, cst.Call) and any(
@@ -118,7 +128,7 @@ def _helper_alternatives(source, training, statements, forwards) -> list[cst.CST
             continue
         if not (_bound_by(statement) & bound) or source.has_multiline_string(statement):
             continue
-        if _helper_runs_model(source, training, assign.value):
+        if helper_runs_model(source, training, assign.value):
             found.append(statement)
     return found
 
@@ -171,7 +181,7 @@ def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode
             or not (
                 runs_model(source, training, assign.value, depth=0)
                 # a method of the file that runs the forward (mmf's `report = self._forward(batch)`)
-                or _helper_runs_model(source, training, assign.value)
+                or helper_runs_model(source, training, assign.value)
             )
         ):
             continue
@@ -430,3 +440,86 @@ def forwards_read_by_terms(source, training, backward) -> list[cst.CSTNode]:
             if forward not in found and not under_no_grad(source, forward):
                 found.append(forward)
     return found
+
+
+def loss_helper_forwards(source, training, backward) -> list[cst.SimpleStatementLine]:
+    """Where the backward's loss is what a function of the file returns (Occupancy Networks'
+    `loss = self.compute_loss(data)`, then `loss.backward()`) and that function's own straight-line
+    body runs the model in two or more one-assignment lines (its encoder, then its decoder): each
+    of those lines. One of them alone without autograd, or cut off, leaves the others to train;
+    with a single forward on the helper's path (or one per branch), the call's own mutant is
+    already that fault."""
+    assign = training.loss_assignment(backward)
+    if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+        return []
+    found: list[cst.SimpleStatementLine] = []
+    for helper in training.called_functions(assign.value):
+        if helper is source.function_of(assign) or under_no_grad(source, helper.body):
+            continue
+        body = helper.body.body if isinstance(helper.body, cst.IndentedBlock) else ()
+        lines = [
+            line
+            for line in body
+            if isinstance(line, cst.SimpleStatementLine) and _model_call_line(source, training, line)
+        ]
+        if len(lines) >= 2:
+            found.extend(line for line in lines if line not in found)
+    return found
+
+
+def _model_call_line(source, training, line: cst.SimpleStatementLine) -> bool:
+    """A one-assignment line whose value is a model's forward or a model's own method (`h =
+    self(x)`, `z = self.projection(h)`, `c = self.model.encode_inputs(inputs)`, `logits =
+    self.model.decode(p, z, c).logits`): not a loss, not a helper of the file, not a function of
+    an imported module, not one of nn.Module's methods or a reader or setter of its state."""
+    if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign):
+        return False
+    value = line.body[0].value
+    while isinstance(value, (cst.Attribute, cst.Subscript)):
+        value = value.value  # `.logits` of what the method returns
+    if not isinstance(value, cst.Call) or training.called_functions(value) or training.role(value.func) is not None:
+        return False
+    func = value.func
+    text = (dotted(func) or "").lower()
+    if "loss" in text or "criterion" in text:
+        return False
+    if isinstance(func, cst.Name):
+        return func.value == "self" or (names_a_model(func) and not _imported(source, func.value))
+    if not isinstance(func, cst.Attribute) or not isinstance(func.value, (cst.Name, cst.Attribute)):
+        return False
+    method = func.attr.value
+    if method in MODULE_METHODS or method.lower().startswith((*STATE_INITIALISERS, "get_", "set_", "load", "save")):
+        return False
+    receiver = dotted(func.value)
+    if receiver == "self":
+        return runs_model(source, training, value, depth=0)  # a submodule: `self.projection(h)`
+    root = (receiver or "").split(".")[0]
+    return names_a_model(func.value) and not _imported(source, root)
+
+
+def _imported(source, name: str) -> bool:
+    """True for a name an import binds (CMGAN's `discriminator` module, whose `batch_pesq` is
+    a plain function)."""
+    for node in source.nodes((cst.Import, cst.ImportFrom)):
+        names = () if isinstance(node.names, cst.ImportStar) else node.names
+        for alias in names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if (dotted(bound) or "").split(".")[0] == name:
+                return True
+    return False
+
+
+# what only a torch Distribution answers: a value read this way is no tensor to detach
+_DISTRIBUTION_METHODS = frozenset({"rsample", "sample", "log_prob", "entropy", "cdf", "icdf"})
+
+
+def distribution(source, function: cst.FunctionDef, name: str) -> bool:
+    """True where `function` reads `name` as a torch Distribution (`q_z.rsample()`, or handed to
+    `kl_divergence`): a value with no `.detach()`."""
+    for call in source.within(function.body, cst.Call):
+        func = call.func
+        if isinstance(func, cst.Attribute) and dotted(func.value) == name and func.attr.value in _DISTRIBUTION_METHODS:
+            return True
+        if callee_name(call) == "kl_divergence" and any(dotted(a.value) == name for a in call.args):
+            return True
+    return False

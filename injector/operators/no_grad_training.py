@@ -8,11 +8,13 @@ from injector.operators.forwards import (
     forwards_after_empty_start,
     forwards_of_branch_terms,
     forwards_read_by_terms,
+    loss_helper_forwards,
     upstream_forwards,
 )
 from injector.operators.snippets import (
     CALLBACK_RUNNER,
     INPUT_GRADIENT,
+    LOSS_HELPER_TRAINER,
     MOON_STEP,
     PHASE_LOOP,
     PIPELINE_ENGINE,
@@ -1179,6 +1181,21 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # A step whose loss a helper of the file computes, the helper running the model in
+            # several lines (Occupancy Networks): the call, and each of the helper's forwards
+            # alone (the input encoder, the latent encoder, the decoder), the rest still training.
+            LOSS_HELPER_TRAINER,
+            tuple(
+                LOSS_HELPER_TRAINER.replace(f"        {line}\n", f"        with torch.no_grad():\n            {line}\n")
+                for line in (
+                    "loss = self.compute_loss(data)",
+                    "c = self.model.encode_inputs(data['inputs'])",
+                    "q_z = self.model.infer_z(p, occ, c)",
+                    "logits = self.model.decode(p, q_z.rsample(), c).logits",
+                )
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1274,6 +1291,8 @@ class NoGradTraining(Operator):
                 if not any(runs_model(source, training, s) for s in run_lines):
                     yield from self._feeding_forward(source, training, first)
             yield from self._forward_after_empty_start(source, training, backward)
+            for forward in loss_helper_forwards(source, training, backward):
+                yield _without_autograd(source, training, forward)
 
         for block, switch in grad_switched_loops(source, training):
             # the batch loop runs its steps under `set_grad_enabled(is_train)` (catalyst's runner,

@@ -362,3 +362,26 @@ MOON_STEP = (
     "        loss.backward()\n"
     "        optimizer.step()\n"
 )
+
+# A trainer whose step has a helper compute the loss from the batch, the helper running the model
+# in several lines (Occupancy Networks' `Trainer.compute_loss`): its input encoder, its latent
+# encoder (a torch Distribution), its decoder.
+LOSS_HELPER_TRAINER = (
+    "import torch\n"
+    "import torch.nn.functional as F\n"
+    "from torch import distributions as dist\n"
+    "class Trainer:\n"
+    "    def train_step(self, data):\n"
+    "        self.optimizer.zero_grad()\n"
+    "        loss = self.compute_loss(data)\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+    "        return loss.item()\n"
+    "    def compute_loss(self, data):\n"
+    "        p, occ = data['points'], data['points.occ']\n"
+    "        c = self.model.encode_inputs(data['inputs'])\n"
+    "        q_z = self.model.infer_z(p, occ, c)\n"
+    "        kl = dist.kl_divergence(q_z, self.model.p0_z).sum(dim=-1)\n"
+    "        logits = self.model.decode(p, q_z.rsample(), c).logits\n"
+    "        return kl.mean() + F.binary_cross_entropy_with_logits(logits, occ)\n"
+)
