@@ -45,6 +45,7 @@ EMITS: frozenset[str] = frozenset(
         "tensor-not-serializable",
         "output-non-finite",
         "params-unchanged",
+        "part-unchanged-reported",
         "grad-none",
         "grads-not-cleared",
         "probs-not-normalised",
@@ -86,6 +87,14 @@ _PROSE_PARAMS = re.compile(
     r"\b(?:param(?:eter)?s?|weights?)\b[^\n]{0,60}?\b(?:did not|didn't|do not|does not|never|were not|was not|"
     r"are not|is not|not)\s+(?:change|update|move)d?\b|"
     r"\bunchanged\s+(?:param|weight)|\b(?:param(?:eter)?s?|weights?)\s+(?:are\s+|were\s+|stay(?:ed)?\s+)?unchanged",
+    re.I,
+)
+# One named part's weights said not to change ("the adapter weight in the first layer in encoder
+# ... didn't change during training"): a part frozen or left out of the optimizer is as likely as
+# a missing backward or step, which would leave every part unchanged.
+_PART_UNCHANGED = re.compile(
+    r"\b(?:adapter|lora|head|classifier|embedding|layer|encoder|decoder)\w*\b[^\n.]{0,40}?\bweights?\b[^\n.]{0,60}?"
+    r"\b(?:didn'?t|did not|doesn'?t|does not|never|not)\s+(?:change|update|move)",
     re.I,
 )
 # settings a report kept as they were ("I set IMS_PER_BATCH = 1 ... and keep other parameters
@@ -156,6 +165,9 @@ def detect(ctx: Context) -> list[Symptom]:
                 add(_slow_from_uniform(a, b, (_ev(rd),), rd.rank))
         if _PROSE_PARAMS.search(text) and not _KEPT_SETTINGS.search(text):
             add(Symptom("params-unchanged", "the guard says parameters did not change", (_ev(rd),), rank=rd.rank))
+            if _PART_UNCHANGED.search(text):
+                summary = "the report says one part's weights did not change"
+                add(Symptom("part-unchanged-reported", summary, (_ev(rd),), rank=rd.rank))
         if _PROSE_PROBS.search(text):
             add(Symptom("probs-not-normalised", "the guard says probabilities do not sum to one", (_ev(rd),)))
     for failure in _failures(readings):

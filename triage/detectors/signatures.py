@@ -247,6 +247,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # but about 1 hour later it turned into nan")
         r"\bloss(?:es)?\b[^\n.;]{0,60}?\b(?:it|they)\s+(?:turned|turns|became|becomes|went|goes|got)\s+"
         r"(?:into\s+|to\s+)?['\"‘“]?(?:nan|inf)\b|"
+        # the subject left out after a conjunction ("the loss was about 1200 at first, and turned
+        # into INF in the third epoch")
+        r"\bloss(?:es)?\b[^\n.;]{0,80}?,?\s+(?:and|but|then)\s+(?:then\s+|finally\s+|later\s+|suddenly\s+|eventually\s+)?"
+        r"(?:turned|turns|became|becomes|went|goes|got)\s+(?:into\s+|to\s+)?['\"‘“]?(?:nan|inf(?:inity)?)\b|"
+        # what the run puts out said to be NaN ("the results indicates NAN in all following cases")
+        r"\b(?:results?|outputs?|predictions?)\b[^\n.]{0,20}?\b(?:indicates?|are|is|was|were|became|become|becomes|"
+        r"turn(?:s|ed)?\s+(?:into|to))\s+(?:all\s+|always\s+)?nan\b|"
         # in Chinese: "loss 变为 nan", "loss 会突变为 nan", "loss出现nan" (becomes, turns into, shows)
         r"(?:(?<![a-z_])loss(?![a-z_])|损失)[^\n]{0,12}?(?:变为|变成|成了|出现了?|为|是)\s*(?:nan|inf)(?![a-z])",
         "the log says the loss became NaN or inf",
@@ -290,7 +297,10 @@ SIGNATURES: tuple[Signature, ...] = (
         # in Chinese: "内存占用一直增加" (memory use keeps increasing), "显存不断上涨"
         r"(?:内存|显存)[^\n]{0,8}?(?:一直|不断|持续|逐渐|慢慢)\s*(?:增加|增长|上涨|上升|变大)|"
         # "its related memory is not freed"
-        r"\bmemory\b[^\n.]{0,20}?\b(?:(?:is|was|are|were)\s+(?:not|never)|isn't|wasn't|aren't|weren't)\s+(?:freed|released)\b",
+        r"\bmemory\b[^\n.]{0,20}?\b(?:(?:is|was|are|were)\s+(?:not|never)|isn't|wasn't|aren't|weren't)\s+(?:freed|released)\b|"
+        # taken up again by a pronoun, across the quoted code that printed it ("I print the RAM usage
+        # after every optimization step by this command `...`. And I find it keeps growing")
+        r"\b(?:memory|ram)\b[^\n]{0,200}?\b(?:it|which)\s+(?:keeps?|kept)\s+(?:on\s+)?(?:increas|grow|climb|ris)\w*",
         "the log says memory kept growing",
     ),
     _sig(
@@ -583,8 +593,19 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\b(?:smaller|lower|reduc\w*|decreas\w*)\s+(?:the\s+)?(?:learning[ _]rate|lr)\b[^\n]{0,60}?"
         r"\b(?:it\s+|training\s+|the\s+loss\s+)?(?:works?|worked|is fine|was fine|converge[sd]?|trains? (?:well|fine|normally))\b|"
         r"\b(?:works?|worked|converge[sd]?|trains? (?:well|fine|normally))\b[^\n.]{0,30}?\bwith\s+(?:a\s+)?(?:smaller|lower)\s+"
-        r"(?:learning[ _]rate|lr)\b",
+        r"(?:learning[ _]rate|lr)\b|"
+        # the reporter's own conclusion: "I think the learning rate should be reduced to 0.0001"
+        r"\b(?:learning[ _]rate|lr)\b[^\n.]{0,30}?\b(?:should|must|needs?\s+to|has\s+to|ought\s+to)\s+be\s+"
+        r"(?:reduced|lowered|decreased|smaller|lower)\b",
         "the report says a smaller learning rate makes the run work",
+    ),
+    _sig(
+        "late-oom-reported",
+        # memory that ran out only after the run had gone on a while ("the error always rises after 5
+        # epochs of training"): the catalog's out-of-memory late in a run, which a kept graph causes
+        r"\b(?:out of memory|oom)\b[^\n]{0,200}?\bafter\s+(?:\d+|several|a few|some)\s+(?:epochs?|iterations?)\b|"
+        r"\bafter\s+(?:\d+|several|a few|some)\s+(?:epochs?|iterations?)\b[^\n]{0,100}?\b(?:out of memory|oom)\b",
+        "the report says memory ran out only late in the run",
     ),
     _sig(
         "job-cancelled",
@@ -643,6 +664,7 @@ _NOT_ERRORS = {
     "mixed-precision-on",
     "zero-division-reported",
     "eval-oom-reported",
+    "late-oom-reported",
 }
 # Warnings of a fault the run lives on with: where an error stopped the run, that error is
 # the first thing to fix and the warning comes second.
@@ -768,7 +790,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     ),
     "loss-exploded-reported": ("loss", "损失"),
     "loss-sudden-rise-reported": ("loss",),
-    "memory-growth-reported": ("memory", " ram ", "内存", "显存"),
+    "memory-growth-reported": ("memory", " ram ", "ram usage", "内存", "显存"),
     "gpu-idle-reported": (
         "gpu util",
         "gpu-util",
@@ -833,6 +855,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "lower-lr-works-reported": ("learning rate", "learning_rate", "lr"),
     "zero-division-reported": ("because", "by zero", "by 0", "denominator"),
     "eval-oom-reported": ("out of memory", "oom"),
+    "late-oom-reported": ("out of memory", "oom"),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
 }
 
