@@ -1290,6 +1290,22 @@ class DetachedGraph(Operator):
                 LOSS_HELPER_TRAINER.replace("self.compute_loss(data)", "self.compute_loss(data).detach()"),
             ),
         ),
+        Example(
+            # A model that returns a dict of outputs, read by key (ReChorus' runner): the dict has
+            # no `detach`, so the loss computed from it is cut off.
+            "for batch in loader:\n"
+            "    out_dict = model(batch)\n"
+            "    out_dict['prediction'] = out_dict['prediction'].float()\n"
+            "    loss = model.loss(out_dict)\n"
+            "    loss.backward()\n",
+            (
+                "for batch in loader:\n"
+                "    out_dict = model(batch)\n"
+                "    out_dict['prediction'] = out_dict['prediction'].float()\n"
+                "    loss = model.loss(out_dict).detach()\n"
+                "    loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -2126,7 +2142,24 @@ def _a_returned_container(source, training, value: cst.BaseExpression, use: cst.
         returns = [r.value for r in source.within(function.body, cst.Return) if source.function_of(r) is function]
         if returns and all(isinstance(r, (cst.Dict, cst.List, cst.Tuple)) for r in returns):
             return True
-    return False
+    return _read_by_key(source, value.value, use)
+
+
+def _read_by_key(source, name: str, use: cst.CSTNode) -> bool:
+    """True where the function around `use` (or the module's top level) reads or writes `name` by a string key
+    (ReChorus' `out_dict = model(batch)`, then `out_dict['prediction']`): a mapping of outputs,
+    which has no `detach`."""
+    function = source.function_of(use)
+    scope = function.body if function is not None else source.module
+    return any(
+        isinstance(sub.value, cst.Name)
+        and sub.value.value == name
+        and source.function_of(sub) is function
+        and len(sub.slice) == 1
+        and isinstance(sub.slice[0].slice, cst.Index)
+        and isinstance(sub.slice[0].slice.value, cst.SimpleString)
+        for sub in source.within(scope, cst.Subscript)
+    )
 
 
 def _model_output(source, training, call: cst.Call) -> cst.BaseExpression:

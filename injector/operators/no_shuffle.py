@@ -72,6 +72,25 @@ _SANITY_CHECK_AND_SAMPLER = (
 )
 
 
+_OWN_INFINITE_SAMPLER = (
+    "import numpy as np\n"
+    "from torch.utils import data\n"
+    "class InfiniteSampler(data.sampler.Sampler):\n"
+    "    def __init__(self, num_samples):\n"
+    "        self.num_samples = num_samples\n"
+    "    def __iter__(self):\n"
+    "        order = np.random.permutation(self.num_samples)\n"
+    "        i = 0\n"
+    "        while True:\n"
+    "            yield order[i]\n"
+    "            i += 1\n"
+    "            if i >= self.num_samples:\n"
+    "                order = np.random.permutation(self.num_samples)\n"
+    "                i = 0\n"
+    "loader = iter(data.DataLoader(dataset, batch_size=16, sampler=InfiniteSampler(len(dataset))))\n"
+)
+
+
 class NoShuffle(Operator):
     id = "no-shuffle"
     summary = (
@@ -436,6 +455,12 @@ class NoShuffle(Operator):
                 ),
             ),
         ),
+        Example(
+            # A script's own infinite sampler, whose constructor takes no `shuffle` (partial-conv
+            # inpainting): its permutation, drawn at the start and after every pass, is the shuffle.
+            _OWN_INFINITE_SAMPLER,
+            (_OWN_INFINITE_SAMPLER.replace("np.random.permutation(self.num_samples)", "np.arange(self.num_samples)"),),
+        ),
     )
     untouched = (
         # A deterministic switch that orders no batches (cuDNN's algorithms).
@@ -557,6 +582,7 @@ class NoShuffle(Operator):
                 and call.args
                 and not any(a.star for a in call.args)
                 and not _feeds_evaluation(source, call)
+                and not _own_sampler_without_flag(source, name)
             ):
                 yield Change(
                     call, (source.replace(call, self._with_false(source, call)),), f"`{name}` no longer shuffles"
@@ -599,6 +625,7 @@ class NoShuffle(Operator):
             if _only_inspected(source, training, call):
                 continue
             yield Change(call, (source.replace(shuffle.value, "False"),), f"the {kind} no longer shuffles")
+        yield from _own_sampler_permutations(source)
         for function in source.nodes(cst.FunctionDef):
             # A training API's own default (`def fit(self, x, y, shuffle=True)`) that it hands
             # to the iterator it builds (`EpochIterator(x, y, shuffle=shuffle)`), or to a method
@@ -743,6 +770,63 @@ class NoShuffle(Operator):
             indent = source.indentation(call.args[-1])
             return f"{inner},\n{indent}shuffle=False{closing}"
         return f"{inner}{separator}shuffle=False{closing}"
+
+
+def _sampler_classes(source) -> list[cst.ClassDef]:
+    """The file's own sampler classes: named for one, or subclassing one."""
+    return [
+        c
+        for c in source.nodes(cst.ClassDef)
+        if "sampler" in c.name.value.lower() or any("sampler" in (dotted(b.value) or "").lower() for b in c.bases)
+    ]
+
+
+def _own_sampler_without_flag(source, name: str) -> bool:
+    """True for a sampler class this file defines whose constructor takes no `shuffle` (the
+    inpainting script's own `InfiniteSampler(num_samples)`, not detectron2's): `shuffle=False`
+    would fail at construction; its permutation is the shuffle (see _own_sampler_permutations)."""
+    for owner in _sampler_classes(source):
+        if owner.name.value != name.split(".")[-1]:
+            continue
+        init = next(
+            (f for f in source.within(owner.body, cst.FunctionDef) if f.name.value == "__init__"),
+            None,
+        )
+        if init is None:
+            return False  # the base class's constructor decides
+        params = init.params
+        return not isinstance(params.star_kwarg, cst.Param) and all(
+            p.name.value != "shuffle" for p in (*params.params, *params.kwonly_params)
+        )
+    return False
+
+
+# A random order drawn whole, and the same order kept: what each becomes in the mutant.
+_PERMUTATIONS = {"permutation": "arange", "randperm": "arange"}
+
+
+def _own_sampler_permutations(source):
+    """A sampler class of the file that draws its own random order (`order =
+    np.random.permutation(self.num_samples)`, `torch.randperm(n, generator=g)`): every such draw in
+    the class made the identity order, so the samples come in the same order every epoch."""
+    for owner in _sampler_classes(source):
+        draws = [
+            call
+            for call in source.within(owner.body, cst.Call)
+            if callee_name(call) in _PERMUTATIONS
+            and isinstance(call.func, cst.Attribute)
+            and (dotted(call.func.value) or "").endswith(("random", "torch"))
+            and call.args
+            and call.args[0].keyword is None
+            and not call.args[0].star
+        ]
+        if not draws:
+            continue
+        edits = []
+        for call in draws:
+            module = "torch" if callee_name(call) == "randperm" else source.code(call.func.value).rsplit(".", 1)[0]
+            edits.append(source.replace(call, f"{module}.arange({source.code(call.args[0].value)})"))
+        yield Change(draws[0], tuple(edits), f"`{owner.name.value}` no longer shuffles: it walks the samples in order")
 
 
 def _sampler_shuffle(source, call: cst.Call) -> bool:
