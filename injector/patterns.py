@@ -1930,6 +1930,19 @@ def runs_model(
     return False
 
 
+def imported_name(source: Source, name: str) -> bool:
+    """True for a name an import binds (CMGAN's `discriminator` module, whose `batch_pesq` is
+    a plain function; ReChorus' `utils`, whose `batch_to_gpu` moves a batch)."""
+    imports: list[cst.Import | cst.ImportFrom] = [*source.nodes(cst.Import), *source.nodes(cst.ImportFrom)]
+    for node in imports:
+        names = () if isinstance(node.names, cst.ImportStar) else node.names
+        for alias in names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if (dotted(bound) or "").split(".")[0] == name:
+                return True
+    return False
+
+
 def names_a_model(value: cst.BaseExpression) -> bool:
     """True for a value named as a model (`model`, `self.jiant_model`), not as its settings
     (`model_forward_kwargs`, `model_cfg`, `model_name`)."""

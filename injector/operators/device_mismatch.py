@@ -14,6 +14,7 @@ from injector.patterns import (
     callee_name,
     constructed,
     dotted,
+    imported_name,
     in_optimizer_class,
     last_name,
     read_from_settings,
@@ -2746,7 +2747,16 @@ class DeviceMismatch(Operator):
                 continue
             if (
                 _move_helper(callee_name(call))
-                and (isinstance(call.func, cst.Name) or (callee_name(call) or "").lstrip("_") == "prepare_batch")
+                and (
+                    isinstance(call.func, cst.Name)
+                    or (callee_name(call) or "").lstrip("_") == "prepare_batch"
+                    # a project module's helper (ReChorus' `utils.batch_to_gpu(batch, model.device)`)
+                    or (
+                        isinstance(call.func, cst.Attribute)
+                        and isinstance(call.func.value, cst.Name)
+                        and imported_name(source, call.func.value.value)
+                    )
+                )
                 and _is_batch(source, call)
             ):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)

@@ -11,6 +11,7 @@ from injector.patterns import (
     bound_names,
     callee_name,
     dotted,
+    imported_name,
     last_name,
     names_a_model,
     runs_model,
@@ -484,7 +485,7 @@ def _model_call_line(source, training, line: cst.SimpleStatementLine) -> bool:
     if "loss" in text or "criterion" in text:
         return False
     if isinstance(func, cst.Name):
-        return func.value == "self" or (names_a_model(func) and not _imported(source, func.value))
+        return func.value == "self" or (names_a_model(func) and not imported_name(source, func.value))
     if not isinstance(func, cst.Attribute) or not isinstance(func.value, (cst.Name, cst.Attribute)):
         return False
     method = func.attr.value
@@ -494,19 +495,7 @@ def _model_call_line(source, training, line: cst.SimpleStatementLine) -> bool:
     if receiver == "self":
         return runs_model(source, training, value, depth=0)  # a submodule: `self.projection(h)`
     root = (receiver or "").split(".")[0]
-    return names_a_model(func.value) and not _imported(source, root)
-
-
-def _imported(source, name: str) -> bool:
-    """True for a name an import binds (CMGAN's `discriminator` module, whose `batch_pesq` is
-    a plain function)."""
-    for node in source.nodes((cst.Import, cst.ImportFrom)):
-        names = () if isinstance(node.names, cst.ImportStar) else node.names
-        for alias in names:
-            bound = alias.asname.name if alias.asname is not None else alias.name
-            if (dotted(bound) or "").split(".")[0] == name:
-                return True
-    return False
+    return names_a_model(func.value) and not imported_name(source, root)
 
 
 # what only a torch Distribution answers: a value read this way is no tensor to detach
