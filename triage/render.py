@@ -65,6 +65,20 @@ def text(report: Diagnosis, *, color: bool | None = None, width: int = 100) -> s
     console.print(f"[bold]triage[/bold] {escape(_where(report))}")
     if report.status == "healthy":
         console.print("[green]No failure found.[/green] " + escape(_series_line(report)))
+        from triage.detectors.signatures import WARNINGS
+
+        warned = [s for s in report.symptoms if s.name in WARNINGS]
+        if warned:
+            # a warning PyTorch printed is worth a look even where nothing failed: where the run
+            # did not train as it should, these are the causes it points at (named, not asserted)
+            console.print("Warnings worth a look (not failures on their own):")
+            for s in warned:
+                console.print(f"  - {escape(s.name)}: {escape(s.summary)}")
+                for e in s.evidence[:1]:
+                    console.print(Text(f"      {_loc(e.line)}  {e.text[:80]}"))
+            near = _closest(report)
+            if near:
+                console.print("  if the run did not train as it should, look first at: " + escape(near))
         return buf.getvalue()
     if report.status == "unexplained":
         console.print("[yellow]The run failed, but no catalogued cause fits well enough.[/yellow]")

@@ -240,3 +240,18 @@ def test_losses_at_the_edge_of_float_range_are_read_without_overflow(tmp_path, c
     p.write_text("".join(f"Train Epoch: 1 [{32 * i}/6000]\tLoss: {v:.6f}\n" for i, v in enumerate(values)))
     code, out, err = run_cli(capsys, "explain", str(p))
     assert code in (cli.EXIT_EXPLAINED, cli.EXIT_HEALTHY, cli.EXIT_UNEXPLAINED) and "Traceback" not in out + err
+
+
+def test_a_warning_alone_is_no_failure_but_the_text_answer_shows_it_and_where_it_points():
+    # PyTorch's scheduler-order warning, as a user pasted it (a public thread): alone it is no
+    # failure (runs that train well print it), but the answer must not hide it
+    from pathlib import Path
+
+    log = Path(__file__).parent / "world" / "excerpts" / "fast-reid-501.log"
+    report = explain(log)
+    assert report.status == "healthy" and report.causes == ()
+    out = render.text(report, width=200)
+    assert "No failure found" in out and "Warnings worth a look" in out
+    assert "scheduler-before-optimizer" in out and "look first at: scheduler-step-misaligned" in out
+    quiet = render.text(explain(one_log(None)), width=200)
+    assert "Warnings worth a look" not in quiet

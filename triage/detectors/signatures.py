@@ -668,7 +668,7 @@ _NOT_ERRORS = {
 }
 # Warnings of a fault the run lives on with: where an error stopped the run, that error is
 # the first thing to fix and the warning comes second.
-_WARNINGS = {"broadcast-warning", "scheduler-before-optimizer", "recompiling", "tensor-to-scalar-warning"}
+WARNINGS = frozenset({"broadcast-warning", "scheduler-before-optimizer", "recompiling", "tensor-to-scalar-warning"})
 # Reports a metric series says better: the series' own symptom wins where it exists.
 _SERIES_SAYS = {"loss-non-finite-reported": "loss", "memory-growth-reported": "memory"}
 _GUARDED_OPS = re.compile(r"Log|Sqrt|Div|Pow|Reciprocal|Norm|Atan2|Acos|Asin", re.I)
@@ -1166,7 +1166,7 @@ def _order(symptoms: list[Symptom]) -> list[Symptom]:
     first = min(errors, key=lambda s: s.first_line)
     out = []
     for s in symptoms:
-        if s.name in _WARNINGS:
+        if s.name in WARNINGS:
             out.append(Symptom(s.name, s.summary, s.evidence, s.step, s.value, s.rank, s.strength * 0.7, s.detail))
         elif s in errors and s is not first:
             # a later error still counts, but less: it may be a consequence of the first
