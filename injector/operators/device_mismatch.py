@@ -544,6 +544,8 @@ def _is_batch(source, call: cst.Call) -> bool:
         if call.args and call.args[0].keyword is None and not call.args[0].star
         else None
     )
+    if isinstance(moved, cst.Call) and callee_name(moved) == "next" and len(moved.args) == 1:
+        return True  # the next batch of an iterator (diffab's `recursive_to(next(train_iterator), device)`)
     if function is not None and moved is not None:
         # a parameter named for the batch (SpeechBrain's `compute_forward(self, batch, stage)`)
         root = _root_name(moved)
@@ -948,7 +950,7 @@ def _moved_for_a_reduction(source, call: cst.Call) -> bool:
     return True
 
 
-_COLLECTIVE_WORDS = ("reduce", "gather", "broadcast")
+_COLLECTIVE_WORDS = ("reduce", "gather", "broadcast", "across_processes")  # accelerate's pad_across_processes
 
 
 def _collective(call: cst.CSTNode | None) -> bool:
@@ -960,9 +962,17 @@ def _made_for_a_collective(source, call: cst.Call) -> bool:
     to(device))`) or one of its output buffers (`out = [torch.zeros(1).to(device) for _ in
     range(world_size)]`, first handed to the collective that fills them): RecBole's sample count,
     not a batch."""
-    if not (isinstance(call.func, cst.Attribute) and _fresh_tensor(call.func.value)):
+    if not isinstance(call.func, cst.Attribute):
         return False
     parent = source.parent(call)
+    if isinstance(parent, cst.Element) and isinstance(source.parent(parent), (cst.List, cst.Tuple)):
+        # one of a list of tensors handed to a collective (trlx's `pad_across_processes([prompts.input_ids,
+        # samples, prompt_sizes.to(samples.device)])`), a tensor the function made itself
+        held = source.parent(source.parent(parent))
+        if isinstance(held, cst.Arg) and _collective(source.parent(held)) and _made_here(source, call.func.value):
+            return True
+    if not _fresh_tensor(call.func.value):
+        return False
     if isinstance(parent, cst.Arg):
         return _collective(source.parent(parent))
     assign = source.parent(parent) if isinstance(parent, cst.ListComp) and parent.elt is call else None
@@ -981,6 +991,24 @@ def _made_for_a_collective(source, call: cst.Call) -> bool:
         and isinstance(source.parent(first), cst.Arg)
         and _collective(source.parent(source.parent(first)))
     )
+
+
+def _made_here(source, value: cst.BaseExpression) -> bool:
+    """True for a name the function (or the module's top level) last bound to a tensor it made itself (`prompt_sizes =
+    torch.tensor(n).repeat(k)`), not to a batch it was handed."""
+    function = source.function_of(value)
+    if not isinstance(value, cst.Name):
+        return False
+    here = source.span(value)[0]
+    scope = function.body if function is not None else source.module
+    bindings = [
+        a
+        for a in source.within(scope, cst.Assign)
+        if source.function_of(a) is function
+        and source.span(a)[1] <= here
+        and any(dotted(t.target) == value.value for t in a.targets)
+    ]
+    return bool(bindings) and _fresh_tensor(bindings[-1].value)
 
 
 def _global_fed_to_step(source, training, call: cst.Call) -> bool:
@@ -1401,6 +1429,8 @@ def _move_helper(name: str | None) -> bool:
     return name is not None and (
         name in MOVE_HELPERS
         or name.endswith(("_to_device", "_to_cuda", "_to_gpu"))
+        # handed the device as its second argument: diffab's `recursive_to(batch, args.device)`
+        or name.endswith("_to")
         # handed the device too (audiotools' `util.prepare_batch(batch, accel.device)`, ignite's)
         or name.lstrip("_") == "prepare_batch"
     )
@@ -2463,6 +2493,20 @@ class DeviceMismatch(Operator):
                 "        return F.binary_cross_entropy_with_logits(self.model(p), occ)\n",
             ),
         ),
+        Example(
+            # A project's recursive move helper handed the next batch of an infinite iterator
+            # (diffab's `recursive_to(next(train_iterator), args.device)`).
+            "def train(it):\n"
+            "    batch = recursive_to(next(train_iterator), args.device)\n"
+            "    loss = model(batch).mean()\n"
+            "    loss.backward()\n",
+            (
+                "def train(it):\n"
+                "    batch = next(train_iterator)\n"
+                "    loss = model(batch).mean()\n"
+                "    loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
         # A batch preparer handed no device, which fills a result with its batch (LibKGE).
@@ -2707,6 +2751,16 @@ class DeviceMismatch(Operator):
         '        move_to_device(batch, "cpu")\n',
         # Outside a loop, a tensor that is not made here (a loaded metric, a module's buffer).
         "best = checkpoint['best'].to(device)\nw = torch.nn.Linear(2, 2).to(device)\n",
+        # A function named like a move helper (`..._to`) handed no device: keras' tree utility.
+        "for batch in loader:\n    outputs = tree.map_structure_up_to(batch_outputs, np.concatenate, outputs)\n",
+        # A count the evaluation made itself, moved to sit beside the samples in a list that a
+        # collective pads and gathers across processes (trlx): a collective's input, not a batch.
+        "for prompts in eval_loader:\n"
+        "    samples = self.generate_eval(**prompts)\n"
+        "    prompt_sizes = torch.tensor(prompts.input_ids.shape[1]).repeat(len(prompts.input_ids))\n"
+        "    prompts, samples, prompt_sizes = self.accelerator.gather_for_metrics(\n"
+        "        self.accelerator.pad_across_processes([prompts.input_ids, samples, prompt_sizes.to(samples.device)])\n"
+        "    )\n",
     )
 
     def changes(self, source, training):
@@ -2760,6 +2814,8 @@ class DeviceMismatch(Operator):
                 and _is_batch(source, call)
             ):
                 tensor, device = argument(call, "", 0), argument(call, "device", 1)
+                if (callee_name(call) or "").endswith("_to") and (device is None or not _is_device(device.value)):
+                    continue  # `recursive_to(batch, device)`, not keras' `tree.map_structure_up_to(...)`
                 # a helper named for the GPU needs no device (ClassyVision's `recursive_copy_to_gpu`)
                 to_gpu = (callee_name(call) or "").endswith(("_to_gpu", "_to_cuda"))
                 if (
