@@ -3,7 +3,13 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import AUDIOTOOLS_STEP, BATCH_TAKING_STEP, MICROBATCH_TRAINER, SR_MODEL_STEP
+from injector.operators.snippets import (
+    AUDIOTOOLS_STEP,
+    BATCH_TAKING_STEP,
+    LOSS_HELPER_TRAINER,
+    MICROBATCH_TRAINER,
+    SR_MODEL_STEP,
+)
 from injector.patterns import (
     EVALUATION_WORDS,
     argument,
@@ -2460,37 +2466,10 @@ class DeviceMismatch(Operator):
         Example(
             # A step that takes its batch whole and has a helper compute the loss from it
             # (Occupancy Networks' `loss = self.compute_loss(data)`): the helper's moves.
-            "class Trainer:\n"
-            "    def train_step(self, data):\n"
-            "        self.optimizer.zero_grad()\n"
-            "        loss = self.compute_loss(data)\n"
-            "        loss.backward()\n"
-            "        self.optimizer.step()\n"
-            "    def compute_loss(self, data):\n"
-            "        p = data.get('points').to(self.device)\n"
-            "        occ = data.get('points.occ').to(self.device)\n"
-            "        return F.binary_cross_entropy_with_logits(self.model(p), occ)\n",
+            LOSS_HELPER_TRAINER,
             (
-                "class Trainer:\n"
-                "    def train_step(self, data):\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss = self.compute_loss(data)\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n"
-                "    def compute_loss(self, data):\n"
-                "        p = data.get('points')\n"
-                "        occ = data.get('points.occ').to(self.device)\n"
-                "        return F.binary_cross_entropy_with_logits(self.model(p), occ)\n",
-                "class Trainer:\n"
-                "    def train_step(self, data):\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss = self.compute_loss(data)\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n"
-                "    def compute_loss(self, data):\n"
-                "        p = data.get('points').to(self.device)\n"
-                "        occ = data.get('points.occ')\n"
-                "        return F.binary_cross_entropy_with_logits(self.model(p), occ)\n",
+                LOSS_HELPER_TRAINER.replace("data.get('points').to(self.device)", "data.get('points')"),
+                LOSS_HELPER_TRAINER.replace("data.get('points.occ').to(self.device)", "data.get('points.occ')"),
             ),
         ),
         Example(
