@@ -225,6 +225,8 @@ KEYWORDS: tuple[bytes, ...] = (
     b"INF.",
     b"hould be reduced",
     b"eeps growing",
+    # fresh batch 22: zero_grad as people also type it
+    b"zero_gard",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

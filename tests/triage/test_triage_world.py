@@ -30,8 +30,13 @@ HEALTHY = [m for m in MANIFEST if m["cause"] is None]
 FRESH = sorted({m["split"] for m in MANIFEST if m["split"].startswith("fresh")}, key=lambda s: int(s[5:] or 1))
 SPLITS = ("dev", "test", *FRESH)
 GITHUB = re.compile(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/\d+$")
-# a forum thread (fresh batch 14 on): `repo` is "forum:<host>/<thread id>"
-FORUM = re.compile(r"https://(discuss\.pytorch\.org)/t/[^/]+/(\d+)")
+# a forum thread (fresh batch 14 on): `repo` is "forum:<host>/<thread id>"; a Q&A site's question or
+# a blog's article (fresh batch 22 on) likewise
+FORUMS = (
+    re.compile(r"https://(discuss\.pytorch\.org)/t/[^/]+/(\d+)"),
+    re.compile(r"https://(stackoverflow\.com)/questions/(\d+)"),
+    re.compile(r"https://(blog\.csdn\.net)/[^/]+/article/details/(\d+)"),
+)
 
 
 def ids(entry: dict) -> list[str]:
@@ -48,7 +53,8 @@ def test_manifest_has_provenance_for_every_excerpt():
     assert len(FAULTY) >= 80
     for m in MANIFEST:
         assert (WORLD / "excerpts" / m["file"]).is_file(), m["file"]
-        github, forum = GITHUB.match(m["url"]), FORUM.match(m["url"])
+        github = GITHUB.match(m["url"])
+        forum = next((found for f in FORUMS if (found := f.match(m["url"]))), None)
         source = github.group(1) if github else f"forum:{forum.group(1)}/{forum.group(2)}" if forum else None
         assert source == m["repo"], m["url"]
         if m["cause"] is not None:
@@ -443,6 +449,14 @@ FRESH20_READ = [
 FRESH21_READ = [
     ("llava-1301.log", "loss-sudden-rise-reported", "lr-too-high"),  # "Loss suddenly increases during fine-tuning"
 ]
+FRESH22_READ = [
+    # "将训练好的模型拿来做inference,发现显存被占满" (the trained model run for inference filled the GPU's memory)
+    ("csdn-120814456.log", "eval-oom-reported", "missing-no-grad-eval"),
+    # "不加optimizer.zero_gard()会导致正确率越训越低" (without zero_grad, typed as people type it)
+    ("dive-into-deep-learning-6.log", "zero-grad-call-missing-reported", "missing-zero-grad"),
+    # "CustomModel forgets to zero_grad"
+    ("deep-learning-with-python-no-293.log", "zero-grad-call-missing-reported", "missing-zero-grad"),
+]
 
 
 @pytest.mark.parametrize(
@@ -463,7 +477,8 @@ FRESH21_READ = [
     + FRESH18_READ
     + FRESH19_READ
     + FRESH20_READ
-    + FRESH21_READ,
+    + FRESH21_READ
+    + FRESH22_READ,
 )
 def test_a_later_batchs_first_miss_is_read_after_its_fix(name, symptom, first):
     d = explain(WORLD / "excerpts" / name)

@@ -37,7 +37,8 @@ def _sig(symptom: str, pattern: str, summary: str) -> Signature:
 MISSED_CALLS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("eval-mode", r"\b(?:model|net|self\.model)?\.?eval\(\)", "model.eval()", ("eval()",)),
     ("train-mode", r"(?:\.|\b)train(?:_[a-z]+)?\(\)", "model.train()", ("train(", "train_")),
-    ("zero-grad", r"\bzero_grad\b(?:\(\))?", "zero_grad()", ("zero_grad",)),
+    # (as people type it too: `zero_gard()`, `zero_grads`, `zerograd`)
+    ("zero-grad", r"\bzero_?g(?:ra|ar)ds?\b(?:\(\))?", "zero_grad()", ("zero_grad", "zero_gard", "zerograd")),
     ("no-grad", r"\b(?:torch\.)?no_grad\b(?:\(\))?", "torch.no_grad()", ("no_grad",)),
     ("optimizer-step", r"\boptimi[sz]er\.step\(\)", "optimizer.step()", (".step()",)),
     ("set-epoch", r"\bset_epoch\b(?:\(\))?", "sampler.set_epoch()", ("set_epoch",)),
@@ -366,7 +367,7 @@ SIGNATURES: tuple[Signature, ...] = (
             # advice to wrap code in the call ("you can wrap the code in with torch.no_grad():")
             rf"\b(?:can|could|should|need to|must|have to)\s+(?:also\s+)?wrap\b[^\n]{{0,60}}?\b(?:in|with|under|inside)\s+"
             rf"(?:a\s+)?(?:with\s+)?\W{{0,2}}(?:[a-z_]+\.){{0,3}}(?:{call})|"
-            rf"\b(?:forgot|forget|forgotten|forgetting|without|missing|missed|didn't|did not|never|"
+            rf"\b(?:forgot|forget|forgets|forgotten|forgetting|without|missing|missed|didn't|did not|never|"
             rf"(?:will|would|does|did|do) not|won't|doesn't|don't|there(?:'s| is| are) no|please|should)\s+"
             rf"(?:(?:we|you|they|i|it)\s+)?(?:find\s+|call\s+|calls\s+|to\s+)?"
             rf"(?:call(?:ing)?\s+|(?:use|using)\s+(?:with\s+)?|add(?:ing)?\s+|put(?:ting)?\s+|do(?:ing)?\s+|the\s+)?\W{{0,2}}"
@@ -567,7 +568,10 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bout of memory\b|\bout of memory\b[^\n.]{0,40}?\b(?:in|during|when|while)\s+(?:the\s+)?"
         r"(?:validation|validating|evaluation|evaluating|inference)\b|"
         # a no_grad said to be needed in the validation loop so that it does not run out of memory
-        r"\bno_grad\b[^\n]{0,80}?\b(?:validation|evaluation)\b[^\n]{0,60}?\b(?:oom|out of memory)\b",
+        r"\bno_grad\b[^\n]{0,80}?\b(?:validation|evaluation)\b[^\n]{0,60}?\b(?:oom|out of memory)\b|"
+        # in Chinese: "将训练好的模型拿来做inference,发现显存被占满" (the trained model run for inference
+        # filled the GPU's memory); 推理, 测试, 验证, 评估: inference, testing, validation, evaluation
+        r"(?:inference|推理|测试|验证|评估)[^\n]{0,30}?(?:显存|内存)[^\n]{0,6}?(?:被)?(?:占满|不足|不够|爆|溢出|用完|耗尽)",
         "the report says memory runs out once evaluation starts",
     ),
     _sig(
@@ -854,7 +858,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "lr-to-zero-reported": ("learning rate", "lr"),
     "lower-lr-works-reported": ("learning rate", "learning_rate", "lr"),
     "zero-division-reported": ("because", "by zero", "by 0", "denominator"),
-    "eval-oom-reported": ("out of memory", "oom"),
+    "eval-oom-reported": ("out of memory", "oom", "显存", "内存"),
     "late-oom-reported": ("out of memory", "oom"),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
 }
