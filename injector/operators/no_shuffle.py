@@ -461,6 +461,25 @@ class NoShuffle(Operator):
             _OWN_INFINITE_SAMPLER,
             (_OWN_INFINITE_SAMPLER.replace("np.random.permutation(self.num_samples)", "np.arange(self.num_samples)"),),
         ),
+        Example(
+            # An epoch's sample order shuffled in place, then handed to a method that cuts it into
+            # slices for its loader processes (candock's `load_pool_init`): the shuffle left out.
+            "class Core:\n"
+            "    def load_pool_init(self, signals, labels, sequences):\n"
+            "        for i in range(self.load_thread):\n"
+            "            self.start_process(signals, labels, sequences[i * self.n : (i + 1) * self.n], self.queue)\n"
+            "    def epoch_forward_init(self, signals, labels, sequences):\n"
+            "        np.random.shuffle(sequences)\n"
+            "        self.load_pool_init(signals, labels, sequences)\n",
+            (
+                "class Core:\n"
+                "    def load_pool_init(self, signals, labels, sequences):\n"
+                "        for i in range(self.load_thread):\n"
+                "            self.start_process(signals, labels, sequences[i * self.n : (i + 1) * self.n], self.queue)\n"
+                "    def epoch_forward_init(self, signals, labels, sequences):\n"
+                "        self.load_pool_init(signals, labels, sequences)\n",
+            ),
+        ),
     )
     untouched = (
         # A deterministic switch that orders no batches (cuDNN's algorithms).
@@ -862,7 +881,7 @@ def _walked_order_shuffled(source, training, call: cst.Call) -> bool:
         return False
     function = source.function_of(call)
     after = source.span(call)[1]
-    return any(
+    if any(
         isinstance(loop, cst.For)
         and source.function_of(loop) is function
         and source.span(loop)[0] >= after
@@ -871,7 +890,31 @@ def _walked_order_shuffled(source, training, call: cst.Call) -> bool:
             or any(dotted(s.value) == name for s in source.within(loop.body, cst.Subscript))
         )
         for loop in training.training_loops
-    )
+    ):
+        return True
+    return function is not None and _handed_to_batcher(source, training, function, name, after)
+
+
+def _handed_to_batcher(source, training, function: cst.FunctionDef, name: str, after: int) -> bool:
+    """True where `function`, once it has shuffled `name`, hands it to a function of the file that
+    cuts it into batches in a loop (candock's `self.load_pool_init(signals, labels, sequences)`,
+    whose loop hands each loader process its slice `sequences[a:b]`): the order the batches come in."""
+    for use in source.within(function.body, cst.Call):
+        if source.span(use)[0] < after:
+            continue
+        for helper in training.called_functions(use):
+            params = [p.name.value for p in helper.params.params]
+            position = next((i for i, a in enumerate(use.args) if dotted(a.value) == name and a.keyword is None), None)
+            if position is None:
+                continue
+            position += 1 if params[:1] == ["self"] and isinstance(use.func, cst.Attribute) else 0
+            param = params[position] if position < len(params) else None
+            if param is not None and any(
+                dotted(sub.value) == param and source.enclosing(sub, cst.For) is not None
+                for sub in source.within(helper.body, cst.Subscript)
+            ):
+                return True
+    return False
 
 
 def _dataset_reshuffled(source, training, call: cst.Call) -> bool:
