@@ -2129,8 +2129,10 @@ def _output_entry_handed(source, training, backward) -> bool:
 
 
 def _a_returned_container(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
-    """True for a name last assigned what a function of the file returns, where it returns a dict,
-    list or tuple written out (`return {'cls_out': cls_out, 'cls_label': cls_label}`)."""
+    """True for a name last assigned what a call returns where that is a container with no
+    `detach`: a function of the file that returns a dict, list or tuple written out (`return
+    {'cls_out': cls_out, 'cls_label': cls_label}`), or a model's output the step reads by key
+    (see _read_by_key)."""
     if not isinstance(value, cst.Name):
         return False
     assign = training.last_assignment(value.value, use)
