@@ -630,7 +630,12 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
         # function named for inference or evaluation (it runs no backward)
         if not any(word in function.name.value.lower() for word in EVALUATION_WORDS):
             return False
-    elif name != dotted(call.func.value) or not any(source.function_of(b.call) is function for b in training.backwards):
+    elif not any(source.function_of(b.call) is function for b in training.backwards):
+        # an evaluation step handed its batch (pyod's `evaluating_forward(self, batch_data)`:
+        # `x_gpu = x.to(self.device)`, then `self.model(x_gpu)`)
+        if not _evaluation_step_input(source, function, call):
+            return False
+    elif name != dotted(call.func.value):
         return False  # a step function differentiates what it computes
     after = source.span(assign)[1]
     # and what the function computes from it: diffwave's noise schedule, moved each step, indexed
@@ -641,6 +646,50 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
         and (runs_model(source, training, use) or training.is_loss_value(use, use))
         and any(dotted(a.value) in fed for a in use.args)
         for use in source.within(function, cst.Call)
+    )
+
+
+def _model_input(source, training, call: cst.Call) -> bool:
+    """True where `call`'s result, bound to a name alone, is the first positional argument of a
+    forward pass later in the same function."""
+    assign = source.parent(call)
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+        return False
+    target = assign.targets[0].target
+    function = source.function_of(call)
+    if not isinstance(target, cst.Name) or function is None:
+        return False
+    after = source.span(assign)[1]
+    return any(
+        source.span(use)[0] > after
+        and use.args
+        and use.args[0].keyword is None
+        and use.args[0].star == ""
+        and isinstance(use.args[0].value, cst.Name)
+        and use.args[0].value.value == target.value
+        and runs_model(source, training, use)
+        for use in source.within(function, cst.Call)
+    )
+
+
+def _evaluation_step_input(source, function: cst.FunctionDef, call: cst.Call) -> bool:
+    """True for a move, outside any loop, in a function named for evaluation, of one of its
+    parameters or of a name it binds to one alone (`x = batch_data`)."""
+    if source.enclosing(call, (cst.For, cst.While)) is not None or source.function_of(call) is not function:
+        return False
+    if not any(word in function.name.value.lower() for word in EVALUATION_WORDS):
+        return False
+    moved = call.func.value if isinstance(call.func, cst.Attribute) else None
+    if not isinstance(moved, cst.Name):
+        return False
+    parameters = {p.name.value for p in function.params.params if p.name.value != "self"}
+    if moved.value in parameters:
+        return True
+    return any(
+        isinstance(assign.value, cst.Name)
+        and assign.value.value in parameters
+        and any(moved.value in bound_names(t.target) for t in assign.targets)
+        for assign in source.within(function, cst.Assign)
     )
 
 
@@ -2486,6 +2535,38 @@ class DeviceMismatch(Operator):
                 "    loss.backward()\n",
             ),
         ),
+        Example(
+            # An evaluation step handed its batch, moved under a name of its own and fed to the
+            # model (pyod's `evaluating_forward`); the CPU copy stays for the distances.
+            "def evaluating_forward(self, batch_data):\n"
+            "    x = batch_data\n"
+            "    x_gpu = x.to(self.device)\n"
+            "    x_recon = self.model(x_gpu)\n"
+            "    return distances(x.numpy(), x_recon.cpu().numpy())\n",
+            (
+                "def evaluating_forward(self, batch_data):\n"
+                "    x = batch_data\n"
+                "    x_gpu = x\n"
+                "    x_recon = self.model(x_gpu)\n"
+                "    return distances(x.numpy(), x_recon.cpu().numpy())\n",
+            ),
+        ),
+        Example(
+            # A device object's own move of the model's first input; the lengths beside it are
+            # read on the CPU by the model (VAC's `device.data_to_device(data[0])`).
+            "def seq_train(loader, model, device):\n"
+            "    for batch_idx, data in enumerate(loader):\n"
+            "        vid = device.data_to_device(data[0])\n"
+            "        vid_lgt = device.data_to_device(data[1])\n"
+            "        ret_dict = model(vid, vid_lgt)\n",
+            (
+                "def seq_train(loader, model, device):\n"
+                "    for batch_idx, data in enumerate(loader):\n"
+                "        vid = data[0]\n"
+                "        vid_lgt = device.data_to_device(data[1])\n"
+                "        ret_dict = model(vid, vid_lgt)\n",
+            ),
+        ),
     )
     untouched = (
         # A batch preparer handed no device, which fills a result with its batch (LibKGE).
@@ -2775,6 +2856,21 @@ class DeviceMismatch(Operator):
                 and not _is_model(training, call.args[0].value)
             ):
                 # a device object's own move (composer's `self.state.device.batch_to_device(batch)`)
+                text = source.code(call.args[0].value)
+                yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
+                continue
+            if (
+                isinstance(call.func, cst.Attribute)
+                and _move_helper(callee_name(call))
+                and "device" in (last_name(call.func.value) or "").lower()
+                and len(call.args) == 1
+                and call.args[0].keyword is None
+                and not _is_model(training, call.args[0].value)
+                and _model_input(source, training, call)
+            ):
+                # a device object's own move of what the model is handed first (VAC's
+                # `vid = device.data_to_device(data[0])`, then `model(vid, vid_lgt, ...)`); its
+                # lengths and labels may go on to be read on the CPU
                 text = source.code(call.args[0].value)
                 yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
                 continue

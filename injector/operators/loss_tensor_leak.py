@@ -754,7 +754,7 @@ class LossTensorLeak(Operator):
                 and LossTensorLeak._stored(source, caller)
                 and not under_no_grad(source, caller)
                 for caller in source.nodes(cst.Call)
-            )
+            ) or _kept_by_a_base(source, training, function)
         # bound to a name the function returns in a tuple (JoeyNMT's `norm_batch_loss =
         # ddp_reduce(norm_batch_loss).item()`, `return norm_batch_loss, sum_correct_tokens`), whose
         # element a caller unpacks and adds into a total (`total_batch_loss += batch_loss`)
@@ -853,6 +853,34 @@ class LossTensorLeak(Operator):
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+def _kept_by_a_base(source, training, function: cst.FunctionDef) -> bool:
+    """True for a method whose class's base (read through the project's modules) calls it on
+    `self` and keeps what it returns (pyod's `BaseDeepLearningDetector.train`: `loss =
+    self.training_forward(batch_data)`, then `overall_loss.append(loss)`)."""
+    cls = source.enclosing(function, cst.ClassDef)
+    if cls is None or source.parent(function) is not cls.body:
+        return False  # a method of the class itself, not a function nested in one
+    for base in cls.bases:
+        found = training.resolver.definition(source, base.value)
+        if found is None or not isinstance(found[1], cst.ClassDef):
+            continue
+        module, definition = found
+        for call in module.within(definition, cst.Call):
+            if dotted(call.func) != f"self.{function.name.value}" or under_no_grad(module, call):
+                continue
+            bound = module.parent(call)
+            if (
+                isinstance(bound, cst.Assign)
+                and bound.value is call
+                and len(bound.targets) == 1
+                and isinstance(bound.targets[0].target, cst.Name)
+            ):
+                names = {bound.targets[0].target.value}
+                if _summed_later(module, bound, names) or _kept_later(module, bound, names):
+                    return True
+    return False
 
 
 def _added_later(source, bound: cst.Assign, name: str) -> bool:

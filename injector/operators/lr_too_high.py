@@ -130,6 +130,62 @@ def _rate_parameters(resolver: Resolver, module, definition: cst.ClassDef | cst.
     return rates
 
 
+def _rates_handed_to_a_base(source, resolver: Resolver):
+    """A subclass's rate parameter handed on to its base class's `__init__` (pyod's `VAE(
+    BaseDeepLearningDetector)`: `def __init__(self, ..., lr=1e-3, ...)`, then `super().__init__(
+    ..., lr=lr, ...)`), where the base (read through the project's modules) keeps it on the object
+    and hands it on as a rate (`get_optimizer_by_name(..., lr=self.lr)`): the value handed, and the
+    parameter's default where it is a number."""
+    for cls in source.nodes(cst.ClassDef):
+        init = (
+            next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+            if isinstance(cls.body, cst.IndentedBlock)
+            else None
+        )
+        if init is None:
+            continue
+        params = {p.name.value: p for p in init.params.params if _rate_named(p.name.value)}
+        for call in source.within(init.body, cst.Call):
+            if not (
+                isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "__init__"
+                and isinstance(call.func.value, cst.Call)
+                and callee_name(call.func.value) == "super"
+            ):
+                continue
+            for base in cls.bases:
+                found = resolver.definition(source, base.value)
+                if found is None:
+                    continue
+                module, definition = found
+                if not isinstance(definition, cst.ClassDef):
+                    continue
+                bound = bound_arguments(definition, call)
+                for name, value in (bound or {}).items():
+                    if isinstance(value, cst.Name) and value.value in params and _base_rate(module, definition, name):
+                        default = params[value.value].default
+                        yield value, default if isinstance(default, (cst.Float, cst.Integer)) else None
+
+
+def _base_rate(module, definition: cst.ClassDef, parameter: str) -> bool:
+    """True where the class keeps `parameter` as `self.<name>` in its `__init__` and hands that on
+    as a rate (`lr=self.lr`) somewhere in its body."""
+    init = constructor_or_function(definition)
+    if init is None:
+        return False
+    kept = {
+        dotted(t.target)
+        for a in module.within(init.body, cst.Assign)
+        if isinstance(a.value, cst.Name) and a.value.value == parameter
+        for t in a.targets
+    }
+    return any(
+        arg.keyword is not None and _rate_named(arg.keyword.value) and dotted(arg.value) in kept
+        for call in module.within(definition, cst.Call)
+        for arg in call.args
+    )
+
+
 def _torch_optimizer(resolver: Resolver, module, callee_expr: cst.BaseExpression) -> bool:
     """True for a torch optimizer class as `module` names it (`optim.SGD`, `Optimizer` imported
     from torch.optim)."""
@@ -1391,6 +1447,10 @@ class LrTooHigh(Operator):
             # hparams.lr_schedule is not None:`) leaves the one built in where it does not hold
             yield from self._splatted_configuration(source, training)
         yield from self._stored_defaults(source, training, overridden)
+        for handed, default in _rates_handed_to_a_base(source, resolver):
+            yield self._scaled(source, handed, handed)
+            if default is not None:
+                yield self._scaled(source, default, default)
         for element in source.nodes(cst.DictElement):
             key = element.key
             if not isinstance(key, cst.SimpleString):

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from injector.neighbours import bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import GATHERED_EPOCH_LOSS, MICROBATCH_TRAINER
 from injector.patterns import (
@@ -448,6 +449,23 @@ class WrongLossReduction(Operator):
             _HEADS_SUMMED,
             (_HEADS_SUMMED.replace("        loss /= len(targets)\n", ""),),
         ),
+        Example(
+            # The KL term's batch mean spelled as a function over per-sample sums, scaled (pyod's VAE).
+            "def vae_loss(x, x_recon, mu, logvar):\n"
+            "    kl_loss = torch.mean(\n"
+            "        -0.5 * torch.sum(1 + logvar - mu ** 2 - torch.exp(logvar), dim=1), dim=0)\n"
+            "    return F.mse_loss(x_recon, x) + kl_loss\n",
+            (
+                "def vae_loss(x, x_recon, mu, logvar):\n"
+                "    kl_loss = torch.mean(\n"
+                "        -0.5 * torch.sum(1 + logvar - mu ** 2 - torch.exp(logvar), dim=1), dim=0)\n"
+                '    return F.mse_loss(x_recon, x, reduction="sum") + kl_loss\n',
+                "def vae_loss(x, x_recon, mu, logvar):\n"
+                "    kl_loss = torch.sum(\n"
+                "        -0.5 * torch.sum(1 + logvar - mu ** 2 - torch.exp(logvar), dim=1), dim=0)\n"
+                "    return F.mse_loss(x_recon, x) + kl_loss\n",
+            ),
+        ),
     )
     untouched = (
         # The mean over deep supervision's outputs (UNet++), not over the batch.
@@ -579,6 +597,13 @@ class WrongLossReduction(Operator):
                         (source.replace_string(reduction.value, "sum"),),
                         f"`{name}` sums instead of averaging",
                     )
+            elif _defaults_to_mean(source, training, call):
+                # a project's loss factory or loss whose `reduction` defaults to "mean", called
+                # without one (pyod's `get_criterion_by_name('mse')(x_recon, x)`)
+                new = with_keyword(call, "reduction", cst.SimpleString('"sum"'))
+                yield Change(
+                    call, (source.replace_node(call, new),), f"`{name}` sums instead of averaging (its default)"
+                )
             elif _project_loss(source, call):
                 # A loss class of the project's or another package's, averaging by an explicit
                 # keyword in torch's spelling (`utils.FocalLoss(ignore_index=255, size_average=True)`)
@@ -879,6 +904,45 @@ def _reduction_defaults(source):
                 break
 
 
+def _defaults_to_mean(source, training, call: cst.Call) -> bool:
+    """True for a call, handed no reduction, of a function or class of the project (this file's
+    or a neighbour's) named for a loss or a criterion whose `reduction` parameter defaults to
+    "mean", where what it computes or builds is the training loss: called at once and bound to a
+    loss's name (`recon_loss = get_criterion_by_name('mse')(x_recon, x)`), or bound so itself."""
+    name = (callee_name(call) or "").lower()
+    if not any(word in name for word in ("loss", "criterion")) or under_no_grad(source, call):
+        return False
+    if _evaluation_only(source, call) or _evaluation_name(name):
+        return False
+    found = training.resolver.definition(source, call.func)
+    if found is None:
+        return False
+    function = constructor_or_function(found[1])
+    if function is None:
+        return False
+    params = (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)
+    reduction = next((p for p in params if p.name.value == "reduction"), None)
+    bound = bound_arguments(found[1], call)
+    if reduction is None or reduction.default is None or not _is_mean_string(reduction.default):
+        return False
+    if bound is None or "reduction" in bound or any(a.star for a in call.args):
+        return False
+    used: cst.CSTNode = call
+    parent = source.parent(call)
+    if isinstance(parent, cst.Call) and parent.func is call:
+        used, parent = parent, source.parent(parent)  # the criterion a factory builds, called at once
+    return (
+        isinstance(parent, cst.Assign)
+        and parent.value is used
+        and any(
+            _names_loss(last_name(t.target) or "") or "criterion" in (last_name(t.target) or "").lower()
+            for t in parent.targets
+        )
+        and not any(_evaluation_name(last_name(t.target) or "") for t in parent.targets)
+        and not (used is call and _never_used(source, call))
+    )
+
+
 def _project_loss(source, call: cst.Call) -> bool:
     """True for a loss class torch does not define (`FocalLoss(...)`, `utils.DiceLoss(...)`), or
     the one a factory returns (SlowFast's `losses.get_loss_func(cfg.MODEL.LOSS_FUNC)(reduction=
@@ -1013,7 +1077,39 @@ def _batch_mean_of_sums(call: cst.Call) -> cst.Call | None:
         and call.func.value.args
     ):
         return call
+    if (
+        callee_name(call) == "mean"
+        and is_functional(call)
+        and len(call.args) == 2
+        and call.args[0].keyword is None
+        and (call.args[1].keyword is None or call.args[1].keyword.value == "dim")
+        and isinstance(call.args[1].value, cst.Integer)
+        and call.args[1].value.value == "0"
+        and _scaled_sum(call.args[0].value)
+    ):
+        # the functional spelling, the sums scaled (pyod's KL term: `torch.mean(-0.5 *
+        # torch.sum(1 + logvar - mu ** 2 - logvar.exp(), dim=1), dim=0)`)
+        return call
     return None
+
+
+def _scaled_sum(expr: cst.BaseExpression) -> bool:
+    """True for a sum over given dimensions, negated or scaled by a number."""
+    if isinstance(expr, cst.UnaryOperation):
+        return _scaled_sum(expr.expression)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+        numbers = (cst.Integer, cst.Float, cst.UnaryOperation)
+        if isinstance(expr.left, numbers):
+            return _scaled_sum(expr.right)
+        if isinstance(expr.right, numbers):
+            return _scaled_sum(expr.left)
+        return False
+    return (
+        isinstance(expr, cst.Call)
+        and callee_name(expr) == "sum"
+        and len(expr.args) >= 1
+        and (argument(expr, "dim", 1) is not None)
+    )
 
 
 def _summed(source, node: cst.CSTNode, averages: list[cst.Call]) -> Change:

@@ -680,3 +680,78 @@ def test_rates_a_project_scheduler_writes_into_the_groups_are_raised_not_the_opt
     assert [line for _, line, _ in found] == [10]  # the scheduler's call, from its first raised rate
     assert "initial_lr=cfg.initial_lr * 100," in found[0][2]
     assert "max_lr=cfg.max_lr * 100," in found[0][2]
+
+
+DETECTOR_UTILS = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def get_optimizer_by_name(model, name, lr=1e-3):\n"
+    "    return torch.optim.Adam(model.parameters(), lr=lr)\n"
+    "\n"
+    "\n"
+    "def get_criterion_by_name(name, reduction='mean'):\n"
+    "    return torch.nn.MSELoss(reduction=reduction)\n"
+)
+DETECTOR_BASE = (
+    "from utils import get_optimizer_by_name\n"
+    "\n"
+    "\n"
+    "class BaseDetector:\n"
+    "    def __init__(self, lr=1e-3, epoch_num=10, loss_func=None):\n"
+    "        self.lr = lr\n"
+    "        self.epoch_num = epoch_num\n"
+    "        self.criterion = loss_func\n"
+    "\n"
+    "    def fit(self, loader):\n"
+    "        self.optimizer = get_optimizer_by_name(self.model, 'adam', lr=self.lr)\n"
+    "        for epoch in range(self.epoch_num):\n"
+    "            losses = []\n"
+    "            for batch in loader:\n"
+    "                loss = self.training_forward(batch)\n"
+    "                losses.append(loss)\n"
+)
+DETECTOR = (
+    "from base import BaseDetector\n"
+    "from utils import get_criterion_by_name\n"
+    "\n"
+    "\n"
+    "def ae_loss(x, x_recon):\n"
+    "    recon_loss = get_criterion_by_name('mse')(x_recon, x)\n"
+    "    return recon_loss\n"
+    "\n"
+    "\n"
+    "class AutoEncoder(BaseDetector):\n"
+    "    def __init__(self, lr=1e-3, epoch_num=30):\n"
+    "        super().__init__(lr=lr, epoch_num=epoch_num, loss_func=ae_loss)\n"
+    "\n"
+    "    def training_forward(self, batch):\n"
+    "        self.optimizer.zero_grad()\n"
+    "        loss = self.criterion(batch, self.model(batch))\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+    "        return loss.item()\n"
+)
+
+
+def test_a_detector_subclass_gets_the_faults_its_base_class_and_the_project_helpers_carry(tmp_path, capsys):
+    """pyod's VAE hands its rate on to the base class that builds the optimizer with it, returns
+    each step's `loss.item()` to the base class's list of losses, and computes its loss with a
+    criterion a project helper builds at `reduction='mean'`: each is a site only where those
+    modules are read."""
+    (tmp_path / "utils.py").write_text(DETECTOR_UTILS)
+    (tmp_path / "base.py").write_text(DETECTOR_BASE)
+    (tmp_path / "detector.py").write_text(DETECTOR)
+    rates = {line: diff for file, line, diff in lr_mutants(capsys, tmp_path / "detector.py") if file == "detector.py"}
+    assert sorted(rates) == [11, 12]
+    assert "def __init__(self, lr=0.1, epoch_num=30):" in rates[11]
+    assert "super().__init__(lr=lr * 100, epoch_num=epoch_num, loss_func=ae_loss)" in rates[12]
+    sums = lr_mutants(capsys, tmp_path / "detector.py", "wrong-loss-reduction")
+    assert [line for _, line, _ in sums] == [6]
+    assert "get_criterion_by_name('mse', reduction=\"sum\")(x_recon, x)" in sums[0][2]
+    leaks = lr_mutants(capsys, tmp_path / "detector.py", "loss-tensor-leak")
+    assert [(line, "+        return loss\n" in diff) for _, line, diff in leaks] == [(19, True)]
+    (tmp_path / "base.py").unlink()
+    (tmp_path / "utils.py").unlink()
+    for operator in ("lr-too-high", "wrong-loss-reduction", "loss-tensor-leak"):
+        assert lr_mutants(capsys, tmp_path / "detector.py", operator) == []
