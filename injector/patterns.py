@@ -1419,8 +1419,14 @@ class Training:
         around_use = set(self.source.ancestors(use))
         found = None
         for ancestor in _ancestors_within(self.source, assign, function):
-            if isinstance(ancestor, (cst.For, cst.While, cst.Try)) and ancestor not in around_use:
+            if isinstance(ancestor, (cst.For, cst.While)) and ancestor not in around_use:
                 return None
+            if (
+                isinstance(ancestor, cst.Try)
+                and ancestor not in around_use
+                and ancestor.body not in set(self.source.ancestors(assign))
+            ):
+                return None  # a handler's or a `finally`'s assignment; the `try` body's runs first
             if isinstance(ancestor, cst.If) and ancestor not in around_use:
                 found = ancestor
         return found

@@ -5,6 +5,7 @@ import libcst as cst
 from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import (
     added_terms,
+    branch_helper_forwards,
     constant_start,
     distribution,
     forwards_after_empty_start,
@@ -1306,6 +1307,141 @@ class DetachedGraph(Operator):
                 "    loss.backward()\n",
             ),
         ),
+        Example(
+            # A loss computed in a `try` on one side of an `if` and plainly on the other (a music separator's
+            # safe mode): each side's loss is cut off.
+            "for i, (x, y) in enumerate(loader):\n"
+            "    if safe_mode:\n"
+            "        try:\n"
+            "            loss = forward_step(x, y, model)\n"
+            "        except Exception as e:\n"
+            '            print(f"Error: {e}")\n'
+            "            continue\n"
+            "    else:\n"
+            "        loss = forward_step(x, y, model)\n"
+            "    loss /= accumulation_steps\n"
+            "    loss.backward()\n",
+            (
+                "for i, (x, y) in enumerate(loader):\n"
+                "    if safe_mode:\n"
+                "        try:\n"
+                "            loss = forward_step(x, y, model).detach()\n"
+                "        except Exception as e:\n"
+                '            print(f"Error: {e}")\n'
+                "            continue\n"
+                "    else:\n"
+                "        loss = forward_step(x, y, model)\n"
+                "    loss /= accumulation_steps\n"
+                "    loss.backward()\n",
+                "for i, (x, y) in enumerate(loader):\n"
+                "    if safe_mode:\n"
+                "        try:\n"
+                "            loss = forward_step(x, y, model)\n"
+                "        except Exception as e:\n"
+                '            print(f"Error: {e}")\n'
+                "            continue\n"
+                "    else:\n"
+                "        loss = forward_step(x, y, model).detach()\n"
+                "    loss /= accumulation_steps\n"
+                "    loss.backward()\n",
+            ),
+        ),
+        Example(
+            # A helper whose `if` and `else` each return the step's loss (a music separator's forward_step):
+            # each side's forward, in-place reduction and returned criterion cut off, besides the call.
+            "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
+            "    if internal_loss:\n"
+            "        loss = model(x, y)\n"
+            "        if isinstance(device_ids, (list, tuple)):\n"
+            "            loss = loss.mean()\n"
+            "        return loss\n"
+            "    else:\n"
+            "        y_ = model(x)\n"
+            "        return criterion(y_, y, x)\n"
+            "\n"
+            "\n"
+            "def train_one_epoch(model, loader, criterion):\n"
+            "    for x, y in loader:\n"
+            "        loss = forward_step(x, y, True, model, criterion, [0])\n"
+            "        loss.backward()\n",
+            (
+                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
+                "    if internal_loss:\n"
+                "        loss = model(x, y).detach()\n"
+                "        if isinstance(device_ids, (list, tuple)):\n"
+                "            loss = loss.mean()\n"
+                "        return loss\n"
+                "    else:\n"
+                "        y_ = model(x)\n"
+                "        return criterion(y_, y, x)\n"
+                "\n"
+                "\n"
+                "def train_one_epoch(model, loader, criterion):\n"
+                "    for x, y in loader:\n"
+                "        loss = forward_step(x, y, True, model, criterion, [0])\n"
+                "        loss.backward()\n",
+                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
+                "    if internal_loss:\n"
+                "        loss = model(x, y)\n"
+                "        if isinstance(device_ids, (list, tuple)):\n"
+                "            loss = loss.mean().detach()\n"
+                "        return loss\n"
+                "    else:\n"
+                "        y_ = model(x)\n"
+                "        return criterion(y_, y, x)\n"
+                "\n"
+                "\n"
+                "def train_one_epoch(model, loader, criterion):\n"
+                "    for x, y in loader:\n"
+                "        loss = forward_step(x, y, True, model, criterion, [0])\n"
+                "        loss.backward()\n",
+                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
+                "    if internal_loss:\n"
+                "        loss = model(x, y)\n"
+                "        if isinstance(device_ids, (list, tuple)):\n"
+                "            loss = loss.mean()\n"
+                "        return loss\n"
+                "    else:\n"
+                "        y_ = model(x).detach()\n"
+                "        return criterion(y_, y, x)\n"
+                "\n"
+                "\n"
+                "def train_one_epoch(model, loader, criterion):\n"
+                "    for x, y in loader:\n"
+                "        loss = forward_step(x, y, True, model, criterion, [0])\n"
+                "        loss.backward()\n",
+                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
+                "    if internal_loss:\n"
+                "        loss = model(x, y)\n"
+                "        if isinstance(device_ids, (list, tuple)):\n"
+                "            loss = loss.mean()\n"
+                "        return loss\n"
+                "    else:\n"
+                "        y_ = model(x)\n"
+                "        return criterion(y_, y, x).detach()\n"
+                "\n"
+                "\n"
+                "def train_one_epoch(model, loader, criterion):\n"
+                "    for x, y in loader:\n"
+                "        loss = forward_step(x, y, True, model, criterion, [0])\n"
+                "        loss.backward()\n",
+                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
+                "    if internal_loss:\n"
+                "        loss = model(x, y)\n"
+                "        if isinstance(device_ids, (list, tuple)):\n"
+                "            loss = loss.mean()\n"
+                "        return loss\n"
+                "    else:\n"
+                "        y_ = model(x)\n"
+                "        return criterion(y_, y, x)\n"
+                "\n"
+                "\n"
+                "def train_one_epoch(model, loader, criterion):\n"
+                "    for x, y in loader:\n"
+                "        loss = forward_step(x, y, True, model, criterion, [0]).detach()\n"
+                "        loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1373,6 +1509,7 @@ class DetachedGraph(Operator):
                 else:
                     yield from self._detached(source, training, backward, other)
             yield from _helper_forwards_cut(source, training, backward)
+            yield from _branch_forwards_cut(source, training, backward)
             whole = [a for a in alternatives if not _accumulated(source, a)]
             for assign in whole or alternatives or [training.loss_assignment(backward)]:
                 if assign is not None and _starts_empty(assign):
@@ -1724,6 +1861,24 @@ def _helper_forwards_cut(source, training, backward):
         yield Change(
             assign,
             (source.replace(assign.value, method_on(source, assign.value, "detach")),),
+            "the loss is cut off from the model's graph",
+        )
+
+
+def _branch_forwards_cut(source, training, backward):
+    """The forwards and returned losses of a helper whose `if` and `else` each return the step's
+    loss (see branch_helper_forwards), each cut off where it is bound or returned."""
+    for statement in branch_helper_forwards(source, training, backward):
+        value = statement.value
+        assert value is not None  # an assignment's value, or a returned call
+        function = source.function_of(statement)
+        if isinstance(statement, cst.Assign):
+            target = statement.targets[0].target
+            if function is None or (isinstance(target, cst.Name) and distribution(source, function, target.value)):
+                continue
+        yield Change(
+            statement,
+            (source.replace(value, method_on(source, value, "detach")),),
             "the loss is cut off from the model's graph",
         )
 

@@ -1275,6 +1275,12 @@ MOVE_HELPERS = frozenset(
 CONVERTERS = frozenset({"to_tensor", "as_tensor"})
 
 
+def _converter(name: str | None) -> bool:
+    """A conversion to a tensor that also takes a device: skorch's `to_tensor`, torch's
+    `as_tensor`, a project's own wrapper of them (imitation's `util.safe_to_tensor`)."""
+    return name is not None and (name in CONVERTERS or name.endswith(("_to_tensor", "_as_tensor")))
+
+
 def _handed_a_batch(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
     """True for a parameter of the function around `use` that the file hands it from a step that
     takes a batch: every call of that function sits in a loop or in a function with a `batch`
@@ -2567,6 +2573,36 @@ class DeviceMismatch(Operator):
                 "        ret_dict = model(vid, vid_lgt)\n",
             ),
         ),
+        Example(
+            # A project's own conversion to a tensor that also places it (imitation's `util.safe_to_tensor(x,
+            # device=...)`): the batch stays on the CPU.
+            "for batch in batches:\n"
+            "    obs = types.map_maybe_dict(\n"
+            "        lambda x: util.safe_to_tensor(x, device=self.policy.device),\n"
+            '        batch["obs"],\n'
+            "    )\n"
+            '    acts = util.safe_to_tensor(batch["acts"], device=self.policy.device)\n'
+            "    metrics = self.loss_calculator(self.policy, obs, acts)\n"
+            "    metrics.loss.backward()\n",
+            (
+                "for batch in batches:\n"
+                "    obs = types.map_maybe_dict(\n"
+                '        lambda x: util.safe_to_tensor(x, device="cpu"),\n'
+                '        batch["obs"],\n'
+                "    )\n"
+                '    acts = util.safe_to_tensor(batch["acts"], device=self.policy.device)\n'
+                "    metrics = self.loss_calculator(self.policy, obs, acts)\n"
+                "    metrics.loss.backward()\n",
+                "for batch in batches:\n"
+                "    obs = types.map_maybe_dict(\n"
+                "        lambda x: util.safe_to_tensor(x, device=self.policy.device),\n"
+                '        batch["obs"],\n'
+                "    )\n"
+                '    acts = util.safe_to_tensor(batch["acts"], device="cpu")\n'
+                "    metrics = self.loss_calculator(self.policy, obs, acts)\n"
+                "    metrics.loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
         # A batch preparer handed no device, which fills a result with its batch (LibKGE).
@@ -2826,7 +2862,7 @@ class DeviceMismatch(Operator):
     def changes(self, source, training):
         placed = _places_batches(source)
         for call in source.nodes(cst.Call):
-            if callee_name(call) in CONVERTERS and not placed:
+            if _converter(callee_name(call)) and not placed:
                 device = argument(call, "device", None)
                 tensor = argument(call, "", 0)
                 if (

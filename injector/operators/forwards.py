@@ -468,6 +468,64 @@ def loss_helper_forwards(source, training, backward) -> list[cst.SimpleStatement
     return found
 
 
+def branch_helper_forwards(source, training, backward) -> list[cst.Assign | cst.Return]:
+    """Where the backward's loss is what a function of the file returns from each side of one
+    `if`/`else` (a music separator's `forward_step`: the model's own loss on one side, its output
+    and a criterion on the other): each side's model-call lines, and a loss a side returns as a
+    call of what such a line bound (`return multi_loss(y_, y, x)`). The call's own cut detaches
+    every side's loss at once; a guard that runs the helper alone meets only these."""
+    assign = training.loss_assignment(backward)
+    if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+        return []
+    found: list[cst.Assign | cst.Return] = []
+    for helper in training.called_functions(assign.value):
+        if helper is source.function_of(assign) or under_no_grad(source, helper.body):
+            continue
+        body = helper.body.body if isinstance(helper.body, cst.IndentedBlock) else ()
+        branches = [line for line in body if isinstance(line, cst.If)]
+        if len(branches) != 1 or not isinstance(branches[0].orelse, cst.Else):
+            continue
+        for side in (branches[0].body, branches[0].orelse.body):
+            lines = [line for line in side.body if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1]
+            if not any(isinstance(line.body[0], cst.Return) for line in lines):
+                continue  # a side that falls through is not one of the step's losses
+            outputs: set[str] = set()
+            for line in _lines_and_nested(side):
+                statement = line.body[0]
+                target = (
+                    statement.targets[0].target
+                    if isinstance(statement, cst.Assign) and len(statement.targets) == 1
+                    else None
+                )
+                if isinstance(target, cst.Name) and _model_call_line(source, training, line):
+                    outputs.add(target.value)
+                    found.append(statement)
+                elif (
+                    isinstance(target, cst.Name)
+                    and target.value in outputs
+                    and isinstance(statement.value, cst.Call)
+                    and isinstance(statement.value.func, cst.Attribute)
+                    and dotted(statement.value.func.value) == target.value
+                ):
+                    found.append(statement)  # the output reduced in place under a condition: `loss = loss.mean()`
+                elif (
+                    isinstance(statement, cst.Return)
+                    and isinstance(statement.value, cst.Call)
+                    and any(isinstance(a.value, cst.Name) and a.value.value in outputs for a in statement.value.args)
+                ):
+                    found.append(statement)
+    return found
+
+
+def _lines_and_nested(block: cst.BaseSuite):
+    """The one-statement lines of a block, and those of the `if` blocks within it, in order."""
+    for line in block.body if isinstance(block, cst.IndentedBlock) else ():
+        if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+            yield line
+        elif isinstance(line, cst.If) and line.orelse is None:
+            yield from _lines_and_nested(line.body)
+
+
 def _model_call_line(source, training, line: cst.SimpleStatementLine) -> bool:
     """A one-assignment line whose value is a model's forward or a model's own method (`h =
     self(x)`, `z = self.projection(h)`, `c = self.model.encode_inputs(inputs)`, `logits =

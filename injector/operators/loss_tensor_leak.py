@@ -537,6 +537,21 @@ class LossTensorLeak(Operator):
             _AVERAGERS,
             (_AVERAGERS.replace("aves['tl'].add(loss.item())", "aves['tl'].add(loss)"),),
         ),
+        Example(
+            # The read-out scaled back by the accumulation steps, then kept (a music separator's log of losses).
+            "for i, (x, y) in enumerate(loader):\n"
+            "    loss = criterion(model(x), y) / accumulation_steps\n"
+            "    loss.backward()\n"
+            "    li = loss.item() * accumulation_steps\n"
+            "    all_losses.append(li)\n",
+            (
+                "for i, (x, y) in enumerate(loader):\n"
+                "    loss = criterion(model(x), y) / accumulation_steps\n"
+                "    loss.backward()\n"
+                "    li = loss * accumulation_steps\n"
+                "    all_losses.append(li)\n",
+            ),
+        ),
     )
     untouched = (
         # A loss read through `.data`, which holds no graph (ClassyVision's step).
@@ -1039,8 +1054,18 @@ def _numpy_accumulator(source, added: cst.AugAssign) -> bool:
 
 def _unpacked_into(assign: cst.Assign, call: cst.Call) -> set:
     """The name a tuple assignment binds `call` to (SlowFast's `loss, grad_norm = (loss.item(),
-    grad_norm.item())` binds the first to `loss`); empty where `call` is no element of its own."""
+    grad_norm.item())` binds the first to `loss`), or a scaling of it binds whole; empty where
+    `call` is no element of its own."""
     value = assign.value
+    if (
+        len(assign.targets) == 1
+        and isinstance(value, cst.BinaryOperation)
+        and isinstance(value.operator, (cst.Multiply, cst.Divide))
+        and value.left is call
+    ):
+        # the read-out scaled back (`li = loss.item() * gradient_accumulation_steps`): bound whole
+        name = dotted(assign.targets[0].target)
+        return {name} if name is not None else set()
     if len(assign.targets) != 1 or not isinstance(value, cst.Tuple):
         return set()
     target = assign.targets[0].target

@@ -253,6 +253,39 @@ def _project_builder_configs(source, resolver: Resolver, call: cst.Call) -> list
     ]
 
 
+def _project_builder_fields(source, resolver: Resolver, call: cst.Call) -> list[str]:
+    """The rate fields of a settings object a call of the project's own optimizer builder hands
+    over, as the call would spell them, where the builder (read through the project's modules)
+    builds a torch optimizer with `lr=` that field (a music separator's `get_optimizer(config,
+    model)`, whose definition builds `Adam(model.parameters(), lr=config.training.lr, ...)`)."""
+    name = (callee_name(call) or "").lower()
+    if "optim" not in name or "sched" in name:
+        return []
+    found = resolver.definition(source, call.func)
+    if found is None:
+        return []
+    module, definition = found
+    if module is source:
+        return []  # a builder of this file: its own `lr=` line is the site
+    bound = bound_arguments(definition, call)
+    function = constructor_or_function(definition)
+    if not bound or function is None:
+        return []
+    fields: list[str] = []
+    for inner in module.within(function, cst.Call):
+        built = callee_name(inner) or ""
+        if not _torch_optimizer(resolver, module, inner.func) or built.endswith(("LR", "Scheduler")):
+            continue  # an optimizer, not a scheduler (whose second argument is no rate)
+        rate = argument(inner, "lr", 1)
+        path = dotted(rate.value) if rate is not None else None
+        head, _, rest = (path or "").partition(".")
+        handed = bound.get(head)
+        text = dotted(handed) if handed is not None else None
+        if rest and text is not None and f"{text}.{rest}" not in fields:
+            fields.append(f"{text}.{rest}")
+    return fields
+
+
 def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Call) -> list[cst.BaseExpression]:
     """The rates handed, with one optimizer, to a class of the project that writes the rates of
     its optimizer's groups (sam's `StepLR(optimizer, args.learning_rate, args.epochs)`, whose
@@ -1399,6 +1432,17 @@ class LrTooHigh(Operator):
             configs = _project_builder_configs(source, resolver, call) or _splatted_builder_rates(
                 source, resolver, call
             )
+            fields = _project_builder_fields(source, resolver, call) if not configs else []
+            if fields and not rates_written:
+                # `config.training.lr` read inside the project's builder: raised just before the call
+                statement = source.enclosing(call, cst.SimpleStatementLine)
+                if statement is not None:
+                    yield Change(
+                        call,
+                        (source.insert_before(statement, [f"{field} = {field} * {FACTOR}" for field in fields]),),
+                        f"learning rate multiplied by {FACTOR}",
+                    )
+                    continue
             if configs and not rates_written:
                 yield Change(
                     call,

@@ -466,6 +466,39 @@ class WrongLossReduction(Operator):
                 "    return F.mse_loss(x_recon, x) + kl_loss\n",
             ),
         ),
+        Example(
+            # Terms averaged in place under names of their own, then combined into the loss (imitation's
+            # behavioural-cloning loss); the logged mean probability is no term.
+            "def __call__(self, policy, obs, acts):\n"
+            "    (_, log_prob, entropy) = policy.evaluate_actions(obs, acts)\n"
+            "    prob_true_act = th.exp(log_prob).mean()\n"
+            "    log_prob = log_prob.mean()\n"
+            "    entropy = entropy.mean() if entropy is not None else None\n"
+            "    ent_loss = -self.ent_weight * (entropy if entropy is not None else th.zeros(1))\n"
+            "    neglogp = -log_prob\n"
+            "    loss = neglogp + ent_loss\n"
+            "    return Metrics(loss=loss, prob_true_act=prob_true_act)\n",
+            (
+                "def __call__(self, policy, obs, acts):\n"
+                "    (_, log_prob, entropy) = policy.evaluate_actions(obs, acts)\n"
+                "    prob_true_act = th.exp(log_prob).mean()\n"
+                "    log_prob = log_prob.sum()\n"
+                "    entropy = entropy.mean() if entropy is not None else None\n"
+                "    ent_loss = -self.ent_weight * (entropy if entropy is not None else th.zeros(1))\n"
+                "    neglogp = -log_prob\n"
+                "    loss = neglogp + ent_loss\n"
+                "    return Metrics(loss=loss, prob_true_act=prob_true_act)\n",
+                "def __call__(self, policy, obs, acts):\n"
+                "    (_, log_prob, entropy) = policy.evaluate_actions(obs, acts)\n"
+                "    prob_true_act = th.exp(log_prob).mean()\n"
+                "    log_prob = log_prob.mean()\n"
+                "    entropy = entropy.sum() if entropy is not None else None\n"
+                "    ent_loss = -self.ent_weight * (entropy if entropy is not None else th.zeros(1))\n"
+                "    neglogp = -log_prob\n"
+                "    loss = neglogp + ent_loss\n"
+                "    return Metrics(loss=loss, prob_true_act=prob_true_act)\n",
+            ),
+        ),
     )
     untouched = (
         # The mean over deep supervision's outputs (UNet++), not over the batch.
@@ -666,6 +699,13 @@ class WrongLossReduction(Operator):
                 and not _in_evaluation(source, assign)
             ):
                 yield _count_dropped(source, mean)
+        for assign in source.nodes(cst.Assign):
+            # a term averaged in place under a name of its own (imitation's `log_prob =
+            # log_prob.mean()`, `entropy = entropy.mean() if entropy is not None else None`), then
+            # combined into the loss (`neglogp = -log_prob`, `loss = neglogp + ent_loss + l2_loss`)
+            averages = _term_averaged_in_place(source, assign, aliases)
+            if averages:
+                yield _summed(source, assign.value, averages)
         for aug in source.nodes(cst.AugAssign):
             # `total_loss += loss.mean()`, `loss += alpha * ((1 - a.sum(1)) ** 2).mean()`: each
             # term of a summed loss averaged, weighted or not
@@ -1163,6 +1203,35 @@ def _loss_over_batch_size(left: cst.BaseExpression, right: cst.BaseExpression) -
     callee = (callee_name(left) or "").lower() if isinstance(left, cst.Call) else ""
     size = (last_name(right) or "").lower() if isinstance(right, (cst.Name, cst.Attribute)) else ""
     return ("loss" in callee or "criterion" in callee) and size in ("batch_size", "bs", "bsz")
+
+
+def _term_averaged_in_place(source, assign: cst.Assign, aliases: frozenset[str]) -> list[cst.Call]:
+    """The whole-tensor mean of `x = x.mean()` (or of the branch of `x.mean() if ... else None`),
+    where `x` is no loss by its name but a later assignment of the same function computes a
+    loss (by its name) from it, directly or through the names computed from it."""
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return []
+    name = assign.targets[0].target.value
+    function = source.function_of(assign)
+    if function is None or _names_loss(name) or _in_evaluation(source, assign) or under_no_grad(source, assign):
+        return []
+    value = assign.value.body if isinstance(assign.value, cst.IfExp) else assign.value
+    if not (isinstance(value, cst.Call) and _is_average(value, aliases) and dotted(_averaged(value, aliases)) == name):
+        return []  # the term replaced by its mean, not a mean used in its arithmetic (a normalisation)
+    averages = [value]
+    after = source.span(assign)[1]
+    fed = {name}
+    for later in source.within(function, cst.Assign):
+        if source.span(later)[0] <= after or len(later.targets) != 1:
+            continue
+        target = later.targets[0].target
+        read = {n.value for n in source.within(later.value, cst.Name)}
+        if not read & fed or not isinstance(target, cst.Name):
+            continue
+        if _names_loss(target.value) and not _evaluation_name(target.value):
+            return averages
+        fed.add(target.value)
+    return []
 
 
 def _in_evaluation(source, node: cst.CSTNode) -> bool:

@@ -755,3 +755,44 @@ def test_a_detector_subclass_gets_the_faults_its_base_class_and_the_project_help
     (tmp_path / "utils.py").unlink()
     for operator in ("lr-too-high", "wrong-loss-reduction", "loss-tensor-leak"):
         assert lr_mutants(capsys, tmp_path / "detector.py", operator) == []
+
+
+MODEL_UTILS = (
+    "import torch\n"
+    "from torch.optim import Adam, AdamW\n"
+    "\n"
+    "\n"
+    "def get_optimizer(config, model):\n"
+    "    if config.training.optimizer == 'adam':\n"
+    "        return Adam(model.parameters(), lr=config.training.lr)\n"
+    "    return AdamW(model.parameters(), lr=config.training.lr)\n"
+    "\n"
+    "\n"
+    "def get_scheduler(config, optimizer):\n"
+    "    return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, config.training.num_epochs)\n"
+)
+SEPARATION_SCRIPT = (
+    "from utils.model_utils import get_optimizer, get_scheduler\n"
+    "\n"
+    "\n"
+    "def train_model(config, model):\n"
+    "    optimizer = get_optimizer(config, model)\n"
+    "    scheduler = get_scheduler(config, optimizer)\n"
+    "    return optimizer, scheduler\n"
+)
+
+
+def test_a_settings_field_a_project_builder_reads_as_the_rate_is_raised_before_the_call(tmp_path, capsys):
+    """A music separator's `get_optimizer(config, model)` builds Adam at `config.training.lr`:
+    the field is raised just before the call; its scheduler's epoch count is no rate."""
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "model_utils.py").write_text(MODEL_UTILS)
+    (tmp_path / "train.py").write_text(SEPARATION_SCRIPT)
+    found = [m for m in lr_mutants(capsys, tmp_path / "train.py") if m[0] == "train.py"]
+    assert [line for _, line, _ in found] == [5]
+    assert (
+        "+    config.training.lr = config.training.lr * 100\n     optimizer = get_optimizer(config, model)"
+        in found[0][2]
+    )
+    (tmp_path / "utils" / "model_utils.py").unlink()
+    assert lr_mutants(capsys, tmp_path / "train.py") == []
