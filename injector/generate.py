@@ -16,6 +16,7 @@ from injector.mutants import Edit, Mutant, mutant_id, unified_diff
 from injector.neighbours import Neighbours, Reader, folder_reader
 from injector.operators import Operator, all_operators
 from injector.patterns import Training
+from injector.sanity import broken_edit
 from injector.source import ParseError, Source
 
 PARALLEL_FROM_LINES = 3000  # below this, starting workers costs more than it saves
@@ -53,6 +54,8 @@ def mutants_for_source(
                 continue  # the same edit from another operator, or no change at all
             if source.in_dead_branch(change.node):
                 continue  # code no run reaches (`else:` of `if True:`): nothing could kill it
+            if any(broken_edit(text[e.start : e.end], e.text) for e in edits):
+                continue  # it would break every run (a module detached): killed without injecting the fault
             seen.add(edits)
             scope = source.scope_name(change.node)
             key = (scope, tuple((text[e.start : e.end], e.text) for e in edits))
