@@ -409,6 +409,8 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
     "cls_ultralog": ((*SESSION18_FAULTS, "double-softmax"), "python"),
     # written for issue 9's fresh program 27 without reading triage's rules (session 24)
     "kws_speechbrain": ((*SESSION18_FAULTS, "double-softmax"), "python"),
+    # written for issue 9's fresh program 28 without reading triage's rules (session 31)
+    "tab_skorch": ((*SESSION18_FAULTS, "double-softmax"), "python"),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240

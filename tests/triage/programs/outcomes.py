@@ -45,6 +45,8 @@ HEADLINES: dict[str, tuple[str, str]] = {
     "cls_ultralog": (r"^\s+all\s+([-\d.]+|nan)\s+[-\d.]+\s*$", "score"),
     # the running mean over the whole validation set, on each evaluation's last batch line
     "imgcls_timmlog": (r"Test: \[\s*(?P<n>\d+)/(?P=n)\].*?Acc@1:\s*\S+\s*\(\s*([-\d.]+|nan)\s*\)", "score"),
+    # the script's own line after reloading the best checkpoint
+    "tab_skorch": (r"test accuracy: ([-\d.]+|nan)", "score"),
 }
 
 
