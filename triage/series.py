@@ -424,60 +424,108 @@ _DIGITS = re.compile(r"\d+")
 _PHASE_WORDS = frozenset({"train", "training", "valid", "val", "validation", "eval", "test"})
 
 
-def _header(text: str) -> tuple[str | None, ...] | None:
+def _header(text: str) -> tuple[tuple[str | None, ...], tuple[tuple[int, int], ...]] | None:
     """The canonical metric (or None) of each column, where `text` ends in a table's header: at
-    least three names, one a step counter (`epoch`, `step`, `iter`) and one a known metric."""
-    cells = _CELLS.findall(text[:MAX_READING])
-    names: list[str] = []
+    least three names, one a step counter (`epoch`, `step`, `iter`) and one a known metric; and
+    each column name's place on the line."""
+    cells = list(_CELLS.finditer(text[:MAX_READING]))
+    named: list[tuple[str, tuple[int, int]]] = []
     for cell in reversed(cells):
-        if not _HEADER_NAME.match(cell):
+        if not _HEADER_NAME.match(cell.group()):
             break
-        names.append(_key(cell))
-    names.reverse()
+        named.append((_key(cell.group()), cell.span()))
+    named.reverse()
     # a header pasted with its names' underscores lost (fastai's `epoch train loss valid loss
     # accuracy_thresh`): a phase word and the metric after it are one column
-    joined: list[str] = []
-    for name in names:
-        if joined and joined[-1] in _PHASE_WORDS and _CANON.get(f"{joined[-1]}_{name}") is not None:
-            joined[-1] = f"{joined[-1]}_{name}"
+    joined: list[tuple[str, tuple[int, int]]] = []
+    for name, span in named:
+        if joined and joined[-1][0] in _PHASE_WORDS and _CANON.get(f"{joined[-1][0]}_{name}") is not None:
+            joined[-1] = (f"{joined[-1][0]}_{name}", (joined[-1][1][0], span[1]))
         else:
-            joined.append(name)
-    names = joined
+            joined.append((name, span))
     # a logger's prefix ends in words too (`| INFO | trainer |`): the table starts at its first
     # column of a known name
-    while names and names[0] not in _STEP_COLUMNS and names[0] != "epoch" and names[0] not in _CANON:
-        names.pop(0)
+    while joined and joined[0][0] not in _STEP_COLUMNS and joined[0][0] != "epoch" and joined[0][0] not in _CANON:
+        joined.pop(0)
+    names = [name for name, _ in joined]
     if len(names) < 3 or not ({"epoch", *_STEP_COLUMNS} & set(names)):
         return None
     columns = tuple("step" if n in _STEP_COLUMNS else "epoch" if n == "epoch" else _CANON.get(n) for n in names)
     if not any(c not in (None, "step", "epoch") for c in columns):
         return None
-    return columns
+    return columns, tuple(span for _, span in joined)
 
 
 # a progress bar a row ends in (Ultralytics/YOLO: `1/12  0G  1.792  16  24: 100%|###| 38/38 [...]`)
 _BAR_TAIL = re.compile(r":?\s+\d{1,3}%\|.*$")
 
 
-def _row(text: str, columns: tuple[str | None, ...]) -> tuple[int | None, dict[str, float]] | None:
+def _row(
+    text: str, columns: tuple[str | None, ...], spans: tuple[tuple[int, int], ...] = ()
+) -> tuple[int | None, dict[str, float]] | None:
     """(step, metrics) of a table row: the line ends in as many numbers as the header has names
-    (before the progress bar it may end in)."""
-    cells = _CELLS.findall(_BAR_TAIL.sub("", text[:MAX_READING]))
+    (before the progress bar it may end in); or, where a column holds a mark or nothing on some
+    rows (skorch's `cp` column: `+` on a row whose validation loss is the best so far, blank
+    otherwise), each number under the header name it stands beneath."""
+    body = _BAR_TAIL.sub("", text[:MAX_READING])
+    cells = _CELLS.findall(body)
     if len(cells) < len(columns):
-        return None
+        return _placed_row(body, columns, spans)
     values = []
     for cell in cells[-len(columns) :]:
-        m = _CELL_NUMBER.match(cell)
-        if m is not None:
-            values.append(_float(m.group(1)))
-        elif _CLOCK.match(cell):
-            # a duration as a clock (fastai's `time` column, `00:03`): seconds
-            values.append(float(sum(int(part) * 60**k for k, part in enumerate(reversed(cell.split(":"))))))
-        else:
+        value = _cell_value(cell)
+        if value is None:
+            return _placed_row(body, columns, spans)
+        values.append(value)
+    return _row_reading(zip(columns, values, strict=True))
+
+
+def _cell_value(cell: str) -> float | None:
+    m = _CELL_NUMBER.match(cell)
+    if m is not None:
+        return _float(m.group(1))
+    if _CLOCK.match(cell):
+        # a duration as a clock (fastai's `time` column, `00:03`): seconds
+        return float(sum(int(part) * 60**k for k, part in enumerate(reversed(cell.split(":")))))
+    return None
+
+
+# what a table prints in a column of marks: skorch's `+` for a new best, a star, a tick
+_MARK = re.compile(r"[+*✓✔x]$")
+
+
+def _placed_row(
+    body: str, columns: tuple[str | None, ...], spans: tuple[tuple[int, int], ...]
+) -> tuple[int | None, dict[str, float]] | None:
+    """A row read by place: every cell from the first column's start on stands beneath exactly one
+    header name (they share characters), numbers in every column but those holding a mark or
+    nothing, and the step column filled."""
+    if not spans or len(spans) != len(columns):
+        return None
+    taken: dict[int, float] = {}
+    for cell in _CELLS.finditer(body):
+        start, end = cell.span()
+        if end <= spans[0][0]:
+            continue  # the logger's prefix
+        under = [k for k, (low, high) in enumerate(spans) if start < high and low < end]
+        if len(under) != 1 or under[0] in taken:
             return None
+        value = _cell_value(cell.group())
+        if value is None:
+            if _MARK.match(cell.group()):
+                continue
+            return None
+        taken[under[0]] = value
+    counters = [k for k, name in enumerate(columns) if name in ("step", "epoch")]
+    if not counters or any(k not in taken for k in counters) or len(taken) < len(columns) - 2:
+        return None
+    return _row_reading((columns[k], value) for k, value in sorted(taken.items()))
+
+
+def _row_reading(pairs) -> tuple[int | None, dict[str, float]] | None:
     step = None
     metrics: dict[str, float] = {}
-    for name, value in zip(columns, values, strict=True):
+    for name, value in pairs:
         if name == "step" and math.isfinite(value):
             step = int(value)
         elif name is not None and name != "epoch":
@@ -490,6 +538,7 @@ class SeriesBuilder:
 
     def __init__(self) -> None:
         self._columns: tuple[str | None, ...] | None = None  # the last table header's columns
+        self._spans: tuple[tuple[int, int], ...] = ()  # and where on its line each name stands
         self.series: dict[str, Series] = {}
         self._ordinal = 0
         self._last_step: int | None = None
@@ -565,7 +614,7 @@ class SeriesBuilder:
             if self._columns is not None and "epoch" in self._columns and "step" not in self._columns:
                 for name in metrics:
                     self.series.setdefault(name, Series(name)).per_epoch = True
-        elif is_bar and self._columns is not None and (row := _row(text, self._columns)) is not None:
+        elif is_bar and self._columns is not None and (row := _row(text, self._columns, self._spans)) is not None:
             # a table's row printed as a progress bar's description: the row's columns, not the
             # bar's rate, are the reading (a rate the bar gives stays beside them)
             step = row[0] if row[0] is not None else step
@@ -683,11 +732,11 @@ class SeriesBuilder:
         """A row of the table whose header was read last; or, reading a header, None."""
         low = text.lower()
         if "poch" in low or "step" in low or "iter" in low:
-            columns = _header(text)
-            if columns is not None:
-                self._columns = columns
+            header = _header(text)
+            if header is not None:
+                self._columns, self._spans = header
                 return None
-        return _row(text, self._columns) if self._columns is not None else None
+        return _row(text, self._columns, self._spans) if self._columns is not None else None
 
     def build(self) -> dict[str, Series]:
         """The series in log order; one rank's points where several ranks logged."""

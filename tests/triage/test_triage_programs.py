@@ -55,7 +55,10 @@ KNOWN_WRONG = {
     "detect_d2__frozen-parameters__s2.log": "lr-too-high",
     "detect_d2__wrong-loss-reduction__s3.log": "bad-init",
     "seq2seq_onmt__lr-too-high__s2.log": "missing-backward",
-    "finetune_fastai__wrong-loss-reduction__s3.log": "bad-init",
+    # finetune_fastai's head drawn at std 10 gives a loss in the hundreds that falls about 2x over
+    # the run while the accuracy climbs, as its summed loss does: read as the sum
+    # (session 31: a rising accuracy says the run learns, so neither is called saturated)
+    "finetune_fastai__bad-init__s3.log": "wrong-loss-reduction",
     "asr_fairseq__wrong-softmax-dim__s2.log": "bad-init",
     # ncf_deepspeed's BCE summed over the batch (141 at the start) falls by 2x, as its mean does in
     # a healthy run: read as a saturated bad start first, the summed loss second
@@ -193,7 +196,7 @@ def test_a_flat_loss_alone_is_said_as_a_tie_of_the_missing_backward_and_step():
     assert {c.id for c in report.tied} >= {"missing-backward", "missing-optimizer-step"}
 
 
-@pytest.mark.parametrize("program", ["textcls_hydra", "vit_print", "seq2seq_onmt", "ddpm_diffusers"])
+@pytest.mark.parametrize("program", ["textcls_hydra", "vit_print", "seq2seq_onmt", "ddpm_diffusers", "tab_skorch"])
 def test_a_scheduler_that_moved_the_rate_without_pytorchs_warning_puts_the_missing_backward_first(program):
     # each uses a torch scheduler: deleting the step makes PyTorch warn on the scheduler's first
     # step, deleting the backward does not. The two stay said as a tie (a rate set by hand in the

@@ -190,6 +190,18 @@ def test_a_table_row_printed_as_a_progress_bars_description_is_read():
     assert len(loss) == 12 and loss[0] == pytest.approx(1.792) and loss[-1] < loss[0] / 4
 
 
+def test_a_table_with_a_column_of_marks_or_blanks_is_read_by_place():
+    # skorch prints one coloured row per epoch under `epoch train_loss valid_acc valid_loss cp lr
+    # dur`, its `cp` column `+` on a new best validation loss and blank otherwise: each number is
+    # read under the name it stands beneath (programs/tab_skorch.py, fresh program 28)
+    log = PROGRAM_LOGS / "tab_skorch__healthy__s0.log"
+    rows = [line for line in log.read_text().splitlines() if line[:8].strip().isdigit()]
+    s = build(log)
+    assert len(s["loss"].points) == len(s["val_loss"].points) == len(s["val_accuracy"].points) == len(rows) > 8
+    assert s["loss"].values()[0] == pytest.approx(1.047) and s["lr"].values()[0] == pytest.approx(0.05)
+    assert any("+" not in row for row in rows) and any("+" in row for row in rows)
+
+
 def test_a_stable_baselines3_box_is_one_reading_at_its_own_step_counter():
     """programs/ppo_sb3.py prints one box of `| name | value |` lines per rollout, sections as
     `| train/ |  |`, between lines of dashes, as Stable-Baselines3's logger does; its

@@ -322,7 +322,9 @@ def plateaus(
     """A loss that does not move, where it sits, and whether it sits at a double-softmax floor."""
     pts = loss.finite()
     out: list[Symptom] = []
-    if len(pts) < 8:
+    # an epoch's loss is a mean over its steps: five of them (early stopping with a patience of
+    # four ends a run that never improved there) weigh as much as eight noisy steps
+    if len(pts) < (5 if loss.per_epoch else 8):
         return out
     vals = [p.value for p in pts]
     k = max(2, len(vals) // 5)
@@ -388,25 +390,33 @@ def plateaus(
                     value=tail,
                 )
             )
-    floor = softmax_floor(loss, first)
+    floor = softmax_floor(loss, first, averaged=loss.per_epoch)
     # the floor depends on how often the model is right: where the log says, it can rule the
     # floor out (a model right on 60% of samples cannot sit where one right on all of them does)
     acc = accuracy.finite()[-1].value if accuracy is not None and accuracy.finite() else None
     acc = as_fraction(acc) if acc is not None else acc
-    if floor is not None and acc is not None and 0 < acc < 0.9 and softmax_floor(loss, first, acc) is None:
+    if (
+        floor is not None
+        and acc is not None
+        and 0 < acc < 0.9
+        and softmax_floor(loss, first, acc, loss.per_epoch) is None
+    ):
         floor = None
     if floor is not None:
         out.append(floor)
     return out
 
 
-def softmax_floor(loss: Series, start: float, accuracy: float = 1.0) -> Symptom | None:
+def softmax_floor(loss: Series, start: float, accuracy: float = 1.0, averaged: bool = False) -> Symptom | None:
     """A loss that fell from ln(C) (`start`) and stalled where cross-entropy over probabilities must.
 
     Cross-entropy applied to softmax outputs instead of logits scores a confident right answer
     ln(e + C - 1) - 1 and a confident wrong one ln(e + C - 1): a model right on a share
     `accuracy` of samples cannot get below ln(e + C - 1) - accuracy, and sits there once it is
     confident. (With accuracy 1 that is the familiar floor ln(e + C - 1) - 1.)
+
+    `averaged`: `start` is the mean over the first epoch, already under ln(C) by what the model
+    learnt in it, so C is at least e**start: the smallest whole count that is.
     """
     pts = loss.finite()
     if len(pts) < 8:
@@ -415,7 +425,7 @@ def softmax_floor(loss: Series, start: float, accuracy: float = 1.0) -> Symptom 
     tail = _mean(vals[-max(2, len(vals) // 5) :])
     if not 0.58 <= start <= 7.6:  # ln 1.8 .. ln 2000: a uniform guess over 2 to 2000 classes
         return None
-    c_est = math.exp(start)
+    c_est = math.ceil(math.exp(start)) if averaged else math.exp(start)
     if not 1.8 <= c_est <= FLOOR_MAX_CLASSES:
         # over many classes the floor is about one nat under ln(C): a loss still on its way down
         # (a contrastive loss over 127 other views, a model that has barely started) passes it
@@ -457,7 +467,7 @@ def val_softmax_floor(s: dict[str, Series]) -> list[Symptom]:
     a = as_fraction(a)
     if not 0.5 <= a <= 1:
         return []
-    found = softmax_floor(val, train.finite()[0].value, a)
+    found = softmax_floor(val, train.finite()[0].value, a, train.per_epoch)
     return [found] if found is not None else []
 
 

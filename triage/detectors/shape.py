@@ -393,12 +393,16 @@ def huge_start(loss: Series, accuracy: Series | None) -> list[Symptom]:
     if min(vals) < head / 30:
         return []
     fell = head / tail
-    if fell >= 3.0:
+    rose = _accuracy_rose(accuracy)
+    if fell >= 3.0 or (fell >= 1.25 and rose is not None):
+        # (a loss logged once per epoch has its first epoch's learning in its first point, so
+        # it falls less; the accuracy logged beside it says whether the model learns)
+        how = f"{fell:.3g}x as a normal run falls" if fell >= 3.0 else f"{fell:.3g}x while {rose}"
         return [
             Symptom(
                 "loss-huge-and-learning",
                 f"{loss.name} started at {head:.4g}, far above a mean cross-entropy, and fell "
-                f"{fell:.3g}x as a normal run falls: the loss has another scale (summed?)",
+                f"{how}: the loss has another scale (summed?)",
                 (_ev(pts[0], loss.name, "first"), _ev(pts[-1], loss.name, "last")),
                 value=fell,
             )
@@ -414,6 +418,20 @@ def huge_start(loss: Series, accuracy: Series | None) -> list[Symptom]:
             )
         ]
     return []
+
+
+def _accuracy_rose(accuracy: Series | None) -> str | None:
+    """How a logged accuracy rose, where it closed at least a third of its gap to always right
+    between its first and its last point (the model learns); else None."""
+    pts = accuracy.finite() if accuracy is not None else []
+    if len(pts) < 3:
+        return None
+    first, last = as_fraction(pts[0].value), as_fraction(pts[-1].value)
+    if not 0 <= first < 1 or last - first < (1 - first) / 3:
+        return None
+    return (
+        f"{accuracy.name if accuracy is not None else 'accuracy'} rose from {pts[0].value:.4g} to {pts[-1].value:.4g}"
+    )
 
 
 def constant_validation(val: Series) -> list[Symptom]:
