@@ -649,6 +649,49 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
     )
 
 
+def _moved_again(source, training, call: cst.Call) -> bool:
+    """True where `call`'s result, bound to a name alone, is handed later in the same function to
+    a function of the file that moves the parameter it binds with the same helper before anything
+    else reads it (flambe's `_train_step` moves each batch, then `_compute_batch(batch, ...)`
+    opens with `batch = self._batch_to_device(batch)`)."""
+    assign = source.parent(call)
+    function = source.function_of(call)
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1) or function is None:
+        return False
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    after = source.span(assign)[1]
+    for use in source.within(function, cst.Call):
+        if source.span(use)[0] <= after or not use.args or dotted(use.args[0].value) != target.value:
+            continue
+        for helper in training.called_functions(use):
+            params = [p.name.value for p in helper.params.params if p.name.value != "self"]
+            body = helper.body.body if isinstance(helper.body, cst.IndentedBlock) else ()
+            first = next((line for line in body if not _docstring(line)), None)
+            moved = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
+            if (
+                params
+                and isinstance(moved, cst.Assign)
+                and isinstance(moved.value, cst.Call)
+                and callee_name(moved.value) == callee_name(call)
+                and [dotted(t.target) for t in moved.targets] == [params[0]]
+                and moved.value.args
+                and dotted(moved.value.args[0].value) == params[0]
+            ):
+                return True
+    return False
+
+
+def _docstring(line: cst.CSTNode) -> bool:
+    return (
+        isinstance(line, cst.SimpleStatementLine)
+        and len(line.body) == 1
+        and isinstance(line.body[0], cst.Expr)
+        and isinstance(line.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
 def _model_input(source, training, call: cst.Call) -> bool:
     """True where `call`'s result, bound to a name alone, is the first positional argument of a
     forward pass later in the same function."""
@@ -871,9 +914,26 @@ def _moved_in_vain(source, training, call: cst.Call) -> bool:
         assign, bound = parent, parent.targets[0].target
     else:
         return False
+    scope = function if function is not None else source.module
+    if isinstance(bound, cst.Subscript) and isinstance(bound.value, cst.Name):
+        # an element of a list moved in place, one per round of a loop over indices (MiningFSS'
+        # `img_s_list[k] = img_s_list[k].cuda()` in `for k in range(len(img_s_list))`): the list's
+        # later uses
+        loop = source.enclosing(call, (cst.For, cst.While))
+        index = bound.slice[0].slice if len(bound.slice) == 1 else None
+        indexed = (
+            isinstance(loop, cst.For)
+            and isinstance(loop.target, cst.Name)
+            and isinstance(index, cst.Index)
+            and isinstance(index.value, cst.Name)
+            and index.value.value == loop.target.value
+        )
+        if not indexed or loop is None:
+            return False
+        # read from after that loop, which stands for the move (each round writes its own element)
+        return _uses_in_vain(source, training, scope, bound.value.value, source.span(loop)[1], loop)
     if not isinstance(bound, cst.Name):
         return False
-    scope = function if function is not None else source.module
     return _uses_in_vain(source, training, scope, bound.value, source.span(assign)[1], call)
 
 
@@ -919,6 +979,8 @@ def _reads(source, expr: cst.CSTNode, name: str) -> bool:
 def _in_vain(source, training, use: cst.Name, move: cst.Call) -> bool:
     """One use of a moved tensor that its place does not matter to (see `_moved_in_vain`)."""
     parent = source.parent(use)
+    if _self_masked_write(source, use):
+        return True
     if isinstance(parent, cst.Attribute) and parent.value is use:
         method = parent.attr.value
         if method == "shape":
@@ -935,6 +997,25 @@ def _in_vain(source, training, use: cst.Name, move: cst.Call) -> bool:
     return _data_parallel_at(training, caller.func, caller) and _always_data_parallel(
         source, source.code(caller.func), move
     )
+
+
+def _self_masked_write(source, use: cst.Name) -> bool:
+    """True for a use in a write of a number into the tensor at places its own values pick
+    (MiningFSS' evaluation: `mask_q[mask_q == 1] = cls`): done where the tensor is."""
+    for node in source.ancestors(use):
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == use.value:
+            target = source.parent(node)
+            assign = source.parent(target) if isinstance(target, cst.AssignTarget) else None
+            return (
+                isinstance(assign, cst.Assign)
+                and isinstance(assign.value, (cst.Name, cst.Integer, cst.Float))
+                and all(n.value == use.value for n in source.within(node.slice[0], cst.Name))
+                if len(node.slice) == 1
+                else False
+            )
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
 
 
 def _data_parallel_at(training, model: cst.BaseExpression, use: cst.CSTNode) -> bool:
@@ -2603,6 +2684,54 @@ class DeviceMismatch(Operator):
                 "    metrics.loss.backward()\n",
             ),
         ),
+        Example(
+            # A trainer's own move helper (flambe's `self._batch_to_device(batch)`), where the batch is
+            # computed on; not the step's move of a batch the helper it is handed to moves again.
+            "class Trainer:\n"
+            "    def _batch_to_device(self, batch):\n"
+            "        return tuple(t.to(self.device) for t in batch)\n"
+            "\n"
+            "    def _compute_batch(self, batch):\n"
+            "        batch = self._batch_to_device(batch)\n"
+            "        pred, target = self.model(*batch)\n"
+            "        return self.loss_fn(pred, target)\n"
+            "\n"
+            "    def _train_step(self):\n"
+            "        for batch in self.loader:\n"
+            "            batch = self._batch_to_device(batch)\n"
+            "            loss = self._compute_batch(batch)\n"
+            "            loss.backward()\n",
+            (
+                "class Trainer:\n"
+                "    def _batch_to_device(self, batch):\n"
+                "        return tuple(t for t in batch)\n"
+                "\n"
+                "    def _compute_batch(self, batch):\n"
+                "        batch = self._batch_to_device(batch)\n"
+                "        pred, target = self.model(*batch)\n"
+                "        return self.loss_fn(pred, target)\n"
+                "\n"
+                "    def _train_step(self):\n"
+                "        for batch in self.loader:\n"
+                "            batch = self._batch_to_device(batch)\n"
+                "            loss = self._compute_batch(batch)\n"
+                "            loss.backward()\n",
+                "class Trainer:\n"
+                "    def _batch_to_device(self, batch):\n"
+                "        return tuple(t.to(self.device) for t in batch)\n"
+                "\n"
+                "    def _compute_batch(self, batch):\n"
+                "        batch = batch\n"
+                "        pred, target = self.model(*batch)\n"
+                "        return self.loss_fn(pred, target)\n"
+                "\n"
+                "    def _train_step(self):\n"
+                "        for batch in self.loader:\n"
+                "            batch = self._batch_to_device(batch)\n"
+                "            loss = self._compute_batch(batch)\n"
+                "            loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
         # A batch preparer handed no device, which fills a result with its batch (LibKGE).
@@ -2857,6 +2986,18 @@ class DeviceMismatch(Operator):
         "    prompts, samples, prompt_sizes = self.accelerator.gather_for_metrics(\n"
         "        self.accelerator.pad_across_processes([prompts.input_ids, samples, prompt_sizes.to(samples.device)])\n"
         "    )\n",
+        # Each support image and mask moved in place in a loop over their indices, then handed
+        # to a model always wrapped in DataParallel, which scatters them itself; the query mask
+        # of an evaluation, written with its own mask and taken back to the CPU (MiningFSS).
+        "model = DataParallel(model).cuda()\n"
+        "for img_s_list, mask_s_list, img_q, mask_q in loader:\n"
+        "    for k in range(len(img_s_list)):\n"
+        "        img_s_list[k], mask_s_list[k] = img_s_list[k].cuda(), mask_s_list[k].cuda()\n"
+        "    with torch.no_grad():\n"
+        "        pred = model(img_s_list, mask_s_list, img_q.cuda())\n"
+        "    mask_q = mask_q.cuda()\n"
+        "    mask_q[mask_q == 1] = cls\n"
+        "    metric.add_batch(pred.cpu().numpy(), mask_q.cpu().numpy())\n",
     )
 
     def changes(self, source, training):
@@ -2892,6 +3033,21 @@ class DeviceMismatch(Operator):
                 and not _is_model(training, call.args[0].value)
             ):
                 # a device object's own move (composer's `self.state.device.batch_to_device(batch)`)
+                text = source.code(call.args[0].value)
+                yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
+                continue
+            if (
+                isinstance(call.func, cst.Attribute)
+                and dotted(call.func.value) == "self"
+                and (callee_name(call) or "").endswith("_to_device")
+                and len(call.args) == 1
+                and call.args[0].keyword is None
+                and "batch" in (last_name(call.args[0].value) or "").lower()
+                and training.called_functions(call)
+                and not _moved_again(source, training, call)
+            ):
+                # a trainer's own move helper (flambe's `batch = self._batch_to_device(batch)`);
+                # not where the batch goes on to a method of the file that moves it again
                 text = source.code(call.args[0].value)
                 yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
                 continue
