@@ -1009,9 +1009,8 @@ def _self_masked_write(source, use: cst.Name) -> bool:
             return (
                 isinstance(assign, cst.Assign)
                 and isinstance(assign.value, (cst.Name, cst.Integer, cst.Float))
+                and len(node.slice) == 1
                 and all(n.value == use.value for n in source.within(node.slice[0], cst.Name))
-                if len(node.slice) == 1
-                else False
             )
         if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             return False
