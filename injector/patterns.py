@@ -431,8 +431,14 @@ class Training:
             return self.role(expr.args[-1].value)  # `none_throws(self.lr_scheduler)`, `cast(T, opt)`
         if isinstance(expr, cst.Name) and expr.value == "self" and in_optimizer_class(self.source, expr):
             return "optimizer"  # the optimizer's own methods (SAM's `self.second_step()` in its `step`)
-        if isinstance(expr, cst.Name) and (container := self._iterated(expr)) is not None:
-            held = self.role(container)  # `for k, v in self.optimizers.items(): v.step()`
+        if (
+            isinstance(expr, cst.Name)
+            and (container := self._iterated(expr)) is not None
+            and expr.value not in {n.value for n in self.source.within(container, cst.Name)}
+        ):
+            # `for k, v in self.optimizers.items(): v.step()`; not a loop that rebinds the name it
+            # reads (hrtr's `for k, train_loss in train_loss.items():`)
+            held = self.role(container)
             if held is not None:
                 return held
         name = (last_name(expr) or "").lower()
