@@ -151,6 +151,9 @@ def test_ids_depend_on_the_file_path():
         "x = 1  # café\ny = F.softmax(z, dim=-1)  # ünïcode\n",
         "for x in xs: optimizer.zero_grad(); loss.backward(); optimizer.step()\n",
         "loss.backward()",
+        # a loop that rebinds the name it iterates (hrtr's epoch log): read once, not followed round
+        "for x, y in loader:\n    train_loss = model.step(x, y)\n    for k, train_loss in train_loss.items():\n"
+        "        train_loss.backward()\n",
     ],
 )
 def test_unusual_layouts_give_valid_mutants(text):
