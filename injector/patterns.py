@@ -2191,11 +2191,28 @@ def mode_helpers(source: Source, training: Training) -> dict[cst.FunctionDef, in
 
 def helper_owned(source: Source, training: Training, call: cst.Call) -> bool:
     """True if `call` is the `.train(flag)` inside a mode helper that the file calls with literal
-    modes: its call sites, not its body, are where a mode is set or missed."""
+    modes: its call sites, not its body, are where a mode is set or missed; or a call of the
+    class's own `train` method that takes no mode (see `own_train_method`)."""
     function = source.function_of(call)
+    if own_train_method(source, call):
+        return True
     return function in mode_helpers(source, training) and bool(
         mode_calls(source, training, True) or mode_calls(source, training, False)
     )
+
+
+def own_train_method(source: Source, call: cst.Call) -> bool:
+    """True for `self.train(i)` where the class around it defines its own `train` whose parameter
+    is no mode (pytorch_sound's `Trainer.train(self, step)`): it runs a training step."""
+    if not (
+        isinstance(call.func, cst.Attribute) and dotted(call.func.value) == "self" and callee_name(call) == "train"
+    ):
+        return False
+    owner = enclosing_class(source, call)
+    body = owner.body.body if owner is not None and isinstance(owner.body, cst.IndentedBlock) else ()
+    method = next((m for m in body if isinstance(m, cst.FunctionDef) and m.name.value == "train"), None)
+    params = [p.name.value for p in method.params.params if p.name.value != "self"] if method is not None else []
+    return bool(params) and params[0] != "mode"
 
 
 # The words a function named for the mode it sets is made of (`set_to_train`, `set_eval_mode`).

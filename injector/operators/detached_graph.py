@@ -1442,6 +1442,44 @@ class DetachedGraph(Operator):
                 "        loss.backward()\n",
             ),
         ),
+        Example(
+            # A model returning a dict of outputs read by key, and terms weighted by arithmetic of a setting
+            # (hrtr's `(1 - alpha) * criterion_transformer(...)`): the dict's entries are cut where it is bound,
+            # each weighted term, and the sum.
+            "for data in data_loader:\n"
+            "    output = model(data['image'], data['text'])\n"
+            "    loss_ctc = alpha * criterion_ctc(output['ctc'], data['enc_text_ctc'])\n"
+            "    loss_transformer = (1 - alpha) * criterion_transformer(output['transformer'], data['text'])\n"
+            "    loss = loss_transformer + loss_ctc\n"
+            "    loss.backward()\n",
+            (
+                "for data in data_loader:\n"
+                "    output = model(data['image'], data['text'])\n"
+                "    loss_ctc = alpha * criterion_ctc(output['ctc'], data['enc_text_ctc'])\n"
+                "    loss_transformer = (1 - alpha) * criterion_transformer(output['transformer'], data['text'])\n"
+                "    loss = (loss_transformer + loss_ctc).detach()\n"
+                "    loss.backward()\n",
+                "for data in data_loader:\n"
+                "    output = model(data['image'], data['text'])\n"
+                "    output = {k: v.detach() for k, v in output.items()}\n"
+                "    loss_ctc = alpha * criterion_ctc(output['ctc'], data['enc_text_ctc'])\n"
+                "    loss_transformer = (1 - alpha) * criterion_transformer(output['transformer'], data['text'])\n"
+                "    loss = loss_transformer + loss_ctc\n"
+                "    loss.backward()\n",
+                "for data in data_loader:\n"
+                "    output = model(data['image'], data['text'])\n"
+                "    loss_ctc = alpha * criterion_ctc(output['ctc'], data['enc_text_ctc'])\n"
+                "    loss_transformer = ((1 - alpha) * criterion_transformer(output['transformer'], data['text'])).detach()\n"
+                "    loss = loss_transformer + loss_ctc\n"
+                "    loss.backward()\n",
+                "for data in data_loader:\n"
+                "    output = model(data['image'], data['text'])\n"
+                "    loss_ctc = (alpha * criterion_ctc(output['ctc'], data['enc_text_ctc'])).detach()\n"
+                "    loss_transformer = (1 - alpha) * criterion_transformer(output['transformer'], data['text'])\n"
+                "    loss = loss_transformer + loss_ctc\n"
+                "    loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1468,6 +1506,20 @@ class DetachedGraph(Operator):
     )
 
     def changes(self, source, training):
+        for change in self._changes(source, training):
+            mapping = _detached_mapping(source, change)
+            if mapping is None:
+                yield change
+                continue
+            # a dict of outputs has no `detach`: each of its entries is cut off instead
+            name = source.code(mapping.targets[0].target)
+            yield Change(
+                mapping,
+                (source.insert_after(mapping, [f"{name} = {{k: v.detach() for k, v in {name}.items()}}"]),),
+                change.description,
+            )
+
+    def _changes(self, source, training):
         yield from _registered_for_backward(source, training)
         yield from _returned_by_forward(source, training)
         for backward in training.loss_uses:
@@ -2116,6 +2168,15 @@ def _term_assignments(source, training, name: str, use: cst.CSTNode, depth: int)
     return _term_value(source, training, name, term, depth)
 
 
+def _a_weight(expr: cst.BaseExpression) -> bool:
+    """A loss term's weight: a name, a setting or a number, or arithmetic of them (`(1 - alpha)`)."""
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Integer, cst.Float)):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _a_weight(expr.expression)
+    return isinstance(expr, cst.BinaryOperation) and _a_weight(expr.left) and _a_weight(expr.right)
+
+
 def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> list[cst.Assign]:
     """The assignments where the term `name` assigned by `term` is computed as a loss (see
     `_term_assignments`)."""
@@ -2130,9 +2191,7 @@ def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> li
         isinstance(value, cst.BinaryOperation)
         and isinstance(value.operator, (cst.Multiply, cst.Divide))
         and any(isinstance(side, cst.Call) for side in (value.left, value.right))
-        and any(
-            isinstance(side, (cst.Name, cst.Attribute, cst.Integer, cst.Float)) for side in (value.left, value.right)
-        )
+        and any(_a_weight(side) for side in (value.left, value.right))
         and (
             _names_a_loss(name)
             or any(isinstance(s, cst.Call) and DetachedGraph._is_loss(training, s) for s in (value.left, value.right))
@@ -2300,6 +2359,26 @@ def _a_returned_container(source, training, value: cst.BaseExpression, use: cst.
         if returns and all(isinstance(r, (cst.Dict, cst.List, cst.Tuple)) for r in returns):
             return True
     return _read_by_key(source, value.value, use)
+
+
+def _detached_mapping(source, change: Change) -> cst.Assign | None:
+    """The assignment `name = ...` whose whole value `change` puts `.detach()` on, where the
+    function then reads `name` by a string key (hrtr's `output = model(...)`, then
+    `output['ctc']`): a dict of outputs, which has no `detach`."""
+    cuts = {(e.start, e.end) for e in change.edits if e.text.endswith(".detach()")}
+    if not cuts:
+        return None
+    return next(
+        (
+            assign
+            for assign in source.nodes(cst.Assign)
+            if source.span(assign.value) in cuts
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+            and _read_by_key(source, assign.targets[0].target.value, assign)
+        ),
+        None,
+    )
 
 
 def _read_by_key(source, name: str, use: cst.CSTNode) -> bool:

@@ -2731,6 +2731,22 @@ class DeviceMismatch(Operator):
                 "            loss.backward()\n",
             ),
         ),
+        Example(
+            # A project's bare `to_device(batch)` that moves to the GPU itself, splatted into the forward
+            # (pytorch_sound's trainer).
+            "def train(self, step):\n"
+            "    self.optimizer.zero_grad()\n"
+            "    loss, meta = self.forward(*to_device(next(self.train_dataset)))\n"
+            "    loss.backward()\n"
+            "    self.optimizer.step()\n",
+            (
+                "def train(self, step):\n"
+                "    self.optimizer.zero_grad()\n"
+                "    loss, meta = self.forward(*next(self.train_dataset))\n"
+                "    loss.backward()\n"
+                "    self.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A batch preparer handed no device, which fills a result with its batch (LibKGE).
@@ -3083,7 +3099,9 @@ class DeviceMismatch(Operator):
                 if (callee_name(call) or "").endswith("_to") and (device is None or not _is_device(device.value)):
                     continue  # `recursive_to(batch, device)`, not keras' `tree.map_structure_up_to(...)`
                 # a helper named for the GPU needs no device (ClassyVision's `recursive_copy_to_gpu`)
-                to_gpu = (callee_name(call) or "").endswith(("_to_gpu", "_to_cuda"))
+                # (or a bare `to_device(batch)`: pytorch_sound's helper moves to the GPU itself)
+                helper = callee_name(call) or ""
+                to_gpu = helper.endswith(("_to_gpu", "_to_cuda")) or (helper == "to_device" and len(call.args) == 1)
                 if (
                     (callee_name(call) or "").lstrip("_") == "prepare_batch"
                     and device is not None

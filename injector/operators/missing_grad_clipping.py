@@ -164,6 +164,33 @@ class MissingGradClipping(Operator):
             "optimizer.step()\n",
             ("loss.backward()\nif opt.grad_clip_value != 0:\n    pass\noptimizer.step()\n",),
         ),
+        Example(
+            # Gradients clamped by value by hand, back into the gradient or in place (pytorch_sound's
+            # trainer, a WGAN critic's).
+            "def clip_grad(self):\n"
+            "    if self.grad_clip:\n"
+            "        for p in self.model.parameters():\n"
+            "            if p.grad is not None:\n"
+            "                p.grad = p.grad.clamp(-self.grad_clip, self.grad_clip)\n"
+            "    for p in self.critic.parameters():\n"
+            "        p.grad.data.clamp_(-0.01, 0.01)\n",
+            (
+                "def clip_grad(self):\n"
+                "    if self.grad_clip:\n"
+                "        for p in self.model.parameters():\n"
+                "            if p.grad is not None:\n"
+                "                pass\n"
+                "    for p in self.critic.parameters():\n"
+                "        p.grad.data.clamp_(-0.01, 0.01)\n",
+                "def clip_grad(self):\n"
+                "    if self.grad_clip:\n"
+                "        for p in self.model.parameters():\n"
+                "            if p.grad is not None:\n"
+                "                p.grad = p.grad.clamp(-self.grad_clip, self.grad_clip)\n"
+                "    for p in self.critic.parameters():\n"
+                "        pass\n",
+            ),
+        ),
     )
     untouched = (
         # A held clipping function handed no parameters.
@@ -255,6 +282,13 @@ class MissingGradClipping(Operator):
                     f"`{name}` clips at infinity (its norm is still computed)",
                 )
 
+        for call in source.nodes(cst.Call):
+            clamped = _clamped_gradient(source, call)
+            if clamped is not None and source.is_reachable(clamped):
+                # each gradient clipped by value by hand (pytorch_sound's `p.grad =
+                # p.grad.clamp(-self.grad_clip, self.grad_clip)`, `p.grad.data.clamp_(-c, c)`)
+                yield Change(call, (source.delete_statement(clamped),), "removed the gradients' clamp")
+
         for backward in training.backwards:
             if not backward.steps:
                 continue
@@ -282,6 +316,26 @@ class MissingGradClipping(Operator):
         if isinstance(value, cst.Name) and value.value == "None":
             return
         yield Change(value, (source.replace(value, "0"),), f"`{setting}` is 0: gradients are never clipped")
+
+
+def _clamped_gradient(source, call: cst.Call) -> cst.BaseSmallStatement | None:
+    """The statement that clamps a parameter's gradient in place or back into it (`p.grad =
+    p.grad.clamp(-c, c)`, `p.grad.data.clamp_(-c, c)`), for `call`, the clamp."""
+    if callee_name(call) not in ("clamp", "clamp_", "clip", "clip_") or not isinstance(call.func, cst.Attribute):
+        return None
+    receiver = dotted(call.func.value) or ""
+    if not receiver.endswith((".grad", ".grad.data")):
+        return None
+    statement = source.parent(call)
+    if isinstance(statement, cst.Expr) and (callee_name(call) or "").endswith("_"):
+        return statement
+    if (
+        isinstance(statement, cst.Assign)
+        and len(statement.targets) == 1
+        and dotted(statement.targets[0].target) in (receiver, receiver.removesuffix(".data"))
+    ):
+        return statement
+    return None
 
 
 def _dynamic_clip(source, call: cst.Call) -> bool:

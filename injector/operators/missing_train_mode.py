@@ -1382,6 +1382,16 @@ class MissingTrainMode(Operator):
         AGENT_CONSTRUCTOR,
         # A settings method only the constructor calls, switching the module it just built.
         INIT_HELPER_MODEL,
+        # A trainer's own `train(step)` run each step, not a module's mode switch (pytorch_sound).
+        "class Trainer:\n"
+        "    def run(self):\n"
+        "        for i in range(self.max_step):\n"
+        "            self.train(i)\n"
+        "            self.validate(i)\n"
+        "\n"
+        "    def train(self, step):\n"
+        "        loss = self.forward(*next(self.train_dataset))\n"
+        "        loss.backward()\n",
     )
 
     def changes(self, source, training):
