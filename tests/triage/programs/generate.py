@@ -411,6 +411,8 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
     "kws_speechbrain": ((*SESSION18_FAULTS, "double-softmax"), "python"),
     # written for issue 9's fresh program 28 without reading triage's rules (session 31)
     "tab_skorch": ((*SESSION18_FAULTS, "double-softmax"), "python"),
+    # written for issue 9's fresh program 29 without reading triage's rules (session 31)
+    "seg_monai": ((*SESSION18_FAULTS, "double-softmax"), "python"),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240

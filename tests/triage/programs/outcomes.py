@@ -47,6 +47,8 @@ HEADLINES: dict[str, tuple[str, str]] = {
     "imgcls_timmlog": (r"Test: \[\s*(?P<n>\d+)/(?P=n)\].*?Acc@1:\s*\S+\s*\(\s*([-\d.]+|nan)\s*\)", "score"),
     # the script's own line after reloading the best checkpoint
     "tab_skorch": (r"test accuracy: ([-\d.]+|nan)", "score"),
+    # the script's own line after training: the evaluator's best key metric
+    "seg_monai": (r"best val_mean_dice: ([-\d.]+|nan)", "score"),
 }
 
 
