@@ -58,7 +58,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "global_grad_norm",
         "grdn",
     ),
-    "lr": ("lr", "learning_rate", "lr_0", "lr_adam", "lr_sgd", "lr_adamw", "current_lr"),
+    # (MONAI's LrScheduleHandler prints `Current learning rate: ...` once per epoch)
+    "lr": ("lr", "learning_rate", "lr_0", "lr_adam", "lr_sgd", "lr_adamw", "current_lr", "current_learning_rate"),
     "loss_scale": ("loss_scale", "scale", "grad_scale", "scaler_scale", "amp_scale"),
     "memory": (
         "mem",
@@ -158,6 +159,8 @@ _PAIR = re.compile(
 _SPACED = re.compile(
     r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM + r")(?!\w|\.\w)", re.I
 )
+# one or two words right before a name, a space apart (`learning` of `learning rate: 0.001`)
+_WORDS_BEFORE = re.compile(r"([A-Za-z]+(?: [A-Za-z]+)?) $")
 # `| learning rate: 3.000000E-04 | grad norm: 1.234 | lm loss: 5.9E+00 |`: a field of a line split
 # by bars whose name is words apart (Megatron-LM's, NeMo's and GPT-NeoX's iteration lines)
 _FIELD = re.compile(r"(?:^|\|)\s*([A-Za-z]+(?: [A-Za-z]+){1,3})\s*:\s*(" + _NUM + r")\s*(?=\||$)")
@@ -326,6 +329,12 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
             ppl = _float(m.group(2))
             metrics.setdefault(name, math.log(ppl) if ppl > 0 else math.nan)
             continue
+        if name is None:
+            # a name of words apart, the pattern taking only its last (MONAI's `Current learning
+            # rate: 0.00098`): the words just before it, joined
+            words = _WORDS_BEFORE.search(gap)
+            if words is not None:
+                name = _CANON.get(_key(f"{words.group(1)} {m.group(1)}"))
         if name is None:
             # "train/loss", "metrics.val_loss": judge by the last component
             name = _CANON.get(key.rsplit("_", 1)[-1] if key.startswith(("train_", "metrics_")) else "")

@@ -190,6 +190,17 @@ def test_a_table_row_printed_as_a_progress_bars_description_is_read():
     assert len(loss) == 12 and loss[0] == pytest.approx(1.792) and loss[-1] < loss[0] / 4
 
 
+def test_a_rate_named_in_words_apart_is_read_as_the_rate():
+    # MONAI's LrScheduleHandler prints `Current learning rate: ...` once per epoch, a logging line
+    # with no bars (programs/seg_monai.py, fresh program 29): the words before `rate` name it
+    log = PROGRAM_LOGS / "seg_monai__healthy__s0.log"
+    printed = [
+        float(line.rsplit(" ", 1)[1]) for line in log.read_text().splitlines() if "Current learning rate:" in line
+    ]
+    assert build(log)["lr"].values() == pytest.approx(printed) and len(printed) == 12
+    assert parse_reading("drop rate: 0.1")[1] == {}  # a dropout rate is no learning rate
+
+
 def test_a_table_with_a_column_of_marks_or_blanks_is_read_by_place():
     # skorch prints one coloured row per epoch under `epoch train_loss valid_acc valid_loss cp lr
     # dur`, its `cp` column `+` on a new best validation loss and blank otherwise: each number is
