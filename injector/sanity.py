@@ -16,32 +16,29 @@ _DISPLAYS = (ast.Dict, ast.List, ast.Set, ast.Tuple, ast.DictComp, ast.ListComp,
 
 def broken_edit(original: str, replacement: str) -> str | None:
     """Why replacing `original` by `replacement` breaks the program on any input, or None."""
-    for suffix in (".detach()",):
-        if replacement.endswith(suffix):
-            receiver = _unwrapped(replacement[: -len(suffix)], original)
-            if receiver is not None:
-                node = _expression(receiver)
-                if isinstance(node, _DISPLAYS) or (isinstance(node, ast.Constant) and node.value is not None):
-                    return f"detaches a {type(node).__name__.lower()}, which has no detach()"
-                if isinstance(node, ast.Call) and _constructs_an_object(node):
-                    return "detaches a module or an optimizer torch builds, which has no detach()"
-    for operator in (" * ",):
-        head, _, factor = replacement.rpartition(operator)
-        if head and factor.strip().replace(".", "", 1).isdigit():
-            receiver = _unwrapped(head, original)
-            if receiver is not None and isinstance(_expression(receiver), (ast.List, ast.ListComp, ast.Tuple)):
-                return "repeats a sequence instead of scaling its values"
+    if replacement.endswith(".detach()") and _unwrapped(replacement[: -len(".detach()")], original):
+        node = _expression(original)
+        if isinstance(node, _DISPLAYS) or (isinstance(node, ast.Constant) and node.value is not None):
+            return f"detaches a {type(node).__name__.lower()}, which has no detach()"
+        if isinstance(node, ast.Call) and _constructs_an_object(node):
+            return "detaches a module or an optimizer torch builds, which has no detach()"
+    head, _, factor = replacement.rpartition(" * ")
+    if (
+        head
+        and factor.strip().replace(".", "", 1).isdigit()
+        and _unwrapped(head, original)
+        and isinstance(_expression(original), (ast.List, ast.ListComp, ast.Tuple))
+    ):
+        return "repeats a sequence instead of scaling its values"
     return None
 
 
-def _unwrapped(text: str, original: str) -> str | None:
-    """`original` when `text` is it, alone or in parentheses; else None."""
+def _unwrapped(text: str, original: str) -> bool:
+    """True where `text` is `original`, alone or in parentheses."""
     stripped = text.strip()
-    if stripped == original.strip():
-        return original
     if stripped.startswith("(") and stripped.endswith(")") and stripped[1:-1].strip() == original.strip():
-        return original
-    return None
+        return True
+    return stripped == original.strip()
 
 
 def _expression(text: str) -> ast.expr | None:
