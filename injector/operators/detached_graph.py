@@ -167,6 +167,25 @@ _DICT_OF_OUTPUTS = (
 )
 
 
+_BRANCH_LOSS_HELPER = (
+    "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
+    "    if internal_loss:\n"
+    "        loss = model(x, y)\n"
+    "        if isinstance(device_ids, (list, tuple)):\n"
+    "            loss = loss.mean()\n"
+    "        return loss\n"
+    "    else:\n"
+    "        y_ = model(x)\n"
+    "        return criterion(y_, y, x)\n"
+    "\n"
+    "\n"
+    "def train_one_epoch(model, loader, criterion):\n"
+    "    for x, y in loader:\n"
+    "        loss = forward_step(x, y, True, model, criterion, [0])\n"
+    "        loss.backward()\n"
+)
+
+
 class DetachedGraph(Operator):
     id = "detached-graph"
     summary = (
@@ -1349,97 +1368,20 @@ class DetachedGraph(Operator):
         Example(
             # A helper whose `if` and `else` each return the step's loss (a music separator's forward_step):
             # each side's forward, in-place reduction and returned criterion cut off, besides the call.
-            "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
-            "    if internal_loss:\n"
-            "        loss = model(x, y)\n"
-            "        if isinstance(device_ids, (list, tuple)):\n"
-            "            loss = loss.mean()\n"
-            "        return loss\n"
-            "    else:\n"
-            "        y_ = model(x)\n"
-            "        return criterion(y_, y, x)\n"
-            "\n"
-            "\n"
-            "def train_one_epoch(model, loader, criterion):\n"
-            "    for x, y in loader:\n"
-            "        loss = forward_step(x, y, True, model, criterion, [0])\n"
-            "        loss.backward()\n",
+            _BRANCH_LOSS_HELPER,
             (
-                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
-                "    if internal_loss:\n"
-                "        loss = model(x, y).detach()\n"
-                "        if isinstance(device_ids, (list, tuple)):\n"
-                "            loss = loss.mean()\n"
-                "        return loss\n"
-                "    else:\n"
-                "        y_ = model(x)\n"
-                "        return criterion(y_, y, x)\n"
-                "\n"
-                "\n"
-                "def train_one_epoch(model, loader, criterion):\n"
-                "    for x, y in loader:\n"
-                "        loss = forward_step(x, y, True, model, criterion, [0])\n"
-                "        loss.backward()\n",
-                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
-                "    if internal_loss:\n"
-                "        loss = model(x, y)\n"
-                "        if isinstance(device_ids, (list, tuple)):\n"
-                "            loss = loss.mean().detach()\n"
-                "        return loss\n"
-                "    else:\n"
-                "        y_ = model(x)\n"
-                "        return criterion(y_, y, x)\n"
-                "\n"
-                "\n"
-                "def train_one_epoch(model, loader, criterion):\n"
-                "    for x, y in loader:\n"
-                "        loss = forward_step(x, y, True, model, criterion, [0])\n"
-                "        loss.backward()\n",
-                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
-                "    if internal_loss:\n"
-                "        loss = model(x, y)\n"
-                "        if isinstance(device_ids, (list, tuple)):\n"
-                "            loss = loss.mean()\n"
-                "        return loss\n"
-                "    else:\n"
-                "        y_ = model(x).detach()\n"
-                "        return criterion(y_, y, x)\n"
-                "\n"
-                "\n"
-                "def train_one_epoch(model, loader, criterion):\n"
-                "    for x, y in loader:\n"
-                "        loss = forward_step(x, y, True, model, criterion, [0])\n"
-                "        loss.backward()\n",
-                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
-                "    if internal_loss:\n"
-                "        loss = model(x, y)\n"
-                "        if isinstance(device_ids, (list, tuple)):\n"
-                "            loss = loss.mean()\n"
-                "        return loss\n"
-                "    else:\n"
-                "        y_ = model(x)\n"
-                "        return criterion(y_, y, x).detach()\n"
-                "\n"
-                "\n"
-                "def train_one_epoch(model, loader, criterion):\n"
-                "    for x, y in loader:\n"
-                "        loss = forward_step(x, y, True, model, criterion, [0])\n"
-                "        loss.backward()\n",
-                "def forward_step(x, y, internal_loss, model, criterion, device_ids):\n"
-                "    if internal_loss:\n"
-                "        loss = model(x, y)\n"
-                "        if isinstance(device_ids, (list, tuple)):\n"
-                "            loss = loss.mean()\n"
-                "        return loss\n"
-                "    else:\n"
-                "        y_ = model(x)\n"
-                "        return criterion(y_, y, x)\n"
-                "\n"
-                "\n"
-                "def train_one_epoch(model, loader, criterion):\n"
-                "    for x, y in loader:\n"
-                "        loss = forward_step(x, y, True, model, criterion, [0]).detach()\n"
-                "        loss.backward()\n",
+                _BRANCH_LOSS_HELPER.replace("        loss = model(x, y)\n", "        loss = model(x, y).detach()\n"),
+                _BRANCH_LOSS_HELPER.replace(
+                    "            loss = loss.mean()\n", "            loss = loss.mean().detach()\n"
+                ),
+                _BRANCH_LOSS_HELPER.replace("        y_ = model(x)\n", "        y_ = model(x).detach()\n"),
+                _BRANCH_LOSS_HELPER.replace(
+                    "        return criterion(y_, y, x)\n", "        return criterion(y_, y, x).detach()\n"
+                ),
+                _BRANCH_LOSS_HELPER.replace(
+                    "        loss = forward_step(x, y, True, model, criterion, [0])\n",
+                    "        loss = forward_step(x, y, True, model, criterion, [0]).detach()\n",
+                ),
             ),
         ),
         Example(

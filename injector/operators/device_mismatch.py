@@ -1654,6 +1654,18 @@ def _trainer_class(source, name: str | None) -> bool:
     return any(callee_name(call) == "backward" for c in classes for call in source.within(c, cst.Call))
 
 
+_PLACING_CONVERTER = (
+    "for batch in batches:\n"
+    "    obs = types.map_maybe_dict(\n"
+    "        lambda x: util.safe_to_tensor(x, device=self.policy.device),\n"
+    '        batch["obs"],\n'
+    "    )\n"
+    '    acts = util.safe_to_tensor(batch["acts"], device=self.policy.device)\n'
+    "    metrics = self.loss_calculator(self.policy, obs, acts)\n"
+    "    metrics.loss.backward()\n"
+)
+
+
 class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
@@ -2656,31 +2668,16 @@ class DeviceMismatch(Operator):
         Example(
             # A project's own conversion to a tensor that also places it (imitation's `util.safe_to_tensor(x,
             # device=...)`): the batch stays on the CPU.
-            "for batch in batches:\n"
-            "    obs = types.map_maybe_dict(\n"
-            "        lambda x: util.safe_to_tensor(x, device=self.policy.device),\n"
-            '        batch["obs"],\n'
-            "    )\n"
-            '    acts = util.safe_to_tensor(batch["acts"], device=self.policy.device)\n'
-            "    metrics = self.loss_calculator(self.policy, obs, acts)\n"
-            "    metrics.loss.backward()\n",
+            _PLACING_CONVERTER,
             (
-                "for batch in batches:\n"
-                "    obs = types.map_maybe_dict(\n"
-                '        lambda x: util.safe_to_tensor(x, device="cpu"),\n'
-                '        batch["obs"],\n'
-                "    )\n"
-                '    acts = util.safe_to_tensor(batch["acts"], device=self.policy.device)\n'
-                "    metrics = self.loss_calculator(self.policy, obs, acts)\n"
-                "    metrics.loss.backward()\n",
-                "for batch in batches:\n"
-                "    obs = types.map_maybe_dict(\n"
-                "        lambda x: util.safe_to_tensor(x, device=self.policy.device),\n"
-                '        batch["obs"],\n'
-                "    )\n"
-                '    acts = util.safe_to_tensor(batch["acts"], device="cpu")\n'
-                "    metrics = self.loss_calculator(self.policy, obs, acts)\n"
-                "    metrics.loss.backward()\n",
+                _PLACING_CONVERTER.replace(
+                    "        lambda x: util.safe_to_tensor(x, device=self.policy.device),\n",
+                    '        lambda x: util.safe_to_tensor(x, device="cpu"),\n',
+                ),
+                _PLACING_CONVERTER.replace(
+                    '    acts = util.safe_to_tensor(batch["acts"], device=self.policy.device)\n',
+                    '    acts = util.safe_to_tensor(batch["acts"], device="cpu")\n',
+                ),
             ),
         ),
         Example(

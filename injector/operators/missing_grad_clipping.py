@@ -89,6 +89,17 @@ def _project_helper_model(source, resolver: Resolver, call: cst.Call) -> cst.Bas
     return None
 
 
+_CLAMPED_BY_HAND = (
+    "def clip_grad(self):\n"
+    "    if self.grad_clip:\n"
+    "        for p in self.model.parameters():\n"
+    "            if p.grad is not None:\n"
+    "                p.grad = p.grad.clamp(-self.grad_clip, self.grad_clip)\n"
+    "    for p in self.critic.parameters():\n"
+    "        p.grad.data.clamp_(-0.01, 0.01)\n"
+)
+
+
 class MissingGradClipping(Operator):
     id = "missing-grad-clipping"
     summary = (
@@ -167,28 +178,12 @@ class MissingGradClipping(Operator):
         Example(
             # Gradients clamped by value by hand, back into the gradient or in place (pytorch_sound's
             # trainer, a WGAN critic's).
-            "def clip_grad(self):\n"
-            "    if self.grad_clip:\n"
-            "        for p in self.model.parameters():\n"
-            "            if p.grad is not None:\n"
-            "                p.grad = p.grad.clamp(-self.grad_clip, self.grad_clip)\n"
-            "    for p in self.critic.parameters():\n"
-            "        p.grad.data.clamp_(-0.01, 0.01)\n",
+            _CLAMPED_BY_HAND,
             (
-                "def clip_grad(self):\n"
-                "    if self.grad_clip:\n"
-                "        for p in self.model.parameters():\n"
-                "            if p.grad is not None:\n"
-                "                pass\n"
-                "    for p in self.critic.parameters():\n"
-                "        p.grad.data.clamp_(-0.01, 0.01)\n",
-                "def clip_grad(self):\n"
-                "    if self.grad_clip:\n"
-                "        for p in self.model.parameters():\n"
-                "            if p.grad is not None:\n"
-                "                p.grad = p.grad.clamp(-self.grad_clip, self.grad_clip)\n"
-                "    for p in self.critic.parameters():\n"
-                "        pass\n",
+                _CLAMPED_BY_HAND.replace(
+                    "                p.grad = p.grad.clamp(-self.grad_clip, self.grad_clip)\n", "                pass\n"
+                ),
+                _CLAMPED_BY_HAND.replace("        p.grad.data.clamp_(-0.01, 0.01)\n", "        pass\n"),
             ),
         ),
     )

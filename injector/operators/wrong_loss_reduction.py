@@ -121,6 +121,27 @@ _HEADS_SUMMED = (
 )
 
 
+_VAE_LOSS = (
+    "def vae_loss(x, x_recon, mu, logvar):\n"
+    "    kl_loss = torch.mean(\n"
+    "        -0.5 * torch.sum(1 + logvar - mu ** 2 - torch.exp(logvar), dim=1), dim=0)\n"
+    "    return F.mse_loss(x_recon, x) + kl_loss\n"
+)
+
+
+_TERMS_AVERAGED_IN_PLACE = (
+    "def __call__(self, policy, obs, acts):\n"
+    "    (_, log_prob, entropy) = policy.evaluate_actions(obs, acts)\n"
+    "    prob_true_act = th.exp(log_prob).mean()\n"
+    "    log_prob = log_prob.mean()\n"
+    "    entropy = entropy.mean() if entropy is not None else None\n"
+    "    ent_loss = -self.ent_weight * (entropy if entropy is not None else th.zeros(1))\n"
+    "    neglogp = -log_prob\n"
+    "    loss = neglogp + ent_loss\n"
+    "    return Metrics(loss=loss, prob_true_act=prob_true_act)\n"
+)
+
+
 class WrongLossReduction(Operator):
     id = "wrong-loss-reduction"
     summary = (
@@ -451,52 +472,25 @@ class WrongLossReduction(Operator):
         ),
         Example(
             # The KL term's batch mean spelled as a function over per-sample sums, scaled (pyod's VAE).
-            "def vae_loss(x, x_recon, mu, logvar):\n"
-            "    kl_loss = torch.mean(\n"
-            "        -0.5 * torch.sum(1 + logvar - mu ** 2 - torch.exp(logvar), dim=1), dim=0)\n"
-            "    return F.mse_loss(x_recon, x) + kl_loss\n",
+            _VAE_LOSS,
             (
-                "def vae_loss(x, x_recon, mu, logvar):\n"
-                "    kl_loss = torch.mean(\n"
-                "        -0.5 * torch.sum(1 + logvar - mu ** 2 - torch.exp(logvar), dim=1), dim=0)\n"
-                '    return F.mse_loss(x_recon, x, reduction="sum") + kl_loss\n',
-                "def vae_loss(x, x_recon, mu, logvar):\n"
-                "    kl_loss = torch.sum(\n"
-                "        -0.5 * torch.sum(1 + logvar - mu ** 2 - torch.exp(logvar), dim=1), dim=0)\n"
-                "    return F.mse_loss(x_recon, x) + kl_loss\n",
+                _VAE_LOSS.replace(
+                    "    return F.mse_loss(x_recon, x) + kl_loss\n",
+                    '    return F.mse_loss(x_recon, x, reduction="sum") + kl_loss\n',
+                ),
+                _VAE_LOSS.replace("    kl_loss = torch.mean(\n", "    kl_loss = torch.sum(\n"),
             ),
         ),
         Example(
             # Terms averaged in place under names of their own, then combined into the loss (imitation's
             # behavioural-cloning loss); the logged mean probability is no term.
-            "def __call__(self, policy, obs, acts):\n"
-            "    (_, log_prob, entropy) = policy.evaluate_actions(obs, acts)\n"
-            "    prob_true_act = th.exp(log_prob).mean()\n"
-            "    log_prob = log_prob.mean()\n"
-            "    entropy = entropy.mean() if entropy is not None else None\n"
-            "    ent_loss = -self.ent_weight * (entropy if entropy is not None else th.zeros(1))\n"
-            "    neglogp = -log_prob\n"
-            "    loss = neglogp + ent_loss\n"
-            "    return Metrics(loss=loss, prob_true_act=prob_true_act)\n",
+            _TERMS_AVERAGED_IN_PLACE,
             (
-                "def __call__(self, policy, obs, acts):\n"
-                "    (_, log_prob, entropy) = policy.evaluate_actions(obs, acts)\n"
-                "    prob_true_act = th.exp(log_prob).mean()\n"
-                "    log_prob = log_prob.sum()\n"
-                "    entropy = entropy.mean() if entropy is not None else None\n"
-                "    ent_loss = -self.ent_weight * (entropy if entropy is not None else th.zeros(1))\n"
-                "    neglogp = -log_prob\n"
-                "    loss = neglogp + ent_loss\n"
-                "    return Metrics(loss=loss, prob_true_act=prob_true_act)\n",
-                "def __call__(self, policy, obs, acts):\n"
-                "    (_, log_prob, entropy) = policy.evaluate_actions(obs, acts)\n"
-                "    prob_true_act = th.exp(log_prob).mean()\n"
-                "    log_prob = log_prob.mean()\n"
-                "    entropy = entropy.sum() if entropy is not None else None\n"
-                "    ent_loss = -self.ent_weight * (entropy if entropy is not None else th.zeros(1))\n"
-                "    neglogp = -log_prob\n"
-                "    loss = neglogp + ent_loss\n"
-                "    return Metrics(loss=loss, prob_true_act=prob_true_act)\n",
+                _TERMS_AVERAGED_IN_PLACE.replace("    log_prob = log_prob.mean()\n", "    log_prob = log_prob.sum()\n"),
+                _TERMS_AVERAGED_IN_PLACE.replace(
+                    "    entropy = entropy.mean() if entropy is not None else None\n",
+                    "    entropy = entropy.sum() if entropy is not None else None\n",
+                ),
             ),
         ),
     )
