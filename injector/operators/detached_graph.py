@@ -9,8 +9,12 @@ from injector.operators.forwards import (
     constant_start,
     distribution,
     forwards_after_empty_start,
+    helper_runs_model,
+    loss_chain,
     loss_helper_forwards,
+    model_run,
     read_forwards,
+    trained_after,
     upstream_forwards,
 )
 from injector.operators.snippets import (
@@ -28,6 +32,7 @@ from injector.operators.snippets import (
 from injector.patterns import (
     LOSS_FUNCTIONS,
     appended_to,
+    bound_names,
     callee_name,
     constructed,
     dotted,
@@ -302,6 +307,15 @@ class DetachedGraph(Operator):
                 "    loss_real = 0\n"
                 "    if do_main:\n"
                 "        loss_real = F.softplus(-logits).detach()\n"
+                "    loss_r1 = 0\n"
+                "    if do_r1:\n"
+                "        loss_r1 = penalty(logits, real) * gamma\n"
+                "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n",
+                "def step(D, real, do_main, do_r1):\n"
+                "    logits = D(real).detach()\n"
+                "    loss_real = 0\n"
+                "    if do_main:\n"
+                "        loss_real = F.softplus(-logits)\n"
                 "    loss_r1 = 0\n"
                 "    if do_r1:\n"
                 "        loss_r1 = penalty(logits, real) * gamma\n"
@@ -702,6 +716,10 @@ class DetachedGraph(Operator):
                 _SUMMED_TERMS.replace("loss = loss_lm + loss_clsf", "loss = (loss_lm + loss_clsf).detach()"),
                 _SUMMED_TERMS.replace("criterion(logits_lm, y)", "criterion(logits_lm, y).detach()"),
                 _SUMMED_TERMS.replace("criterion(logits_clsf, z)", "criterion(logits_clsf, z).detach()"),
+                _SUMMED_TERMS.replace(
+                    "    logits_lm, logits_clsf = model(x)\n",
+                    "    logits_lm, logits_clsf = model(x)\n    logits_lm = logits_lm.detach()\n    logits_clsf = logits_clsf.detach()\n",
+                ),
             ),
         ),
         Example(
@@ -716,6 +734,10 @@ class DetachedGraph(Operator):
                 _MEAN_TEACHER_LOSS.replace("dice_loss(out[:n], y)", "dice_loss(out[:n], y).detach()"),
                 _MEAN_TEACHER_LOSS.replace("= ce_loss(out[:n], y)", "= ce_loss(out[:n], y).detach()"),
                 _MEAN_TEACHER_LOSS.replace("ema_out)\n", "ema_out).detach()\n"),
+                _MEAN_TEACHER_LOSS.replace(
+                    "    out = model(x)\n",
+                    "    out = model(x).detach()\n",
+                ),
             ),
         ),
         Example(
@@ -1221,6 +1243,20 @@ class DetachedGraph(Operator):
                 "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
                 "    loss.backward()\n"
                 "    optimizer.step()\n",
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "for x, y in loader:\n"
+                "    log_probas, baselines, log_pi = model(x)\n"
+                "    log_probas = log_probas.detach()\n"
+                "    baselines = baselines.detach()\n"
+                "    log_pi = log_pi.detach()\n"
+                "    loss_action = F.nll_loss(log_probas, y)\n"
+                "    loss_baseline = F.mse_loss(baselines, reward)\n"
+                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
+                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
+                "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
             ),
         ),
         Example(
@@ -1245,6 +1281,10 @@ class DetachedGraph(Operator):
                 ),
                 MOON_STEP.replace(
                     "loss2 = mu * criterion(pro1, pro2)", "loss2 = (mu * criterion(pro1, pro2)).detach()"
+                ),
+                MOON_STEP.replace(
+                    "        _, pro1, out = net(x)\n",
+                    "        _, pro1, out = net(x)\n        pro1 = pro1.detach()\n        out = out.detach()\n",
                 ),
             ),
         ),
@@ -1276,6 +1316,10 @@ class DetachedGraph(Operator):
                 ),
                 _WEIGHTED_BY_SETTINGS.replace("mpjpe(pred, y)", "mpjpe(pred, y).detach()"),
                 _WEIGHTED_BY_SETTINGS.replace("velocity_loss(pred, y)", "velocity_loss(pred, y).detach()"),
+                _WEIGHTED_BY_SETTINGS.replace(
+                    "    pred = model(x)\n",
+                    "    pred = model(x).detach()\n",
+                ),
             ),
         ),
         Example(
@@ -1287,6 +1331,10 @@ class DetachedGraph(Operator):
                     "loss = label_loss + soft_loss", "loss = (label_loss + soft_loss).detach()"
                 ),
                 _DERIVED_FROM_MODULE.replace("with_logits(y_hat, y)\n", "with_logits(y_hat, y).detach()\n"),
+                _DERIVED_FROM_MODULE.replace(
+                    "    y_hat = model(x)\n",
+                    "    y_hat = model(x).detach()\n",
+                ),
             ),
         ),
         Example(
@@ -1448,7 +1496,8 @@ class DetachedGraph(Operator):
     )
 
     def changes(self, source, training):
-        for change in self._changes(source, training):
+        changes = list(self._changes(source, training))
+        for change in changes + list(_chain_cuts(source, training, changes)):
             mapping = _detached_mapping(source, change)
             if mapping is None:
                 yield change
@@ -2388,3 +2437,273 @@ def _from_model(source, training, value: cst.BaseExpression, use: cst.CSTNode) -
             return True
         value, use = assign.value, assign
     return False
+
+
+# What a tensor has and a tuple, a dict or a model's output object has not: a name read through
+# anything else may not be a tensor (`out.logits`, `out.loss` of an HF ModelOutput).
+_TENSOR_ATTRIBUTES = frozenset(
+    {
+        "abs",
+        "argmax",
+        "clamp",
+        "contiguous",
+        "cpu",
+        "cuda",
+        "data",
+        "detach",
+        "device",
+        "dim",
+        "double",
+        "dtype",
+        "exp",
+        "expand",
+        "expand_as",
+        "flatten",
+        "float",
+        "gather",
+        "half",
+        "item",
+        "log",
+        "log_softmax",
+        "masked_fill",
+        "masked_select",
+        "max",
+        "mean",
+        "min",
+        "mul",
+        "narrow",
+        "neg",
+        "norm",
+        "numel",
+        "permute",
+        "pow",
+        "repeat",
+        "reshape",
+        "shape",
+        "sigmoid",
+        "size",
+        "softmax",
+        "split",
+        "sqrt",
+        "squeeze",
+        "std",
+        "sum",
+        "t",
+        "T",
+        "tanh",
+        "to",
+        "transpose",
+        "type",
+        "type_as",
+        "unsqueeze",
+        "view",
+        "view_as",
+    }
+)
+
+
+def _assigned_value(line: cst.SimpleStatementLine) -> cst.BaseExpression | None:
+    """The value the one assignment of a chain's line assigns."""
+    assign = line.body[0]
+    return assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
+
+
+def _statement_of(source, node: cst.CSTNode) -> cst.CSTNode | None:
+    if isinstance(node, cst.SimpleStatementLine):
+        return node
+    return next((a for a in source.ancestors(node) if isinstance(a, cst.SimpleStatementLine)), None)
+
+
+def _a_tensor(source, training, name: str, line: cst.SimpleStatementLine) -> bool:
+    """True where every later read of `name` in the function around `line` treats it as a tensor:
+    passed whole, computed with, or read through a tensor's methods and attributes; not indexed by
+    one integer, unpacked, iterated or read through another attribute (a tuple, a list or an
+    output object, which have no `detach`)."""
+    function = source.function_of(line)
+    after = source.span(line)[1]
+    for read in source.within(function.body if function is not None else source.module, cst.Name):
+        if read.value != name or source.span(read)[0] < after or source.function_of(read) is not function:
+            continue
+        parent = source.parent(read)
+        if isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value not in _TENSOR_ATTRIBUTES:
+            return False
+        if isinstance(parent, cst.Subscript) and parent.value is read:
+            index = parent.slice[0].slice if len(parent.slice) == 1 else None
+            if isinstance(index, cst.Index) and isinstance(index.value, (cst.Integer, cst.UnaryOperation, cst.Name)):
+                return False
+        if isinstance(parent, cst.Assign) and isinstance(parent.targets[0].target, (cst.Tuple, cst.List)):
+            return False
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is read:
+            return False
+    return True
+
+
+def _chain_cuts(source, training, changes: list[Change]):
+    """The lines of a loss's chain from the forward (see loss_chain) whose cut no other mutant
+    makes: the output cut off there, so that what computed it stops learning from this loss. A
+    line that only hands its output on to the next (`logits = model(x)`, then `loss =
+    criterion(logits, y)` and nothing else reading either) is cut once, at the last of them. A
+    value unpacked into names is cut name by name, a mapping entry by entry; a value that may not
+    be a tensor is left alone."""
+    for backward in training.loss_uses:
+        chain = loss_chain(source, training, backward)
+        readers: dict[cst.SimpleStatementLine, list[cst.SimpleStatementLine]] = {}
+        for line, inputs in chain.items():
+            for earlier in inputs:
+                readers.setdefault(earlier, []).append(line)
+
+        def passes_on(line, chain=chain, readers=readers):
+            return _passes_on(source, training, chain, readers, line)
+
+        taken = _cut_lines(source, chain, changes)
+        for line in chain:
+            value = _assigned_value(line)
+            if value is None or not (
+                runs_model(source, training, value, depth=0) or helper_runs_model(source, training, value)
+            ):
+                continue  # the model's output, as the catalog has it; the lines computing on it are the loss's
+            if _untrained_forward(source, training, line) or _bounds_only(source, line, readers.get(line, [])):
+                continue
+            last = line
+            while (following := passes_on(last)) is not None:
+                last = following
+            if last in taken or any(_same_run(last, t, passes_on) for t in taken):
+                continue
+            change = _chain_cut(source, training, line)
+            taken.add(last)
+            if change is not None:
+                yield change
+
+
+def _passes_on(source, training, chain, readers, line):
+    """The one line of the chain this line's output reaches, where that line reads no other and
+    runs no model of its own (the same cut, made further on); None otherwise."""
+    after = readers.get(line, [])
+    if len(after) != 1 or chain[after[0]] != [line]:
+        return None
+    value = _assigned_value(after[0])
+    return None if value is None or runs_model(source, training, value, depth=0) else after[0]
+
+
+def _untrained_forward(source, training, line: cst.SimpleStatementLine) -> bool:
+    """True for the forward of a model the step's optimizer does not train, on inputs no trained
+    forward computed (MOON's `_, pro2, _ = global_net(x)`, the global model a client's loss pulls
+    towards): its output has no graph this step learns from."""
+    trained = trained_after(source, training, line)
+    assign = line.body[0]
+    return (
+        trained is not None
+        and isinstance(assign, cst.Assign)
+        and not (model_run(assign) & trained)
+        and not read_forwards(source, training, assign.value)
+    )
+
+
+def _bounds_only(source, line: cst.SimpleStatementLine, readers: list) -> bool:
+    """True where the lines of the chain that read what `line` binds read it only as the bounds of
+    a clamp (stable-baselines3's `clip_range = self.clip_range(progress)`, a schedule's number,
+    then `th.clamp(ratio, 1 - clip_range, 1 + clip_range)`): a setting, not the model's output."""
+    assign = line.body[0]
+    if (
+        not isinstance(assign, cst.Assign)
+        or len(assign.targets) != 1
+        or not isinstance(assign.targets[0].target, cst.Name)
+    ):
+        return False
+    name = assign.targets[0].target.value
+    reads = [n for reader in readers for n in source.within(reader.body[0].value, cst.Name) if n.value == name]
+    return bool(reads) and all(
+        any(
+            isinstance(a, cst.Arg)
+            and isinstance(c := source.parent(a), cst.Call)
+            and callee_name(c) in ("clamp", "clip", "clamp_", "clip_")
+            and a is not c.args[0]
+            for a in source.ancestors(n)
+        )
+        for n in reads
+    )
+
+
+def _same_run(last, line, passes_on) -> bool:
+    """True where `line` hands its output on, line by line, to `last`."""
+    while line is not None:
+        if line is last:
+            return True
+        line = passes_on(line)
+    return False
+
+
+def _cut_lines(source, chain, changes: list[Change]) -> set:
+    """The lines of `chain` other mutants already cut: the line a change edits whole, or, for a
+    `.detach()` put on part of a line's value (`criterion(logits.detach(), y)`), the line of the
+    chain that part reads."""
+    taken = set()
+    for change in changes:
+        line = _statement_of(source, change.node)
+        if not isinstance(line, cst.SimpleStatementLine) or line not in chain:
+            continue
+        value = _assigned_value(line)
+        whole = source.span(value) if value is not None else None
+        parts = [e for e in change.edits if whole is not None and whole[0] <= e.start and e.end <= whole[1]]
+        if not parts or any((e.start, e.end) == whole for e in parts) or not chain[line]:
+            # the whole value cut, or the forward it runs itself (`F.cross_entropy(self(x).detach(), y)`)
+            taken.add(line)
+            continue
+        for earlier in chain[line]:
+            bound = (
+                {n for t in earlier.body[0].targets for n in bound_names(t.target)}
+                if isinstance(earlier.body[0], cst.Assign)
+                else set()
+            )
+            for e in parts:
+                if any(
+                    n.value in bound and e.start <= source.span(n)[0] < e.end for n in source.within(value, cst.Name)
+                ):
+                    taken.add(earlier)
+    return taken
+
+
+def _chain_cut(source, training, line: cst.SimpleStatementLine) -> Change | None:
+    """The cut of one line of a chain, or None where its value may not be a tensor."""
+    assign = line.body[0]
+    if not isinstance(assign, (cst.Assign, cst.AnnAssign)) or assign.value is None:
+        return None
+    targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+    if len(targets) != 1:
+        return None
+    target = targets[0]
+    description = "the model's output is cut off from its graph before the loss"
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = [
+            e.value.value
+            for e in target.elements
+            if isinstance(e.value, cst.Name) and e.value.value != "_" and _read_later(source, e.value.value, line)
+        ]
+        cuts = [
+            f"{n} = {{k: v.detach() for k, v in {n}.items()}}"
+            if _read_by_key(source, n, line)
+            else f"{n} = {n}.detach()"
+            for n in names
+            if _read_by_key(source, n, line) or _a_tensor(source, training, n, line)
+        ]
+        if not cuts or len(cuts) != len(names):
+            return None
+        return Change(assign, (source.insert_after(line, cuts),), description)
+    if dotted(target) is None and not isinstance(target, cst.Subscript):
+        return None
+    if (
+        isinstance(target, cst.Name)
+        and not _read_by_key(source, target.value, line)
+        and not _a_tensor(source, training, target.value, line)
+    ):
+        return None
+    return Change(assign, (source.replace(assign.value, method_on(source, assign.value, "detach")),), description)
+
+
+def _read_later(source, name: str, line: cst.SimpleStatementLine) -> bool:
+    function = source.function_of(line)
+    after = source.span(line)[1]
+    return any(
+        read.value == name and source.span(read)[0] >= after and source.function_of(read) is function
+        for read in source.within(function.body if function is not None else source.module, cst.Name)
+    )

@@ -187,8 +187,8 @@ def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode
         ):
             continue
         if trained is None:
-            trained = _trained_after(source, training, first) or set()
-        if trained and not (_model_run(assign) & trained):
+            trained = trained_after(source, training, first) or set()
+        if trained and not (model_run(assign) & trained):
             # a model the next step does not train (MOON's `global_net(x)` beside `net(x)`, whose
             # optimizer holds only `net`): without autograd it changes no gradient; look further
             continue
@@ -298,7 +298,7 @@ def _detached_read(source, name: cst.Name) -> bool:
         return False
 
 
-def _trained_after(source, training, forward: cst.CSTNode) -> set[str] | None:
+def trained_after(source, training, forward: cst.CSTNode) -> set[str] | None:
     """The models whose parameters the first optimizer stepped after `forward` in its function (or
     script) is built over (`optimizer_D = Adam(discriminator.parameters())`: {"discriminator"}), by
     their last names; None where the step or its optimizer's construction cannot be read."""
@@ -337,7 +337,7 @@ def _trained_after(source, training, forward: cst.CSTNode) -> set[str] | None:
     return held[0] if held[0] and all(h == held[0] for h in held) else None
 
 
-def _model_run(assign: cst.Assign) -> set[str]:
+def model_run(assign: cst.Assign) -> set[str]:
     """The names in what a forward assignment calls (`netG` for `netG(s_t.cuda())`; `self`, `_net`
     and `user_representation` for `self._net.user_representation(seq)`): the model is one of them."""
     value = assign.value
@@ -353,7 +353,7 @@ def upstream_forwards(source, training, forward: cst.CSTNode) -> list[cst.CSTNod
     after `forward` is known, only forwards of the models it trains (the discriminator's step
     after a forward on the generator's output leaves the generator untouched: no gradient of it
     is wanted there)."""
-    trained = _trained_after(source, training, forward)
+    trained = trained_after(source, training, forward)
     seen: list[cst.CSTNode] = []
     found: list[cst.CSTNode] = []
     frontier = [forward]
@@ -385,7 +385,7 @@ def upstream_forwards(source, training, forward: cst.CSTNode) -> list[cst.CSTNod
                 continue
             seen.append(earlier_line)
             frontier.append(earlier_line)
-            if trained is None or _model_run(earlier_line.body[0]) & trained:
+            if trained is None or model_run(earlier_line.body[0]) & trained:
                 found.append(earlier_line)
     return found
 
@@ -570,3 +570,121 @@ def distribution(source, function: cst.FunctionDef, name: str) -> bool:
         if callee_name(call) == "kl_divergence" and any(dotted(a.value) == name for a in call.args):
             return True
     return False
+
+
+# Methods and attributes after which a value carries no graph (`logits.argmax(-1)`, `loss.item()`).
+_GRAPHLESS = frozenset(
+    {"detach", "item", "tolist", "numpy", "argmax", "argmin", "long", "int", "bool", "size", "dim", "shape", "sign"}
+)
+
+
+# Reads of a tensor for where or how it is kept, and calls that make a new tensor with no graph.
+_GRAPHLESS_READS = frozenset({"device", "dtype", "shape", "size", "dim", "ndim", "is_cuda"})
+_NEW_TENSORS = frozenset(
+    {
+        "len",
+        "int",
+        "float",
+        "range",
+        "str",
+        "tensor",
+        "zeros",
+        "ones",
+        "zeros_like",
+        "ones_like",
+        "full",
+        "full_like",
+        "empty",
+        "arange",
+        "rand",
+        "randn",
+        "randint",
+        "randn_like",
+        "rand_like",
+        "eye",
+        "linspace",
+    }
+)
+
+
+def _graphless(value: cst.BaseExpression) -> bool:
+    """True for a value that cannot carry a graph: a constant, a comparison, an index of the
+    maximum, a number read out (`out.argmax(1)`, `loss.item()`, `x.size(0)`, `len(batch)`)."""
+    if constant_start(value) or isinstance(value, (cst.Comparison, cst.SimpleString, cst.Integer, cst.Float)):
+        return True
+    if isinstance(value, cst.Call):
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _GRAPHLESS:
+            return True
+        return callee_name(value) in _NEW_TENSORS
+    return isinstance(value, cst.Attribute) and value.attr.value in _GRAPHLESS
+
+
+def _counted(source, name: cst.Name) -> bool:
+    """True for a name handed straight to a call that reads a number or makes a new tensor off it
+    (`len(loss)`, `torch.zeros_like(pred)`): no gradient flows from it through that call."""
+    arg = source.parent(name)
+    call = source.parent(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(call, cst.Call) and callee_name(call) in _NEW_TENSORS
+
+
+def loss_chain(source, training, backward) -> dict[cst.SimpleStatementLine, list[cst.SimpleStatementLine]]:
+    """The one-assignment lines of the backward's function through which a model forward's
+    output reaches the loss it differentiates, in source order: the forward itself, each value
+    computed from it on the way (`y_hat, _ = model(x)`, `samples_loss = F.bce(y_hat, y,
+    reduction="none")`, `label_loss = samples_loss.mean()`), and the loss. A line under no_grad,
+    or whose value carries no graph, is not part of it; nor is what only feeds the targets or the
+    forward's inputs. Each line maps to the lines of the chain it reads."""
+    function = source.function_of(backward.call)
+    lines: dict[cst.SimpleStatementLine, cst.Assign | cst.AnnAssign] = {}
+    reads: dict[cst.SimpleStatementLine, list[cst.SimpleStatementLine]] = {}
+    pending: list[tuple[cst.SimpleStatementLine | None, cst.CSTNode, cst.BaseExpression]] = [
+        (None, backward.call, backward.loss)
+    ]
+    while pending:
+        reader, use, expr = pending.pop()
+        for name in source.within(expr, cst.Name):
+            parent = source.parent(name)
+            if isinstance(parent, cst.Attribute) and (parent.attr is name or parent.attr.value in _GRAPHLESS_READS):
+                continue  # `x.device`, `y.dtype`: read for where or how, not for its values
+            if _detached_read(source, name) or (isinstance(parent, cst.Call) and parent.func is name):
+                continue  # what is called (`compute_loss(pred, targets)`) is not a value of the chain
+            if _counted(source, name):
+                continue  # `len(loss)`: a number read off it
+            found = training.alternatives(name.value, use)
+            last = training.last_assignment(name.value, use)
+            for assign in [*found, *([last] if last is not None and last not in found else [])]:
+                line = source.parent(assign)
+                if (
+                    assign.value is None
+                    or source.function_of(assign) is not function
+                    or not isinstance(line, cst.SimpleStatementLine)
+                    or len(line.body) != 1
+                ):
+                    continue
+                if reader is not None:
+                    reads.setdefault(reader, []).append(line)
+                if line not in lines:
+                    lines[line] = assign
+                    if not runs_model(source, training, assign.value, depth=0):
+                        pending.append((line, assign, assign.value))  # what a forward takes is its input
+    carries: dict[cst.SimpleStatementLine, bool] = {}
+
+    def carried(line: cst.SimpleStatementLine, depth: int = 0) -> bool:
+        if line not in carries:
+            carries[line] = False  # a cycle (`loss = loss + term` in a loop) adds nothing
+            value = lines[line].value
+            assert value is not None  # kept above
+            carries[line] = (
+                not _graphless(value)
+                and not under_no_grad(source, line)
+                and not _batch_rebound(source, line)
+                and (
+                    runs_model(source, training, value, depth=0)
+                    or helper_runs_model(source, training, value)
+                    or any(carried(earlier, depth + 1) for earlier in reads.get(line, ()) if earlier is not line)
+                )
+            )
+        return carries[line]
+
+    kept = sorted((line for line in lines if carried(line)), key=source.span)
+    return {line: [e for e in dict.fromkeys(reads.get(line, ())) if e is not line and carries.get(e)] for line in kept}
