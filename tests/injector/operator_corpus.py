@@ -294,6 +294,92 @@ def cut_origins(mutant: Mutant, text: str, tree: ast.Module | None, lines: LineI
     return found
 
 
+def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[int]:
+    """The lines whose cut is this mutant's own: a detached-graph or no-grad-training mutant that
+    cuts off (or runs without autograd) the value one statement assigns also cuts, with the same
+    effect, the statement before it whose output only that value reads (`ae, ats = model(d)`,
+    `l1 = l(ae, d)` read by nothing else, `loss = torch.mean(l1)` cut whole): and so on back. A
+    name read by any other statement, or a value computed from two such outputs, stops the walk:
+    there the cuts differ."""
+    if mutant.operator not in ("detached-graph", "no-grad-training") or tree is None:
+        return set()
+    found: set[int] = set()
+    for edit in mutant.edits:
+        line = lines.line_of(edit.start)
+        if edit.start == edit.end and edit.start == lines.line_start(line) and line > 1:
+            line -= 1  # an insertion after a statement (`y_hat = y_hat.detach()`): that statement
+        scope = _scope_of(tree, line)
+        statement = next(
+            (
+                n
+                for n in ast.walk(scope)
+                if isinstance(n, ast.Assign) and n.lineno <= line <= (n.end_lineno or n.lineno)
+            ),
+            None,
+        )
+        for _ in range(8):
+            if statement is None:
+                break
+            earlier = [
+                a
+                for a in dict.fromkeys(
+                    _last_assignment(scope, n.id, statement.lineno) for n in _graph_reads(statement.value)
+                )
+                if a is not None
+            ]
+            if len(earlier) != 1 or _read_elsewhere(scope, earlier[0], statement):
+                break
+            statement = earlier[0]
+            found.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return found
+
+
+def _graph_reads(node: ast.AST) -> list[ast.Name]:
+    """The names `node` reads as values a graph may flow through: not what it calls, nor what it
+    reads out through `.item()`, `.detach()`, `.shape` and the like."""
+    skipped: set[int] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            skipped.add(id(sub.func))
+            if isinstance(sub.func, ast.Attribute) and sub.func.attr in _READ_OUT:
+                skipped.update(id(n) for n in ast.walk(sub.func.value))
+        if isinstance(sub, ast.Attribute) and sub.attr in _READ_OUT:
+            skipped.update(id(n) for n in ast.walk(sub.value))
+    return [
+        n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skipped
+    ]
+
+
+_READ_OUT = frozenset({"item", "detach", "cpu", "numpy", "tolist", "shape", "device", "dtype", "size", "argmax"})
+
+
+def _read_elsewhere(scope: ast.AST, assign: ast.Assign, reader: ast.Assign) -> bool:
+    """True where a name `assign` binds is read, as a value, by a statement other than `reader`
+    while that binding holds."""
+    names = {n.id for t in assign.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    for statement in ast.walk(scope):
+        if not isinstance(statement, ast.stmt) or statement is reader or statement.lineno <= assign.lineno:
+            continue
+        if isinstance(
+            statement,
+            (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try),
+        ):
+            parts = [getattr(statement, f) for f in ("test", "iter", "items") if hasattr(statement, f)]
+            reads = [
+                n
+                for p in parts
+                for n in _graph_reads(
+                    p if isinstance(p, ast.AST) else ast.Tuple(elts=[i.context_expr for i in p], ctx=ast.Load())
+                )
+            ]
+        else:
+            reads = _graph_reads(statement)
+        for read in reads:
+            if read.id in names and _last_assignment(scope, read.id, statement.lineno) is assign:
+                return True
+    return False
+
+
 def _scope_of(tree: ast.Module, line: int) -> ast.AST:
     """The innermost function holding `line` (the module where none does)."""
     functions = [
@@ -380,7 +466,10 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
         tree: ast.Module | None = ast.parse(file.text.removeprefix("\ufeff"))
     except SyntaxError:
         tree = None  # Python 2 (a few old files): no origins to follow
-    touched = {m.id: touched_lines(m, lines) | cut_origins(m, file.text, tree, lines) for m in mutants}
+    touched = {
+        m.id: touched_lines(m, lines) | cut_origins(m, file.text, tree, lines) | same_cuts(m, tree, lines)
+        for m in mutants
+    }
     headers = {m.id: loop_headers(m, lines) for m in mutants}
     for site in file.expected:
         hit = any(_matches(site, m, touched[m.id], headers[m.id]) for m in mutants)

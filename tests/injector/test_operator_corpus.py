@@ -10,10 +10,13 @@ as a real fault (`real`), so this test holds the operators to exactly what was m
 
 from __future__ import annotations
 
+import ast
 import warnings
 
 import pytest
-from operator_corpus import broken_mutants, corpus_files, judge, load_module
+from operator_corpus import broken_mutants, corpus_files, judge, load_module, same_cuts
+
+from injector.mutants import Edit, LineIndex, Mutant
 
 FILES = [pytest.param(f, id=f"{f.split}:{f.name}") for f in corpus_files()]
 
@@ -154,3 +157,33 @@ def test_a_files_neighbour_modules_are_read_where_fetched_and_listed_where_absen
     [file] = operator_corpus.corpus_files()
     assert [s.known for s in file.untouched] == [False]
     assert judge(file, load=False).mutated_untouched == [] and operator_corpus.absent_files() == []
+
+
+def test_a_cut_reaches_the_lines_whose_output_only_it_reads_and_stops_where_another_reads_it():
+    text = (
+        "def step(model, data, l, optimizer):\n"
+        "    for d in data:\n"
+        "        ae, ats = model(d)\n"
+        "        l1 = l(ae, d)\n"
+        "        l1s.append(torch.mean(l1).item())\n"
+        "        loss = torch.mean(l1)\n"
+        "        loss.backward()\n"
+        "        z = model(d)\n"
+        "        l2 = l(z, d)\n"
+        "        log(z)\n"
+        "        loss = torch.mean(l2)\n"
+        "        loss.backward()\n"
+    )
+    lines = LineIndex(text)
+    tree = ast.parse(text)
+
+    def whole_cut(line: int) -> Mutant:
+        start = lines.line_start(line) + len("        loss = ")
+        end = lines.line_start(line + 1) - 1
+        edit = Edit(start, end, text[start:end] + ".detach()")
+        return Mutant("m", "detached-graph", "train.py", line, "cut", "", (edit,))
+
+    # the read-out through .item() takes no graph: the forward and l1 are this cut's own lines
+    assert same_cuts(whole_cut(6), tree, lines) == {3, 4}
+    # `log(z)` reads the forward's output too: cutting it there is another mutant
+    assert same_cuts(whole_cut(11), tree, lines) == {9}
