@@ -191,6 +191,21 @@ _BRANCH_LOSS_HELPER = (
 )
 
 
+_GLIMPSE_STEP = (
+    "import torch\n"
+    "import torch.nn.functional as F\n"
+    "for x, y in loader:\n"
+    "    log_probas, baselines, log_pi = model(x)\n"
+    "    loss_action = F.nll_loss(log_probas, y)\n"
+    "    loss_baseline = F.mse_loss(baselines, reward)\n"
+    "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
+    "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
+    "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+)
+
+
 class DetachedGraph(Operator):
     id = "detached-graph"
     summary = (
@@ -1187,76 +1202,28 @@ class DetachedGraph(Operator):
         Example(
             # A hybrid loss summing named terms, one weighted by a number (RAM's REINFORCE term): each term
             # cut off where it is computed, past the update that averages it.
-            "import torch\n"
-            "import torch.nn.functional as F\n"
-            "for x, y in loader:\n"
-            "    log_probas, baselines, log_pi = model(x)\n"
-            "    loss_action = F.nll_loss(log_probas, y)\n"
-            "    loss_baseline = F.mse_loss(baselines, reward)\n"
-            "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
-            "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
-            "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
-            "    loss.backward()\n"
-            "    optimizer.step()\n",
+            _GLIMPSE_STEP,
             (
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "for x, y in loader:\n"
-                "    log_probas, baselines, log_pi = model(x)\n"
-                "    loss_action = F.nll_loss(log_probas, y)\n"
-                "    loss_baseline = F.mse_loss(baselines, reward)\n"
-                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
-                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
-                "    loss = (loss_action + loss_baseline + loss_reinforce * 0.01).detach()\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "for x, y in loader:\n"
-                "    log_probas, baselines, log_pi = model(x)\n"
-                "    loss_action = F.nll_loss(log_probas, y).detach()\n"
-                "    loss_baseline = F.mse_loss(baselines, reward)\n"
-                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
-                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
-                "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "for x, y in loader:\n"
-                "    log_probas, baselines, log_pi = model(x)\n"
-                "    loss_action = F.nll_loss(log_probas, y)\n"
-                "    loss_baseline = F.mse_loss(baselines, reward).detach()\n"
-                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
-                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
-                "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "for x, y in loader:\n"
-                "    log_probas, baselines, log_pi = model(x)\n"
-                "    loss_action = F.nll_loss(log_probas, y)\n"
-                "    loss_baseline = F.mse_loss(baselines, reward)\n"
-                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1).detach()\n"
-                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
-                "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "for x, y in loader:\n"
-                "    log_probas, baselines, log_pi = model(x)\n"
-                "    log_probas = log_probas.detach()\n"
-                "    baselines = baselines.detach()\n"
-                "    log_pi = log_pi.detach()\n"
-                "    loss_action = F.nll_loss(log_probas, y)\n"
-                "    loss_baseline = F.mse_loss(baselines, reward)\n"
-                "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n"
-                "    loss_reinforce = torch.mean(loss_reinforce, dim=0)\n"
-                "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
+                _GLIMPSE_STEP.replace(
+                    "    loss = loss_action + loss_baseline + loss_reinforce * 0.01\n",
+                    "    loss = (loss_action + loss_baseline + loss_reinforce * 0.01).detach()\n",
+                ),
+                _GLIMPSE_STEP.replace(
+                    "    loss_action = F.nll_loss(log_probas, y)\n",
+                    "    loss_action = F.nll_loss(log_probas, y).detach()\n",
+                ),
+                _GLIMPSE_STEP.replace(
+                    "    loss_baseline = F.mse_loss(baselines, reward)\n",
+                    "    loss_baseline = F.mse_loss(baselines, reward).detach()\n",
+                ),
+                _GLIMPSE_STEP.replace(
+                    "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1)\n",
+                    "    loss_reinforce = torch.sum(-log_pi * (reward - baselines.detach()), dim=1).detach()\n",
+                ),
+                _GLIMPSE_STEP.replace(
+                    "    log_probas, baselines, log_pi = model(x)\n",
+                    "    log_probas, baselines, log_pi = model(x)\n    log_probas = log_probas.detach()\n    baselines = baselines.detach()\n    log_pi = log_pi.detach()\n",
+                ),
             ),
         ),
         Example(
@@ -2514,16 +2481,23 @@ def _statement_of(source, node: cst.CSTNode) -> cst.CSTNode | None:
     return next((a for a in source.ancestors(node) if isinstance(a, cst.SimpleStatementLine)), None)
 
 
-def _a_tensor(source, training, name: str, line: cst.SimpleStatementLine) -> bool:
+def _later_reads(source, name: str, line: cst.SimpleStatementLine) -> list[cst.Name]:
+    """The reads of `name` after `line` in the function around it (or the module's top level)."""
+    function = source.function_of(line)
+    after = source.span(line)[1]
+    return [
+        read
+        for read in source.within(function.body if function is not None else source.module, cst.Name)
+        if read.value == name and source.span(read)[0] >= after and source.function_of(read) is function
+    ]
+
+
+def _a_tensor(source, name: str, line: cst.SimpleStatementLine) -> bool:
     """True where every later read of `name` in the function around `line` treats it as a tensor:
     passed whole, computed with, or read through a tensor's methods and attributes; not indexed by
     one integer, unpacked, iterated or read through another attribute (a tuple, a list or an
     output object, which have no `detach`)."""
-    function = source.function_of(line)
-    after = source.span(line)[1]
-    for read in source.within(function.body if function is not None else source.module, cst.Name):
-        if read.value != name or source.span(read)[0] < after or source.function_of(read) is not function:
-            continue
+    for read in _later_reads(source, name, line):
         parent = source.parent(read)
         if isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value not in _TENSOR_ATTRIBUTES:
             return False
@@ -2552,10 +2526,7 @@ def _chain_cuts(source, training, changes: list[Change]):
             for earlier in inputs:
                 readers.setdefault(earlier, []).append(line)
 
-        def passes_on(line, chain=chain, readers=readers):
-            return _passes_on(source, training, chain, readers, line)
-
-        taken = _cut_lines(source, chain, changes)
+        ends = {_run_end(source, training, chain, readers, t) for t in _cut_lines(source, chain, changes)}
         for line in chain:
             value = _assigned_value(line)
             if value is None or not (
@@ -2564,25 +2535,27 @@ def _chain_cuts(source, training, changes: list[Change]):
                 continue  # the model's output, as the catalog has it; the lines computing on it are the loss's
             if _untrained_forward(source, training, line) or _bounds_only(source, line, readers.get(line, [])):
                 continue
-            last = line
-            while (following := passes_on(last)) is not None:
-                last = following
-            if last in taken or any(_same_run(last, t, passes_on) for t in taken):
-                continue
-            change = _chain_cut(source, training, line)
-            taken.add(last)
+            end = _run_end(source, training, chain, readers, line)
+            if end in ends:
+                continue  # the same cut as one already made further on
+            ends.add(end)
+            change = _chain_cut(source, line)
             if change is not None:
                 yield change
 
 
-def _passes_on(source, training, chain, readers, line):
-    """The one line of the chain this line's output reaches, where that line reads no other and
-    runs no model of its own (the same cut, made further on); None otherwise."""
-    after = readers.get(line, [])
-    if len(after) != 1 or chain[after[0]] != [line]:
-        return None
-    value = _assigned_value(after[0])
-    return None if value is None or runs_model(source, training, value, depth=0) else after[0]
+def _run_end(source, training, chain, readers, line: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+    """The last line of the run `line` starts: each next line the only one of the chain that reads
+    the one before, reading no other line of it and running no model of its own. A cut anywhere
+    on such a run is the same mutant."""
+    while True:
+        after = readers.get(line, [])
+        if len(after) != 1 or chain[after[0]] != [line]:
+            return line
+        value = _assigned_value(after[0])
+        if value is None or runs_model(source, training, value, depth=0):
+            return line
+        line = after[0]
 
 
 def _untrained_forward(source, training, line: cst.SimpleStatementLine) -> bool:
@@ -2624,15 +2597,6 @@ def _bounds_only(source, line: cst.SimpleStatementLine, readers: list) -> bool:
     )
 
 
-def _same_run(last, line, passes_on) -> bool:
-    """True where `line` hands its output on, line by line, to `last`."""
-    while line is not None:
-        if line is last:
-            return True
-        line = passes_on(line)
-    return False
-
-
 def _cut_lines(source, chain, changes: list[Change]) -> set:
     """The lines of `chain` other mutants already cut: the line a change edits whole, or, for a
     `.detach()` put on part of a line's value (`criterion(logits.detach(), y)`), the line of the
@@ -2663,7 +2627,7 @@ def _cut_lines(source, chain, changes: list[Change]) -> set:
     return taken
 
 
-def _chain_cut(source, training, line: cst.SimpleStatementLine) -> Change | None:
+def _chain_cut(source, line: cst.SimpleStatementLine) -> Change | None:
     """The cut of one line of a chain, or None where its value may not be a tensor."""
     assign = line.body[0]
     if not isinstance(assign, (cst.Assign, cst.AnnAssign)) or assign.value is None:
@@ -2677,33 +2641,22 @@ def _chain_cut(source, training, line: cst.SimpleStatementLine) -> Change | None
         names = [
             e.value.value
             for e in target.elements
-            if isinstance(e.value, cst.Name) and e.value.value != "_" and _read_later(source, e.value.value, line)
+            if isinstance(e.value, cst.Name) and e.value.value != "_" and _later_reads(source, e.value.value, line)
         ]
-        cuts = [
-            f"{n} = {{k: v.detach() for k, v in {n}.items()}}"
-            if _read_by_key(source, n, line)
-            else f"{n} = {n}.detach()"
-            for n in names
-            if _read_by_key(source, n, line) or _a_tensor(source, training, n, line)
-        ]
-        if not cuts or len(cuts) != len(names):
+        cuts = [_name_cut(source, n, line) for n in names]
+        if not cuts or None in cuts:
             return None
         return Change(assign, (source.insert_after(line, cuts),), description)
     if dotted(target) is None and not isinstance(target, cst.Subscript):
         return None
-    if (
-        isinstance(target, cst.Name)
-        and not _read_by_key(source, target.value, line)
-        and not _a_tensor(source, training, target.value, line)
-    ):
+    if isinstance(target, cst.Name) and _name_cut(source, target.value, line) is None:
         return None
     return Change(assign, (source.replace(assign.value, method_on(source, assign.value, "detach")),), description)
 
 
-def _read_later(source, name: str, line: cst.SimpleStatementLine) -> bool:
-    function = source.function_of(line)
-    after = source.span(line)[1]
-    return any(
-        read.value == name and source.span(read)[0] >= after and source.function_of(read) is function
-        for read in source.within(function.body if function is not None else source.module, cst.Name)
-    )
+def _name_cut(source, name: str, line: cst.SimpleStatementLine) -> str | None:
+    """The statement that cuts off what `line` bound to `name`: entry by entry for a mapping read
+    by key, `.detach()` for a tensor, None where it may be neither."""
+    if _read_by_key(source, name, line):
+        return f"{name} = {{k: v.detach() for k, v in {name}.items()}}"
+    return f"{name} = {name}.detach()" if _a_tensor(source, name, line) else None

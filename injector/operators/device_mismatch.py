@@ -1666,6 +1666,24 @@ _PLACING_CONVERTER = (
 )
 
 
+_BATCH_HELPER_TRAINER = (
+    "class Trainer:\n"
+    "    def _batch_to_device(self, batch):\n"
+    "        return tuple(t.to(self.device) for t in batch)\n"
+    "\n"
+    "    def _compute_batch(self, batch):\n"
+    "        batch = self._batch_to_device(batch)\n"
+    "        pred, target = self.model(*batch)\n"
+    "        return self.loss_fn(pred, target)\n"
+    "\n"
+    "    def _train_step(self):\n"
+    "        for batch in self.loader:\n"
+    "            batch = self._batch_to_device(batch)\n"
+    "            loss = self._compute_batch(batch)\n"
+    "            loss.backward()\n"
+)
+
+
 class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
@@ -2683,49 +2701,16 @@ class DeviceMismatch(Operator):
         Example(
             # A trainer's own move helper (flambe's `self._batch_to_device(batch)`), where the batch is
             # computed on; not the step's move of a batch the helper it is handed to moves again.
-            "class Trainer:\n"
-            "    def _batch_to_device(self, batch):\n"
-            "        return tuple(t.to(self.device) for t in batch)\n"
-            "\n"
-            "    def _compute_batch(self, batch):\n"
-            "        batch = self._batch_to_device(batch)\n"
-            "        pred, target = self.model(*batch)\n"
-            "        return self.loss_fn(pred, target)\n"
-            "\n"
-            "    def _train_step(self):\n"
-            "        for batch in self.loader:\n"
-            "            batch = self._batch_to_device(batch)\n"
-            "            loss = self._compute_batch(batch)\n"
-            "            loss.backward()\n",
+            _BATCH_HELPER_TRAINER,
             (
-                "class Trainer:\n"
-                "    def _batch_to_device(self, batch):\n"
-                "        return tuple(t for t in batch)\n"
-                "\n"
-                "    def _compute_batch(self, batch):\n"
-                "        batch = self._batch_to_device(batch)\n"
-                "        pred, target = self.model(*batch)\n"
-                "        return self.loss_fn(pred, target)\n"
-                "\n"
-                "    def _train_step(self):\n"
-                "        for batch in self.loader:\n"
-                "            batch = self._batch_to_device(batch)\n"
-                "            loss = self._compute_batch(batch)\n"
-                "            loss.backward()\n",
-                "class Trainer:\n"
-                "    def _batch_to_device(self, batch):\n"
-                "        return tuple(t.to(self.device) for t in batch)\n"
-                "\n"
-                "    def _compute_batch(self, batch):\n"
-                "        batch = batch\n"
-                "        pred, target = self.model(*batch)\n"
-                "        return self.loss_fn(pred, target)\n"
-                "\n"
-                "    def _train_step(self):\n"
-                "        for batch in self.loader:\n"
-                "            batch = self._batch_to_device(batch)\n"
-                "            loss = self._compute_batch(batch)\n"
-                "            loss.backward()\n",
+                _BATCH_HELPER_TRAINER.replace(
+                    "        return tuple(t.to(self.device) for t in batch)\n",
+                    "        return tuple(t for t in batch)\n",
+                ),
+                _BATCH_HELPER_TRAINER.replace(
+                    "    def _compute_batch(self, batch):\n        batch = self._batch_to_device(batch)\n",
+                    "    def _compute_batch(self, batch):\n        batch = batch\n",
+                ),
             ),
         ),
         Example(

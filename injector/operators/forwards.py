@@ -669,7 +669,7 @@ def loss_chain(source, training, backward) -> dict[cst.SimpleStatementLine, list
                         pending.append((line, assign, assign.value))  # what a forward takes is its input
     carries: dict[cst.SimpleStatementLine, bool] = {}
 
-    def carried(line: cst.SimpleStatementLine, depth: int = 0) -> bool:
+    def carried(line: cst.SimpleStatementLine) -> bool:
         if line not in carries:
             carries[line] = False  # a cycle (`loss = loss + term` in a loop) adds nothing
             value = lines[line].value
@@ -681,7 +681,7 @@ def loss_chain(source, training, backward) -> dict[cst.SimpleStatementLine, list
                 and (
                     runs_model(source, training, value, depth=0)
                     or helper_runs_model(source, training, value)
-                    or any(carried(earlier, depth + 1) for earlier in reads.get(line, ()) if earlier is not line)
+                    or any(carried(earlier) for earlier in reads.get(line, ()) if earlier is not line)
                 )
             )
         return carries[line]

@@ -353,6 +353,19 @@ def _graph_reads(node: ast.AST) -> list[ast.Name]:
 _READ_OUT = frozenset({"item", "detach", "cpu", "numpy", "tolist", "shape", "device", "dtype", "size", "argmax"})
 
 
+_BLOCKS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try)
+
+
+def _own_reads(statement: ast.stmt) -> list[ast.Name]:
+    """The graph reads of a statement itself: of a block, its header only (the statements of its
+    body are read on their own)."""
+    if not isinstance(statement, _BLOCKS):
+        return _graph_reads(statement)
+    headers = [getattr(statement, f, None) for f in ("test", "iter")]
+    headers += [item.context_expr for item in getattr(statement, "items", [])]
+    return [n for header in headers if header is not None for n in _graph_reads(header)]
+
+
 def _read_elsewhere(scope: ast.AST, assign: ast.Assign, reader: ast.Assign) -> bool:
     """True where a name `assign` binds is read, as a value, by a statement other than `reader`
     while that binding holds."""
@@ -360,21 +373,7 @@ def _read_elsewhere(scope: ast.AST, assign: ast.Assign, reader: ast.Assign) -> b
     for statement in ast.walk(scope):
         if not isinstance(statement, ast.stmt) or statement is reader or statement.lineno <= assign.lineno:
             continue
-        if isinstance(
-            statement,
-            (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try),
-        ):
-            parts = [getattr(statement, f) for f in ("test", "iter", "items") if hasattr(statement, f)]
-            reads = [
-                n
-                for p in parts
-                for n in _graph_reads(
-                    p if isinstance(p, ast.AST) else ast.Tuple(elts=[i.context_expr for i in p], ctx=ast.Load())
-                )
-            ]
-        else:
-            reads = _graph_reads(statement)
-        for read in reads:
+        for read in _own_reads(statement):
             if read.id in names and _last_assignment(scope, read.id, statement.lineno) is assign:
                 return True
     return False
