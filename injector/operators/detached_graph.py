@@ -6,19 +6,18 @@ from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import (
     added_terms,
     branch_helper_forwards,
+    chain_forwards,
     constant_start,
     distribution,
     forwards_after_empty_start,
-    helper_runs_model,
     loss_chain,
     loss_helper_forwards,
-    model_run,
     read_forwards,
-    trained_after,
     upstream_forwards,
 )
 from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
+    GAN_GENERATOR_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
     LOSS_HELPER_TRAINER,
@@ -1437,6 +1436,18 @@ class DetachedGraph(Operator):
                 "    loss.backward()\n",
             ),
         ),
+        Example(
+            # A generator whose fake image reaches the loss only through the discriminator: the
+            # loss cut, and the generator's output cut where it is made (the augmented copy on a
+            # flag is computed from it, not a forward of its own).
+            GAN_GENERATOR_STEP,
+            (
+                GAN_GENERATOR_STEP.replace(
+                    "    loss = F.softplus(-scores).mean()\n", "    loss = F.softplus(-scores).mean().detach()\n"
+                ),
+                GAN_GENERATOR_STEP.replace("    fake = generator(z)\n", "    fake = generator(z).detach()\n"),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -2496,7 +2507,7 @@ def _a_tensor(source, name: str, line: cst.SimpleStatementLine) -> bool:
     """True where every later read of `name` in the function around `line` treats it as a tensor:
     passed whole, computed with, or read through a tensor's methods and attributes; not indexed by
     one integer, unpacked, iterated or read through another attribute (a tuple, a list or an
-    output object, which have no `detach`)."""
+    output object, which have no `detach`), nor handed on with a star."""
     for read in _later_reads(source, name, line):
         parent = source.parent(read)
         if isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value not in _TENSOR_ATTRIBUTES:
@@ -2509,92 +2520,24 @@ def _a_tensor(source, name: str, line: cst.SimpleStatementLine) -> bool:
             return False
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is read:
             return False
+        if (
+            isinstance(parent, cst.Arg) and parent.star or isinstance(parent, cst.StarredElement)
+        ) and parent.value is read:
+            return False  # `loss_function(*results)`: handed on as several values
     return True
 
 
 def _chain_cuts(source, training, changes: list[Change]):
-    """The lines of a loss's chain from the forward (see loss_chain) whose cut no other mutant
-    makes: the output cut off there, so that what computed it stops learning from this loss. A
-    line that only hands its output on to the next (`logits = model(x)`, then `loss =
-    criterion(logits, y)` and nothing else reading either) is cut once, at the last of them. A
-    value unpacked into names is cut name by name, a mapping entry by entry; a value that may not
-    be a tensor is left alone."""
+    """The lines of a loss's chain from the forward (see chain_forwards) whose cut no other
+    mutant makes: the output cut off there, so that what computed it stops learning from this
+    loss. A value unpacked into names is cut name by name, a mapping entry by entry; a value that
+    may not be a tensor is left alone."""
     for backward in training.loss_uses:
         chain = loss_chain(source, training, backward)
-        readers: dict[cst.SimpleStatementLine, list[cst.SimpleStatementLine]] = {}
-        for line, inputs in chain.items():
-            for earlier in inputs:
-                readers.setdefault(earlier, []).append(line)
-
-        ends = {_run_end(source, training, chain, readers, t) for t in _cut_lines(source, chain, changes)}
-        for line in chain:
-            value = _assigned_value(line)
-            if value is None or not (
-                runs_model(source, training, value, depth=0) or helper_runs_model(source, training, value)
-            ):
-                continue  # the model's output, as the catalog has it; the lines computing on it are the loss's
-            if _untrained_forward(source, training, line) or _bounds_only(source, line, readers.get(line, [])):
-                continue
-            end = _run_end(source, training, chain, readers, line)
-            if end in ends:
-                continue  # the same cut as one already made further on
-            ends.add(end)
+        for line in chain_forwards(source, training, backward, chain, _cut_lines(source, chain, changes)):
             change = _chain_cut(source, line)
             if change is not None:
                 yield change
-
-
-def _run_end(source, training, chain, readers, line: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
-    """The last line of the run `line` starts: each next line the only one of the chain that reads
-    the one before, reading no other line of it and running no model of its own. A cut anywhere
-    on such a run is the same mutant."""
-    while True:
-        after = readers.get(line, [])
-        if len(after) != 1 or chain[after[0]] != [line]:
-            return line
-        value = _assigned_value(after[0])
-        if value is None or runs_model(source, training, value, depth=0):
-            return line
-        line = after[0]
-
-
-def _untrained_forward(source, training, line: cst.SimpleStatementLine) -> bool:
-    """True for the forward of a model the step's optimizer does not train, on inputs no trained
-    forward computed (MOON's `_, pro2, _ = global_net(x)`, the global model a client's loss pulls
-    towards): its output has no graph this step learns from."""
-    trained = trained_after(source, training, line)
-    assign = line.body[0]
-    return (
-        trained is not None
-        and isinstance(assign, cst.Assign)
-        and not (model_run(assign) & trained)
-        and not read_forwards(source, training, assign.value)
-    )
-
-
-def _bounds_only(source, line: cst.SimpleStatementLine, readers: list) -> bool:
-    """True where the lines of the chain that read what `line` binds read it only as the bounds of
-    a clamp (stable-baselines3's `clip_range = self.clip_range(progress)`, a schedule's number,
-    then `th.clamp(ratio, 1 - clip_range, 1 + clip_range)`): a setting, not the model's output."""
-    assign = line.body[0]
-    if (
-        not isinstance(assign, cst.Assign)
-        or len(assign.targets) != 1
-        or not isinstance(assign.targets[0].target, cst.Name)
-    ):
-        return False
-    name = assign.targets[0].target.value
-    reads = [n for reader in readers for n in source.within(reader.body[0].value, cst.Name) if n.value == name]
-    return bool(reads) and all(
-        any(
-            isinstance(a, cst.Arg)
-            and isinstance(c := source.parent(a), cst.Call)
-            and callee_name(c) in ("clamp", "clip", "clamp_", "clip_")
-            and a is not c.args[0]
-            for a in source.ancestors(n)
-        )
-        for n in reads
-    )
 
 
 def _cut_lines(source, chain, changes: list[Change]) -> set:

@@ -637,11 +637,12 @@ def loss_chain(source, training, backward) -> dict[cst.SimpleStatementLine, list
     function = source.function_of(backward.call)
     lines: dict[cst.SimpleStatementLine, cst.Assign | cst.AnnAssign] = {}
     reads: dict[cst.SimpleStatementLine, list[cst.SimpleStatementLine]] = {}
-    pending: list[tuple[cst.SimpleStatementLine | None, cst.CSTNode, cst.BaseExpression]] = [
-        (None, backward.call, backward.loss)
+    pending: list[tuple[cst.SimpleStatementLine | None, cst.CSTNode, cst.BaseExpression, bool]] = [
+        (None, backward.call, backward.loss, False)
     ]
+    roots: list[cst.SimpleStatementLine] = []
     while pending:
-        reader, use, expr = pending.pop()
+        reader, use, expr, inputs = pending.pop()
         for name in source.within(expr, cst.Name):
             parent = source.parent(name)
             if isinstance(parent, cst.Attribute) and (parent.attr is name or parent.attr.value in _GRAPHLESS_READS):
@@ -661,12 +662,16 @@ def loss_chain(source, training, backward) -> dict[cst.SimpleStatementLine, list
                     or len(line.body) != 1
                 ):
                     continue
+                forward = runs_model(source, training, assign.value, depth=0)
+                if inputs and not forward:
+                    continue  # a model's input counts only where another forward made it (a GAN's fake)
                 if reader is not None:
                     reads.setdefault(reader, []).append(line)
+                else:
+                    roots.append(line)
                 if line not in lines:
                     lines[line] = assign
-                    if not runs_model(source, training, assign.value, depth=0):
-                        pending.append((line, assign, assign.value))  # what a forward takes is its input
+                    pending.append((line, assign, assign.value, forward and _model_called(assign.value)))
     carries: dict[cst.SimpleStatementLine, bool] = {}
 
     def carried(line: cst.SimpleStatementLine) -> bool:
@@ -686,5 +691,140 @@ def loss_chain(source, training, backward) -> dict[cst.SimpleStatementLine, list
             )
         return carries[line]
 
-    kept = sorted((line for line in lines if carried(line)), key=source.span)
+    # only what reaches the loss through lines that carry a graph (not a forward whose output only
+    # a loss computed under no_grad reads)
+    reached: set[cst.SimpleStatementLine] = set()
+    stack = [line for line in roots if carried(line)]
+    while stack:
+        line = stack.pop()
+        if line not in reached:
+            reached.add(line)
+            stack.extend(e for e in reads.get(line, ()) if carried(e))
+    kept = sorted(reached, key=source.span)
     return {line: [e for e in dict.fromkeys(reads.get(line, ())) if e is not line and carries.get(e)] for line in kept}
+
+
+def chain_forwards(source, training, backward, chain, taken: set) -> list[cst.SimpleStatementLine]:
+    """The forward lines of a loss's chain (see loss_chain) to cut or to run without autograd,
+    where the lines in `taken` are already another mutant's. A line that only hands its output
+    on to the next (`logits = model(x)`, then `loss = criterion(logits, y)` and nothing else
+    reading either) makes the same mutant as the last of them, so a run counts once. The forward
+    of a model the step does not train, and a value the loss reads only as a clamp bound, have
+    no graph this loss learns through; nor has what is set up before the backward's loop
+    (nerf-pytorch's `render_kwargs_train, ... = create_nerf(args)`, handed to each step's render)."""
+    loop = None
+    for ancestor in source.ancestors(backward.call):
+        if isinstance(ancestor, (cst.FunctionDef, cst.For, cst.While)):
+            loop = ancestor if not isinstance(ancestor, cst.FunctionDef) else None
+            break
+    readers: dict[cst.SimpleStatementLine, list[cst.SimpleStatementLine]] = {}
+    for line, inputs in chain.items():
+        for earlier in inputs:
+            readers.setdefault(earlier, []).append(line)
+    ends = {_run_end(source, training, chain, readers, t) for t in taken}
+    found = []
+    for line in chain:
+        value = _assigned_value(line)
+        if value is None or not (
+            runs_model(source, training, value, depth=0) or helper_runs_model(source, training, value)
+        ):
+            continue  # the model's output, as the catalog has it; the lines computing on it are the loss's
+        if _untrained_forward(source, training, line) or _bounds_only(source, line, readers.get(line, [])):
+            continue
+        if (loop is not None and loop not in source.ancestors(line)) or _evaluation_branch(source, line):
+            continue
+        end = _run_end(source, training, chain, readers, line)
+        if end in ends:
+            continue  # the same cut as one already made further on
+        ends.add(end)
+        found.append(line)
+    return found
+
+
+def _model_called(value: cst.BaseExpression) -> bool:
+    """True for a value that calls a model by its name (`discriminator(fake)`,
+    `self.model(src, tgt)`), not a helper handed one (`compute_loss(outputs, targets, model)`)."""
+    return isinstance(value, cst.Call) and names_a_model(value.func) and not _loss_called(value)
+
+
+def _loss_called(value: cst.BaseExpression) -> bool:
+    """True for a call of a loss held under a model-like name (mvts' `self.loss_module(predictions,
+    targets)`, DeepFilterNet's `losses.forward(clean, noisy, enh, ...)`): the loss's own line, not
+    a forward."""
+    name = (dotted(value.func) or last_name(value.func) or "").lower() if isinstance(value, cst.Call) else ""
+    return "loss" in name or "criterion" in name
+
+
+def _evaluation_branch(source, line: cst.CSTNode) -> bool:
+    """True for a line in a branch only evaluation takes (demucs' `if not train and
+    self.args.valid_apply:`, the `else` of `if train:`)."""
+    child = line
+    for ancestor in source.ancestors(line):
+        if isinstance(ancestor, cst.FunctionDef):
+            return False
+        if isinstance(ancestor, cst.If):
+            if child is ancestor.body and _evaluation_test(ancestor.test):
+                return True
+            if child is ancestor.orelse and _training_flag(ancestor.test):
+                return True
+        child = ancestor
+    return False
+
+
+def _assigned_value(line: cst.SimpleStatementLine) -> cst.BaseExpression | None:
+    """The value the one assignment of a chain's line assigns."""
+    assign = line.body[0]
+    return assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
+
+
+def _run_end(source, training, chain, readers, line: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+    """The last line of the run `line` starts: each next line the only one of the chain that reads
+    the one before, reading no other line of it and running no model of its own. A cut anywhere
+    on such a run is the same mutant."""
+    while True:
+        after = readers.get(line, [])
+        if len(after) != 1 or chain[after[0]] != [line]:
+            return line
+        value = _assigned_value(after[0])
+        if value is None or (runs_model(source, training, value, depth=0) and not _loss_called(value)):
+            return line
+        line = after[0]
+
+
+def _untrained_forward(source, training, line: cst.SimpleStatementLine) -> bool:
+    """True for the forward of a model the step's optimizer does not train, on inputs no trained
+    forward computed (MOON's `_, pro2, _ = global_net(x)`, the global model a client's loss pulls
+    towards): its output has no graph this step learns from."""
+    trained = trained_after(source, training, line)
+    assign = line.body[0]
+    return (
+        trained is not None
+        and isinstance(assign, cst.Assign)
+        and not (model_run(assign) & trained)
+        and not read_forwards(source, training, assign.value)
+    )
+
+
+def _bounds_only(source, line: cst.SimpleStatementLine, readers: list) -> bool:
+    """True where the lines of the chain that read what `line` binds read it only as the bounds of
+    a clamp (stable-baselines3's `clip_range = self.clip_range(progress)`, a schedule's number,
+    then `th.clamp(ratio, 1 - clip_range, 1 + clip_range)`): a setting, not the model's output."""
+    assign = line.body[0]
+    if (
+        not isinstance(assign, cst.Assign)
+        or len(assign.targets) != 1
+        or not isinstance(assign.targets[0].target, cst.Name)
+    ):
+        return False
+    name = assign.targets[0].target.value
+    reads = [n for reader in readers for n in source.within(reader.body[0].value, cst.Name) if n.value == name]
+    return bool(reads) and all(
+        any(
+            isinstance(a, cst.Arg)
+            and isinstance(c := source.parent(a), cst.Call)
+            and callee_name(c) in ("clamp", "clip", "clamp_", "clip_")
+            and a is not c.args[0]
+            for a in source.ancestors(n)
+        )
+        for n in reads
+    )

@@ -4,15 +4,19 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import (
+    chain_forwards,
     feeding_forwards_in_block,
     forwards_after_empty_start,
     forwards_of_branch_terms,
     forwards_read_by_terms,
+    loss_chain,
     loss_helper_forwards,
+    switches_grad,
     upstream_forwards,
 )
 from injector.operators.snippets import (
     CALLBACK_RUNNER,
+    GAN_GENERATOR_STEP,
     INPUT_GRADIENT,
     LOSS_HELPER_TRAINER,
     MOON_STEP,
@@ -1196,6 +1200,23 @@ class NoGradTraining(Operator):
                 )
             ),
         ),
+        Example(
+            # A generator whose fake image reaches the loss only through the discriminator (a
+            # GAN's generator step, the image augmented on a flag between): the scoring and the
+            # loss under no_grad, and the generator's forward alone, which the first leaves
+            # training (its output is another model's input).
+            GAN_GENERATOR_STEP,
+            (
+                GAN_GENERATOR_STEP.replace(
+                    "    scores = discriminator(fake)\n    loss = F.softplus(-scores).mean()\n",
+                    "    with torch.no_grad():\n        scores = discriminator(fake)\n"
+                    "        loss = F.softplus(-scores).mean()\n",
+                ),
+                GAN_GENERATOR_STEP.replace(
+                    "    fake = generator(z)\n", "    with torch.no_grad():\n        fake = generator(z)\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1240,8 +1261,10 @@ class NoGradTraining(Operator):
 
     def changes(self, source, training):
         found = list(self._found(source, training))
+        upstream = list(self._upstream(source, training, found))
         yield from found
-        yield from self._upstream(source, training, found)
+        yield from upstream
+        yield from _chain_wraps(source, training, found + upstream)
         if not found:
             # only where nothing else in the file is the training forward (a Lightning module's
             # training_step has its own: the loss it returns)
@@ -1555,6 +1578,43 @@ class NoGradTraining(Operator):
 
 
 REACH_DEPTH = 3  # calls followed from a step override to the methods that run its forward
+
+
+def _chain_wraps(source, training, changes: list[Change]):
+    """Each forward line of a loss's chain (see chain_forwards) that no other mutant runs
+    without autograd, alone under no_grad: a discriminator's score on the fakes, an RL policy's
+    `evaluate_actions`, the second output of `cls_out, seg_out = net(img)`. A line in a block
+    that switches autograd itself (`with torch.set_grad_enabled(train):`) is left to the switch's
+    own mutant, and so is a call of a function that sets autograd itself."""
+    wrapped = [e for change in changes for e in change.edits if e.start < e.end]
+    for backward in training.loss_uses:
+        chain = loss_chain(source, training, backward)
+        taken = {
+            line
+            for line in chain
+            if any(e.start <= source.span(line)[0] and source.span(line)[1] <= e.end for e in wrapped)
+        }
+        for line in chain_forwards(source, training, backward, chain, taken):
+            if not any(isinstance(a, cst.With) and switches_grad(a) for a in source.ancestors(line)) and not (
+                _switches_own_grad(source, training, line)
+            ):
+                yield _without_autograd(source, training, line)
+
+
+def _switches_own_grad(source, training, line: cst.SimpleStatementLine) -> bool:
+    """True where the line calls a function of the file that sets autograd itself (icefall's
+    `compute_loss`, which runs the model under `torch.set_grad_enabled(is_training)`): a no_grad
+    around the call changes nothing inside it."""
+    value = line.body[0].value if isinstance(line.body[0], (cst.Assign, cst.AnnAssign)) else None
+    return isinstance(value, cst.Call) and any(
+        isinstance(n, cst.With)
+        and any(
+            isinstance(i.item, cst.Call) and last_name(i.item.func) in ("set_grad_enabled", "enable_grad")
+            for i in n.items
+        )
+        for f in training.called_functions(value)
+        for n in source.walk(f.body)
+    )
 
 
 def _reached_methods(source, training, step: cst.FunctionDef) -> list[cst.FunctionDef]:

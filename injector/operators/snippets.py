@@ -386,3 +386,20 @@ LOSS_HELPER_TRAINER = (
     "        logits = self.model.decode(p, q_z.rsample(), c).logits\n"
     "        return kl.mean() + F.binary_cross_entropy_with_logits(logits, occ)\n"
 )
+
+# A GAN's generator step whose fake image may be augmented before the discriminator scores it
+# (rosinality's stylegan2 `fake_img, _ = generator(noise)`, then `augment`): the generator's
+# output reaches the loss only through another model.
+GAN_GENERATOR_STEP = (
+    "import torch\n"
+    "import torch.nn.functional as F\n"
+    "def generator_step(generator, discriminator, g_optimizer, z, augment):\n"
+    "    fake = generator(z)\n"
+    "    if augment:\n"
+    "        fake = diff_augment(fake)\n"
+    "    scores = discriminator(fake)\n"
+    "    loss = F.softplus(-scores).mean()\n"
+    "    g_optimizer.zero_grad()\n"
+    "    loss.backward()\n"
+    "    g_optimizer.step()\n"
+)

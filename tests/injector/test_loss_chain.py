@@ -1,11 +1,14 @@
-"""detached-graph along a loss's chain: each forward whose output reaches the loss by a way of its
-own gets its own cut; a forward that only hands its output on, a model the step does not train,
-a schedule's clamp bound and an output that is not a tensor get none."""
+"""detached-graph and no-grad-training along a loss's chain: each forward whose output reaches the
+loss by a way of its own gets its own cut and its own no_grad, a forward whose output another
+model scores included; a forward that only hands its output on, a model the step does not train,
+a schedule's clamp bound, an output that is not a tensor, what is set up before the loop and what
+only evaluation runs get none."""
 
 from __future__ import annotations
 
 from injector.generate import mutants_for_source
 from injector.operators.detached_graph import DetachedGraph
+from injector.operators.no_grad_training import NoGradTraining
 
 
 def cuts(before: str) -> list[str]:
@@ -98,3 +101,100 @@ def test_an_output_read_by_position_or_through_an_output_object_is_not_cut_whole
     )
     made = cuts(before)
     assert not any(cut.startswith(("outputs = model(x).detach()", "out = model(x).detach()")) for cut in made)
+
+
+def wraps(before: str) -> list[str]:
+    """The lines each no-grad-training mutant of `before` puts under no_grad, joined."""
+    found = []
+    for mutant in mutants_for_source(before, "train.py", [NoGradTraining()]):
+        after = mutant.apply(before).splitlines()
+        start = next(i for i, line in enumerate(after) if line.strip().endswith("no_grad():") and line not in before)
+        indent = len(after[start]) - len(after[start].lstrip())
+        body = []
+        for line in after[start + 1 :]:
+            if len(line) - len(line.lstrip()) <= indent:
+                break
+            body.append(line.strip())
+        found.append(" | ".join(body))
+    return found
+
+
+VAE_STEP = (
+    "import torch\n"
+    "def vae_step(encoder, discriminator, optim_vae, labeled, unlabeled, cuda):\n"
+    "    for x, u in zip(labeled, unlabeled):\n"
+    "        recon, mu, logvar = encoder(x)\n"
+    "        unsup_loss = vae_loss(x, recon, mu, logvar)\n"
+    "        unlab_recon, unlab_mu, unlab_logvar = encoder(u)\n"
+    "        transductive_loss = vae_loss(u, unlab_recon, unlab_mu, unlab_logvar)\n"
+    "        labeled_preds = discriminator(mu)\n"
+    "        unlabeled_preds = discriminator(unlab_mu)\n"
+    "        real = torch.ones(x.size(0))\n"
+    "        if cuda:\n"
+    "            real = real.cuda()\n"
+    "        dsc_loss = bce(labeled_preds, real) + bce(unlabeled_preds, real)\n"
+    "        total = unsup_loss + transductive_loss + 0.5 * dsc_loss\n"
+    "        optim_vae.zero_grad()\n"
+    "        total.backward()\n"
+    "        optim_vae.step()\n"
+)
+
+
+def test_a_forward_whose_output_another_model_scores_is_cut_and_run_without_autograd():
+    # VAAL's VAE step: the encoder's `mu` reaches the loss through the discriminator as well as
+    # through the reconstruction term, so cutting the encoder differs from cutting that term
+    made = cuts(VAE_STEP)
+    assert "recon = recon.detach() | mu = mu.detach() | logvar = logvar.detach()" in made
+    assert "labeled_preds = discriminator(mu).detach()" in made
+    wrapped = wraps(VAE_STEP)
+    assert "recon, mu, logvar = encoder(x)" in wrapped
+    assert "labeled_preds = discriminator(mu)" in wrapped
+
+
+def test_a_loss_helper_handed_the_model_does_not_make_its_inputs_a_second_forward():
+    # PyTorch-YOLOv3: in training the model returns a list of the heads' outputs, which the
+    # loss helper takes with the model; `.detach()` on that list would fail, not cut
+    before = (
+        "for imgs, targets in loader:\n"
+        "    outputs = model(imgs)\n"
+        "    loss, components = compute_loss(outputs, targets, model)\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+    )
+    assert not any(cut.startswith("outputs = model(imgs).detach()") for cut in cuts(before))
+
+
+def test_no_forward_is_wrapped_whose_output_only_a_loss_already_under_no_grad_reads():
+    before = (
+        "import torch\n"
+        "def body(self, inputs, labels):\n"
+        "    pred = self.model(inputs)\n"
+        "    with torch.no_grad():\n"
+        "        loss = self.loss_fn(pred, labels)\n"
+        "    loss.backward()\n"
+    )
+    assert wraps(before) == []
+
+
+def test_a_forward_set_up_before_the_loop_or_taken_only_in_evaluation_is_not_wrapped():
+    # nerf-pytorch builds its networks and the render settings once (`create_nerf`, whose query
+    # function runs the model); demucs evaluates through `apply_model` in the same epoch loop
+    before = (
+        "import torch\n"
+        "def create_nerf(args):\n"
+        "    model = NeRF(args)\n"
+        "    kwargs = {'network_query_fn': lambda x: model(x)}\n"
+        "    return kwargs, torch.optim.Adam(model.parameters())\n"
+        "def run(args, loader, train):\n"
+        "    render_kwargs, optimizer = create_nerf(args)\n"
+        "    for rays, target in loader:\n"
+        "        if not train and args.valid_apply:\n"
+        "            rgb = apply_model(model, rays)\n"
+        "        else:\n"
+        "            rgb = render(rays, **render_kwargs)\n"
+        "        loss = ((rgb - target) ** 2).mean()\n"
+        "        optimizer.zero_grad()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+    )
+    assert wraps(before) == ["loss = ((rgb - target) ** 2).mean()"]
