@@ -153,10 +153,37 @@ class Resolver:
         imported = self.imports(source).get(head)
         if imported is None:
             found = top_level(source, head) if not rest else None
-            return (source, found) if isinstance(found, (cst.ClassDef, cst.FunctionDef)) else None
+            if isinstance(found, (cst.ClassDef, cst.FunctionDef)):
+                return source, found
+            return self._star_definition(source, head, 0) if not rest and found is None else None
         if is_torch(imported.module):
             return None
         return self.imported_definition(source, imported, rest, 0)
+
+    def _star_definition(
+        self, source: Source, name: str, depth: int
+    ) -> tuple[Source, cst.ClassDef | cst.FunctionDef] | None:
+        """A name the file takes from a project module with `from .utils import *` (TextBrewer's
+        distillers take `get_outputs_from_batch` so), where that module, or one it star-imports
+        in turn, defines it."""
+        neighbours: Neighbours | None = getattr(source, "neighbours", None)
+        if neighbours is None or depth > 3:
+            return None
+        for statement in source.nodes(cst.ImportFrom):
+            if not isinstance(statement.names, cst.ImportStar):
+                continue
+            name_of = dotted(statement.module) if statement.module is not None else ""
+            module = neighbours.module(name_of or "", len(statement.relative))
+            if module is None:
+                continue
+            module.neighbours = neighbours.beside(module)
+            found = top_level(module, name)
+            if isinstance(found, (cst.ClassDef, cst.FunctionDef)):
+                return module, found
+            deeper = self._star_definition(module, name, depth + 1) if found is None else None
+            if deeper is not None:
+                return deeper
+        return None
 
     def imported_definition(
         self, source: Source, imported: Import, rest: str, depth: int

@@ -984,13 +984,18 @@ class Training:
         """Assignments by the names they bind (`loss`, `self.loss`, each element of a tuple)."""
         found: dict[str, list] = {}
         for assign in self.source.nodes(cst.Assign) + self.source.nodes(cst.AnnAssign):
-            targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
-            for target in targets:
-                elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
-                for element in elements:
-                    text = dotted(element)
-                    if text is not None:
-                        found.setdefault(text, []).append(assign)
+            targets: list[cst.BaseExpression] = (
+                [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+            )
+            while any(isinstance(t, (cst.Tuple, cst.List)) for t in targets):
+                # each element of a tuple, and of a tuple in it (`(t_batch, t_out), (s_batch, s_out) = ...`)
+                targets = [
+                    e.value for t in targets for e in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else ())
+                ] + [t for t in targets if not isinstance(t, (cst.Tuple, cst.List))]
+            for element in targets:
+                text = dotted(element)
+                if text is not None:
+                    found.setdefault(text, []).append(assign)
         for values in found.values():
             values.sort(key=self.source.span)
         return found

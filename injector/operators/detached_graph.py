@@ -10,7 +10,7 @@ from injector.operators.forwards import (
     constant_start,
     distribution,
     forwards_after_empty_start,
-    loss_chain,
+    loss_chains,
     loss_helper_forwards,
     read_forwards,
     upstream_forwards,
@@ -2532,12 +2532,14 @@ def _chain_cuts(source, training, changes: list[Change]):
     mutant makes: the output cut off there, so that what computed it stops learning from this
     loss. A value unpacked into names is cut name by name, a mapping entry by entry; a value that
     may not be a tensor is left alone."""
+    made: set = set()
     for backward in training.loss_uses:
-        chain = loss_chain(source, training, backward)
-        for line in chain_forwards(source, training, backward, chain, _cut_lines(source, chain, changes)):
-            change = _chain_cut(source, line)
-            if change is not None:
-                yield change
+        for use, chain, covered in loss_chains(source, training, backward):
+            for line in chain_forwards(source, training, use, chain, _cut_lines(source, chain, changes) | covered):
+                change = _chain_cut(source, line)
+                if change is not None and line not in made:
+                    made.add(line)
+                    yield change
 
 
 def _cut_lines(source, chain, changes: list[Change]) -> set:

@@ -30,6 +30,11 @@ from injector.patterns import (
 ACCELERATORS = ("cuda", "mps", "xpu", "npu", "hpu")
 
 
+# what a name holding "loss" reads as the batch's part that the loss takes (SeisT's
+# `loss_targets`, a `loss_mask`, per-sample `loss_weights`), not the loss itself
+_LOSS_INPUT_WORDS = ("target", "targets", "label", "labels", "mask", "masks", "weight", "weights")
+
+
 def _is_device(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.SimpleString):
         value = expr.evaluated_value
@@ -2729,6 +2734,27 @@ class DeviceMismatch(Operator):
                 "    self.optimizer.step()\n",
             ),
         ),
+        Example(
+            # A name holding "loss" that is the batch's part the loss takes (SeisT's `loss_targets`,
+            # moved in the branch for a single tensor), not a loss moved for its log.
+            "for x, loss_targets in loader:\n"
+            "    x = x.to(device)\n"
+            "    loss_targets = loss_targets.to(device)\n"
+            "    loss = loss_fn(model(x), loss_targets)\n"
+            "    loss.backward()\n",
+            (
+                "for x, loss_targets in loader:\n"
+                "    x = x\n"
+                "    loss_targets = loss_targets.to(device)\n"
+                "    loss = loss_fn(model(x), loss_targets)\n"
+                "    loss.backward()\n",
+                "for x, loss_targets in loader:\n"
+                "    x = x.to(device)\n"
+                "    loss_targets = loss_targets\n"
+                "    loss = loss_fn(model(x), loss_targets)\n"
+                "    loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
         # A batch preparer handed no device, which fills a result with its batch (LibKGE).
@@ -3120,7 +3146,8 @@ class DeviceMismatch(Operator):
                 or _needless(source, call)
             ):
                 continue
-            if "loss" in source.code(call.func.value).lower():
+            moved = source.code(call.func.value).lower()
+            if "loss" in moved and not (last_name(call.func.value) or "").lower().endswith(_LOSS_INPUT_WORDS):
                 continue  # a loss moved (a pipeline's, back for logging) is an output, not a batch
             if _made_a_parameter(source, call):
                 continue  # `nn.Parameter(torch.Tensor(n, 1).to(device))`: a weight, not a batch

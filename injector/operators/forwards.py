@@ -3,6 +3,8 @@ no-grad-training (run it without autograd) and detached-graph (cut off its outpu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from injector.patterns import (
@@ -702,6 +704,62 @@ def loss_chain(source, training, backward) -> dict[cst.SimpleStatementLine, list
             stack.extend(e for e in reads.get(line, ()) if carried(e))
     kept = sorted(reached, key=source.span)
     return {line: [e for e in dict.fromkeys(reads.get(line, ())) if e is not line and carries.get(e)] for line in kept}
+
+
+@dataclass(frozen=True)
+class _Returned:
+    """A helper's return, standing where a backward does for loss_chain: `call` is where its value
+    is read, `loss` the value."""
+
+    call: cst.CSTNode
+    loss: cst.BaseExpression
+
+
+def loss_chains(source, training, backward) -> list[tuple[object, dict, set]]:
+    """The backward's loss chain (see loss_chain), and where its loss is what a function of the
+    file returns (TextBrewer's `total_loss, losses_dict = self.train_on_batch(batch, args)`), the
+    chain inside that function from each value it returns: each with its use and the lines a cut
+    of the loss already covers (a helper's returned line is the caller's loss cut off)."""
+    found: list[tuple[object, dict, set]] = [(backward, loss_chain(source, training, backward), set())]
+    assign = training.loss_assignment(backward)
+    if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+        return found
+    for helper in training.called_functions(assign.value):
+        if helper is source.function_of(assign) or under_no_grad(source, helper.body):
+            continue
+        for ret in source.walk(helper.body):
+            if isinstance(ret, cst.Return) and ret.value is not None and source.function_of(ret) is helper:
+                use = _Returned(ret, ret.value)
+                chain = loss_chain(source, training, use)
+                if _forwards_in_one_run(source, training, chain) < 2:
+                    continue  # one forward on each path: cutting it is cutting what the helper returns
+                roots = {line for line in chain if not any(line in inputs for inputs in chain.values())}
+                found.append((use, chain, roots))
+    return found
+
+
+def _forwards_in_one_run(source, training, chain) -> int:
+    """The most forward lines of a chain that one run goes through: lines under the same
+    branches of their function (TextBrewer's two `get_outputs_from_batch` calls, one per branch
+    of an if/else, count once)."""
+    runs: dict[tuple, int] = {}
+    for line in chain:
+        value = _assigned_value(line)
+        if value is None or not (
+            runs_model(source, training, value, depth=0) or helper_runs_model(source, training, value)
+        ):
+            continue
+        branches = []
+        child: cst.CSTNode = line
+        for ancestor in source.ancestors(line):
+            if isinstance(ancestor, cst.FunctionDef):
+                break
+            if isinstance(ancestor, (cst.If, cst.Else, cst.Try, cst.ExceptHandler)):
+                branches.append((id(ancestor), id(child)))
+            child = ancestor
+        key = tuple(branches)
+        runs[key] = runs.get(key, 0) + 1
+    return max(runs.values(), default=0)
 
 
 def chain_forwards(source, training, backward, chain, taken: set) -> list[cst.SimpleStatementLine]:

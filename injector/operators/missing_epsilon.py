@@ -126,6 +126,12 @@ class MissingEpsilon(Operator):
                 "image = normalize_instance(image, eps=1e-11)\n",
             ),
         ),
+        Example(
+            # An in-place division guarded the same way (SiamFC's tracking response, normalised to
+            # sum to one after its minimum is taken off: an all-equal map divides by zero).
+            "def normalise(response):\n    response -= response.min()\n    response /= response.sum() + 1e-16\n",
+            ("def normalise(response):\n    response -= response.min()\n    response /= response.sum()\n",),
+        ),
     )
     untouched = (
         # an epsilon handed to a function that only stores or prints it, or to torch's own
@@ -313,7 +319,8 @@ class MissingEpsilon(Operator):
 
     @staticmethod
     def _guards(source, node) -> bool:
-        """True if `node` is the argument of log/sqrt, the receiver of `.log()`, or a divisor."""
+        """True if `node` is the argument of log/sqrt, the receiver of `.log()`, or a divisor (of
+        `/` or of `/=`)."""
         parent = source.parent(node)
         if isinstance(parent, cst.Arg):
             call = source.parent(parent)
@@ -323,4 +330,7 @@ class MissingEpsilon(Operator):
             return isinstance(call, cst.Call) and parent.attr.value in GUARDED
         if isinstance(parent, cst.BinaryOperation) and parent.right is node:
             return isinstance(parent.operator, (cst.Divide, cst.FloorDivide))
+        if isinstance(parent, cst.AugAssign) and parent.value is node:
+            # `response /= response.sum() + 1e-16` (SiamFC's tracking response)
+            return isinstance(parent.operator, (cst.DivideAssign, cst.FloorDivideAssign))
         return False

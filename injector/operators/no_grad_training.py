@@ -9,7 +9,7 @@ from injector.operators.forwards import (
     forwards_after_empty_start,
     forwards_of_branch_terms,
     forwards_read_by_terms,
-    loss_chain,
+    loss_chains,
     loss_helper_forwards,
     switches_grad,
     upstream_forwards,
@@ -1587,18 +1587,20 @@ def _chain_wraps(source, training, changes: list[Change]):
     that switches autograd itself (`with torch.set_grad_enabled(train):`) is left to the switch's
     own mutant, and so is a call of a function that sets autograd itself."""
     wrapped = [e for change in changes for e in change.edits if e.start < e.end]
+    made: set = set()
     for backward in training.loss_uses:
-        chain = loss_chain(source, training, backward)
-        taken = {
-            line
-            for line in chain
-            if any(e.start <= source.span(line)[0] and source.span(line)[1] <= e.end for e in wrapped)
-        }
-        for line in chain_forwards(source, training, backward, chain, taken):
-            if not any(isinstance(a, cst.With) and switches_grad(a) for a in source.ancestors(line)) and not (
-                _switches_own_grad(source, training, line)
-            ):
-                yield _without_autograd(source, training, line)
+        for use, chain, covered in loss_chains(source, training, backward):
+            taken = covered | {
+                line
+                for line in chain
+                if any(e.start <= source.span(line)[0] and source.span(line)[1] <= e.end for e in wrapped)
+            }
+            for line in chain_forwards(source, training, use, chain, taken):
+                if line in made or any(isinstance(a, cst.With) and switches_grad(a) for a in source.ancestors(line)):
+                    continue
+                if not _switches_own_grad(source, training, line):
+                    made.add(line)
+                    yield _without_autograd(source, training, line)
 
 
 def _switches_own_grad(source, training, line: cst.SimpleStatementLine) -> bool:

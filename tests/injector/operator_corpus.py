@@ -25,6 +25,7 @@ and build what the manifest's `construct` builds) although the original does.
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import functools
 import importlib.abc
@@ -287,7 +288,7 @@ def cut_origins(mutant: Mutant, text: str, tree: ast.Module | None, lines: LineI
             if assign is None:
                 break
             found.update(range(assign.lineno, (assign.end_lineno or assign.lineno) + 1))
-            root = _root_name(assign.value)
+            root = _root_name(assign.value) or _single_read(assign.value)
             if root is None:
                 break
             name, line = root, assign.lineno
@@ -331,6 +332,26 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
                 break
             statement = earlier[0]
             found.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return found
+
+
+def switched_off(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[int]:
+    """The lines a no-grad-training mutant runs without autograd by switching a block's own
+    switch off (SiamFC's `with torch.set_grad_enabled(backward):` made `set_grad_enabled(False)`):
+    the block's body, as if each of its lines were wrapped."""
+    if mutant.operator != "no-grad-training" or tree is None:
+        return set()
+    found: set[int] = set()
+    for edit in mutant.edits:
+        line = lines.line_of(edit.start)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.With) and any(
+                isinstance(i.context_expr, ast.Call)
+                and getattr(i.context_expr.func, "attr", getattr(i.context_expr.func, "id", None)) == "set_grad_enabled"
+                and i.context_expr.lineno <= line <= (i.context_expr.end_lineno or line)
+                for i in node.items
+            ):
+                found.update(range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1))
     return found
 
 
@@ -397,6 +418,15 @@ def _last_assignment(scope: ast.AST, name: str, line: int) -> ast.Assign | None:
             if name in names and (last is None or node.lineno > last.lineno):
                 last = node
     return last
+
+
+def _single_read(value: ast.expr) -> str | None:
+    """The one name a value computes from, where it computes from one (SeisT's `outs(outputs) if
+    outs is not None else outputs`: a transform of the output, or the output itself), leaving out
+    what a conditional only tests."""
+    tested = {id(n) for node in ast.walk(value) if isinstance(node, ast.IfExp) for n in ast.walk(node.test)}
+    names = {n.id for n in _graph_reads(value) if id(n) not in tested}
+    return names.pop() if len(names) == 1 else None
 
 
 def _root_name(value: ast.expr) -> str | None:
@@ -466,7 +496,10 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
     except SyntaxError:
         tree = None  # Python 2 (a few old files): no origins to follow
     touched = {
-        m.id: touched_lines(m, lines) | cut_origins(m, file.text, tree, lines) | same_cuts(m, tree, lines)
+        m.id: touched_lines(m, lines)
+        | cut_origins(m, file.text, tree, lines)
+        | same_cuts(m, tree, lines)
+        | switched_off(m, tree, lines)
         for m in mutants
     }
     headers = {m.id: loop_headers(m, lines) for m in mutants}
@@ -570,6 +603,8 @@ def load_module(
             if file.without_metaclass:
                 _drop_metaclasses(tree)
             compiled = compile(tree, file.name, "exec")
+        for name, value in _star_imported(file.text.removeprefix("\ufeff")).items():
+            module.__dict__[name] = value
         sys.modules[module.__name__] = module  # dataclasses look their module up there
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # what the file prints at start-up
@@ -583,6 +618,31 @@ def load_module(
         finally:
             sys.modules.pop(module.__name__, None)
     return None
+
+
+@functools.cache
+def _star_imported(text: str) -> dict:
+    """What a file takes from a relative `from .utils import *` (TextBrewer's distillers take
+    their base class, torch and amp so): a stub package gives a star import nothing, so each name
+    the file reads and never binds is given here: the module of that name where one is imported
+    already (`torch`), else a stub class."""
+    tree = ast.parse(text)
+    if not any(isinstance(n, ast.ImportFrom) and n.level and any(a.name == "*" for a in n.names) for n in tree.body):
+        return {}
+    bound: set[str] = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    free = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+    return {name: sys.modules.get(name) or _stub_class(name) for name in sorted(free)}
 
 
 def _drop_metaclasses(tree: ast.Module) -> None:

@@ -796,3 +796,33 @@ def test_a_settings_field_a_project_builder_reads_as_the_rate_is_raised_before_t
     )
     (tmp_path / "utils" / "model_utils.py").unlink()
     assert lr_mutants(capsys, tmp_path / "train.py") == []
+
+
+STAR_UTILS = (
+    "import torch\n\n\ndef get_optimizer(cfg, model):\n    return torch.optim.Adam(model.parameters(), lr=cfg.lr)\n"
+)
+STAR_TRAIN = (
+    "from .utils import *\n"
+    "\n"
+    "\n"
+    "def main(config, model, loader):\n"
+    "    optimizer = get_optimizer(config.optimizer, model)\n"
+    "    for x, y in loader:\n"
+    "        loss = model(x, y)\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+
+def test_a_builder_taken_with_a_star_import_is_read_where_the_project_defines_it(tmp_path, capsys):
+    # diffab's `from diffab.utils.train import *`: the rate is the config's, read inside the builder
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "utils.py").write_text(STAR_UTILS)
+    (tmp_path / "pkg" / "train.py").write_text(STAR_TRAIN)
+    found = lr_mutants(capsys, tmp_path / "pkg" / "train.py")
+    assert [(file, line) for file, line, _ in found] == [("train.py", 5)]
+    assert "+    config.optimizer.lr = config.optimizer.lr * 100" in found[0][2]
+    (tmp_path / "pkg" / "utils.py").unlink()
+    assert lr_mutants(capsys, tmp_path / "pkg" / "train.py") == []
