@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from injector.generate import mutants_for_source
 from injector.operators.detached_graph import DetachedGraph
+from injector.operators.forwards import loss_chain
 from injector.operators.no_grad_training import NoGradTraining
+from injector.patterns import Training
+from injector.source import Source
 
 
 def cuts(before: str) -> list[str]:
@@ -198,3 +201,18 @@ def test_a_forward_set_up_before_the_loop_or_taken_only_in_evaluation_is_not_wra
         "        optimizer.step()\n"
     )
     assert wraps(before) == ["loss = ((rgb - target) ** 2).mean()"]
+
+
+def test_a_name_bound_inside_a_nested_tuple_target_is_followed_to_its_forward():
+    # TextBrewer's `(teacher_batch, results_T), (student_batch, results_S) = get_outputs_from_batch(...)`
+    text = (
+        "def train(model, loader, criterion):\n"
+        "    for x, y in loader:\n"
+        "        (s_out, s_feat), _ = model(x)\n"
+        "        loss = criterion(s_out, y)\n"
+        "        loss.backward()\n"
+    )
+    source = Source(text, "train.py")
+    training = Training(source)
+    chain = loss_chain(source, training, training.loss_uses[0])
+    assert [source.line(line) for line in chain] == [3, 4]
