@@ -205,6 +205,19 @@ _GLIMPSE_STEP = (
 )
 
 
+_BRANCH_LOSSES_STEP = (
+    "def step(D, real, do_main, do_r1):\n"
+    "    logits = D(real)\n"
+    "    loss_real = 0\n"
+    "    if do_main:\n"
+    "        loss_real = F.softplus(-logits)\n"
+    "    loss_r1 = 0\n"
+    "    if do_r1:\n"
+    "        loss_r1 = penalty(logits, real) * gamma\n"
+    "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n"
+)
+
+
 class DetachedGraph(Operator):
     id = "detached-graph"
     summary = (
@@ -297,43 +310,16 @@ class DetachedGraph(Operator):
         Example(
             # Losses that start at 0 and are computed in branches, added up where they are
             # differentiated (stylegan2-ada's discriminator pass): each one cut off.
-            "def step(D, real, do_main, do_r1):\n"
-            "    logits = D(real)\n"
-            "    loss_real = 0\n"
-            "    if do_main:\n"
-            "        loss_real = F.softplus(-logits)\n"
-            "    loss_r1 = 0\n"
-            "    if do_r1:\n"
-            "        loss_r1 = penalty(logits, real) * gamma\n"
-            "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n",
+            _BRANCH_LOSSES_STEP,
             (
-                "def step(D, real, do_main, do_r1):\n"
-                "    logits = D(real)\n"
-                "    loss_real = 0\n"
-                "    if do_main:\n"
-                "        loss_real = F.softplus(-logits)\n"
-                "    loss_r1 = 0\n"
-                "    if do_r1:\n"
-                "        loss_r1 = (penalty(logits, real) * gamma).detach()\n"
-                "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n",
-                "def step(D, real, do_main, do_r1):\n"
-                "    logits = D(real)\n"
-                "    loss_real = 0\n"
-                "    if do_main:\n"
-                "        loss_real = F.softplus(-logits).detach()\n"
-                "    loss_r1 = 0\n"
-                "    if do_r1:\n"
-                "        loss_r1 = penalty(logits, real) * gamma\n"
-                "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n",
-                "def step(D, real, do_main, do_r1):\n"
-                "    logits = D(real).detach()\n"
-                "    loss_real = 0\n"
-                "    if do_main:\n"
-                "        loss_real = F.softplus(-logits)\n"
-                "    loss_r1 = 0\n"
-                "    if do_r1:\n"
-                "        loss_r1 = penalty(logits, real) * gamma\n"
-                "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n",
+                _BRANCH_LOSSES_STEP.replace(
+                    "        loss_r1 = penalty(logits, real) * gamma\n",
+                    "        loss_r1 = (penalty(logits, real) * gamma).detach()\n",
+                ),
+                _BRANCH_LOSSES_STEP.replace(
+                    "        loss_real = F.softplus(-logits)\n", "        loss_real = F.softplus(-logits).detach()\n"
+                ),
+                _BRANCH_LOSSES_STEP.replace("    logits = D(real)\n", "    logits = D(real).detach()\n"),
             ),
         ),
         Example(

@@ -540,10 +540,9 @@ def _model_call_line(source, training, line: cst.SimpleStatementLine) -> bool:
         value = value.value  # `.logits` of what the method returns
     if not isinstance(value, cst.Call) or training.called_functions(value) or training.role(value.func) is not None:
         return False
-    func = value.func
-    text = (dotted(func) or "").lower()
-    if "loss" in text or "criterion" in text:
+    if _loss_called(value):
         return False
+    func = value.func
     if isinstance(func, cst.Name):
         return func.value == "self" or (names_a_model(func) and not imported_name(source, func.value))
     if not isinstance(func, cst.Attribute) or not isinstance(func.value, (cst.Name, cst.Attribute)):
@@ -744,10 +743,7 @@ def _forwards_in_one_run(source, training, chain) -> int:
     of an if/else, count once)."""
     runs: dict[tuple, int] = {}
     for line in chain:
-        value = _assigned_value(line)
-        if value is None or not (
-            runs_model(source, training, value, depth=0) or helper_runs_model(source, training, value)
-        ):
+        if not _forward_line(source, training, line):
             continue
         branches = []
         child: cst.CSTNode = line
@@ -782,10 +778,7 @@ def chain_forwards(source, training, backward, chain, taken: set) -> list[cst.Si
     ends = {_run_end(source, training, chain, readers, t) for t in taken}
     found = []
     for line in chain:
-        value = _assigned_value(line)
-        if value is None or not (
-            runs_model(source, training, value, depth=0) or helper_runs_model(source, training, value)
-        ):
+        if not _forward_line(source, training, line):
             continue  # the model's output, as the catalog has it; the lines computing on it are the loss's
         if _untrained_forward(source, training, line) or _bounds_only(source, line, readers.get(line, [])):
             continue
@@ -797,6 +790,14 @@ def chain_forwards(source, training, backward, chain, taken: set) -> list[cst.Si
         ends.add(end)
         found.append(line)
     return found
+
+
+def _forward_line(source, training, line: cst.SimpleStatementLine) -> bool:
+    """True for a line of a chain whose value runs a model, itself or through a function of the file."""
+    value = _assigned_value(line)
+    return value is not None and (
+        runs_model(source, training, value, depth=0) or helper_runs_model(source, training, value)
+    )
 
 
 def _model_called(value: cst.BaseExpression) -> bool:
