@@ -413,6 +413,8 @@ FRESH: dict[str, tuple[tuple[str, ...], str]] = {
     "tab_skorch": ((*SESSION18_FAULTS, "double-softmax"), "python"),
     # written for issue 9's fresh program 29 without reading triage's rules (session 31)
     "seg_monai": ((*SESSION18_FAULTS, "double-softmax"), "python"),
+    # written for issue 9's fresh program 30 without reading triage's rules (session 34)
+    "face_arcface": ((*SESSION18_FAULTS, "double-softmax"), "python"),
 }
 HEALTHY_SEEDS = (0, 1)
 TIMEOUT_S = 240

@@ -49,6 +49,8 @@ HEADLINES: dict[str, tuple[str, str]] = {
     "tab_skorch": (r"test accuracy: ([-\d.]+|nan)", "score"),
     # the script's own line after training: the evaluator's best key metric
     "seg_monai": (r"best val_mean_dice: ([-\d.]+|nan)", "score"),
+    # the script's own line after the last verification
+    "face_arcface": (r"final verification accuracy-flip: ([-\d.]+|nan)", "score"),
 }
 
 
