@@ -27,6 +27,7 @@ from injector.operators.snippets import (
     SCALED_HELPER_BACKWARD,
     SR_MODEL_STEP,
     TUPLE_TRAINER,
+    WEIGHTED_TERMS_STEP,
 )
 from injector.patterns import (
     LOSS_FUNCTIONS,
@@ -1434,6 +1435,29 @@ class DetachedGraph(Operator):
                 GAN_GENERATOR_STEP.replace("    fake = generator(z)\n", "    fake = generator(z).detach()\n"),
             ),
         ),
+        Example(
+            # Terms of a summed loss: the one unpacked beside what its helper also returns is cut
+            # off by its name after the line; the one computed only where its weight is on, where
+            # it is computed.
+            WEIGHTED_TERMS_STEP,
+            (
+                WEIGHTED_TERMS_STEP.replace(
+                    "loss = loss_1 + w2 * loss_2\n", "loss = (loss_1 + w2 * loss_2).detach()\n"
+                ),
+                WEIGHTED_TERMS_STEP.replace(
+                    "        loss_1, warped = photometric_loss(img, ref, disp, pose)\n",
+                    "        loss_1, warped = photometric_loss(img, ref, disp, pose)\n        loss_1 = loss_1.detach()\n",
+                ),
+                WEIGHTED_TERMS_STEP.replace(
+                    "loss_2 = explainability_loss(mask)\n", "loss_2 = explainability_loss(mask).detach()\n"
+                ),
+                WEIGHTED_TERMS_STEP.replace("disp = disp_net(img)\n", "disp = disp_net(img).detach()\n"),
+                WEIGHTED_TERMS_STEP.replace(
+                    "        mask, pose = pose_net(img, ref)\n",
+                    "        mask, pose = pose_net(img, ref)\n        mask = mask.detach()\n        pose = pose.detach()\n",
+                ),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1530,8 +1554,23 @@ class DetachedGraph(Operator):
                     yield from self._detached(source, training, backward, assign)
                     if assign is not None:
                         yield from _upstream_cut(source, training, [assign], [])
+                    names = (
+                        _summands(assign.value)
+                        if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.BinaryOperation)
+                        else []
+                    )
                     for term in _summed_terms(source, training, assign):
-                        if isinstance(term.targets[0].target, cst.Tuple):
+                        target = term.targets[0].target
+                        if isinstance(target, cst.Tuple):
+                            summed = [n for n in bound_names(target) if n in names]
+                            if len(summed) == 1 and _names_a_loss(callee_name(term.value) or ""):
+                                # one term of the sum among what a loss helper returns: that term
+                                yield Change(
+                                    term,
+                                    (source.insert_after(term, [f"{summed[0]} = {summed[0]}.detach()"]),),
+                                    "the loss term is cut off from the model's graph",
+                                )
+                                continue
                             # terms unpacked from one call: the model's output it takes is cut
                             yield from _detached_input(source, training, term)
                             continue
@@ -2135,9 +2174,15 @@ def _a_weight(expr: cst.BaseExpression) -> bool:
 def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> list[cst.Assign]:
     """The assignments where the term `name` assigned by `term` is computed as a loss (see
     `_term_assignments`)."""
-    if len(term.targets) != 1 or not isinstance(term.targets[0].target, cst.Name):
+    if len(term.targets) != 1:
         return []
     value = term.value
+    if isinstance(term.targets[0].target, cst.Tuple):
+        # the term unpacked beside what a loss helper also returns (SfmLearner's `loss_1, warped,
+        # diff = photometric_reconstruction_loss(...)`): cut where it is computed, by its name
+        return [term] if isinstance(value, cst.Call) and _names_a_loss(callee_name(value) or "") else []
+    if not isinstance(term.targets[0].target, cst.Name):
+        return []
     if isinstance(value, cst.Call) and (callee_name(constructed(value)) or "a")[:1].isupper():
         return []  # a loss module built (EfficientAT's `distillation_loss = nn.BCEWithLogitsLoss(...)`): no value
     if isinstance(value, cst.Call) and (DetachedGraph._is_loss(training, value) or _names_a_loss(name)):

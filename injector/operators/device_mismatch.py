@@ -974,7 +974,22 @@ def _uses_in_vain(source, training, scope: cst.CSTNode, name: str, after: int, m
                 if not _in_vain(source, training, use, move):
                     return False
                 uses += 1
-    return uses > 0
+    if uses:
+        return True
+    # never read again in its function, not even in a block's header (`if x.sum() > 0:`): a move
+    # into a local nothing reads (SfmLearner's validation moves `intrinsics_inv` and never uses
+    # it). A module's name may be read by any function of the module, so only a function's.
+    return (
+        isinstance(scope, cst.FunctionDef)
+        and not any(
+            isinstance(n, (cst.Global, cst.Nonlocal)) and any(a.name.value == name for a in n.names)
+            for n in source.within(scope, (cst.Global, cst.Nonlocal))
+        )
+        and not any(
+            n.value == name and source.span(n)[0] >= after and not bound_here(source, n)
+            for n in source.within(scope, cst.Name)
+        )
+    )
 
 
 def _reads(source, expr: cst.CSTNode, name: str) -> bool:
@@ -2032,6 +2047,7 @@ class DeviceMismatch(Operator):
             "def train(model, device, loader):\n"
             "    for x, y in loader:\n"
             "        x = x.to(device)\n"
+            "        model(x).sum().backward()\n"
             "def main(device):\n"
             "    train_loader = DataLoader(ds, batch_size=8, shuffle=True)\n"
             "    train(model, device, train_loader)\n",
@@ -2039,6 +2055,7 @@ class DeviceMismatch(Operator):
                 "def train(model, device, loader):\n"
                 "    for x, y in loader:\n"
                 "        x = x\n"
+                "        model(x).sum().backward()\n"
                 "def main(device):\n"
                 "    train_loader = DataLoader(ds, batch_size=8, shuffle=True)\n"
                 "    train(model, device, train_loader)\n",
@@ -2753,6 +2770,30 @@ class DeviceMismatch(Operator):
                 "    loss_targets = loss_targets\n"
                 "    loss = loss_fn(model(x), loss_targets)\n"
                 "    loss.backward()\n",
+            ),
+        ),
+        Example(
+            # A validation loop that moves a tensor it never reads again (SfmLearner's `intrinsics_inv`):
+            # that move changes nothing; the image's does.
+            "import torch\n"
+            "@torch.no_grad()\n"
+            "def validate(loader, disp_net, device):\n"
+            "    errors = []\n"
+            "    for img, intrinsics, intrinsics_inv in loader:\n"
+            "        img = img.to(device)\n"
+            "        intrinsics_inv = intrinsics_inv.to(device)\n"
+            "        errors.append(disp_net(img).mean().item())\n"
+            "    return errors\n",
+            (
+                "import torch\n"
+                "@torch.no_grad()\n"
+                "def validate(loader, disp_net, device):\n"
+                "    errors = []\n"
+                "    for img, intrinsics, intrinsics_inv in loader:\n"
+                "        img = img\n"
+                "        intrinsics_inv = intrinsics_inv.to(device)\n"
+                "        errors.append(disp_net(img).mean().item())\n"
+                "    return errors\n",
             ),
         ),
     )

@@ -716,6 +716,18 @@ class LossTensorLeak(Operator):
         # Under no_grad a loss holds no graph: dropping `.item()` keeps nothing alive.
         "with torch.no_grad():\n    total_loss += criterion(model(x), y).item()\n",
         "@torch.no_grad()\ndef evaluate(model):\n    losses.append(model.loss(x).item())\n",
+        # Outputs picked by their loss are no loss (openWakeWord's `predictions = torch.cat((neg_high_loss,
+        # pos_high_loss))`, handed to the loss): a metric of them kept as an array is no loss kept.
+        "def train(model, loader, optimizer, history):\n"
+        "    for x, y in loader:\n"
+        "        predictions = model(x)\n"
+        "        hard = predictions[predictions.squeeze() > 0.001]\n"
+        "        predictions = hard_loss_pick(hard)\n"
+        "        loss = loss_fn(predictions, y)\n"
+        "        optimizer.zero_grad()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        '        history["recall"].append(recall(predictions, y).detach().cpu().numpy())\n',
     )
 
     def changes(self, source, training):
@@ -1443,16 +1455,38 @@ def _loss_names(source, training) -> set[str]:
         if backward.loss is not None and dotted(backward.loss) is None:
             # `(value_loss * c + action_loss - dist_entropy * c).backward()`: each term is a loss
             names.update(_terms(source, backward.loss))
+    # what a loss is computed from is no loss, whatever it was made of (openWakeWord's
+    # `predictions = torch.cat((neg_high_loss, pos_high_loss))`, the outputs picked by their loss)
+    inputs = _loss_inputs(source, training, names) - names
     for _ in range(2):
         for assign in source.nodes(cst.Assign):
             if _is_loss(source, training, assign.value, names):
-                names.update(name for t in assign.targets if (name := dotted(t.target)))
+                names.update(name for t in assign.targets if (name := dotted(t.target)) and name not in inputs)
                 names.update(
                     name
                     for t in assign.targets
                     if isinstance(t.target, cst.Tuple) and (name := _tuple_loss(t.target)) is not None
                 )
     return names
+
+
+def _loss_inputs(source, training, losses: set[str]) -> set[str]:
+    """The names handed straight to a loss call as its input (`criterion(predictions, y)`,
+    `loss = self.loss(predictions, y, w)` where backward runs on `loss`)."""
+    found: set[str] = set()
+    for call in source.nodes(cst.Call):
+        callee = (callee_name(call) or "").lower()
+        assign = source.parent(call)
+        if (
+            callee in LOSS_FUNCTIONS
+            or _a_criterion(callee)
+            or training.role(call.func) == "loss-module"
+            or isinstance(assign, cst.Assign)
+            and assign.value is call
+            and any(dotted(t.target) in losses for t in assign.targets)
+        ):
+            found.update(name for arg in call.args if (name := dotted(arg.value)))
+    return found
 
 
 def _terms(source, expression: cst.BaseExpression) -> set[str]:

@@ -394,6 +394,13 @@ def _every_group_sets_its_rate(source, call: cst.Call) -> bool:
             and dotted(append.func.value) == groups.value.value
             and append.args
         ]
+        # `optim_params = [{'params': a, 'lr': lr}, ...]` then `Adam(optim_params, ...)` (SfmLearner)
+        elements += [
+            element.value
+            for bound in source.nodes(cst.Assign)
+            if isinstance(bound.value, cst.List) and any(dotted(t.target) == groups.value.value for t in bound.targets)
+            for element in bound.value.elements
+        ]
         # `params += [{'params': [value], 'lr': lr}]` (faster-rcnn.pytorch's groups)
         elements += [
             element.value
@@ -1333,6 +1340,42 @@ class LrTooHigh(Operator):
                 "def init_scheduler(self):\n"
                 "    lrs = [g['lr'] for g in self.optimizer.param_groups]\n"
                 "    return optim.lr_scheduler.OneCycleLR(self.optimizer, [_rate * 100 for _rate in lrs], epochs=10, steps_per_epoch=100)\n",
+            ),
+        ),
+        Example(
+            # Parameter groups each with their own rate, in a list bound to a name first (SfmLearner's
+            # `optim_params`): the groups' rates; the optimizer gets no default rate, which no group would use.
+            "import torch\n"
+            "def main(args, disp_net, pose_net):\n"
+            "    optim_params = [\n"
+            "        {'params': disp_net.parameters(), 'lr': args.lr},\n"
+            "        {'params': pose_net.parameters(), 'lr': args.lr}\n"
+            "    ]\n"
+            "    optimizer = torch.optim.Adam(optim_params,\n"
+            "                                 betas=(args.momentum, args.beta),\n"
+            "                                 weight_decay=args.weight_decay)\n"
+            "    return optimizer\n",
+            (
+                "import torch\n"
+                "def main(args, disp_net, pose_net):\n"
+                "    optim_params = [\n"
+                "        {'params': disp_net.parameters(), 'lr': args.lr * 100},\n"
+                "        {'params': pose_net.parameters(), 'lr': args.lr}\n"
+                "    ]\n"
+                "    optimizer = torch.optim.Adam(optim_params,\n"
+                "                                 betas=(args.momentum, args.beta),\n"
+                "                                 weight_decay=args.weight_decay)\n"
+                "    return optimizer\n",
+                "import torch\n"
+                "def main(args, disp_net, pose_net):\n"
+                "    optim_params = [\n"
+                "        {'params': disp_net.parameters(), 'lr': args.lr},\n"
+                "        {'params': pose_net.parameters(), 'lr': args.lr * 100}\n"
+                "    ]\n"
+                "    optimizer = torch.optim.Adam(optim_params,\n"
+                "                                 betas=(args.momentum, args.beta),\n"
+                "                                 weight_decay=args.weight_decay)\n"
+                "    return optimizer\n",
             ),
         ),
     )

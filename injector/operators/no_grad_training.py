@@ -24,12 +24,14 @@ from injector.operators.snippets import (
     PIPELINE_ENGINE,
     SUPERVISED_RUNNER,
     TUPLE_TRAINER,
+    WEIGHTED_TERMS_STEP,
 )
 from injector.patterns import (
     ABSTRACT_STEPS,
     EVALUATION_WORDS,
     Backward,
     argument,
+    callee_name,
     dotted,
     forward_run,
     grad_block,
@@ -1172,12 +1174,22 @@ class NoGradTraining(Operator):
         ),
         Example(
             # The forward fed to the loss is the trained net's, not the global net's beside it
-            # (MOON): only `net`'s parameters are in the optimizer the step uses.
+            # (MOON): only `net`'s parameters are in the optimizer the step uses. The proximal
+            # term, computed its own way in each branch, without autograd in each.
             MOON_STEP,
             (
                 MOON_STEP.replace(
                     "        loss1 = criterion(out, target)\n        loss = loss1 + loss2\n",
                     "        with torch.no_grad():\n            loss1 = criterion(out, target)\n            loss = loss1 + loss2\n",
+                ),
+                MOON_STEP.replace(
+                    "            loss2 = mu * torch.mean(torch.norm(pro2 - pro1, dim=1))\n",
+                    "            with torch.no_grad():\n"
+                    "                loss2 = mu * torch.mean(torch.norm(pro2 - pro1, dim=1))\n",
+                ),
+                MOON_STEP.replace(
+                    "            loss2 = mu * criterion(pro1, pro2)\n",
+                    "            with torch.no_grad():\n                loss2 = mu * criterion(pro1, pro2)\n",
                 ),
                 MOON_STEP.replace(
                     "        _, pro1, out = net(x)\n",
@@ -1215,6 +1227,98 @@ class NoGradTraining(Operator):
                 GAN_GENERATOR_STEP.replace(
                     "    fake = generator(z)\n", "    with torch.no_grad():\n        fake = generator(z)\n"
                 ),
+            ),
+        ),
+        Example(
+            # Terms of a summed loss, each computed without autograd alone: one unpacked beside
+            # what its helper also returns, and one computed only where its weight is on (the
+            # branch that computes it, not the `0` of the other), besides each forward and the sum.
+            WEIGHTED_TERMS_STEP,
+            tuple(
+                WEIGHTED_TERMS_STEP.replace(f"{indent}{line}\n", f"{indent}with torch.no_grad():\n{indent}    {line}\n")
+                for indent, line in (
+                    ("        ", "loss = loss_1 + w2 * loss_2"),
+                    ("        ", "loss_1, warped = photometric_loss(img, ref, disp, pose)"),
+                    ("            ", "loss_2 = explainability_loss(mask)"),
+                    ("        ", "mask, pose = pose_net(img, ref)"),
+                    ("        ", "disp = disp_net(img)"),
+                )
+            ),
+        ),
+        Example(
+            # A term computed from the teacher's targets only where distillation is on, a fresh zero
+            # tensor in the other branch (EfficientAT): the branch that computes it gets the mutant; the
+            # zero has no graph for no_grad to take away.
+            "import torch\n"
+            "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
+            "    for x, y, idx in loader:\n"
+            "        y_hat = model(x)\n"
+            "        label_loss = criterion(y_hat, y)\n"
+            "        if kd:\n"
+            "            soft_loss = criterion(y_hat, teacher_preds[idx])\n"
+            "        else:\n"
+            "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
+            "        loss = label_loss + soft_loss\n"
+            "        optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch\n"
+                "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
+                "    for x, y, idx in loader:\n"
+                "        y_hat = model(x)\n"
+                "        label_loss = criterion(y_hat, y)\n"
+                "        if kd:\n"
+                "            soft_loss = criterion(y_hat, teacher_preds[idx])\n"
+                "        else:\n"
+                "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
+                "        with torch.no_grad():\n"
+                "            loss = label_loss + soft_loss\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "import torch\n"
+                "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
+                "    for x, y, idx in loader:\n"
+                "        y_hat = model(x)\n"
+                "        with torch.no_grad():\n"
+                "            label_loss = criterion(y_hat, y)\n"
+                "        if kd:\n"
+                "            soft_loss = criterion(y_hat, teacher_preds[idx])\n"
+                "        else:\n"
+                "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
+                "        loss = label_loss + soft_loss\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "import torch\n"
+                "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
+                "    for x, y, idx in loader:\n"
+                "        y_hat = model(x)\n"
+                "        label_loss = criterion(y_hat, y)\n"
+                "        if kd:\n"
+                "            with torch.no_grad():\n"
+                "                soft_loss = criterion(y_hat, teacher_preds[idx])\n"
+                "        else:\n"
+                "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
+                "        loss = label_loss + soft_loss\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "import torch\n"
+                "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
+                "    for x, y, idx in loader:\n"
+                "        with torch.no_grad():\n"
+                "            y_hat = model(x)\n"
+                "        label_loss = criterion(y_hat, y)\n"
+                "        if kd:\n"
+                "            soft_loss = criterion(y_hat, teacher_preds[idx])\n"
+                "        else:\n"
+                "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
+                "        loss = label_loss + soft_loss\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
             ),
         ),
     )
@@ -1524,14 +1628,19 @@ class NoGradTraining(Operator):
             if isinstance(parent, cst.Attribute) and parent.attr is name:
                 continue
             done.add(name.value)
-            term = training.last_assignment(name.value, assign)
-            term_line = source.parent(term) if term is not None else None
-            if (
-                term_line in before
-                and isinstance(term_line, cst.SimpleStatementLine)
-                and not source.has_multiline_string(term_line)
-                and source.within(term.value, cst.Call)  # `loss_kwargs = {}`: no term computed
-            ):
+            # computed in one branch of an `if` and zero in the other (`if w2 > 0: loss_2 = ...`,
+            # `else: loss_2 = 0`): the branch that computes it
+            terms = [a for a in training.alternatives(name.value, assign) if isinstance(a, cst.Assign)]
+            for term in terms if len(terms) > 1 else [training.last_assignment(name.value, assign)]:
+                term_line = source.parent(term) if term is not None else None
+                if not (
+                    (term_line in before or _in_a_branch_before(source, term_line, before))
+                    and isinstance(term_line, cst.SimpleStatementLine)
+                    and not source.has_multiline_string(term_line)
+                    and source.within(term.value, cst.Call)  # `loss_kwargs = {}`: no term computed
+                    and not _a_constant(term.value)
+                ):
+                    continue
                 yield Change(
                     term_line,
                     (
@@ -1667,3 +1776,25 @@ def _module_class(source, function: cst.FunctionDef) -> bool:
         return False
     bases = [(dotted(b.value) or "").rsplit(".", 1)[-1] for b in owner.bases]
     return not all(base in ("ABC", "object", "") or base.endswith(("Engine", "Mixin")) for base in bases)
+
+
+def _in_a_branch_before(source, line: cst.CSTNode | None, before: list) -> bool:
+    """True for a line inside an `if` among the statements `before` (SfmLearner's `if w2 > 0:
+    loss_2 = explainability_loss(explainability_mask)`, the term computed only where weighted)."""
+    if line is None:
+        return False
+    for ancestor in source.ancestors(line):
+        if ancestor in before:
+            return isinstance(ancestor, cst.If)
+        if not isinstance(ancestor, (cst.If, cst.Else, cst.IndentedBlock)):
+            return False
+    return False
+
+
+_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "zeros", "ones", "full", "empty", "zeros_like", "ones_like"})
+
+
+def _a_constant(value: cst.BaseExpression) -> bool:
+    """True for a term made a fresh tensor (EfficientAT's `soft_targets_loss = torch.tensor(0.,
+    device=...)` where no teacher is given): it has no graph for no_grad to take away."""
+    return isinstance(value, cst.Call) and callee_name(value) in _CONSTRUCTORS

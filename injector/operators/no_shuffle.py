@@ -480,6 +480,30 @@ class NoShuffle(Operator):
                 "        self.load_pool_init(signals, labels, sequences)\n",
             ),
         ),
+        Example(
+            # A list of bags shuffled into a new name the batch loop then walks (dsmil's `dirs =
+            # shuffle(train_df)`): the list in the order it came.
+            "from sklearn.utils import shuffle\n"
+            "def train(train_df, milnet, criterion, optimizer):\n"
+            "    dirs = shuffle(train_df)\n"
+            "    for i, item in enumerate(dirs):\n"
+            "        optimizer.zero_grad()\n"
+            "        bag = torch.load(item)\n"
+            "        loss = criterion(milnet(bag[:, 1:]), bag[0, :1])\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "from sklearn.utils import shuffle\n"
+                "def train(train_df, milnet, criterion, optimizer):\n"
+                "    dirs = train_df\n"
+                "    for i, item in enumerate(dirs):\n"
+                "        optimizer.zero_grad()\n"
+                "        bag = torch.load(item)\n"
+                "        loss = criterion(milnet(bag[:, 1:]), bag[0, :1])\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A deterministic switch that orders no batches (cuDNN's algorithms).
@@ -951,18 +975,28 @@ def _reshuffled_in_place(source, training, call: cst.Call) -> str | None:
     target = assign.targets[0].target
     names = [e.value for e in target.elements] if isinstance(target, cst.Tuple) else [target]
     arrays = [a.value for a in call.args if a.keyword is None]
-    if (
-        len(arrays) != len(names)
-        or [dotted(n) for n in names] != [dotted(a) for a in arrays]
-        or None in map(dotted, names)
-    ):
+    if len(arrays) != len(names) or None in map(dotted, names):
         return None
     function = source.function_of(call)
     if function is None or names_evaluation(function.name.value):
         return None
     start = source.span(call)[0]
-    if not any(
-        source.function_of(loop) is function and source.span(loop)[1] > start for loop in training.training_loops
+    loops = [
+        loop
+        for loop in training.training_loops
+        if source.function_of(loop) is function and source.span(loop)[1] > start
+    ]
+    if not loops:
+        return None
+    if [dotted(n) for n in names] != [dotted(a) for a in arrays] and not (
+        # one array shuffled into a new name the batch loop then walks (dsmil's
+        # `dirs = shuffle(train_df)`, then `for i, item in enumerate(dirs):`)
+        len(names) == 1
+        and isinstance(names[0], cst.Name)
+        and any(
+            isinstance(loop, cst.For) and any(n.value == names[0].value for n in source.within(loop.iter, cst.Name))
+            for loop in loops
+        )
     ):
         return None
     texts = [source.code(a) for a in arrays]

@@ -403,3 +403,23 @@ GAN_GENERATOR_STEP = (
     "    loss.backward()\n"
     "    g_optimizer.step()\n"
 )
+
+# A loss summed from terms: one unpacked beside what its helper also returns, one computed only
+# where its weight is on (SfmLearner's `loss_1, warped, diff = photometric_reconstruction_loss(
+# ...)` and `if w2 > 0: loss_2 = explainability_loss(mask)`, else `loss_2 = 0`).
+WEIGHTED_TERMS_STEP = (
+    "import torch\n"
+    "def train(disp_net, pose_net, loader, optimizer, w2):\n"
+    "    for img, ref in loader:\n"
+    "        disp = disp_net(img)\n"
+    "        mask, pose = pose_net(img, ref)\n"
+    "        loss_1, warped = photometric_loss(img, ref, disp, pose)\n"
+    "        if w2 > 0:\n"
+    "            loss_2 = explainability_loss(mask)\n"
+    "        else:\n"
+    "            loss_2 = 0\n"
+    "        loss = loss_1 + w2 * loss_2\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
