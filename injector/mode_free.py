@@ -102,10 +102,20 @@ def switches_no_module(source: Source, receiver: cst.BaseExpression, method: str
     """True where every value the file gives `receiver` is an object of a project class that is
     no module and whose own `method` (`train`/`eval`) switches nothing (an environment's
     `train()` that sets a flag of its own): deleting the call is no model-mode fault."""
+    reader = _Reader()
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        # the object's own method, in a class of the file that is no module (EGG's Trainer runs
+        # its validation by `validation_loss, interaction = self.eval()`): one that switches
+        # nothing, or a routine returning what it computed (its own switches get their mutants)
+        owner = next((a for a in source.ancestors(receiver) if isinstance(a, cst.ClassDef)), None)
+        return (
+            owner is not None
+            and reader.plain_class(source, owner)
+            and (_own_method_switches_nothing(owner, method) or _own_method_returns_results(owner, method))
+        )
     values = _assigned_values(source, receiver)
     if not values:
         return False
-    reader = _Reader()
     for value in values:
         value = _without_moves(value)
         found = reader.definition(source, value.func) if isinstance(value, cst.Call) else None
@@ -114,12 +124,28 @@ def switches_no_module(source: Source, receiver: cst.BaseExpression, method: str
         module, cls = found
         if not isinstance(cls, cst.ClassDef) or not reader.plain_class(module, cls):
             return False
-        own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
-        if own is None or any(
-            isinstance(node, cst.Call) and last_name(node.func) in SWITCHING for node in walk(own.body)
-        ):
+        if not _own_method_switches_nothing(cls, method):
             return False
     return True
+
+
+def _own_method_returns_results(cls: cst.ClassDef, method: str) -> bool:
+    """True where `cls`'s own `method` returns a value other than `self` (a routine, not a switch)."""
+    own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
+    return own is not None and any(
+        isinstance(node, cst.Return)
+        and node.value is not None
+        and not (isinstance(node.value, cst.Name) and node.value.value == "self")
+        for node in walk(own.body)
+    )
+
+
+def _own_method_switches_nothing(cls: cst.ClassDef, method: str) -> bool:
+    """True where `cls` defines `method` itself and it calls no mode switch."""
+    own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
+    return own is not None and not any(
+        isinstance(node, cst.Call) and last_name(node.func) in SWITCHING for node in walk(own.body)
+    )
 
 
 def _assigned_values(

@@ -1458,6 +1458,60 @@ class DetachedGraph(Operator):
                 ),
             ),
         ),
+        Example(
+            # Named terms summed beside a regulariser computed in place (SPIN's positive-depth term): each
+            # named term is cut where it is computed, as well as the whole sum and the forward.
+            "import torch\n"
+            "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
+            "    pred_kp, pred_shape, pred_camera = model(images)\n"
+            '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n'
+            '    loss_shape = shape_loss(pred_shape, gt["shape"])\n'
+            "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n"
+            "    optimizer.zero_grad()\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch\n"
+                "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
+                "    pred_kp, pred_shape, pred_camera = model(images)\n"
+                '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n'
+                '    loss_shape = shape_loss(pred_shape, gt["shape"])\n'
+                "    loss = (w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()).detach()\n"
+                "    optimizer.zero_grad()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
+                "    pred_kp, pred_shape, pred_camera = model(images)\n"
+                '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"]).detach()\n'
+                '    loss_shape = shape_loss(pred_shape, gt["shape"])\n'
+                "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n"
+                "    optimizer.zero_grad()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
+                "    pred_kp, pred_shape, pred_camera = model(images)\n"
+                '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n'
+                '    loss_shape = shape_loss(pred_shape, gt["shape"]).detach()\n'
+                "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n"
+                "    optimizer.zero_grad()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
+                "    pred_kp, pred_shape, pred_camera = model(images)\n"
+                "    pred_kp = pred_kp.detach()\n"
+                "    pred_shape = pred_shape.detach()\n"
+                "    pred_camera = pred_camera.detach()\n"
+                '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n'
+                '    loss_shape = shape_loss(pred_shape, gt["shape"])\n'
+                "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n"
+                "    optimizer.zero_grad()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1563,11 +1617,12 @@ class DetachedGraph(Operator):
                         target = term.targets[0].target
                         if isinstance(target, cst.Tuple):
                             summed = [n for n in bound_names(target) if n in names]
-                            if len(summed) == 1 and _names_a_loss(callee_name(term.value) or ""):
-                                # one term of the sum among what a loss helper returns: that term
+                            if summed and _names_a_loss(callee_name(term.value) or ""):
+                                # the terms of the sum among what a loss helper returns (SPIN's
+                                # `loss_regr_pose, loss_regr_betas = self.smpl_losses(...)`): cut there
                                 yield Change(
                                     term,
-                                    (source.insert_after(term, [f"{summed[0]} = {summed[0]}.detach()"]),),
+                                    (source.insert_after(term, [f"{n} = {n}.detach()" for n in summed]),),
                                     "the loss term is cut off from the model's graph",
                                 )
                                 continue
@@ -2223,12 +2278,18 @@ def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> li
 def _summands(expr: cst.BaseExpression) -> list[str]:
     """The names a sum adds (or subtracts), in order, through number weights and parentheses (`a +
     b + c * 0.01`, `0.5 * (a + b)`), and through a weight that is itself a name where one side names
-    a loss (`w * consistency_loss`); [] where it adds anything else."""
+    a loss (`w * consistency_loss`); [] where it adds anything else. A term computed in place is
+    passed over where named terms are added beside it (SPIN's `... + beta_weight * loss_regr_betas
+    + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()`): the named terms are still the sum's."""
     if isinstance(expr, cst.Name):
         return [expr.value]
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
         left, right = _summands(expr.left), _summands(expr.right)
-        return left + right if left and right else []
+        if left and right:
+            return left + right
+        if left and _computed_in_place(expr.right):
+            return left
+        return right if right and _computed_in_place(expr.left) else []
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
         sides = (expr.left, expr.right)
         numbers = [side for side in sides if isinstance(side, (cst.Integer, cst.Float))]
@@ -2243,6 +2304,15 @@ def _summands(expr: cst.BaseExpression) -> list[str]:
         weights = [side for side in sides if isinstance(side, (cst.Attribute, cst.Subscript))]
         return losses if len(names) == 1 and len(losses) == 1 and len(weights) == 1 else []
     return []
+
+
+def _computed_in_place(expr: cst.BaseExpression) -> bool:
+    """A term the sum computes itself, a call's value (`reg.mean()`, `(x ** 2).mean()`), not a name."""
+    return isinstance(expr, cst.Call) or (
+        isinstance(expr, cst.BinaryOperation)
+        and not isinstance(expr.operator, (cst.Add, cst.Subtract))
+        and any(isinstance(side, cst.Call) for side in (expr.left, expr.right))
+    )
 
 
 def _names_a_loss(name: str) -> bool:

@@ -172,6 +172,21 @@ def feeding_forwards_in_block(source, training, first) -> tuple[list[cst.CSTNode
                 if _forward_assignment(source, training, statement) and not source.has_multiline_string(statement)
             ]
             forwards += _helper_alternatives(source, training, statements, forwards)
+            if trained is None:
+                trained = trained_after(source, training, first) or set()
+            # (not a model the next step does not train: SPIN's `self.smplify(...)`, fitting
+            # targets from detached predictions with its own optimizer, in `if run_smplify:`)
+            forwards = [
+                f
+                for f in forwards
+                if not (
+                    trained
+                    and isinstance(f, cst.SimpleStatementLine)
+                    and isinstance(f.body[0], cst.Assign)
+                    and not (model_run(f.body[0]) & trained)
+                    and not read_forwards(source, training, f.body[0].value)
+                )
+            ]
             found.extend(forwards)
             chained = chained or bool(forwards)
             continue

@@ -664,6 +664,30 @@ class MissingEvalMode(Operator):
         "        model(x, y).backward()\n"
         "        update_ema(ema, model)\n"
         "    torch.save(ema.state_dict(), path)\n",
+        # A trainer's own evaluation routine, called on itself for the validation loss it returns
+        # (EGG's `validation_loss, interaction = self.eval()`): no module's mode switch.
+        "class Trainer:\n"
+        "    def __init__(self, game, optimizer, train_data, validation_data):\n"
+        "        self.game = game\n"
+        "        self.optimizer = optimizer\n"
+        "        self.train_data = train_data\n"
+        "        self.validation_data = validation_data\n"
+        "\n"
+        "    def eval(self):\n"
+        "        mean_loss = 0.0\n"
+        "        for batch in self.validation_data:\n"
+        "            loss, _ = self.game(*batch)\n"
+        "            mean_loss += loss.item()\n"
+        "        return mean_loss / len(self.validation_data), None\n"
+        "\n"
+        "    def train(self, n_epochs):\n"
+        "        for epoch in range(n_epochs):\n"
+        "            for batch in self.train_data:\n"
+        "                self.optimizer.zero_grad()\n"
+        "                loss, _ = self.game(*batch)\n"
+        "                loss.backward()\n"
+        "                self.optimizer.step()\n"
+        "            validation_loss, interaction = self.eval()\n",
     )
 
     def changes(self, source, training):

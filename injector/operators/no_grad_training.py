@@ -1321,6 +1321,69 @@ class NoGradTraining(Operator):
                 "        optimizer.step()\n",
             ),
         ),
+        Example(
+            # A fitter the optimizer does not train, run in a branch on detached predictions (SPIN's
+            # `self.smplify(...)`, which fits targets with its own autograd): no mutant there; the forward and
+            # the loss get theirs.
+            "import torch\n"
+            "class Trainer:\n"
+            "    def init_fn(self):\n"
+            "        self.model = hmr(pretrained=True).to(self.device)\n"
+            "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=5e-5)\n"
+            "        self.smplify = SMPLify(step_size=1e-2, batch_size=64, num_iters=100)\n"
+            "\n"
+            "    def train_step(self, images, gt_keypoints):\n"
+            "        self.model.train()\n"
+            "        pred_pose, pred_betas = self.model(images)\n"
+            "        opt_pose = gt_keypoints\n"
+            "        if self.options.run_smplify:\n"
+            "            new_pose, new_loss = self.smplify(pred_pose.detach(), pred_betas.detach(), gt_keypoints)\n"
+            "            opt_pose = new_pose\n"
+            "        loss = ((pred_pose - opt_pose) ** 2).mean()\n"
+            "        self.optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "import torch\n"
+                "class Trainer:\n"
+                "    def init_fn(self):\n"
+                "        self.model = hmr(pretrained=True).to(self.device)\n"
+                "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=5e-5)\n"
+                "        self.smplify = SMPLify(step_size=1e-2, batch_size=64, num_iters=100)\n"
+                "\n"
+                "    def train_step(self, images, gt_keypoints):\n"
+                "        self.model.train()\n"
+                "        pred_pose, pred_betas = self.model(images)\n"
+                "        opt_pose = gt_keypoints\n"
+                "        if self.options.run_smplify:\n"
+                "            new_pose, new_loss = self.smplify(pred_pose.detach(), pred_betas.detach(), gt_keypoints)\n"
+                "            opt_pose = new_pose\n"
+                "        with torch.no_grad():\n"
+                "            loss = ((pred_pose - opt_pose) ** 2).mean()\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+                "import torch\n"
+                "class Trainer:\n"
+                "    def init_fn(self):\n"
+                "        self.model = hmr(pretrained=True).to(self.device)\n"
+                "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=5e-5)\n"
+                "        self.smplify = SMPLify(step_size=1e-2, batch_size=64, num_iters=100)\n"
+                "\n"
+                "    def train_step(self, images, gt_keypoints):\n"
+                "        self.model.train()\n"
+                "        with torch.no_grad():\n"
+                "            pred_pose, pred_betas = self.model(images)\n"
+                "        opt_pose = gt_keypoints\n"
+                "        if self.options.run_smplify:\n"
+                "            new_pose, new_loss = self.smplify(pred_pose.detach(), pred_betas.detach(), gt_keypoints)\n"
+                "            opt_pose = new_pose\n"
+                "        loss = ((pred_pose - opt_pose) ** 2).mean()\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
