@@ -157,8 +157,11 @@ _PAIR = re.compile(
 )  # a unit after the number is the logger's scale (detectron2's `max_mem: 1234M` too)
 # "loss 0.53" (no separator) only for the names that habitually appear that way; "Loss error: 0.5"
 _SPACED = re.compile(
-    r"\b(loss|lr|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+(" + _NUM + r")(?!\w|\.\w)", re.I
-)
+    r"\b(loss|lr|learning_?rate|acc|accuracy|grad_norm|gnorm|val_loss)(?:\s+(?:error|value))?:?\s+("
+    + _NUM
+    + r")(?!\w|\.\w)",
+    re.I,
+)  # (insightface's `Loss 42.1234   LearningRate 0.100000`)
 # one or two words right before a name, a space apart (`learning` of `learning rate: 0.001`)
 _WORDS_BEFORE = re.compile(r"([A-Za-z]+(?: [A-Za-z]+)?) $")
 # `| learning rate: 3.000000E-04 | grad norm: 1.234 | lm loss: 5.9E+00 |`: a field of a line split
@@ -287,8 +290,13 @@ def as_fraction(accuracy: float) -> float:
     return accuracy / 100 if accuracy > 1 else accuracy
 
 
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z][a-z])")
+
+
 def _key(raw: str) -> str:
-    return raw.lower().translate(_KEY_SEPARATORS)
+    # a key written in CamelCase has its words apart (insightface's `LearningRate 0.1`, DeepSpeed's
+    # `MemAllocated=0.32GB`): `learning_rate`, `mem_allocated`
+    return _CAMEL_HUMP.sub("_", raw).lower().translate(_KEY_SEPARATORS)
 
 
 def parse_reading(text: str) -> tuple[int | None, dict[str, float]]:

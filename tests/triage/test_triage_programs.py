@@ -86,7 +86,6 @@ KNOWN_WRONG = {
             "healthy__s0",
             "healthy__s1",
             "loss-tensor-leak__s2",
-            "lr-too-high__s3",
             "missing-eval-mode__s3",
             "missing-train-mode__s2",
             "scheduler-step-misaligned__s3",

@@ -351,3 +351,22 @@ def test_a_header_that_lost_its_underscores_names_its_columns(tmp_path):
     s = build(log)
     assert math.isnan(s["loss"].points[0].value)
     assert "val_loss" in s and s["loss"].per_epoch
+
+
+def test_a_camel_case_key_is_read_by_its_words():
+    # insightface's arcface_torch prints `LearningRate 0.032258` after its `Loss`, and DeepSpeed's
+    # timer `MemAllocated=0.32GB` (the lines as fresh programs 30 and 25 printed them)
+    line = (
+        "Training: 2026-11-30 23:54:20,203-Speed 3779.31 samples/sec   Loss 46.5198   "
+        "LearningRate 0.032258   Epoch: 0   Global Step: 20   Required: 0 hours"
+    )
+    assert parse_reading(line)[1] == {"loss": 46.5198, "lr": 0.032258}
+    deepspeed = (
+        "[INFO] [timer.py:260:stop] epoch=0/micro_step=200/global_step=100, MemAllocated=0.32GB, MaxMemAllocated=0.32GB"
+    )
+    assert parse_reading(deepspeed)[1].get("memory") == 0.32
+
+
+def test_the_rate_of_an_arcface_run_is_a_series_over_its_steps():
+    s = build(Path(__file__).parent / "programs" / "logs" / "face_arcface__healthy__s0.log")
+    assert len(s["lr"].points) == len(s["loss"].points) > 30
