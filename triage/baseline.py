@@ -14,6 +14,10 @@ baseline at the same step), so no number from any one program is built in.
   did not (`136,461 (num. trained: 1,677)` against `136,461 (num. trained: 136,461)`), or a
   count named trainable fell: parts of the model no longer train.
 * `lr-above-baseline`: the rate logged is ten times the baseline's at the same steps.
+* `loss-scale-as-baseline`: the run's first logged loss is within 1.5x of the baseline's first: the
+  loss has the program's own scale, so a start far above a mean cross-entropy is how this program's
+  loss starts (a margin softmax at scale 64 starts near 46), not a sum over the batch or a
+  saturated start (a loss summed over a batch of 64 starts 64 times the baseline's).
 * `lr-schedule-off-baseline`: through the first half of the run the rate stands apart from the
   baseline's at the same steps (its median ratio beyond 1.3x either way; a warm-up's first two
   logged rates left out, since they differ with where each log's steps fall), while its loss is
@@ -40,7 +44,13 @@ from triage.records import Evidence, Symptom
 from triage.series import Point, Series, SeriesBuilder
 
 EMITS = frozenset(
-    {"worse-than-baseline", "fewer-trainable-than-baseline", "lr-above-baseline", "lr-schedule-off-baseline"}
+    {
+        "worse-than-baseline",
+        "fewer-trainable-than-baseline",
+        "lr-above-baseline",
+        "lr-schedule-off-baseline",
+        "loss-scale-as-baseline",
+    }
 )
 # how far behind the baseline, at the same step, counts as failed (see the module docstring)
 VAL_LOSS_RATIO = 1.5
@@ -48,6 +58,7 @@ TRAIN_LOSS_RATIO = 2.0
 ACCURACY_DROP = 0.1
 LR_RATIO = 10.0
 SCHEDULE_OFF = 1.3  # healthy runs of one program with other seeds log rates within a few percent
+SAME_SCALE = 1.5  # a first loss within this factor of the baseline's has the program's scale (a sum over two is 2x)
 
 
 @dataclass(frozen=True)
@@ -79,7 +90,32 @@ def compare(series: dict[str, Series], readings: list[Reading], base: Reference)
         out.append(worse)
     out.extend(_fewer_trainable(readings, base))
     out.extend(_rate(series, base))
+    scale = _same_scale(series, base)
+    if scale is not None:
+        out.append(scale)
     return out
+
+
+def _same_scale(series: dict[str, Series], base: Reference) -> Symptom | None:
+    """The run's first loss beside the baseline's first: within SAME_SCALE of it either way."""
+    run, ref = series.get("loss"), base.series.get("loss")
+    if run is None or ref is None or run.signed or ref.signed or run.epoch_sum != ref.epoch_sum:
+        return None
+    mine = next((p for p in run.points if math.isfinite(p.value)), None)
+    theirs = next((p for p in ref.points if math.isfinite(p.value)), None)
+    if mine is None or theirs is None or mine.value <= 0 or theirs.value <= 0:
+        return None
+    ratio = mine.value / theirs.value
+    if not 1 / SAME_SCALE <= ratio <= SAME_SCALE:
+        return None
+    return Symptom(
+        "loss-scale-as-baseline",
+        f"the first {run.name} is {mine.value:.4g}, {ratio:.3g}x the baseline's first {theirs.value:.4g}: "
+        "the loss has this program's own scale",
+        _evidence(mine, theirs, base.path),
+        step=mine.step,
+        value=ratio,
+    )
 
 
 # ---- how far the run got ----
