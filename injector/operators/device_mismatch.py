@@ -42,9 +42,19 @@ def _is_device(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call):
         # `torch.device(...)`, `get_device()`, and helpers such as `dist_util.dev()`
         return (dotted(expr.func) or "").endswith("device") or callee_name(expr) == "dev"
-    name = (last_name(expr) or "").lower()
-    # (`dev`, CLIP4Clip's `devc = torch.device('cuda:{}'.format(dev_id))`)
+    name = (_string_key(expr) or last_name(expr) or "").lower()
+    # (`dev`, CLIP4Clip's `devc = torch.device('cuda:{}'.format(dev_id))`, dl-for-har's `config['gpu']`)
     return any(word in name for word in ("device", "rank", "gpu", "cuda")) or name.startswith("dev")
+
+
+def _string_key(expr: cst.BaseExpression) -> str | None:
+    """The key of a settings entry read by a string (`config['gpu']`), else None."""
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1:
+        index = expr.slice[0].slice
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+            key = index.value.evaluated_value
+            return key if isinstance(key, str) else None
+    return None
 
 
 MODEL_WORDS = ("model", "net", "module", "criterion", "loss_fn", "ema")
@@ -2794,6 +2804,41 @@ class DeviceMismatch(Operator):
                 "        intrinsics_inv = intrinsics_inv.to(device)\n"
                 "        errors.append(disp_net(img).mean().item())\n"
                 "    return errors\n",
+            ),
+        ),
+        Example(
+            # The device read from a settings entry (dl-for-har's `x.to(config['gpu'])`).
+            "def train(network, config, trainloader, opt, criterion):\n"
+            "    network.to(config['gpu'])\n"
+            "    network.train()\n"
+            "    for i, (x, y) in enumerate(trainloader):\n"
+            "        inputs, targets = x.to(config['gpu']), y.to(config['gpu'])\n"
+            "        opt.zero_grad()\n"
+            "        output = network(inputs)\n"
+            "        loss = criterion(output, targets.long())\n"
+            "        loss.backward()\n"
+            "        opt.step()\n",
+            (
+                "def train(network, config, trainloader, opt, criterion):\n"
+                "    network.to(config['gpu'])\n"
+                "    network.train()\n"
+                "    for i, (x, y) in enumerate(trainloader):\n"
+                "        inputs, targets = x, y.to(config['gpu'])\n"
+                "        opt.zero_grad()\n"
+                "        output = network(inputs)\n"
+                "        loss = criterion(output, targets.long())\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
+                "def train(network, config, trainloader, opt, criterion):\n"
+                "    network.to(config['gpu'])\n"
+                "    network.train()\n"
+                "    for i, (x, y) in enumerate(trainloader):\n"
+                "        inputs, targets = x.to(config['gpu']), y\n"
+                "        opt.zero_grad()\n"
+                "        output = network(inputs)\n"
+                "        loss = criterion(output, targets.long())\n"
+                "        loss.backward()\n"
+                "        opt.step()\n",
             ),
         ),
     )

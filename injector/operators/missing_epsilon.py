@@ -132,6 +132,71 @@ class MissingEpsilon(Operator):
             "def normalise(response):\n    response -= response.min()\n    response /= response.sum() + 1e-16\n",
             ("def normalise(response):\n    response -= response.min()\n    response /= response.sum()\n",),
         ),
+        Example(
+            # A guarded sum squared before it divides (noise2noise's HDR loss): still the divisor's guard.
+            "import torch\n"
+            "class HDRLoss(torch.nn.Module):\n"
+            "    def __init__(self, eps=0.01):\n"
+            "        super().__init__()\n"
+            "        self._eps = eps\n"
+            "\n"
+            "    def forward(self, denoised, target):\n"
+            "        loss = ((denoised - target) ** 2) / (denoised + self._eps) ** 2\n"
+            "        return torch.mean(loss.view(-1))\n"
+            "\n"
+            "    def other(self, a, b):\n"
+            "        return a / (b + self._eps)\n"
+            "\n"
+            "    def third(self, a, b):\n"
+            "        return a / (b + self.eps) ** 2\n",
+            (
+                "import torch\n"
+                "class HDRLoss(torch.nn.Module):\n"
+                "    def __init__(self, eps=0.01):\n"
+                "        super().__init__()\n"
+                "        self._eps = eps\n"
+                "\n"
+                "    def forward(self, denoised, target):\n"
+                "        loss = ((denoised - target) ** 2) / (denoised) ** 2\n"
+                "        return torch.mean(loss.view(-1))\n"
+                "\n"
+                "    def other(self, a, b):\n"
+                "        return a / (b + self._eps)\n"
+                "\n"
+                "    def third(self, a, b):\n"
+                "        return a / (b + self.eps) ** 2\n",
+                "import torch\n"
+                "class HDRLoss(torch.nn.Module):\n"
+                "    def __init__(self, eps=0.01):\n"
+                "        super().__init__()\n"
+                "        self._eps = eps\n"
+                "\n"
+                "    def forward(self, denoised, target):\n"
+                "        loss = ((denoised - target) ** 2) / (denoised + self._eps) ** 2\n"
+                "        return torch.mean(loss.view(-1))\n"
+                "\n"
+                "    def other(self, a, b):\n"
+                "        return a / (b)\n"
+                "\n"
+                "    def third(self, a, b):\n"
+                "        return a / (b + self.eps) ** 2\n",
+                "import torch\n"
+                "class HDRLoss(torch.nn.Module):\n"
+                "    def __init__(self, eps=0.01):\n"
+                "        super().__init__()\n"
+                "        self._eps = eps\n"
+                "\n"
+                "    def forward(self, denoised, target):\n"
+                "        loss = ((denoised - target) ** 2) / (denoised + self._eps) ** 2\n"
+                "        return torch.mean(loss.view(-1))\n"
+                "\n"
+                "    def other(self, a, b):\n"
+                "        return a / (b + self._eps)\n"
+                "\n"
+                "    def third(self, a, b):\n"
+                "        return a / (b) ** 2\n",
+            ),
+        ),
     )
     untouched = (
         # an epsilon handed to a function that only stores or prints it, or to torch's own
@@ -328,6 +393,10 @@ class MissingEpsilon(Operator):
         if isinstance(parent, cst.Attribute) and parent.value is node:
             call = source.parent(parent)
             return isinstance(call, cst.Call) and parent.attr.value in GUARDED
+        if isinstance(parent, cst.BinaryOperation) and parent.left is node and isinstance(parent.operator, cst.Power):
+            # the guarded sum raised to a power, then divided by (noise2noise's HDR loss:
+            # `/ (denoised + self._eps) ** 2`)
+            return MissingEpsilon._guards(source, parent)
         if isinstance(parent, cst.BinaryOperation) and parent.right is node:
             return isinstance(parent.operator, (cst.Divide, cst.FloorDivide))
         if isinstance(parent, cst.AugAssign) and parent.value is node:

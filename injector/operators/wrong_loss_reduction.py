@@ -493,6 +493,69 @@ class WrongLossReduction(Operator):
                 ),
             ),
         ),
+        Example(
+            # A loss class of the project whose `reduction` defaults to the mean, compiled by TorchScript
+            # and chosen by a flag (gnina-torch's losses): handed `reduction="sum"` where it is built.
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "class ScaledNLLLoss(nn.Module):\n"
+            '    def __init__(self, scale: float = 1.0, reduction: str = "mean"):\n'
+            "        super().__init__()\n"
+            "        self.scale = scale\n"
+            "        self.loss = nn.NLLLoss(reduction=reduction)\n"
+            "\n"
+            "    def forward(self, x, y):\n"
+            "        return self.scale * self.loss(x, y)\n"
+            "\n"
+            "def training(args, affinity):\n"
+            "    pose_loss = torch.jit.script(ScaledNLLLoss(scale=args.scale_pose_loss))\n"
+            "    affinity_loss = (\n"
+            "        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss))\n"
+            "        if affinity\n"
+            "        else None\n"
+            "    )\n"
+            "    return pose_loss, affinity_loss\n",
+            (
+                "import torch\n"
+                "import torch.nn as nn\n"
+                "class ScaledNLLLoss(nn.Module):\n"
+                '    def __init__(self, scale: float = 1.0, reduction: str = "mean"):\n'
+                "        super().__init__()\n"
+                "        self.scale = scale\n"
+                "        self.loss = nn.NLLLoss(reduction=reduction)\n"
+                "\n"
+                "    def forward(self, x, y):\n"
+                "        return self.scale * self.loss(x, y)\n"
+                "\n"
+                "def training(args, affinity):\n"
+                '    pose_loss = torch.jit.script(ScaledNLLLoss(scale=args.scale_pose_loss, reduction="sum"))\n'
+                "    affinity_loss = (\n"
+                "        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss))\n"
+                "        if affinity\n"
+                "        else None\n"
+                "    )\n"
+                "    return pose_loss, affinity_loss\n",
+                "import torch\n"
+                "import torch.nn as nn\n"
+                "class ScaledNLLLoss(nn.Module):\n"
+                '    def __init__(self, scale: float = 1.0, reduction: str = "mean"):\n'
+                "        super().__init__()\n"
+                "        self.scale = scale\n"
+                "        self.loss = nn.NLLLoss(reduction=reduction)\n"
+                "\n"
+                "    def forward(self, x, y):\n"
+                "        return self.scale * self.loss(x, y)\n"
+                "\n"
+                "def training(args, affinity):\n"
+                "    pose_loss = torch.jit.script(ScaledNLLLoss(scale=args.scale_pose_loss))\n"
+                "    affinity_loss = (\n"
+                '        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss, reduction="sum"))\n'
+                "        if affinity\n"
+                "        else None\n"
+                "    )\n"
+                "    return pose_loss, affinity_loss\n",
+            ),
+        ),
     )
     untouched = (
         # The mean over deep supervision's outputs (UNet++), not over the batch.
@@ -965,6 +1028,16 @@ def _defaults_to_mean(source, training, call: cst.Call) -> bool:
     parent = source.parent(call)
     if isinstance(parent, cst.Call) and parent.func is call:
         used, parent = parent, source.parent(parent)  # the criterion a factory builds, called at once
+    while True:
+        # the loss compiled, or chosen by a flag (gnina-torch's `affinity_loss = (torch.jit.script(
+        # AffinityLoss(...)) if affinity else None)`): bound all the same
+        wrapper = source.parent(parent) if isinstance(parent, cst.Arg) else None
+        if isinstance(wrapper, cst.Call) and callee_name(wrapper) in ("script", "compile", "trace"):
+            used, parent = wrapper, source.parent(wrapper)
+        elif isinstance(parent, cst.IfExp) and used in (parent.body, parent.orelse):
+            used, parent = parent, source.parent(parent)
+        else:
+            break
     return (
         isinstance(parent, cst.Assign)
         and parent.value is used
