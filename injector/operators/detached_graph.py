@@ -5,6 +5,7 @@ import libcst as cst
 from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import (
     added_terms,
+    branch_added_terms,
     branch_helper_forwards,
     chain_forwards,
     constant_start,
@@ -1512,6 +1513,45 @@ class DetachedGraph(Operator):
                 "    optimizer.step()\n",
             ),
         ),
+        Example(
+            # A term computed in an `if` after the loss and added into it there (cellpose's class loss):
+            # cut where it is computed; the loss line's cut leaves that term training.
+            "import torch\n"
+            "def train(net, loader, optimizer, class_weights):\n"
+            "    for X, lbl in loader:\n"
+            "        y = net(X)[0]\n"
+            "        loss = loss_fn_seg(lbl, y)\n"
+            "        if y.shape[1] > 3:\n"
+            "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
+            "            loss += loss3\n"
+            "        optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch\n"
+                "def train(net, loader, optimizer, class_weights):\n"
+                "    for X, lbl in loader:\n"
+                "        y = net(X)[0]\n"
+                "        loss = loss_fn_seg(lbl, y)\n"
+                "        if y.shape[1] > 3:\n"
+                "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights).detach()\n"
+                "            loss += loss3\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "import torch\n"
+                "def train(net, loader, optimizer, class_weights):\n"
+                "    for X, lbl in loader:\n"
+                "        y = net(X)[0]\n"
+                "        loss = loss_fn_seg(lbl, y.detach())\n"
+                "        if y.shape[1] > 3:\n"
+                "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
+                "            loss += loss3\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1595,6 +1635,12 @@ class DetachedGraph(Operator):
                     yield from self._detached(source, training, backward, other)
             yield from _helper_forwards_cut(source, training, backward)
             yield from _branch_forwards_cut(source, training, backward)
+            for term in branch_added_terms(source, training, backward):
+                yield Change(
+                    term,
+                    (source.replace(term.value, method_on(source, term.value, "detach")),),
+                    "the loss term is cut off from the model's graph",
+                )
             whole = [a for a in alternatives if not _accumulated(source, a)]
             for assign in whole or alternatives or [training.loss_assignment(backward)]:
                 if assign is not None and _starts_empty(assign):

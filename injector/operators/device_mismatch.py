@@ -2841,6 +2841,27 @@ class DeviceMismatch(Operator):
                 "        opt.step()\n",
             ),
         ),
+        Example(
+            # A project's helper named for the GPU that takes no device (GeoTransformer's `to_cuda`).
+            "from utils.torch import to_cuda\n"
+            "def train_epoch(model, loader, optimizer):\n"
+            "    for iteration, data_dict in enumerate(loader):\n"
+            "        data_dict = to_cuda(data_dict)\n"
+            "        result_dict = model(data_dict)\n"
+            "        result_dict['loss'].backward()\n"
+            "        optimizer.step()\n"
+            "        optimizer.zero_grad()\n",
+            (
+                "from utils.torch import to_cuda\n"
+                "def train_epoch(model, loader, optimizer):\n"
+                "    for iteration, data_dict in enumerate(loader):\n"
+                "        data_dict = data_dict\n"
+                "        result_dict = model(data_dict)\n"
+                "        result_dict['loss'].backward()\n"
+                "        optimizer.step()\n"
+                "        optimizer.zero_grad()\n",
+            ),
+        ),
     )
     untouched = (
         # A batch preparer handed no device, which fills a result with its batch (LibKGE).
@@ -3195,7 +3216,11 @@ class DeviceMismatch(Operator):
                 # a helper named for the GPU needs no device (ClassyVision's `recursive_copy_to_gpu`)
                 # (or a bare `to_device(batch)`: pytorch_sound's helper moves to the GPU itself)
                 helper = callee_name(call) or ""
-                to_gpu = helper.endswith(("_to_gpu", "_to_cuda")) or (helper == "to_device" and len(call.args) == 1)
+                to_gpu = (
+                    helper.endswith(("_to_gpu", "_to_cuda"))
+                    or helper in ("to_gpu", "to_cuda")  # GeoTransformer's `data_dict = to_cuda(data_dict)`
+                    or (helper == "to_device" and len(call.args) == 1)
+                )
                 if (
                     (callee_name(call) or "").lstrip("_") == "prepare_batch"
                     and device is not None

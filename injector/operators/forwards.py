@@ -902,3 +902,42 @@ def _bounds_only(source, line: cst.SimpleStatementLine, readers: list) -> bool:
         )
         for n in reads
     )
+
+
+def branch_added_terms(source, training, backward) -> list[cst.Assign]:
+    """Terms computed in an `if` after the loss and added into it there (cellpose's `if
+    y.shape[1] > 3: loss3 = _loss_fn_class(lbl, y, ...)`, then `loss += loss3`): each term's
+    assignment, a call, in that branch."""
+    assign = training.loss_assignment(backward)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or constant_start(assign.value):
+        return []  # (a loss that starts empty has its terms cut where they are added: forwards_after_empty_start)
+    name = dotted(assign.targets[0].target)
+    line, siblings = source.block_of(assign)
+    if name is None or line not in siblings:
+        return []
+    found: list[cst.Assign] = []
+    for later in siblings[siblings.index(line) + 1 :]:
+        if backward.call in source.within(later, cst.Call):
+            break
+        if not isinstance(later, cst.If):
+            continue
+        for added in source.within(later.body, cst.AugAssign):
+            if not isinstance(added.operator, cst.AddAssign) or dotted(added.target) != name:
+                continue
+            # the term itself, maybe weighted (`loss += loss3`, `loss += 0.4 * aux_loss`), not what a
+            # loss computed in place reads (`loss += criterion(ff, labels, hard_pairs)`)
+            value = added.value
+            if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+                value = value.right if isinstance(value.right, cst.Name) else value.left
+            for read in [value] if isinstance(value, cst.Name) else []:
+                term = training.last_assignment(read.value, added)
+                if (
+                    isinstance(term, cst.Assign)
+                    and isinstance(term.value, cst.Call)
+                    and len(term.targets) == 1
+                    and isinstance(term.targets[0].target, cst.Name)
+                    and term in source.within(later.body, cst.Assign)
+                    and term not in found
+                ):
+                    found.append(term)
+    return found

@@ -4,6 +4,7 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import (
+    branch_added_terms,
     chain_forwards,
     feeding_forwards_in_block,
     forwards_after_empty_start,
@@ -1384,6 +1385,59 @@ class NoGradTraining(Operator):
                 "        self.optimizer.step()\n",
             ),
         ),
+        Example(
+            # A term computed in an `if` after the loss and added into it there (cellpose's class loss for
+            # networks with more than three outputs): that term without autograd, beside the forward and the loss.
+            "import torch\n"
+            "def train(net, loader, optimizer, class_weights):\n"
+            "    for X, lbl in loader:\n"
+            "        y = net(X)[0]\n"
+            "        loss = loss_fn_seg(lbl, y)\n"
+            "        if y.shape[1] > 3:\n"
+            "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
+            "            loss += loss3\n"
+            "        optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch\n"
+                "def train(net, loader, optimizer, class_weights):\n"
+                "    for X, lbl in loader:\n"
+                "        with torch.no_grad():\n"
+                "            y = net(X)[0]\n"
+                "            loss = loss_fn_seg(lbl, y)\n"
+                "        if y.shape[1] > 3:\n"
+                "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
+                "            loss += loss3\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "import torch\n"
+                "def train(net, loader, optimizer, class_weights):\n"
+                "    for X, lbl in loader:\n"
+                "        y = net(X)[0]\n"
+                "        loss = loss_fn_seg(lbl, y)\n"
+                "        if y.shape[1] > 3:\n"
+                "            with torch.no_grad():\n"
+                "                loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
+                "            loss += loss3\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+                "import torch\n"
+                "def train(net, loader, optimizer, class_weights):\n"
+                "    for X, lbl in loader:\n"
+                "        with torch.no_grad():\n"
+                "            y = net(X)[0]\n"
+                "        loss = loss_fn_seg(lbl, y)\n"
+                "        if y.shape[1] > 3:\n"
+                "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
+                "            loss += loss3\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1474,6 +1528,18 @@ class NoGradTraining(Operator):
                     "the forward pass and loss run without autograd",
                 )
             yield from self._earlier_terms(source, training, backward, first)
+            for term in branch_added_terms(source, training, backward):
+                term_line = source.parent(term)
+                if isinstance(term_line, cst.SimpleStatementLine) and not under_no_grad(source, term):
+                    yield Change(
+                        term_line,
+                        (
+                            source.reindent(
+                                term_line, term_line, add=source.indent, header=f"with {training.torch}.no_grad():"
+                            ),
+                        ),
+                        f"the loss term `{term.targets[0].target.value}` is computed without autograd",
+                    )
             yield from self._forward_before_branch(source, training, first, branches)
             _, siblings = source.block_of(first)
             if first in siblings and last in siblings:

@@ -504,6 +504,98 @@ class NoShuffle(Operator):
                 "        optimizer.step()\n",
             ),
         ),
+        Example(
+            # A list shuffled in place by `shuffle` imported from `random` (REL's documents), then walked
+            # by the batch loop: the call left out, as `random.shuffle(...)` is.
+            "from random import shuffle\n"
+            "import random\n"
+            "def train(model, optimizer, train_dataset, n_epochs):\n"
+            "    for e in range(n_epochs):\n"
+            "        shuffle(train_dataset)\n"
+            "        for batch in train_dataset:\n"
+            "            optimizer.zero_grad()\n"
+            "            loss = model.loss(model(batch))\n"
+            "            loss.backward()\n"
+            "            optimizer.step()\n"
+            "def train2(model, optimizer, train_dataset, n_epochs):\n"
+            "    for e in range(n_epochs):\n"
+            "        random.shuffle(train_dataset)\n"
+            "        for batch in train_dataset:\n"
+            "            optimizer.zero_grad()\n"
+            "            loss = model.loss(model(batch))\n"
+            "            loss.backward()\n"
+            "            optimizer.step()\n",
+            (
+                "from random import shuffle\n"
+                "import random\n"
+                "def train(model, optimizer, train_dataset, n_epochs):\n"
+                "    for e in range(n_epochs):\n"
+                "        for batch in train_dataset:\n"
+                "            optimizer.zero_grad()\n"
+                "            loss = model.loss(model(batch))\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n"
+                "def train2(model, optimizer, train_dataset, n_epochs):\n"
+                "    for e in range(n_epochs):\n"
+                "        random.shuffle(train_dataset)\n"
+                "        for batch in train_dataset:\n"
+                "            optimizer.zero_grad()\n"
+                "            loss = model.loss(model(batch))\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n",
+                "from random import shuffle\n"
+                "import random\n"
+                "def train(model, optimizer, train_dataset, n_epochs):\n"
+                "    for e in range(n_epochs):\n"
+                "        shuffle(train_dataset)\n"
+                "        for batch in train_dataset:\n"
+                "            optimizer.zero_grad()\n"
+                "            loss = model.loss(model(batch))\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n"
+                "def train2(model, optimizer, train_dataset, n_epochs):\n"
+                "    for e in range(n_epochs):\n"
+                "        for batch in train_dataset:\n"
+                "            optimizer.zero_grad()\n"
+                "            loss = model.loss(model(batch))\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # An order drawn each epoch and sliced into batches (cellpose's `rperm[k:kend]`): the identity
+            # order instead.
+            "import numpy as np\n"
+            "import torch\n"
+            "def train_seg(net, train_data, optimizer, n_epochs, batch_size):\n"
+            "    nimg = len(train_data)\n"
+            "    for iepoch in range(n_epochs):\n"
+            "        rperm = np.random.permutation(np.arange(0, nimg))\n"
+            "        net.train()\n"
+            "        for k in range(0, nimg, batch_size):\n"
+            "            inds = rperm[k:k + batch_size]\n"
+            "            X = torch.stack([train_data[i] for i in inds])\n"
+            "            loss = net(X).mean()\n"
+            "            optimizer.zero_grad()\n"
+            "            loss.backward()\n"
+            "            optimizer.step()\n",
+            (
+                "import numpy as np\n"
+                "import torch\n"
+                "def train_seg(net, train_data, optimizer, n_epochs, batch_size):\n"
+                "    nimg = len(train_data)\n"
+                "    for iepoch in range(n_epochs):\n"
+                "        rperm = np.arange(0, nimg)\n"
+                "        net.train()\n"
+                "        for k in range(0, nimg, batch_size):\n"
+                "            inds = rperm[k:k + batch_size]\n"
+                "            X = torch.stack([train_data[i] for i in inds])\n"
+                "            loss = net(X).mean()\n"
+                "            optimizer.zero_grad()\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # A deterministic switch that orders no batches (cuDNN's algorithms).
@@ -669,6 +761,7 @@ class NoShuffle(Operator):
                 continue
             yield Change(call, (source.replace(shuffle.value, "False"),), f"the {kind} no longer shuffles")
         yield from _own_sampler_permutations(source)
+        yield from _drawn_orders(source, training)
         for function in source.nodes(cst.FunctionDef):
             # A training API's own default (`def fit(self, x, y, shuffle=True)`) that it hands
             # to the iterator it builds (`EpochIterator(x, y, shuffle=shuffle)`), or to a method
@@ -872,6 +965,56 @@ def _own_sampler_permutations(source):
         yield Change(draws[0], tuple(edits), f"`{owner.name.value}` no longer shuffles: it walks the samples in order")
 
 
+def _drawn_orders(source, training):
+    """A random order a training function draws (`rperm = np.random.permutation(np.arange(0,
+    nimg))`, `perm = torch.randperm(n)`) and then walks or slices its batches from in a training
+    loop after it (cellpose's `inds = rperm[k:kend]`): the identity order instead, so every epoch
+    visits the samples in the same order. Only where the order's size is plain: an `arange`,
+    `range` or a count (not an array that `permutation` would copy)."""
+    for call in source.nodes(cst.Call):
+        name = callee_name(call)
+        if name not in _PERMUTATIONS or not isinstance(call.func, cst.Attribute) or not call.args:
+            continue
+        module = dotted(call.func.value) or ""
+        if not module.endswith(("random", "torch")) or call.args[0].keyword is not None or call.args[0].star:
+            continue
+        assign = source.parent(call)
+        if not (
+            isinstance(assign, cst.Assign)
+            and assign.value is call
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+        ):
+            continue
+        function = source.function_of(call)
+        if function is None or names_evaluation(function.name.value):
+            continue
+        order = assign.targets[0].target.value
+        after = source.span(call)[1]
+        walked = any(
+            source.function_of(loop) is function
+            and source.span(loop)[0] >= after
+            and any(n.value == order for n in source.walk(loop) if isinstance(n, cst.Name))
+            for loop in training.training_loops
+        )
+        if not walked:
+            continue
+        size = call.args[0].value
+        if isinstance(size, cst.Call) and callee_name(size) in ("arange", "range"):
+            identity = source.code(size)
+        elif isinstance(size, cst.Integer) or (isinstance(size, cst.Call) and callee_name(size) == "len"):
+            prefix = "torch" if name == "randperm" else module.rsplit(".", 1)[0]
+            identity = f"{prefix}.arange({source.code(size)})"
+        elif name == "randperm":
+            identity = f"torch.arange({source.code(size)})"  # randperm takes a count only
+        else:
+            continue
+        device = argument(call, "device", None)
+        if name == "randperm" and device is not None and device.keyword is not None:
+            identity = f"{identity[:-1]}, device={source.code(device.value)})"
+        yield Change(call, (source.replace(call, identity),), f"`{source.code(call)}` no longer shuffles")
+
+
 def _sampler_shuffle(source, call: cst.Call) -> bool:
     """`random.shuffle(group)`, `np.random.shuffle(bins)` in the `__iter__` of a sampler class
     (wavenet_vocoder's length-sorting sampler shuffles inside its groups, then the groups): each
@@ -901,7 +1044,7 @@ def _walked_order_shuffled(source, training, call: cst.Call) -> bool:
     if callee_name(call) != "shuffle" or len(call.args) != 1 or call.args[0].keyword is not None:
         return False
     name = dotted(call.args[0].value)
-    if "random" not in (dotted(call.func) or "") or name is None:
+    if not ("random" in (dotted(call.func) or "") or _shuffle_from_random(source, call.func)) or name is None:
         return False
     function = source.function_of(call)
     after = source.span(call)[1]
@@ -917,6 +1060,22 @@ def _walked_order_shuffled(source, training, call: cst.Call) -> bool:
     ):
         return True
     return function is not None and _handed_to_batcher(source, training, function, name, after)
+
+
+def _shuffle_from_random(source, func: cst.BaseExpression) -> bool:
+    """True for a bare `shuffle` the file imports from `random` or `numpy.random` (REL's `from
+    random import shuffle`, then `shuffle(train_dataset)` each epoch)."""
+    if not isinstance(func, cst.Name):
+        return False
+    for node in source.nodes(cst.ImportFrom):
+        module = dotted(node.module) if node.module is not None else None
+        if module not in ("random", "numpy.random") or isinstance(node.names, cst.ImportStar):
+            continue
+        for alias in node.names:
+            bound = alias.asname.name.value if alias.asname is not None else dotted(alias.name)
+            if dotted(alias.name) == "shuffle" and bound == func.value:
+                return True
+    return False
 
 
 def _handed_to_batcher(source, training, function: cst.FunctionDef, name: str, after: int) -> bool:
