@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.neighbours import Resolver, is_torch, top_level
+from injector.neighbours import Resolver, bound_arguments, is_torch, top_level
 from injector.operators.base import Change, Example, Operator
 from injector.patterns import argument, callee_name, dotted, is_literal_bool, last_name, names_evaluation
 
@@ -596,6 +596,74 @@ class NoShuffle(Operator):
                 "            optimizer.step()\n",
             ),
         ),
+        Example(
+            # A loader factory of the project handed its shuffle flag by position and bound as the training
+            # loader (OpenNRE's `self.train_loader = SentenceRELoader(..., True)`): that flag; and the factory's own
+            # DataLoader, where the flag it is handed turns shuffling on.
+            "from torch.utils import data\n"
+            "def SentenceRELoader(path, batch_size, shuffle, num_workers=8):\n"
+            "    dataset = SentenceREDataset(path)\n"
+            "    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers)\n"
+            "class SentenceRE:\n"
+            "    def __init__(self, model, train_path, val_path, batch_size):\n"
+            "        self.model = model\n"
+            "        self.train_loader = SentenceRELoader(\n"
+            "            train_path,\n"
+            "            batch_size,\n"
+            "            True)\n"
+            "        self.val_loader = SentenceRELoader(val_path, batch_size, False)\n",
+            (
+                "from torch.utils import data\n"
+                "def SentenceRELoader(path, batch_size, shuffle, num_workers=8):\n"
+                "    dataset = SentenceREDataset(path)\n"
+                "    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)\n"
+                "class SentenceRE:\n"
+                "    def __init__(self, model, train_path, val_path, batch_size):\n"
+                "        self.model = model\n"
+                "        self.train_loader = SentenceRELoader(\n"
+                "            train_path,\n"
+                "            batch_size,\n"
+                "            True)\n"
+                "        self.val_loader = SentenceRELoader(val_path, batch_size, False)\n",
+                "from torch.utils import data\n"
+                "def SentenceRELoader(path, batch_size, shuffle, num_workers=8):\n"
+                "    dataset = SentenceREDataset(path)\n"
+                "    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers)\n"
+                "class SentenceRE:\n"
+                "    def __init__(self, model, train_path, val_path, batch_size):\n"
+                "        self.model = model\n"
+                "        self.train_loader = SentenceRELoader(\n"
+                "            train_path,\n"
+                "            batch_size,\n"
+                "            False)\n"
+                "        self.val_loader = SentenceRELoader(val_path, batch_size, False)\n",
+            ),
+        ),
+        Example(
+            # A dataset's own shuffle with settings, called each epoch before the batch loop (Graph2SMILES'
+            # `shuffle_in_bucket(bucket_size=1000)`): left out.
+            "def train(model, optimizer, train_dataset, epochs):\n"
+            "    for epoch in range(epochs):\n"
+            "        train_dataset.sort()\n"
+            "        train_dataset.shuffle_in_bucket(bucket_size=1000)\n"
+            "        train_dataset.batch(batch_size=4096)\n"
+            "        for batch in train_dataset:\n"
+            "            loss, acc = model(batch)\n"
+            "            loss.backward()\n"
+            "            optimizer.step()\n"
+            "            model.zero_grad()\n",
+            (
+                "def train(model, optimizer, train_dataset, epochs):\n"
+                "    for epoch in range(epochs):\n"
+                "        train_dataset.sort()\n"
+                "        train_dataset.batch(batch_size=4096)\n"
+                "        for batch in train_dataset:\n"
+                "            loss, acc = model(batch)\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n"
+                "            model.zero_grad()\n",
+            ),
+        ),
     )
     untouched = (
         # A deterministic switch that orders no batches (cuDNN's algorithms).
@@ -724,7 +792,7 @@ class NoShuffle(Operator):
                 )
                 continue
             if kind not in SHUFFLE_POSITION:
-                shuffle = argument(call, "shuffle", None)
+                shuffle = argument(call, "shuffle", None) or _positional_shuffle(source, resolver, call)
                 if (
                     shuffle is not None
                     and not _is_false(shuffle.value)
@@ -735,6 +803,9 @@ class NoShuffle(Operator):
                         # a factory named for the training loader (pykeen's
                         # `self._create_training_data_loader(..., shuffle=True)`)
                         or ("loader" in name.lower() and "train" in name.lower())
+                        # or one bound as the training loader (OpenNRE's `self.train_loader =
+                        # SentenceRELoader(..., True)`)
+                        or ("loader" in name.lower() and _bound_as_training(source, call))
                         or (name[:1].isupper() and name.endswith(("Sampler", "SamplerWrapper")))
                     )
                 ):
@@ -965,6 +1036,30 @@ def _own_sampler_permutations(source):
         yield Change(draws[0], tuple(edits), f"`{owner.name.value}` no longer shuffles: it walks the samples in order")
 
 
+def _bound_as_training(source, call: cst.Call) -> bool:
+    """True for a call assigned to a name of the training loader (`self.train_loader = ...`)."""
+    assign = source.parent(call)
+    return (
+        isinstance(assign, cst.Assign)
+        and assign.value is call
+        and any("train" in (last_name(t.target) or "").lower() for t in assign.targets)
+        and not any(names_evaluation(last_name(t.target) or "") for t in assign.targets)
+    )
+
+
+def _positional_shuffle(source, resolver: Resolver, call: cst.Call) -> cst.Arg | None:
+    """The argument a project's loader factory binds to its `shuffle` parameter by position
+    (OpenNRE's `SentenceRELoader(path, rel2id, tokenize, batch_size, True)`)."""
+    if not call.args or any(a.star for a in call.args) or all(a.keyword is not None for a in call.args):
+        return None
+    found = resolver.definition(source, call.func)
+    if found is None or not isinstance(found[1], (cst.FunctionDef, cst.ClassDef)):
+        return None
+    bound = bound_arguments(found[1], call)
+    value = bound.get("shuffle") if bound else None
+    return next((a for a in call.args if a.keyword is None and a.value is value), None)
+
+
 def _drawn_orders(source, training):
     """A random order a training function draws (`rperm = np.random.permutation(np.arange(0,
     nimg))`, `perm = torch.randperm(n)`) and then walks or slices its batches from in a training
@@ -1104,7 +1199,10 @@ def _dataset_reshuffled(source, training, call: cst.Call) -> bool:
     """`trainset.shuffle()` on its own line in an epoch loop whose body runs the batch loop, or
     calls the function of the file that does (kospeech's trainer reshuffles each worker's dataset
     before its loaders start)."""
-    if callee_name(call) != "shuffle" or call.args or not isinstance(call.func, cst.Attribute):
+    name = callee_name(call) or ""
+    # (or a dataset's own shuffle with settings: Graph2SMILES' `train_dataset.shuffle_in_bucket(bucket_size=1000)`)
+    own = name.startswith("shuffle_") and all(a.keyword is not None for a in call.args)
+    if not (name == "shuffle" and not call.args or own) or not isinstance(call.func, cst.Attribute):
         return False
     if names_evaluation(last_name(call.func.value) or ""):
         return False
