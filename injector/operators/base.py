@@ -24,7 +24,7 @@ from injector.patterns import (
     mode_calls,
     names_data,
 )
-from injector.source import Source
+from injector.source import Source, walk_children
 
 
 @dataclass(frozen=True)
@@ -342,3 +342,59 @@ def deleted_calls(source: Source, wanted, description: str) -> Iterator[Change]:
         call = statement.value
         if isinstance(call, cst.Call) and wanted(call) and source.is_reachable(statement):
             yield Change(statement, (source.delete_statement(statement),), description.format(code=source.code(call)))
+
+
+def inherited_mode_helper_calls(source: Source, training: Training, switch: str) -> list[cst.Expr]:
+    """Statements `self.m()` that call, with no argument, a method of a base class in another
+    module of the project whose body switches a model's mode with `switch` (`eval`/`train`):
+    GeoTransformer's `self.set_eval_mode()`, defined in its BaseTrainer as `self.model.eval()`
+    and `torch.set_grad_enabled(False)`."""
+    found = []
+    for statement in source.nodes(cst.Expr):
+        call = statement.value
+        if not (
+            isinstance(call, cst.Call)
+            and not call.args
+            and isinstance(call.func, cst.Attribute)
+            and isinstance(call.func.value, cst.Name)
+            and call.func.value.value == "self"
+            and source.is_reachable(statement)
+            and not training.called_functions(call)  # a method of this file: its own switches get mutants
+        ):
+            continue
+        owner = enclosing_class(source, call)
+        method = _base_method(training, source, owner, call.func.attr.value, 0) if owner is not None else None
+        if method is not None and _switches(method, switch):
+            found.append(statement)
+    return found
+
+
+def _switches(method: cst.FunctionDef, switch: str) -> bool:
+    """True where the method's own statements call `.<switch>()` with no argument on something."""
+    return any(
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == switch
+        and not node.args
+        for node in walk_children(method.body)
+    )
+
+
+def _base_method(
+    training: Training, source: Source, owner: cst.ClassDef, name: str, depth: int
+) -> cst.FunctionDef | None:
+    """The method `name` of a base class of `owner` defined in another module of the project."""
+    if depth > 3:
+        return None
+    for base in owner.bases:
+        found = training.resolver.definition(source, base.value)
+        if found is None or not isinstance(found[1], cst.ClassDef) or (depth == 0 and found[0].path == source.path):
+            continue  # (a base class of this file: its own switches get their mutants)
+        module, cls = found
+        own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+        if own is not None:
+            return own
+        deeper = _base_method(training, module, cls, name, depth + 1)
+        if deeper is not None:
+            return deeper
+    return None

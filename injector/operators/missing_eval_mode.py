@@ -5,7 +5,7 @@ from collections.abc import Collection
 import libcst as cst
 
 from injector.neighbours import bound_arguments, top_level
-from injector.operators.base import Change, Example, Operator, removed_mode_switches
+from injector.operators.base import Change, Example, Operator, inherited_mode_helper_calls, removed_mode_switches
 from injector.operators.snippets import CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MICROBATCH_TRAINER, MLP_CRITIC
 from injector.patterns import (
     argument,
@@ -763,3 +763,9 @@ class MissingEvalMode(Operator):
             )
 
         yield from removed_mode_switches(source, training, is_switch, False, "evaluation runs in training mode")
+        for statement in inherited_mode_helper_calls(source, training, "eval"):
+            yield Change(
+                statement,
+                (source.delete_statement(statement),),
+                f"removed `{source.code(statement.value)}`: evaluation runs in training mode",
+            )

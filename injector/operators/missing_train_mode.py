@@ -5,7 +5,14 @@ from collections.abc import Collection
 import libcst as cst
 
 from injector.neighbours import Resolver
-from injector.operators.base import Change, Example, Operator, deleted_calls, removed_mode_switches
+from injector.operators.base import (
+    Change,
+    Example,
+    Operator,
+    deleted_calls,
+    inherited_mode_helper_calls,
+    removed_mode_switches,
+)
 from injector.operators.snippets import (
     AGENT_CONSTRUCTOR,
     CALLBACK_RUNNER,
@@ -1402,6 +1409,17 @@ class MissingTrainMode(Operator):
                     call,
                     (source.replace(mode.value, "False"),),
                     f"`{source.code(call)}` never switches to training mode",
+                )
+        # a base class's helper switching back after the function switched to eval
+        # (GeoTransformer's validation: `self.set_eval_mode()` ... `self.set_train_mode()`)
+        evals = inherited_mode_helper_calls(source, training, "eval")
+        for statement in inherited_mode_helper_calls(source, training, "train"):
+            function = source.function_of(statement)
+            if any(source.function_of(e) is function and source.span(e)[1] <= source.span(statement)[0] for e in evals):
+                yield Change(
+                    statement,
+                    (source.delete_statement(statement),),
+                    f"removed `{source.code(statement.value)}`: training continues in eval mode",
                 )
         if self._never_leaves_train_mode(source, training):
             return

@@ -826,3 +826,60 @@ def test_a_builder_taken_with_a_star_import_is_read_where_the_project_defines_it
     assert "+    config.optimizer.lr = config.optimizer.lr * 100" in found[0][2]
     (tmp_path / "pkg" / "utils.py").unlink()
     assert lr_mutants(capsys, tmp_path / "pkg" / "train.py") == []
+
+
+BASE_TRAINER = (
+    "import torch\n"
+    "class BaseTrainer:\n"
+    "    def set_train_mode(self):\n"
+    "        self.training = True\n"
+    "        self.model.train()\n"
+    "        torch.set_grad_enabled(True)\n"
+    "\n"
+    "    def set_eval_mode(self):\n"
+    "        self.training = False\n"
+    "        self.model.eval()\n"
+    "        torch.set_grad_enabled(False)"
+)
+EPOCH_TRAINER = (
+    "from engine.base_trainer import BaseTrainer\n"
+    "\n"
+    "class EpochBasedTrainer(BaseTrainer):\n"
+    "    def run(self):\n"
+    "        self.set_train_mode()\n"
+    "        for epoch in range(self.max_epoch):\n"
+    "            self.train_epoch()\n"
+    "            self.inference_epoch()\n"
+    "\n"
+    "    def train_epoch(self):\n"
+    "        for data_dict in self.train_loader:\n"
+    '            loss = self.model(data_dict)["loss"]\n'
+    "            loss.backward()\n"
+    "            self.optimizer.step()\n"
+    "            self.optimizer.zero_grad()\n"
+    "\n"
+    "    def inference_epoch(self):\n"
+    "        self.set_eval_mode()\n"
+    "        for data_dict in self.val_loader:\n"
+    "            self.model(data_dict)\n"
+    "        self.set_train_mode()\n"
+)
+
+
+def test_a_base_class_mode_helper_of_another_module_is_a_mode_switch(tmp_path, capsys):
+    """GeoTransformer's trainer switches modes through its base class's `set_eval_mode()` and
+    `set_train_mode()`, defined in another module: the validation's switch to eval and its switch
+    back are mutants; `run()`'s first `set_train_mode()`, before any eval, is not."""
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "base_trainer.py").write_text(BASE_TRAINER)
+    (tmp_path / "engine" / "epoch_trainer.py").write_text(EPOCH_TRAINER)
+    found = lr_mutants(capsys, tmp_path, "missing-eval-mode")
+    assert [(file, line) for file, line, _ in found if file.endswith("epoch_trainer.py")] == [
+        ("engine/epoch_trainer.py", 18)
+    ]
+    found = lr_mutants(capsys, tmp_path, "missing-train-mode")
+    assert [(file, line) for file, line, _ in found if file.endswith("epoch_trainer.py")] == [
+        ("engine/epoch_trainer.py", 21)
+    ]
+    (tmp_path / "engine" / "base_trainer.py").unlink()
+    assert lr_mutants(capsys, tmp_path, "missing-eval-mode") == []
