@@ -18,6 +18,7 @@ from injector.operators.forwards import (
 )
 from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
+    BRANCH_ADDED_TERM_STEP,
     GAN_GENERATOR_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
@@ -217,6 +218,20 @@ _BRANCH_LOSSES_STEP = (
     "    if do_r1:\n"
     "        loss_r1 = penalty(logits, real) * gamma\n"
     "    (logits * 0 + loss_real + loss_r1).mean().mul(gain).backward()\n"
+)
+
+
+# Named loss terms summed beside a regulariser computed in place (SPIN).
+INPLACE_REGULARISED_SUM = (
+    "import torch\n"
+    "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
+    "    pred_kp, pred_shape, pred_camera = model(images)\n"
+    '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n'
+    '    loss_shape = shape_loss(pred_shape, gt["shape"])\n'
+    "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n"
+    "    optimizer.zero_grad()\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
 )
 
 
@@ -1462,94 +1477,38 @@ class DetachedGraph(Operator):
         Example(
             # Named terms summed beside a regulariser computed in place (SPIN's positive-depth term): each
             # named term is cut where it is computed, as well as the whole sum and the forward.
-            "import torch\n"
-            "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
-            "    pred_kp, pred_shape, pred_camera = model(images)\n"
-            '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n'
-            '    loss_shape = shape_loss(pred_shape, gt["shape"])\n'
-            "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n"
-            "    optimizer.zero_grad()\n"
-            "    loss.backward()\n"
-            "    optimizer.step()\n",
+            INPLACE_REGULARISED_SUM,
             (
-                "import torch\n"
-                "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
-                "    pred_kp, pred_shape, pred_camera = model(images)\n"
-                '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n'
-                '    loss_shape = shape_loss(pred_shape, gt["shape"])\n'
-                "    loss = (w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()).detach()\n"
-                "    optimizer.zero_grad()\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
-                "import torch\n"
-                "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
-                "    pred_kp, pred_shape, pred_camera = model(images)\n"
-                '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"]).detach()\n'
-                '    loss_shape = shape_loss(pred_shape, gt["shape"])\n'
-                "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n"
-                "    optimizer.zero_grad()\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
-                "import torch\n"
-                "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
-                "    pred_kp, pred_shape, pred_camera = model(images)\n"
-                '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n'
-                '    loss_shape = shape_loss(pred_shape, gt["shape"]).detach()\n'
-                "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n"
-                "    optimizer.zero_grad()\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
-                "import torch\n"
-                "def train_step(model, optimizer, images, gt, w_kp, w_shape):\n"
-                "    pred_kp, pred_shape, pred_camera = model(images)\n"
-                "    pred_kp = pred_kp.detach()\n"
-                "    pred_shape = pred_shape.detach()\n"
-                "    pred_camera = pred_camera.detach()\n"
-                '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n'
-                '    loss_shape = shape_loss(pred_shape, gt["shape"])\n'
-                "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n"
-                "    optimizer.zero_grad()\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
+                INPLACE_REGULARISED_SUM.replace(
+                    "    loss = w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()\n",
+                    "    loss = (w_kp * loss_keypoints + w_shape * loss_shape + ((torch.exp(-pred_camera[:, 0] * 10)) ** 2).mean()).detach()\n",
+                ),
+                INPLACE_REGULARISED_SUM.replace(
+                    '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n',
+                    '    loss_keypoints = keypoint_loss(pred_kp, gt["kp"]).detach()\n',
+                ),
+                INPLACE_REGULARISED_SUM.replace(
+                    '    loss_shape = shape_loss(pred_shape, gt["shape"])\n',
+                    '    loss_shape = shape_loss(pred_shape, gt["shape"]).detach()\n',
+                ),
+                INPLACE_REGULARISED_SUM.replace(
+                    '    pred_kp, pred_shape, pred_camera = model(images)\n    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n',
+                    '    pred_kp, pred_shape, pred_camera = model(images)\n    pred_kp = pred_kp.detach()\n    pred_shape = pred_shape.detach()\n    pred_camera = pred_camera.detach()\n    loss_keypoints = keypoint_loss(pred_kp, gt["kp"])\n',
+                ),
             ),
         ),
         Example(
             # A term computed in an `if` after the loss and added into it there (cellpose's class loss):
             # cut where it is computed; the loss line's cut leaves that term training.
-            "import torch\n"
-            "def train(net, loader, optimizer, class_weights):\n"
-            "    for X, lbl in loader:\n"
-            "        y = net(X)[0]\n"
-            "        loss = loss_fn_seg(lbl, y)\n"
-            "        if y.shape[1] > 3:\n"
-            "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
-            "            loss += loss3\n"
-            "        optimizer.zero_grad()\n"
-            "        loss.backward()\n"
-            "        optimizer.step()\n",
+            BRANCH_ADDED_TERM_STEP,
             (
-                "import torch\n"
-                "def train(net, loader, optimizer, class_weights):\n"
-                "    for X, lbl in loader:\n"
-                "        y = net(X)[0]\n"
-                "        loss = loss_fn_seg(lbl, y)\n"
-                "        if y.shape[1] > 3:\n"
-                "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights).detach()\n"
-                "            loss += loss3\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
-                "import torch\n"
-                "def train(net, loader, optimizer, class_weights):\n"
-                "    for X, lbl in loader:\n"
-                "        y = net(X)[0]\n"
-                "        loss = loss_fn_seg(lbl, y.detach())\n"
-                "        if y.shape[1] > 3:\n"
-                "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
-                "            loss += loss3\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
+                BRANCH_ADDED_TERM_STEP.replace(
+                    "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n",
+                    "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights).detach()\n",
+                ),
+                BRANCH_ADDED_TERM_STEP.replace(
+                    "        loss = loss_fn_seg(lbl, y)\n", "        loss = loss_fn_seg(lbl, y.detach())\n"
+                ),
             ),
         ),
     )

@@ -1714,6 +1714,48 @@ _BATCH_HELPER_TRAINER = (
 )
 
 
+# A validation loop that moves a tensor it never reads again (SfmLearner).
+UNREAD_MOVE = (
+    "import torch\n"
+    "@torch.no_grad()\n"
+    "def validate(loader, disp_net, device):\n"
+    "    errors = []\n"
+    "    for img, intrinsics, intrinsics_inv in loader:\n"
+    "        img = img.to(device)\n"
+    "        intrinsics_inv = intrinsics_inv.to(device)\n"
+    "        errors.append(disp_net(img).mean().item())\n"
+    "    return errors\n"
+)
+
+
+# A device read from a settings entry (dl-for-har).
+SETTINGS_DEVICE = (
+    "def train(network, config, trainloader, opt, criterion):\n"
+    "    network.to(config['gpu'])\n"
+    "    network.train()\n"
+    "    for i, (x, y) in enumerate(trainloader):\n"
+    "        inputs, targets = x.to(config['gpu']), y.to(config['gpu'])\n"
+    "        opt.zero_grad()\n"
+    "        output = network(inputs)\n"
+    "        loss = criterion(output, targets.long())\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+)
+
+
+# A helper named for the GPU that takes no device (GeoTransformer).
+NO_DEVICE_MOVE_HELPER = (
+    "from utils.torch import to_cuda\n"
+    "def train_epoch(model, loader, optimizer):\n"
+    "    for iteration, data_dict in enumerate(loader):\n"
+    "        data_dict = to_cuda(data_dict)\n"
+    "        result_dict = model(data_dict)\n"
+    "        result_dict['loss'].backward()\n"
+    "        optimizer.step()\n"
+    "        optimizer.zero_grad()\n"
+)
+
+
 class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
@@ -2785,81 +2827,30 @@ class DeviceMismatch(Operator):
         Example(
             # A validation loop that moves a tensor it never reads again (SfmLearner's `intrinsics_inv`):
             # that move changes nothing; the image's does.
-            "import torch\n"
-            "@torch.no_grad()\n"
-            "def validate(loader, disp_net, device):\n"
-            "    errors = []\n"
-            "    for img, intrinsics, intrinsics_inv in loader:\n"
-            "        img = img.to(device)\n"
-            "        intrinsics_inv = intrinsics_inv.to(device)\n"
-            "        errors.append(disp_net(img).mean().item())\n"
-            "    return errors\n",
-            (
-                "import torch\n"
-                "@torch.no_grad()\n"
-                "def validate(loader, disp_net, device):\n"
-                "    errors = []\n"
-                "    for img, intrinsics, intrinsics_inv in loader:\n"
-                "        img = img\n"
-                "        intrinsics_inv = intrinsics_inv.to(device)\n"
-                "        errors.append(disp_net(img).mean().item())\n"
-                "    return errors\n",
-            ),
+            UNREAD_MOVE,
+            (UNREAD_MOVE.replace("        img = img.to(device)\n", "        img = img\n"),),
         ),
         Example(
             # The device read from a settings entry (dl-for-har's `x.to(config['gpu'])`).
-            "def train(network, config, trainloader, opt, criterion):\n"
-            "    network.to(config['gpu'])\n"
-            "    network.train()\n"
-            "    for i, (x, y) in enumerate(trainloader):\n"
-            "        inputs, targets = x.to(config['gpu']), y.to(config['gpu'])\n"
-            "        opt.zero_grad()\n"
-            "        output = network(inputs)\n"
-            "        loss = criterion(output, targets.long())\n"
-            "        loss.backward()\n"
-            "        opt.step()\n",
+            SETTINGS_DEVICE,
             (
-                "def train(network, config, trainloader, opt, criterion):\n"
-                "    network.to(config['gpu'])\n"
-                "    network.train()\n"
-                "    for i, (x, y) in enumerate(trainloader):\n"
-                "        inputs, targets = x, y.to(config['gpu'])\n"
-                "        opt.zero_grad()\n"
-                "        output = network(inputs)\n"
-                "        loss = criterion(output, targets.long())\n"
-                "        loss.backward()\n"
-                "        opt.step()\n",
-                "def train(network, config, trainloader, opt, criterion):\n"
-                "    network.to(config['gpu'])\n"
-                "    network.train()\n"
-                "    for i, (x, y) in enumerate(trainloader):\n"
-                "        inputs, targets = x.to(config['gpu']), y\n"
-                "        opt.zero_grad()\n"
-                "        output = network(inputs)\n"
-                "        loss = criterion(output, targets.long())\n"
-                "        loss.backward()\n"
-                "        opt.step()\n",
+                SETTINGS_DEVICE.replace(
+                    "        inputs, targets = x.to(config['gpu']), y.to(config['gpu'])\n",
+                    "        inputs, targets = x, y.to(config['gpu'])\n",
+                ),
+                SETTINGS_DEVICE.replace(
+                    "        inputs, targets = x.to(config['gpu']), y.to(config['gpu'])\n",
+                    "        inputs, targets = x.to(config['gpu']), y\n",
+                ),
             ),
         ),
         Example(
             # A project's helper named for the GPU that takes no device (GeoTransformer's `to_cuda`).
-            "from utils.torch import to_cuda\n"
-            "def train_epoch(model, loader, optimizer):\n"
-            "    for iteration, data_dict in enumerate(loader):\n"
-            "        data_dict = to_cuda(data_dict)\n"
-            "        result_dict = model(data_dict)\n"
-            "        result_dict['loss'].backward()\n"
-            "        optimizer.step()\n"
-            "        optimizer.zero_grad()\n",
+            NO_DEVICE_MOVE_HELPER,
             (
-                "from utils.torch import to_cuda\n"
-                "def train_epoch(model, loader, optimizer):\n"
-                "    for iteration, data_dict in enumerate(loader):\n"
-                "        data_dict = data_dict\n"
-                "        result_dict = model(data_dict)\n"
-                "        result_dict['loss'].backward()\n"
-                "        optimizer.step()\n"
-                "        optimizer.zero_grad()\n",
+                NO_DEVICE_MOVE_HELPER.replace(
+                    "        data_dict = to_cuda(data_dict)\n", "        data_dict = data_dict\n"
+                ),
             ),
         ),
     )

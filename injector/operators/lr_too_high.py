@@ -646,6 +646,21 @@ _POLY_AFTER_STEP = (
 )
 
 
+# Parameter groups with their own rates, listed under a name first (SfmLearner).
+NAMED_PARAM_GROUPS = (
+    "import torch\n"
+    "def main(args, disp_net, pose_net):\n"
+    "    optim_params = [\n"
+    "        {'params': disp_net.parameters(), 'lr': args.lr},\n"
+    "        {'params': pose_net.parameters(), 'lr': args.lr}\n"
+    "    ]\n"
+    "    optimizer = torch.optim.Adam(optim_params,\n"
+    "                                 betas=(args.momentum, args.beta),\n"
+    "                                 weight_decay=args.weight_decay)\n"
+    "    return optimizer\n"
+)
+
+
 class LrTooHigh(Operator):
     id = "lr-too-high"
     summary = (
@@ -1345,37 +1360,16 @@ class LrTooHigh(Operator):
         Example(
             # Parameter groups each with their own rate, in a list bound to a name first (SfmLearner's
             # `optim_params`): the groups' rates; the optimizer gets no default rate, which no group would use.
-            "import torch\n"
-            "def main(args, disp_net, pose_net):\n"
-            "    optim_params = [\n"
-            "        {'params': disp_net.parameters(), 'lr': args.lr},\n"
-            "        {'params': pose_net.parameters(), 'lr': args.lr}\n"
-            "    ]\n"
-            "    optimizer = torch.optim.Adam(optim_params,\n"
-            "                                 betas=(args.momentum, args.beta),\n"
-            "                                 weight_decay=args.weight_decay)\n"
-            "    return optimizer\n",
+            NAMED_PARAM_GROUPS,
             (
-                "import torch\n"
-                "def main(args, disp_net, pose_net):\n"
-                "    optim_params = [\n"
-                "        {'params': disp_net.parameters(), 'lr': args.lr * 100},\n"
-                "        {'params': pose_net.parameters(), 'lr': args.lr}\n"
-                "    ]\n"
-                "    optimizer = torch.optim.Adam(optim_params,\n"
-                "                                 betas=(args.momentum, args.beta),\n"
-                "                                 weight_decay=args.weight_decay)\n"
-                "    return optimizer\n",
-                "import torch\n"
-                "def main(args, disp_net, pose_net):\n"
-                "    optim_params = [\n"
-                "        {'params': disp_net.parameters(), 'lr': args.lr},\n"
-                "        {'params': pose_net.parameters(), 'lr': args.lr * 100}\n"
-                "    ]\n"
-                "    optimizer = torch.optim.Adam(optim_params,\n"
-                "                                 betas=(args.momentum, args.beta),\n"
-                "                                 weight_decay=args.weight_decay)\n"
-                "    return optimizer\n",
+                NAMED_PARAM_GROUPS.replace(
+                    "        {'params': disp_net.parameters(), 'lr': args.lr},\n",
+                    "        {'params': disp_net.parameters(), 'lr': args.lr * 100},\n",
+                ),
+                NAMED_PARAM_GROUPS.replace(
+                    "        {'params': pose_net.parameters(), 'lr': args.lr}\n",
+                    "        {'params': pose_net.parameters(), 'lr': args.lr * 100}\n",
+                ),
             ),
         ),
     )

@@ -50,6 +50,26 @@ def _epsilon_floor(call: cst.Call) -> cst.BaseExpression | None:
     return None
 
 
+# A guarded sum squared before it divides (noise2noise's HDR loss).
+SQUARED_GUARD = (
+    "import torch\n"
+    "class HDRLoss(torch.nn.Module):\n"
+    "    def __init__(self, eps=0.01):\n"
+    "        super().__init__()\n"
+    "        self._eps = eps\n"
+    "\n"
+    "    def forward(self, denoised, target):\n"
+    "        loss = ((denoised - target) ** 2) / (denoised + self._eps) ** 2\n"
+    "        return torch.mean(loss.view(-1))\n"
+    "\n"
+    "    def other(self, a, b):\n"
+    "        return a / (b + self._eps)\n"
+    "\n"
+    "    def third(self, a, b):\n"
+    "        return a / (b + self.eps) ** 2\n"
+)
+
+
 class MissingEpsilon(Operator):
     id = "missing-epsilon"
     summary = "Drop the `+ eps` or `clamp(min=eps)` that keeps a `log`, `sqrt` or division finite."
@@ -134,67 +154,14 @@ class MissingEpsilon(Operator):
         ),
         Example(
             # A guarded sum squared before it divides (noise2noise's HDR loss): still the divisor's guard.
-            "import torch\n"
-            "class HDRLoss(torch.nn.Module):\n"
-            "    def __init__(self, eps=0.01):\n"
-            "        super().__init__()\n"
-            "        self._eps = eps\n"
-            "\n"
-            "    def forward(self, denoised, target):\n"
-            "        loss = ((denoised - target) ** 2) / (denoised + self._eps) ** 2\n"
-            "        return torch.mean(loss.view(-1))\n"
-            "\n"
-            "    def other(self, a, b):\n"
-            "        return a / (b + self._eps)\n"
-            "\n"
-            "    def third(self, a, b):\n"
-            "        return a / (b + self.eps) ** 2\n",
+            SQUARED_GUARD,
             (
-                "import torch\n"
-                "class HDRLoss(torch.nn.Module):\n"
-                "    def __init__(self, eps=0.01):\n"
-                "        super().__init__()\n"
-                "        self._eps = eps\n"
-                "\n"
-                "    def forward(self, denoised, target):\n"
-                "        loss = ((denoised - target) ** 2) / (denoised) ** 2\n"
-                "        return torch.mean(loss.view(-1))\n"
-                "\n"
-                "    def other(self, a, b):\n"
-                "        return a / (b + self._eps)\n"
-                "\n"
-                "    def third(self, a, b):\n"
-                "        return a / (b + self.eps) ** 2\n",
-                "import torch\n"
-                "class HDRLoss(torch.nn.Module):\n"
-                "    def __init__(self, eps=0.01):\n"
-                "        super().__init__()\n"
-                "        self._eps = eps\n"
-                "\n"
-                "    def forward(self, denoised, target):\n"
-                "        loss = ((denoised - target) ** 2) / (denoised + self._eps) ** 2\n"
-                "        return torch.mean(loss.view(-1))\n"
-                "\n"
-                "    def other(self, a, b):\n"
-                "        return a / (b)\n"
-                "\n"
-                "    def third(self, a, b):\n"
-                "        return a / (b + self.eps) ** 2\n",
-                "import torch\n"
-                "class HDRLoss(torch.nn.Module):\n"
-                "    def __init__(self, eps=0.01):\n"
-                "        super().__init__()\n"
-                "        self._eps = eps\n"
-                "\n"
-                "    def forward(self, denoised, target):\n"
-                "        loss = ((denoised - target) ** 2) / (denoised + self._eps) ** 2\n"
-                "        return torch.mean(loss.view(-1))\n"
-                "\n"
-                "    def other(self, a, b):\n"
-                "        return a / (b + self._eps)\n"
-                "\n"
-                "    def third(self, a, b):\n"
-                "        return a / (b) ** 2\n",
+                SQUARED_GUARD.replace(
+                    "        loss = ((denoised - target) ** 2) / (denoised + self._eps) ** 2\n",
+                    "        loss = ((denoised - target) ** 2) / (denoised) ** 2\n",
+                ),
+                SQUARED_GUARD.replace("        return a / (b + self._eps)\n", "        return a / (b)\n"),
+                SQUARED_GUARD.replace("        return a / (b + self.eps) ** 2\n", "        return a / (b) ** 2\n"),
             ),
         ),
     )

@@ -16,6 +16,7 @@ from injector.operators.forwards import (
     upstream_forwards,
 )
 from injector.operators.snippets import (
+    BRANCH_ADDED_TERM_STEP,
     CALLBACK_RUNNER,
     GAN_GENERATOR_STEP,
     INPUT_GRADIENT,
@@ -65,6 +66,47 @@ def _only_reads(source, first: cst.CSTNode, last: cst.CSTNode) -> bool:
         if source.within(line, (cst.Call, cst.BinaryOperation, cst.UnaryOperation)):
             return False
     return True
+
+
+# A distillation term computed in one branch, a fresh zero in the other (EfficientAT).
+DISTILLED_TERM_STEP = (
+    "import torch\n"
+    "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
+    "    for x, y, idx in loader:\n"
+    "        y_hat = model(x)\n"
+    "        label_loss = criterion(y_hat, y)\n"
+    "        if kd:\n"
+    "            soft_loss = criterion(y_hat, teacher_preds[idx])\n"
+    "        else:\n"
+    "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
+    "        loss = label_loss + soft_loss\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+
+# A fitter the optimizer does not train, run on detached predictions in a branch (SPIN).
+FITTER_TRAINER = (
+    "import torch\n"
+    "class Trainer:\n"
+    "    def init_fn(self):\n"
+    "        self.model = hmr(pretrained=True).to(self.device)\n"
+    "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=5e-5)\n"
+    "        self.smplify = SMPLify(step_size=1e-2, batch_size=64, num_iters=100)\n"
+    "\n"
+    "    def train_step(self, images, gt_keypoints):\n"
+    "        self.model.train()\n"
+    "        pred_pose, pred_betas = self.model(images)\n"
+    "        opt_pose = gt_keypoints\n"
+    "        if self.options.run_smplify:\n"
+    "            new_pose, new_loss = self.smplify(pred_pose.detach(), pred_betas.detach(), gt_keypoints)\n"
+    "            opt_pose = new_pose\n"
+    "        loss = ((pred_pose - opt_pose) ** 2).mean()\n"
+    "        self.optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+)
 
 
 class NoGradTraining(Operator):
@@ -1250,192 +1292,57 @@ class NoGradTraining(Operator):
             # A term computed from the teacher's targets only where distillation is on, a fresh zero
             # tensor in the other branch (EfficientAT): the branch that computes it gets the mutant; the
             # zero has no graph for no_grad to take away.
-            "import torch\n"
-            "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
-            "    for x, y, idx in loader:\n"
-            "        y_hat = model(x)\n"
-            "        label_loss = criterion(y_hat, y)\n"
-            "        if kd:\n"
-            "            soft_loss = criterion(y_hat, teacher_preds[idx])\n"
-            "        else:\n"
-            "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
-            "        loss = label_loss + soft_loss\n"
-            "        optimizer.zero_grad()\n"
-            "        loss.backward()\n"
-            "        optimizer.step()\n",
+            DISTILLED_TERM_STEP,
             (
-                "import torch\n"
-                "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
-                "    for x, y, idx in loader:\n"
-                "        y_hat = model(x)\n"
-                "        label_loss = criterion(y_hat, y)\n"
-                "        if kd:\n"
-                "            soft_loss = criterion(y_hat, teacher_preds[idx])\n"
-                "        else:\n"
-                "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
-                "        with torch.no_grad():\n"
-                "            loss = label_loss + soft_loss\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
-                "import torch\n"
-                "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
-                "    for x, y, idx in loader:\n"
-                "        y_hat = model(x)\n"
-                "        with torch.no_grad():\n"
-                "            label_loss = criterion(y_hat, y)\n"
-                "        if kd:\n"
-                "            soft_loss = criterion(y_hat, teacher_preds[idx])\n"
-                "        else:\n"
-                "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
-                "        loss = label_loss + soft_loss\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
-                "import torch\n"
-                "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
-                "    for x, y, idx in loader:\n"
-                "        y_hat = model(x)\n"
-                "        label_loss = criterion(y_hat, y)\n"
-                "        if kd:\n"
-                "            with torch.no_grad():\n"
-                "                soft_loss = criterion(y_hat, teacher_preds[idx])\n"
-                "        else:\n"
-                "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
-                "        loss = label_loss + soft_loss\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
-                "import torch\n"
-                "def train(model, teacher_preds, loader, optimizer, criterion, kd):\n"
-                "    for x, y, idx in loader:\n"
-                "        with torch.no_grad():\n"
-                "            y_hat = model(x)\n"
-                "        label_loss = criterion(y_hat, y)\n"
-                "        if kd:\n"
-                "            soft_loss = criterion(y_hat, teacher_preds[idx])\n"
-                "        else:\n"
-                "            soft_loss = torch.tensor(0.0, device=y_hat.device)\n"
-                "        loss = label_loss + soft_loss\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
+                DISTILLED_TERM_STEP.replace(
+                    "        loss = label_loss + soft_loss\n",
+                    "        with torch.no_grad():\n            loss = label_loss + soft_loss\n",
+                ),
+                DISTILLED_TERM_STEP.replace(
+                    "        label_loss = criterion(y_hat, y)\n",
+                    "        with torch.no_grad():\n            label_loss = criterion(y_hat, y)\n",
+                ),
+                DISTILLED_TERM_STEP.replace(
+                    "            soft_loss = criterion(y_hat, teacher_preds[idx])\n",
+                    "            with torch.no_grad():\n                soft_loss = criterion(y_hat, teacher_preds[idx])\n",
+                ),
+                DISTILLED_TERM_STEP.replace(
+                    "        y_hat = model(x)\n", "        with torch.no_grad():\n            y_hat = model(x)\n"
+                ),
             ),
         ),
         Example(
             # A fitter the optimizer does not train, run in a branch on detached predictions (SPIN's
             # `self.smplify(...)`, which fits targets with its own autograd): no mutant there; the forward and
             # the loss get theirs.
-            "import torch\n"
-            "class Trainer:\n"
-            "    def init_fn(self):\n"
-            "        self.model = hmr(pretrained=True).to(self.device)\n"
-            "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=5e-5)\n"
-            "        self.smplify = SMPLify(step_size=1e-2, batch_size=64, num_iters=100)\n"
-            "\n"
-            "    def train_step(self, images, gt_keypoints):\n"
-            "        self.model.train()\n"
-            "        pred_pose, pred_betas = self.model(images)\n"
-            "        opt_pose = gt_keypoints\n"
-            "        if self.options.run_smplify:\n"
-            "            new_pose, new_loss = self.smplify(pred_pose.detach(), pred_betas.detach(), gt_keypoints)\n"
-            "            opt_pose = new_pose\n"
-            "        loss = ((pred_pose - opt_pose) ** 2).mean()\n"
-            "        self.optimizer.zero_grad()\n"
-            "        loss.backward()\n"
-            "        self.optimizer.step()\n",
+            FITTER_TRAINER,
             (
-                "import torch\n"
-                "class Trainer:\n"
-                "    def init_fn(self):\n"
-                "        self.model = hmr(pretrained=True).to(self.device)\n"
-                "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=5e-5)\n"
-                "        self.smplify = SMPLify(step_size=1e-2, batch_size=64, num_iters=100)\n"
-                "\n"
-                "    def train_step(self, images, gt_keypoints):\n"
-                "        self.model.train()\n"
-                "        pred_pose, pred_betas = self.model(images)\n"
-                "        opt_pose = gt_keypoints\n"
-                "        if self.options.run_smplify:\n"
-                "            new_pose, new_loss = self.smplify(pred_pose.detach(), pred_betas.detach(), gt_keypoints)\n"
-                "            opt_pose = new_pose\n"
-                "        with torch.no_grad():\n"
-                "            loss = ((pred_pose - opt_pose) ** 2).mean()\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n",
-                "import torch\n"
-                "class Trainer:\n"
-                "    def init_fn(self):\n"
-                "        self.model = hmr(pretrained=True).to(self.device)\n"
-                "        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=5e-5)\n"
-                "        self.smplify = SMPLify(step_size=1e-2, batch_size=64, num_iters=100)\n"
-                "\n"
-                "    def train_step(self, images, gt_keypoints):\n"
-                "        self.model.train()\n"
-                "        with torch.no_grad():\n"
-                "            pred_pose, pred_betas = self.model(images)\n"
-                "        opt_pose = gt_keypoints\n"
-                "        if self.options.run_smplify:\n"
-                "            new_pose, new_loss = self.smplify(pred_pose.detach(), pred_betas.detach(), gt_keypoints)\n"
-                "            opt_pose = new_pose\n"
-                "        loss = ((pred_pose - opt_pose) ** 2).mean()\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n",
+                FITTER_TRAINER.replace(
+                    "        loss = ((pred_pose - opt_pose) ** 2).mean()\n",
+                    "        with torch.no_grad():\n            loss = ((pred_pose - opt_pose) ** 2).mean()\n",
+                ),
+                FITTER_TRAINER.replace(
+                    "        pred_pose, pred_betas = self.model(images)\n",
+                    "        with torch.no_grad():\n            pred_pose, pred_betas = self.model(images)\n",
+                ),
             ),
         ),
         Example(
             # A term computed in an `if` after the loss and added into it there (cellpose's class loss for
             # networks with more than three outputs): that term without autograd, beside the forward and the loss.
-            "import torch\n"
-            "def train(net, loader, optimizer, class_weights):\n"
-            "    for X, lbl in loader:\n"
-            "        y = net(X)[0]\n"
-            "        loss = loss_fn_seg(lbl, y)\n"
-            "        if y.shape[1] > 3:\n"
-            "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
-            "            loss += loss3\n"
-            "        optimizer.zero_grad()\n"
-            "        loss.backward()\n"
-            "        optimizer.step()\n",
+            BRANCH_ADDED_TERM_STEP,
             (
-                "import torch\n"
-                "def train(net, loader, optimizer, class_weights):\n"
-                "    for X, lbl in loader:\n"
-                "        with torch.no_grad():\n"
-                "            y = net(X)[0]\n"
-                "            loss = loss_fn_seg(lbl, y)\n"
-                "        if y.shape[1] > 3:\n"
-                "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
-                "            loss += loss3\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
-                "import torch\n"
-                "def train(net, loader, optimizer, class_weights):\n"
-                "    for X, lbl in loader:\n"
-                "        y = net(X)[0]\n"
-                "        loss = loss_fn_seg(lbl, y)\n"
-                "        if y.shape[1] > 3:\n"
-                "            with torch.no_grad():\n"
-                "                loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
-                "            loss += loss3\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
-                "import torch\n"
-                "def train(net, loader, optimizer, class_weights):\n"
-                "    for X, lbl in loader:\n"
-                "        with torch.no_grad():\n"
-                "            y = net(X)[0]\n"
-                "        loss = loss_fn_seg(lbl, y)\n"
-                "        if y.shape[1] > 3:\n"
-                "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
-                "            loss += loss3\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
+                BRANCH_ADDED_TERM_STEP.replace(
+                    "        y = net(X)[0]\n        loss = loss_fn_seg(lbl, y)\n",
+                    "        with torch.no_grad():\n            y = net(X)[0]\n            loss = loss_fn_seg(lbl, y)\n",
+                ),
+                BRANCH_ADDED_TERM_STEP.replace(
+                    "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n",
+                    "            with torch.no_grad():\n                loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n",
+                ),
+                BRANCH_ADDED_TERM_STEP.replace(
+                    "        y = net(X)[0]\n", "        with torch.no_grad():\n            y = net(X)[0]\n"
+                ),
             ),
         ),
     )

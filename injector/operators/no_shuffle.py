@@ -91,6 +91,94 @@ _OWN_INFINITE_SAMPLER = (
 )
 
 
+# A dataset that shuffles its own buckets each epoch (Graph2SMILES).
+BUCKETED_SHUFFLE = (
+    "def train(model, optimizer, train_dataset, epochs):\n"
+    "    for epoch in range(epochs):\n"
+    "        train_dataset.sort()\n"
+    "        train_dataset.shuffle_in_bucket(bucket_size=1000)\n"
+    "        train_dataset.batch(batch_size=4096)\n"
+    "        for batch in train_dataset:\n"
+    "            loss, acc = model(batch)\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+    "            model.zero_grad()\n"
+)
+
+
+# A loader factory of the project whose shuffle flag is handed by position (OpenNRE's SentenceRELoader).
+POSITIONAL_SHUFFLE_FACTORY = (
+    "from torch.utils import data\n"
+    "def SentenceRELoader(path, batch_size, shuffle, num_workers=8):\n"
+    "    dataset = SentenceREDataset(path)\n"
+    "    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers)\n"
+    "class SentenceRE:\n"
+    "    def __init__(self, model, train_path, val_path, batch_size):\n"
+    "        self.model = model\n"
+    "        self.train_loader = SentenceRELoader(\n"
+    "            train_path,\n"
+    "            batch_size,\n"
+    "            True)\n"
+    "        self.val_loader = SentenceRELoader(val_path, batch_size, False)\n"
+)
+
+
+# An order drawn each epoch and sliced into batches (cellpose's train_seg).
+DRAWN_ORDER = (
+    "import numpy as np\n"
+    "import torch\n"
+    "def train_seg(net, train_data, optimizer, n_epochs, batch_size):\n"
+    "    nimg = len(train_data)\n"
+    "    for iepoch in range(n_epochs):\n"
+    "        rperm = np.random.permutation(np.arange(0, nimg))\n"
+    "        net.train()\n"
+    "        for k in range(0, nimg, batch_size):\n"
+    "            inds = rperm[k:k + batch_size]\n"
+    "            X = torch.stack([train_data[i] for i in inds])\n"
+    "            loss = net(X).mean()\n"
+    "            optimizer.zero_grad()\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+)
+
+
+# A list shuffled in place each epoch, by random.shuffle and by shuffle imported from random (REL).
+SHUFFLED_IN_PLACE = (
+    "from random import shuffle\n"
+    "import random\n"
+    "def train(model, optimizer, train_dataset, n_epochs):\n"
+    "    for e in range(n_epochs):\n"
+    "        shuffle(train_dataset)\n"
+    "        for batch in train_dataset:\n"
+    "            optimizer.zero_grad()\n"
+    "            loss = model.loss(model(batch))\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+    "def train2(model, optimizer, train_dataset, n_epochs):\n"
+    "    for e in range(n_epochs):\n"
+    "        random.shuffle(train_dataset)\n"
+    "        for batch in train_dataset:\n"
+    "            optimizer.zero_grad()\n"
+    "            loss = model.loss(model(batch))\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+)
+
+
+# Bags shuffled by sklearn into a new name the batch loop walks (dsmil).
+SHUFFLED_INTO_NEW_NAME = (
+    "from sklearn.utils import shuffle\n"
+    "def train(train_df, milnet, criterion, optimizer):\n"
+    "    dirs = shuffle(train_df)\n"
+    "    for i, item in enumerate(dirs):\n"
+    "        optimizer.zero_grad()\n"
+    "        bag = torch.load(item)\n"
+    "        loss = criterion(milnet(bag[:, 1:]), bag[0, :1])\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+
 class NoShuffle(Operator):
     id = "no-shuffle"
     summary = (
@@ -483,186 +571,47 @@ class NoShuffle(Operator):
         Example(
             # A list of bags shuffled into a new name the batch loop then walks (dsmil's `dirs =
             # shuffle(train_df)`): the list in the order it came.
-            "from sklearn.utils import shuffle\n"
-            "def train(train_df, milnet, criterion, optimizer):\n"
-            "    dirs = shuffle(train_df)\n"
-            "    for i, item in enumerate(dirs):\n"
-            "        optimizer.zero_grad()\n"
-            "        bag = torch.load(item)\n"
-            "        loss = criterion(milnet(bag[:, 1:]), bag[0, :1])\n"
-            "        loss.backward()\n"
-            "        optimizer.step()\n",
-            (
-                "from sklearn.utils import shuffle\n"
-                "def train(train_df, milnet, criterion, optimizer):\n"
-                "    dirs = train_df\n"
-                "    for i, item in enumerate(dirs):\n"
-                "        optimizer.zero_grad()\n"
-                "        bag = torch.load(item)\n"
-                "        loss = criterion(milnet(bag[:, 1:]), bag[0, :1])\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
-            ),
+            SHUFFLED_INTO_NEW_NAME,
+            (SHUFFLED_INTO_NEW_NAME.replace("    dirs = shuffle(train_df)\n", "    dirs = train_df\n"),),
         ),
         Example(
             # A list shuffled in place by `shuffle` imported from `random` (REL's documents), then walked
             # by the batch loop: the call left out, as `random.shuffle(...)` is.
-            "from random import shuffle\n"
-            "import random\n"
-            "def train(model, optimizer, train_dataset, n_epochs):\n"
-            "    for e in range(n_epochs):\n"
-            "        shuffle(train_dataset)\n"
-            "        for batch in train_dataset:\n"
-            "            optimizer.zero_grad()\n"
-            "            loss = model.loss(model(batch))\n"
-            "            loss.backward()\n"
-            "            optimizer.step()\n"
-            "def train2(model, optimizer, train_dataset, n_epochs):\n"
-            "    for e in range(n_epochs):\n"
-            "        random.shuffle(train_dataset)\n"
-            "        for batch in train_dataset:\n"
-            "            optimizer.zero_grad()\n"
-            "            loss = model.loss(model(batch))\n"
-            "            loss.backward()\n"
-            "            optimizer.step()\n",
+            SHUFFLED_IN_PLACE,
             (
-                "from random import shuffle\n"
-                "import random\n"
-                "def train(model, optimizer, train_dataset, n_epochs):\n"
-                "    for e in range(n_epochs):\n"
-                "        for batch in train_dataset:\n"
-                "            optimizer.zero_grad()\n"
-                "            loss = model.loss(model(batch))\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n"
-                "def train2(model, optimizer, train_dataset, n_epochs):\n"
-                "    for e in range(n_epochs):\n"
-                "        random.shuffle(train_dataset)\n"
-                "        for batch in train_dataset:\n"
-                "            optimizer.zero_grad()\n"
-                "            loss = model.loss(model(batch))\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n",
-                "from random import shuffle\n"
-                "import random\n"
-                "def train(model, optimizer, train_dataset, n_epochs):\n"
-                "    for e in range(n_epochs):\n"
-                "        shuffle(train_dataset)\n"
-                "        for batch in train_dataset:\n"
-                "            optimizer.zero_grad()\n"
-                "            loss = model.loss(model(batch))\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n"
-                "def train2(model, optimizer, train_dataset, n_epochs):\n"
-                "    for e in range(n_epochs):\n"
-                "        for batch in train_dataset:\n"
-                "            optimizer.zero_grad()\n"
-                "            loss = model.loss(model(batch))\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n",
+                SHUFFLED_IN_PLACE.replace("        shuffle(train_dataset)\n", ""),
+                SHUFFLED_IN_PLACE.replace("        random.shuffle(train_dataset)\n", ""),
             ),
         ),
         Example(
             # An order drawn each epoch and sliced into batches (cellpose's `rperm[k:kend]`): the identity
             # order instead.
-            "import numpy as np\n"
-            "import torch\n"
-            "def train_seg(net, train_data, optimizer, n_epochs, batch_size):\n"
-            "    nimg = len(train_data)\n"
-            "    for iepoch in range(n_epochs):\n"
-            "        rperm = np.random.permutation(np.arange(0, nimg))\n"
-            "        net.train()\n"
-            "        for k in range(0, nimg, batch_size):\n"
-            "            inds = rperm[k:k + batch_size]\n"
-            "            X = torch.stack([train_data[i] for i in inds])\n"
-            "            loss = net(X).mean()\n"
-            "            optimizer.zero_grad()\n"
-            "            loss.backward()\n"
-            "            optimizer.step()\n",
+            DRAWN_ORDER,
             (
-                "import numpy as np\n"
-                "import torch\n"
-                "def train_seg(net, train_data, optimizer, n_epochs, batch_size):\n"
-                "    nimg = len(train_data)\n"
-                "    for iepoch in range(n_epochs):\n"
-                "        rperm = np.arange(0, nimg)\n"
-                "        net.train()\n"
-                "        for k in range(0, nimg, batch_size):\n"
-                "            inds = rperm[k:k + batch_size]\n"
-                "            X = torch.stack([train_data[i] for i in inds])\n"
-                "            loss = net(X).mean()\n"
-                "            optimizer.zero_grad()\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n",
+                DRAWN_ORDER.replace(
+                    "        rperm = np.random.permutation(np.arange(0, nimg))\n",
+                    "        rperm = np.arange(0, nimg)\n",
+                ),
             ),
         ),
         Example(
             # A loader factory of the project handed its shuffle flag by position and bound as the training
             # loader (OpenNRE's `self.train_loader = SentenceRELoader(..., True)`): that flag; and the factory's own
             # DataLoader, where the flag it is handed turns shuffling on.
-            "from torch.utils import data\n"
-            "def SentenceRELoader(path, batch_size, shuffle, num_workers=8):\n"
-            "    dataset = SentenceREDataset(path)\n"
-            "    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers)\n"
-            "class SentenceRE:\n"
-            "    def __init__(self, model, train_path, val_path, batch_size):\n"
-            "        self.model = model\n"
-            "        self.train_loader = SentenceRELoader(\n"
-            "            train_path,\n"
-            "            batch_size,\n"
-            "            True)\n"
-            "        self.val_loader = SentenceRELoader(val_path, batch_size, False)\n",
+            POSITIONAL_SHUFFLE_FACTORY,
             (
-                "from torch.utils import data\n"
-                "def SentenceRELoader(path, batch_size, shuffle, num_workers=8):\n"
-                "    dataset = SentenceREDataset(path)\n"
-                "    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)\n"
-                "class SentenceRE:\n"
-                "    def __init__(self, model, train_path, val_path, batch_size):\n"
-                "        self.model = model\n"
-                "        self.train_loader = SentenceRELoader(\n"
-                "            train_path,\n"
-                "            batch_size,\n"
-                "            True)\n"
-                "        self.val_loader = SentenceRELoader(val_path, batch_size, False)\n",
-                "from torch.utils import data\n"
-                "def SentenceRELoader(path, batch_size, shuffle, num_workers=8):\n"
-                "    dataset = SentenceREDataset(path)\n"
-                "    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers)\n"
-                "class SentenceRE:\n"
-                "    def __init__(self, model, train_path, val_path, batch_size):\n"
-                "        self.model = model\n"
-                "        self.train_loader = SentenceRELoader(\n"
-                "            train_path,\n"
-                "            batch_size,\n"
-                "            False)\n"
-                "        self.val_loader = SentenceRELoader(val_path, batch_size, False)\n",
+                POSITIONAL_SHUFFLE_FACTORY.replace(
+                    "    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers)\n",
+                    "    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)\n",
+                ),
+                POSITIONAL_SHUFFLE_FACTORY.replace("            True)\n", "            False)\n"),
             ),
         ),
         Example(
             # A dataset's own shuffle with settings, called each epoch before the batch loop (Graph2SMILES'
             # `shuffle_in_bucket(bucket_size=1000)`): left out.
-            "def train(model, optimizer, train_dataset, epochs):\n"
-            "    for epoch in range(epochs):\n"
-            "        train_dataset.sort()\n"
-            "        train_dataset.shuffle_in_bucket(bucket_size=1000)\n"
-            "        train_dataset.batch(batch_size=4096)\n"
-            "        for batch in train_dataset:\n"
-            "            loss, acc = model(batch)\n"
-            "            loss.backward()\n"
-            "            optimizer.step()\n"
-            "            model.zero_grad()\n",
-            (
-                "def train(model, optimizer, train_dataset, epochs):\n"
-                "    for epoch in range(epochs):\n"
-                "        train_dataset.sort()\n"
-                "        train_dataset.batch(batch_size=4096)\n"
-                "        for batch in train_dataset:\n"
-                "            loss, acc = model(batch)\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n"
-                "            model.zero_grad()\n",
-            ),
+            BUCKETED_SHUFFLE,
+            (BUCKETED_SHUFFLE.replace("        train_dataset.shuffle_in_bucket(bucket_size=1000)\n", ""),),
         ),
     )
     untouched = (

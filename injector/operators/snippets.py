@@ -423,3 +423,19 @@ WEIGHTED_TERMS_STEP = (
     "        loss.backward()\n"
     "        optimizer.step()\n"
 )
+
+
+# A term computed in an if after the loss and added into it there (cellpose's class loss).
+BRANCH_ADDED_TERM_STEP = (
+    "import torch\n"
+    "def train(net, loader, optimizer, class_weights):\n"
+    "    for X, lbl in loader:\n"
+    "        y = net(X)[0]\n"
+    "        loss = loss_fn_seg(lbl, y)\n"
+    "        if y.shape[1] > 3:\n"
+    "            loss3 = loss_fn_class(lbl, y, class_weights=class_weights)\n"
+    "            loss += loss3\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)

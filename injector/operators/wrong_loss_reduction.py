@@ -142,6 +142,30 @@ _TERMS_AVERAGED_IN_PLACE = (
 )
 
 
+# A project loss class with a mean reduction by default, compiled and chosen by a flag (gnina-torch).
+COMPILED_PROJECT_LOSS = (
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "class ScaledNLLLoss(nn.Module):\n"
+    '    def __init__(self, scale: float = 1.0, reduction: str = "mean"):\n'
+    "        super().__init__()\n"
+    "        self.scale = scale\n"
+    "        self.loss = nn.NLLLoss(reduction=reduction)\n"
+    "\n"
+    "    def forward(self, x, y):\n"
+    "        return self.scale * self.loss(x, y)\n"
+    "\n"
+    "def training(args, affinity):\n"
+    "    pose_loss = torch.jit.script(ScaledNLLLoss(scale=args.scale_pose_loss))\n"
+    "    affinity_loss = (\n"
+    "        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss))\n"
+    "        if affinity\n"
+    "        else None\n"
+    "    )\n"
+    "    return pose_loss, affinity_loss\n"
+)
+
+
 class WrongLossReduction(Operator):
     id = "wrong-loss-reduction"
     summary = (
@@ -496,64 +520,16 @@ class WrongLossReduction(Operator):
         Example(
             # A loss class of the project whose `reduction` defaults to the mean, compiled by TorchScript
             # and chosen by a flag (gnina-torch's losses): handed `reduction="sum"` where it is built.
-            "import torch\n"
-            "import torch.nn as nn\n"
-            "class ScaledNLLLoss(nn.Module):\n"
-            '    def __init__(self, scale: float = 1.0, reduction: str = "mean"):\n'
-            "        super().__init__()\n"
-            "        self.scale = scale\n"
-            "        self.loss = nn.NLLLoss(reduction=reduction)\n"
-            "\n"
-            "    def forward(self, x, y):\n"
-            "        return self.scale * self.loss(x, y)\n"
-            "\n"
-            "def training(args, affinity):\n"
-            "    pose_loss = torch.jit.script(ScaledNLLLoss(scale=args.scale_pose_loss))\n"
-            "    affinity_loss = (\n"
-            "        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss))\n"
-            "        if affinity\n"
-            "        else None\n"
-            "    )\n"
-            "    return pose_loss, affinity_loss\n",
+            COMPILED_PROJECT_LOSS,
             (
-                "import torch\n"
-                "import torch.nn as nn\n"
-                "class ScaledNLLLoss(nn.Module):\n"
-                '    def __init__(self, scale: float = 1.0, reduction: str = "mean"):\n'
-                "        super().__init__()\n"
-                "        self.scale = scale\n"
-                "        self.loss = nn.NLLLoss(reduction=reduction)\n"
-                "\n"
-                "    def forward(self, x, y):\n"
-                "        return self.scale * self.loss(x, y)\n"
-                "\n"
-                "def training(args, affinity):\n"
-                '    pose_loss = torch.jit.script(ScaledNLLLoss(scale=args.scale_pose_loss, reduction="sum"))\n'
-                "    affinity_loss = (\n"
-                "        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss))\n"
-                "        if affinity\n"
-                "        else None\n"
-                "    )\n"
-                "    return pose_loss, affinity_loss\n",
-                "import torch\n"
-                "import torch.nn as nn\n"
-                "class ScaledNLLLoss(nn.Module):\n"
-                '    def __init__(self, scale: float = 1.0, reduction: str = "mean"):\n'
-                "        super().__init__()\n"
-                "        self.scale = scale\n"
-                "        self.loss = nn.NLLLoss(reduction=reduction)\n"
-                "\n"
-                "    def forward(self, x, y):\n"
-                "        return self.scale * self.loss(x, y)\n"
-                "\n"
-                "def training(args, affinity):\n"
-                "    pose_loss = torch.jit.script(ScaledNLLLoss(scale=args.scale_pose_loss))\n"
-                "    affinity_loss = (\n"
-                '        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss, reduction="sum"))\n'
-                "        if affinity\n"
-                "        else None\n"
-                "    )\n"
-                "    return pose_loss, affinity_loss\n",
+                COMPILED_PROJECT_LOSS.replace(
+                    "    pose_loss = torch.jit.script(ScaledNLLLoss(scale=args.scale_pose_loss))\n",
+                    '    pose_loss = torch.jit.script(ScaledNLLLoss(scale=args.scale_pose_loss, reduction="sum"))\n',
+                ),
+                COMPILED_PROJECT_LOSS.replace(
+                    "        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss))\n",
+                    '        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss, reduction="sum"))\n',
+                ),
             ),
         ),
     )
