@@ -17,6 +17,23 @@ from injector.operators.base import Change, Example, Operator, deleted_calls
 from injector.operators.snippets import INPUT_GRADIENT
 from injector.patterns import callee_name, computes_gradients
 
+# A trainer whose own backward() computes the losses and runs no backward (text-to-motion).
+LOSS_HELPER_NAMED_BACKWARD = (
+    "class Trainer:\n"
+    "    def forward(self, batch):\n"
+    "        self.motions = batch.to(self.device)\n"
+    "        self.recon = self.decoder(self.encoder(self.motions))\n"
+    "\n"
+    "    def backward(self):\n"
+    "        self.loss = self.l1_criterion(self.recon, self.motions)\n"
+    "\n"
+    "    def update(self):\n"
+    "        self.opt.zero_grad()\n"
+    "        self.backward()\n"
+    "        self.loss.backward()\n"
+    "        self.opt.step()\n"
+)
+
 
 class MissingBackward(Operator):
     id = "missing-backward"
@@ -120,6 +137,12 @@ class MissingBackward(Operator):
                 "        loss = criterion(model(x), y)\n",
             ),
         ),
+        Example(
+            # A trainer's own `backward()` that computes the losses and runs no backward (text-to-motion's
+            # trainers): the tensor's `self.loss.backward()` after it is the backward; the helper's call is not.
+            LOSS_HELPER_NAMED_BACKWARD,
+            (LOSS_HELPER_NAMED_BACKWARD.replace("        self.loss.backward()\n", ""),),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -148,6 +171,7 @@ class MissingBackward(Operator):
                     # a method of another module named for the gradients it computes
                     or (computes_gradients(call) and not training.called_functions(call))
                 )
+                and not _loss_helper_named_backward(source, training, call)
             ),
             "removed `{code}`: no gradients are computed",
         )
@@ -183,3 +207,22 @@ def dropped_scaler_call(source, call: cst.Call, effect: str) -> Iterator[Change]
         yield Change(call, (source.delete_statement(statement),), f"removed the `{name}(...)` call: {effect}")
     elif isinstance(statement, cst.Assign) and statement.value is call:
         yield Change(call, (source.replace(call, "None"),), f"removed the `{name}(...)` call: {effect}")
+
+
+def _loss_helper_named_backward(source, training, call: cst.Call) -> bool:
+    """True for `self.backward()` with no argument that runs a method of the file computing the
+    losses and no backward of its own (text-to-motion's trainers: `self.backward()` sets
+    `self.loss`, then `self.loss.backward()` runs, and validation calls it under no_grad)."""
+    if not (
+        isinstance(call.func, cst.Attribute)
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value == "self"
+        and not call.args
+    ):
+        return False
+    methods = training.called_functions(call)
+    return bool(methods) and not any(
+        callee_name(inner) in {"backward", "manual_backward"}
+        for method in methods
+        for inner in source.within(method.body, cst.Call)
+    )
