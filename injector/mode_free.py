@@ -129,9 +129,13 @@ def switches_no_module(source: Source, receiver: cst.BaseExpression, method: str
     return True
 
 
+def _own_method(cls: cst.ClassDef, method: str) -> cst.FunctionDef | None:
+    return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
+
+
 def _own_method_returns_results(cls: cst.ClassDef, method: str) -> bool:
     """True where `cls`'s own `method` returns a value other than `self` (a routine, not a switch)."""
-    own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
+    own = _own_method(cls, method)
     return own is not None and any(
         isinstance(node, cst.Return)
         and node.value is not None
@@ -142,7 +146,7 @@ def _own_method_returns_results(cls: cst.ClassDef, method: str) -> bool:
 
 def _own_method_switches_nothing(cls: cst.ClassDef, method: str) -> bool:
     """True where `cls` defines `method` itself and it calls no mode switch."""
-    own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == method), None)
+    own = _own_method(cls, method)
     return own is not None and not any(
         isinstance(node, cst.Call) and last_name(node.func) in SWITCHING for node in walk(own.body)
     )

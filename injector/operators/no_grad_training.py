@@ -6,6 +6,7 @@ from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import (
     branch_added_terms,
     chain_forwards,
+    constant_start,
     feeding_forwards_in_block,
     forwards_after_empty_start,
     forwards_of_branch_terms,
@@ -33,7 +34,6 @@ from injector.patterns import (
     EVALUATION_WORDS,
     Backward,
     argument,
-    callee_name,
     dotted,
     forward_run,
     grad_block,
@@ -1674,7 +1674,7 @@ class NoGradTraining(Operator):
                     and isinstance(term_line, cst.SimpleStatementLine)
                     and not source.has_multiline_string(term_line)
                     and source.within(term.value, cst.Call)  # `loss_kwargs = {}`: no term computed
-                    and not _a_constant(term.value)
+                    and not constant_start(term.value)  # a fresh zero has no graph to take away
                 ):
                     continue
                 yield Change(
@@ -1825,12 +1825,3 @@ def _in_a_branch_before(source, line: cst.CSTNode | None, before: list) -> bool:
         if not isinstance(ancestor, (cst.If, cst.Else, cst.IndentedBlock)):
             return False
     return False
-
-
-_CONSTRUCTORS = frozenset({"tensor", "as_tensor", "zeros", "ones", "full", "empty", "zeros_like", "ones_like"})
-
-
-def _a_constant(value: cst.BaseExpression) -> bool:
-    """True for a term made a fresh tensor (EfficientAT's `soft_targets_loss = torch.tensor(0.,
-    device=...)` where no teacher is given): it has no graph for no_grad to take away."""
-    return isinstance(value, cst.Call) and callee_name(value) in _CONSTRUCTORS
