@@ -14,6 +14,7 @@ from injector.operators.forwards import (
     loss_chains,
     loss_helper_forwards,
     read_forwards,
+    stored_run,
     upstream_forwards,
 )
 from injector.operators.snippets import (
@@ -26,8 +27,10 @@ from injector.operators.snippets import (
     MICROBATCH_TRAINER,
     MOON_STEP,
     PIPELINE_ENGINE,
+    PIX2PIX_STEP,
     SCALED_HELPER_BACKWARD,
     SR_MODEL_STEP,
+    STORED_LOSS_TRAINER,
     TUPLE_TRAINER,
     WEIGHTED_TERMS_STEP,
 )
@@ -1511,6 +1514,31 @@ class DetachedGraph(Operator):
                 ),
             ),
         ),
+        Example(
+            # A trainer that keeps the generator's output on self for the loss another method
+            # computes (pix2pix's forward() and backward_G()): the stored output cut off, and the loss.
+            PIX2PIX_STEP,
+            (
+                PIX2PIX_STEP.replace("self.netG(self.real_A)", "self.netG(self.real_A).detach()"),
+                PIX2PIX_STEP.replace(
+                    "= self.criterionL1(self.fake_B, self.real_B) * self.opt.lambda_L1",
+                    "= (self.criterionL1(self.fake_B, self.real_B) * self.opt.lambda_L1).detach()",
+                ),
+            ),
+        ),
+        Example(
+            # Outputs and loss passed along on self by forward(), backward() and update()
+            # (text-to-motion's trainers): each stored output cut off where it is stored.
+            STORED_LOSS_TRAINER,
+            (
+                STORED_LOSS_TRAINER.replace(
+                    "self.movement_enc(self.motions)", "self.movement_enc(self.motions).detach()"
+                ),
+                STORED_LOSS_TRAINER.replace(
+                    "self.movement_dec(self.latents)", "self.movement_dec(self.latents).detach()"
+                ),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1554,6 +1582,8 @@ class DetachedGraph(Operator):
     def _changes(self, source, training):
         yield from _registered_for_backward(source, training)
         yield from _returned_by_forward(source, training)
+        for backward in training.loss_uses:
+            yield from _stored_forwards_cut(source, training, backward)
         for backward in training.loss_uses:
             if _output_entry_handed(source, training, backward):
                 # jiant's `self.complex_backpropagate(loss=model_output.loss, ...)`: the output's
@@ -1950,6 +1980,17 @@ def _cut_where_computed(source, training, name: str, use: cst.CSTNode, depth: in
             assign,
             (source.replace(target, method_on(source, target, "detach")),),
             "the loss is cut off from the model's graph",
+        )
+
+
+def _stored_forwards_cut(source, training, backward):
+    """The forwards a trainer's other methods keep on `self` for the loss (see stored_run), each
+    output cut off where it is stored: pix2pix's `self.fake_B = self.netG(self.real_A).detach()`."""
+    for assign in stored_run(source, training, backward).forwards:
+        yield Change(
+            assign,
+            (source.replace(assign.value, method_on(source, assign.value, "detach")),),
+            "the model output kept for the loss is cut off from the model's graph",
         )
 
 

@@ -941,3 +941,139 @@ def branch_added_terms(source, training, backward) -> list[cst.Assign]:
                 ):
                     found.append(term)
     return found
+
+
+# what reading `self.x` for these is not reading its values (`self.fake.shape`, `self.out.detach()`)
+_GRAPHLESS_ATTRIBUTES = frozenset(
+    {"detach", "detach_", "item", "tolist", "numpy", "cpu", "shape", "device", "dtype", "size", "requires_grad"}
+)
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """What a trainer class keeps on `self` between its methods for one backward: `forwards`, the
+    assignments in other methods that store a model's output the loss reads (pix2pix's
+    `self.fake_B = self.netG(self.real_A)` in `forward()`, read by `backward_G()`'s loss), and
+    `loss`, the loss's own assignment where another method computes it (text-to-motion's
+    `backward()` sets `self.loss`, `update()` calls `self.loss.backward()`), else None."""
+
+    forwards: tuple[cst.Assign, ...]
+    loss: cst.Assign | None
+
+
+def _class_of(source, function: cst.FunctionDef | None) -> cst.ClassDef | None:
+    if function is None:
+        return None
+    parent = source.parent(source.parent(function))  # FunctionDef -> IndentedBlock -> ClassDef
+    return parent if isinstance(parent, cst.ClassDef) else None
+
+
+def _self_reads(source, expr: cst.CSTNode) -> list[cst.Attribute]:
+    """The `self.x` values `expr` reads (not `self.net(...)` called, not `self.opt.lr`, not
+    `self.out.detach()` or `self.out.shape`)."""
+    found = []
+    for node in source.within(expr, cst.Attribute):
+        if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
+            continue
+        parent = source.parent(node)
+        if isinstance(parent, cst.Call) and parent.func is node:
+            continue
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            called = source.parent(parent)
+            if parent.attr.value in _GRAPHLESS_ATTRIBUTES or not (
+                isinstance(called, cst.Call) and called.func is parent
+            ):
+                continue  # `self.fake.detach()`, `self.opt.lambda_l1`: no graph read
+        found.append(node)
+    return found
+
+
+def stored_run(source, training, backward) -> StoredRun:
+    """The forwards (and the loss) another method of the backward's class stores on `self` for
+    its loss (see StoredRun): the loss's reads are followed back through the assignments of their
+    own method and, for a `self.x` no earlier line of that method assigns, through the class's
+    other methods that assign it (not `__init__`); a stored value that runs a model, with autograd
+    and not cut off already, is a forward."""
+    function = source.function_of(backward.call)
+    owner = _class_of(source, function)
+    if owner is None:
+        return StoredRun((), None)
+    methods = {f for f in source.within(owner.body, cst.FunctionDef) if _class_of(source, f) is owner}
+    forwards: list[cst.Assign] = []
+    loss: cst.Assign | None = None
+    seen: set[int] = set()
+    pending: list[tuple[cst.BaseExpression, cst.CSTNode, bool]] = [(backward.loss, backward.call, True)]
+    while pending:
+        expr, use, top = pending.pop()
+        reads: list[tuple[str, cst.CSTNode]] = [(dotted(a) or "", a) for a in _self_reads(source, expr)]
+        reads += [
+            (n.value, n)
+            for n in source.within(expr, cst.Name)
+            if n.value != "self"
+            and not (isinstance(source.parent(n), cst.Attribute) and source.parent(n).attr is n)
+            and not (isinstance(source.parent(n), cst.Call) and source.parent(n).func is n)
+            and not _detached_read(source, n)
+        ]
+        for key, node in reads:
+            local = training.last_assignment(key, use)
+            if local is not None:
+                assigns = [local]
+            elif key.startswith("self."):
+                assigns = [
+                    a
+                    for a in training.assigned_names.get(key, ())
+                    if source.function_of(a) in methods
+                    and source.function_of(a) is not source.function_of(use)
+                    and source.function_of(a).name.value != "__init__"
+                ]
+            else:
+                continue
+            for assign in assigns:
+                if id(assign) in seen or not isinstance(assign, cst.Assign):
+                    continue
+                seen.add(id(assign))
+                own = source.function_of(assign)
+                if top and node is expr and own is not function:
+                    loss = assign  # the loss itself (`self.loss`), computed by another method
+                line = source.parent(assign)
+                if (
+                    own is not function
+                    and isinstance(line, cst.SimpleStatementLine)
+                    and len(line.body) == 1
+                    and isinstance(assign.value, cst.Call)
+                    and runs_model(source, training, assign.value, depth=0)
+                    and not _loss_called(assign.value)
+                    and not _cut_off(assign.value)
+                    and not under_no_grad(source, assign)
+                ):
+                    forwards.append(assign)
+                pending.append((assign.value, assign, top and node is expr))
+    return StoredRun(tuple(sorted(forwards, key=source.span)), loss)
+
+
+def _cut_off(value: cst.Call) -> bool:
+    """True for a value already cut off (`self.mov_enc(x).squeeze(1).detach()`)."""
+    return isinstance(value.func, cst.Attribute) and value.func.attr.value in ("detach", "detach_")
+
+
+def method_calls(source, method: cst.FunctionDef) -> list[cst.SimpleStatementLine]:
+    """The lines of `method`'s class that call it as `self.<name>(...)` with autograd on (a
+    validation loop's call under no_grad is not one), each a line of its own."""
+    owner = _class_of(source, method)
+    if owner is None:
+        return []
+    found = []
+    for call in source.within(owner.body, cst.Call):
+        if dotted(call.func) != f"self.{method.name.value}" or under_no_grad(source, call):
+            continue
+        line = source.parent(source.parent(call))
+        statement = source.parent(call)
+        if (
+            isinstance(line, cst.SimpleStatementLine)
+            and len(line.body) == 1
+            and isinstance(statement, (cst.Expr, cst.Assign))
+            and statement.value is call
+            and source.function_of(call) is not method
+        ):
+            found.append(line)
+    return found

@@ -13,6 +13,8 @@ from injector.operators.forwards import (
     forwards_read_by_terms,
     loss_chains,
     loss_helper_forwards,
+    method_calls,
+    stored_run,
     switches_grad,
     upstream_forwards,
 )
@@ -25,6 +27,8 @@ from injector.operators.snippets import (
     MOON_STEP,
     PHASE_LOOP,
     PIPELINE_ENGINE,
+    PIX2PIX_STEP,
+    STORED_LOSS_TRAINER,
     SUPERVISED_RUNNER,
     TUPLE_TRAINER,
     WEIGHTED_TERMS_STEP,
@@ -1345,6 +1349,40 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # A trainer that keeps the generator's output on self for the loss another method
+            # computes (pix2pix's forward() and backward_G()): the call of the method that stores
+            # it, without autograd; and the loss's own line.
+            PIX2PIX_STEP,
+            (
+                PIX2PIX_STEP.replace(
+                    "        self.forward()\n", "        with torch.no_grad():\n            self.forward()\n"
+                ),
+                PIX2PIX_STEP.replace(
+                    "        self.loss_G = self.criterionL1(self.fake_B, self.real_B) * self.opt.lambda_L1\n",
+                    "        with torch.no_grad():\n"
+                    "            self.loss_G = self.criterionL1(self.fake_B, self.real_B) * self.opt.lambda_L1\n",
+                ),
+            ),
+        ),
+        Example(
+            # Outputs and loss passed along on self by forward(), backward() and update()
+            # (text-to-motion's trainers): the training loop's call of forward(), and update()'s
+            # call of the method that computes the loss, without autograd; the validation calls,
+            # under no_grad already, are left alone.
+            STORED_LOSS_TRAINER,
+            (
+                STORED_LOSS_TRAINER.replace(
+                    "        for batch in train_loader:\n            self.forward(batch)\n",
+                    "        for batch in train_loader:\n            with torch.no_grad():\n"
+                    "                self.forward(batch)\n",
+                ),
+                STORED_LOSS_TRAINER.replace(
+                    "        self.backward()\n        self.loss.backward()\n",
+                    "        with torch.no_grad():\n            self.backward()\n        self.loss.backward()\n",
+                ),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1412,6 +1450,7 @@ class NoGradTraining(Operator):
 
     def _found(self, source, training):
         yield from self._forward_helpers(source, training)
+        yield from self._stored_runs(source, training)
         yield from self._switched_forwards(source, training, self._switches(source, training))
         branches: set[cst.If] = set()
         switched: set[int] = set()
@@ -1612,6 +1651,27 @@ class NoGradTraining(Operator):
                     ):
                         continue
                     yield _without_autograd(source, training, statement)
+
+    @staticmethod
+    def _stored_runs(source, training):
+        """A trainer whose methods keep the forward's outputs (or the loss) on `self` for another
+        method's backward (see stored_run): each call of the method that stores them, without
+        autograd (pix2pix's `self.forward()` in `optimize_parameters()`; text-to-motion's
+        `self.forward(batch)` in its loop and `self.backward()`, which computes `self.loss`)."""
+        for backward in training.loss_uses:
+            run = stored_run(source, training, backward)
+            methods = {id(source.function_of(f)): source.function_of(f) for f in run.forwards}
+            for method in methods.values():
+                for line in method_calls(source, method):
+                    yield _without_autograd(source, training, line)
+            method = source.function_of(run.loss) if run.loss is not None else None
+            if method is not None and id(method) not in methods:
+                for line in method_calls(source, method):
+                    yield Change(
+                        line,
+                        (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
+                        "the loss is computed without autograd",
+                    )
 
     @staticmethod
     def _forward_helpers(source, training):

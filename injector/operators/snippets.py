@@ -439,3 +439,63 @@ BRANCH_ADDED_TERM_STEP = (
     "        loss.backward()\n"
     "        optimizer.step()\n"
 )
+
+
+# A trainer that keeps the generator's output on self in forward() for the loss backward_G()
+# computes and differentiates (pytorch-CycleGAN-and-pix2pix's Pix2PixModel).
+PIX2PIX_STEP = (
+    "import torch\n"
+    "class Pix2PixModel(BaseModel):\n"
+    "    def set_input(self, batch):\n"
+    "        self.real_A = batch['A'].to(self.device)\n"
+    "        self.real_B = batch['B'].to(self.device)\n"
+    "    def forward(self):\n"
+    "        self.fake_B = self.netG(self.real_A)\n"
+    "    def backward_G(self):\n"
+    "        self.loss_G = self.criterionL1(self.fake_B, self.real_B) * self.opt.lambda_L1\n"
+    "        self.loss_G.backward()\n"
+    "    def optimize_parameters(self):\n"
+    "        self.forward()\n"
+    "        self.optimizer_G.zero_grad()\n"
+    "        self.backward_G()\n"
+    "        self.optimizer_G.step()\n"
+)
+
+
+# A trainer whose forward(), backward() and update() pass the outputs and the loss along on self:
+# backward() computes `self.loss` and update() differentiates it (text-to-motion's trainers); the
+# validation loop runs the same methods under no_grad.
+STORED_LOSS_TRAINER = (
+    "import torch\n"
+    "class DecompTrainer(object):\n"
+    "    @staticmethod\n"
+    "    def zero_grad(opt_list):\n"
+    "        for opt in opt_list:\n"
+    "            opt.zero_grad()\n"
+    "    @staticmethod\n"
+    "    def step(opt_list):\n"
+    "        for opt in opt_list:\n"
+    "            opt.step()\n"
+    "    def forward(self, batch):\n"
+    "        self.motions = batch.to(self.device).float()\n"
+    "        self.latents = self.movement_enc(self.motions)\n"
+    "        self.recon = self.movement_dec(self.latents)\n"
+    "    def backward(self):\n"
+    "        self.loss_rec = self.l1_criterion(self.recon, self.motions)\n"
+    "        self.loss = self.loss_rec + torch.mean(torch.abs(self.latents)) * self.opt.lambda_sparsity\n"
+    "    def update(self):\n"
+    "        self.zero_grad([self.opt_enc, self.opt_dec])\n"
+    "        self.backward()\n"
+    "        self.loss.backward()\n"
+    "        self.step([self.opt_enc, self.opt_dec])\n"
+    "    def train(self, train_loader, val_loader):\n"
+    "        self.opt_enc = torch.optim.Adam(self.movement_enc.parameters(), lr=self.opt.lr)\n"
+    "        self.opt_dec = torch.optim.Adam(self.movement_dec.parameters(), lr=self.opt.lr)\n"
+    "        for batch in train_loader:\n"
+    "            self.forward(batch)\n"
+    "            self.update()\n"
+    "        with torch.no_grad():\n"
+    "            for batch in val_loader:\n"
+    "                self.forward(batch)\n"
+    "                self.backward()\n"
+)

@@ -390,7 +390,7 @@ def _own_reads(statement: ast.stmt) -> list[ast.Name]:
 def _read_elsewhere(scope: ast.AST, assign: ast.Assign, reader: ast.Assign) -> bool:
     """True where a name `assign` binds is read, as a value, by a statement other than `reader`
     while that binding holds."""
-    names = {n.id for t in assign.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    names = _bound(assign)
     for statement in ast.walk(scope):
         if not isinstance(statement, ast.stmt) or statement is reader or statement.lineno <= assign.lineno:
             continue
@@ -413,11 +413,33 @@ def _scope_of(tree: ast.Module, line: int) -> ast.AST:
 def _last_assignment(scope: ast.AST, name: str, line: int) -> ast.Assign | None:
     last = None
     for node in ast.walk(scope):
-        if isinstance(node, ast.Assign) and node.lineno < line:
-            names = {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if name in names and (last is None or node.lineno > last.lineno):
-                last = node
+        if (
+            isinstance(node, ast.Assign)
+            and node.lineno < line
+            and name in _bound(node)
+            and (last is None or node.lineno > last.lineno)
+        ):
+            last = node
     return last
+
+
+def _bound(assign: ast.Assign) -> set[str]:
+    """The names an assignment binds or stores into: `x` and `y` for `x, y = ...`, `vecs` for
+    `vecs[n, :] = out` (an entry stored into it), none for `self.out = ...` (an attribute of
+    `self` is stored, `self` itself is only read)."""
+    found: set[str] = set()
+    targets: list[ast.expr] = list(assign.targets)
+    while targets:
+        target = targets.pop()
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        if isinstance(target, ast.Name):
+            found.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            targets.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            targets.append(target.value)
+    return found
 
 
 def _single_read(value: ast.expr) -> str | None:
