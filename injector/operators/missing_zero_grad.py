@@ -56,6 +56,23 @@ _CLEARED_FIRST_AND_AFTER = (
 )
 
 
+# A GAN solver's own helper that zeroes both optimizers, called before each backward (StarGAN's
+# `reset_grad()`).
+RESET_GRAD_SOLVER = (
+    "class Solver(object):\n"
+    "    def reset_grad(self):\n"
+    "        self.g_optimizer.zero_grad()\n"
+    "        self.d_optimizer.zero_grad()\n"
+    "\n"
+    "    def train(self, loader):\n"
+    "        for x_real in loader:\n"
+    "            d_loss = -torch.mean(self.D(x_real))\n"
+    "            self.reset_grad()\n"
+    "            d_loss.backward()\n"
+    "            self.d_optimizer.step()\n"
+)
+
+
 class MissingZeroGrad(Operator):
     id = "missing-zero-grad"
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
@@ -346,6 +363,16 @@ class MissingZeroGrad(Operator):
             _CLEARED_FIRST_AND_AFTER,
             (_CLEARED_FIRST_AND_AFTER.replace("    optimizer.zero_grad()\n    pred", "    pred"),),
         ),
+        Example(
+            # A helper named for resetting gradients that zeroes both optimizers (StarGAN's
+            # `reset_grad()`): each zero_grad in it, and each call of it.
+            RESET_GRAD_SOLVER,
+            (
+                RESET_GRAD_SOLVER.replace("        self.g_optimizer.zero_grad()\n", ""),
+                RESET_GRAD_SOLVER.replace("        self.d_optimizer.zero_grad()\n", ""),
+                RESET_GRAD_SOLVER.replace("            self.reset_grad()\n", ""),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -544,9 +571,11 @@ def _when_not_finite(source, small: cst.CSTNode, loop: cst.For) -> bool:
 
 def _zeroing_helper(source, training, call: cst.Call) -> bool:
     """True for a call of a function of this file named for zeroing gradients whose body zeroes
-    them (`def _zero_grad_optimizer(self): for name in ...: optimizer.zero_grad()`)."""
+    them (`def _zero_grad_optimizer(self): for name in ...: optimizer.zero_grad()`; StarGAN's
+    `reset_grad()`, which zeroes both optimizers)."""
     name = (callee_name(call) or "").lower()
-    if "zero" not in name or name == "zero_grad":
+    named = "zero" in name or ("grad" in name and any(word in name for word in ("reset", "clear")))
+    if not named or name == "zero_grad":
         return False
     return any(
         callee_name(inner) == "zero_grad"
