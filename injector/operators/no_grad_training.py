@@ -49,12 +49,14 @@ from injector.patterns import (
 )
 
 
-def _without_autograd(source, training, forward: cst.CSTNode) -> Change:
+def _without_autograd(
+    source, training, forward: cst.CSTNode, description: str = "the forward pass runs without autograd"
+) -> Change:
     """A forward pass (a line, or the loop or `with` block that runs it) under no_grad."""
     return Change(
         forward,
         (source.reindent(forward, forward, add=source.indent, header=f"with {training.torch}.no_grad():"),),
-        "the forward pass runs without autograd",
+        description,
     )
 
 
@@ -1667,11 +1669,7 @@ class NoGradTraining(Operator):
             method = source.function_of(run.loss) if run.loss is not None else None
             if method is not None and id(method) not in methods:
                 for line in method_calls(source, method):
-                    yield Change(
-                        line,
-                        (source.reindent(line, line, add=source.indent, header=f"with {training.torch}.no_grad():"),),
-                        "the loss is computed without autograd",
-                    )
+                    yield _without_autograd(source, training, line, "the loss is computed without autograd")
 
     @staticmethod
     def _forward_helpers(source, training):
