@@ -162,6 +162,11 @@ _SPACED = re.compile(
     + r")(?!\w|\.\w)",
     re.I,
 )  # (insightface's `Loss 42.1234   LearningRate 0.100000`)
+# a loss printed as its named terms, then their sum (pytorch-yolo2's region loss: `loss: x 0.51,
+# y 0.48, w 1.2, h 0.9, conf 3.1, cls 2.2, total 8.4`): the total is the loss
+_TERMS_TOTAL = re.compile(
+    r"\bloss:\s*(?:[A-Za-z]\w{0,15}\s+" + _NUM + r",\s*){1,12}total\s+(" + _NUM + r")(?!\w|\.\w)", re.I
+)
 # one or two words right before a name, a space apart (`learning` of `learning rate: 0.001`)
 _WORDS_BEFORE = re.compile(r"([A-Za-z]+(?: [A-Za-z]+)?) $")
 # `| learning rate: 3.000000E-04 | grad norm: 1.234 | lm loss: 5.9E+00 |`: a field of a line split
@@ -171,6 +176,14 @@ _FIELD = re.compile(r"(?:^|\|)\s*([A-Za-z]+(?: [A-Za-z]+){1,3})\s*:\s*(" + _NUM 
 _ONE_TERM = re.compile(r"([A-Za-z][\w.]{0,63}loss[\w.]{0,63})\s*[:=]\s*\**(?:" + _NUM + r")\**$", re.I)
 _PLAIN_LOSSES = frozenset({"loss", "train_loss", "val_loss", "valid_loss", "test_loss", "training_loss"})
 # RecBole's epoch line, whose training loss is the sum of the epoch's batch losses
+# names of the scaled-cosine (margin) softmax losses of face and speaker recognition, as
+# configs and class names spell them: `margin_list (1.0, 0.5, 0.0)`, `ArcMarginProduct`,
+# `loss: cosface`, `AAM-Softmax`
+_SCALED_COSINE = re.compile(
+    r"(?:arc|cos|sphere|curricular|ada|mag|elastic)[_ -]?face|(?:arc|add|combined|angular)[_ ]?margin"
+    r"|margin[_ ]?list|\ba+m[_-]?softmax",
+    re.IGNORECASE,
+)
 _EPOCH_SUM = re.compile(r"\bepoch \d+ training \[time: [\d.]+s, train loss: ")
 # a loss under a name of its own (`loss_train`, `train/loss_avg`): "loss" is one of its words and no
 # other word names a known metric or another model's loss (a GAN's d_loss and g_loss are two losses)
@@ -240,6 +253,15 @@ class Series:
     # each point summarises an epoch (a table with an epoch column and no step column, fastai's):
     # a NaN in the first row says the first epoch went wrong, not that its first steps did
     per_epoch: bool = False
+    # the log names a scaled-cosine softmax (ArcFace, CosFace, SphereFace and their kin): its
+    # logits are cosines times a scale s (30 to 64), so a start of up to 2s + ln C is a mean's
+    scaled_cosine: bool = False
+
+    @property
+    def huge_above(self) -> float:
+        """The first value above which this loss is not a mean cross-entropy: ln C for any
+        vocabulary up to 10^8 is under 20; a scaled-cosine softmax's is under 2 * 64 + 20."""
+        return 150.0 if self.scaled_cosine else 20.0
 
     def values(self) -> list[float]:
         return [p.value for p in self.points]
@@ -372,6 +394,8 @@ def _parse(text: str) -> tuple[int | None, dict[str, float], bool, bool]:
                     name = "val_" + name
             if name and name not in metrics:
                 metrics[name] = _float(m.group(2))
+    if "loss" not in metrics and "total" in text and (terms := _TERMS_TOTAL.search(text)) is not None:
+        metrics["loss"] = _float(terms.group(1))
     if "loss" in metrics and "_runtime" in text:
         del metrics["loss"]  # HF Trainer's closing summary: the mean over the run, not a step's loss
     if not metrics:
@@ -577,6 +601,7 @@ class SeriesBuilder:
         # a dict wrapped over lines (detectron2's `loss_dict = {'loss_cls': tensor(nan, ...),` and
         # its terms on the lines after): its first line, rank, its lines so far and open braces
         self._wrap: tuple[int | None, int | None, list[str], int] | None = None
+        self._scaled_cosine = False  # a line before the first loss named a scaled-cosine softmax
 
     def add(self, text: str, line: int | None, rank: int | None = None) -> None:
         """Take one reading: a dict wrapped over lines is read as one reading, at its first line
@@ -612,6 +637,8 @@ class SeriesBuilder:
 
     def _add(self, text: str, line: int | None, rank: int | None) -> None:
         stripped = text.strip()
+        if not self._scaled_cosine and "loss" not in self.series and _SCALED_COSINE.search(stripped):
+            self._scaled_cosine = True  # (looked for in the settings a run prints before it trains)
         if self._in_block(text, stripped):
             return
         if self._boxed(stripped, line, rank):
@@ -776,6 +803,7 @@ class SeriesBuilder:
             series.points = _drop_summaries(series)
             if name.startswith("val_") and series.from_bar:
                 series.points = _drop_repeats(series.points, series.from_bar)
+            series.scaled_cosine = self._scaled_cosine and name in ("loss", "val_loss")
             out[name] = series
         return out
 

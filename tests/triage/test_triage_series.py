@@ -370,3 +370,15 @@ def test_a_camel_case_key_is_read_by_its_words():
 def test_the_rate_of_an_arcface_run_is_a_series_over_its_steps():
     s = build(Path(__file__).parent / "programs" / "logs" / "face_arcface__healthy__s0.log")
     assert len(s["lr"].points) == len(s["loss"].points) > 30
+
+
+def test_a_loss_printed_as_its_terms_then_their_total_is_the_total():
+    # pytorch-yolo2's region loss prints each term after `loss:` and their sum last, named `total`
+    # (its own format string, filled as it fills it)
+    form = "%d: nGT %d, recall %d, proposals %d, loss: x %f, y %f, w %f, h %f, conf %f, cls %f, total %f"
+    finite = form % (9856, 39, 0, 0, 1.69, 1.52, 0.21, 0.18, 3.05, 2.2, 8.85)
+    assert parse_reading(finite)[1] == {"loss": 8.85}
+    blown = form % (9872, 42, 0, 0, 1690.99, 1692.31, math.nan, math.nan, math.nan, math.nan, math.nan)
+    assert math.isnan(parse_reading(blown)[1]["loss"])
+    # a term alone is no total
+    assert parse_reading("loss: x 0.5, y 0.25")[1] == {}

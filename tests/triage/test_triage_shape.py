@@ -82,17 +82,9 @@ FAILURE_SHAPES = {
 # loss falling outweighs it, see test_triage_programs.py, where no healthy run names a cause)
 
 
-# A loss built at a large scale reads, from its values alone, as one summed by mistake: face_arcface's
-# ArcFace head at scale 64 starts near 46 in a healthy run (programs/README.md, program 30). Beside a
-# healthy run of the program the start is its own scale (test_triage_baseline.py); alone it is not.
-HUGE_BY_DESIGN = {"face_arcface__healthy__s0.log", "face_arcface__healthy__s1.log"}
-
-
 @pytest.mark.parametrize("path", sorted(PROGRAM_LOGS.glob("*__healthy__*.log")), ids=lambda p: p.name)
 def test_healthy_runs_show_no_failure_shape(path):
     found = set(symptoms(path))
-    if path.name in HUGE_BY_DESIGN:
-        found -= {"loss-huge-and-learning"}
     assert not FAILURE_SHAPES & found, sorted(FAILURE_SHAPES & found)
 
 

@@ -95,8 +95,6 @@ WARNING_ONLY = {
 # Excerpts that do not hold their cause in any form a reader could take it from: the bench counts
 # them as misses, the per-split goal below does not (fresh batch 6, world/README.md).
 UNTELLABLE = {
-    # the quote is the out-of-memory line alone; the missing no_grad came out in a later paragraph
-    "skorch-218.log": "cuda-oom",
     # "the loss falls very slowly" in Chinese, no number: a double softmax, as the thread found
     "bertclassifier-2.log": None,
     # "the loss is not always decreasing, even at lr 1e-6": a missing zero_grad, as the thread found
@@ -133,17 +131,10 @@ UNTELLABLE = {
     # fresh batch 13: one detectron2 line of a 2-GPU run beside one of a 4-GPU run, loss_cls 0.566
     # against 0.476 at iteration 2999: the rate the reporter halved for 2 GPUs, as he found
     "fewx-6.log": None,
-    # fresh batch 16: "The same problem arose: `RuntimeError: CUDA Error: out of memory`" in a fork of
-    # the project, quoted alone; the pull request found the evaluation ran without no_grad
-    "chexnet-39.log": "cuda-oom",
 }
 # Excerpts that hold their cause but in a form triage does not read yet: the bench counts them as
 # misses, the per-split goal does not; each keeps the answer it gets now, so a change shows.
 NOT_READ_YET = {
-    # darknet's `loss: x 1692.9, y 1690.9, w nan, ..., total nan`: a loss printed as its terms and a
-    # total is not parsed; parsed, every point is NaN from the first line shown (the run cut at
-    # iteration 9856), which reads as a missing epsilon, not the rate the reporter lowered
-    "pytorch-yolo2-87.log": None,
     # fresh batch 8: "in validation it is calculated with sigmoid": a sigmoid applied before a loss
     # that applies its own, told only as where the sigmoid runs
     "pytorch-3dunet-45.log": None,
@@ -151,9 +142,6 @@ NOT_READ_YET = {
     # "bs256: 0.810"), batch norm's statistics taken from each test batch: a forgotten `net.eval()`,
     # told only as three numbers keyed by batch size
     "nts-net-46.log": None,
-    # fresh batch 17: "the accuracy is 81.24%, but the reported acc is over 93.07%", and the test script
-    # pasted whole, with no `net.eval()` in it: code quoted outside a traceback is not read
-    "pytorch-cifar10-18.log": None,
     # fresh batch 18: SparseR-CNN's box assertion printing a tensor of NaN boxes, after the reporter
     # lowered the rate from 0.01 to 0.0025 to no avail (the default is 2.5e-5): a computed tensor
     # found NaN reads as a missing epsilon's (the table's prior), and says nothing of the rate
@@ -170,10 +158,6 @@ WRONG_YET = {
     # training kept (its loss summed as a tensor) ran out in validation; the log says only the error.
     # Since session 30 an out-of-memory reported after epochs of training puts the leak second.
     "ffdnet-pytorch-4.log": "cuda-oom",
-    # timm's log: steady, then NaN at epoch 4 as the warm-up rate rose; a NaN out of a steady loss reads
-    # as a missing epsilon. (A rule raising the rate where the NaN came during a rising rate also turned
-    # two fresh programs' epsilon faults, NaN mid-warm-up, into rates: not kept.)
-    "pytorch-image-models-814.log": "missing-epsilon",
     # fresh batch 15: "after running a while the loss becomes nan" (in Chinese), read as any such
     # report is, a rate too high; the maintainer found a sum that can be zero (a missing epsilon)
     "east-2.log": "lr-too-high",
@@ -565,3 +549,19 @@ def test_a_part_left_unchanged_or_a_late_oom_keeps_the_confirmed_cause_in_the_fi
     # an OOM first, and the catalog's late OOM is a leak
     named = ids({"file": name})
     assert named[:1] == [WRONG_YET[name]] and runner_up in named[:3], named
+
+
+def test_a_pasted_evaluation_script_without_eval_mode_names_it(tmp_path):
+    # pytorch-cifar10-18: "the accuracy is 81.24%, but the reported acc is over 93.07%", and the
+    # test script pasted whole: it runs the model over CIFAR10(train=False) and never calls .eval()
+    name = "pytorch-cifar10-18.log"
+    assert ids({"file": name})[:1] == ["missing-eval-mode"]
+    text = (WORLD / "excerpts" / name).read_text(encoding="utf-8")
+    fixed = tmp_path / "fixed.log"
+    fixed.write_text(text.replace("    acc = 0.\n", "    net.eval()\n    acc = 0.\n"), encoding="utf-8")
+    assert "net.eval()" in fixed.read_text(encoding="utf-8")
+    assert "quoted-eval-without-eval-mode" not in {s.name for s in explain(fixed).symptoms}
+    # the same loop stepping an optimizer is a training loop, whose mode is set elsewhere
+    trains = tmp_path / "trains.log"
+    trains.write_text(text.replace("    acc = 0.\n", "    acc = 0.\n    opt.step()\n"), encoding="utf-8")
+    assert "quoted-eval-without-eval-mode" not in {s.name for s in explain(trains).symptoms}

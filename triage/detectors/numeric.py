@@ -52,6 +52,7 @@ EMITS: frozenset[str] = frozenset(
         "memory-grows-at-eval",
         "non-finite-after-climb",
         "non-finite-early",
+        "non-finite-in-warmup",
         "non-finite-sudden",
         "policy-unchanged",
         "step-time-stalls",
@@ -94,6 +95,7 @@ def detect(ctx: Context) -> list[Symptom]:
         out += lr_against_configured(s["lr"])
         if loss is not None and loss.name == "loss":
             out += warmup_blowup(loss, s["lr"])
+            out += non_finite_in_warmup(loss, s["lr"])
     if "loss_scale" in s:
         out += scale_collapse(s["loss_scale"])
     if "memory" in s:
@@ -329,8 +331,8 @@ def plateaus(
     vals = [p.value for p in pts]
     k = max(2, len(vals) // 5)
     head, tail = _mean(vals[:k]), _mean(vals[-k:])
-    first = vals[0]
-    if first > 20 and tail < 0.1 * first and tail < 20:
+    first, huge = vals[0], loss.huge_above
+    if first > huge and tail < 0.1 * first and tail < huge:
         # far beyond any classifier's starting loss, then down to a classifier's scale within
         # the run: the first steps blew the loss up and the run came back (a summed loss stays
         # at its scale, a tenth of its start at the least)
@@ -343,7 +345,7 @@ def plateaus(
                 value=first / tail,
             )
         )
-    elif first > 20 and huge_means_sum and not loss.starts_mid_run:
+    elif first > huge and huge_means_sum and not loss.starts_mid_run:
         # (not where a KL term is logged beside the loss: a VAE's ELBO is summed over pixels and
         # starts in the hundreds when nothing is wrong)
         out.append(
@@ -888,6 +890,50 @@ def warmup_blowup(loss: Series, lr: Series) -> list[Symptom]:
             )
         ]
     return []
+
+
+def non_finite_in_warmup(loss: Series, lr: Series) -> list[Symptom]:
+    """A loss that turned non-finite while the learning rate was still rising, after the run had
+    trained with finite losses at lower rates: the rate at the first NaN is above the rate at
+    the last finite loss and at least twice the run's first rate (a warm-up, or a rate scaled up
+    by hand, reaching a step the weights cannot take). Read on the run's own schedule; a NaN
+    after the rate has levelled off or decayed, or within the first few logged steps (a zero
+    the first batches hit says as much), says nothing here."""
+    pts = loss.points
+    bad_i = next((i for i, p in enumerate(pts) if not math.isfinite(p.value)), None)
+    rates = [r for r in lr.finite() if r.line is not None]
+    if bad_i is None or bad_i < 3 or len(rates) < 2 or rates[0].value <= 0 or pts[bad_i].line is None:
+        return []
+    bad, last = pts[bad_i], pts[bad_i - 1]
+
+    lines = [r.line or 0 for r in rates]
+
+    def rate_at(p: Point) -> Point | None:
+        """The rate logged last at or before the line of `p`."""
+        if p.line is None:
+            return None
+        i = bisect_right(lines, p.line) - 1
+        return rates[i] if i >= 0 else None
+
+    at_bad, at_last = rate_at(bad), rate_at(last)
+    if at_bad is None or at_last is None or at_bad is at_last:
+        return []
+    if at_bad.value <= at_last.value or at_bad.value < 2 * rates[0].value:
+        return []
+    return [
+        Symptom(
+            "non-finite-in-warmup",
+            f"{loss.name} turned {bad.value} at step {bad.step} as the learning rate rose from "
+            f"{at_last.value:.3g} to {at_bad.value:.3g} ({at_bad.value / rates[0].value:.3g}x its first value)",
+            (
+                _ev(bad, loss.name, "first non-finite value"),
+                _ev(at_last, "lr", "at the last finite loss"),
+                _ev(at_bad, "lr", "at the first non-finite loss"),
+            ),
+            step=bad.step,
+            value=at_bad.value / rates[0].value,
+        )
+    ]
 
 
 def scale_collapse(scale: Series) -> list[Symptom]:

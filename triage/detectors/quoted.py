@@ -7,7 +7,10 @@ frame's whole function body, the failing line marked `>`. Two uses:
   a `with torch.no_grad():` forward, a `.detach()`ed output, or a model with every parameter
   frozen), the code quoted on the way to the failing `backward()` says which;
 * prose in quoted source (a library docstring that mentions "a memory leak") is not the run
-  reporting anything, so the prose-report signatures skip those lines.
+  reporting anything, so the prose-report signatures skip those lines;
+* a report's own evaluation script, pasted in a fenced block beside a disappointing accuracy,
+  that runs a model over held-out data and never switches it to eval mode (batch norm then
+  normalises with each test batch's statistics, dropout stays on).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import re
 from triage.reader import Reading
 from triage.records import Evidence, Symptom
 
-EMITS: frozenset[str] = frozenset({"quoted-no-grad", "quoted-detach", "quoted-requires-grad-false"})
+EMITS: frozenset[str] = frozenset(
+    {"quoted-no-grad", "quoted-detach", "quoted-requires-grad-false", "quoted-eval-without-eval-mode"}
+)
 
 # pytest: a frame's section starts after a `____ test_name ____` header or a `_ _ _ _` separator
 # and ends at its `path.py:NN: ` location line; its body lines are indented or marked `>`
@@ -99,3 +104,56 @@ def detect(readings: list[Reading], quoted: set[int], error_line: int) -> list[S
                 out.append(Symptom(name, summary, (Evidence(rd.line, rd.text.strip()[:300], rank=rd.rank),)))
                 break
     return out
+
+
+_FENCE = re.compile(r"^\s*```")
+# held-out data: a dataset built with train=False, a split or loader named for testing
+_HELD_OUT = re.compile(
+    r"\btrain\s*=\s*False\b|\bsplit\s*=\s*['\"](?:test|val\w*)|\b(?:test|val|valid|eval)\w*_?(?:loader|set|dataset)\b",
+    re.I,
+)
+_LOOP = re.compile(r"^\s*for\b.*\bin\b.*(?:loader|dataset|batches)\b.*:\s*$", re.I)
+_EVAL_MODE = re.compile(r"\.eval\(\)|\.train\(\s*(?:mode\s*=\s*)?False\s*\)|\.training\s*=\s*False|\.requires_grad_\(")
+_TRAINS = re.compile(r"\.backward\(|\.step\(\)|\boptim\.|\bTrainer\(")
+# the model applied to a batch: `net(img)`, `model(x.cuda())`, `self.model(inputs)`
+_FORWARD = re.compile(r"\b(?:\w*net\w*|\w*model\w*|classifier|encoder)\s*\(\s*\w", re.I)
+
+
+def eval_without_eval_mode(readings: list[Reading]) -> list[Symptom]:
+    """A fenced code block (a report's pasted script) that loops over held-out data, applies a
+    model to each batch and never calls `.eval()` (nor trains: a training loop's validation may
+    switch modes in a function not quoted)."""
+    out: list[Symptom] = []
+    block: list[Reading] = []
+    inside = False
+    for rd in readings:
+        if rd.index != 0:
+            continue
+        if _FENCE.match(rd.text):
+            if inside and _evaluates_in_train_mode(block):
+                loop = next(b for b in block if _LOOP.match(b.text))
+                summary = "the quoted script evaluates a model on held-out data without switching it to eval mode"
+                out.append(
+                    Symptom(
+                        "quoted-eval-without-eval-mode",
+                        summary,
+                        (Evidence(loop.line, loop.text.strip()[:300], rank=loop.rank),),
+                    )
+                )
+                break
+            inside, block = not inside, []
+        elif inside:
+            block.append(rd)
+    return out
+
+
+def _evaluates_in_train_mode(block: list[Reading]) -> bool:
+    code = [rd.text for rd in block if not rd.text.lstrip().startswith("#")]
+    text = "\n".join(code)
+    return (
+        any(_LOOP.match(line) for line in code)
+        and _HELD_OUT.search(text) is not None
+        and _FORWARD.search(text) is not None
+        and _EVAL_MODE.search(text) is None
+        and _TRAINS.search(text) is None
+    )

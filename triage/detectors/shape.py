@@ -62,7 +62,6 @@ RECOVERED = 1.5  # and one back within this factor of that low, ending there wit
 SPIKE_RATIO = 2.0  # "far above where it started" for the collapse
 LOG_C_TOL = 0.04  # relative distance from ln(C)
 MAX_CLASSES = 30  # the uniform-guess level can be told from a coincidence only for few classes
-HUGE_FIRST = 20.0  # above ln(C) for any vocabulary up to 10^8: not a mean cross-entropy
 SWING = 0.15  # a relative change counted as a rise or a fall
 
 
@@ -236,7 +235,7 @@ def spike_recovered(series: Series) -> list[Symptom]:
     within `RECOVERED` times of that low: the weights were thrown far off and found their way
     back (a rate too high under an adaptive optimizer, a fine-tuning rate applied to a freshly
     unfrozen body). The spike must also stand above the run's first value: a per-batch loss
-    near zero multiplies by noise alone; and the low must be a mean's (under `HUGE_FIRST`): a
+    near zero multiplies by noise alone; and the low must be a mean's (under `Series.huge_above`): a
     loss summed over the batch swings by its own scale, which the summed loss explains. Read against the run's own low and start, so on any
     scale; a loss that does not come back, or rises again half as far, is a climb or a divergence,
     not this."""
@@ -245,7 +244,11 @@ def spike_recovered(series: Series) -> list[Symptom]:
         return []
     low = 0
     for i in range(1, len(pts) - 1):
-        if pts[i].value >= SPIKE * pts[low].value and pts[i].value > pts[0].value and pts[low].value < HUGE_FIRST:
+        if (
+            pts[i].value >= SPIKE * pts[low].value
+            and pts[i].value > pts[0].value
+            and pts[low].value < series.huge_above
+        ):
             k = next((k for k in range(i + 1, len(pts)) if pts[k].value <= RECOVERED * pts[low].value), None)
             back = pts[k] if k is not None else None
             if (
@@ -382,12 +385,12 @@ def non_finite_shape(loss: Series) -> list[Symptom]:
 def huge_start(loss: Series, accuracy: Series | None) -> list[Symptom]:
     """A first loss no averaged cross-entropy reaches, and whether the run then learns."""
     pts = _finite_run(loss)
-    if len(pts) < 6 or pts[0].value <= HUGE_FIRST:
+    if len(pts) < 6 or pts[0].value <= loss.huge_above:
         return []
     vals = [p.value for p in pts]
     head = median(vals[:3])
     tail = median(vals[-max(3, len(vals) // 5) :])
-    if head <= HUGE_FIRST or tail <= 0:
+    if head <= loss.huge_above or tail <= 0:
         return []
     # a huge start that soon falls to a classifier's level is an explosion, not a scale
     if min(vals) < head / 30:
@@ -407,7 +410,9 @@ def huge_start(loss: Series, accuracy: Series | None) -> list[Symptom]:
                 value=fell,
             )
         ]
-    if fell < 2.5 and not loss.starts_mid_run:  # where the log shows no start, none was saturated
+    # where the log shows no start, none was saturated; a scaled-cosine softmax's loss is bounded
+    # (by 2s + ln C) whatever the weights, so no initialisation starts it above the bound
+    if fell < 2.5 and not loss.starts_mid_run and not loss.scaled_cosine:
         return [
             Symptom(
                 "loss-huge-and-stuck",

@@ -640,6 +640,7 @@ _NOT_ERRORS = {
     "quoted-no-grad",
     "quoted-detach",
     "quoted-requires-grad-false",
+    "quoted-eval-without-eval-mode",
     "few-trainable-parameters",
     "oom-in-evaluation",
     "oom-at-round-step",
@@ -988,6 +989,8 @@ def detect(ctx: Context) -> list[Symptom]:
     if no_grad and no_grad[0].line is not None:
         # one message, three causes: the code quoted on the way to backward() tells them apart
         out.extend(quoted.detect(ctx.readings, quoted.source_lines(ctx.readings), no_grad[0].line))
+    # a pasted evaluation script that never switches the model to eval mode
+    out.extend(quoted.eval_without_eval_mode(ctx.readings))
     oom = found.get("out-of-memory")
     if oom and oom[0].line is not None:
         out.extend(_oom_in_evaluation(ctx.readings, oom[0]))
