@@ -227,6 +227,14 @@ KEYWORDS: tuple[bytes, ...] = (
     b"eeps growing",
     # fresh batch 22: zero_grad as people also type it
     b"zero_gard",
+    # session 38 (the world corpus's misses): a loss said to diverge in English, and a loss said
+    # to be computed after a sigmoid
+    b"iverg",
+    b"igmoid",
+    # ... and a process said to get killed, in lower case ("the epochs after unfreezing get killed")
+    b"killed",
+    # ... and a loss that "suddenly" (突然) fell to zero, in Chinese
+    "突然".encode(),
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

@@ -595,3 +595,77 @@ def test_an_epoch_sum_of_batch_losses_says_nothing_by_its_size(tmp_path):
     flat = explain(_pairwise_epochs(tmp_path, backward=True, step=False))
     assert {c.id for c in flat.tied} >= {"missing-backward", "missing-optimizer-step"}
     assert not _series_of(_bar_separated_run(tmp_path, "healthy"))["loss"].epoch_sum
+
+
+def test_a_run_the_kernel_killed_names_host_memory_causes(tmp_path):
+    # the out-of-memory killer ends a process with SIGKILL: no Python error, only the shell's
+    # `Killed` line after the last loss (here the run sends itself the same signal, under bash as
+    # a CI step or a nohup script runs it)
+    train = (
+        "import os, signal\n"
+        "for step in range(1, 4):\n"
+        "    print(f'epoch 1 step {step} loss {2.3 - 0.1 * step:.4f}', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    script = tmp_path / "train.py"
+    script.write_text(train)
+    run = subprocess.run(["bash", "-c", f"{sys.executable} {script}; true"], capture_output=True, text=True, timeout=60)
+    log = tmp_path / "run.log"
+    log.write_text(run.stdout + run.stderr)
+    assert " Killed " in log.read_text()
+    report = explain(log)
+    assert "process-killed" in {s.name for s in report.symptoms}
+    assert [c.id for c in report.causes][:2] == ["loss-tensor-leak", "cuda-oom"]
+    assert report.causes[0].confidence < 0.6  # candidates to rule out, not a finding
+
+
+def test_an_assertion_printing_a_tensor_of_nan_reads_as_a_reported_nan(tmp_path):
+    # a box regressor trained at a rate far too high, then checked as SparseR-CNN's box ops check
+    # their input (`assert (boxes[:, 2:] >= boxes[:, :2]).all(), boxes`): torch prints the boxes
+    train = (
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "net = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))\n"
+        "opt = torch.optim.SGD(net.parameters(), lr=50.0)\n"
+        "x, y = torch.randn(16, 8), torch.rand(16, 4)\n"
+        "for step in range(100):\n"
+        "    out = net(x)\n"
+        "    # corners from a centre and a positive size: valid boxes whenever they are finite\n"
+        "    boxes = torch.cat([out[:, :2], out[:, :2] + torch.nn.functional.softplus(out[:, 2:])], dim=1)\n"
+        "    assert (boxes[:, 2:] >= boxes[:, :2]).all(), boxes\n"
+        "    loss = torch.nn.functional.l1_loss(boxes, y)\n"
+        "    opt.zero_grad()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    print(f'iter {step} loss {loss.item():.4f}', flush=True)\n"
+    )
+    script = tmp_path / "train.py"
+    script.write_text(train)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    log = tmp_path / "run.log"
+    log.write_text(run.stdout + run.stderr)
+    assert "AssertionError: tensor([[" in log.read_text()
+    report = explain(log)
+    assert "non-finite-tensor-error" in {s.name for s in report.symptoms}
+    assert [c.id for c in report.causes][:1] == ["lr-too-high"]
+    # the error line alone, as a report quotes it: the two common causes of a NaN, the rate first
+    line = next(x for x in log.read_text().splitlines() if x.startswith("AssertionError: tensor(["))
+    alone = tmp_path / "quoted.log"
+    alone.write_text(line + "\n")
+    assert [c.id for c in explain(alone).causes] == ["lr-too-high", "missing-epsilon"]
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_an_accuracy_that_depends_on_the_test_batch_size_is_a_missing_eval_mode(tmp_path, mode):
+    # nts-net-46's report ("bs8: 0.412", "bs128: 0.726", "bs256: 0.810"), from a real run: batch
+    # norm left in training mode normalises each test batch by its own statistics
+    run = subprocess.run(
+        [sys.executable, str(PROGRAMS / "eval_batch_size.py"), mode], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    log = tmp_path / "run.log"
+    log.write_text(run.stdout + run.stderr)
+    report = explain(log)
+    found = "batch-size-dependent-eval-reported" in {s.name for s in report.symptoms}
+    assert found == (mode == "train")
+    assert [c.id for c in report.causes][:1] == (["missing-eval-mode"] if mode == "train" else [])

@@ -265,6 +265,9 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bloss(?:es)?\b[^\n]{0,30}?\b(?:becomes?|became|is|are|was|were|goes|went|gets?|got|grows?|grew)\s+"
         r"(?:very\s+|really\s+|extremely\s+|so\s+)?(?:huge|enormous|explod\w*|skyrocket\w*)\b|"
         r"\bloss(?:es)?\s+(?:explod\w*|blows? up|blew up|skyrocket\w*)|"
+        # a loss said to diverge ("the *loss_cls* diverges before the iteration 2999", "the loss
+        # started to diverge"): the run's, not two runs' logs diverging from each other
+        r"\bloss(?:es|_\w+)?\b[^\n.]{0,24}?\b(?:diverg(?:es|ed|ing)|(?:starts?|started|began|begins)\s+to\s+diverge)\b|"
         # a sudden rise said in words ("the loss suddenly burst from about 0.05 or lower to 1")
         r"\bloss(?:es)?\b[^\n.]{0,30}?\b(?:suddenly|abruptly)\s+(?:burst|bursts|jump(?:s|ed)?|spike(?:s|d)?|"
         r"shot up|shoots up|rose|rises|went up|goes up)\b|"
@@ -401,6 +404,11 @@ SIGNATURES: tuple[Signature, ...] = (
         # the other order: "you apply CrossEntropy function after softmax activation"
         r"\b(?:cross.?entropy|nll)\w*\b[^\n.]{0,40}?\bafter\b[^\n.]{0,30}?\bsoftmax|"
         r"\bsoftmax(?:es|ed)? (?:it |them )?again\b|\bdouble softmax\b|"
+        # the loss said to be computed on activated outputs ("in validation it is calculated with
+        # sigmoid", "the loss is computed after the softmax")
+        # (the loss, or "it" taking it up: an accuracy computed from the softmax is no fault)
+        r"(?:\bloss(?:es)?\b[^\n.]{0,60}?|\bit\s+is\s+|\bit's\s+)(?:calculated|computed)\s+(?:with|after|on|from)\s+"
+        r"(?:the\s+|a\s+)?(?:final\s+|output\s+)?(?:sigmoid|softmax)\b|"
         # the loss said to apply its own ("when you use nn.CrossEntropyLoss() it automatically
         # applies softmax function, so you should input just raw outputs")
         r"\bcross.?entropy\w*\b(?:\(\))?[^\n.]{0,40}?\b(?:automatically|already|internally|itself)\s+"
@@ -617,6 +625,60 @@ SIGNATURES: tuple[Signature, ...] = (
         r"received signal SIGTERM|Signal 15 \(SIGTERM\)|Terminated\s*$|Signal 9 \(SIGKILL\)|(?:received|by) (?:signal )?SIGKILL",
         "the job was stopped from outside (time limit, cancellation or a kill signal)",
     ),
+    _sig(
+        "batch-size-dependent-eval-reported",
+        # "the test accuracy depends on the batch size", "different batch sizes give different
+        # results at inference": batch norm normalising each test batch by its own statistics
+        r"\b(?:accuracy|acc|results?|predictions?|outputs?|performance|metrics?|scores?)\b[^\n.]{0,40}?\b(?:depends?|depending|"
+        r"changes?|changing|varies|vary|varying|differs?|differ(?:ent|ing))\b[^\n.]{0,20}?\b(?:on|with)\s+(?:the\s+)?"
+        r"(?:test(?:ing)?\s+|eval(?:uation)?\s+|inference\s+|validation\s+)?batch[\s_-]?sizes?\b|"
+        r"\bdifferent\s+(?:test(?:ing)?\s+|eval(?:uation)?\s+|inference\s+)?batch[\s_-]?sizes?\s+(?:gives?|gave|yields?|produces?|leads? to)\s+"
+        r"different\s+(?:results?|accurac(?:y|ies)|predictions?|outputs?)\b",
+        "the report says evaluation results change with the batch size",
+    ),
+    _sig(
+        "loss-stalls-with-scheduler-reported",
+        # "the loss doesn't come down if I use the scheduler": a scheduler's step() taken for the
+        # optimizer's, or a schedule stepped so often that the rate fell to nothing
+        r"\bloss(?:es)?\b[^\n.]{0,40}?\b(?:doesn't|does not|didn't|did not|won't|will not|isn't|is not|not)\s+"
+        r"(?:come down|go down|going down|coming down|decrease|decreasing|drop|dropping|converge|converging|improve|improving|fall|falling)\b"
+        r"[^\n.]{0,40}?\b(?:if|when|once|after|with)\b[^\n.]{0,30}?\bschedul|"
+        r"\b(?:if|when|once|after)\b[^\n.]{0,20}?\b(?:use|add|used|added|using|adding)\b[^\n.]{0,20}?\bschedul\w*\b[^\n.]{0,40}?"
+        r"\bloss(?:es)?\b[^\n.]{0,20}?\b(?:doesn't|does not|didn't|did not|won't|will not|stops?|stopped|no longer)\s+"
+        r"(?:come down|go down|decrease|decreasing|drop|dropping|converge|improve|fall|falling)\b",
+        "the report says the loss stops falling once a scheduler is used",
+    ),
+    _sig(
+        "loss-zero-reported",
+        # a loss said to fall all at once to exactly zero and stay there: the numbers collapsed (an
+        # overflow in half precision, a step too large), not a model that learned; in Chinese
+        # "loss ... 然后突然变成0" (then suddenly became 0). (A loss that falls smoothly towards zero
+        # says nothing of this.)
+        r"\bloss(?:es)?\b[^\n.]{0,40}?\b(?:suddenly|abruptly)\s+(?:becomes?|became|drops?|dropped|goes|went|falls?|fell|"
+        r"turns?|turned|collapses?|collapsed)\s+(?:to\s+|into\s+)?(?:0|zero)(?:\.0+)?(?![.\d])|"
+        r"(?:(?<![a-z_])loss(?![a-z_])|损失)[^\n]{0,30}?突然(?:变成|变为|降到|降为|掉到|成了|为)\s*0(?![.\d])",
+        "the report says the loss suddenly fell to zero and stayed",
+    ),
+    _sig(
+        "non-finite-tensor-error",
+        # an error whose message is a tensor of NaN/inf (an `assert` on computed boxes printing
+        # them: SparseR-CNN's `AssertionError: tensor([[nan, nan, nan, nan], ...`): the values the
+        # model computed went non-finite, as a NaN loss says of the loss
+        r"(?:Error|Exception):\s*tensor\(\[+\s*[-+]?(?:nan|inf)\b",
+        "the run stopped on an error showing a tensor of NaN or inf values",
+    ),
+    _sig(
+        "process-killed",
+        # the shell's `Killed` for a process the kernel's out-of-memory killer ended, a data-loader
+        # worker "killed by signal: Killed", and a report that the run "gets killed" (in Chinese,
+        # "出现killed"): host memory ran out with no Python error to say so
+        # (bash, run as a script, names the line and pid: `bash: line 1:  9442 Killed   python3 train.py`;
+        # as a shell job: `[1]+  Killed   python train.py`)
+        r"^\s*(?:\S+: line \d+:\s+)?(?:\[\d+\]\+?\s+)?(?:\d+\s+)?Killed(?::\s*9)?"
+        r"(?:\s{2,}\S[^\n]*|\s+(?:python|torchrun|accelerate|deepspeed)[^\n]*)?\s*$|\bkilled by signal: Killed\b|"
+        r"\b(?:gets?|got|was|is being|being)\s+killed\b|(?:出现|被)\s*killed(?![a-z])",
+        "the process was killed without an error of its own: the host most likely ran out of memory",
+    ),
 )
 
 # Where several signatures hit, an earlier line normally wins (the first real cause); these
@@ -665,6 +727,9 @@ _NOT_ERRORS = {
     "not-in-optimizer-reported",
     "requires-grad-fix-reported",
     "lr-to-zero-reported",
+    "loss-zero-reported",
+    "batch-size-dependent-eval-reported",
+    "loss-stalls-with-scheduler-reported",
     "lower-lr-works-reported",
     "mixed-precision-on",
     "zero-division-reported",
@@ -827,7 +892,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "累积",
         "累加",
     ),
-    "double-softmax-reported": ("softmax",),
+    "double-softmax-reported": ("softmax", "sigmoid"),
     "shuffle-off-reported": ("shuffle",),
     "scheduler-without-step-reported": ("schedul",),
     "not-in-eval-mode-reported": ("eval mode", "evaluation mode", "eval state", "evaluation state", "eval()"),
@@ -862,6 +927,11 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "eval-oom-reported": ("out of memory", "oom", "显存", "内存"),
     "late-oom-reported": ("out of memory", "oom"),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
+    "process-killed": ("killed",),
+    "non-finite-tensor-error": ("nan", "inf"),
+    "loss-zero-reported": ("loss", "损失"),
+    "batch-size-dependent-eval-reported": ("batch",),
+    "loss-stalls-with-scheduler-reported": ("schedul",),
 }
 
 
@@ -985,6 +1055,7 @@ def detect(ctx: Context) -> list[Symptom]:
             )
         )
     out.extend(_trainable(counts))
+    out.extend(_eval_by_batch_size(ctx.readings))
     no_grad = found.get("no-grad-fn")
     if no_grad and no_grad[0].line is not None:
         # one message, three causes: the code quoted on the way to backward() tells them apart
@@ -1194,6 +1265,37 @@ def _order(symptoms: list[Symptom]) -> list[Symptom]:
         else:
             out.append(s)
     return out
+
+
+# one evaluation per batch size, a line each: `bs8: 0.412`, `batch_size=128 acc 0.726`
+_BY_BATCH_SIZE = re.compile(
+    r"^\s*(?:bs|batch[\s_-]?size)\s*[=:]?\s*(\d+)\s*[:=,|]?\s*(?:(?:test\s+|val\s+)?acc(?:uracy)?\s*[:=]?\s*)?(\d*\.?\d+)\s*%?\s*$",
+    re.I,
+)
+BATCH_SIZE_SPREAD = 0.1  # a tenth apart: far beyond the rounding of one deterministic evaluation
+
+
+def _eval_by_batch_size(readings: list[Reading]) -> list[Symptom]:
+    """The same evaluation printed for several batch sizes whose results differ by a tenth or
+    more of the best: a model in eval mode gives every sample the same output whatever it is
+    batched with; one in training mode normalises each batch by its own statistics."""
+    seen: dict[int, tuple[float, Reading]] = {}
+    for rd in readings:
+        if rd.index == 0 and len(rd.text) < 80 and (m := _BY_BATCH_SIZE.match(rd.text)) is not None:
+            seen.setdefault(int(m.group(1)), (float(m.group(2)), rd))
+    if len(seen) < 2:
+        return []
+    values = [v for v, _ in seen.values()]
+    if max(values) <= 0 or (max(values) - min(values)) < BATCH_SIZE_SPREAD * max(values):
+        return []
+    lines = [rd for _, rd in sorted(seen.values(), key=lambda x: x[1].line or 0)]
+    summary = (
+        f"one evaluation printed for {len(seen)} batch sizes gives {min(values):.4g} to {max(values):.4g}: "
+        "results that depend on the batch size"
+    )
+    return [
+        Symptom("batch-size-dependent-eval-reported", summary, tuple(_ev(rd) for rd in lines[:3]), rank=lines[0].rank)
+    ]
 
 
 def _trainable(lines: list[Reading]) -> list[Symptom]:
