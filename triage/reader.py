@@ -235,6 +235,12 @@ KEYWORDS: tuple[bytes, ...] = (
     b"killed",
     # ... and a loss that "suddenly" (突然) fell to zero, in Chinese
     "突然".encode(),
+    # fresh batch 24: dynamo's warnings of a frame it could not compile, half precision set as the
+    # default tensor type, DDP's list of parameters that received no gradient
+    b"_dynamo/",
+    b"HalfTensor",
+    b"set_default_dtype",
+    b"receive grad",
 )
 # Event words matched in any case ("Error", "ERROR"; "nan", "NaN"; slurm's "CANCELLED"): one
 # caseless word costs the matcher less than two spellings. Hyperscan gets every spelling of each

@@ -669,3 +669,40 @@ def test_an_accuracy_that_depends_on_the_test_batch_size_is_a_missing_eval_mode(
     found = "batch-size-dependent-eval-reported" in {s.name for s in report.symptoms}
     assert found == (mode == "train")
     assert [c.id for c in report.causes][:1] == (["missing-eval-mode"] if mode == "train" else [])
+
+
+def test_one_pasted_step_that_waits_nearly_all_of_it_for_data_is_a_loader_bottleneck(tmp_path):
+    # vindlu-10 pasted one line of iteration 200 (`time: 40.1906  data: 38.0570`); here a real loop
+    # whose dataset sleeps in __getitem__ prints such lines, and one of them is quoted alone
+    train = (
+        "import time, torch\n"
+        "class Slow(torch.utils.data.Dataset):\n"
+        "    def __len__(self): return 24\n"
+        "    def __getitem__(self, i):\n"
+        "        time.sleep(0.05)\n"
+        "        return torch.randn(8), torch.randint(0, 2, ()).item()\n"
+        "net = torch.nn.Linear(8, 2)\n"
+        "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "end = time.time()\n"
+        "for it, (x, y) in enumerate(torch.utils.data.DataLoader(Slow(), batch_size=4)):\n"
+        "    data = time.time() - end\n"
+        "    loss = torch.nn.functional.cross_entropy(net(x), y)\n"
+        "    opt.zero_grad(); loss.backward(); opt.step()\n"
+        "    step = time.time() - end\n"
+        "    end = time.time()\n"
+        "    print(f'step {it}  loss: {loss.item():.4f}  time: {step:.4f}  data: {data:.4f}', flush=True)\n"
+    )
+    script = tmp_path / "train.py"
+    script.write_text(train)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    line = next(x for x in run.stdout.splitlines() if x.startswith("step 4 "))
+    quoted = tmp_path / "quoted.log"
+    quoted.write_text(line + "\n")
+    report = explain(quoted)
+    assert "data-wait" in {s.name for s in report.symptoms}
+    assert [c.id for c in report.causes][:1] == ["dataloader-bottleneck"]
+    # the first step alone (the workers starting) says nothing
+    first = tmp_path / "first.log"
+    first.write_text(run.stdout.splitlines()[0] + "\n")
+    assert "data-wait" not in {s.name for s in explain(first).symptoms}

@@ -98,6 +98,8 @@ SIGNATURES: tuple[Signature, ...] = (
         # before 1.6: "Expected object of device type cuda but got device type cpu", and
         # before 1.2 "... of backend CUDA but got backend CPU"
         r"Expected object of (?:device type|backend) \w+ but got (?:device type|backend) \w+|"
+        # an index or copy kernel's own spelling (1.x): "expected device cpu but got device cuda:0"
+        r"expected device \w+(?::\d+)? but got device \w+|"
         # 0.4-1.0 named the tensor type: a device mismatch when exactly one side is cuda
         r"expected (?:object of )?type \S*?torch\.cuda\.\w+\]? but (?:found|got) (?:type )?\S*?torch\.(?!cuda)|"
         r"expected (?:object of )?type \S*?torch\.(?!cuda)\w+\]? but (?:found|got) (?:type )?\S*?torch\.cuda\.",
@@ -191,7 +193,7 @@ SIGNATURES: tuple[Signature, ...] = (
     _sig(
         "ddp-unused-parameters",
         r"Expected to have finished reduction in the prior iteration|"
-        r"Parameter indices which did not receive grad|"
+        r"Parameter indices which did not receive grad|Parameters which did not receive grad for rank|"
         r"parameters that were not used in producing (?:the )?loss",
         "DDP waited for gradients of parameters that took no part in the loss",
     ),
@@ -205,6 +207,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "recompiling",
         r"Recompiling function|hit config\.(?:recompile|cache_size)_limit|"
         r"cache_size_limit reached|recompile_limit reached|Graph break(?:s)? ?(?:in|:|due)|"
+        # dynamo's warning that it could not compile a frame and ran it eagerly (logged from its
+        # exc.py or convert_frame.py, 2.x): the graph broke there
+        r"torch/_dynamo/(?:exc|convert_frame)\.py:\d+\]|"
         r"cache_size_limit \(\d+\)|CacheLimitExceeded",
         "torch.compile recompiled or broke the graph repeatedly",
     ),
@@ -239,9 +244,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # "the loss became nan", "all the losses in this model become nan", a named term
         # ("the loss_rcnn_bbox values are Nan"), and "I got nan values" / "NaN losses"
         # (never across a `key: number` field: mmocr's `loss: 1.9091, grad_norm: nan` is a finite loss)
-        r"\bloss(?:es|_\w+)?\b(?:(?![:=]\s*[-+.\d])[^\n]){0,30}?\b(?:became|becomes|become|(?:will|would|can|could)\s+be|is|are|was|were|got|goes|went|turns?|turned|"
-        r"into|to|of|=|:)\s*['\"‘“]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
-        r"\b(?:got|get|gets|getting) (?:a )?nan(?:s|\s+values?)?\b|"
+        # (a named loss may also lead its name: ChangeFormer's "a G_loss of nan")
+        r"(?:\b|(?<=_))loss(?:es|_\w+)?\b(?:(?![:=]\s*[-+.\d])[^\n]){0,30}?\b(?:became|becomes|become|(?:will|would|can|could)\s+be|is|are|was|were|got|goes|went|turns?|turned|"
+        r"into|to|of|=|:)\s*['\"‘“`]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
+        r"\b(?:got|get|gets|getting) (?:a )?['\"‘“`]?nan['\"’”`]?(?:s|\s+values?|\s+grad(?:ient)?s?)?\b|"
+        # whatever the subject, a run said to go to NaN ("the last loras in the queue sometimes goes to
+        # nan", "then it suddenly crashes to nan")
+        r"\b(?:goes|go|went|going|crash(?:es|ed)?|jumps?|jumped|drops?|dropped|collapses?|collapsed)\s+to\s+['\"‘“`]?nan\b|"
         # "There is an nan during training"
         r"\bthere(?:'s| is| are| was| were)\s+(?:an?\s+)?nans?\s+(?:during|in|while|when)\s+(?:the\s+)?training\b|"
         # the loss taken up again by a pronoun in the same sentence ("the loss display correctly,
@@ -537,6 +546,9 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bmixed precision type:\s*(?:fp16|bf16)\b|"
         # fastai's `learner.to_fp16()`, Lightning's `Trainer(precision=16)` ("16-mixed", "bf16-mixed")
         r"\.to_fp16\(|\bprecision\s*=\s*['\"]?(?:16|bf16)\b|"
+        # every tensor in half precision by default (`torch.set_default_tensor_type(torch.HalfTensor)`,
+        # `torch.set_default_dtype(torch.float16)`), with no autocast and so no scaler's place
+        r"set_default_tensor_type\(\s*(?:torch\.)?(?:cuda\.)?HalfTensor|set_default_dtype\(\s*(?:torch\.)?(?:float16|half)\b|"
         r"\b(?:using|use|with|enabled?|enabling|added?|adding)\s+(?:the\s+)?(?:fp16|amp|apex|autocast|"
         r"mixed[- ]precision|half[- ]precision)\b|\b(?:fp16|amp|mixed[- ]precision|half[- ]precision)\s+training\b|"
         r"(?-i:\bAMP\b)(?!\s*(?:not\b|is not\b|disabled|off\b|[=:]\s*False))",
@@ -626,6 +638,18 @@ SIGNATURES: tuple[Signature, ...] = (
         "the job was stopped from outside (time limit, cancellation or a kill signal)",
     ),
     _sig(
+        "training-slow-reported",
+        # training said to be slow, a first epoch far slower than the next ("my first epoch is
+        # extremely slow ... from the second epoch and forth much better speeds"), or slower than
+        # a paper reported: a run that waits (most often for data), not one that computes wrong
+        r"\b(?:first|1st)\s+epoch\b[^\n.]{0,30}?\b(?:is|was|are|were|seems?|runs?)\s+(?:extremely\s+|very\s+|really\s+|so\s+|"
+        r"much\s+|too\s+|super\s+|painfully\s+)?slow(?:er)?\b|"
+        r"\b(?:training|train|epochs?|iterations?|steps?)\b[^\n.]{0,20}?\b(?:is|are|was|were|seems?|runs?|running)\s+"
+        r"(?:extremely|very|really|so|much|too|super|painfully)\s+slow(?:er)?\b|"
+        r"\b(?:training\s+is\s+)?(?:much\s+|far\s+)?slower\s+than\s+(?:expected|reported|(?:in\s+)?(?:the|your)\s+paper)\b",
+        "the report says training runs slow",
+    ),
+    _sig(
         "batch-size-dependent-eval-reported",
         # "the test accuracy depends on the batch size", "different batch sizes give different
         # results at inference": batch norm normalising each test batch by its own statistics
@@ -676,7 +700,9 @@ SIGNATURES: tuple[Signature, ...] = (
         # as a shell job: `[1]+  Killed   python train.py`)
         r"^\s*(?:\S+: line \d+:\s+)?(?:\[\d+\]\+?\s+)?(?:\d+\s+)?Killed(?::\s*9)?"
         r"(?:\s{2,}\S[^\n]*|\s+(?:python|torchrun|accelerate|deepspeed)[^\n]*)?\s*$|\bkilled by signal: Killed\b|"
-        r"\b(?:gets?|got|was|is being|being)\s+killed\b|(?:出现|被)\s*killed(?![a-z])",
+        r"\b(?:gets?|got|was|is being|being)\s+killed\b|(?:出现|被)\s*killed(?![a-z])|"
+        # the word the run printed, quoted: '"killed" will appear in second epoch'
+        r"['\"‘“]killed['\"’”]",
         "the process was killed without an error of its own: the host most likely ran out of memory",
     ),
 )
@@ -730,6 +756,7 @@ _NOT_ERRORS = {
     "loss-zero-reported",
     "batch-size-dependent-eval-reported",
     "loss-stalls-with-scheduler-reported",
+    "training-slow-reported",
     "lower-lr-works-reported",
     "mixed-precision-on",
     "zero-division-reported",
@@ -767,6 +794,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "backend",
         "expected object of type",
         "expected type",
+        "expected device",
     ),
     "out-of-memory": ("out of memory", "outofmemoryerror", "defaultcpuallocator", "alloc_failed", "oom"),
     "collective-timeout": (
@@ -837,7 +865,14 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     ),
     "ddp-unused-parameters": ("finished reduction", "did not receive grad", "not used in producing"),
     "broadcast-warning": ("using a target size",),
-    "recompiling": ("recompil", "cache_size", "graph break", "cachelimitexceeded"),
+    "recompiling": (
+        "recompil",
+        "cache_size",
+        "graph break",
+        "cachelimitexceeded",
+        "_dynamo/exc.py",
+        "_dynamo/convert_frame.py",
+    ),
     "tensor-to-scalar-warning": ("converting a tensor with requires_grad",),
     "dataloader-timeout": ("dataloader timed out",),
     "scheduler-before-optimizer": ("lr_scheduler.step()",),
@@ -845,6 +880,13 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "loss-non-finite-reported": (
         "loss",
         "损失",
+        "to nan",
+        "to 'nan",
+        'to "nan',
+        "to `nan",
+        "got `nan",
+        "got 'nan",
+        'got "nan',
         "got nan",
         "get nan",
         "gets nan",
@@ -918,6 +960,8 @@ ANCHORS: dict[str, tuple[str, ...]] = {
         "half precision",
         "half-precision",
         "precision=",
+        "halftensor",
+        "set_default_dtype",
     ),
     "not-in-optimizer-reported": ("optimizer", "optimiser", "adam", "sgd", "rmsprop", "优化器"),
     "requires-grad-fix-reported": ("requires_grad",),
@@ -931,6 +975,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "non-finite-tensor-error": ("nan", "inf"),
     "loss-zero-reported": ("loss", "损失"),
     "batch-size-dependent-eval-reported": ("batch",),
+    "training-slow-reported": ("slow",),
     "loss-stalls-with-scheduler-reported": ("schedul",),
 }
 
