@@ -619,6 +619,13 @@ def test_a_run_the_kernel_killed_names_host_memory_causes(tmp_path):
     assert report.causes[0].confidence < 0.6  # candidates to rule out, not a finding
 
 
+def _run_script(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """Run a small training script written for a test, as its own Python process."""
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+
+
 def test_an_assertion_printing_a_tensor_of_nan_reads_as_a_reported_nan(tmp_path):
     # a box regressor trained at a rate far too high, then checked as SparseR-CNN's box ops check
     # their input (`assert (boxes[:, 2:] >= boxes[:, :2]).all(), boxes`): torch prints the boxes
@@ -639,9 +646,7 @@ def test_an_assertion_printing_a_tensor_of_nan_reads_as_a_reported_nan(tmp_path)
         "    opt.step()\n"
         "    print(f'iter {step} loss {loss.item():.4f}', flush=True)\n"
     )
-    script = tmp_path / "train.py"
-    script.write_text(train)
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    run = _run_script(tmp_path, train)
     log = tmp_path / "run.log"
     log.write_text(run.stdout + run.stderr)
     assert "AssertionError: tensor([[" in log.read_text()
@@ -692,9 +697,7 @@ def test_one_pasted_step_that_waits_nearly_all_of_it_for_data_is_a_loader_bottle
         "    end = time.time()\n"
         "    print(f'step {it}  loss: {loss.item():.4f}  time: {step:.4f}  data: {data:.4f}', flush=True)\n"
     )
-    script = tmp_path / "train.py"
-    script.write_text(train)
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    run = _run_script(tmp_path, train)
     assert run.returncode == 0, run.stderr
     line = next(x for x in run.stdout.splitlines() if x.startswith("step 4 "))
     quoted = tmp_path / "quoted.log"

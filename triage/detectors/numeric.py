@@ -1014,6 +1014,12 @@ def memory_growth(mem: Series, val: Series | None) -> list[Symptom]:
 FEW_POINTS_SHARE = 0.8  # the data wait's share of a step that one or two logged steps must show
 
 
+def _waits(pair: tuple[Point, Point, float], batch: Series, share: float, where: str) -> list[Symptom]:
+    d, b, _ = pair
+    summary = f"waiting for data takes {100 * share:.0f}% of {where}"
+    return [Symptom("data-wait", summary, (_ev(d, "data_time"), _ev(b, batch.name)), value=share)]
+
+
 def data_wait(data: Series, batch: Series, apart: bool = False) -> list[Symptom]:
     """`data-wait`: the loader's wait takes half of each step, or the steps stall on it again and
     again (lerobot's `data_s:13.330` beside `updt_s:0.302`, then 0.001, then 0.595 eight steps
@@ -1031,30 +1037,12 @@ def data_wait(data: Series, batch: Series, apart: bool = False) -> list[Symptom]
         # iteration 200; a line whose step is printed and is the first says only that the workers
         # started): only a wait that is nearly the whole step says enough
         share = min(d.value / total for d, _, total in pairs)
-        if share < FEW_POINTS_SHARE:
-            return []
-        d, b, _ = pairs[0]
-        return [
-            Symptom(
-                "data-wait",
-                f"waiting for data takes {100 * share:.0f}% of the step the log shows",
-                (_ev(d, "data_time"), _ev(b, batch.name)),
-                value=share,
-            )
-        ]
+        return _waits(pairs[0], batch, share, "the step the log shows") if share >= FEW_POINTS_SHARE else []
     if len(pairs) < 3:
         return []
     share = median(d.value / total for d, _, total in pairs)
     if share >= 0.5:
-        d, b, _ = pairs[len(pairs) // 2]
-        return [
-            Symptom(
-                "data-wait",
-                f"waiting for data takes {100 * share:.0f}% of each step",
-                (_ev(d, "data_time"), _ev(b, batch.name)),
-                value=share,
-            )
-        ]
+        return _waits(pairs[len(pairs) // 2], batch, share, "each step")
     stalls = [(d, b) for d, b, total in pairs if d.value >= 0.5 * total]
     waited = sum(d.value for d, _, _ in pairs) / sum(total for _, _, total in pairs)
     if len(stalls) >= 2 and waited >= 0.5:

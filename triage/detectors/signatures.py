@@ -246,7 +246,7 @@ SIGNATURES: tuple[Signature, ...] = (
         # (never across a `key: number` field: mmocr's `loss: 1.9091, grad_norm: nan` is a finite loss)
         # (a named loss may also lead its name: ChangeFormer's "a G_loss of nan")
         r"(?:\b|(?<=_))loss(?:es|_\w+)?\b(?:(?![:=]\s*[-+.\d])[^\n]){0,30}?\b(?:became|becomes|become|(?:will|would|can|could)\s+be|is|are|was|were|got|goes|went|turns?|turned|"
-        r"into|to|of|=|:)\s*['\"‘“`]?(?:nan|inf(?:inite|inity)?)\b|\bnan loss(?:es)?\b|"
+        r"into|to|of|=|:)\s*['\"‘“`]?(?:nan|inf(?:inite|inity)?)\b|['\"‘“`]?\bnan['\"’”`]?\s+loss(?:es)?\b|"
         r"\b(?:got|get|gets|getting) (?:a )?['\"‘“`]?nan['\"’”`]?(?:s|\s+values?|\s+grad(?:ient)?s?)?\b|"
         # whatever the subject, a run said to go to NaN ("the last loras in the queue sometimes goes to
         # nan", "then it suddenly crashes to nan")
@@ -308,7 +308,7 @@ SIGNATURES: tuple[Signature, ...] = (
         # "when I run DLA for 10k steps, the CPU memory will be used up"
         r"\bmemory\b[^\n.]{0,20}?\b(?:(?:will|would|is|was|gets?|got)\s+(?:be\s+)?)?used up\b|"
         # in Chinese: "内存占用一直增加" (memory use keeps increasing), "显存不断上涨"
-        r"(?:内存|显存)[^\n]{0,8}?(?:一直|不断|持续|逐渐|慢慢)\s*(?:增加|增长|上涨|上升|变大)|"
+        r"(?:内存|显存)[^\n]{0,8}?(?:一直|不断|持续|逐渐|慢慢)\s*(?:增加|增长|上涨|上升|变大|升高|飙升)|"
         # "its related memory is not freed"
         r"\bmemory\b[^\n.]{0,20}?\b(?:(?:is|was|are|were)\s+(?:not|never)|isn't|wasn't|aren't|weren't)\s+(?:freed|released)\b|"
         # taken up again by a pronoun, across the quoted code that printed it ("I print the RAM usage
@@ -600,7 +600,11 @@ SIGNATURES: tuple[Signature, ...] = (
         # division with nothing to keep it finite (Python's own ZeroDivisionError is a count, not this)
         r"\bnan\b[^\n]{0,60}?\bbecause\b[^\n]{0,80}?(?:=\s*0(?![.\d])|\b(?:is|was|becomes?|equals?)\s+(?:zero|0)(?![.\d]))|"
         r"(?<!error: )\bdivi(?:de|ded|ding|sion)\s+by\s+(?:zero|0)(?![.\d])|"
-        r"\bdenominator\b[^\n.]{0,30}?\b(?:is|was|becomes?|be|equals?|=)\s*(?:zero|0)(?![.\d])",
+        r"\bdenominator\b[^\n.]{0,30}?\b(?:is|was|becomes?|be|equals?|=)\s*(?:zero|0)(?![.\d])|"
+        # a logarithm that met a zero: "torch.log(input) = nan", "log(0)", "does not equal to 0 for
+        # 'torch.log(input)'"
+        r"\b(?:torch\.)?log\w*\([^)\n]{0,40}\)\s*=\s*-?(?:nan|inf)\b|\blog\s*\(\s*0\s*\)|\blog\s+of\s+(?:zero|0)(?![.\d])|"
+        r"\b(?:not\s+)?equals?\s+(?:to\s+)?(?:zero|0)\s+for\s+['\"`‘“]?(?:torch\.)?log\b",
         "the report says a division met a zero",
     ),
     _sig(
@@ -646,8 +650,33 @@ SIGNATURES: tuple[Signature, ...] = (
         r"much\s+|too\s+|super\s+|painfully\s+)?slow(?:er)?\b|"
         r"\b(?:training|train|epochs?|iterations?|steps?)\b[^\n.]{0,20}?\b(?:is|are|was|were|seems?|runs?|running)\s+"
         r"(?:extremely|very|really|so|much|too|super|painfully)\s+slow(?:er)?\b|"
-        r"\b(?:training\s+is\s+)?(?:much\s+|far\s+)?slower\s+than\s+(?:expected|reported|(?:in\s+)?(?:the|your)\s+paper)\b",
+        r"\b(?:training\s+is\s+)?(?:much\s+|far\s+)?slower\s+than\s+(?:expected|reported|(?:in\s+)?(?:the|your)\s+paper)\b|"
+        # "it is so slow, and one epoch consumed ~2h", an epoch's time in hours, and the hours a paper
+        # reported set against the run's ("should take 30h as your paper. But in practice ... 100h")
+        r"\bit\s+(?:is|was|runs?|seems)\s+(?:so|very|extremely|really|too|super|painfully)\s+slow\b|"
+        r"\b(?:one|an|each|every|per)\s+epoch\s+(?:consumed|consumes|takes?|took|costs?|needs?|lasts?)\s+(?:about\s+|around\s+|~\s*)?"
+        r"\d+(?:\.\d+)?\s*(?:h|hrs?|hours?|days?)\b|"
+        r"\b(?:paper|reported)\b[^\n]{0,40}?\b\d+(?:\.\d+)?\s*(?:h|hrs?|hours?|days?)\b[^\n]{0,60}?\b(?:take|takes|took|taking)\s+\d+\s*(?:h|hrs?|hours?|days?)\b|"
+        r"\b(?:paper|reported)\b[^\n]{0,30}?\b(?:only\s+)?(?:about\s+|around\s+|~\s*)?\d+(?:\.\d+)?\s*(?:h|hrs?|hours?|days?)\s+(?:for|of)\s+(?:the\s+)?training\b|"
+        r"\b\d+(?:\.\d+)?\s*(?:h|hrs?|hours?|days?)\b[^\n]{0,30}?\bpaper\b[^\n]{0,60}?\b(?:take|takes|took|taking)\s+\d+\s*(?:h|hrs?|hours?|days?)\b",
         "the report says training runs slow",
+    ),
+    _sig(
+        "grad-exploding-reported",
+        # "the exploding gradient during training", "gradients explode", 梯度爆炸: steps too large for
+        # the loss surface, which clipping bounds and a smaller rate avoids
+        r"\bexploding\s+gradients?\b|\bgradients?\s+(?:explode[sd]?|exploding|blows?\s+up|blew\s+up)\b|\bgradient\s+explosion\b|梯度爆炸",
+        "the report says the gradients explode",
+    ),
+    _sig(
+        "schedule-end-missed-reported",
+        # "the learning rate should approach zero when the training ends" (and does not): a schedule
+        # stepped a different number of times than it was built for
+        r"\b(?:learning rate|lr)\b[^\n.]{0,30}?\bshould\s+(?:approach|reach|go\s+to|decay\s+to|end\s+(?:at|near)|be)\s+(?:zero|0)(?![.\d])"
+        r"[^\n.]{0,30}?\b(?:when|at|by)\s+(?:the\s+)?(?:training\s+ends|end)\b|"
+        r"\b(?:learning rate|lr)\b[^\n.]{0,30}?\b(?:does\s+not|doesn't|never|did\s+not|didn't)\s+(?:reach(?:es)?|approach(?:es)?|go(?:es)?\s+to|decays?\s+to|gets?\s+to)\s+"
+        r"(?:zero|0)(?![.\d])",
+        "the report says the schedule did not end where it should",
     ),
     _sig(
         "batch-size-dependent-eval-reported",
@@ -757,6 +786,8 @@ _NOT_ERRORS = {
     "batch-size-dependent-eval-reported",
     "loss-stalls-with-scheduler-reported",
     "training-slow-reported",
+    "grad-exploding-reported",
+    "schedule-end-missed-reported",
     "lower-lr-works-reported",
     "mixed-precision-on",
     "zero-division-reported",
@@ -967,7 +998,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "requires-grad-fix-reported": ("requires_grad",),
     "lr-to-zero-reported": ("learning rate", "lr"),
     "lower-lr-works-reported": ("learning rate", "learning_rate", "lr"),
-    "zero-division-reported": ("because", "by zero", "by 0", "denominator"),
+    "zero-division-reported": ("because", "by zero", "by 0", "denominator", "log"),
     "eval-oom-reported": ("out of memory", "oom", "显存", "内存"),
     "late-oom-reported": ("out of memory", "oom"),
     "job-cancelled": ("time limit", "cancel", "maximum execution time", "sigterm", "sigkill", "terminated"),
@@ -975,7 +1006,9 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "non-finite-tensor-error": ("nan", "inf"),
     "loss-zero-reported": ("loss", "损失"),
     "batch-size-dependent-eval-reported": ("batch",),
-    "training-slow-reported": ("slow",),
+    "training-slow-reported": ("slow", "epoch", "paper", "reported"),
+    "grad-exploding-reported": ("explod", "explosion", "blow", "blew", "梯度爆炸"),
+    "schedule-end-missed-reported": ("learning rate", "lr"),
     "loss-stalls-with-scheduler-reported": ("schedul",),
 }
 
