@@ -175,15 +175,15 @@ _FIELD = re.compile(r"(?:^|\|)\s*([A-Za-z]+(?: [A-Za-z]+){1,3})\s*:\s*(" + _NUM 
 # a line that holds one named loss term and nothing else (markdown bold around the number too)
 _ONE_TERM = re.compile(r"([A-Za-z][\w.]{0,63}loss[\w.]{0,63})\s*[:=]\s*\**(?:" + _NUM + r")\**$", re.I)
 _PLAIN_LOSSES = frozenset({"loss", "train_loss", "val_loss", "valid_loss", "test_loss", "training_loss"})
-# RecBole's epoch line, whose training loss is the sum of the epoch's batch losses
 # names of the scaled-cosine (margin) softmax losses of face and speaker recognition, as
 # configs and class names spell them: `margin_list (1.0, 0.5, 0.0)`, `ArcMarginProduct`,
-# `loss: cosface`, `AAM-Softmax`
+# `loss: cosface`, `AAM-Softmax` (not "image face": no letter before the name)
 _SCALED_COSINE = re.compile(
-    r"(?:arc|cos|sphere|curricular|ada|mag|elastic)[_ -]?face|(?:arc|add|combined|angular)[_ ]?margin"
+    r"(?<![a-z])(?:arc|cos|sphere|curricular|ada|mag|elastic)[_ -]?face|(?<![a-z])(?:arc|add|combined|angular)[_ ]?margin"
     r"|margin[_ ]?list|\ba+m[_-]?softmax",
     re.IGNORECASE,
 )
+# RecBole's epoch line, whose training loss is the sum of the epoch's batch losses
 _EPOCH_SUM = re.compile(r"\bepoch \d+ training \[time: [\d.]+s, train loss: ")
 # a loss under a name of its own (`loss_train`, `train/loss_avg`): "loss" is one of its words and no
 # other word names a known metric or another model's loss (a GAN's d_loss and g_loss are two losses)

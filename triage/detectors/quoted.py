@@ -126,7 +126,10 @@ def eval_without_eval_mode(readings: list[Reading]) -> list[Symptom]:
     out: list[Symptom] = []
     block: list[Reading] = []
     inside = False
-    for rd in readings:
+    fenced = [i for i, rd in enumerate(readings) if "```" in rd.text]  # (a C-speed test a line)
+    if len(fenced) < 2:
+        return out
+    for rd in readings[fenced[0] : fenced[-1] + 1]:
         if rd.index != 0:
             continue
         if _FENCE.match(rd.text):

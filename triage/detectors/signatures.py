@@ -1359,7 +1359,8 @@ def _eval_by_batch_size(readings: list[Reading]) -> list[Symptom]:
     batched with; one in training mode normalises each batch by its own statistics."""
     seen: dict[int, tuple[float, Reading]] = {}
     for rd in readings:
-        if rd.index == 0 and len(rd.text) < 80 and (m := _BY_BATCH_SIZE.match(rd.text)) is not None:
+        text = rd.text
+        if len(text) < 80 and ("bs" in text or "atch" in text) and rd.index == 0 and (m := _BY_BATCH_SIZE.match(text)):
             seen.setdefault(int(m.group(1)), (float(m.group(2)), rd))
     if len(seen) < 2:
         return []
