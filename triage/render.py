@@ -105,7 +105,10 @@ def text(report: Diagnosis, *, color: bool | None = None, width: int = 100) -> s
         )
         why = ", ".join(f"{c.symptom} {c.weight:+.2g}" for c in cause.reasons)
         console.print(f"   [dim]because:[/dim] {escape(why)}")
-        for e in cause.evidence[:MAX_EVIDENCE]:
+        shown = _shown_before(report, n - 1)
+        if shown:
+            console.print(f"   [dim]evidence: the same lines as cause {shown}[/dim]")
+        for e in () if shown else cause.evidence[:MAX_EVIDENCE]:
             first, *rest = e.text.splitlines() or [""]
             console.print(Text(f"   {_loc(e.line, e.source)}  {first[:160]}", style="dim"))
             for more in rest[:12]:
@@ -115,6 +118,19 @@ def text(report: Diagnosis, *, color: bool | None = None, width: int = 100) -> s
     if report.failure_step is not None:
         console.print(f"\nfailure at step {report.failure_step}")
     return buf.getvalue()
+
+
+def _shown_before(report: Diagnosis, n: int) -> int | None:
+    """The number (from 1) of an earlier cause whose evidence, as shown, is cause `n`'s too: a
+    candidate named on the same line as the answer above it (an out-of-memory's other causes)
+    points back to it instead of quoting the line again."""
+    mine = [(e.source, e.line, e.text) for e in report.causes[n].evidence[:MAX_EVIDENCE]]
+    if not mine:
+        return None
+    for k, other in enumerate(report.causes[:n]):
+        if mine == [(e.source, e.line, e.text) for e in other.evidence[:MAX_EVIDENCE]]:
+            return k + 1
+    return None
 
 
 def _closest(report: Diagnosis) -> str:
@@ -259,7 +275,8 @@ def markdown(report: Diagnosis) -> str:
     # name; evidence from the log or diff) goes through trainwreck.markdown's escaping: no
     # mention, HTML, link or fence from any of them reaches the comment live.
     causes = []
-    for cause in report.causes:
+    for n, cause in enumerate(report.causes):
+        shown = _shown_before(report, n)
         causes.append(
             {
                 "id": code_span(cause.id),
@@ -268,9 +285,10 @@ def markdown(report: Diagnosis) -> str:
                 "explanation": inline(cause.explanation),
                 "fix": inline(cause.fix),
                 "because": ", ".join(f"{code_span(r.symptom)} ({r.weight:+.2g})" for r in cause.reasons),
-                "evidence": [
-                    _fence(f"{_loc(e.line, e.source)}: {e.text[:240]}") for e in cause.evidence[:MAX_EVIDENCE]
-                ],
+                "evidence": []
+                if shown
+                else [_fence(f"{_loc(e.line, e.source)}: {e.text[:240]}") for e in cause.evidence[:MAX_EVIDENCE]],
+                "same_as": shown,
             }
         )
     symptoms = [{"name": code_span(s.name), "summary": plain(s.summary)} for s in report.symptoms]

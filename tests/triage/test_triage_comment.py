@@ -471,3 +471,15 @@ def test_a_token_with_a_line_break_is_refused_without_echoing_it(github_api, mon
     code, _, err = run(capsys, "comment", FIRST, *PR, "--api-url", github_api.url)
     assert code == 4 and "GITHUB_TOKEN holds characters no GitHub token has" in one_line_error(err)
     assert "secondpart" not in err and github_api.requests == []
+
+
+def test_candidates_named_on_the_answers_own_line_point_back_to_it():
+    # an out-of-memory alone names its two other common causes under it, on the same line: the
+    # comment quotes the line once and the candidates point back to cause 1 (a real run's log)
+    report = explain(one_log("cuda-oom"))
+    assert [c.id for c in report.causes] == ["cuda-oom", "loss-tensor-leak", "missing-no-grad-eval"]
+    body = render.markdown(report)
+    quoted = report.causes[0].evidence[0].text[:60]
+    assert body.count(quoted) == 1
+    assert body.count("*Evidence: the same lines as cause 1.*") == 2
+    assert render.text(report).count("evidence: the same lines as cause 1") == 2
