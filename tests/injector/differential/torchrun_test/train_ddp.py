@@ -33,7 +33,11 @@ def train_step(model, optimizer, batch):
 
 
 def main():
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=8))  # a skipped rank fails in 8 s, not 60
+    # each rank imports torch on its own, seconds apart on a loaded machine: meet first, so that
+    # gloo's 8 s (a skipped rank fails in 8 s, not 60) times only the run
+    folder = os.environ["RANKS_SYNC_DIR"]
+    all_ranks_reach(folder, "started", int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), timeout=120.0)
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=8))
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = torch.nn.Linear(5, 1)
@@ -47,7 +51,6 @@ def main():
     gathered = [torch.zeros_like(weights) for _ in range(dist.get_world_size())]
     dist.all_gather(gathered, weights)
     dist.barrier()
-    folder = os.environ["RANKS_SYNC_DIR"]
     world = dist.get_world_size()
     all_ranks_reach(folder, "trained", rank, world)
     dist.destroy_process_group()

@@ -38,6 +38,9 @@ def average_gradients(model, world):
 
 
 def worker(rank, world, port, steps, out_dir):
+    # each spawned rank imports torch on its own, seconds apart on a loaded machine: meet first,
+    # so that gloo's 8 s (which a rank skipping a collective must hit soon) times only the run
+    all_ranks_reach(out_dir, "started", rank, world, timeout=120.0)
     setup(rank, world, port)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
