@@ -123,40 +123,38 @@ def eval_without_eval_mode(readings: list[Reading]) -> list[Symptom]:
     """A fenced code block (a report's pasted script) that loops over held-out data, applies a
     model to each batch and never calls `.eval()` (nor trains: a training loop's validation may
     switch modes in a function not quoted)."""
-    out: list[Symptom] = []
-    block: list[Reading] = []
-    inside = False
     fenced = [i for i, rd in enumerate(readings) if "```" in rd.text]  # (a C-speed test a line)
     if len(fenced) < 2:
-        return out
+        return []
+    block: list[Reading] = []
+    inside = False
     for rd in readings[fenced[0] : fenced[-1] + 1]:
         if rd.index != 0:
             continue
-        if _FENCE.match(rd.text):
-            if inside and _evaluates_in_train_mode(block):
-                loop = next(b for b in block if _LOOP.match(b.text))
-                summary = "the quoted script evaluates a model on held-out data without switching it to eval mode"
-                out.append(
-                    Symptom(
-                        "quoted-eval-without-eval-mode",
-                        summary,
-                        (Evidence(loop.line, loop.text.strip()[:300], rank=loop.rank),),
-                    )
-                )
-                break
-            inside, block = not inside, []
-        elif inside:
-            block.append(rd)
-    return out
+        if not _FENCE.match(rd.text):
+            if inside:
+                block.append(rd)
+            continue
+        loop = _loop_in_train_mode(block) if inside else None
+        if loop is not None:
+            summary = "the quoted script evaluates a model on held-out data without switching it to eval mode"
+            evidence = (Evidence(loop.line, loop.text.strip()[:300], rank=loop.rank),)
+            return [Symptom("quoted-eval-without-eval-mode", summary, evidence)]
+        inside, block = not inside, []
+    return []
 
 
-def _evaluates_in_train_mode(block: list[Reading]) -> bool:
-    code = [rd.text for rd in block if not rd.text.lstrip().startswith("#")]
-    text = "\n".join(code)
-    return (
-        any(_LOOP.match(line) for line in code)
-        and _HELD_OUT.search(text) is not None
-        and _FORWARD.search(text) is not None
-        and _EVAL_MODE.search(text) is None
-        and _TRAINS.search(text) is None
-    )
+def _loop_in_train_mode(block: list[Reading]) -> Reading | None:
+    """The loop of a quoted block that evaluates on held-out data in training mode, or None."""
+    code = [rd for rd in block if not rd.text.lstrip().startswith("#")]
+    text = "\n".join(rd.text for rd in code)
+    loop = next((rd for rd in code if _LOOP.match(rd.text)), None)
+    if (
+        loop is None
+        or _HELD_OUT.search(text) is None
+        or _FORWARD.search(text) is None
+        or _EVAL_MODE.search(text) is not None
+        or _TRAINS.search(text) is not None
+    ):
+        return None
+    return loop
