@@ -11,6 +11,7 @@ from injector.operators.forwards import (
     constant_start,
     distribution,
     forwards_after_empty_start,
+    handed_forwards,
     loss_chains,
     loss_helper_forwards,
     read_forwards,
@@ -1539,6 +1540,45 @@ class DetachedGraph(Operator):
                 ),
             ),
         ),
+        Example(
+            # An encoder's output handed to the method that computes the loss and runs the backward (DrQ-v2's
+            # update): cut off where it is bound, apart from the loss's own cut.
+            "class Agent:\n"
+            "    def update_critic(self, obs, action, target_q):\n"
+            "        q = self.critic(obs, action)\n"
+            "        critic_loss = F.mse_loss(q, target_q)\n"
+            "        self.critic_opt.zero_grad()\n"
+            "        critic_loss.backward()\n"
+            "        self.critic_opt.step()\n"
+            "    def update(self, batch):\n"
+            "        obs, action, target_q = batch\n"
+            "        obs = self.encoder(obs)\n"
+            "        self.update_critic(obs, action, target_q)\n",
+            (
+                "class Agent:\n"
+                "    def update_critic(self, obs, action, target_q):\n"
+                "        q = self.critic(obs, action)\n"
+                "        critic_loss = F.mse_loss(q, target_q)\n"
+                "        self.critic_opt.zero_grad()\n"
+                "        critic_loss.backward()\n"
+                "        self.critic_opt.step()\n"
+                "    def update(self, batch):\n"
+                "        obs, action, target_q = batch\n"
+                "        obs = self.encoder(obs).detach()\n"
+                "        self.update_critic(obs, action, target_q)\n",
+                "class Agent:\n"
+                "    def update_critic(self, obs, action, target_q):\n"
+                "        q = self.critic(obs, action)\n"
+                "        critic_loss = F.mse_loss(q.detach(), target_q)\n"
+                "        self.critic_opt.zero_grad()\n"
+                "        critic_loss.backward()\n"
+                "        self.critic_opt.step()\n"
+                "    def update(self, batch):\n"
+                "        obs, action, target_q = batch\n"
+                "        obs = self.encoder(obs)\n"
+                "        self.update_critic(obs, action, target_q)\n",
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1623,6 +1663,7 @@ class DetachedGraph(Operator):
                 else:
                     yield from self._detached(source, training, backward, other)
             yield from _helper_forwards_cut(source, training, backward)
+            yield from _handed_forwards_cut(source, training, backward)
             yield from _branch_forwards_cut(source, training, backward)
             for term in branch_added_terms(source, training, backward):
                 yield Change(
@@ -2009,6 +2050,20 @@ def _helper_forwards_cut(source, training, backward):
             assign,
             (source.replace(assign.value, method_on(source, assign.value, "detach")),),
             "the loss is cut off from the model's graph",
+        )
+
+
+def _handed_forwards_cut(source, training, backward):
+    """The forwards of a caller whose output it hands to the backward's function (see
+    handed_forwards), each cut off where it is bound: the part of the model it runs (DrQ-v2's
+    encoder) stops learning while the loss's own forwards still train."""
+    for line in handed_forwards(source, training, backward):
+        assign = line.body[0]
+        assert isinstance(assign, cst.Assign)  # kept by handed_forwards
+        yield Change(
+            assign,
+            (source.replace(assign.value, method_on(source, assign.value, "detach")),),
+            "the model output handed to the loss is cut off from the model's graph",
         )
 
 

@@ -1382,13 +1382,50 @@ MOVE_HELPERS = frozenset(
 
 
 # Conversions that place what they make on the device they are given.
-CONVERTERS = frozenset({"to_tensor", "as_tensor"})
+CONVERTERS = frozenset({"to_tensor", "as_tensor", "to_torch"})
 
 
 def _converter(name: str | None) -> bool:
     """A conversion to a tensor that also takes a device: skorch's `to_tensor`, torch's
-    `as_tensor`, a project's own wrapper of them (imitation's `util.safe_to_tensor`)."""
+    `as_tensor`, a project's own wrapper of them (imitation's `util.safe_to_tensor`, DrQ-v2's
+    `utils.to_torch(batch, device)`)."""
     return name is not None and (name in CONVERTERS or name.endswith(("_to_tensor", "_as_tensor")))
+
+
+def _converted_device(call: cst.Call) -> cst.Arg | None:
+    """The device a conversion is handed: `device=`, or a later positional argument named for
+    one (`utils.to_torch(batch, self.device)`)."""
+    found = argument(call, "device", None)
+    if found is not None:
+        return found
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return next((a for a in positional[1:] if "device" in (last_name(a.value) or "").lower()), None)
+
+
+def _converted_input(source, training, call: cst.Call, tensor: cst.BaseExpression) -> bool:
+    """True for a conversion of the next batch of an iterator (`batch = next(replay_iter)`, then
+    `utils.to_torch(batch, self.device)`), or of a value the same function then hands to a model
+    (DrQ-v2's `act`: `obs = torch.as_tensor(obs, device=self.device)`, then
+    `self.encoder(obs.unsqueeze(0))`): the model's input, placed by the conversion."""
+    function = source.function_of(call)
+    if function is None:
+        return False
+    if isinstance(tensor, cst.Name):
+        bound = _reaching(source, function, tensor.value, call)
+        value = bound.value if isinstance(bound, cst.Assign) else None
+        if isinstance(value, cst.Call) and callee_name(value) == "next" and len(value.args) == 1:
+            return True
+    assign = source.parent(call)
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
+        return False
+    name = dotted(assign.targets[0].target)
+    after = source.span(assign)[1]
+    return name is not None and any(
+        source.span(use)[0] > after
+        and runs_model(source, training, use, depth=0)
+        and any(_root_name(a.value) == name for a in use.args)
+        for use in source.within(function, cst.Call)
+    )
 
 
 def _handed_a_batch(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
@@ -2853,6 +2890,42 @@ class DeviceMismatch(Operator):
                 ),
             ),
         ),
+        Example(
+            # Conversions that place what they convert (DrQ-v2): an observation handed next to the model, and
+            # the next replay batch converted by a project helper given the device.
+            "import torch\n"
+            "class Agent:\n"
+            "    def act(self, obs):\n"
+            "        obs = torch.as_tensor(obs, device=self.device)\n"
+            "        return self.actor(obs.unsqueeze(0))\n"
+            "    def update(self, replay_iter):\n"
+            "        batch = next(replay_iter)\n"
+            "        obs, action = utils.to_torch(batch, self.device)\n"
+            "        loss = self.critic(obs, action).mean()\n"
+            "        loss.backward()\n",
+            (
+                "import torch\n"
+                "class Agent:\n"
+                "    def act(self, obs):\n"
+                '        obs = torch.as_tensor(obs, device="cpu")\n'
+                "        return self.actor(obs.unsqueeze(0))\n"
+                "    def update(self, replay_iter):\n"
+                "        batch = next(replay_iter)\n"
+                "        obs, action = utils.to_torch(batch, self.device)\n"
+                "        loss = self.critic(obs, action).mean()\n"
+                "        loss.backward()\n",
+                "import torch\n"
+                "class Agent:\n"
+                "    def act(self, obs):\n"
+                "        obs = torch.as_tensor(obs, device=self.device)\n"
+                "        return self.actor(obs.unsqueeze(0))\n"
+                "    def update(self, replay_iter):\n"
+                "        batch = next(replay_iter)\n"
+                '        obs, action = utils.to_torch(batch, "cpu")\n'
+                "        loss = self.critic(obs, action).mean()\n"
+                "        loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
         # A batch preparer handed no device, which fills a result with its batch (LibKGE).
@@ -3125,7 +3198,7 @@ class DeviceMismatch(Operator):
         placed = _places_batches(source)
         for call in source.nodes(cst.Call):
             if _converter(callee_name(call)) and not placed:
-                device = argument(call, "device", None)
+                device = _converted_device(call)
                 tensor = argument(call, "", 0)
                 if (
                     not _made_a_parameter(source, call)
@@ -3133,7 +3206,11 @@ class DeviceMismatch(Operator):
                     and tensor is not None
                     and _is_device(device.value)
                     and not _framework_device(training, device.value, call)
-                    and (_is_batch(source, call) or _handed_a_batch(source, training, tensor.value, call))
+                    and (
+                        _is_batch(source, call)
+                        or _handed_a_batch(source, training, tensor.value, call)
+                        or _converted_input(source, training, call, tensor.value)
+                    )
                 ):
                     # a conversion that also places the batch (skorch's `to_tensor(x, device=...)`)
                     yield Change(

@@ -485,6 +485,56 @@ def loss_helper_forwards(source, training, backward) -> list[cst.SimpleStatement
     return found
 
 
+def handed_forwards(source, training, backward) -> list[cst.SimpleStatementLine]:
+    """The forwards of a caller whose output is handed to the backward's function for a parameter
+    that a forward of its loss chain reads (DrQ-v2's `update()`: `obs = self.encoder(obs)`, then
+    `self.update_critic(obs, ...)`, where `Q1, Q2 = self.critic(obs, action)` feeds the critic's
+    loss and its backward trains the encoder too): a line of the caller that the loss learns
+    through, one per caller. A forward under no_grad there, or a call in another function's
+    branch for evaluation, is none."""
+    function = source.function_of(backward.call)
+    if function is None:
+        return []
+    params = [p.name.value for p in function.params.params]
+    offset = 1 if params[:1] == ["self"] else 0
+    chain = loss_chain(source, training, backward)
+    read = {  # the parameters a forward of the chain takes as an input (not the model it calls)
+        arg.value.value
+        for line in chain
+        if _forward_line(source, training, line) and isinstance(_assigned_value(line), cst.Call)
+        for arg in _assigned_value(line).args  # type: ignore[union-attr]
+        if isinstance(arg.value, cst.Name) and arg.value.value in params
+    }
+    found: list[cst.SimpleStatementLine] = []
+    for call in source.nodes(cst.Call):
+        if function not in training.called_functions(call) or under_no_grad(source, call):
+            continue
+        handed = [a for a in call.args if not a.star]
+        for position, arg in enumerate(handed):
+            name = (
+                arg.keyword.value
+                if arg.keyword is not None
+                else (params[position + offset] if position + offset < len(params) else None)
+            )
+            if name not in read or not isinstance(arg.value, cst.Name):
+                continue
+            assign = training.last_assignment(arg.value.value, call)
+            line = source.parent(assign) if assign is not None else None
+            if (
+                isinstance(assign, cst.Assign)
+                and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)
+                and isinstance(line, cst.SimpleStatementLine)
+                and len(line.body) == 1
+                and source.function_of(assign) is source.function_of(call)
+                and _model_called(assign.value)
+                and not under_no_grad(source, line)
+                and line not in found
+            ):
+                found.append(line)
+    return found
+
+
 def branch_helper_forwards(source, training, backward) -> list[cst.Assign | cst.Return]:
     """Where the backward's loss is what a function of the file returns from each side of one
     `if`/`else` (a music separator's `forward_step`: the model's own loss on one side, its output

@@ -554,6 +554,17 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A criterion applied outside no_grad to a prediction made under it (DeepLab's validation): the loss has
+        # no graph to keep.
+        "import torch\n"
+        "def validate(model, loader, criterion):\n"
+        "    total = 0.0\n"
+        "    for image, target in loader:\n"
+        "        with torch.no_grad():\n"
+        "            output = model(image)\n"
+        "        loss = criterion(output, target)\n"
+        "        total += loss.item()\n"
+        "    return total\n",
         # A loss read through `.data`, which holds no graph (ClassyVision's step).
         "for x, y in loader:\n"
         "    local_loss = criterion(model(x), y)\n"
@@ -1200,8 +1211,23 @@ def _computed_without_grad(source, value: cst.BaseExpression, use: cst.CSTNode, 
         )
     ]
     return bool(bindings) and all(
-        under_no_grad(source, a) or _computed_without_grad(source, a.value, a, depth - 1) for a in bindings
+        under_no_grad(source, a)
+        or _computed_without_grad(source, a.value, a, depth - 1)
+        or _loss_of_graphless_prediction(source, a.value, a, depth - 1)
+        for a in bindings
     )
+
+
+def _loss_of_graphless_prediction(source, value: cst.BaseExpression, use: cst.CSTNode, depth: int) -> bool:
+    """True for a criterion applied outside `no_grad` to a prediction made under it (DeepLab's
+    validation: `output = self.model(image)` under no_grad, then `loss = self.criterion(output,
+    target)` after it): the loss has no graph to keep, whatever the targets are."""
+    if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None:
+        return False
+    words = (callee_name(value) or dotted(value.func) or "").lower()
+    if not ("loss" in words or "criterion" in words or callee_name(value) in LOSS_FUNCTIONS):
+        return False
+    return _computed_without_grad(source, value.args[0].value, use, depth)
 
 
 def _detached(

@@ -301,7 +301,16 @@ def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Cal
     if found is None or not isinstance(found[1], cst.ClassDef):
         return []
     module, definition = found
-    writes = any(
+    bound = bound_arguments(definition, call) if _writes_rates(module, definition) else None
+    if not bound:
+        return []
+    return [value for name, value in bound.items() if _rate_named(name) and not _is_optimizer(training, value)]
+
+
+def _writes_rates(module, definition: cst.CSTNode) -> bool:
+    """True where a class of the project writes a rate into its optimizer's groups
+    (`param_group["lr"] = lr`, `group["initial_lr"] = ...`)."""
+    return any(
         isinstance(t.target, cst.Subscript)
         and any(
             isinstance(e.slice, cst.Index)
@@ -312,10 +321,32 @@ def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Cal
         for assign in module.within(definition, cst.Assign)
         for t in assign.targets
     )
-    bound = bound_arguments(definition, call) if writes else None
-    if not bound:
-        return []
-    return [value for name, value in bound.items() if _rate_named(name) and not _is_optimizer(training, value)]
+
+
+def _rates_written_by_call(source, resolver: Resolver, training, call: cst.Call) -> cst.BaseExpression | None:
+    """The optimizer handed to an object of a project scheduler class that writes its groups'
+    rates when called (DeepLab's `self.scheduler(self.optimizer, i, epoch, self.best_pred)`, where
+    `self.scheduler = LR_Scheduler(args.lr_scheduler, args.lr, ...)` and `LR_Scheduler.__call__`
+    sets `optimizer.param_groups[0]['lr']` every iteration): the rates the optimizer was built
+    with are overwritten before its first step."""
+    name = dotted(call.func)
+    if name is None or (last_name(call.func) or "")[:1].isupper():
+        return None
+    optimizers = [a.value for a in call.args if not a.star and _is_optimizer(training, a.value)]
+    if len(optimizers) != 1:
+        return None
+    for assign in training.assigned_names.get(name, []):
+        value = assign.value
+        if not isinstance(value, cst.Call) or not (callee_name(value) or "")[:1].isupper():
+            continue
+        found = resolver.definition(source, value.func)
+        if found is None or not isinstance(found[1], cst.ClassDef):
+            continue
+        module, definition = found
+        call_method = any(isinstance(s, cst.FunctionDef) and s.name.value == "__call__" for s in definition.body.body)
+        if call_method and _writes_rates(module, definition):
+            return optimizers[0]
+    return None
 
 
 def _schedule_helper_rates(training, call: cst.Call, statement: bool = True) -> list[cst.BaseExpression]:
@@ -355,6 +386,47 @@ def _in_param_group(source, element: cst.DictElement) -> bool:
         and other.key.evaluated_value == "params"
         for other in group.elements
     )
+
+
+def _group_optimizer_names(source, training, element: cst.DictElement) -> set[str]:
+    """The names the optimizer built over a parameter group's list is bound to, in its own
+    function and where that function hands it on (`train_params = [{'params': ..., 'lr': lr}]`,
+    `optimizer = torch.optim.SGD(train_params, ...)`, `self.model, self.optimizer = model,
+    optimizer`): `optimizer` and `self.optimizer`."""
+    holder: cst.CSTNode | None = source.parent(source.parent(element))  # the dict, then its element
+    while holder is not None and not isinstance(holder, (cst.Assign, cst.Call, cst.SimpleStatementLine)):
+        holder = source.parent(holder)
+    if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
+        groups = holder.targets[0].target.value
+        built = [
+            c
+            for c in source.within(source.function_of(holder) or source.module, cst.Call)
+            if training.role_of_constructor(c) == "optimizer" and c.args and dotted(c.args[0].value) == groups
+        ]
+    elif isinstance(holder, cst.Call) and training.role_of_constructor(holder) == "optimizer":
+        built = [holder]
+    else:
+        return set()
+    names: set[str] = set()
+    for call in built:
+        assign = source.parent(call)
+        if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and dotted(assign.targets[0].target):
+            names.add(dotted(assign.targets[0].target) or "")
+    for assign in source.nodes(cst.Assign):
+        # `self.optimizer = optimizer`, `self.model, self.optimizer = model, optimizer`
+        if len(assign.targets) != 1:
+            continue
+        target, value = assign.targets[0].target, assign.value
+        if (
+            isinstance(target, cst.Tuple)
+            and isinstance(value, cst.Tuple)
+            and len(target.elements) == len(value.elements)
+        ):
+            pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements, strict=True)]
+        else:
+            pairs = [(target, value)]
+        names.update(dotted(t) or "" for t, v in pairs if dotted(v) in names and dotted(t))
+    return names
 
 
 def _group_rate(group: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -1372,6 +1444,79 @@ class LrTooHigh(Operator):
                 ),
             ),
         ),
+        Example(
+            # Parameter groups whose rates a project scheduler object overwrites when it is called with the
+            # optimizer, before every step (DeepLab's LR_Scheduler): the rates go where the scheduler writes
+            # them, not into the groups.
+            "import torch\n"
+            "class PolyLR:\n"
+            "    def __init__(self, base_lr, iters):\n"
+            "        self.lr, self.iters = base_lr, iters\n"
+            "    def __call__(self, optimizer, i):\n"
+            "        lr = self.lr * (1 - i / self.iters) ** 0.9\n"
+            "        optimizer.param_groups[0]['lr'] = lr\n"
+            "        for group in optimizer.param_groups[1:]:\n"
+            "            group['lr'] = lr * 10\n"
+            "class Trainer:\n"
+            "    def __init__(self, args, model):\n"
+            "        groups = [{'params': model.backbone.parameters(), 'lr': args.lr},\n"
+            "                  {'params': model.head.parameters(), 'lr': args.lr * 10}]\n"
+            "        optimizer = torch.optim.SGD(groups, momentum=0.9)\n"
+            "        self.model, self.optimizer = model, optimizer\n"
+            "        self.scheduler = PolyLR(args.lr, args.iters)\n"
+            "    def training(self, loader):\n"
+            "        for i, (x, y) in enumerate(loader):\n"
+            "            self.scheduler(self.optimizer, i)\n"
+            "            self.optimizer.zero_grad()\n"
+            "            self.model(x, y).backward()\n"
+            "            self.optimizer.step()\n",
+            (
+                "import torch\n"
+                "class PolyLR:\n"
+                "    def __init__(self, base_lr, iters):\n"
+                "        self.lr, self.iters = base_lr, iters\n"
+                "    def __call__(self, optimizer, i):\n"
+                "        lr = self.lr * (1 - i / self.iters) ** 0.9\n"
+                "        optimizer.param_groups[0]['lr'] = lr * 100\n"
+                "        for group in optimizer.param_groups[1:]:\n"
+                "            group['lr'] = lr * 10\n"
+                "class Trainer:\n"
+                "    def __init__(self, args, model):\n"
+                "        groups = [{'params': model.backbone.parameters(), 'lr': args.lr},\n"
+                "                  {'params': model.head.parameters(), 'lr': args.lr * 10}]\n"
+                "        optimizer = torch.optim.SGD(groups, momentum=0.9)\n"
+                "        self.model, self.optimizer = model, optimizer\n"
+                "        self.scheduler = PolyLR(args.lr, args.iters)\n"
+                "    def training(self, loader):\n"
+                "        for i, (x, y) in enumerate(loader):\n"
+                "            self.scheduler(self.optimizer, i)\n"
+                "            self.optimizer.zero_grad()\n"
+                "            self.model(x, y).backward()\n"
+                "            self.optimizer.step()\n",
+                "import torch\n"
+                "class PolyLR:\n"
+                "    def __init__(self, base_lr, iters):\n"
+                "        self.lr, self.iters = base_lr, iters\n"
+                "    def __call__(self, optimizer, i):\n"
+                "        lr = self.lr * (1 - i / self.iters) ** 0.9\n"
+                "        optimizer.param_groups[0]['lr'] = lr\n"
+                "        for group in optimizer.param_groups[1:]:\n"
+                "            group['lr'] = (lr * 10) * 100\n"
+                "class Trainer:\n"
+                "    def __init__(self, args, model):\n"
+                "        groups = [{'params': model.backbone.parameters(), 'lr': args.lr},\n"
+                "                  {'params': model.head.parameters(), 'lr': args.lr * 10}]\n"
+                "        optimizer = torch.optim.SGD(groups, momentum=0.9)\n"
+                "        self.model, self.optimizer = model, optimizer\n"
+                "        self.scheduler = PolyLR(args.lr, args.iters)\n"
+                "    def training(self, loader):\n"
+                "        for i, (x, y) in enumerate(loader):\n"
+                "            self.scheduler(self.optimizer, i)\n"
+                "            self.optimizer.zero_grad()\n"
+                "            self.model(x, y).backward()\n"
+                "            self.optimizer.step()\n",
+            ),
+        ),
     )
     untouched = (
         # The rate in use copied into a log line's dict (DeepFilterNet's run_epoch).
@@ -1538,7 +1683,9 @@ class LrTooHigh(Operator):
                 continue
             # A scheduler's peak rate, or the rate of a parameter group.
             if key.evaluated_value in SCHEDULE_PEAK_KEYS or (
-                key.evaluated_value in LR_KEYS and _in_param_group(source, element)
+                key.evaluated_value in LR_KEYS
+                and _in_param_group(source, element)
+                and not _group_optimizer_names(source, training, element) & set(overridden)
             ):
                 yield self._scaled(source, element, element.value)
         for call in source.nodes(cst.Call):
@@ -1752,6 +1899,9 @@ class LrTooHigh(Operator):
                 for arg in call.args:
                     if _is_optimizer(training, arg.value) and dotted(arg.value):
                         found[dotted(arg.value) or ""] = call
+            written = _rates_written_by_call(source, resolver, training, call)
+            if written is not None and dotted(written):
+                found[dotted(written) or ""] = call
         for call in source.nodes(cst.Call):
             if callee_name(call) in OVERRIDING_SCHEDULERS:
                 optimizer = argument(call, "optimizer", 0)

@@ -4,6 +4,7 @@ from collections.abc import Collection
 
 import libcst as cst
 
+from injector.mode_free import built_mode_free
 from injector.neighbours import Resolver
 from injector.operators.base import (
     Change,
@@ -80,6 +81,12 @@ def _train_by_value(call: cst.Call) -> cst.Arg | None:
         return mode_by_method_name(call)
     mode = argument(call, "mode", 0)
     return None if mode is None or is_literal_bool(mode.value) else mode
+
+
+def _mode_free_receiver(source, call: cst.Call) -> bool:
+    """True for `self.encoder.train(training)` on a module whose modes compute the same (DrQ-v2's
+    convolutional encoder, its Linear/LayerNorm actor and critic): the value changes nothing."""
+    return isinstance(call.func, cst.Attribute) and built_mode_free(source, call.func.value)
 
 
 def _chain(call: cst.Call) -> list[cst.Call]:
@@ -1291,6 +1298,19 @@ class MissingTrainMode(Operator):
         ),
     )
     untouched = (
+        # A switch by value of a module whose modes compute the same (DrQ-v2's convolutional encoder,
+        # `self.encoder.train(training)`): nothing to switch.
+        "import torch.nn as nn\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.convnet = nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU())\n"
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        "        self.encoder = Encoder()\n"
+        "    def train(self, training=True):\n"
+        "        self.training = training\n"
+        "        self.encoder.train(training)\n",
         # A writer's own switch of where its records go (visloc_retrieval's `self.writer.train()`).
         "def train_epoch(self):\n    self.writer.train()\n    for batch in self.loader:\n        self.step(batch)\n",
         # A trainer class's own epoch method, called by its fit (pytorch-3dunet's UNetTrainer): no
@@ -1404,7 +1424,7 @@ class MissingTrainMode(Operator):
     def changes(self, source, training):
         for call in source.nodes(cst.Call):
             mode = _train_by_value(call)
-            if mode is not None and not helper_owned(source, training, call):
+            if mode is not None and not helper_owned(source, training, call) and not _mode_free_receiver(source, call):
                 yield Change(
                     call,
                     (source.replace(mode.value, "False"),),

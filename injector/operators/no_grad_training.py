@@ -11,6 +11,7 @@ from injector.operators.forwards import (
     forwards_after_empty_start,
     forwards_of_branch_terms,
     forwards_read_by_terms,
+    handed_forwards,
     loss_chains,
     loss_helper_forwards,
     method_calls,
@@ -1385,6 +1386,47 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # An encoder's output handed to the method that computes the loss and runs the backward (DrQ-v2's
+            # update): the encoder's forward runs without autograd, apart from the loss's own forward.
+            "class Agent:\n"
+            "    def update_critic(self, obs, action, target_q):\n"
+            "        q = self.critic(obs, action)\n"
+            "        critic_loss = F.mse_loss(q, target_q)\n"
+            "        self.critic_opt.zero_grad()\n"
+            "        critic_loss.backward()\n"
+            "        self.critic_opt.step()\n"
+            "    def update(self, batch):\n"
+            "        obs, action, target_q = batch\n"
+            "        obs = self.encoder(obs)\n"
+            "        self.update_critic(obs, action, target_q)\n",
+            (
+                "class Agent:\n"
+                "    def update_critic(self, obs, action, target_q):\n"
+                '        with __import__("torch").no_grad():\n'
+                "            q = self.critic(obs, action)\n"
+                "            critic_loss = F.mse_loss(q, target_q)\n"
+                "        self.critic_opt.zero_grad()\n"
+                "        critic_loss.backward()\n"
+                "        self.critic_opt.step()\n"
+                "    def update(self, batch):\n"
+                "        obs, action, target_q = batch\n"
+                "        obs = self.encoder(obs)\n"
+                "        self.update_critic(obs, action, target_q)\n",
+                "class Agent:\n"
+                "    def update_critic(self, obs, action, target_q):\n"
+                "        q = self.critic(obs, action)\n"
+                "        critic_loss = F.mse_loss(q, target_q)\n"
+                "        self.critic_opt.zero_grad()\n"
+                "        critic_loss.backward()\n"
+                "        self.critic_opt.step()\n"
+                "    def update(self, batch):\n"
+                "        obs, action, target_q = batch\n"
+                '        with __import__("torch").no_grad():\n'
+                "            obs = self.encoder(obs)\n"
+                "        self.update_critic(obs, action, target_q)\n",
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -1496,6 +1538,8 @@ class NoGradTraining(Operator):
                     yield from self._feeding_forward(source, training, first)
             yield from self._forward_after_empty_start(source, training, backward)
             for forward in loss_helper_forwards(source, training, backward):
+                yield _without_autograd(source, training, forward)
+            for forward in handed_forwards(source, training, backward):
                 yield _without_autograd(source, training, forward)
 
         for block, switch in grad_switched_loops(source, training):

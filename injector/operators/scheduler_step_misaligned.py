@@ -378,6 +378,58 @@ class SchedulerStepMisaligned(Operator):
                 "        optimizer.zero_grad()\n",
             ),
         ),
+        Example(
+            # A list of schedulers or a single one, stepped after the batch loop (PoinTr's runner):
+            # the `if`/`else` that steps either moves whole.
+            "def train(model, loader, optimizer, scheduler, epochs):\n"
+            "    for epoch in range(epochs):\n"
+            "        for x in loader:\n"
+            "            model(x).backward()\n"
+            "            optimizer.step()\n"
+            "        if isinstance(scheduler, list):\n"
+            "            for item in scheduler:\n"
+            "                item.step()\n"
+            "        else:\n"
+            "            scheduler.step()\n",
+            (
+                "def train(model, loader, optimizer, scheduler, epochs):\n"
+                "    for epoch in range(epochs):\n"
+                "        for x in loader:\n"
+                "            model(x).backward()\n"
+                "            optimizer.step()\n"
+                "            if isinstance(scheduler, list):\n"
+                "                for item in scheduler:\n"
+                "                    item.step()\n"
+                "            else:\n"
+                "                scheduler.step()\n",
+            ),
+        ),
+        Example(
+            # The loop over the schedulers is all its branch holds: the branch keeps a `pass`.
+            "def train(model, loader, optimizer, schedulers, epochs):\n"
+            "    for epoch in range(epochs):\n"
+            "        for x in loader:\n"
+            "            model(x).backward()\n"
+            "            optimizer.step()\n"
+            "        if epoch >= warmup:\n"
+            "            for sched in schedulers:\n"
+            "                sched.step()\n"
+            "        else:\n"
+            '            print("warming up")\n',
+            (
+                "def train(model, loader, optimizer, schedulers, epochs):\n"
+                "    for epoch in range(epochs):\n"
+                "        for x in loader:\n"
+                "            model(x).backward()\n"
+                "            optimizer.step()\n"
+                "            for sched in schedulers:\n"
+                "                sched.step()\n"
+                "        if epoch >= warmup:\n"
+                "            pass\n"
+                "        else:\n"
+                '            print("warming up")\n',
+            ),
+        ),
     )
     untouched = (
         # A schedule set by the count it is handed (JoeyNMT's `scheduler.step(self.stats.steps)`):
@@ -506,7 +558,8 @@ class SchedulerStepMisaligned(Operator):
         yield from self._bare_lightning_schedulers(source)
         moved_out: set[int] = set()  # statements `_out_of_the_update` moved (two schedulers, one call)
         yield from _per_epoch_modes(source, training)
-        yield from _scheduler_loops(source, training)
+        moved_units: list[cst.CSTNode] = []  # the scheduler loops moved whole, with their guards
+        yield from _scheduler_loops(source, training, moved_units)
         for statement in source.nodes(cst.Expr):
             call = statement.value
             if not (
@@ -516,7 +569,7 @@ class SchedulerStepMisaligned(Operator):
                 and training.role(call.func.value) == "scheduler"
             ):
                 continue
-            if not source.is_reachable(statement):
+            if not source.is_reachable(statement) or any(unit in moved_units for unit in source.ancestors(statement)):
                 continue
             line = source.parent(statement)
             if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
@@ -652,7 +705,10 @@ class SchedulerStepMisaligned(Operator):
         if isinstance(statement, cst.SimpleStatementLine):
             return source.delete_statement(statement.body[0])
         first, last = source.lines_of(statement)
-        return Edit(source.lines.line_start(first), source.lines.line_end(last), "")
+        block = source.parent(statement)
+        alone = isinstance(block, cst.IndentedBlock) and len(block.body) == 1  # its block keeps a `pass`
+        indent = source.indentation(statement)
+        return Edit(source.lines.line_start(first), source.lines.line_end(last), f"{indent}pass\n" if alone else "")
 
     @staticmethod
     def _lines(source, statement, branch) -> list[str]:
@@ -849,9 +905,14 @@ def _set_by_its_argument(source, call: cst.Call) -> bool:
 def _scheduler_group_loop(source, training, statement: cst.Expr) -> cst.For | cst.If | None:
     """The loop that does nothing but step each scheduler of a list (`for s in lr_schedulers:
     s.step()`), with the `if lr_schedulers is not None:` around it where that guard holds only the
-    loop: the statement that steps the schedulers; None where the step is not so held."""
+    loop, or with its `if isinstance(scheduler, list): ... else: scheduler.step()` (PoinTr's
+    runner), from either branch: the statement that steps the schedulers; None where the step is
+    not so held."""
     call = statement.value
     line = source.parent(statement)
+    choice = _single_scheduler_branch(source, line) if line is not None else None
+    if choice is not None:
+        return choice
     loop = source.parent(source.parent(line)) if line is not None else None
     if not (
         isinstance(call, cst.Call)
@@ -868,7 +929,7 @@ def _scheduler_group_loop(source, training, statement: cst.Expr) -> cst.For | cs
     guard = source.parent(source.parent(loop))
     if (
         isinstance(guard, cst.If)
-        and guard.orelse is None
+        and (guard.orelse is None or _steps_alone(source, guard.orelse, source.code(loop.iter)))
         and isinstance(guard.body, cst.IndentedBlock)
         and len(guard.body.body) == 1
         and source.code(loop.iter) in source.code(guard.test)
@@ -877,16 +938,54 @@ def _scheduler_group_loop(source, training, statement: cst.Expr) -> cst.For | cs
     return unit
 
 
+def _steps_alone(source, orelse: cst.CSTNode, name: str) -> bool:
+    """True for an `else:` that only steps the scheduler `name` (`else: scheduler.step()`)."""
+    if not (isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock)):
+        return False
+    body = orelse.body.body
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+        return False
+    call = body[0].body[0].value if isinstance(body[0].body[0], cst.Expr) else None
+    return (
+        isinstance(call, cst.Call)
+        and not call.args
+        and isinstance(call.func, cst.Attribute)
+        and callee_name(call) == "step"
+        and dotted(call.func.value) == name
+    )
+
+
+def _single_scheduler_branch(source, line: cst.CSTNode) -> cst.If | None:
+    """The `if isinstance(scheduler, list): for s in scheduler: s.step() else: scheduler.step()`
+    whose `else:` is `line`: one statement steps the schedulers either way."""
+    orelse = source.parent(source.parent(line))
+    guard = source.parent(orelse) if isinstance(orelse, cst.Else) else None
+    if not (isinstance(guard, cst.If) and isinstance(guard.body, cst.IndentedBlock) and len(guard.body.body) == 1):
+        return None
+    loop = guard.body.body[0]
+    if not (isinstance(loop, cst.For) and isinstance(loop.body, cst.IndentedBlock) and len(loop.body.body) == 1):
+        return None
+    inner = loop.body.body[0]
+    if not (
+        isinstance(inner, cst.SimpleStatementLine) and len(inner.body) == 1 and isinstance(inner.body[0], cst.Expr)
+    ):
+        return None
+    unit = _scheduler_group_loop(source, None, inner.body[0])
+    return guard if unit is guard else None
+
+
 def _group_moved_into(source, statement, unit, loop) -> Change:
     """The statement `unit` (a loop stepping each scheduler) moved to the end of `loop`'s body."""
     first, last = source.lines_of(unit)
     indent = source.indentation(unit)
     lines = [source.lines.line_text(n).rstrip("\n")[len(indent) :] for n in range(first, last + 1)]
     body = loop.body.body
+    block = source.parent(unit)
+    alone = isinstance(block, cst.IndentedBlock) and len(block.body) == 1  # its block keeps a `pass`
     return Change(
         statement,
         (
-            Edit(source.lines.line_start(first), source.lines.line_end(last), ""),
+            Edit(source.lines.line_start(first), source.lines.line_end(last), f"{indent}pass\n" if alone else ""),
             source.insert_after(body[-1], lines, source.indentation(body[0])),
         ),
         "the per-epoch schedulers step on every batch",
@@ -1116,7 +1215,7 @@ def _per_epoch_modes(source, training):
                 )
 
 
-def _scheduler_loops(source, training):
+def _scheduler_loops(source, training, moved_units: list):
     """Schedulers stepped in a loop over them (composer's `for scheduler in self.state.schedulers:
     scheduler.step()`, under `if self._scheduler_step_frequency == TimeUnit.EPOCH:` or `BATCH:`):
     that block moves as one. Per epoch (in the loop around the batch loop), into the batch loop;
@@ -1134,8 +1233,12 @@ def _scheduler_loops(source, training):
             continue
         unit = loop
         guard = source.parent(source.parent(loop))
-        if isinstance(guard, cst.If) and guard.orelse is None and len(guard.body.body) == 1:
-            unit = guard
+        if (
+            isinstance(guard, cst.If)
+            and (guard.orelse is None or _steps_alone(source, guard.orelse, source.code(loop.iter)))
+            and len(guard.body.body) == 1
+        ):
+            unit = guard  # `if schedulers:` or `if isinstance(scheduler, list): ... else: scheduler.step()`
         outer = source.enclosing(unit, (cst.For, cst.While))
         if outer is None:
             continue
@@ -1148,11 +1251,13 @@ def _scheduler_loops(source, training):
             None,
         )
         if inner is not None and isinstance(inner.body, cst.IndentedBlock):
+            moved_units.append(unit)
             yield _unit_moved(source, unit, inner, loop, "the per-epoch scheduler steps on every batch")
             continue
         if outer in training.training_loops:
             micro = _micro_loop_reached(source, training, outer)
             if micro is not None:
+                moved_units.append(unit)
                 yield _unit_moved(
                     source, unit, micro, loop, "the scheduler steps on every micro-step, not every optimizer step"
                 )

@@ -326,13 +326,26 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
                 for a in dict.fromkeys(
                     _last_assignment(scope, n.id, statement.lineno) for n in _graph_reads(statement.value)
                 )
-                if a is not None
+                if a is not None and not _without_graph(scope, a)
             ]
             if len(earlier) != 1 or _read_elsewhere(scope, earlier[0], statement):
                 break
             statement = earlier[0]
             found.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
     return found
+
+
+def _without_graph(scope: ast.AST, assign: ast.Assign) -> bool:
+    """True for an assignment inside a `with torch.no_grad():` (or `inference_mode()`) block of
+    the scope: its value carries no graph (DrQ-v2's TD target), so a cut does not reach it."""
+    for node in ast.walk(scope):
+        if isinstance(node, ast.With) and node.lineno < assign.lineno <= (node.end_lineno or node.lineno):
+            for item in node.items:
+                call = item.context_expr
+                name = getattr(getattr(call, "func", None), "attr", getattr(getattr(call, "func", None), "id", None))
+                if name in ("no_grad", "inference_mode"):
+                    return True
+    return False
 
 
 def switched_off(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[int]:
