@@ -14,16 +14,45 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
 from injector.operators.snippets import AUDIOTOOLS_STEP
-from injector.patterns import TWO_PHASE_UPDATES, argument, dotted, is_literal_bool, with_keyword
+from injector.patterns import TWO_PHASE_UPDATES, argument, callee_name, dotted, is_literal_bool, last_name, with_keyword
 
 STEP_SWITCH_WORDS = ("update", "step")
+
+
+# Words of a helper that is handed the optimizer for something other than updating with it.
+_NOT_AN_UPDATE = frozenset({"lr", "zero", "grad", "save", "load", "checkpoint", "log", "state", "sharded", "edges"})
+
+
+def _step_helper(source, training, call: cst.Call) -> bool:
+    """True for a helper handed the optimizer (or a list of them) after the step's backward and
+    named for the update: score_sde's `optimize_fn(optimizer, model.parameters(), step=...)`,
+    a trainer's `self.step([self.opt_encoder, self.opt_decoder])`. Deleting the call leaves
+    every parameter it would update where it was. A helper of the file whose own step has a
+    mutant still gets this one: deleting one call leaves the other callers' steps (t2m's four
+    trainers, each calling its own `self.step([...])`)."""
+    name = (callee_name(call) or "").lower()
+    words = set(name.split("_"))
+    if not ({"step", "update"} & words or "optim" in name) or "sched" in name or words & _NOT_AN_UPDATE:
+        return False
+    if isinstance(call.func, cst.Attribute) and training.role(call.func.value) is not None:
+        return False  # an optimizer's, a scaler's or a scheduler's own method
+    handed = [a.value for a in call.args if not a.star]
+    handed += [e.value for v in handed if isinstance(v, (cst.List, cst.Tuple)) for e in v.elements]
+    if not any(training.role(v) == "optimizer" and not (last_name(v) or "").isupper() for v in handed):
+        return False
+    function = source.function_of(call)
+    return any(
+        source.function_of(b.call) is function and source.span(b.call)[1] <= source.span(call)[0]
+        for b in training.backwards
+    )
 
 
 class MissingOptimizerStep(Operator):
     id = "missing-optimizer-step"
     summary = (
         "Delete `optimizer.step()` / `scaler.step(optimizer)` / `xm.optimizer_step(...)` or a manual "
-        "`p.data.add_(p.grad, alpha=-lr)` update; scheduler steps are left alone."
+        "`p.data.add_(p.grad, alpha=-lr)` update, or the call of a helper named for the update that is handed "
+        "the optimizer after the backward (`optimize_fn(optimizer, ...)`); scheduler steps are left alone."
     )
     examples = (
         Example(
@@ -199,8 +228,29 @@ class MissingOptimizerStep(Operator):
                 "            pass\n",
             ),
         ),
+        Example(
+            # A helper named for the update that is handed the optimizer after the backward (score_sde's
+            # `optimize_fn`, passed in): deleted, nothing is stepped.
+            "def train_step(state, batch, optimize_fn):\n"
+            "    model, optimizer = state['model'], state['optimizer']\n"
+            "    optimizer.zero_grad()\n"
+            "    loss = model(batch).mean()\n"
+            "    loss.backward()\n"
+            "    optimize_fn(optimizer, model.parameters(), step=state['step'])\n",
+            (
+                "def train_step(state, batch, optimize_fn):\n"
+                "    model, optimizer = state['model'], state['optimizer']\n"
+                "    optimizer.zero_grad()\n"
+                "    loss = model(batch).mean()\n"
+                "    loss.backward()\n",
+            ),
+        ),
     )
     untouched = (
+        # A helper handed the optimizer after the backward to save it, not to update with it.
+        "def train_step(model, optimizer, batch):\n"
+        "    model(batch).mean().backward()\n"
+        "    save_optimizer_checkpoint(model, optimizer, epoch=0)\n",
         # Settings recorded for a logger, the loss function and optimizer among them (DeepChem's
         # wandb config): handed a loss and an optimizer, these calls run neither.
         "def __init__(self, model, loss, optimizer, batch_size):\n"
@@ -230,6 +280,11 @@ class MissingOptimizerStep(Operator):
             return name in {"add_", "sub_"} and any(".grad" in source.code(a.value) for a in call.args)
 
         yield from deleted_calls(source, wanted, "removed `{code}`: the parameters never change")
+        yield from deleted_calls(
+            source,
+            lambda call: not wanted(call) and _step_helper(source, training, call),
+            "removed `{code}`: the optimizer is never stepped",
+        )
         for backward in training.backwards:
             if backward.steps and source.is_reachable(source.parent(backward.call)):
                 yield from self._scaler_without_step(source, training, backward.call)

@@ -318,6 +318,8 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
             ),
             None,
         )
+        if statement is not None and isinstance(statement.value, ast.Call):
+            found |= _returned_chains(tree, statement.value)
         for _ in range(8):
             if statement is None:
                 break
@@ -332,6 +334,44 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
                 break
             statement = earlier[0]
             found.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return found
+
+
+def _returned_chains(tree: ast.Module, call: ast.Call) -> set[int]:
+    """The lines of a loss function built by a factory of the file that feed what it returns:
+    score_sde's `loss_fn = get_sde_loss_fn(sde, train, ...)`, whose nested `loss_fn(model, batch)`
+    computes `score = score_fn(perturbed_data, t)` and returns `loss = torch.mean(losses)`. Cutting
+    (or running without autograd) the caller's `loss = loss_fn(model, batch)` is the same mutant
+    as cutting those lines: the closure's loss reaches nothing else."""
+    if not isinstance(call.func, ast.Name):
+        return set()
+    name = call.func.id
+    closures: list[ast.FunctionDef] = []
+    for node in ast.walk(tree):  # bound where the caller's function is defined, or around it
+        if not (isinstance(node, ast.Assign) and name in _bound(node) and isinstance(node.value, ast.Call)):
+            continue
+        factory = node.value.func.id if isinstance(node.value.func, ast.Name) else None
+        for definition in tree.body:
+            if isinstance(definition, ast.FunctionDef) and definition.name == factory:
+                returned = {
+                    r.value.id
+                    for r in ast.walk(definition)
+                    if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)
+                }
+                closures += [d for d in definition.body if isinstance(d, ast.FunctionDef) and d.name in returned]
+    found: set[int] = set()
+    for closure in closures:
+        pending = [r.value for r in ast.walk(closure) if isinstance(r, ast.Return) and r.value is not None]
+        seen: set[str] = set()
+        while pending:
+            for read in _graph_reads(pending.pop()):
+                if read.id in seen:
+                    continue
+                seen.add(read.id)
+                for assign in ast.walk(closure):
+                    if isinstance(assign, ast.Assign) and read.id in _bound(assign):
+                        found.update(range(assign.lineno, (assign.end_lineno or assign.lineno) + 1))
+                        pending.append(assign.value)
     return found
 
 
