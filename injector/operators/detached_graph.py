@@ -10,6 +10,7 @@ from injector.operators.forwards import (
     chain_forwards,
     constant_start,
     distribution,
+    drawn,
     forwards_after_empty_start,
     handed_forwards,
     loss_chains,
@@ -239,6 +240,31 @@ INPLACE_REGULARISED_SUM = (
 )
 
 
+DRAWING_AGENT = (
+    "class TruncatedNormal(pyd.Normal):\n"
+    "    def sample(self, clip=None, sample_shape=torch.Size()):\n"
+    "        eps = torch.clamp(torch.randn_like(self.loc) * self.scale, -clip, clip)\n"
+    "        return self.loc + eps\n"
+    "class Actor(nn.Module):\n"
+    "    def forward(self, obs, std):\n"
+    "        mu = torch.tanh(self.policy(obs))\n"
+    "        dist = TruncatedNormal(mu, torch.ones_like(mu) * std)\n"
+    "        return dist\n"
+    "class Agent:\n"
+    "    def __init__(self):\n"
+    "        self.actor = Actor()\n"
+    "    def update_actor(self, obs, stddev):\n"
+    "        dist = self.actor(obs, stddev)\n"
+    "        action = dist.sample(clip=0.3)\n"
+    "        log_prob = dist.log_prob(action).sum(-1)\n"
+    "        actor_loss = -self.critic(torch.cat([obs, action], -1)).mean()\n"
+    "        actor_loss.backward()\n"
+)
+TORCH_DRAWING_AGENT = DRAWING_AGENT.replace("dist = TruncatedNormal(", "dist = pyd.Normal(").replace(
+    "dist.sample(clip=0.3)", "dist.sample()"
+)
+
+
 class DetachedGraph(Operator):
     id = "detached-graph"
     summary = (
@@ -246,6 +272,28 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # A policy returning a distribution of the project's whose own `sample` is a
+            # reparameterised draw (DrQ-v2's TruncatedNormal): the draw is what to cut.
+            DRAWING_AGENT,
+            (
+                DRAWING_AGENT.replace(
+                    "actor_loss = -self.critic(torch.cat([obs, action], -1)).mean()",
+                    "actor_loss = (-self.critic(torch.cat([obs, action], -1)).mean()).detach()",
+                ),
+                DRAWING_AGENT.replace("action = dist.sample(clip=0.3)", "action = dist.sample(clip=0.3).detach()"),
+            ),
+        ),
+        Example(
+            # torch's own `sample` draws without autograd: nothing to cut there.
+            TORCH_DRAWING_AGENT,
+            (
+                TORCH_DRAWING_AGENT.replace(
+                    "actor_loss = -self.critic(torch.cat([obs, action], -1)).mean()",
+                    "actor_loss = (-self.critic(torch.cat([obs, action], -1)).mean()).detach()",
+                ),
+            ),
+        ),
         Example(
             # Loss entries of a dict summed by configured weights (DAC): the total cut off, and each
             # entry cut where its criterion runs.
@@ -2739,6 +2787,12 @@ def _chain_cuts(source, training, changes: list[Change]):
         for use, chain, covered in loss_chains(source, training, backward):
             for line in chain_forwards(source, training, use, chain, _cut_lines(source, chain, changes) | covered):
                 change = _chain_cut(source, line)
+                draws = [later for later, inputs in chain.items() if line in inputs]
+                if change is None and len(draws) == 1 and drawn(source, training, draws[0].body[0]):
+                    # a distribution the model returned, read by the loss only through its draw
+                    # (DrQ-v2's `action = dist.sample(clip=...)`): the draw is what to cut
+                    line = draws[0]
+                    change = _chain_cut(source, line)
                 if change is not None and line not in made:
                     made.add(line)
                     yield change

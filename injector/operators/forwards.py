@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from injector.neighbours import top_level
 from injector.patterns import (
     MODULE_METHODS,
     STATE_INITIALISERS,
@@ -638,6 +639,71 @@ def distribution(source, function: cst.FunctionDef, name: str) -> bool:
     return False
 
 
+def drawn(source, training, assign: cst.Assign | cst.AnnAssign) -> bool:
+    """True for a draw that carries the graph of the distribution a model returned, in the
+    function that ran it: `action = dist.rsample()`, or `dist.sample(clip=...)` where the model's
+    class returns a distribution of the project's whose `sample` is its own (DrQ-v2's
+    TruncatedNormal: mean plus clipped noise, a straight-through clamp). torch's own `sample`
+    draws without autograd."""
+    value = assign.value
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return False
+    method, name = value.func.attr.value, value.func.value
+    if method not in ("sample", "rsample") or not isinstance(name, cst.Name):
+        return False
+    made = training.last_assignment(name.value, assign)
+    if (
+        not isinstance(made, cst.Assign)
+        or source.function_of(made) is not source.function_of(assign)
+        or not isinstance(made.value, cst.Call)
+        or not _model_called(made.value)
+    ):
+        return False
+    return method == "rsample" or any(
+        _own_sample(source, training, returned) for returned in _returned_calls(source, training, made.value)
+    )
+
+
+def _returned_calls(source, training, forward: cst.Call) -> list[cst.Call]:
+    """The calls the forward of the model `forward` calls returns, where the file defines its
+    class: `return utils.TruncatedNormal(mu, std)`, or `dist = utils.TruncatedNormal(mu, std)`
+    then `return dist`."""
+    found: list[cst.Call] = []
+    for name in training.classes_at(forward.func, forward):
+        definition = top_level(source, name)
+        if not isinstance(definition, cst.ClassDef):
+            continue
+        for method in definition.body.body:
+            if not (isinstance(method, cst.FunctionDef) and method.name.value == "forward"):
+                continue
+            nodes = list(source.walk(method.body))
+            returned = {r.value.value for r in nodes if isinstance(r, cst.Return) and isinstance(r.value, cst.Name)}
+            found += [r.value for r in nodes if isinstance(r, cst.Return) and isinstance(r.value, cst.Call)]
+            found += [
+                a.value
+                for a in nodes
+                if isinstance(a, cst.Assign)
+                and isinstance(a.value, cst.Call)
+                and any(isinstance(t.target, cst.Name) and t.target.value in returned for t in a.targets)
+            ]
+    return found
+
+
+def _own_sample(source, training, call: cst.Call) -> bool:
+    """True where `call` builds an object of a class of the project that defines `sample` itself,
+    with no no_grad around it."""
+    found = training.resolver.definition(source, call.func)
+    if found is None or not isinstance(found[1], cst.ClassDef):
+        return False
+    module, definition = found
+    for method in definition.body.body:
+        if isinstance(method, cst.FunctionDef) and method.name.value == "sample":
+            return not any(grad_switch(d.decorator) for d in method.decorators) and not any(
+                isinstance(n, cst.With) and switches_grad(n) for n in module.walk(method.body)
+            )
+    return False
+
+
 # Methods and attributes after which a value carries no graph (`logits.argmax(-1)`, `loss.item()`).
 _GRAPHLESS = frozenset(
     {"detach", "item", "tolist", "numpy", "argmax", "argmin", "long", "int", "bool", "size", "dim", "shape", "sign"}
@@ -729,7 +795,7 @@ def loss_chain(source, training, backward) -> dict[cst.SimpleStatementLine, list
                 ):
                     continue
                 forward = runs_model(source, training, assign.value, depth=0)
-                if inputs and not forward:
+                if inputs and not forward and not drawn(source, training, assign):
                     continue  # a model's input counts only where another forward made it (a GAN's fake)
                 if reader is not None:
                     reads.setdefault(reader, []).append(line)

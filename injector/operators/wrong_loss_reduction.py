@@ -323,6 +323,23 @@ class WrongLossReduction(Operator):
             (MICROBATCH_TRAINER.replace("microbatch_loss.add_(loss.mean())", "microbatch_loss.add_(loss.sum())"),),
         ),
         Example(
+            # The average a loss calls by another name (score_sde's losses).
+            "def loss_fn(model, batch, reduce_mean=True):\n"
+            "    reduce_op = torch.mean if reduce_mean else lambda *a, **k: 0.5 * torch.sum(*a, **k)\n"
+            "    losses = reduce_op(torch.square(model(batch) - batch).reshape(len(batch), -1), dim=-1)\n"
+            "    return torch.mean(losses)\n",
+            (
+                "def loss_fn(model, batch, reduce_mean=True):\n"
+                "    reduce_op = torch.sum if reduce_mean else lambda *a, **k: 0.5 * torch.sum(*a, **k)\n"
+                "    losses = reduce_op(torch.square(model(batch) - batch).reshape(len(batch), -1), dim=-1)\n"
+                "    return torch.mean(losses)\n",
+                "def loss_fn(model, batch, reduce_mean=True):\n"
+                "    reduce_op = torch.mean if reduce_mean else lambda *a, **k: 0.5 * torch.sum(*a, **k)\n"
+                "    losses = reduce_op(torch.square(model(batch) - batch).reshape(len(batch), -1), dim=-1)\n"
+                "    return torch.sum(losses)\n",
+            ),
+        ),
+        Example(
             # The loss a project's factory returns, averaging by an explicit keyword (SlowFast).
             'loss_fun = losses.get_loss_func(cfg.MODEL.LOSS_FUNC)(reduction="mean")\n',
             ('loss_fun = losses.get_loss_func(cfg.MODEL.LOSS_FUNC)(reduction="sum")\n',),
@@ -534,6 +551,8 @@ class WrongLossReduction(Operator):
         ),
     )
     untouched = (
+        # A mean bound to a name that only a metric under no_grad calls.
+        "reduce = torch.mean\nwith torch.no_grad():\n    err = reduce((pred - y).abs())\n",
         # The mean over deep supervision's outputs (UNet++), not over the batch.
         "for input, target in loader:\n"
         "    outputs = model(input)\n"
@@ -796,6 +815,10 @@ class WrongLossReduction(Operator):
                 loss = loss.func.value
             if _is_average(loss, aliases) and not under_no_grad(source, backward.call):
                 yield _summed(source, loss, [loss])
+        for reference in _mean_ops(source, aliases):
+            # `reduce_op = torch.mean if reduce_mean else ...`, then `losses = reduce_op(x, dim=-1)`:
+            # the average the loss calls by another name (score_sde's losses)
+            yield Change(reference, (source.replace(reference.attr, "sum"),), "the loss is summed instead of averaged")
         for ret in source.nodes(cst.Return):
             # `return loss.mean()`, `return real_loss.mean() + fake_loss.mean()` from the function
             # that computes the training loss
@@ -816,6 +839,41 @@ class WrongLossReduction(Operator):
                 yield _summed(source, value, averages)
             elif own_loss and (mean := _sum_over_count(value)) is not None and not _picked_mean(source, ret):
                 yield _count_dropped(source, mean)
+
+
+def _mean_ops(source, aliases: frozenset[str]) -> list[cst.Attribute]:
+    """The `torch.mean` a name is bound to (alone or as one branch of a conditional) that a loss
+    calls through that name: `reduce_op = torch.mean if reduce_mean else ...`, then
+    `losses = reduce_op(losses.reshape(n, -1), dim=-1)` outside no_grad."""
+    found: list[cst.Attribute] = []
+    for assign in source.nodes(cst.Assign):
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            continue
+        name = assign.targets[0].target.value
+        value = assign.value
+        branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        references = [
+            b
+            for b in branches
+            if isinstance(b, cst.Attribute) and b.attr.value == "mean" and dotted(b.value) in aliases | {"torch"}
+        ]
+        if not references:
+            continue
+        scope = source.function_of(assign) or source.module
+        calls = [
+            c
+            for c in source.within(scope, cst.Call)
+            if isinstance(c.func, cst.Name) and c.func.value == name and not under_no_grad(source, c)
+        ]
+        if any(_feeds_a_loss(source, c) for c in calls):
+            found.extend(references)
+    return found
+
+
+def _feeds_a_loss(source, call: cst.Call) -> bool:
+    """True for a call whose result is assigned to a loss's name (`losses = reduce_op(...)`)."""
+    assign = source.enclosing(call, cst.Assign)
+    return assign is not None and any(_names_loss(last_name(t.target) or "") for t in assign.targets)
 
 
 _CASTS = frozenset({"float", "double", "half", "squeeze", "contiguous"})
