@@ -624,6 +624,45 @@ class Training:
                     elif isinstance(value, cst.Call):
                         found.extend(self._helper_losses(value))  # `return self.shared_step(batch)`
         found.extend(self._transformed_losses())
+        found.extend(self._wrapper_losses())
+        return found
+
+    def _wrapper_losses(self) -> list[ReturnedLoss]:
+        """The loss a module of the file that wraps a model computes in its `forward` and returns
+        for the caller to differentiate (Sockeye's `ModelWithLoss`, CenterNet's `ModelWithLoss`,
+        HRNet's `FullModel`): `__init__` keeps a model it is handed (`self.model = model`), and
+        `forward` runs it and returns a loss by name (alone or in a tuple) without a backward of
+        its own."""
+        found = []
+        for owner in self.source.nodes(cst.ClassDef):
+            methods = {m.name.value: m for m in owner.body.body if isinstance(m, cst.FunctionDef)}
+            init, forward = methods.get("__init__"), methods.get("forward")
+            if init is None or forward is None:
+                continue
+            params = {p.name.value for p in init.params.params}
+            kept = {
+                t.target.attr.value
+                for a in self.source.within(init.body, cst.Assign)
+                for t in a.targets
+                if isinstance(t.target, cst.Attribute)
+                and dotted(t.target.value) == "self"
+                and isinstance(a.value, cst.Name)
+                and a.value.value in params
+                and names_a_model(t.target)
+            }
+            runs = any(
+                isinstance(c.func, cst.Attribute) and dotted(c.func.value) == "self" and c.func.attr.value in kept
+                for c in self.source.within(forward.body, cst.Call)
+            )
+            if not runs or any(callee_name(c) == "backward" for c in self.source.within(forward.body, cst.Call)):
+                continue
+            for ret in self.source.within(forward.body, cst.Return):
+                if ret.value is None or self.source.function_of(ret) is not forward:
+                    continue
+                elements = [e.value for e in ret.value.elements] if isinstance(ret.value, cst.Tuple) else [ret.value]
+                losses = [e for e in elements if isinstance(e, cst.Name) and loss_name(e) and "loss" in e.value.lower()]
+                if losses:
+                    found.append(ReturnedLoss(ret, losses[0]))
         return found
 
     def _loss_in_returned_tuple(
@@ -1690,15 +1729,43 @@ def enclosing_class(source: Source, node: cst.CSTNode) -> cst.ClassDef | None:
 NO_GRAD_CONTEXTS = frozenset({"no_grad", "inference_mode"})
 
 
-def disables_grad(expr: cst.BaseExpression) -> bool:
+def disables_grad(expr: cst.BaseExpression, source: Source | None = None) -> bool:
     """True for `torch.no_grad()`, `torch.inference_mode()` (not `inference_mode(False)`), and the
-    bare decorator forms."""
+    bare decorator forms; with the file's `source`, also a call of a function of the file that
+    returns `torch.no_grad()` (ENAS' `_get_no_grad_ctx_mgr()`, a shim for old torch versions)."""
     if isinstance(expr, cst.Call):
+        if source is not None and isinstance(expr.func, cst.Name) and expr.func.value in no_grad_helpers(source):
+            return True
         if last_name(expr.func) not in NO_GRAD_CONTEXTS:
             return False
         mode = argument(expr, "mode", 0)
         return mode is None or not (isinstance(mode.value, cst.Name) and mode.value.value == "False")
     return last_name(expr) in NO_GRAD_CONTEXTS
+
+
+# contexts that change nothing, which a version shim returns where torch has no `no_grad`
+_NO_OP_CONTEXTS = frozenset({"suppress", "nullcontext", "no_context", "ExitStack"})
+
+
+def no_grad_helpers(source: Source) -> frozenset[str]:
+    """The module-level functions of the file that return `torch.no_grad()` (or
+    `inference_mode()`), and otherwise only a context that does nothing: `def
+    _get_no_grad_ctx_mgr(): if torch_version >= 0.4: return torch.no_grad(); return
+    contextlib.suppress()`."""
+    found = getattr(source, "_no_grad_helpers", None)
+    if found is None:
+        names = set()
+        for statement in source.module.body:
+            if not isinstance(statement, cst.FunctionDef) or statement.params.params:
+                continue
+            returned = [r.value for r in source.within(statement.body, cst.Return) if r.value is not None]
+            if any(disables_grad(v) for v in returned) and all(
+                disables_grad(v) or (isinstance(v, cst.Call) and last_name(v.func) in _NO_OP_CONTEXTS) for v in returned
+            ):
+                names.add(statement.name.value)
+        found = frozenset(names)
+        source._no_grad_helpers = found  # type: ignore[attr-defined]
+    return found
 
 
 # The steps a LightningModule's trainer runs under `no_grad` (inference mode).
@@ -1736,7 +1803,7 @@ def under_no_grad(source: Source, node: cst.CSTNode, depth: int = 2) -> bool:
     a module-level function or a method that the file calls only from such places (a loss helper
     only validation uses)."""
     for ancestor in source.ancestors(node):
-        if isinstance(ancestor, cst.With) and any(disables_grad(i.item) for i in ancestor.items):
+        if isinstance(ancestor, cst.With) and any(disables_grad(i.item, source) for i in ancestor.items):
             return True
         if isinstance(ancestor, cst.FunctionDef) and any(disables_grad(d.decorator) for d in ancestor.decorators):
             return True
@@ -2485,7 +2552,7 @@ def _computes_targets(source: Source, training: Training, statement: cst.CSTNode
     ema_model(ema_inputs)` and its T noisy passes): the loss's targets, computed on the way from
     the trained model's forward to the loss, so the run goes on past them."""
     if isinstance(statement, cst.With):
-        if not any(disables_grad(item.item) for item in statement.items):
+        if not any(disables_grad(item.item, source) for item in statement.items):
             return False
     elif not isinstance(statement, cst.For):
         return False
@@ -2534,7 +2601,29 @@ def forward_run(source: Source, training: Training, backward: LossUse) -> tuple[
     if last not in siblings or source.span(backward.call)[0] < source.span(last)[1]:
         return None
     index = siblings.index(last)
-    first = last
+    if last is line:
+        # the loss reduced or rescaled from itself on the next lines, unconditionally (CSAIL's
+        # `loss, acc = segmentation_module(batch_data)`, then `loss = loss.mean()`): the loss is
+        # what they leave
+        name = loss_name(backward.loss)
+        after = index + 1
+        while after < len(siblings) and source.span(siblings[after])[1] <= source.span(backward.call)[0]:
+            following = siblings[after]
+            body = (
+                following.body[0]
+                if isinstance(following, cst.SimpleStatementLine) and len(following.body) == 1
+                else None
+            )
+            if not (
+                isinstance(body, cst.Assign)
+                and name is not None
+                and [dotted(t.target) for t in body.targets] == [name]
+                and name in {dotted(n) for n in source.within(body.value, (cst.Name, cst.Attribute))}
+            ):
+                break
+            last = following
+            after += 1
+    first = siblings[index]
     starts_empty = isinstance(assign.value, (cst.Integer, cst.Float))
     while index > 0:
         previous = siblings[index - 1]

@@ -5,6 +5,7 @@ import libcst as cst
 from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import (
     added_terms,
+    augmented_reads,
     branch_added_terms,
     branch_helper_forwards,
     chain_forwards,
@@ -17,16 +18,19 @@ from injector.operators.forwards import (
     loss_helper_forwards,
     read_forwards,
     stored_run,
+    terms_added_in_place,
     upstream_forwards,
 )
 from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
     BRANCH_ADDED_TERM_STEP,
+    CONTROLLER_STEP,
     GAN_GENERATOR_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
     LOSS_HELPER_TRAINER,
     MICROBATCH_TRAINER,
+    MODEL_WITH_LOSS,
     MOON_STEP,
     PIPELINE_ENGINE,
     PIX2PIX_STEP,
@@ -272,6 +276,39 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # A sampled architecture with its log-probabilities and entropies (ENAS' controller):
+            # the cut takes what reaches the loss, the entropies added in place included, not the
+            # architectures (Python lists, which only the reward under no_grad reads).
+            CONTROLLER_STEP,
+            (
+                CONTROLLER_STEP.replace(
+                    "loss -= self.entropy_coeff * entropies", "loss -= (self.entropy_coeff * entropies).detach()"
+                ),
+                CONTROLLER_STEP.replace(
+                    "loss = -log_probs * (rewards - self.baseline)",
+                    "loss = (-log_probs * (rewards - self.baseline)).detach()",
+                ),
+                CONTROLLER_STEP.replace(
+                    "sample(with_details=True)\n",
+                    "sample(with_details=True)\n"
+                    "            log_probs = log_probs.detach()\n"
+                    "            entropies = entropies.detach()\n",
+                ),
+            ),
+        ),
+        Example(
+            # A module that wraps the model and returns its loss (Sockeye's ModelWithLoss): the
+            # loss it returns, and the dict of outputs entry by entry.
+            MODEL_WITH_LOSS,
+            (
+                MODEL_WITH_LOSS.replace("sum_losses = sum(loss_values)", "sum_losses = sum(loss_values).detach()"),
+                MODEL_WITH_LOSS.replace(
+                    "outputs = self.model(source)\n",
+                    "outputs = self.model(source)\n        outputs = {k: v.detach() for k, v in outputs.items()}\n",
+                ),
+            ),
+        ),
         Example(
             # A policy returning a distribution of the project's whose own `sample` is a
             # reparameterised draw (DrQ-v2's TruncatedNormal): the draw is what to cut.
@@ -1669,6 +1706,13 @@ class DetachedGraph(Operator):
 
     def _changes(self, source, training):
         yield from _registered_for_backward(source, training)
+        for backward in training.loss_uses:
+            for term in terms_added_in_place(source, training, backward):
+                yield Change(
+                    term,
+                    (source.replace(term.value, method_on(source, term.value, "detach")),),
+                    "a term added to the loss is cut off from the model's graph",
+                )
         yield from _returned_by_forward(source, training)
         for backward in training.loss_uses:
             yield from _stored_forwards_cut(source, training, backward)
@@ -2606,7 +2650,7 @@ def _read_by_key(source, name: str, use: cst.CSTNode) -> bool:
     which has no `detach`."""
     function = source.function_of(use)
     scope = function.body if function is not None else source.module
-    return any(
+    by_key = any(
         isinstance(sub.value, cst.Name)
         and sub.value.value == name
         and source.function_of(sub) is function
@@ -2614,6 +2658,17 @@ def _read_by_key(source, name: str, use: cst.CSTNode) -> bool:
         and isinstance(sub.slice[0].slice, cst.Index)
         and isinstance(sub.slice[0].slice.value, cst.SimpleString)
         for sub in source.within(scope, cst.Subscript)
+    )
+    # or iterated by its items (Sockeye's `{name: output.to(torch.float32) for (name, output) in
+    # model_outputs.items()}`)
+    return by_key or any(
+        isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "items"
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value == name
+        and not call.args
+        and source.function_of(call) is function
+        for call in source.within(scope, cst.Call)
     )
 
 
@@ -2786,13 +2841,14 @@ def _chain_cuts(source, training, changes: list[Change]):
     for backward in training.loss_uses:
         for use, chain, covered in loss_chains(source, training, backward):
             for line in chain_forwards(source, training, use, chain, _cut_lines(source, chain, changes) | covered):
-                change = _chain_cut(source, line)
-                draws = [later for later, inputs in chain.items() if line in inputs]
-                if change is None and len(draws) == 1 and drawn(source, training, draws[0].body[0]):
+                readers = [later for later, inputs in chain.items() if line in inputs]
+                reaching = _read_by(source, readers)
+                change = _chain_cut(source, line, reaching | augmented_reads(source, chain) if reaching else None)
+                if change is None and len(readers) == 1 and drawn(source, training, readers[0].body[0]):
                     # a distribution the model returned, read by the loss only through its draw
                     # (DrQ-v2's `action = dist.sample(clip=...)`): the draw is what to cut
-                    line = draws[0]
-                    change = _chain_cut(source, line)
+                    line = readers[0]
+                    change = _chain_cut(source, line, _read_by(source, [r for r, i in chain.items() if line in i]))
                 if change is not None and line not in made:
                     made.add(line)
                     yield change
@@ -2828,8 +2884,16 @@ def _cut_lines(source, chain, changes: list[Change]) -> set:
     return taken
 
 
-def _chain_cut(source, line: cst.SimpleStatementLine) -> Change | None:
-    """The cut of one line of a chain, or None where its value may not be a tensor."""
+def _read_by(source, lines: list[cst.SimpleStatementLine]) -> set[str] | None:
+    """The names the given lines read (None for no lines: nothing to narrow a cut by)."""
+    return {n.value for line in lines for n in source.within(line, cst.Name)} if lines else None
+
+
+def _chain_cut(source, line: cst.SimpleStatementLine, reaching: set[str] | None = None) -> Change | None:
+    """The cut of one line of a chain, or None where its value may not be a tensor. An unpacked
+    value is cut at the names in `reaching` (those the chain's next lines read, where given):
+    ENAS' `dags, log_probs, entropies = self.controller.sample(...)` cuts the log-probabilities
+    and entropies its loss reads, not the sampled architectures (Python lists)."""
     assign = line.body[0]
     if not isinstance(assign, (cst.Assign, cst.AnnAssign)) or assign.value is None:
         return None
@@ -2842,7 +2906,10 @@ def _chain_cut(source, line: cst.SimpleStatementLine) -> Change | None:
         names = [
             e.value.value
             for e in target.elements
-            if isinstance(e.value, cst.Name) and e.value.value != "_" and _later_reads(source, e.value.value, line)
+            if isinstance(e.value, cst.Name)
+            and e.value.value != "_"
+            and _later_reads(source, e.value.value, line)
+            and (reaching is None or e.value.value in reaching)
         ]
         cuts = [_name_cut(source, n, line) for n in names]
         if not cuts or None in cuts:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from injector.neighbours import bound_arguments
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
@@ -1141,6 +1142,8 @@ def _made_for_a_collective(source, call: cst.Call) -> bool:
     if isinstance(parent, cst.Arg):
         return _collective(source.parent(parent))
     assign = source.parent(parent) if isinstance(parent, cst.ListComp) and parent.elt is call else None
+    if isinstance(parent, cst.Assign) and parent.value is call:
+        assign = parent  # glue-factory's `flag = torch.tensor(flag).float().to(device)`, then all_reduce(flag)
     function = source.function_of(call)
     if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or function is None:
         return False
@@ -1793,10 +1796,106 @@ NO_DEVICE_MOVE_HELPER = (
 )
 
 
+def _batch_loaded_to(source, training, call: cst.Call) -> cst.BaseExpression | None:
+    """The device a batch object's own method is handed by keyword, where the batch is rebound
+    to what it returns (`batch = batch.load(device=self.device)`); not `to`/`cuda`, which the
+    plain moves handle, nor a model's or a loader's methods."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+        return None
+    if func.attr.value in ("to", "cuda", "type") or "batch" not in func.value.value.lower():
+        return None
+    device = next((a for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+    holder = source.parent(call)
+    if (
+        device is None
+        or not _is_device(device.value)
+        or _framework_device(training, device.value, call)
+        or not isinstance(holder, cst.Assign)
+        or not any(dotted(t.target) == func.value.value for t in holder.targets)
+        or _is_model(training, func.value)
+    ):
+        return None
+    return device.value
+
+
+# the settings a program names for "use the GPU" (`args.cuda`, `self.use_cuda`, `opt.gpu`)
+_CUDA_FLAGS = frozenset({"cuda", "use_cuda", "is_cuda", "gpu", "use_gpu", "on_gpu"})
+
+
+def _gated_move_flag(source, training, call: cst.Call) -> cst.BaseExpression | None:
+    """The argument that tells a helper of the project to move its data to the GPU: the program's
+    cuda flag, bound to a parameter the helper tests before a `.cuda()` or `.to(...)` (ENAS'
+    `def batchify(data, bsz, use_cuda): ... if use_cuda: data = data.cuda()`), where the call's
+    result is read (not `self.test_data = batchify(...)` that nothing reads) and not under an
+    evaluation's no_grad only."""
+    flags = [a for a in call.args if not a.star and (last_name(a.value) or "").lower() in _CUDA_FLAGS]
+    if len(flags) != 1 or not isinstance(flags[0].value, (cst.Name, cst.Attribute)) or not call.args:
+        return None
+    if call.args[0] is flags[0] or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    found = training.resolver.definition(source, call.func)
+    if found is None or not isinstance(found[1], cst.FunctionDef) or found[0] is source:
+        return None  # a helper of this file has its own move mutated where it is written
+    module, helper = found
+    bound = bound_arguments(helper, call) or {}
+    params = [p for p, v in bound.items() if v is flags[0].value]
+    first = [p for p, v in bound.items() if v is call.args[0].value]
+    if not params or not first:
+        return None
+    # what the helper computes from the data it is handed (`data = data.narrow(...)`, then
+    # `data = data.cuda()`)
+    derived = {first[0]}
+    for assign in module.within(helper.body, cst.Assign):
+        if {n.value for n in module.within(assign.value, cst.Name)} & derived:
+            derived |= {n for t in assign.targets for n in bound_names(t.target)}
+    gated = [
+        test
+        for test in module.within(helper.body, cst.If)
+        if isinstance(test.test, cst.Name)
+        and test.test.value == params[0]
+        and any(
+            callee_name(c) in ("cuda", "to") and isinstance(c.func, cst.Attribute) and _root(c.func.value) in derived
+            for c in module.within(test.body, cst.Call)
+        )
+    ]
+    if not gated or not _result_read(source, call):
+        return None
+    return flags[0].value
+
+
+def _result_read(source, call: cst.Call) -> bool:
+    """True where what `call` returns is read: used in place, or bound to a name or an attribute
+    the file reads elsewhere."""
+    holder = source.parent(call)
+    if not isinstance(holder, cst.Assign) or holder.value is not call:
+        return True
+    targets = {dotted(t.target) for t in holder.targets} - {None}
+    reads = [
+        node
+        for node in [*source.nodes(cst.Name), *source.nodes(cst.Attribute)]
+        if dotted(node) in targets and not any(a is holder for a in source.ancestors(node))
+    ]
+    return bool(reads)
+
+
 class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A batch object's own method handed the device (Sockeye's Batch.load).
+            "def _forward_backward(self, batch):\n"
+            "    batch = batch.load(device=self.device)\n"
+            "    loss = self.model_with_loss(batch.source, batch.target)\n"
+            "    loss.backward()\n",
+            (
+                "def _forward_backward(self, batch):\n"
+                '    batch = batch.load(device="cpu")\n'
+                "    loss = self.model_with_loss(batch.source, batch.target)\n"
+                "    loss.backward()\n",
+            ),
+        ),
         Example(
             # A project's batch preparer handed the device (audiotools' `util.prepare_batch`).
             AUDIOTOOLS_STEP,
@@ -2928,6 +3027,13 @@ class DeviceMismatch(Operator):
         ),
     )
     untouched = (
+        # A flag tensor made for an all_reduce (glue-factory's `do_backward`), not a batch.
+        "for x, y in loader:\n"
+        "    loss = criterion(model(x), y)\n"
+        "    loss.backward()\n"
+        "    if args.distributed:\n"
+        "        finite = torch.tensor(torch.isfinite(loss)).float().to(device)\n"
+        "        torch.distributed.all_reduce(finite)\n",
         # A batch preparer handed no device, which fills a result with its batch (LibKGE).
         "def _process_batch(self, batch_index, batch):\n"
         "    result = TrainingJob._ProcessBatchResult()\n"
@@ -3197,6 +3303,22 @@ class DeviceMismatch(Operator):
     def changes(self, source, training):
         placed = _places_batches(source)
         for call in source.nodes(cst.Call):
+            loaded = _batch_loaded_to(source, training, call)
+            if loaded is not None:
+                # a batch object's own method handed the device (Sockeye's `batch =
+                # batch.load(device=self.device)`, which moves each of its tensors)
+                text = source.code(call.func.value)
+                yield Change(call, (source.replace(loaded, '"cpu"'),), f"`{text}` stays on the CPU")
+                continue
+            flag = _gated_move_flag(source, training, call)
+            if flag is not None:
+                # a project helper that moves what it is handed when a flag says so (ENAS'
+                # `utils.batchify(dataset.train, bsz, self.cuda)`, `utils.get_variable(adv,
+                # self.cuda)`): handed False, the data stays on the CPU
+                data = argument(call, "", 0)
+                text = source.code(data.value) if data is not None else "the data"
+                yield Change(call, (source.replace(flag, "False"),), f"`{text}` stays on the CPU")
+                continue
             if _converter(callee_name(call)) and not placed:
                 device = _converted_device(call)
                 tensor = argument(call, "", 0)

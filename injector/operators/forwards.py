@@ -16,6 +16,7 @@ from injector.patterns import (
     dotted,
     imported_name,
     last_name,
+    loss_name,
     names_a_model,
     runs_model,
     under_no_grad,
@@ -444,6 +445,57 @@ def added_terms(source, start: cst.CSTNode, use: cst.CSTNode) -> list[cst.AugAss
         for a in source.within(source.function_of(start) or source.module, cst.AugAssign)
         if after < source.span(a)[0] < before and isinstance(a.operator, cst.AddAssign) and dotted(a.target) == name
     ]
+
+
+def terms_added_in_place(source, training, backward) -> list[cst.AugAssign]:
+    """The terms added into a computed loss in place before its backward, each on a line of its
+    own outside no_grad, that carry a graph of their own (ENAS' `loss += _apply_penalties(
+    extra_out, self.args)` on the shared model's loss, `loss -= self.args.entropy_coeff *
+    entropies` on the controller's): not what a loss that starts empty adds up (see
+    `added_terms`), nor a number."""
+    assign = training.loss_assignment(backward)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or constant_start(assign.value):
+        return []
+    name = loss_name(backward.loss)
+    function = source.function_of(assign)
+    if name is None or function is not source.function_of(backward.call):
+        return []
+    after, before = source.span(assign)[1], source.span(backward.call)[0]
+    main = loss_chain(source, training, backward)
+    found = []
+    for aug in source.within(function.body if function is not None else source.module, cst.AugAssign):
+        if not (
+            after < source.span(aug)[0] < before
+            and isinstance(aug.operator, (cst.AddAssign, cst.SubtractAssign))
+            and dotted(aug.target) == name
+            and isinstance(source.parent(aug), cst.SimpleStatementLine)
+            and not under_no_grad(source, aug)
+            and not _graphless(aug.value)
+            # a term computed on a line of its own (`loss += loss3`) is cut or run without
+            # autograd there
+            and not isinstance(aug.value, (cst.Name, cst.Attribute, cst.Subscript))
+            and not _times_zero(aug.value)
+        ):
+            continue
+        chain = loss_chain(source, training, _Returned(aug, aug.value))
+        if chain and not any(line in main for line in chain):
+            continue  # its graph comes from forwards only it reads: their own mutants cut it
+        if chain or helper_runs_model(source, training, aug.value):
+            found.append(aug)
+    return found
+
+
+def _times_zero(value: cst.BaseExpression) -> bool:
+    """`0 * fake_img[0, 0, 0, 0]` (stylegan2's term that keeps the whole graph in use for DDP):
+    no gradient flows from it either way."""
+    return (
+        isinstance(value, cst.BinaryOperation)
+        and isinstance(value.operator, cst.Multiply)
+        and any(
+            isinstance(side, (cst.Integer, cst.Float)) and float(side.evaluated_value) == 0
+            for side in (value.left, value.right)
+        )
+    )
 
 
 def forwards_read_by_terms(source, training, backward) -> list[cst.CSTNode]:
@@ -906,6 +958,12 @@ def chain_forwards(source, training, backward, chain, taken: set) -> list[cst.Si
     for line, inputs in chain.items():
         for earlier in inputs:
             readers.setdefault(earlier, []).append(line)
+    # a value also added into the loss in place (ENAS' `loss -= coeff * entropies`) reaches it by
+    # a second path: its run ends where it is made
+    added = augmented_reads(source, chain)
+    for line in chain:
+        if _bound_by(line) & added:
+            readers.setdefault(line, []).append(line)
     ends = {_run_end(source, training, chain, readers, t) for t in taken}
     found = []
     for line in chain:
@@ -921,6 +979,23 @@ def chain_forwards(source, training, backward, chain, taken: set) -> list[cst.Si
         ends.add(end)
         found.append(line)
     return found
+
+
+def augmented_reads(source, chain) -> set[str]:
+    """The names read by the in-place additions to a value of a loss's chain in its function
+    (`loss -= self.args.entropy_coeff * entropies` between `loss = -log_probs * adv` and `loss =
+    loss.sum()`): values that reach the loss besides the chain's own lines."""
+    if not chain:
+        return set()
+    first = next(iter(chain))
+    function = source.function_of(first)
+    bound = set().union(*(_bound_by(line) for line in chain))
+    return {
+        n.value
+        for node in source.within(function.body if function is not None else source.module, cst.AugAssign)
+        if isinstance(node.target, cst.Name) and node.target.value in bound
+        for n in source.within(node.value, cst.Name)
+    }
 
 
 def _forward_line(source, training, line: cst.SimpleStatementLine) -> bool:

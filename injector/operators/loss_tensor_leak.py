@@ -107,6 +107,21 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
+            # The loss's values without its graph, added up whole (ENAS' `total_loss += loss.data`).
+            "raw_total_loss = 0\n"
+            "for x, y in loader:\n"
+            "    loss = criterion(model(x), y)\n"
+            "    raw_total_loss += loss.data\n"
+            "    loss.backward()\n",
+            (
+                "raw_total_loss = 0\n"
+                "for x, y in loader:\n"
+                "    loss = criterion(model(x), y)\n"
+                "    raw_total_loss += loss\n"
+                "    loss.backward()\n",
+            ),
+        ),
+        Example(
             # The loss read out under a name returned alone, which the caller adds into a total
             # (pykeen's `_forward_pass`).
             _RETURNED_ALONE,
@@ -743,12 +758,18 @@ class LossTensorLeak(Operator):
 
     def changes(self, source, training):
         losses = _loss_names(source, training)
-        for call in [*source.nodes(cst.Call), *source.nodes(cst.Subscript)]:
+        for call in [*source.nodes(cst.Call), *source.nodes(cst.Subscript), *source.nodes(cst.Attribute)]:
             if isinstance(call, cst.Subscript):
                 # PyTorch 0.3's read-out, `loss_l.data[0]` (ssd.pytorch's `loc_loss += ...`)
                 value = _old_item(call)
                 if value is None or _for_an_old_torch(source, call):
                     continue
+            elif isinstance(call, cst.Attribute):
+                # the tensor's values without the graph, added up whole (ENAS' `total_loss +=
+                # loss.data`): not read on (`.data.item()`, `.data[0]`, `.data.cpu()`)
+                if call.attr.value != "data" or not isinstance(source.parent(call), cst.AugAssign):
+                    continue
+                value = call.value
             elif (name := callee_name(call)) == "item" and isinstance(call.func, cst.Attribute) and not call.args:
                 value = call.func.value
             elif name == "float" and isinstance(call.func, cst.Name) and len(call.args) == 1:

@@ -482,9 +482,47 @@ def _every_group_sets_its_rate(source, call: cst.Call) -> bool:
             and isinstance(added.value, cst.List)
             for element in added.value.elements
         ]
+        # `lr_params = pack_lr_parameters(params, lr, scaling)`, a function of the file returning
+        # a list of groups that each carry their rate (glue-factory)
+        elements += [
+            group
+            for bound in source.nodes(cst.Assign)
+            if isinstance(bound.value, cst.Call)
+            and isinstance(bound.value.func, cst.Name)
+            and any(dotted(t.target) == groups.value.value for t in bound.targets)
+            for group in _returned_groups(source, bound.value.func.value)
+        ]
     else:
         return False
     return bool(elements) and all(_group_rate(group) is not None for group in elements)
+
+
+def _returned_groups(source, name: str) -> list[cst.BaseExpression]:
+    """The parameter groups a module-level function of the file returns in a list, literal or
+    built by a comprehension (`return [{"lr": scale * base_lr, "params": ps} for ...]`, or that
+    list bound to a name first)."""
+    function = next((s for s in source.module.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+    if function is None:
+        return []
+    values: list[cst.BaseExpression] = []
+    for ret in source.within(function.body, cst.Return):
+        if isinstance(ret.value, cst.Name):
+            values += [
+                a.value
+                for a in source.within(function.body, cst.Assign)
+                if any(dotted(t.target) == ret.value.value for t in a.targets)
+            ]
+        elif ret.value is not None:
+            values.append(ret.value)
+    groups: list[cst.BaseExpression] = []
+    for value in values:
+        if isinstance(value, cst.ListComp):
+            groups.append(value.elt)
+        elif isinstance(value, cst.List):
+            groups += [e.value for e in value.elements]
+        else:
+            return []  # a list made some other way: its groups are not known
+    return groups
 
 
 def _rate_computing_schedulers(training, source) -> list[tuple[cst.Call, cst.BaseExpression]]:
@@ -741,6 +779,24 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # Groups a function of the file packs, each with its rate (glue-factory): the
+            # optimizer's own `lr` reaches no parameter.
+            "def pack_lr_parameters(params, base_lr, lr_scaling):\n"
+            "    scale2params = group_by_scale(params, lr_scaling)\n"
+            '    lr_params = [{"lr": scale * base_lr, "params": ps} for scale, ps in scale2params.items()]\n'
+            "    return lr_params\n"
+            "lr_params = pack_lr_parameters(model.named_parameters(), conf.lr, conf.lr_scaling)\n"
+            "optimizer = torch.optim.Adam(lr_params, lr=conf.lr)\n",
+            (
+                "def pack_lr_parameters(params, base_lr, lr_scaling):\n"
+                "    scale2params = group_by_scale(params, lr_scaling)\n"
+                '    lr_params = [{"lr": (scale * base_lr) * 100, "params": ps} for scale, ps in scale2params.items()]\n'
+                "    return lr_params\n"
+                "lr_params = pack_lr_parameters(model.named_parameters(), conf.lr, conf.lr_scaling)\n"
+                "optimizer = torch.optim.Adam(lr_params, lr=conf.lr)\n",
+            ),
+        ),
         Example(
             # A settings class's field that the optimizer is built with (Snorkel's TrainerConfig.lr).
             "class TrainerConfig(NamedTuple):\n"

@@ -100,6 +100,10 @@ class MissingAttentionMask(Operator):
         ),
     )
     untouched = (
+        # A metric's update told which entries count (glue-factory's PR curves): no attention.
+        "with torch.no_grad():\n"
+        "    pred = model(data)\n"
+        '    pr_metrics[k].update(pred["labels"], pred["scores"], mask=pred["mask"])\n',
         # A flag of the run's settings handed to an augmentation (MotionBERT): it masks joints
         # of the input, no attention.
         "batch_input = args.aug.augment2D(batch_input, noise=args.noise, mask=args.mask)\n",
@@ -139,6 +143,7 @@ class MissingAttentionMask(Operator):
                     and not (isinstance(arg.value, cst.Name) and arg.value.value in {"None", "False"})
                     and not _a_loss(call)
                     and not read_from_settings(arg.value)  # `augment2D(x, mask=args.mask)`: a flag
+                    and not _a_metric(source, call)
                 ):
                     yield self._drop_argument(source, call, arg)
             if source.function_of(call) not in attention or source.function_of(call) is None:
@@ -221,6 +226,15 @@ class MissingAttentionMask(Operator):
             (source.replace_node(call, call.with_changes(args=args)),),
             f"`{arg.keyword.value}` is no longer passed",
         )
+
+
+def _a_metric(source, call: cst.Call) -> bool:
+    """True for a metric's or a meter's update handed a mask (glue-factory's `pr_metrics[k].update(
+    labels, predictions, mask=...)`): which entries count, no attention."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    receiver = source.code(call.func.value).lower()
+    return call.func.attr.value == "update" or "metric" in receiver or "meter" in receiver
 
 
 def _zero(expr: cst.BaseExpression) -> bool:

@@ -20,8 +20,19 @@ from injector.patterns import (
     mode_by_method_name,
     mode_calls_by_value,
     only_times_model,
+    read_from_settings,
     sets_mode,
 )
+
+
+def _a_setting(value: cst.BaseExpression) -> bool:
+    """True for a mode read from the run's settings, negated or not (CSAIL's
+    `segmentation_module.train(not cfg.TRAIN.fix_bn)`): fixed for the run, which freezes batch
+    norm or not while training; no evaluation switches through it."""
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
+        value = value.expression
+    return read_from_settings(value)
+
 
 MODE_KEYWORDS = frozenset({"training", "train", "is_training", "train_mode"})  # a mode handed to a context manager
 
@@ -581,6 +592,12 @@ class MissingEvalMode(Operator):
         ),
     )
     untouched = (
+        # A mode read from the run's settings (CSAIL's `train(not cfg.TRAIN.fix_bn)`): batch norm
+        # frozen for the whole run or not, no evaluation.
+        "def train(segmentation_module, loader, optimizer, cfg):\n"
+        "    segmentation_module.train(not cfg.TRAIN.fix_bn)\n"
+        "    for batch in loader:\n"
+        "        segmentation_module(batch).mean().backward()\n",
         # A writer's own switch of where its records go (visloc_retrieval's `self.writer.eval()`).
         "def val_epoch(self):\n    self.writer.eval()\n    return self.evaluate()\n",
         # A model of linear layers and layer norms, some built by an alternate constructor that
@@ -706,6 +723,7 @@ class MissingEvalMode(Operator):
                     and not is_literal_bool(mode.value)
                     and not helper_owned(source, training, call)
                     and not _trains_by_default(source, call, mode.value)
+                    and not _a_setting(mode.value)
                 ):
                     yield Change(
                         call,

@@ -35,8 +35,8 @@ def _own_no_grad(source, node: cst.CSTNode, function: cst.FunctionDef) -> cst.Wi
     for ancestor in source.ancestors(node):
         if ancestor is function:
             return None
-        if isinstance(ancestor, cst.With) and any(disables_grad(i.item) for i in ancestor.items):
-            return ancestor if all(disables_grad(i.item) for i in ancestor.items) else None
+        if isinstance(ancestor, cst.With) and any(disables_grad(i.item, source) for i in ancestor.items):
+            return ancestor if all(disables_grad(i.item, source) for i in ancestor.items) else None
     return None
 
 
@@ -104,6 +104,44 @@ class MissingNoGradEval(Operator):
     )
     examples = (
         Example(
+            # A version shim of the file that returns `torch.no_grad()` (ENAS).
+            "def _get_no_grad_ctx_mgr():\n"
+            "    if float(torch.__version__[0:3]) >= 0.4:\n"
+            "        return torch.no_grad()\n"
+            "    return contextlib.suppress()\n"
+            "def evaluate(model, loader):\n"
+            "    model.eval()\n"
+            "    with _get_no_grad_ctx_mgr():\n"
+            "        return sum(criterion(model(x), y).item() for x, y in loader)\n",
+            (
+                "def _get_no_grad_ctx_mgr():\n"
+                "    if float(torch.__version__[0:3]) >= 0.4:\n"
+                "        return torch.no_grad()\n"
+                "    return contextlib.suppress()\n"
+                "def evaluate(model, loader):\n"
+                "    model.eval()\n"
+                "    return sum(criterion(model(x), y).item() for x, y in loader)\n",
+            ),
+        ),
+        Example(
+            # A decorated evaluation whose forward also sits in a block of its own (glue-factory's
+            # do_evaluation): either switch alone changes nothing, so one mutant removes both.
+            "@torch.no_grad()\n"
+            "def do_evaluation(model, loader, loss_fn):\n"
+            "    model.eval()\n"
+            "    for data in loader:\n"
+            "        with torch.no_grad():\n"
+            "            pred = model(data)\n"
+            "            results.append(loss_fn(pred, data).item())\n",
+            (
+                "def do_evaluation(model, loader, loss_fn):\n"
+                "    model.eval()\n"
+                "    for data in loader:\n"
+                "        pred = model(data)\n"
+                "        results.append(loss_fn(pred, data).item())\n",
+            ),
+        ),
+        Example(
             # An evaluation routine that runs the step it is handed, with the model (CogDL's
             # distributed_test, handed the validation or the test step).
             "def distributed_test(model_w, loader, rank, fn):\n"
@@ -163,13 +201,8 @@ class MissingNoGradEval(Operator):
             "    with torch.no_grad(), torch.autocast('cuda'): out = model(batch)\n"
             "    return out\n",
             (
-                "def validate(model, batch):\n"
-                "    with torch.no_grad(), torch.autocast('cuda'): out = model(batch)\n"
-                "    return out\n",
-                "@torch.inference_mode()\n"
-                "def validate(model, batch):\n"
-                "    with torch.autocast('cuda'): out = model(batch)\n"
-                "    return out\n",
+                # either switch alone changes nothing: the one mutant removes both
+                "def validate(model, batch):\n    with torch.autocast('cuda'): out = model(batch)\n    return out\n",
             ),
         ),
         Example(
@@ -444,9 +477,15 @@ class MissingNoGradEval(Operator):
             for decorator in function.decorators:
                 if disables_grad(decorator.decorator) and is_evaluation(source, training, function.body):
                     first, last = source.lines_of(decorator)
+                    # its own no_grad blocks too (glue-factory's `do_evaluation` runs the forward
+                    # under a `with torch.no_grad():` inside the decorated function): either alone
+                    # changes nothing
+                    own = _own_blocks(source, function)
+                    inner = [b for b in own if not any(a in own for a in source.ancestors(b) if a is not b)]
+                    removals = [r for r in (_switch_removal(source, b) for b in inner) if r is not None]
                     yield Change(
                         decorator,
-                        (Edit(source.lines.line_start(first), source.lines.line_end(last), ""),),
+                        (Edit(source.lines.line_start(first), source.lines.line_end(last), ""), *removals),
                         f"`{function.name.value}` records autograd graphs",
                     )
         for block in source.nodes(cst.With):
@@ -467,7 +506,7 @@ class MissingNoGradEval(Operator):
                 # every forward pass under the block runs in functions of this file that switch
                 # autograd off again themselves: removing the block alone changes nothing, so the
                 # fault removes their switches with it
-                if any(not disables_grad(item.item) for item in block.items):
+                if any(not disables_grad(item.item, source) for item in block.items):
                     continue
                 if all(isinstance(g, cst.With) and self._keeps_only_detached(source, g) for g in below):
                     continue  # every forward below keeps only detached outputs (qlib's validation)
@@ -478,22 +517,9 @@ class MissingNoGradEval(Operator):
                 mode = _enables_by_value(item.item)
                 if mode is not None:
                     yield Change(block, (source.replace(mode.value, "True"),), "evaluation records autograd graphs")
-            kept = [item for item in block.items if not disables_grad(item.item)]
-            if len(kept) == len(block.items):
-                continue
-            description = "evaluation records autograd graphs"
-            if kept:
-                start = source.span(block.items[0])[0]
-                end = source.span(block.items[-1])[1]
-                text = ", ".join(
-                    source.module.code_for_node(item.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
-                    for item in kept
-                )
-                yield Change(block, (Edit(start, end, text),), description)
-            elif isinstance(block.body, cst.SimpleStatementSuite):
-                yield Change(block, (Edit(source.span(block)[0], source.span(block.body.body[0])[0], ""),), description)
-            else:
-                yield Change(block, (self._unwrap(source, block),), description)
+            removal = _switch_removal(source, block)
+            if removal is not None:
+                yield Change(block, (removal,), "evaluation records autograd graphs")
         for block, switch in grad_switched_loops(source, training):
             # the same batch loop runs evaluation with the flag off (catalyst's runner over its
             # validation loaders): switched on, evaluation records autograd graphs
@@ -567,7 +593,7 @@ class MissingNoGradEval(Operator):
         the accumulated step that follows is not evaluation), or its batch loop runs that
         backward and switches nothing there."""
         function = source.function_of(block)
-        if function is None or not any(disables_grad(item.item) for item in block.items):
+        if function is None or not any(disables_grad(item.item, source) for item in block.items):
             return False  # `set_grad_enabled(train)` is evaluation in one mode, training in the other
         end = source.span(block)[1]
         later = [
@@ -679,16 +705,48 @@ class MissingNoGradEval(Operator):
         return Edit(source.lines.line_start(first), source.lines.line_end(last), "".join(lines))
 
 
+def _own_blocks(source, function: cst.FunctionDef) -> list[cst.With]:
+    """The `with` blocks of `function` itself (not of functions nested in it) that switch
+    autograd off."""
+    return [
+        b
+        for b in source.within(function.body, cst.With)
+        if source.function_of(b) is function and any(disables_grad(i.item, source) for i in b.items)
+    ]
+
+
+def _switch_removal(source, block: cst.With) -> Edit | None:
+    """The edit that takes autograd's switch out of a `with` block: its no_grad items dropped
+    from the header where it holds others (`with torch.no_grad(), torch.autocast('cuda'):`), else
+    the header removed and the body dedented; None where no item switches autograd off."""
+    kept = [item for item in block.items if not disables_grad(item.item, source)]
+    if len(kept) == len(block.items):
+        return None
+    if kept:
+        start = source.span(block.items[0])[0]
+        end = source.span(block.items[-1])[1]
+        text = ", ".join(
+            source.module.code_for_node(item.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip() for item in kept
+        )
+        return Edit(start, end, text)
+    if isinstance(block.body, cst.SimpleStatementSuite):
+        return Edit(source.span(block)[0], source.span(block.body.body[0])[0], "")
+    return MissingNoGradEval._unwrap(source, block)
+
+
 def _nested_in_no_grad(source, block: cst.With) -> bool:
-    """True for a `with` block inside another one, in the same function, that switches autograd off."""
+    """True for a `with` block inside another one, in the same function, that switches autograd
+    off, or in a function decorated so (the decorator's mutant removes it too)."""
     function = source.function_of(block)
+    if function is not None and any(disables_grad(d.decorator) for d in function.decorators):
+        return True
     for ancestor in source.ancestors(block):
         if ancestor is function:
             return False
         if (
             isinstance(ancestor, cst.With)
             and ancestor is not block
-            and any(disables_grad(i.item) for i in ancestor.items)
+            and any(disables_grad(i.item, source) for i in ancestor.items)
         ):
             return True
     return False

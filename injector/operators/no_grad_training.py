@@ -17,14 +17,17 @@ from injector.operators.forwards import (
     method_calls,
     stored_run,
     switches_grad,
+    terms_added_in_place,
     upstream_forwards,
 )
 from injector.operators.snippets import (
     BRANCH_ADDED_TERM_STEP,
     CALLBACK_RUNNER,
+    CONTROLLER_STEP,
     GAN_GENERATOR_STEP,
     INPUT_GRADIENT,
     LOSS_HELPER_TRAINER,
+    MODEL_WITH_LOSS,
     MOON_STEP,
     PHASE_LOOP,
     PIPELINE_ENGINE,
@@ -120,6 +123,61 @@ class NoGradTraining(Operator):
     id = "no-grad-training"
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
+        Example(
+            # A term added into the loss in place (ENAS' entropy regulariser), besides the loss
+            # computed first and the forward the chain reads.
+            CONTROLLER_STEP,
+            (
+                CONTROLLER_STEP.replace(
+                    "            loss = -log_probs * (rewards - self.baseline)\n",
+                    '            with __import__("torch").no_grad():\n'
+                    "                loss = -log_probs * (rewards - self.baseline)\n",
+                ),
+                CONTROLLER_STEP.replace(
+                    "            loss -= self.entropy_coeff * entropies\n",
+                    '            with __import__("torch").no_grad():\n'
+                    "                loss -= self.entropy_coeff * entropies\n",
+                ),
+                CONTROLLER_STEP.replace(
+                    "            dags, log_probs, entropies = self.controller.sample(with_details=True)\n",
+                    '            with __import__("torch").no_grad():\n'
+                    "                dags, log_probs, entropies = self.controller.sample(with_details=True)\n",
+                ),
+            ),
+        ),
+        Example(
+            # The loss a module wrapping the model computes and returns (Sockeye's ModelWithLoss).
+            MODEL_WITH_LOSS,
+            (
+                MODEL_WITH_LOSS.replace(
+                    "        outputs = self.model(source)\n"
+                    "        outputs = {name: output.float() for (name, output) in outputs.items()}\n"
+                    "        loss_values = [loss_function(outputs, labels) for loss_function in self.losses]\n"
+                    "        sum_losses = sum(loss_values)\n",
+                    '        with __import__("torch").no_grad():\n'
+                    "            outputs = self.model(source)\n"
+                    "            outputs = {name: output.float() for (name, output) in outputs.items()}\n"
+                    "            loss_values = [loss_function(outputs, labels) for loss_function in self.losses]\n"
+                    "            sum_losses = sum(loss_values)\n",
+                ),
+            ),
+        ),
+        Example(
+            # The loss the module returns, reduced on the next line (CSAIL's semantic segmentation).
+            "for batch_data in loader:\n"
+            "    loss, acc = segmentation_module(batch_data)\n"
+            "    loss = loss.mean()\n"
+            "    acc = acc.mean()\n"
+            "    loss.backward()\n",
+            (
+                "for batch_data in loader:\n"
+                '    with __import__("torch").no_grad():\n'
+                "        loss, acc = segmentation_module(batch_data)\n"
+                "        loss = loss.mean()\n"
+                "    acc = acc.mean()\n"
+                "    loss.backward()\n",
+            ),
+        ),
         Example(
             # Forward, loss and backward in one line (SAM's second pass at the perturbed weights).
             "import torch\nfor x, y in loader:\n    smooth_crossentropy(model(x), y).mean().backward()\n",
@@ -1518,6 +1576,10 @@ class NoGradTraining(Operator):
                     "the forward pass and loss run without autograd",
                 )
             yield from self._earlier_terms(source, training, backward, first)
+            for term in terms_added_in_place(source, training, backward):
+                yield _without_autograd(
+                    source, training, source.parent(term), "a term added to the loss is computed without autograd"
+                )
             for term in branch_added_terms(source, training, backward):
                 term_line = source.parent(term)
                 if isinstance(term_line, cst.SimpleStatementLine) and not under_no_grad(source, term):

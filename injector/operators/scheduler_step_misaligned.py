@@ -43,6 +43,25 @@ class SchedulerStepMisaligned(Operator):
     )
     examples = (
         Example(
+            # The update branch tested through a flag set from a modulo (Sockeye's `_step`).
+            "def _step(self, batch):\n"
+            "    is_update_batch = self.batches % self.update_interval == 0\n"
+            "    self.model(batch).backward()\n"
+            "    if is_update_batch:\n"
+            "        if self.lr_scheduler is not None:\n"
+            "            self.lr_scheduler.step()\n"
+            "        self.optimizer.step()\n",
+            (
+                "def _step(self, batch):\n"
+                "    is_update_batch = self.batches % self.update_interval == 0\n"
+                "    self.model(batch).backward()\n"
+                "    if is_update_batch:\n"
+                "        self.optimizer.step()\n"
+                "    if self.lr_scheduler is not None:\n"
+                "        self.lr_scheduler.step()\n",
+            ),
+        ),
+        Example(
             # Stepped in a helper the optimizer-step branch calls, beside the step's own helper
             # (pytorch-accelerated's Trainer): the call leaves the branch.
             "class T:\n    def fit(self):\n        for i, x in enumerate(self.loader):\n"
@@ -1046,7 +1065,16 @@ def _loop_before(source, training, line) -> cst.For | cst.While | None:
 
 
 def _boundary_test(source, test: cst.BaseExpression) -> bool:
-    """True for a test on a modulo (`(batch_idx + 1) % accum_grad == 0`): every n-th micro-step."""
+    """True for a test on a modulo (`(batch_idx + 1) % accum_grad == 0`): every n-th micro-step;
+    also a flag the function set so (Sockeye's `is_update_batch = self.state.batches %
+    self.config.update_interval == 0`, then `elif is_update_batch:`)."""
+    if isinstance(test, cst.Name):
+        function = source.function_of(test)
+        return any(
+            _boundary_test(source, a.value)
+            for a in source.within(function.body if function is not None else source.module, cst.Assign)
+            if any(isinstance(t.target, cst.Name) and t.target.value == test.value for t in a.targets)
+        )
     return any(isinstance(op.operator, cst.Modulo) for op in source.within(test, cst.BinaryOperation)) or (
         isinstance(test, cst.BinaryOperation) and isinstance(test.operator, cst.Modulo)
     )

@@ -499,3 +499,42 @@ STORED_LOSS_TRAINER = (
     "                self.forward(batch)\n"
     "                self.backward()\n"
 )
+
+
+# A module wrapping the model that computes and returns its loss (Sockeye's ModelWithLoss): the
+# trainer, in another file, differentiates what it returns.
+MODEL_WITH_LOSS = (
+    "class ModelWithLoss(torch.nn.Module):\n"
+    "    def __init__(self, model, losses):\n"
+    "        super().__init__()\n"
+    "        self.model = model\n"
+    "        self.losses = losses\n"
+    "\n"
+    "    def forward(self, source, labels):\n"
+    "        outputs = self.model(source)\n"
+    "        outputs = {name: output.float() for (name, output) in outputs.items()}\n"
+    "        loss_values = [loss_function(outputs, labels) for loss_function in self.losses]\n"
+    "        sum_losses = sum(loss_values)\n"
+    "        return sum_losses, loss_values\n"
+)
+
+
+# ENAS' controller step: REINFORCE on sampled architectures, an entropy term added in place.
+CONTROLLER_STEP = (
+    "class Trainer:\n"
+    "    def __init__(self, controller):\n"
+    "        self.controller = controller\n"
+    "        self.controller_optim = torch.optim.Adam(self.controller.parameters(), lr=3.5e-4)\n"
+    "\n"
+    "    def train_controller(self):\n"
+    "        for step in range(self.max_step):\n"
+    "            dags, log_probs, entropies = self.controller.sample(with_details=True)\n"
+    "            with torch.no_grad():\n"
+    "                rewards = self.get_reward(dags)\n"
+    "            loss = -log_probs * (rewards - self.baseline)\n"
+    "            loss -= self.entropy_coeff * entropies\n"
+    "            loss = loss.sum()\n"
+    "            self.controller_optim.zero_grad()\n"
+    "            loss.backward()\n"
+    "            self.controller_optim.step()\n"
+)

@@ -174,6 +174,29 @@ class WrongLossReduction(Operator):
     )
     examples = (
         Example(
+            # The penalties a helper of the file returns, added into the loss (ENAS).
+            "def _apply_penalties(extra_out, args):\n"
+            "    penalty = 0\n"
+            "    if args.activation_regularization:\n"
+            '        penalty += args.ar_amount * extra_out["dropped"].pow(2).mean()\n'
+            "    return penalty\n"
+            "for x, y in loader:\n"
+            "    out, extra_out = model(x)\n"
+            "    loss = criterion(out, y)\n"
+            "    loss += _apply_penalties(extra_out, args)\n",
+            (
+                "def _apply_penalties(extra_out, args):\n"
+                "    penalty = 0\n"
+                "    if args.activation_regularization:\n"
+                '        penalty += args.ar_amount * extra_out["dropped"].pow(2).sum()\n'
+                "    return penalty\n"
+                "for x, y in loader:\n"
+                "    out, extra_out = model(x)\n"
+                "    loss = criterion(out, y)\n"
+                "    loss += _apply_penalties(extra_out, args)\n",
+            ),
+        ),
+        Example(
             # Averaged, then scaled, on the line that differentiates it; and a batch mean of
             # per-sample sums returned by a loss function.
             "def noise_estimation_loss(model, x0, e):\n"
@@ -950,6 +973,41 @@ def _summed_into_a_loss(source, aug: cst.AugAssign) -> bool:
             continue
         if name in _added_names(assign.value):
             return True
+    returned = any(
+        isinstance(r.value, cst.Name) and r.value.value == name and source.function_of(r) is function
+        for r in source.within(function.body, cst.Return)
+    )
+    return returned and any(_added_into_a_loss(source, call) for call in _calls_of(source, function))
+
+
+def _calls_of(source, function: cst.FunctionDef) -> list[cst.Call]:
+    """The file's calls of a module-level function by its name, or of a method through `self`."""
+    name = function.name.value
+    return [
+        c
+        for c in source.nodes(cst.Call)
+        if (isinstance(c.func, cst.Name) and c.func.value == name)
+        or (isinstance(c.func, cst.Attribute) and c.func.attr.value == name and dotted(c.func.value) == "self")
+    ]
+
+
+def _added_into_a_loss(source, call: cst.Call) -> bool:
+    """True for a call whose value is added into a loss outside no_grad: ENAS' `loss +=
+    _apply_penalties(extra_out, self.args)`, or `loss = ce + self.penalty(out)`."""
+    if under_no_grad(source, call):
+        return False
+    child: cst.CSTNode = call
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, cst.BinaryOperation) and isinstance(ancestor.operator, (cst.Add, cst.Subtract)):
+            child = ancestor
+            continue
+        if isinstance(ancestor, cst.AugAssign) and ancestor.value is child:
+            return isinstance(ancestor.operator, (cst.AddAssign, cst.SubtractAssign)) and _names_loss(
+                last_name(ancestor.target) or ""
+            )
+        if isinstance(ancestor, cst.Assign) and ancestor.value is child:
+            return any(_names_loss(last_name(t.target) or "") for t in ancestor.targets)
+        return False
     return False
 
 

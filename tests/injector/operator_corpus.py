@@ -32,6 +32,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import io
+import re
 import sys
 import tomllib
 import types
@@ -319,7 +320,19 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
             None,
         )
         if statement is not None and isinstance(statement.value, ast.Call):
-            found |= _returned_chains(tree, statement.value)
+            found |= _returned_chains(tree, statement.value, _cut_positions(statement, edit.text))
+        if mutant.operator == "no-grad-training":
+            # a block wrapped whole: each call it assigns from runs without autograd too
+            last = lines.line_of(max(edit.end - 1, edit.start))
+            for node in ast.walk(scope):
+                if (
+                    isinstance(node, ast.Assign)
+                    and node is not statement
+                    and line <= node.lineno
+                    and (node.end_lineno or node.lineno) <= last
+                    and isinstance(node.value, ast.Call)
+                ):
+                    found |= _returned_chains(tree, node.value)
         for _ in range(8):
             if statement is None:
                 break
@@ -337,12 +350,39 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
     return found
 
 
-def _returned_chains(tree: ast.Module, call: ast.Call) -> set[int]:
-    """The lines of a loss function built by a factory of the file that feed what it returns:
-    score_sde's `loss_fn = get_sde_loss_fn(sde, train, ...)`, whose nested `loss_fn(model, batch)`
-    computes `score = score_fn(perturbed_data, t)` and returns `loss = torch.mean(losses)`. Cutting
-    (or running without autograd) the caller's `loss = loss_fn(model, batch)` is the same mutant
-    as cutting those lines: the closure's loss reaches nothing else."""
+def _cut_positions(statement: ast.Assign, text: str) -> set[int] | None:
+    """Where a detached-graph edit cuts names one by one after a statement that unpacks a call
+    (`loss, hidden, extra_out = self.get_loss(...)`, then `loss = loss.detach()`): the positions
+    of those names in the target; None where the whole value is cut (or run without autograd)."""
+    cut = set(re.findall(r"^\s*(\w+) = \1\.detach\(\)", text, re.MULTILINE))
+    target = statement.targets[0] if len(statement.targets) == 1 else None
+    if not cut or not isinstance(target, ast.Tuple):
+        return None
+    return {i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id in cut}
+
+
+def _returned_chains(tree: ast.Module, call: ast.Call, positions: set[int] | None = None) -> set[int]:
+    """The lines of a loss function of the file that feed what it returns, where the caller's
+    call is cut: a loss function built by a factory (score_sde's `loss_fn = get_sde_loss_fn(sde,
+    train, ...)`, whose nested `loss_fn(model, batch)` computes `score = score_fn(perturbed_data,
+    t)` and returns `loss = torch.mean(losses)`), or a method of the caller's class (ENAS'
+    `loss, hidden, extra_out = self.get_loss(...)`, whose loop runs the shared model and sums the
+    loss it returns first). Cutting (or running without autograd) the caller's value is the same
+    mutant as cutting those lines: what they compute reaches nothing else. `positions`: the
+    elements of a returned tuple the caller cuts (all where None)."""
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
+        owner = next(
+            (
+                c
+                for c in ast.walk(tree)
+                if isinstance(c, ast.ClassDef) and c.lineno <= call.lineno <= (c.end_lineno or c.lineno)
+            ),
+            None,
+        )
+        methods = [
+            d for d in (owner.body if owner else []) if isinstance(d, ast.FunctionDef) and d.name == call.func.attr
+        ]
+        return set().union(*(_chain_to_returns(m, positions) for m in methods))
     if not isinstance(call.func, ast.Name):
         return set()
     name = call.func.id
@@ -359,19 +399,34 @@ def _returned_chains(tree: ast.Module, call: ast.Call) -> set[int]:
                     if isinstance(r, ast.Return) and isinstance(r.value, ast.Name)
                 }
                 closures += [d for d in definition.body if isinstance(d, ast.FunctionDef) and d.name in returned]
+    return set().union(*(_chain_to_returns(c) for c in closures))
+
+
+def _chain_to_returns(function: ast.FunctionDef, positions: set[int] | None = None) -> set[int]:
+    """The lines of `function` whose values feed what it returns (the elements at `positions` of
+    a returned tuple, where given): each assignment of a name a return reads, and back."""
+    pending: list[ast.expr] = []
+    for ret in ast.walk(function):
+        if isinstance(ret, ast.Return) and ret.value is not None:
+            if positions is not None and isinstance(ret.value, ast.Tuple):
+                pending += [e for i, e in enumerate(ret.value.elts) if i in positions]
+            else:
+                pending.append(ret.value)
     found: set[int] = set()
-    for closure in closures:
-        pending = [r.value for r in ast.walk(closure) if isinstance(r, ast.Return) and r.value is not None]
-        seen: set[str] = set()
-        while pending:
-            for read in _graph_reads(pending.pop()):
-                if read.id in seen:
-                    continue
-                seen.add(read.id)
-                for assign in ast.walk(closure):
-                    if isinstance(assign, ast.Assign) and read.id in _bound(assign):
-                        found.update(range(assign.lineno, (assign.end_lineno or assign.lineno) + 1))
-                        pending.append(assign.value)
+    seen: set[str] = set()
+    while pending:
+        for read in _graph_reads(pending.pop()):
+            if read.id in seen:
+                continue
+            seen.add(read.id)
+            for node in ast.walk(function):
+                bound = isinstance(node, ast.Assign) and read.id in _bound(node)
+                added = (
+                    isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == read.id
+                )
+                if bound or added:
+                    found.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+                    pending.append(node.value)
     return found
 
 

@@ -883,3 +883,51 @@ def test_a_base_class_mode_helper_of_another_module_is_a_mode_switch(tmp_path, c
     ]
     (tmp_path / "engine" / "base_trainer.py").unlink()
     assert lr_mutants(capsys, tmp_path, "missing-eval-mode") == []
+
+
+DATA_UTILS = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def batchify(data, bsz, use_cuda):\n"
+    "    nbatch = data.size(0) // bsz\n"
+    "    data = data.narrow(0, 0, nbatch * bsz).view(bsz, -1).t().contiguous()\n"
+    "    if use_cuda:\n"
+    "        data = data.cuda()\n"
+    "    return data\n"
+    "\n"
+    "\n"
+    "def init_distributed(rank, use_gpu):\n"
+    "    if use_gpu:\n"
+    "        torch.cuda.set_device(rank)\n"
+)
+FLAGGED_TRAINER = (
+    "import utils\n"
+    "\n"
+    "\n"
+    "class Trainer:\n"
+    "    def __init__(self, args, corpus):\n"
+    "        self.cuda = args.cuda\n"
+    "        utils.init_distributed(args.rank, self.cuda)\n"
+    "        self.train_data = utils.batchify(corpus.train, args.batch_size, self.cuda)\n"
+    "        self.test_data = utils.batchify(corpus.test, 1, self.cuda)\n"
+    "\n"
+    "    def train(self):\n"
+    "        for i in range(0, self.train_data.size(0) - 1, 35):\n"
+    "            loss = self.model(self.train_data[i : i + 35]).mean()\n"
+    "            loss.backward()\n"
+)
+
+
+def test_a_project_helper_that_moves_its_data_when_a_cuda_flag_says_so_is_handed_false(tmp_path, capsys):
+    (tmp_path / "utils.py").write_text(DATA_UTILS)
+    (tmp_path / "trainer.py").write_text(FLAGGED_TRAINER)
+    found = lr_mutants(capsys, tmp_path / "trainer.py", "device-mismatch")
+    # the training data only: the test data is read nowhere, and the distributed set-up moves no data
+    assert [(file, line) for file, line, _ in found] == [("trainer.py", 8)]
+    assert "+        self.train_data = utils.batchify(corpus.train, args.batch_size, False)" in found[0][2]
+
+
+def test_without_the_helper_module_the_flag_is_no_move(tmp_path, capsys):
+    (tmp_path / "trainer.py").write_text(FLAGGED_TRAINER)
+    assert lr_mutants(capsys, tmp_path / "trainer.py", "device-mismatch") == []
