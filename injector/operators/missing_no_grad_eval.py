@@ -96,6 +96,18 @@ _NESTED_NO_GRAD = (
 )
 
 
+SHIMMED_EVALUATION = (
+    "def _get_no_grad_ctx_mgr():\n"
+    "    if float(torch.__version__[0:3]) >= 0.4:\n"
+    "        return torch.no_grad()\n"
+    "    return contextlib.suppress()\n"
+    "def evaluate(model, loader):\n"
+    "    model.eval()\n"
+    "    with _get_no_grad_ctx_mgr():\n"
+    "        return sum(criterion(model(x), y).item() for x, y in loader)\n"
+)
+
+
 class MissingNoGradEval(Operator):
     id = "missing-no-grad-eval"
     summary = (
@@ -105,23 +117,8 @@ class MissingNoGradEval(Operator):
     examples = (
         Example(
             # A version shim of the file that returns `torch.no_grad()` (ENAS).
-            "def _get_no_grad_ctx_mgr():\n"
-            "    if float(torch.__version__[0:3]) >= 0.4:\n"
-            "        return torch.no_grad()\n"
-            "    return contextlib.suppress()\n"
-            "def evaluate(model, loader):\n"
-            "    model.eval()\n"
-            "    with _get_no_grad_ctx_mgr():\n"
-            "        return sum(criterion(model(x), y).item() for x, y in loader)\n",
-            (
-                "def _get_no_grad_ctx_mgr():\n"
-                "    if float(torch.__version__[0:3]) >= 0.4:\n"
-                "        return torch.no_grad()\n"
-                "    return contextlib.suppress()\n"
-                "def evaluate(model, loader):\n"
-                "    model.eval()\n"
-                "    return sum(criterion(model(x), y).item() for x, y in loader)\n",
-            ),
+            SHIMMED_EVALUATION,
+            (SHIMMED_EVALUATION.replace("    with _get_no_grad_ctx_mgr():\n        return", "    return"),),
         ),
         Example(
             # A decorated evaluation whose forward also sits in a block of its own (glue-factory's
