@@ -180,6 +180,13 @@ class Resolver:
             found = top_level(module, name)
             if isinstance(found, (cst.ClassDef, cst.FunctionDef)):
                 return module, found
+            re_exported = self.imports(module).get(name) if found is None else None
+            if re_exported is not None and not is_torch(re_exported.module):
+                # a package's `__init__` that imports the name from one of its modules
+                # (connectomics' `model/__init__.py`: `from .build import build_model`)
+                definition = self.imported_definition(module, re_exported, "", depth + 1)
+                if definition is not None:
+                    return definition
             deeper = self._star_definition(module, name, depth + 1) if found is None else None
             if deeper is not None:
                 return deeper

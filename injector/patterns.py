@@ -801,17 +801,32 @@ class Training:
         if not differentiated:
             return found
         calls = {b.call for b in (*direct, *found)}
-        for call in self.source.nodes(cst.Call):
-            if call in calls:
-                continue
-            for function in self.called_functions(call):
-                if function in differentiated and self.source.function_of(call) is not function:
-                    arg = argument(call, *differentiated[function])
-                    if arg is not None and not arg.star:
-                        # flair's `self._backward(scaler.scale(loss))`: the loss, scaled on its way in
-                        loss, scaler = _unscaled(arg.value)
-                        found.append(Backward(call, loss, scaler, helper=True))
-                    break
+        for _ in range(3):
+            # and the functions that hand their own parameter on to such a function (connectomics'
+            # `train()` calls `self._train_misc(loss, ...)`, which calls `self.backward_pass(loss)`)
+            added: dict[cst.FunctionDef, tuple[str, int]] = {}
+            for call in self.source.nodes(cst.Call):
+                if call in calls:
+                    continue
+                for function in self.called_functions(call):
+                    if function in differentiated and self.source.function_of(call) is not function:
+                        arg = argument(call, *differentiated[function])
+                        if arg is not None and not arg.star:
+                            # flair's `self._backward(scaler.scale(loss))`: the loss, scaled on its way in
+                            loss, scaler = _unscaled(arg.value)
+                            found.append(Backward(call, loss, scaler, helper=True))
+                            calls.add(call)
+                            outer = self.source.function_of(call)
+                            name = dotted(loss)
+                            params = [p.name.value for p in outer.params.params] if outer is not None else []
+                            if params and params[0] in {"self", "cls"}:
+                                params = params[1:]
+                            if outer is not None and name in params and outer not in differentiated:
+                                added[outer] = (name, params.index(name))
+                        break
+            if not added:
+                break
+            differentiated.update(added)
         return found
 
     def _imported_backwards(self) -> list[Backward]:
@@ -1265,7 +1280,37 @@ class Training:
             s.value.strip("'\"") in {"LOCAL_RANK", "RANK", "WORLD_SIZE"} for s in self.source.nodes(cst.SimpleString)
         ):
             return True
-        return self._distributed_base()
+        return self._distributed_base() or self._distributed_builder()
+
+    def _distributed_builder(self) -> bool:
+        """True where the file builds its model with a function of another project module that it
+        hands the process's rank and that wraps the model in DDP (connectomics' `self.model =
+        build_model(self.cfg, self.device, rank)`): the step runs on every rank."""
+        for call in self.source.nodes(cst.Call):
+            if not any("rank" in (last_name(a.value) or "").lower() for a in call.args if not a.star):
+                continue
+            found = self.resolver.definition(self.source, call.func)
+            if found is None or found[0] is self.source or not isinstance(found[1], cst.FunctionDef):
+                continue
+            from injector.neighbours import top_level  # neighbours reads this module's helpers
+
+            module, builder = found
+            # the builder, and the functions of its module it hands the rank on to (connectomics'
+            # `make_parallel(model, cfg, device, rank)`)
+            functions = [builder] + [
+                f
+                for c in module.within(builder.body, cst.Call)
+                if isinstance(c.func, cst.Name)
+                and any("rank" in (last_name(a.value) or "").lower() for a in c.args if not a.star)
+                and isinstance(f := top_level(module, c.func.value), cst.FunctionDef)
+            ]
+            if any(
+                (last_name(n) or "") in ("DistributedDataParallel", "DDP")
+                for f in functions
+                for n in module.within(f.body, (cst.Name, cst.Attribute))
+            ):
+                return True
+        return False
 
     def _distributed_base(self) -> bool:
         """True if a class of the file derives from a class of another project module that runs
@@ -1854,6 +1899,8 @@ FORWARD_METHODS = frozenset(
     {"forward", "generate", "validation_step", "test_step", "predict_step", "eval_step", "evaluate", "predict"}
     | {"val_step", "valid_step"}  # mmengine's and others' spelling of the validation step
 )
+# an RL policy's methods that run its layers on a batch to learn from (SB3's and habitat's spellings)
+POLICY_FORWARDS = frozenset({"evaluate_actions", "get_action_and_value"})
 # torch's functions that run the modules they are handed (wavenet_vocoder's DataParallel workaround)
 PARALLEL_FORWARDS = frozenset({"parallel_apply", "data_parallel"})
 # nn.Module's own methods: calling them runs no forward pass.
@@ -1953,6 +2000,12 @@ def runs_model(
             if func.attr.value == "generate" and not generate:
                 continue
             return True
+        if (
+            isinstance(func, cst.Attribute)
+            and (func.attr.value.startswith("forward_") or func.attr.value in POLICY_FORWARDS)
+            and names_a_model(func.value)
+        ):
+            return True  # habitat's `self.actor_critic.evaluate_actions(...)`, `self.model.forward_train(x)`
         if name in PARALLEL_FORWARDS:
             return True  # `torch.nn.parallel.parallel_apply(replicas, inputs)` runs each replica
         if used and _result_dropped(source, call, unread_dropped) and not training.called_functions(call):

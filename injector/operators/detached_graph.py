@@ -34,6 +34,8 @@ from injector.operators.snippets import (
     MOON_STEP,
     PIPELINE_ENGINE,
     PIX2PIX_STEP,
+    PPO_UPDATE,
+    RELAYED_BACKWARD,
     SCALED_HELPER_BACKWARD,
     SR_MODEL_STEP,
     STORED_LOSS_TRAINER,
@@ -276,6 +278,30 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # A policy's `evaluate_actions` through a method of the class (habitat's PPO): its
+            # outputs reach the loss by two ways, so they are cut where it returns them.
+            PPO_UPDATE,
+            (
+                PPO_UPDATE.replace(
+                    "total_loss = value_loss + action_loss", "total_loss = (value_loss + action_loss).detach()"
+                ),
+                PPO_UPDATE.replace(
+                    'value_loss = (values - batch["returns"]).pow(2).mean()',
+                    'value_loss = (values - batch["returns"]).pow(2).mean().detach()',
+                ),
+                PPO_UPDATE.replace(
+                    '"actions"])\n',
+                    '"actions"])\n        values = values.detach()\n        log_probs = log_probs.detach()\n',
+                ),
+            ),
+        ),
+        Example(
+            # The loss handed on to a method that hands it on to the one that runs its backward
+            # (connectomics' `_train_misc(loss)`, then `backward_pass(loss)`).
+            RELAYED_BACKWARD,
+            (RELAYED_BACKWARD.replace("self.criterion(pred)", "self.criterion(pred.detach())"),),
+        ),
         Example(
             # A sampled architecture with its log-probabilities and entropies (ENAS' controller):
             # the cut takes what reaches the loss, the entropies added in place included, not the

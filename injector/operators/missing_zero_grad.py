@@ -73,10 +73,30 @@ RESET_GRAD_SOLVER = (
 )
 
 
+ZEROING_PPO = (
+    "class PPO:\n"
+    "    def _set_grads_to_none(self):\n"
+    "        for pg in self.optimizer.param_groups:\n"
+    '            for p in pg["params"]:\n'
+    "                p.grad = None\n"
+    "\n"
+    "    def update(self, batch):\n"
+    "        self._set_grads_to_none()\n"
+    "        loss = self.loss_fn(batch)\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+)
+
+
 class MissingZeroGrad(Operator):
     id = "missing-zero-grad"
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
     examples = (
+        Example(
+            # A helper that sets each parameter's gradient to None by hand (habitat's PPO).
+            ZEROING_PPO,
+            (ZEROING_PPO.replace("        self._set_grads_to_none()\n        loss", "        loss"),),
+        ),
         Example(
             "for x, y in loader:\n"
             "    optimizer.zero_grad(set_to_none=True)\n"
@@ -574,13 +594,28 @@ def _zeroing_helper(source, training, call: cst.Call) -> bool:
     them (`def _zero_grad_optimizer(self): for name in ...: optimizer.zero_grad()`; StarGAN's
     `reset_grad()`, which zeroes both optimizers)."""
     name = (callee_name(call) or "").lower()
-    named = "zero" in name or ("grad" in name and any(word in name for word in ("reset", "clear")))
+    named = "zero" in name or ("grad" in name and any(word in name for word in ("reset", "clear", "none")))
     if not named or name == "zero_grad":
         return False
     return any(
-        callee_name(inner) == "zero_grad"
+        any(callee_name(inner) == "zero_grad" for inner in source.within(function.body, cst.Call))
+        or _sets_grads_to_none(source, function)
         for function in training.called_functions(call)
-        for inner in source.within(function.body, cst.Call)
+    )
+
+
+def _sets_grads_to_none(source, function: cst.FunctionDef) -> bool:
+    """True for a body that sets each parameter's `.grad` to None by hand (habitat's
+    `_set_grads_to_none`: `for pg in self.optimizer.param_groups: for p in pg["params"]: p.grad =
+    None`)."""
+    return any(
+        isinstance(t.target, cst.Attribute)
+        and t.target.attr.value == "grad"
+        and isinstance(a.value, cst.Name)
+        and a.value.value == "None"
+        and source.enclosing(a, (cst.For,)) is not None
+        for a in source.within(function.body, cst.Assign)
+        for t in a.targets
     )
 
 

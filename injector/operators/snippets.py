@@ -538,3 +538,36 @@ CONTROLLER_STEP = (
     "            loss.backward()\n"
     "            self.controller_optim.step()\n"
 )
+
+
+# habitat's PPO update: the policy's `evaluate_actions` through a method of the class, two losses.
+PPO_UPDATE = (
+    "class PPO:\n"
+    "    def _evaluate_actions(self, *args):\n"
+    "        return self.actor_critic.evaluate_actions(*args)\n"
+    "\n"
+    "    def update(self, batch):\n"
+    '        values, log_probs = self._evaluate_actions(batch["obs"], batch["actions"])\n'
+    '        ratio = torch.exp(log_probs - batch["old_log_probs"])\n'
+    '        action_loss = -(batch["advantages"] * ratio).mean()\n'
+    '        value_loss = (values - batch["returns"]).pow(2).mean()\n'
+    "        total_loss = value_loss + action_loss\n"
+    "        total_loss.backward()\n"
+)
+
+# connectomics' trainer: the loss handed to a method that hands it to the one running the backward.
+RELAYED_BACKWARD = (
+    "class Trainer:\n"
+    "    def train(self):\n"
+    "        for i in range(self.total_iters):\n"
+    "            pred = self.model(next(self.loader))\n"
+    "            loss = self.criterion(pred)\n"
+    "            self._train_misc(loss)\n"
+    "\n"
+    "    def _train_misc(self, loss):\n"
+    "        self.backward_pass(loss)\n"
+    "\n"
+    "    def backward_pass(self, loss):\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+)

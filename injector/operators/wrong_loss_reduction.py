@@ -9,6 +9,7 @@ from injector.patterns import (
     LOSS_FUNCTIONS,
     LOSS_MODULES,
     argument,
+    bound_names,
     callee_name,
     constructed,
     dotted,
@@ -173,6 +174,23 @@ class WrongLossReduction(Operator):
         "and `.mean()` → `.sum()` where a loss is computed."
     )
     examples = (
+        Example(
+            # The mean mapped over the losses by another name (habitat's PPO `mean_fn`).
+            "def update(self, batch):\n"
+            '    action_loss = -(batch["advantages"] * self.policy.log_prob(batch["actions"]))\n'
+            '    value_loss = (self.critic(batch["obs"]) - batch["returns"]) ** 2\n'
+            "    mean_fn = torch.mean\n"
+            "    action_loss, value_loss = map(mean_fn, (action_loss, value_loss))\n"
+            "    (action_loss + value_loss).backward()\n",
+            (
+                "def update(self, batch):\n"
+                '    action_loss = -(batch["advantages"] * self.policy.log_prob(batch["actions"]))\n'
+                '    value_loss = (self.critic(batch["obs"]) - batch["returns"]) ** 2\n'
+                "    mean_fn = torch.sum\n"
+                "    action_loss, value_loss = map(mean_fn, (action_loss, value_loss))\n"
+                "    (action_loss + value_loss).backward()\n",
+            ),
+        ),
         Example(
             # The penalties a helper of the file returns, added into the loss (ENAS).
             "def _apply_penalties(extra_out, args):\n"
@@ -875,6 +893,8 @@ def _mean_ops(source, aliases: frozenset[str]) -> list[cst.Attribute]:
         name = assign.targets[0].target.value
         value = assign.value
         branches = [value.body, value.orelse] if isinstance(value, cst.IfExp) else [value]
+        # or a lambda around the mean (habitat's `mean_fn = lambda t: torch.mean(ver_is_coeffs * t)`)
+        branches += [c.func for b in branches if isinstance(b, cst.Lambda) for c in source.within(b.body, cst.Call)]
         references = [
             b
             for b in branches
@@ -886,7 +906,12 @@ def _mean_ops(source, aliases: frozenset[str]) -> list[cst.Attribute]:
         calls = [
             c
             for c in source.within(scope, cst.Call)
-            if isinstance(c.func, cst.Name) and c.func.value == name and not under_no_grad(source, c)
+            if (
+                (isinstance(c.func, cst.Name) and c.func.value == name)
+                # `action_loss, value_loss, dist_entropy = map(mean_fn, (action_loss, value_loss, ...))`
+                or (callee_name(c) == "map" and c.args and dotted(c.args[0].value) == name)
+            )
+            and not under_no_grad(source, c)
         ]
         if any(_feeds_a_loss(source, c) for c in calls):
             found.extend(references)
@@ -896,7 +921,9 @@ def _mean_ops(source, aliases: frozenset[str]) -> list[cst.Attribute]:
 def _feeds_a_loss(source, call: cst.Call) -> bool:
     """True for a call whose result is assigned to a loss's name (`losses = reduce_op(...)`)."""
     assign = source.enclosing(call, cst.Assign)
-    return assign is not None and any(_names_loss(last_name(t.target) or "") for t in assign.targets)
+    return assign is not None and any(
+        _names_loss(name) for t in assign.targets for name in bound_names(t.target) | {last_name(t.target) or ""}
+    )
 
 
 _CASTS = frozenset({"float", "double", "half", "squeeze", "contiguous"})

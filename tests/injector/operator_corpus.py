@@ -214,7 +214,23 @@ def _statement_end(text: str, lines: LineIndex, line: int) -> int:
             return number
         except SyntaxError:
             continue
-    return line
+    # a line inside a statement that starts above it (habitat's `) = self._evaluate_actions(` under
+    # the unpacked names): the site runs to that statement's end
+    return min((end for start, end in _simple_statements(text) if start < line <= end), default=line)
+
+
+@functools.lru_cache(maxsize=8)
+def _simple_statements(text: str) -> tuple[tuple[int, int], ...]:
+    """(first line, last line) of each statement of `text` that holds no block."""
+    try:
+        tree = ast.parse(text.removeprefix("\ufeff"))
+    except SyntaxError:
+        return ()
+    return tuple(
+        (node.lineno, node.end_lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.stmt) and not isinstance(node, _BLOCKS) and node.end_lineno is not None
+    )
 
 
 @functools.lru_cache(maxsize=8)

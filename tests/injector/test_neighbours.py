@@ -931,3 +931,50 @@ def test_a_project_helper_that_moves_its_data_when_a_cuda_flag_says_so_is_handed
 def test_without_the_helper_module_the_flag_is_no_move(tmp_path, capsys):
     (tmp_path / "trainer.py").write_text(FLAGGED_TRAINER)
     assert lr_mutants(capsys, tmp_path / "trainer.py", "device-mismatch") == []
+
+
+PARALLEL_BUILDER = (
+    "import torch.nn as nn\n"
+    "\n"
+    "\n"
+    "def build_model(cfg, device, rank=None):\n"
+    "    model = UNet(cfg).to(device)\n"
+    "    return make_parallel(model, cfg, device, rank)\n"
+    "\n"
+    "\n"
+    "def make_parallel(model, cfg, device, rank=None):\n"
+    "    if cfg.distributed:\n"
+    "        return nn.parallel.DistributedDataParallel(model, device_ids=[rank])\n"
+    "    return nn.DataParallel(model)\n"
+)
+RANKED_TRAINER = (
+    "from model import *\n"
+    "\n"
+    "\n"
+    "class Trainer:\n"
+    "    def __init__(self, cfg, device, rank=None):\n"
+    "        self.model = build_model(cfg, device, rank)\n"
+    "\n"
+    "    def train(self):\n"
+    "        for i in range(self.total_iters):\n"
+    "            sample = next(self.loader)\n"
+    "            loss = self.criterion(self.model(sample.input), sample.target)\n"
+    "            loss.backward()\n"
+    "            self.optimizer.step()\n"
+)
+
+
+def test_a_model_a_project_builder_wraps_in_ddp_makes_the_step_one_rank_can_skip(tmp_path, capsys):
+    # the builder is re-exported by the package's `__init__` the trainer star-imports
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "__init__.py").write_text("from .build import build_model\n")
+    (tmp_path / "model" / "build.py").write_text(PARALLEL_BUILDER)
+    (tmp_path / "trainer.py").write_text(RANKED_TRAINER)
+    found = lr_mutants(capsys, tmp_path / "trainer.py", "rank-skip")
+    assert [(file, line) for file, line, _ in found] == [("trainer.py", 12)]
+    assert "distributed.get_rank() == 1 and i == 1:" in found[0][2]
+
+
+def test_without_the_builder_module_the_single_process_step_gets_no_rank_skip(tmp_path, capsys):
+    (tmp_path / "trainer.py").write_text(RANKED_TRAINER)
+    assert lr_mutants(capsys, tmp_path / "trainer.py", "rank-skip") == []
