@@ -217,6 +217,9 @@ class Resolver:
         re_exported = self.imports(module).get(path[0])  # `from .model import QNetwork` in a package's __init__
         if re_exported is not None and not is_torch(re_exported.module):
             return self.imported_definition(module, re_exported, "", depth + 1)
+        if definition is None:
+            # or `from .base import *` in it (efficientvit's `apps/trainer/__init__.py`)
+            return self._star_definition(module, path[0], 0)
         return None
 
 

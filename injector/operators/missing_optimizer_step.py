@@ -14,7 +14,16 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
 from injector.operators.snippets import AUDIOTOOLS_STEP
-from injector.patterns import TWO_PHASE_UPDATES, argument, callee_name, dotted, is_literal_bool, last_name, with_keyword
+from injector.patterns import (
+    TWO_PHASE_UPDATES,
+    argument,
+    callee_name,
+    dotted,
+    enclosing_class,
+    is_literal_bool,
+    last_name,
+    with_keyword,
+)
 
 STEP_SWITCH_WORDS = ("update", "step")
 
@@ -285,6 +294,17 @@ class MissingOptimizerStep(Operator):
             lambda call: not wanted(call) and _step_helper(source, training, call),
             "removed `{code}`: the optimizer is never stepped",
         )
+        inherited = _inherited_steppers(source, training)
+        yield from deleted_calls(
+            source,
+            lambda call: (
+                isinstance(call.func, cst.Attribute)
+                and dotted(call.func.value) == "self"
+                and call.func.attr.value in inherited.get(id(enclosing_class(source, call)), ())
+                and not call.args
+            ),
+            "removed `{code}`: the optimizer is never stepped",
+        )
         for backward in training.backwards:
             if backward.steps and source.is_reachable(source.parent(backward.call)):
                 yield from self._scaler_without_step(source, training, backward.call)
@@ -313,3 +333,28 @@ class MissingOptimizerStep(Operator):
                 (source.insert_before(source.parent(call), [f"{name}.step = lambda *args, **kwargs: None"]),),
                 f"`{name}.step` does nothing: {effect}",
             )
+
+
+def _inherited_steppers(source, training) -> dict[int, set[str]]:
+    """By class of the file (its id): the methods it inherits, from a base class another module of
+    the project defines, that step an optimizer (efficientvit's `Trainer.after_step`, which runs
+    `self.scaler.step(self.optimizer)`), and that the class does not define itself."""
+    found: dict[int, set[str]] = {}
+    for owner in source.nodes(cst.ClassDef):
+        own = {m.name.value for m in owner.body.body if isinstance(m, cst.FunctionDef)}
+        for base in owner.bases:
+            resolved = training.resolver.definition(source, base.value)
+            if resolved is None or resolved[0] is source or not isinstance(resolved[1], cst.ClassDef):
+                continue
+            module, definition = resolved
+            for method in definition.body.body:
+                if not isinstance(method, cst.FunctionDef) or method.name.value in own:
+                    continue
+                if any(
+                    callee_name(c) == "step"
+                    and isinstance(c.func, cst.Attribute)
+                    and any(w in (last_name(c.func.value) or "").lower() for w in ("optim", "scaler"))
+                    for c in module.within(method.body, cst.Call)
+                ):
+                    found.setdefault(id(owner), set()).add(method.name.value)
+    return found

@@ -978,3 +978,45 @@ def test_a_model_a_project_builder_wraps_in_ddp_makes_the_step_one_rank_can_skip
 def test_without_the_builder_module_the_single_process_step_gets_no_rank_skip(tmp_path, capsys):
     (tmp_path / "trainer.py").write_text(RANKED_TRAINER)
     assert lr_mutants(capsys, tmp_path / "trainer.py", "rank-skip") == []
+
+
+TRAINER_BASE = (
+    "class Trainer:\n"
+    "    def after_step(self):\n"
+    "        self.scaler.unscale_(self.optimizer)\n"
+    "        self.scaler.step(self.optimizer)\n"
+    "        self.scaler.update()\n"
+    "\n"
+    "    def log(self, metrics):\n"
+    "        print(metrics)\n"
+)
+SUBCLASS_TRAINER = (
+    "from apps.trainer import Trainer\n"
+    "\n"
+    "\n"
+    "class ClsTrainer(Trainer):\n"
+    "    def _train_one_epoch(self, epoch):\n"
+    "        for images, labels in self.loader:\n"
+    "            self.optimizer.zero_grad()\n"
+    "            loss = self.criterion(self.model(images), labels)\n"
+    "            self.scaler.scale(loss).backward()\n"
+    "            self.after_step()\n"
+    "            self.log({'loss': loss.item()})\n"
+)
+
+
+def test_a_step_a_base_class_of_another_module_takes_is_removed_where_the_subclass_calls_it(tmp_path, capsys):
+    # the base class reaches the trainer through its package's `from .base import *`
+    (tmp_path / "apps" / "trainer").mkdir(parents=True)
+    (tmp_path / "apps" / "__init__.py").write_text("")
+    (tmp_path / "apps" / "trainer" / "__init__.py").write_text("from .base import *\n")
+    (tmp_path / "apps" / "trainer" / "base.py").write_text(TRAINER_BASE)
+    (tmp_path / "cls_trainer.py").write_text(SUBCLASS_TRAINER)
+    found = lr_mutants(capsys, tmp_path / "cls_trainer.py", "missing-optimizer-step")
+    assert [(file, line) for file, line, _ in found] == [("cls_trainer.py", 10)]
+    assert "-            self.after_step()" in found[0][2]
+
+
+def test_without_the_base_module_the_inherited_call_is_no_step(tmp_path, capsys):
+    (tmp_path / "cls_trainer.py").write_text(SUBCLASS_TRAINER)
+    assert lr_mutants(capsys, tmp_path / "cls_trainer.py", "missing-optimizer-step") == []
