@@ -65,6 +65,25 @@ class MissingOptimizerStep(Operator):
     )
     examples = (
         Example(
+            # A step whose success a test reads (DeBERTa's fp16 optimizer retries after an overflow).
+            "for batch in loader:\n"
+            "    while True:\n"
+            "        optimizer.zero_grad()\n"
+            "        loss_scale, _ = optimizer.backward(model(batch).mean())\n"
+            "        if not optimizer.step(bs_scale, loss_scale):\n"
+            "            continue\n"
+            "        break\n",
+            (
+                "for batch in loader:\n"
+                "    while True:\n"
+                "        optimizer.zero_grad()\n"
+                "        loss_scale, _ = optimizer.backward(model(batch).mean())\n"
+                "        if not True:\n"
+                "            continue\n"
+                "        break\n",
+            ),
+        ),
+        Example(
             # An engine that takes the loss steps the optimizer it is handed (DAC over audiotools).
             AUDIOTOOLS_STEP,
             (AUDIOTOOLS_STEP.replace("    accel.step(state.optimizer_g)\n", ""),),
@@ -294,6 +313,19 @@ class MissingOptimizerStep(Operator):
             lambda call: not wanted(call) and _step_helper(source, training, call),
             "removed `{code}`: the optimizer is never stepped",
         )
+        for call in training.steps:
+            # a step whose result a test reads (DeBERTa's fp16 optimizer: `if not
+            # self.optimizer.step(bs_scale, loss_scale):` retries after an overflow): skipped, it
+            # reports success
+            test = source.parent(call)
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test = source.parent(test)
+            if isinstance(test, (cst.If, cst.While)) and callee_name(call) == "step" and source.is_reachable(test):
+                yield Change(
+                    call,
+                    (source.replace(call, "True"),),
+                    f"`{source.code(call)}` never runs: the parameters never change",
+                )
         inherited = _inherited_steppers(source, training)
         yield from deleted_calls(
             source,
