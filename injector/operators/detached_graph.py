@@ -279,85 +279,6 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
-            # A policy's `evaluate_actions` through a method of the class (habitat's PPO): its
-            # outputs reach the loss by two ways, so they are cut where it returns them.
-            PPO_UPDATE,
-            (
-                PPO_UPDATE.replace(
-                    "total_loss = value_loss + action_loss", "total_loss = (value_loss + action_loss).detach()"
-                ),
-                PPO_UPDATE.replace(
-                    'value_loss = (values - batch["returns"]).pow(2).mean()',
-                    'value_loss = (values - batch["returns"]).pow(2).mean().detach()',
-                ),
-                PPO_UPDATE.replace(
-                    '"actions"])\n',
-                    '"actions"])\n        values = values.detach()\n        log_probs = log_probs.detach()\n',
-                ),
-            ),
-        ),
-        Example(
-            # The loss handed on to a method that hands it on to the one that runs its backward
-            # (connectomics' `_train_misc(loss)`, then `backward_pass(loss)`).
-            RELAYED_BACKWARD,
-            (RELAYED_BACKWARD.replace("self.criterion(pred)", "self.criterion(pred.detach())"),),
-        ),
-        Example(
-            # A sampled architecture with its log-probabilities and entropies (ENAS' controller):
-            # the cut takes what reaches the loss, the entropies added in place included, not the
-            # architectures (Python lists, which only the reward under no_grad reads).
-            CONTROLLER_STEP,
-            (
-                CONTROLLER_STEP.replace(
-                    "loss -= self.entropy_coeff * entropies", "loss -= (self.entropy_coeff * entropies).detach()"
-                ),
-                CONTROLLER_STEP.replace(
-                    "loss = -log_probs * (rewards - self.baseline)",
-                    "loss = (-log_probs * (rewards - self.baseline)).detach()",
-                ),
-                CONTROLLER_STEP.replace(
-                    "sample(with_details=True)\n",
-                    "sample(with_details=True)\n"
-                    "            log_probs = log_probs.detach()\n"
-                    "            entropies = entropies.detach()\n",
-                ),
-            ),
-        ),
-        Example(
-            # A module that wraps the model and returns its loss (Sockeye's ModelWithLoss): the
-            # loss it returns, and the dict of outputs entry by entry.
-            MODEL_WITH_LOSS,
-            (
-                MODEL_WITH_LOSS.replace("sum_losses = sum(loss_values)", "sum_losses = sum(loss_values).detach()"),
-                MODEL_WITH_LOSS.replace(
-                    "outputs = self.model(source)\n",
-                    "outputs = self.model(source)\n        outputs = {k: v.detach() for k, v in outputs.items()}\n",
-                ),
-            ),
-        ),
-        Example(
-            # A policy returning a distribution of the project's whose own `sample` is a
-            # reparameterised draw (DrQ-v2's TruncatedNormal): the draw is what to cut.
-            DRAWING_AGENT,
-            (
-                DRAWING_AGENT.replace(
-                    "actor_loss = -self.critic(torch.cat([obs, action], -1)).mean()",
-                    "actor_loss = (-self.critic(torch.cat([obs, action], -1)).mean()).detach()",
-                ),
-                DRAWING_AGENT.replace("action = dist.sample(clip=0.3)", "action = dist.sample(clip=0.3).detach()"),
-            ),
-        ),
-        Example(
-            # torch's own `sample` draws without autograd: nothing to cut there.
-            TORCH_DRAWING_AGENT,
-            (
-                TORCH_DRAWING_AGENT.replace(
-                    "actor_loss = -self.critic(torch.cat([obs, action], -1)).mean()",
-                    "actor_loss = (-self.critic(torch.cat([obs, action], -1)).mean()).detach()",
-                ),
-            ),
-        ),
-        Example(
             # Loss entries of a dict summed by configured weights (DAC): the total cut off, and each
             # entry cut where its criterion runs.
             AUDIOTOOLS_STEP,
@@ -1688,6 +1609,85 @@ class DetachedGraph(Operator):
                 "        obs, action, target_q = batch\n"
                 "        obs = self.encoder(obs)\n"
                 "        self.update_critic(obs, action, target_q)\n",
+            ),
+        ),
+        Example(
+            # A policy's `evaluate_actions` through a method of the class (habitat's PPO): its
+            # outputs reach the loss by two ways, so they are cut where it returns them.
+            PPO_UPDATE,
+            (
+                PPO_UPDATE.replace(
+                    "total_loss = value_loss + action_loss", "total_loss = (value_loss + action_loss).detach()"
+                ),
+                PPO_UPDATE.replace(
+                    'value_loss = (values - batch["returns"]).pow(2).mean()',
+                    'value_loss = (values - batch["returns"]).pow(2).mean().detach()',
+                ),
+                PPO_UPDATE.replace(
+                    '"actions"])\n',
+                    '"actions"])\n        values = values.detach()\n        log_probs = log_probs.detach()\n',
+                ),
+            ),
+        ),
+        Example(
+            # The loss handed on to a method that hands it on to the one that runs its backward
+            # (connectomics' `_train_misc(loss)`, then `backward_pass(loss)`).
+            RELAYED_BACKWARD,
+            (RELAYED_BACKWARD.replace("self.criterion(pred)", "self.criterion(pred.detach())"),),
+        ),
+        Example(
+            # A sampled architecture with its log-probabilities and entropies (ENAS' controller):
+            # the cut takes what reaches the loss, the entropies added in place included, not the
+            # architectures (Python lists, which only the reward under no_grad reads).
+            CONTROLLER_STEP,
+            (
+                CONTROLLER_STEP.replace(
+                    "loss -= self.entropy_coeff * entropies", "loss -= (self.entropy_coeff * entropies).detach()"
+                ),
+                CONTROLLER_STEP.replace(
+                    "loss = -log_probs * (rewards - self.baseline)",
+                    "loss = (-log_probs * (rewards - self.baseline)).detach()",
+                ),
+                CONTROLLER_STEP.replace(
+                    "sample(with_details=True)\n",
+                    "sample(with_details=True)\n"
+                    "            log_probs = log_probs.detach()\n"
+                    "            entropies = entropies.detach()\n",
+                ),
+            ),
+        ),
+        Example(
+            # A module that wraps the model and returns its loss (Sockeye's ModelWithLoss): the
+            # loss it returns, and the dict of outputs entry by entry.
+            MODEL_WITH_LOSS,
+            (
+                MODEL_WITH_LOSS.replace("sum_losses = sum(loss_values)", "sum_losses = sum(loss_values).detach()"),
+                MODEL_WITH_LOSS.replace(
+                    "outputs = self.model(source)\n",
+                    "outputs = self.model(source)\n        outputs = {k: v.detach() for k, v in outputs.items()}\n",
+                ),
+            ),
+        ),
+        Example(
+            # A policy returning a distribution of the project's whose own `sample` is a
+            # reparameterised draw (DrQ-v2's TruncatedNormal): the draw is what to cut.
+            DRAWING_AGENT,
+            (
+                DRAWING_AGENT.replace(
+                    "actor_loss = -self.critic(torch.cat([obs, action], -1)).mean()",
+                    "actor_loss = (-self.critic(torch.cat([obs, action], -1)).mean()).detach()",
+                ),
+                DRAWING_AGENT.replace("action = dist.sample(clip=0.3)", "action = dist.sample(clip=0.3).detach()"),
+            ),
+        ),
+        Example(
+            # torch's own `sample` draws without autograd: nothing to cut there.
+            TORCH_DRAWING_AGENT,
+            (
+                TORCH_DRAWING_AGENT.replace(
+                    "actor_loss = -self.critic(torch.cat([obs, action], -1)).mean()",
+                    "actor_loss = (-self.critic(torch.cat([obs, action], -1)).mean()).detach()",
+                ),
             ),
         ),
     )

@@ -1884,19 +1884,6 @@ class DeviceMismatch(Operator):
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
         Example(
-            # A batch object's own method handed the device (Sockeye's Batch.load).
-            "def _forward_backward(self, batch):\n"
-            "    batch = batch.load(device=self.device)\n"
-            "    loss = self.model_with_loss(batch.source, batch.target)\n"
-            "    loss.backward()\n",
-            (
-                "def _forward_backward(self, batch):\n"
-                '    batch = batch.load(device="cpu")\n'
-                "    loss = self.model_with_loss(batch.source, batch.target)\n"
-                "    loss.backward()\n",
-            ),
-        ),
-        Example(
             # A project's batch preparer handed the device (audiotools' `util.prepare_batch`).
             AUDIOTOOLS_STEP,
             (AUDIOTOOLS_STEP.replace("batch = util.prepare_batch(batch, accel.device)", "batch = batch"),),
@@ -3023,6 +3010,19 @@ class DeviceMismatch(Operator):
                 '        obs, action = utils.to_torch(batch, "cpu")\n'
                 "        loss = self.critic(obs, action).mean()\n"
                 "        loss.backward()\n",
+            ),
+        ),
+        Example(
+            # A batch object's own method handed the device (Sockeye's Batch.load).
+            "def _forward_backward(self, batch):\n"
+            "    batch = batch.load(device=self.device)\n"
+            "    loss = self.model_with_loss(batch.source, batch.target)\n"
+            "    loss.backward()\n",
+            (
+                "def _forward_backward(self, batch):\n"
+                '    batch = batch.load(device="cpu")\n'
+                "    loss = self.model_with_loss(batch.source, batch.target)\n"
+                "    loss.backward()\n",
             ),
         ),
     )

@@ -107,21 +107,6 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
-            # The loss's values without its graph, added up whole (ENAS' `total_loss += loss.data`).
-            "raw_total_loss = 0\n"
-            "for x, y in loader:\n"
-            "    loss = criterion(model(x), y)\n"
-            "    raw_total_loss += loss.data\n"
-            "    loss.backward()\n",
-            (
-                "raw_total_loss = 0\n"
-                "for x, y in loader:\n"
-                "    loss = criterion(model(x), y)\n"
-                "    raw_total_loss += loss\n"
-                "    loss.backward()\n",
-            ),
-        ),
-        Example(
             # The loss read out under a name returned alone, which the caller adds into a total
             # (pykeen's `_forward_pass`).
             _RETURNED_ALONE,
@@ -565,6 +550,21 @@ class LossTensorLeak(Operator):
                 "    loss.backward()\n"
                 "    li = loss * accumulation_steps\n"
                 "    all_losses.append(li)\n",
+            ),
+        ),
+        Example(
+            # The loss's values without its graph, added up whole (ENAS' `total_loss += loss.data`).
+            "raw_total_loss = 0\n"
+            "for x, y in loader:\n"
+            "    loss = criterion(model(x), y)\n"
+            "    raw_total_loss += loss.data\n"
+            "    loss.backward()\n",
+            (
+                "raw_total_loss = 0\n"
+                "for x, y in loader:\n"
+                "    loss = criterion(model(x), y)\n"
+                "    raw_total_loss += loss\n"
+                "    loss.backward()\n",
             ),
         ),
     )

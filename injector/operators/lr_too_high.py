@@ -780,24 +780,6 @@ class LrTooHigh(Operator):
     )
     examples = (
         Example(
-            # Groups a function of the file packs, each with its rate (glue-factory): the
-            # optimizer's own `lr` reaches no parameter.
-            "def pack_lr_parameters(params, base_lr, lr_scaling):\n"
-            "    scale2params = group_by_scale(params, lr_scaling)\n"
-            '    lr_params = [{"lr": scale * base_lr, "params": ps} for scale, ps in scale2params.items()]\n'
-            "    return lr_params\n"
-            "lr_params = pack_lr_parameters(model.named_parameters(), conf.lr, conf.lr_scaling)\n"
-            "optimizer = torch.optim.Adam(lr_params, lr=conf.lr)\n",
-            (
-                "def pack_lr_parameters(params, base_lr, lr_scaling):\n"
-                "    scale2params = group_by_scale(params, lr_scaling)\n"
-                '    lr_params = [{"lr": (scale * base_lr) * 100, "params": ps} for scale, ps in scale2params.items()]\n'
-                "    return lr_params\n"
-                "lr_params = pack_lr_parameters(model.named_parameters(), conf.lr, conf.lr_scaling)\n"
-                "optimizer = torch.optim.Adam(lr_params, lr=conf.lr)\n",
-            ),
-        ),
-        Example(
             # A settings class's field that the optimizer is built with (Snorkel's TrainerConfig.lr).
             "class TrainerConfig(NamedTuple):\n"
             "    n_epochs: int = 1\n"
@@ -1571,6 +1553,24 @@ class LrTooHigh(Operator):
                 "            self.optimizer.zero_grad()\n"
                 "            self.model(x, y).backward()\n"
                 "            self.optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # Groups a function of the file packs, each with its rate (glue-factory): the
+            # optimizer's own `lr` reaches no parameter.
+            "def pack_lr_parameters(params, base_lr, lr_scaling):\n"
+            "    scale2params = group_by_scale(params, lr_scaling)\n"
+            '    lr_params = [{"lr": scale * base_lr, "params": ps} for scale, ps in scale2params.items()]\n'
+            "    return lr_params\n"
+            "lr_params = pack_lr_parameters(model.named_parameters(), conf.lr, conf.lr_scaling)\n"
+            "optimizer = torch.optim.Adam(lr_params, lr=conf.lr)\n",
+            (
+                "def pack_lr_parameters(params, base_lr, lr_scaling):\n"
+                "    scale2params = group_by_scale(params, lr_scaling)\n"
+                '    lr_params = [{"lr": (scale * base_lr) * 100, "params": ps} for scale, ps in scale2params.items()]\n'
+                "    return lr_params\n"
+                "lr_params = pack_lr_parameters(model.named_parameters(), conf.lr, conf.lr_scaling)\n"
+                "optimizer = torch.optim.Adam(lr_params, lr=conf.lr)\n",
             ),
         ),
     )

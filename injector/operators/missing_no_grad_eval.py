@@ -116,29 +116,6 @@ class MissingNoGradEval(Operator):
     )
     examples = (
         Example(
-            # A version shim of the file that returns `torch.no_grad()` (ENAS).
-            SHIMMED_EVALUATION,
-            (SHIMMED_EVALUATION.replace("    with _get_no_grad_ctx_mgr():\n        return", "    return"),),
-        ),
-        Example(
-            # A decorated evaluation whose forward also sits in a block of its own (glue-factory's
-            # do_evaluation): either switch alone changes nothing, so one mutant removes both.
-            "@torch.no_grad()\n"
-            "def do_evaluation(model, loader, loss_fn):\n"
-            "    model.eval()\n"
-            "    for data in loader:\n"
-            "        with torch.no_grad():\n"
-            "            pred = model(data)\n"
-            "            results.append(loss_fn(pred, data).item())\n",
-            (
-                "def do_evaluation(model, loader, loss_fn):\n"
-                "    model.eval()\n"
-                "    for data in loader:\n"
-                "        pred = model(data)\n"
-                "        results.append(loss_fn(pred, data).item())\n",
-            ),
-        ),
-        Example(
             # An evaluation routine that runs the step it is handed, with the model (CogDL's
             # distributed_test, handed the validation or the test step).
             "def distributed_test(model_w, loader, rank, fn):\n"
@@ -190,16 +167,6 @@ class MissingNoGradEval(Operator):
                 "    for x, y in loader:\n"
                 "        correct += (model(x).argmax(1) == y).sum()\n"
                 "    return correct\n",
-            ),
-        ),
-        Example(
-            "@torch.inference_mode()\n"
-            "def validate(model, batch):\n"
-            "    with torch.no_grad(), torch.autocast('cuda'): out = model(batch)\n"
-            "    return out\n",
-            (
-                # either switch alone changes nothing: the one mutant removes both
-                "def validate(model, batch):\n    with torch.autocast('cuda'): out = model(batch)\n    return out\n",
             ),
         ),
         Example(
@@ -374,6 +341,39 @@ class MissingNoGradEval(Operator):
                     "            inp = wind_model(inp)\n"
                     "        print(F.mse_loss(model(inp), tar).item())\n",
                 ),
+            ),
+        ),
+        Example(
+            # A version shim of the file that returns `torch.no_grad()` (ENAS).
+            SHIMMED_EVALUATION,
+            (SHIMMED_EVALUATION.replace("    with _get_no_grad_ctx_mgr():\n        return", "    return"),),
+        ),
+        Example(
+            # A decorated evaluation whose forward also sits in a block of its own (glue-factory's
+            # do_evaluation): either switch alone changes nothing, so one mutant removes both.
+            "@torch.no_grad()\n"
+            "def do_evaluation(model, loader, loss_fn):\n"
+            "    model.eval()\n"
+            "    for data in loader:\n"
+            "        with torch.no_grad():\n"
+            "            pred = model(data)\n"
+            "            results.append(loss_fn(pred, data).item())\n",
+            (
+                "def do_evaluation(model, loader, loss_fn):\n"
+                "    model.eval()\n"
+                "    for data in loader:\n"
+                "        pred = model(data)\n"
+                "        results.append(loss_fn(pred, data).item())\n",
+            ),
+        ),
+        Example(
+            "@torch.inference_mode()\n"
+            "def validate(model, batch):\n"
+            "    with torch.no_grad(), torch.autocast('cuda'): out = model(batch)\n"
+            "    return out\n",
+            (
+                # either switch alone changes nothing: the one mutant removes both
+                "def validate(model, batch):\n    with torch.autocast('cuda'): out = model(batch)\n    return out\n",
             ),
         ),
     )

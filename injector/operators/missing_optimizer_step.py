@@ -65,25 +65,6 @@ class MissingOptimizerStep(Operator):
     )
     examples = (
         Example(
-            # A step whose success a test reads (DeBERTa's fp16 optimizer retries after an overflow).
-            "for batch in loader:\n"
-            "    while True:\n"
-            "        optimizer.zero_grad()\n"
-            "        loss_scale, _ = optimizer.backward(model(batch).mean())\n"
-            "        if not optimizer.step(bs_scale, loss_scale):\n"
-            "            continue\n"
-            "        break\n",
-            (
-                "for batch in loader:\n"
-                "    while True:\n"
-                "        optimizer.zero_grad()\n"
-                "        loss_scale, _ = optimizer.backward(model(batch).mean())\n"
-                "        if not True:\n"
-                "            continue\n"
-                "        break\n",
-            ),
-        ),
-        Example(
             # An engine that takes the loss steps the optimizer it is handed (DAC over audiotools).
             AUDIOTOOLS_STEP,
             (AUDIOTOOLS_STEP.replace("    accel.step(state.optimizer_g)\n", ""),),
@@ -271,6 +252,25 @@ class MissingOptimizerStep(Operator):
                 "    optimizer.zero_grad()\n"
                 "    loss = model(batch).mean()\n"
                 "    loss.backward()\n",
+            ),
+        ),
+        Example(
+            # A step whose success a test reads (DeBERTa's fp16 optimizer retries after an overflow).
+            "for batch in loader:\n"
+            "    while True:\n"
+            "        optimizer.zero_grad()\n"
+            "        loss_scale, _ = optimizer.backward(model(batch).mean())\n"
+            "        if not optimizer.step(bs_scale, loss_scale):\n"
+            "            continue\n"
+            "        break\n",
+            (
+                "for batch in loader:\n"
+                "    while True:\n"
+                "        optimizer.zero_grad()\n"
+                "        loss_scale, _ = optimizer.backward(model(batch).mean())\n"
+                "        if not True:\n"
+                "            continue\n"
+                "        break\n",
             ),
         ),
     )

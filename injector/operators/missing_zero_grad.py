@@ -93,11 +93,6 @@ class MissingZeroGrad(Operator):
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
     examples = (
         Example(
-            # A helper that sets each parameter's gradient to None by hand (habitat's PPO).
-            ZEROING_PPO,
-            (ZEROING_PPO.replace("        self._set_grads_to_none()\n        loss", "        loss"),),
-        ),
-        Example(
             "for x, y in loader:\n"
             "    optimizer.zero_grad(set_to_none=True)\n"
             "    loss = model(x, y)\n"
@@ -392,6 +387,11 @@ class MissingZeroGrad(Operator):
                 RESET_GRAD_SOLVER.replace("        self.d_optimizer.zero_grad()\n", ""),
                 RESET_GRAD_SOLVER.replace("            self.reset_grad()\n", ""),
             ),
+        ),
+        Example(
+            # A helper that sets each parameter's gradient to None by hand (habitat's PPO).
+            ZEROING_PPO,
+            (ZEROING_PPO.replace("        self._set_grads_to_none()\n        loss", "        loss"),),
         ),
     )
     untouched = (

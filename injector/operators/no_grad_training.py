@@ -124,61 +124,6 @@ class NoGradTraining(Operator):
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
         Example(
-            # A term added into the loss in place (ENAS' entropy regulariser), besides the loss
-            # computed first and the forward the chain reads.
-            CONTROLLER_STEP,
-            (
-                CONTROLLER_STEP.replace(
-                    "            loss = -log_probs * (rewards - self.baseline)\n",
-                    '            with __import__("torch").no_grad():\n'
-                    "                loss = -log_probs * (rewards - self.baseline)\n",
-                ),
-                CONTROLLER_STEP.replace(
-                    "            loss -= self.entropy_coeff * entropies\n",
-                    '            with __import__("torch").no_grad():\n'
-                    "                loss -= self.entropy_coeff * entropies\n",
-                ),
-                CONTROLLER_STEP.replace(
-                    "            dags, log_probs, entropies = self.controller.sample(with_details=True)\n",
-                    '            with __import__("torch").no_grad():\n'
-                    "                dags, log_probs, entropies = self.controller.sample(with_details=True)\n",
-                ),
-            ),
-        ),
-        Example(
-            # The loss a module wrapping the model computes and returns (Sockeye's ModelWithLoss).
-            MODEL_WITH_LOSS,
-            (
-                MODEL_WITH_LOSS.replace(
-                    "        outputs = self.model(source)\n"
-                    "        outputs = {name: output.float() for (name, output) in outputs.items()}\n"
-                    "        loss_values = [loss_function(outputs, labels) for loss_function in self.losses]\n"
-                    "        sum_losses = sum(loss_values)\n",
-                    '        with __import__("torch").no_grad():\n'
-                    "            outputs = self.model(source)\n"
-                    "            outputs = {name: output.float() for (name, output) in outputs.items()}\n"
-                    "            loss_values = [loss_function(outputs, labels) for loss_function in self.losses]\n"
-                    "            sum_losses = sum(loss_values)\n",
-                ),
-            ),
-        ),
-        Example(
-            # The loss the module returns, reduced on the next line (CSAIL's semantic segmentation).
-            "for batch_data in loader:\n"
-            "    loss, acc = segmentation_module(batch_data)\n"
-            "    loss = loss.mean()\n"
-            "    acc = acc.mean()\n"
-            "    loss.backward()\n",
-            (
-                "for batch_data in loader:\n"
-                '    with __import__("torch").no_grad():\n'
-                "        loss, acc = segmentation_module(batch_data)\n"
-                "        loss = loss.mean()\n"
-                "    acc = acc.mean()\n"
-                "    loss.backward()\n",
-            ),
-        ),
-        Example(
             # Forward, loss and backward in one line (SAM's second pass at the perturbed weights).
             "import torch\nfor x, y in loader:\n    smooth_crossentropy(model(x), y).mean().backward()\n",
             (
@@ -1483,6 +1428,61 @@ class NoGradTraining(Operator):
                 '        with __import__("torch").no_grad():\n'
                 "            obs = self.encoder(obs)\n"
                 "        self.update_critic(obs, action, target_q)\n",
+            ),
+        ),
+        Example(
+            # A term added into the loss in place (ENAS' entropy regulariser), besides the loss
+            # computed first and the forward the chain reads.
+            CONTROLLER_STEP,
+            (
+                CONTROLLER_STEP.replace(
+                    "            loss = -log_probs * (rewards - self.baseline)\n",
+                    '            with __import__("torch").no_grad():\n'
+                    "                loss = -log_probs * (rewards - self.baseline)\n",
+                ),
+                CONTROLLER_STEP.replace(
+                    "            loss -= self.entropy_coeff * entropies\n",
+                    '            with __import__("torch").no_grad():\n'
+                    "                loss -= self.entropy_coeff * entropies\n",
+                ),
+                CONTROLLER_STEP.replace(
+                    "            dags, log_probs, entropies = self.controller.sample(with_details=True)\n",
+                    '            with __import__("torch").no_grad():\n'
+                    "                dags, log_probs, entropies = self.controller.sample(with_details=True)\n",
+                ),
+            ),
+        ),
+        Example(
+            # The loss a module wrapping the model computes and returns (Sockeye's ModelWithLoss).
+            MODEL_WITH_LOSS,
+            (
+                MODEL_WITH_LOSS.replace(
+                    "        outputs = self.model(source)\n"
+                    "        outputs = {name: output.float() for (name, output) in outputs.items()}\n"
+                    "        loss_values = [loss_function(outputs, labels) for loss_function in self.losses]\n"
+                    "        sum_losses = sum(loss_values)\n",
+                    '        with __import__("torch").no_grad():\n'
+                    "            outputs = self.model(source)\n"
+                    "            outputs = {name: output.float() for (name, output) in outputs.items()}\n"
+                    "            loss_values = [loss_function(outputs, labels) for loss_function in self.losses]\n"
+                    "            sum_losses = sum(loss_values)\n",
+                ),
+            ),
+        ),
+        Example(
+            # The loss the module returns, reduced on the next line (CSAIL's semantic segmentation).
+            "for batch_data in loader:\n"
+            "    loss, acc = segmentation_module(batch_data)\n"
+            "    loss = loss.mean()\n"
+            "    acc = acc.mean()\n"
+            "    loss.backward()\n",
+            (
+                "for batch_data in loader:\n"
+                '    with __import__("torch").no_grad():\n'
+                "        loss, acc = segmentation_module(batch_data)\n"
+                "        loss = loss.mean()\n"
+                "    acc = acc.mean()\n"
+                "    loss.backward()\n",
             ),
         ),
     )

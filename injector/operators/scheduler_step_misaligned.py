@@ -43,25 +43,6 @@ class SchedulerStepMisaligned(Operator):
     )
     examples = (
         Example(
-            # The update branch tested through a flag set from a modulo (Sockeye's `_step`).
-            "def _step(self, batch):\n"
-            "    is_update_batch = self.batches % self.update_interval == 0\n"
-            "    self.model(batch).backward()\n"
-            "    if is_update_batch:\n"
-            "        if self.lr_scheduler is not None:\n"
-            "            self.lr_scheduler.step()\n"
-            "        self.optimizer.step()\n",
-            (
-                "def _step(self, batch):\n"
-                "    is_update_batch = self.batches % self.update_interval == 0\n"
-                "    self.model(batch).backward()\n"
-                "    if is_update_batch:\n"
-                "        self.optimizer.step()\n"
-                "    if self.lr_scheduler is not None:\n"
-                "        self.lr_scheduler.step()\n",
-            ),
-        ),
-        Example(
             # Stepped in a helper the optimizer-step branch calls, beside the step's own helper
             # (pytorch-accelerated's Trainer): the call leaves the branch.
             "class T:\n    def fit(self):\n        for i, x in enumerate(self.loader):\n"
@@ -447,6 +428,25 @@ class SchedulerStepMisaligned(Operator):
                 "            pass\n"
                 "        else:\n"
                 '            print("warming up")\n',
+            ),
+        ),
+        Example(
+            # The update branch tested through a flag set from a modulo (Sockeye's `_step`).
+            "def _step(self, batch):\n"
+            "    is_update_batch = self.batches % self.update_interval == 0\n"
+            "    self.model(batch).backward()\n"
+            "    if is_update_batch:\n"
+            "        if self.lr_scheduler is not None:\n"
+            "            self.lr_scheduler.step()\n"
+            "        self.optimizer.step()\n",
+            (
+                "def _step(self, batch):\n"
+                "    is_update_batch = self.batches % self.update_interval == 0\n"
+                "    self.model(batch).backward()\n"
+                "    if is_update_batch:\n"
+                "        self.optimizer.step()\n"
+                "    if self.lr_scheduler is not None:\n"
+                "        self.lr_scheduler.step()\n",
             ),
         ),
     )

@@ -175,46 +175,6 @@ class WrongLossReduction(Operator):
     )
     examples = (
         Example(
-            # The mean mapped over the losses by another name (habitat's PPO `mean_fn`).
-            "def update(self, batch):\n"
-            '    action_loss = -(batch["advantages"] * self.policy.log_prob(batch["actions"]))\n'
-            '    value_loss = (self.critic(batch["obs"]) - batch["returns"]) ** 2\n'
-            "    mean_fn = torch.mean\n"
-            "    action_loss, value_loss = map(mean_fn, (action_loss, value_loss))\n"
-            "    (action_loss + value_loss).backward()\n",
-            (
-                "def update(self, batch):\n"
-                '    action_loss = -(batch["advantages"] * self.policy.log_prob(batch["actions"]))\n'
-                '    value_loss = (self.critic(batch["obs"]) - batch["returns"]) ** 2\n'
-                "    mean_fn = torch.sum\n"
-                "    action_loss, value_loss = map(mean_fn, (action_loss, value_loss))\n"
-                "    (action_loss + value_loss).backward()\n",
-            ),
-        ),
-        Example(
-            # The penalties a helper of the file returns, added into the loss (ENAS).
-            "def _apply_penalties(extra_out, args):\n"
-            "    penalty = 0\n"
-            "    if args.activation_regularization:\n"
-            '        penalty += args.ar_amount * extra_out["dropped"].pow(2).mean()\n'
-            "    return penalty\n"
-            "for x, y in loader:\n"
-            "    out, extra_out = model(x)\n"
-            "    loss = criterion(out, y)\n"
-            "    loss += _apply_penalties(extra_out, args)\n",
-            (
-                "def _apply_penalties(extra_out, args):\n"
-                "    penalty = 0\n"
-                "    if args.activation_regularization:\n"
-                '        penalty += args.ar_amount * extra_out["dropped"].pow(2).sum()\n'
-                "    return penalty\n"
-                "for x, y in loader:\n"
-                "    out, extra_out = model(x)\n"
-                "    loss = criterion(out, y)\n"
-                "    loss += _apply_penalties(extra_out, args)\n",
-            ),
-        ),
-        Example(
             # Averaged, then scaled, on the line that differentiates it; and a batch mean of
             # per-sample sums returned by a loss function.
             "def noise_estimation_loss(model, x0, e):\n"
@@ -362,23 +322,6 @@ class WrongLossReduction(Operator):
             # The mean of each loss the model returns, summed in place into the total.
             MICROBATCH_TRAINER,
             (MICROBATCH_TRAINER.replace("microbatch_loss.add_(loss.mean())", "microbatch_loss.add_(loss.sum())"),),
-        ),
-        Example(
-            # The average a loss calls by another name (score_sde's losses).
-            "def loss_fn(model, batch, reduce_mean=True):\n"
-            "    reduce_op = torch.mean if reduce_mean else lambda *a, **k: 0.5 * torch.sum(*a, **k)\n"
-            "    losses = reduce_op(torch.square(model(batch) - batch).reshape(len(batch), -1), dim=-1)\n"
-            "    return torch.mean(losses)\n",
-            (
-                "def loss_fn(model, batch, reduce_mean=True):\n"
-                "    reduce_op = torch.sum if reduce_mean else lambda *a, **k: 0.5 * torch.sum(*a, **k)\n"
-                "    losses = reduce_op(torch.square(model(batch) - batch).reshape(len(batch), -1), dim=-1)\n"
-                "    return torch.mean(losses)\n",
-                "def loss_fn(model, batch, reduce_mean=True):\n"
-                "    reduce_op = torch.mean if reduce_mean else lambda *a, **k: 0.5 * torch.sum(*a, **k)\n"
-                "    losses = reduce_op(torch.square(model(batch) - batch).reshape(len(batch), -1), dim=-1)\n"
-                "    return torch.sum(losses)\n",
-            ),
         ),
         Example(
             # The loss a project's factory returns, averaging by an explicit keyword (SlowFast).
@@ -588,6 +531,63 @@ class WrongLossReduction(Operator):
                     "        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss))\n",
                     '        torch.jit.script(ScaledNLLLoss(scale=args.scale_affinity_loss, reduction="sum"))\n',
                 ),
+            ),
+        ),
+        Example(
+            # The mean mapped over the losses by another name (habitat's PPO `mean_fn`).
+            "def update(self, batch):\n"
+            '    action_loss = -(batch["advantages"] * self.policy.log_prob(batch["actions"]))\n'
+            '    value_loss = (self.critic(batch["obs"]) - batch["returns"]) ** 2\n'
+            "    mean_fn = torch.mean\n"
+            "    action_loss, value_loss = map(mean_fn, (action_loss, value_loss))\n"
+            "    (action_loss + value_loss).backward()\n",
+            (
+                "def update(self, batch):\n"
+                '    action_loss = -(batch["advantages"] * self.policy.log_prob(batch["actions"]))\n'
+                '    value_loss = (self.critic(batch["obs"]) - batch["returns"]) ** 2\n'
+                "    mean_fn = torch.sum\n"
+                "    action_loss, value_loss = map(mean_fn, (action_loss, value_loss))\n"
+                "    (action_loss + value_loss).backward()\n",
+            ),
+        ),
+        Example(
+            # The penalties a helper of the file returns, added into the loss (ENAS).
+            "def _apply_penalties(extra_out, args):\n"
+            "    penalty = 0\n"
+            "    if args.activation_regularization:\n"
+            '        penalty += args.ar_amount * extra_out["dropped"].pow(2).mean()\n'
+            "    return penalty\n"
+            "for x, y in loader:\n"
+            "    out, extra_out = model(x)\n"
+            "    loss = criterion(out, y)\n"
+            "    loss += _apply_penalties(extra_out, args)\n",
+            (
+                "def _apply_penalties(extra_out, args):\n"
+                "    penalty = 0\n"
+                "    if args.activation_regularization:\n"
+                '        penalty += args.ar_amount * extra_out["dropped"].pow(2).sum()\n'
+                "    return penalty\n"
+                "for x, y in loader:\n"
+                "    out, extra_out = model(x)\n"
+                "    loss = criterion(out, y)\n"
+                "    loss += _apply_penalties(extra_out, args)\n",
+            ),
+        ),
+        Example(
+            # The average a loss calls by another name (score_sde's losses).
+            "def loss_fn(model, batch, reduce_mean=True):\n"
+            "    reduce_op = torch.mean if reduce_mean else lambda *a, **k: 0.5 * torch.sum(*a, **k)\n"
+            "    losses = reduce_op(torch.square(model(batch) - batch).reshape(len(batch), -1), dim=-1)\n"
+            "    return torch.mean(losses)\n",
+            (
+                "def loss_fn(model, batch, reduce_mean=True):\n"
+                "    reduce_op = torch.sum if reduce_mean else lambda *a, **k: 0.5 * torch.sum(*a, **k)\n"
+                "    losses = reduce_op(torch.square(model(batch) - batch).reshape(len(batch), -1), dim=-1)\n"
+                "    return torch.mean(losses)\n",
+                "def loss_fn(model, batch, reduce_mean=True):\n"
+                "    reduce_op = torch.mean if reduce_mean else lambda *a, **k: 0.5 * torch.sum(*a, **k)\n"
+                "    losses = reduce_op(torch.square(model(batch) - batch).reshape(len(batch), -1), dim=-1)\n"
+                "    return torch.sum(losses)\n",
             ),
         ),
     )
