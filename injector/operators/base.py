@@ -363,7 +363,7 @@ def inherited_mode_helper_calls(source: Source, training: Training, switch: str)
         ):
             continue
         owner = enclosing_class(source, call)
-        method = _base_method(training, source, owner, call.func.attr.value, 0) if owner is not None else None
+        method = inherited_method(training, source, owner, call.func.attr.value, 0) if owner is not None else None
         if method is not None and _switches(method, switch):
             found.append(statement)
     return found
@@ -380,7 +380,7 @@ def _switches(method: cst.FunctionDef, switch: str) -> bool:
     )
 
 
-def _base_method(
+def inherited_method(
     training: Training, source: Source, owner: cst.ClassDef, name: str, depth: int
 ) -> cst.FunctionDef | None:
     """The method `name` of a base class of `owner` defined in another module of the project."""
@@ -394,7 +394,7 @@ def _base_method(
         own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
         if own is not None:
             return own
-        deeper = _base_method(training, module, cls, name, depth + 1)
+        deeper = inherited_method(training, module, cls, name, depth + 1)
         if deeper is not None:
             return deeper
     return None

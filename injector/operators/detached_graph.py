@@ -2866,10 +2866,11 @@ def _chain_cuts(source, training, changes: list[Change]):
     made: set = set()
     for backward in training.loss_uses:
         for use, chain, covered in loss_chains(source, training, backward):
+            added = augmented_reads(source, chain)  # what in-place additions to the loss read
             for line in chain_forwards(source, training, use, chain, _cut_lines(source, chain, changes) | covered):
                 readers = [later for later, inputs in chain.items() if line in inputs]
                 reaching = _read_by(source, readers)
-                change = _chain_cut(source, line, reaching | augmented_reads(source, chain) if reaching else None)
+                change = _chain_cut(source, line, reaching | added if reaching else None)
                 if change is None and len(readers) == 1 and drawn(source, training, readers[0].body[0]):
                     # a distribution the model returned, read by the loss only through its draw
                     # (DrQ-v2's `action = dist.sample(clip=...)`): the draw is what to cut

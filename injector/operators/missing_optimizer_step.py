@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.operators.base import Change, Example, Operator, deleted_calls
+from injector.operators.base import Change, Example, Operator, deleted_calls, inherited_method
 from injector.operators.snippets import AUDIOTOOLS_STEP
 from injector.patterns import (
     TWO_PHASE_UPDATES,
@@ -24,6 +24,7 @@ from injector.patterns import (
     last_name,
     with_keyword,
 )
+from injector.source import walk_children
 
 STEP_SWITCH_WORDS = ("update", "step")
 
@@ -326,15 +327,9 @@ class MissingOptimizerStep(Operator):
                     (source.replace(call, "True"),),
                     f"`{source.code(call)}` never runs: the parameters never change",
                 )
-        inherited = _inherited_steppers(source, training)
         yield from deleted_calls(
             source,
-            lambda call: (
-                isinstance(call.func, cst.Attribute)
-                and dotted(call.func.value) == "self"
-                and call.func.attr.value in inherited.get(id(enclosing_class(source, call)), ())
-                and not call.args
-            ),
+            lambda call: _inherited_step(source, training, call),
             "removed `{code}`: the optimizer is never stepped",
         )
         for backward in training.backwards:
@@ -367,26 +362,20 @@ class MissingOptimizerStep(Operator):
             )
 
 
-def _inherited_steppers(source, training) -> dict[int, set[str]]:
-    """By class of the file (its id): the methods it inherits, from a base class another module of
-    the project defines, that step an optimizer (efficientvit's `Trainer.after_step`, which runs
-    `self.scaler.step(self.optimizer)`), and that the class does not define itself."""
-    found: dict[int, set[str]] = {}
-    for owner in source.nodes(cst.ClassDef):
-        own = {m.name.value for m in owner.body.body if isinstance(m, cst.FunctionDef)}
-        for base in owner.bases:
-            resolved = training.resolver.definition(source, base.value)
-            if resolved is None or resolved[0] is source or not isinstance(resolved[1], cst.ClassDef):
-                continue
-            module, definition = resolved
-            for method in definition.body.body:
-                if not isinstance(method, cst.FunctionDef) or method.name.value in own:
-                    continue
-                if any(
-                    callee_name(c) == "step"
-                    and isinstance(c.func, cst.Attribute)
-                    and any(w in (last_name(c.func.value) or "").lower() for w in ("optim", "scaler"))
-                    for c in module.within(method.body, cst.Call)
-                ):
-                    found.setdefault(id(owner), set()).add(method.name.value)
-    return found
+def _inherited_step(source, training, call: cst.Call) -> bool:
+    """True for `self.m()` where `m` is a method the class inherits from a base class another
+    module of the project defines, and that steps an optimizer (efficientvit's `Trainer.after_step`,
+    which runs `self.scaler.step(self.optimizer)`)."""
+    if not (isinstance(call.func, cst.Attribute) and dotted(call.func.value) == "self" and not call.args):
+        return False
+    owner = enclosing_class(source, call)
+    if owner is None or training.called_functions(call):
+        return False  # a method of this file: its own steps get their mutants
+    method = inherited_method(training, source, owner, call.func.attr.value, 0)
+    return method is not None and any(
+        isinstance(c, cst.Call)
+        and callee_name(c) == "step"
+        and isinstance(c.func, cst.Attribute)
+        and any(w in (last_name(c.func.value) or "").lower() for w in ("optim", "scaler"))
+        for c in walk_children(method.body)
+    )
