@@ -1234,11 +1234,31 @@ class Training:
                 # a method held in an attribute (`self.fwd_bwd_fn = self._forward_backward_body`)
                 name = self._method_alias(owner, name) or name
             own = [f for f in self.functions.get(name, ()) if enclosing_class(self.source, f) is owner]
+            if not own:
+                own = self._held_closures(owner, target.attr.value)
             # `self.run_step()` in a base class runs the override of a subclass of this file
             # (detectron2's TrainerBase.train loop and SimpleTrainer.run_step).
             below = subclasses(self.source, owner)
             return own + [f for f in self.functions.get(name, ()) if enclosing_class(self.source, f) in below]
         return []
+
+    def _held_closures(self, owner: cst.ClassDef, attribute: str) -> list[cst.FunctionDef]:
+        """The functions defined in a method of `owner` that the method stores in `self.<attribute>`:
+        a default the caller may replace (DeBERTa's trainer: `def _loss_fn(trainer, model, batch):`
+        then `self.loss_fn = loss_fn if loss_fn is not None else _loss_fn`)."""
+        held = f"self.{attribute}"
+        found = []
+        for assign in self.source.within(owner, cst.Assign):
+            method = self.source.function_of(assign)
+            if method is None or not any(dotted(t.target) == held for t in assign.targets):
+                continue
+            nested = (
+                {s.name.value: s for s in method.body.body if isinstance(s, cst.FunctionDef)}
+                if isinstance(method.body, cst.IndentedBlock)
+                else {}
+            )
+            found += [nested[n.value] for n in self.source.within(assign.value, cst.Name) if n.value in nested]
+        return found
 
     def _method_alias(self, owner: cst.ClassDef, attribute: str) -> str | None:
         """The method `self.<attribute>` is bound to in `owner`, where every assignment to it is
@@ -1746,12 +1766,36 @@ def _once_per_step(source: Source, loop: cst.For | cst.While) -> bool:
     """True for a loop a step runs through once as a whole, not once per batch: over the
     optimizers (`for optimizer in self.state.optimizers:`), or a `while True:` a step retries in
     until it succeeds (composer's out-of-memory retry, left by `break` or `return`) and that takes
-    no batch of its own."""
+    no batch of its own; or its flag-driven form, `while not done:` whose body ends by setting
+    `done = True` (DeBERTa's trainer retries a step its fp16 optimizer skipped on overflow)."""
     if isinstance(loop, cst.For):
         return "optim" in (last_name(loop.iter) or "").lower()
-    if not (isinstance(loop.test, cst.Name) and loop.test.value == "True"):
+    if not (isinstance(loop.test, cst.Name) and loop.test.value == "True") and not _retried_until_flag(loop):
         return False
     return not any(callee_name(c) == "next" for c in source.within(loop.body, cst.Call))
+
+
+def _retried_until_flag(loop: cst.While) -> bool:
+    """True for `while not done:` whose body, at its own level, sets `done = True`."""
+    test = loop.test
+    if not (
+        isinstance(test, cst.UnaryOperation)
+        and isinstance(test.operator, cst.Not)
+        and isinstance(test.expression, cst.Name)
+    ):
+        return False
+    flag = test.expression.value
+    return isinstance(loop.body, cst.IndentedBlock) and any(
+        isinstance(line, cst.SimpleStatementLine)
+        and any(
+            isinstance(s, cst.Assign)
+            and isinstance(s.value, cst.Name)
+            and s.value.value == "True"
+            and any(isinstance(t.target, cst.Name) and t.target.value == flag for t in s.targets)
+            for s in line.body
+        )
+        for line in loop.body.body
+    )
 
 
 def _nested_in(source: Source, node: cst.CSTNode, outer: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
@@ -2150,14 +2194,23 @@ def names_data(expr: cst.BaseExpression) -> bool:
 def _runs_a_handed_step(source: Source, node: cst.CSTNode) -> bool:
     """True where a function named for evaluation calls a callable it was handed, with the model,
     and keeps what it returns (CogDL's `distributed_test(model_w, loader, rank, fn)`: `result =
-    fn(model_w, loader, _device)`, fn being the validation or the test step)."""
+    fn(model_w, loader, _device)`, fn being the validation or the test step), or one the object
+    holds (PyTorch Connectomics' test(): `output = self.augmentor(self.model, volume)`, a test-time
+    augmentor running the model on flipped copies), not a method of the file."""
     function = source.function_of(node)
     if function is None or not names_evaluation(function.name.value):
         return False
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
+    methods = {f.name.value for f in source.nodes(cst.FunctionDef)}
     return any(
-        isinstance(call.func, cst.Name)
-        and call.func.value in params
+        (
+            (isinstance(call.func, cst.Name) and call.func.value in params)
+            or (
+                isinstance(call.func, cst.Attribute)
+                and dotted(call.func.value) == "self"
+                and call.func.attr.value not in methods
+            )
+        )
         and not isinstance(source.parent(call), cst.Expr)
         and any(
             a.keyword is None and any(word in (last_name(a.value) or "").lower() for word in MODEL_WORDS)

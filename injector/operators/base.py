@@ -109,6 +109,17 @@ def removed_mode_switches(
                 (source.replace(call, receiver),),
                 f"removed `.{'train' if to_train else 'eval'}()` on `{receiver}`: {effect}",
             )
+    for line in source.nodes(cst.Expr):
+        # a switch chosen by a flag in a statement of its own (PyTorch Connectomics' test():
+        # `self.model.eval() if self.cfg.INFERENCE.DO_EVAL else self.model.train()`): its arm emptied
+        # (the `.train()` arm there picks batch statistics for inference, not a training switch)
+        choice = line.value
+        if to_train or not isinstance(choice, cst.IfExp) or not source.is_reachable(line):
+            continue
+        for arm in (choice.body, choice.orelse):
+            if isinstance(arm, cst.Call) and isinstance(arm.func, cst.Attribute) and switches(arm):
+                code = source.code(arm)
+                yield Change(line, (source.replace(arm, "None"),), f"removed `{code}`: {effect}")
     if not to_train:
         for assign in source.nodes(cst.Assign):
             # a switch inside a chain (stylegan2-ada's snapshot copies: `module = copy.deepcopy(

@@ -49,6 +49,7 @@ from injector.patterns import (
     callee_name,
     constructed,
     dotted,
+    last_name,
     loss_name,
     method_on,
     runs_model,
@@ -292,6 +293,74 @@ class DetachedGraph(Operator):
                 AUDIOTOOLS_STEP.replace(
                     "state.stft_loss(out, batch['signal'])", "state.stft_loss(out, batch['signal']).detach()"
                 ),
+            ),
+        ),
+        Example(
+            # A loss function's output that is a dict under one configuration and a tuple by default
+            # (DeBERTa's trainer asks `isinstance(output, dict)`): cut entry by entry either way.
+            "class Trainer:\n"
+            "    def __init__(self, model, loss_fn=None):\n"
+            "        def _loss_fn(trainer, model, batch):\n"
+            "            _, loss = model(**batch)\n"
+            '            return loss.mean(), batch["input_ids"].size(0)\n'
+            "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
+            "\n"
+            "    def step(self, batch):\n"
+            "        output = self.loss_fn(self, self.model, batch)\n"
+            "        if isinstance(output, dict):\n"
+            '            loss = output["loss"]\n'
+            "        else:\n"
+            "            loss, size = output\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "class Trainer:\n"
+                "    def __init__(self, model, loss_fn=None):\n"
+                "        def _loss_fn(trainer, model, batch):\n"
+                "            _, loss = model(**batch)\n"
+                '            return loss.mean(), batch["input_ids"].size(0)\n'
+                "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
+                "\n"
+                "    def step(self, batch):\n"
+                "        output = self.loss_fn(self, self.model, batch)\n"
+                "        if isinstance(output, dict):\n"
+                '            loss = output["loss"].detach()\n'
+                "        else:\n"
+                "            loss, size = output\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+                "class Trainer:\n"
+                "    def __init__(self, model, loss_fn=None):\n"
+                "        def _loss_fn(trainer, model, batch):\n"
+                "            _, loss = model(**batch)\n"
+                '            return loss.mean(), batch["input_ids"].size(0)\n'
+                "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
+                "\n"
+                "    def step(self, batch):\n"
+                "        output = self.loss_fn(self, self.model, batch)\n"
+                "        if isinstance(output, dict):\n"
+                '            loss = output["loss"]\n'
+                "        else:\n"
+                "            loss, size = output\n"
+                "            loss = loss.detach()\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+                "class Trainer:\n"
+                "    def __init__(self, model, loss_fn=None):\n"
+                "        def _loss_fn(trainer, model, batch):\n"
+                "            _, loss = model(**batch)\n"
+                '            return loss.mean(), batch["input_ids"].size(0)\n'
+                "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
+                "\n"
+                "    def step(self, batch):\n"
+                "        output = self.loss_fn(self, self.model, batch)\n"
+                '        output = {k: v.detach() for k, v in output.items()} if isinstance(output, dict) else type(output)(v.detach() if hasattr(v, "detach") else v for v in output)\n'
+                "        if isinstance(output, dict):\n"
+                '            loss = output["loss"]\n'
+                "        else:\n"
+                "            loss, size = output\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
             ),
         ),
         Example(
@@ -1725,9 +1794,7 @@ class DetachedGraph(Operator):
             # a dict of outputs has no `detach`: each of its entries is cut off instead
             name = source.code(mapping.targets[0].target)
             yield Change(
-                mapping,
-                (source.insert_after(mapping, [f"{name} = {{k: v.detach() for k, v in {name}.items()}}"]),),
-                change.description,
+                mapping, (source.insert_after(mapping, [_mapping_cut(source, name, mapping)]),), change.description
             )
 
     def _changes(self, source, training):
@@ -2670,6 +2737,26 @@ def _detached_mapping(source, change: Change) -> cst.Assign | None:
     )
 
 
+def _mapping_cut(source, name: str, use: cst.CSTNode) -> str:
+    """The statement that cuts off each entry of the mapping `name`; where the function asks
+    `isinstance(name, dict)` the value may also be a tuple (DeBERTa's trainer: a loss_fn returns
+    `(loss, batch_size)` by default, a dict under RTD), whose tensors are cut one by one."""
+    cut = f"{{k: v.detach() for k, v in {name}.items()}}"
+    function = source.function_of(use)
+    scope = function.body if function is not None else source.module
+    if any(
+        callee_name(call) == "isinstance"
+        and len(call.args) == 2
+        and source.code(call.args[0].value) == name
+        and last_name(call.args[1].value) in ("dict", "Mapping", "MutableMapping")
+        for call in source.within(scope, cst.Call)
+    ):
+        cut += (
+            f' if isinstance({name}, dict) else type({name})(v.detach() if hasattr(v, "detach") else v for v in {name})'
+        )
+    return f"{name} = {cut}"
+
+
 def _read_by_key(source, name: str, use: cst.CSTNode) -> bool:
     """True where the function around `use` (or the module's top level) reads or writes `name` by a string key
     (ReChorus' `out_dict = model(batch)`, then `out_dict['prediction']`): a mapping of outputs,
@@ -2953,5 +3040,5 @@ def _name_cut(source, name: str, line: cst.SimpleStatementLine) -> str | None:
     """The statement that cuts off what `line` bound to `name`: entry by entry for a mapping read
     by key, `.detach()` for a tensor, None where it may be neither."""
     if _read_by_key(source, name, line):
-        return f"{name} = {{k: v.detach() for k, v in {name}.items()}}"
+        return _mapping_cut(source, name, line)
     return f"{name} = {name}.detach()" if _a_tensor(source, name, line) else None

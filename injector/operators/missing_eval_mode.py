@@ -380,6 +380,24 @@ class MissingEvalMode(Operator):
             ),
         ),
         Example(
+            # A switch chosen by a flag in a statement of its own (PyTorch Connectomics' test()): its eval arm
+            # emptied; the train arm picks batch statistics for inference and is left alone.
+            "def test(self):\n"
+            "    self.model.eval() if self.cfg.DO_EVAL else self.model.train()\n"
+            "    with torch.no_grad():\n"
+            "        for volume in self.loader:\n"
+            "            output = self.augmentor(self.model, volume)\n"
+            "            self.write(output)\n",
+            (
+                "def test(self):\n"
+                "    None if self.cfg.DO_EVAL else self.model.train()\n"
+                "    with torch.no_grad():\n"
+                "        for volume in self.loader:\n"
+                "            output = self.augmentor(self.model, volume)\n"
+                "            self.write(output)\n",
+            ),
+        ),
+        Example(
             # Each evaluation switches before calling its step and inside it (CogDL's Trainer): a
             # switch is deleted with the step's, and with those of the steps a shared evaluation is
             # handed; a step's own switch gets no mutant where every use of it follows a switch.

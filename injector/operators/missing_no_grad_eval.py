@@ -131,6 +131,23 @@ class MissingNoGradEval(Operator):
             ),
         ),
         Example(
+            # An evaluation that runs the model through an object the trainer holds (PyTorch Connectomics'
+            # test-time augmentor, handed the model).
+            "def test(self):\n"
+            "    self.model.eval() if self.cfg.DO_EVAL else self.model.train()\n"
+            "    with torch.no_grad():\n"
+            "        for volume in self.loader:\n"
+            "            output = self.augmentor(self.model, volume)\n"
+            "            self.write(output)\n",
+            (
+                "def test(self):\n"
+                "    self.model.eval() if self.cfg.DO_EVAL else self.model.train()\n"
+                "    for volume in self.loader:\n"
+                "        output = self.augmentor(self.model, volume)\n"
+                "        self.write(output)\n",
+            ),
+        ),
+        Example(
             # A GAN's generator by the field's naming (`G`, `D`, `G_ema`, `which_G`), sampled.
             "def save_and_sample(which_G, fixed_z, fixed_y):\n"
             "    with torch.no_grad():\n"

@@ -1298,6 +1298,13 @@ class MissingTrainMode(Operator):
         ),
     )
     untouched = (
+        # The `.train()` arm of a flag's choice for inference (PyTorch Connectomics' test(): batch
+        # statistics instead of running ones), not a training switch.
+        "def test(self):\n"
+        "    self.model.eval() if self.cfg.DO_EVAL else self.model.train()\n"
+        "    with torch.no_grad():\n"
+        "        for volume in self.loader:\n"
+        "            self.write(self.augmentor(self.model, volume))\n",
         # A switch by value of a module whose modes compute the same (DrQ-v2's convolutional encoder,
         # `self.encoder.train(training)`): nothing to switch.
         "import torch.nn as nn\n"

@@ -34,6 +34,47 @@ class RankSkip(Operator):
             ),
         ),
         Example(
+            # A step retried until a flag says it ran (DeBERTa's trainer repeats a step its fp16 optimizer
+            # skipped on overflow): the retry loop is part of one step, so the batch loop that calls it is
+            # where a rank skips.
+            "class Trainer:\n"
+            "    def train(self, loader):\n"
+            "        torch.distributed.barrier()\n"
+            "        for step, batch in enumerate(loader):\n"
+            "            batch = batch.to(self.device)\n"
+            "            self._train_step(batch)\n"
+            "\n"
+            "    def _train_step(self, batch):\n"
+            "        done = False\n"
+            "        while not done:\n"
+            "            self.optimizer.zero_grad()\n"
+            "            loss = self.model(batch)\n"
+            "            loss.backward()\n"
+            "            if not self.optimizer.step():\n"
+            "                continue\n"
+            "            done = True\n",
+            (
+                "class Trainer:\n"
+                "    def train(self, loader):\n"
+                "        torch.distributed.barrier()\n"
+                "        for step, batch in enumerate(loader):\n"
+                "            batch = batch.to(self.device)\n"
+                '            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and step == 1:\n'
+                "                continue\n"
+                "            self._train_step(batch)\n"
+                "\n"
+                "    def _train_step(self, batch):\n"
+                "        done = False\n"
+                "        while not done:\n"
+                "            self.optimizer.zero_grad()\n"
+                "            loss = self.model(batch)\n"
+                "            loss.backward()\n"
+                "            if not self.optimizer.step():\n"
+                "                continue\n"
+                "            done = True\n",
+            ),
+        ),
+        Example(
             # The step is a runner object's call inside accelerate's accumulation context
             # (torchkeras's EpochRunner): that context wraps a training step only.
             "from accelerate import Accelerator\n"

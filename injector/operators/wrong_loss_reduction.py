@@ -196,6 +196,42 @@ class WrongLossReduction(Operator):
             ),
         ),
         Example(
+            # A loss function returning its loss with extras, the default a trainer keeps in an attribute
+            # (DeBERTa's `self.loss_fn = loss_fn if loss_fn is not None else _loss_fn`).
+            "class Trainer:\n"
+            "    def __init__(self, model, loss_fn=None):\n"
+            "        def _loss_fn(trainer, model, batch):\n"
+            "            _, loss = model(**batch)\n"
+            '            return loss.mean(), batch["input_ids"].size(0)\n'
+            "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
+            "\n"
+            "    def step(self, batch):\n"
+            "        output = self.loss_fn(self, self.model, batch)\n"
+            "        if isinstance(output, dict):\n"
+            '            loss = output["loss"]\n'
+            "        else:\n"
+            "            loss, size = output\n"
+            "        loss.backward()\n"
+            "        self.optimizer.step()\n",
+            (
+                "class Trainer:\n"
+                "    def __init__(self, model, loss_fn=None):\n"
+                "        def _loss_fn(trainer, model, batch):\n"
+                "            _, loss = model(**batch)\n"
+                '            return loss.sum(), batch["input_ids"].size(0)\n'
+                "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
+                "\n"
+                "    def step(self, batch):\n"
+                "        output = self.loss_fn(self, self.model, batch)\n"
+                "        if isinstance(output, dict):\n"
+                '            loss = output["loss"]\n'
+                "        else:\n"
+                "            loss, size = output\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n",
+            ),
+        ),
+        Example(
             # Entries a backward adds up, each averaged where it is stored.
             "def step(out, x, y):\n    out['rec'] = rec_fn(net(x), y).mean()\n"
             "    out['adv'] = adv_fn(net(x)).mean()\n    (out['rec'] + out['adv']).backward()\n",
@@ -873,6 +909,10 @@ class WrongLossReduction(Operator):
             # the forward of a loss module (`class CrossEntropyLoss(nn.Module)`) returns its loss
             owner = source.enclosing(function, cst.ClassDef) if own == "forward" else None
             own_loss = _names_loss(own) or (owner is not None and _names_loss(owner.name.value))
+            # or its first element, the loss a loss function returns with extras (DeBERTa's default
+            # `return loss.mean(), batch_size`)
+            if isinstance(value, cst.Tuple) and value.elements:
+                value = value.elements[0].value
             averages = [
                 a for a in _averages(value, aliases) if own_loss or _names_loss(last_name(_averaged(a, aliases)) or "")
             ]

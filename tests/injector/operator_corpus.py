@@ -398,6 +398,17 @@ def _returned_chains(tree: ast.Module, call: ast.Call, positions: set[int] | Non
         methods = [
             d for d in (owner.body if owner else []) if isinstance(d, ast.FunctionDef) and d.name == call.func.attr
         ]
+        # or a function held in an attribute: DeBERTa's `self.loss_fn = loss_fn if loss_fn is not None else
+        # _loss_fn`, the default a closure defined beside that assignment
+        for function in [d for d in (owner.body if owner else []) if isinstance(d, ast.FunctionDef)]:
+            nested = {d.name: d for d in function.body if isinstance(d, ast.FunctionDef)}
+            for node in ast.walk(function):
+                if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and t.attr == call.func.attr for t in node.targets
+                ):
+                    methods += [
+                        nested[n.id] for n in ast.walk(node.value) if isinstance(n, ast.Name) and n.id in nested
+                    ]
         return set().union(*(_chain_to_returns(m, positions) for m in methods))
     if not isinstance(call.func, ast.Name):
         return set()
