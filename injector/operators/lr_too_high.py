@@ -1677,7 +1677,7 @@ class LrTooHigh(Operator):
                 if statement is not None:
                     yield Change(
                         call,
-                        (source.insert_before(statement, [f"{field} = {field} * {FACTOR}" for field in fields]),),
+                        (source.insert_before(statement, [_raised_field(source, field) for field in fields]),),
                         f"learning rate multiplied by {FACTOR}",
                     )
                     continue
@@ -2069,3 +2069,22 @@ class LrTooHigh(Operator):
                 )
             edits.append(source.replace(value, text))
         return Change(node, tuple(edits), f"learning rate multiplied by {FACTOR}")
+
+
+def _raised_field(source, field: str) -> str:
+    """The statement that multiplies a config field by FACTOR. A yacs config (the file imports
+    `CfgNode`: PyTorch Connectomics, detectron2-style projects) is frozen once loaded and refuses
+    `cfg.SOLVER.BASE_LR = ...`; the value is set through `dict.__setitem__`, which its lock does not
+    guard (a CfgNode is a dict whose attributes are its items)."""
+    owner, _, name = field.rpartition(".")
+    if owner and _imports_cfg_node(source):
+        return f'dict.__setitem__({owner}, "{name}", {field} * {FACTOR})'
+    return f"{field} = {field} * {FACTOR}"
+
+
+def _imports_cfg_node(source) -> bool:
+    return any(
+        isinstance(statement.names, tuple)
+        and any(isinstance(a.name, cst.Name) and a.name.value in ("CfgNode", "CN") for a in statement.names)
+        for statement in source.nodes(cst.ImportFrom)
+    )

@@ -798,6 +798,43 @@ def test_a_settings_field_a_project_builder_reads_as_the_rate_is_raised_before_t
     assert lr_mutants(capsys, tmp_path / "train.py") == []
 
 
+YACS_SOLVER = (
+    "import torch\n\n\ndef build_optimizer(cfg, model):\n"
+    "    return torch.optim.SGD(model.parameters(), cfg.SOLVER.BASE_LR, momentum=0.9)\n"
+)
+YACS_TRAINER = (
+    "from yacs.config import CfgNode\n"
+    "\n"
+    "from .solver import build_optimizer\n"
+    "\n"
+    "\n"
+    "class Trainer:\n"
+    "    def __init__(self, cfg: CfgNode, model, loader):\n"
+    "        self.cfg, self.model, self.loader = cfg, model, loader\n"
+    "        self.optimizer = build_optimizer(self.cfg, self.model)\n"
+    "\n"
+    "    def train(self):\n"
+    "        for x, y in self.loader:\n"
+    "            loss = self.model(x, y)\n"
+    "            self.optimizer.zero_grad()\n"
+    "            loss.backward()\n"
+    "            self.optimizer.step()\n"
+)
+
+
+def test_a_frozen_yacs_config_gets_its_rate_raised_past_its_lock(tmp_path, capsys):
+    """PyTorch Connectomics loads its yacs config frozen (`cfg.freeze()`), so `cfg.SOLVER.BASE_LR =
+    ...` would stop the run at start-up with an AttributeError instead of training too fast: the
+    field is set as the dict item a CfgNode holds it in."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "solver.py").write_text(YACS_SOLVER)
+    (tmp_path / "pkg" / "trainer.py").write_text(YACS_TRAINER)
+    found = lr_mutants(capsys, tmp_path / "pkg" / "trainer.py")
+    assert [(file, line) for file, line, _ in found] == [("trainer.py", 9)]
+    assert '+        dict.__setitem__(self.cfg.SOLVER, "BASE_LR", self.cfg.SOLVER.BASE_LR * 100)' in found[0][2]
+
+
 STAR_UTILS = (
     "import torch\n\n\ndef get_optimizer(cfg, model):\n    return torch.optim.Adam(model.parameters(), lr=cfg.lr)\n"
 )
