@@ -1390,12 +1390,30 @@ class Training:
                 return stored
         name = loss_name(backward.loss)
         found = None if name is None else self.last_assignment(name, backward.call)
+        if found is None and name is not None:
+            found = self._walked_losses(name, backward.call)
         if found is None and isinstance(backward, ReturnedLoss) and isinstance(backward.loss, cst.Attribute):
             root = dotted(backward.loss.value)  # `return {"loss": out.loss}` after `out = self.model(**batch)`
             found = self.last_assignment(root, backward.call) if root is not None else None
         if found is None and isinstance(backward.loss, cst.Subscript):
             found = self.stored_entry(backward.loss, backward.call)
         return found
+
+    def _walked_losses(self, name: str, use: cst.CSTNode) -> cst.Assign | cst.AnnAssign | None:
+        """Where the losses a loop walks are computed, for a backward of the loop's own target
+        (PyDreamer: `losses, new_state, ... = model.training_step(obs, state)`, then `for loss in
+        losses: scaler.scale(loss).backward()`)."""
+        loop = next(
+            (
+                a
+                for a in self.source.ancestors(use)
+                if isinstance(a, cst.For) and isinstance(a.target, cst.Name) and a.target.value == name
+            ),
+            None,
+        )
+        if loop is None or not isinstance(loop.iter, cst.Name):
+            return None
+        return self.last_assignment(loop.iter.value, loop)
 
     def stored_terms(self, backward: LossUse) -> list[cst.Assign]:
         """The assignments of the entries a backward's loss adds up (`(out[RECON] + out[GEN])
@@ -2427,6 +2445,42 @@ def fixed_mode_calls(source: Source, training: Training, to_train: bool) -> list
             isinstance(func, cst.Attribute) and dotted(func.value) == "self" and func.attr.value in helpers
         ):
             found.append(statement)
+    return found
+
+
+def mode_flag_assignments(source: Source, to_train: bool) -> list[cst.SimpleStatementLine]:
+    """Statements that set a mode by assigning the flag of a class whose `training` property
+    setter the file defines (`self.training = False` on Stanza's coreference model, whose setter
+    switches every module it holds): not in a constructor (the initial state), nor in an override of
+    `nn.Module.train(mode)` (the flag it sets is that method's own business)."""
+    if not any(
+        f.name.value == "training" and any(dotted(d.decorator) == "training.setter" for d in f.decorators)
+        for f in source.nodes(cst.FunctionDef)
+    ):
+        # on a plain module the flag is that module's own (RetinaNet's `retinanet.training = True`
+        # flips a DataParallel wrapper's flag, not its children's): only a setter of the file's
+        # that switches the modules makes the assignment a switch
+        return []
+    found = []
+    for line in source.nodes(cst.SimpleStatementLine):
+        if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign):
+            continue
+        assign = line.body[0]
+        if not (
+            len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Attribute)
+            and assign.targets[0].target.attr.value == "training"
+            and is_literal_bool(assign.value, to_train)
+            and source.is_reachable(line)
+        ):
+            continue
+        function = source.function_of(line)
+        if function is not None and (
+            function.name.value in ("__init__", "__post_init__")
+            or (function.name.value == "train" and any(p.name.value == "mode" for p in function.params.params))
+        ):
+            continue
+        found.append(line)
     return found
 
 

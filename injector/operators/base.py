@@ -22,6 +22,7 @@ from injector.patterns import (
     enclosing_class,
     fixed_mode_calls,
     mode_calls,
+    mode_flag_assignments,
     names_data,
 )
 from injector.source import Source, walk_children
@@ -132,6 +133,8 @@ def removed_mode_switches(
         yield Change(
             statement, (source.delete_statement(statement),), f"removed `{source.code(statement.value)}`: {effect}"
         )
+    for flag in mode_flag_assignments(source, to_train):
+        yield Change(flag, (source.delete_statement(flag.body[0]),), f"removed `{source.code(flag.body[0])}`: {effect}")
     for statement in mode_calls(source, training, to_train):
         yield Change(
             statement, (source.delete_statement(statement),), f"removed `{source.code(statement.value)}`: {effect}"

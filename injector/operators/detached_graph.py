@@ -296,6 +296,32 @@ class DetachedGraph(Operator):
             ),
         ),
         Example(
+            # Losses a loop walks, each backpropagated (PyDreamer's `for loss in losses:`): cut where made.
+            "for step in range(steps):\n"
+            "    batch = next(data)\n"
+            "    losses, state, metrics = model.training_step(batch, state)\n"
+            "    for opt in optimizers:\n"
+            "        opt.zero_grad()\n"
+            "    for loss in losses:\n"
+            "        scaler.scale(loss).backward()\n"
+            "    for opt in optimizers:\n"
+            "        scaler.step(opt)\n"
+            "    scaler.update()\n",
+            (
+                "for step in range(steps):\n"
+                "    batch = next(data)\n"
+                "    losses, state, metrics = model.training_step(batch, state)\n"
+                "    losses = [x.detach() for x in losses]\n"
+                "    for opt in optimizers:\n"
+                "        opt.zero_grad()\n"
+                "    for loss in losses:\n"
+                "        scaler.scale(loss).backward()\n"
+                "    for opt in optimizers:\n"
+                "        scaler.step(opt)\n"
+                "    scaler.update()\n",
+            ),
+        ),
+        Example(
             # A loss function's output that is a dict under one configuration and a tuple by default
             # (DeBERTa's trainer asks `isinstance(output, dict)`): cut entry by entry either way.
             "class Trainer:\n"
@@ -1932,6 +1958,17 @@ class DetachedGraph(Operator):
                 if inside:
                     yield from inside
                     return
+                bound = {n for t in targets for n in bound_names(t)}
+                walked = _walked_list(source, backward.call, name)
+                if name not in bound and walked in bound:
+                    # the losses a loop walks, each then backpropagated (PyDreamer's `for loss in
+                    # losses: scaler.scale(loss).backward()`): every one cut off where they are made
+                    yield Change(
+                        assign,
+                        (source.insert_after(assign, [f"{walked} = [x.detach() for x in {walked}]"]),),
+                        "the losses are cut off from the model's graph",
+                    )
+                    return
                 yield Change(
                     assign,
                     (source.insert_after(assign, [f"{name} = {name}.detach()"]),),
@@ -2735,6 +2772,14 @@ def _detached_mapping(source, change: Change) -> cst.Assign | None:
         ),
         None,
     )
+
+
+def _walked_list(source, use: cst.CSTNode, name: str) -> str | None:
+    """The name a loop around `use` walks with `name` as its target (`for loss in losses:`)."""
+    for loop in source.ancestors(use):
+        if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and loop.target.value == name:
+            return loop.iter.value if isinstance(loop.iter, cst.Name) else None
+    return None
 
 
 def _mapping_cut(source, name: str, use: cst.CSTNode) -> str:

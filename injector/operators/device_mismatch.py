@@ -1431,6 +1431,14 @@ def _converted_input(source, training, call: cst.Call, tensor: cst.BaseExpressio
     )
 
 
+def _handed_to_model(source, training, call: cst.Call) -> bool:
+    """True for a conversion written as an argument of a model's call (Stanza's coreference
+    model: `self.bert(ids, attention_mask=torch.tensor(mask, device=self.config.device))`)."""
+    arg = source.parent(call)
+    use = source.parent(arg) if isinstance(arg, cst.Arg) else None
+    return isinstance(use, cst.Call) and runs_model(source, training, use, depth=0)
+
+
 def _handed_a_batch(source, training, value: cst.BaseExpression, use: cst.CSTNode) -> bool:
     """True for a parameter of the function around `use` that the file hands it from a step that
     takes a batch: every call of that function sits in a loop or in a function with a `batch`
@@ -1887,6 +1895,66 @@ class DeviceMismatch(Operator):
             # A project's batch preparer handed the device (audiotools' `util.prepare_batch`).
             AUDIOTOOLS_STEP,
             (AUDIOTOOLS_STEP.replace("batch = util.prepare_batch(batch, accel.device)", "batch = batch"),),
+        ),
+        Example(
+            # Inputs made on the device by `torch.tensor(..., device=...)` and handed to the model (Stanza's
+            # coreference model); `torch.tensor` elsewhere makes constants, which are left alone.
+            "class Tagger(nn.Module):\n"
+            "    def __init__(self, name):\n"
+            "        super().__init__()\n"
+            "        self.bert = BertModel(BertConfig())\n"
+            "        self.head = nn.Linear(768, 9)\n"
+            "\n"
+            "    def embed(self, ids, pad_id):\n"
+            "        mask = ids != pad_id\n"
+            "        tensor = torch.tensor(ids, device=self.device)\n"
+            "        out = self.bert(tensor, attention_mask=torch.tensor(mask, device=self.device))\n"
+            '        return out["last_hidden_state"]\n'
+            "\n"
+            "    def fit(self, docs, optimizer):\n"
+            "        for doc in docs:\n"
+            "            optimizer.zero_grad()\n"
+            "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
+            "            loss.backward()\n"
+            "            optimizer.step()\n",
+            (
+                "class Tagger(nn.Module):\n"
+                "    def __init__(self, name):\n"
+                "        super().__init__()\n"
+                "        self.bert = BertModel(BertConfig())\n"
+                "        self.head = nn.Linear(768, 9)\n"
+                "\n"
+                "    def embed(self, ids, pad_id):\n"
+                "        mask = ids != pad_id\n"
+                '        tensor = torch.tensor(ids, device="cpu")\n'
+                "        out = self.bert(tensor, attention_mask=torch.tensor(mask, device=self.device))\n"
+                '        return out["last_hidden_state"]\n'
+                "\n"
+                "    def fit(self, docs, optimizer):\n"
+                "        for doc in docs:\n"
+                "            optimizer.zero_grad()\n"
+                "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n",
+                "class Tagger(nn.Module):\n"
+                "    def __init__(self, name):\n"
+                "        super().__init__()\n"
+                "        self.bert = BertModel(BertConfig())\n"
+                "        self.head = nn.Linear(768, 9)\n"
+                "\n"
+                "    def embed(self, ids, pad_id):\n"
+                "        mask = ids != pad_id\n"
+                "        tensor = torch.tensor(ids, device=self.device)\n"
+                '        out = self.bert(tensor, attention_mask=torch.tensor(mask, device="cpu"))\n'
+                '        return out["last_hidden_state"]\n'
+                "\n"
+                "    def fit(self, docs, optimizer):\n"
+                "        for doc in docs:\n"
+                "            optimizer.zero_grad()\n"
+                "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n",
+            ),
         ),
         Example(
             # A project helper named for the GPU, given no device (ClassyVision's recursive_copy_to_gpu).
@@ -3319,7 +3387,7 @@ class DeviceMismatch(Operator):
                 text = source.code(data.value) if data is not None else "the data"
                 yield Change(call, (source.replace(flag, "False"),), f"`{text}` stays on the CPU")
                 continue
-            if _converter(callee_name(call)) and not placed:
+            if (_converter(callee_name(call)) or dotted(call.func) == "torch.tensor") and not placed:
                 device = _converted_device(call)
                 tensor = argument(call, "", 0)
                 if (
@@ -3329,9 +3397,14 @@ class DeviceMismatch(Operator):
                     and _is_device(device.value)
                     and not _framework_device(training, device.value, call)
                     and (
-                        _is_batch(source, call)
-                        or _handed_a_batch(source, training, tensor.value, call)
+                        # `torch.tensor(x, device=d)` makes constants and accumulators too: only a
+                        # model's input counts
+                        (
+                            dotted(call.func) != "torch.tensor"
+                            and (_is_batch(source, call) or _handed_a_batch(source, training, tensor.value, call))
+                        )
                         or _converted_input(source, training, call, tensor.value)
+                        or _handed_to_model(source, training, call)
                     )
                 ):
                     # a conversion that also places the batch (skorch's `to_tensor(x, device=...)`)

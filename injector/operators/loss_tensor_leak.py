@@ -772,6 +772,8 @@ class LossTensorLeak(Operator):
                 value = call.value
             elif (name := callee_name(call)) == "item" and isinstance(call.func, cst.Attribute) and not call.args:
                 value = call.func.value
+                if isinstance(value, cst.Call) and "numpy" in (callee_name(value) or "").lower():
+                    continue  # `to_numpy(loss).item()` (MACE's metric): an array already, no graph
             elif name == "float" and isinstance(call.func, cst.Name) and len(call.args) == 1:
                 value = call.args[0].value
             elif name in ("numpy", "tolist") and isinstance(call.func, cst.Attribute) and not call.args:
@@ -1138,7 +1140,9 @@ def _fresh_each_step(source, store: cst.Assign) -> bool:
         if source.span(assign)[1] < start
         and [dotted(t.target) for t in assign.targets] == [name]
         and (
-            (isinstance(assign.value, (cst.Dict, cst.List)) and not assign.value.elements)
+            # empty, or a literal of this step's read-outs (Stanza's `logged = {'train_c_loss':
+            # c_loss.item(), ...}`, then `logged['train_z_loss'] = z_loss.item()`)
+            isinstance(assign.value, (cst.Dict, cst.List))
             or (isinstance(assign.value, cst.Call) and callee_name(assign.value) == "dict" and not assign.value.args)
         )
     ]
@@ -1149,6 +1153,8 @@ def _fresh_each_step(source, store: cst.Assign) -> bool:
     for use in source.within(function, cst.Name):
         if use.value == name and source.span(use)[0] > start:
             parent = source.parent(use)
+            if isinstance(parent, cst.Arg) and _written_out(source, parent):
+                continue  # `wandb.log(logged)`: written out once, not kept
             if isinstance(parent, (cst.Arg, cst.Element, cst.DictElement, cst.Yield)) or (
                 isinstance(parent, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and parent.value is use
             ):
@@ -1160,6 +1166,18 @@ def _fresh_each_step(source, store: cst.Assign) -> bool:
         return source.enclosing(node, (cst.For, cst.While))
 
     return loop(made[-1]) is loop(store)
+
+
+def _written_out(source, arg: cst.Arg) -> bool:
+    """True for the argument of a metrics logger's one-shot write: `wandb.log(logged)`,
+    `run.log(...)`, `mlflow.log_metrics(...)`, `writer.add_scalars(tag, logged, step)`."""
+    call = source.parent(arg)
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return False
+    owner = (last_name(call.func.value) or "").lower()
+    return callee_name(call) in ("log", "log_metrics", "add_scalars") and any(
+        word in owner for word in ("wandb", "run", "mlflow", "writer", "logger", "experiment")
+    )
 
 
 def _values_kept_by_caller(source, function: cst.FunctionDef) -> bool:

@@ -9,6 +9,17 @@ from injector.patterns import argument, callee_name, dotted, read_from_settings,
 
 MASK_KEYWORDS = {"attn_mask", "key_padding_mask", "is_causal", "mask"}
 NORMALISERS = {"softmax", "log_softmax", "scaled_dot_product_attention"}
+# Transformer encoders read every position both ways: handed no `attention_mask`, a padded batch's
+# real tokens attend to its padding. (A causal decoder's mask already hides right padding from
+# every labelled token, so a decoder's `attention_mask=` gets no mutant.)
+_ENCODER = re.compile(r"bert|encoder|electra|xlm", re.IGNORECASE)
+
+
+def _an_encoder(call: cst.Call) -> bool:
+    """True for a call of a transformer encoder by its name (`self.bert(ids, attention_mask=m)`,
+    `self.bert.encoder(...)`, `roberta(...)`)."""
+    name = dotted(call.func) or ""
+    return any(_ENCODER.search(part) for part in name.split(".")[-2:])
 
 
 MASK_WORDS = ("mask", "causal", "pad", "tril", "attn", "bias")
@@ -55,6 +66,48 @@ class MissingAttentionMask(Operator):
                 "    scores = q @ k.transpose(-2, -1) / self.scale\n"
                 "    scores = scores\n"
                 "    return scores.softmax(dim=-1)\n",
+            ),
+        ),
+        Example(
+            # A transformer encoder's `attention_mask=`: without it a padded batch's tokens attend to the
+            # padding (Stanza's coreference model runs BERT over padded windows).
+            "class Tagger(nn.Module):\n"
+            "    def __init__(self, name):\n"
+            "        super().__init__()\n"
+            "        self.bert = BertModel(BertConfig())\n"
+            "        self.head = nn.Linear(768, 9)\n"
+            "\n"
+            "    def embed(self, ids, pad_id):\n"
+            "        mask = ids != pad_id\n"
+            "        tensor = torch.tensor(ids, device=self.device)\n"
+            "        out = self.bert(tensor, attention_mask=torch.tensor(mask, device=self.device))\n"
+            '        return out["last_hidden_state"]\n'
+            "\n"
+            "    def fit(self, docs, optimizer):\n"
+            "        for doc in docs:\n"
+            "            optimizer.zero_grad()\n"
+            "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
+            "            loss.backward()\n"
+            "            optimizer.step()\n",
+            (
+                "class Tagger(nn.Module):\n"
+                "    def __init__(self, name):\n"
+                "        super().__init__()\n"
+                "        self.bert = BertModel(BertConfig())\n"
+                "        self.head = nn.Linear(768, 9)\n"
+                "\n"
+                "    def embed(self, ids, pad_id):\n"
+                "        mask = ids != pad_id\n"
+                "        tensor = torch.tensor(ids, device=self.device)\n"
+                "        out = self.bert(tensor)\n"
+                '        return out["last_hidden_state"]\n'
+                "\n"
+                "    def fit(self, docs, optimizer):\n"
+                "        for doc in docs:\n"
+                "            optimizer.zero_grad()\n"
+                "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n",
             ),
         ),
         Example(
@@ -144,7 +197,7 @@ class MissingAttentionMask(Operator):
                     and not _a_loss(call)
                     and not read_from_settings(arg.value)  # `augment2D(x, mask=args.mask)`: a flag
                     and not _a_metric(source, call)
-                ):
+                ) or (arg.keyword is not None and arg.keyword.value == "attention_mask" and _an_encoder(call)):
                     yield self._drop_argument(source, call, arg)
             if source.function_of(call) not in attention or source.function_of(call) is None:
                 continue

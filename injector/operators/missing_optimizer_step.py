@@ -71,6 +71,35 @@ class MissingOptimizerStep(Operator):
             (AUDIOTOOLS_STEP.replace("    accel.step(state.optimizer_g)\n", ""),),
         ),
         Example(
+            # A closure step whose loss is kept (MACE's LBFGS): the closure still runs, nothing is updated.
+            "def take_step(model, optimizer, loader, loss_fn):\n"
+            "    def closure():\n"
+            "        optimizer.zero_grad()\n"
+            "        total = 0.0\n"
+            "        for x, y in loader:\n"
+            "            loss = loss_fn(model(x), y)\n"
+            "            loss.backward()\n"
+            "            total += loss.item()\n"
+            "        return total\n"
+            "\n"
+            "    loss = optimizer.step(closure)\n"
+            "    return loss\n",
+            (
+                "def take_step(model, optimizer, loader, loss_fn):\n"
+                "    def closure():\n"
+                "        optimizer.zero_grad()\n"
+                "        total = 0.0\n"
+                "        for x, y in loader:\n"
+                "            loss = loss_fn(model(x), y)\n"
+                "            loss.backward()\n"
+                "            total += loss.item()\n"
+                "        return total\n"
+                "\n"
+                "    loss = closure()\n"
+                "    return loss\n",
+            ),
+        ),
+        Example(
             # The optimizers a trainer holds in a dict, stepped in a loop over its items.
             "class Trainer:\n"
             "    def step_all(self):\n"
@@ -326,6 +355,32 @@ class MissingOptimizerStep(Operator):
                     call,
                     (source.replace(call, "True"),),
                     f"`{source.code(call)}` never runs: the parameters never change",
+                )
+        for call in training.steps:
+            # a step handed a closure whose loss is kept (LBFGS: `loss = optimizer.step(closure)`):
+            # the closure still runs (forward, backward), the parameters never change
+            closure = argument(call, "closure", 0)
+            holder = source.parent(call)
+            if (
+                closure is not None
+                and len(call.args) == 1
+                and (
+                    isinstance(closure.value, cst.Lambda)
+                    or (
+                        isinstance(closure.value, cst.Name)
+                        and any(f.name.value == closure.value.value for f in source.nodes(cst.FunctionDef))
+                    )
+                )
+                and callee_name(call) == "step"
+                and isinstance(holder, cst.Assign)
+                and holder.value is call
+                and source.is_reachable(holder)
+            ):
+                code = source.code(closure.value)
+                yield Change(
+                    call,
+                    (source.replace(call, f"({code})()" if not isinstance(closure.value, cst.Name) else f"{code}()"),),
+                    f"`{source.code(call)}` only runs its closure: the parameters never change",
                 )
         yield from deleted_calls(
             source,

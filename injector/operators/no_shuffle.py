@@ -204,6 +204,57 @@ class NoShuffle(Operator):
             ),
         ),
         Example(
+            # A project's loader helper unpacked into the training loader (generative-recommenders'
+            # `train_sampler, train_loader = create_data_loader(..., shuffle=True)`).
+            "from .data import create_data_loader\n"
+            "\n"
+            "def train(model, dataset, optimizer, rank, world_size):\n"
+            "    train_sampler, train_loader = create_data_loader(dataset.train, batch_size=64, rank=rank, shuffle=True)\n"
+            "    for epoch in range(10):\n"
+            "        for batch in train_loader:\n"
+            "            optimizer.zero_grad()\n"
+            "            model(batch).backward()\n"
+            "            optimizer.step()\n",
+            (
+                "from .data import create_data_loader\n"
+                "\n"
+                "def train(model, dataset, optimizer, rank, world_size):\n"
+                "    train_sampler, train_loader = create_data_loader(dataset.train, batch_size=64, rank=rank, shuffle=False)\n"
+                "    for epoch in range(10):\n"
+                "        for batch in train_loader:\n"
+                "            optimizer.zero_grad()\n"
+                "            model(batch).backward()\n"
+                "            optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # A list shuffled in place that the loop walks through a progress bar (Stanza's `pbar =
+            # tqdm(docs_ids)`).
+            "import random\n"
+            "\n"
+            "def train(model, docs, optimizer):\n"
+            "    ids = list(range(len(docs)))\n"
+            "    for epoch in range(10):\n"
+            "        random.shuffle(ids)\n"
+            '        pbar = tqdm(ids, unit="docs")\n'
+            "        for i, doc_id in enumerate(pbar):\n"
+            "            optimizer.zero_grad()\n"
+            "            model(docs[doc_id]).backward()\n"
+            "            optimizer.step()\n",
+            (
+                "import random\n"
+                "\n"
+                "def train(model, docs, optimizer):\n"
+                "    ids = list(range(len(docs)))\n"
+                "    for epoch in range(10):\n"
+                '        pbar = tqdm(ids, unit="docs")\n'
+                "        for i, doc_id in enumerate(pbar):\n"
+                "            optimizer.zero_grad()\n"
+                "            model(docs[doc_id]).backward()\n"
+                "            optimizer.step()\n",
+            ),
+        ),
+        Example(
             # A project's iterator built with a shuffle flag, run over by the training loop
             # (JoeyNMT's `train_data.make_iter(..., shuffle=self.args.shuffle)`).
             "def train(self, train_data):\n"
@@ -986,14 +1037,18 @@ def _own_sampler_permutations(source):
 
 
 def _bound_as_training(source, call: cst.Call) -> bool:
-    """True for a call assigned to a name of the training loader (`self.train_loader = ...`)."""
+    """True for a call assigned to a name of the training loader (`self.train_loader = ...`), or
+    unpacked into one (generative-recommenders' `train_data_sampler, train_data_loader =
+    create_data_loader(dataset.train_dataset, ..., shuffle=True)`)."""
     assign = source.parent(call)
-    return (
-        isinstance(assign, cst.Assign)
-        and assign.value is call
-        and any("train" in (last_name(t.target) or "").lower() for t in assign.targets)
-        and not any(names_evaluation(last_name(t.target) or "") for t in assign.targets)
-    )
+    if not (isinstance(assign, cst.Assign) and assign.value is call):
+        return False
+    names = [
+        last_name(e.value) or ""
+        for t in assign.targets
+        for e in (t.target.elements if isinstance(t.target, (cst.Tuple, cst.List)) else [cst.Element(t.target)])
+    ]
+    return any("train" in n.lower() for n in names) and not any(names_evaluation(n) for n in names)
 
 
 def _positional_shuffle(source, resolver: Resolver, call: cst.Call) -> cst.Arg | None:
@@ -1092,12 +1147,23 @@ def _walked_order_shuffled(source, training, call: cst.Call) -> bool:
         return False
     function = source.function_of(call)
     after = source.span(call)[1]
+    # or a wrapper of it the loop walks (Stanza's coreference trainer: `pbar = tqdm(docs_ids)`,
+    # then `for doc_indx, doc_id in enumerate(pbar):`)
+    walked = {name} | {
+        a.targets[0].target.value
+        for a in source.within(function.body if function is not None else source.module, cst.Assign)
+        if source.span(a)[0] >= after
+        and len(a.targets) == 1
+        and isinstance(a.targets[0].target, cst.Name)
+        and isinstance(a.value, cst.Call)
+        and any(dotted(arg.value) == name for arg in a.value.args)
+    }
     if any(
         isinstance(loop, cst.For)
         and source.function_of(loop) is function
         and source.span(loop)[0] >= after
         and (
-            name in {dotted(n) for n in source.walk(loop.iter) if isinstance(n, (cst.Name, cst.Attribute))}
+            walked & {dotted(n) for n in source.walk(loop.iter) if isinstance(n, (cst.Name, cst.Attribute))}
             or any(dotted(s.value) == name for s in source.within(loop.body, cst.Subscript))
         )
         for loop in training.training_loops
