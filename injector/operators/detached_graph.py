@@ -25,6 +25,7 @@ from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
     BRANCH_ADDED_TERM_STEP,
     CONTROLLER_STEP,
+    DEFAULT_LOSS_FN,
     GAN_GENERATOR_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
@@ -40,6 +41,7 @@ from injector.operators.snippets import (
     SR_MODEL_STEP,
     STORED_LOSS_TRAINER,
     TUPLE_TRAINER,
+    WALKED_LOSSES,
     WEIGHTED_TERMS_STEP,
 )
 from injector.patterns import (
@@ -297,96 +299,30 @@ class DetachedGraph(Operator):
         ),
         Example(
             # Losses a loop walks, each backpropagated (PyDreamer's `for loss in losses:`): cut where made.
-            "for step in range(steps):\n"
-            "    batch = next(data)\n"
-            "    losses, state, metrics = model.training_step(batch, state)\n"
-            "    for opt in optimizers:\n"
-            "        opt.zero_grad()\n"
-            "    for loss in losses:\n"
-            "        scaler.scale(loss).backward()\n"
-            "    for opt in optimizers:\n"
-            "        scaler.step(opt)\n"
-            "    scaler.update()\n",
+            WALKED_LOSSES,
             (
-                "for step in range(steps):\n"
-                "    batch = next(data)\n"
-                "    losses, state, metrics = model.training_step(batch, state)\n"
-                "    losses = [x.detach() for x in losses]\n"
-                "    for opt in optimizers:\n"
-                "        opt.zero_grad()\n"
-                "    for loss in losses:\n"
-                "        scaler.scale(loss).backward()\n"
-                "    for opt in optimizers:\n"
-                "        scaler.step(opt)\n"
-                "    scaler.update()\n",
+                WALKED_LOSSES.replace(
+                    "    losses, state, metrics = model.training_step(batch, state)\n",
+                    "    losses, state, metrics = model.training_step(batch, state)\n    losses = [x.detach() for x in losses]\n",
+                ),
             ),
         ),
         Example(
             # A loss function's output that is a dict under one configuration and a tuple by default
             # (DeBERTa's trainer asks `isinstance(output, dict)`): cut entry by entry either way.
-            "class Trainer:\n"
-            "    def __init__(self, model, loss_fn=None):\n"
-            "        def _loss_fn(trainer, model, batch):\n"
-            "            _, loss = model(**batch)\n"
-            '            return loss.mean(), batch["input_ids"].size(0)\n'
-            "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
-            "\n"
-            "    def step(self, batch):\n"
-            "        output = self.loss_fn(self, self.model, batch)\n"
-            "        if isinstance(output, dict):\n"
-            '            loss = output["loss"]\n'
-            "        else:\n"
-            "            loss, size = output\n"
-            "        loss.backward()\n"
-            "        self.optimizer.step()\n",
+            DEFAULT_LOSS_FN,
             (
-                "class Trainer:\n"
-                "    def __init__(self, model, loss_fn=None):\n"
-                "        def _loss_fn(trainer, model, batch):\n"
-                "            _, loss = model(**batch)\n"
-                '            return loss.mean(), batch["input_ids"].size(0)\n'
-                "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
-                "\n"
-                "    def step(self, batch):\n"
-                "        output = self.loss_fn(self, self.model, batch)\n"
-                "        if isinstance(output, dict):\n"
-                '            loss = output["loss"].detach()\n'
-                "        else:\n"
-                "            loss, size = output\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n",
-                "class Trainer:\n"
-                "    def __init__(self, model, loss_fn=None):\n"
-                "        def _loss_fn(trainer, model, batch):\n"
-                "            _, loss = model(**batch)\n"
-                '            return loss.mean(), batch["input_ids"].size(0)\n'
-                "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
-                "\n"
-                "    def step(self, batch):\n"
-                "        output = self.loss_fn(self, self.model, batch)\n"
-                "        if isinstance(output, dict):\n"
-                '            loss = output["loss"]\n'
-                "        else:\n"
-                "            loss, size = output\n"
-                "            loss = loss.detach()\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n",
-                "class Trainer:\n"
-                "    def __init__(self, model, loss_fn=None):\n"
-                "        def _loss_fn(trainer, model, batch):\n"
-                "            _, loss = model(**batch)\n"
-                '            return loss.mean(), batch["input_ids"].size(0)\n'
-                "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
-                "\n"
-                "    def step(self, batch):\n"
-                "        output = self.loss_fn(self, self.model, batch)\n"
-                '        output = {k: v.detach() for k, v in output.items()} if isinstance(output, dict) else type(output)(v.detach() if hasattr(v, "detach") else v for v in output)\n'
-                "        if isinstance(output, dict):\n"
-                '            loss = output["loss"]\n'
-                "        else:\n"
-                "            loss, size = output\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n",
+                DEFAULT_LOSS_FN.replace(
+                    '            loss = output["loss"]\n', '            loss = output["loss"].detach()\n'
+                ),
+                DEFAULT_LOSS_FN.replace(
+                    "            loss, size = output\n",
+                    "            loss, size = output\n            loss = loss.detach()\n",
+                ),
+                DEFAULT_LOSS_FN.replace(
+                    "        output = self.loss_fn(self, self.model, batch)\n",
+                    '        output = self.loss_fn(self, self.model, batch)\n        output = {k: v.detach() for k, v in output.items()} if isinstance(output, dict) else type(output)(v.detach() if hasattr(v, "detach") else v for v in output)\n',
+                ),
             ),
         ),
         Example(

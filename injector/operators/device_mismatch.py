@@ -7,6 +7,7 @@ from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
     BATCH_TAKING_STEP,
+    ENCODER_INPUTS,
     LOSS_HELPER_TRAINER,
     MICROBATCH_TRAINER,
     SR_MODEL_STEP,
@@ -1899,61 +1900,16 @@ class DeviceMismatch(Operator):
         Example(
             # Inputs made on the device by `torch.tensor(..., device=...)` and handed to the model (Stanza's
             # coreference model); `torch.tensor` elsewhere makes constants, which are left alone.
-            "class Tagger(nn.Module):\n"
-            "    def __init__(self, name):\n"
-            "        super().__init__()\n"
-            "        self.bert = BertModel(BertConfig())\n"
-            "        self.head = nn.Linear(768, 9)\n"
-            "\n"
-            "    def embed(self, ids, pad_id):\n"
-            "        mask = ids != pad_id\n"
-            "        tensor = torch.tensor(ids, device=self.device)\n"
-            "        out = self.bert(tensor, attention_mask=torch.tensor(mask, device=self.device))\n"
-            '        return out["last_hidden_state"]\n'
-            "\n"
-            "    def fit(self, docs, optimizer):\n"
-            "        for doc in docs:\n"
-            "            optimizer.zero_grad()\n"
-            "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
-            "            loss.backward()\n"
-            "            optimizer.step()\n",
+            ENCODER_INPUTS,
             (
-                "class Tagger(nn.Module):\n"
-                "    def __init__(self, name):\n"
-                "        super().__init__()\n"
-                "        self.bert = BertModel(BertConfig())\n"
-                "        self.head = nn.Linear(768, 9)\n"
-                "\n"
-                "    def embed(self, ids, pad_id):\n"
-                "        mask = ids != pad_id\n"
-                '        tensor = torch.tensor(ids, device="cpu")\n'
-                "        out = self.bert(tensor, attention_mask=torch.tensor(mask, device=self.device))\n"
-                '        return out["last_hidden_state"]\n'
-                "\n"
-                "    def fit(self, docs, optimizer):\n"
-                "        for doc in docs:\n"
-                "            optimizer.zero_grad()\n"
-                "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n",
-                "class Tagger(nn.Module):\n"
-                "    def __init__(self, name):\n"
-                "        super().__init__()\n"
-                "        self.bert = BertModel(BertConfig())\n"
-                "        self.head = nn.Linear(768, 9)\n"
-                "\n"
-                "    def embed(self, ids, pad_id):\n"
-                "        mask = ids != pad_id\n"
-                "        tensor = torch.tensor(ids, device=self.device)\n"
-                '        out = self.bert(tensor, attention_mask=torch.tensor(mask, device="cpu"))\n'
-                '        return out["last_hidden_state"]\n'
-                "\n"
-                "    def fit(self, docs, optimizer):\n"
-                "        for doc in docs:\n"
-                "            optimizer.zero_grad()\n"
-                "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n",
+                ENCODER_INPUTS.replace(
+                    "        tensor = torch.tensor(ids, device=self.device)\n",
+                    '        tensor = torch.tensor(ids, device="cpu")\n',
+                ),
+                ENCODER_INPUTS.replace(
+                    "        out = self.bert(tensor, attention_mask=torch.tensor(mask, device=self.device))\n",
+                    '        out = self.bert(tensor, attention_mask=torch.tensor(mask, device="cpu"))\n',
+                ),
             ),
         ),
         Example(

@@ -5,6 +5,7 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import ENCODER_INPUTS
 from injector.patterns import argument, callee_name, dotted, read_from_settings, statement_call
 
 MASK_KEYWORDS = {"attn_mask", "key_padding_mask", "is_causal", "mask"}
@@ -71,43 +72,12 @@ class MissingAttentionMask(Operator):
         Example(
             # A transformer encoder's `attention_mask=`: without it a padded batch's tokens attend to the
             # padding (Stanza's coreference model runs BERT over padded windows).
-            "class Tagger(nn.Module):\n"
-            "    def __init__(self, name):\n"
-            "        super().__init__()\n"
-            "        self.bert = BertModel(BertConfig())\n"
-            "        self.head = nn.Linear(768, 9)\n"
-            "\n"
-            "    def embed(self, ids, pad_id):\n"
-            "        mask = ids != pad_id\n"
-            "        tensor = torch.tensor(ids, device=self.device)\n"
-            "        out = self.bert(tensor, attention_mask=torch.tensor(mask, device=self.device))\n"
-            '        return out["last_hidden_state"]\n'
-            "\n"
-            "    def fit(self, docs, optimizer):\n"
-            "        for doc in docs:\n"
-            "            optimizer.zero_grad()\n"
-            "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
-            "            loss.backward()\n"
-            "            optimizer.step()\n",
+            ENCODER_INPUTS,
             (
-                "class Tagger(nn.Module):\n"
-                "    def __init__(self, name):\n"
-                "        super().__init__()\n"
-                "        self.bert = BertModel(BertConfig())\n"
-                "        self.head = nn.Linear(768, 9)\n"
-                "\n"
-                "    def embed(self, ids, pad_id):\n"
-                "        mask = ids != pad_id\n"
-                "        tensor = torch.tensor(ids, device=self.device)\n"
-                "        out = self.bert(tensor)\n"
-                '        return out["last_hidden_state"]\n'
-                "\n"
-                "    def fit(self, docs, optimizer):\n"
-                "        for doc in docs:\n"
-                "            optimizer.zero_grad()\n"
-                "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n",
+                ENCODER_INPUTS.replace(
+                    "        out = self.bert(tensor, attention_mask=torch.tensor(mask, device=self.device))\n",
+                    "        out = self.bert(tensor)\n",
+                ),
             ),
         ),
         Example(

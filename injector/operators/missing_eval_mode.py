@@ -6,7 +6,14 @@ import libcst as cst
 
 from injector.neighbours import bound_arguments, top_level
 from injector.operators.base import Change, Example, Operator, inherited_mode_helper_calls, removed_mode_switches
-from injector.operators.snippets import CALLBACK_RUNNER, CRITIC_WITH_DROPOUT, MICROBATCH_TRAINER, MLP_CRITIC
+from injector.operators.snippets import (
+    CALLBACK_RUNNER,
+    CRITIC_WITH_DROPOUT,
+    FLAG_CHOSEN_EVAL,
+    MICROBATCH_TRAINER,
+    MLP_CRITIC,
+    TRAINING_PROPERTY,
+)
 from injector.patterns import (
     argument,
     bound_parameter,
@@ -382,96 +389,21 @@ class MissingEvalMode(Operator):
         Example(
             # A mode set by assigning the flag (Stanza's coreference model: its `training` property switches
             # every module it holds): the assignment deleted.
-            "class CorefModel:\n"
-            "    @property\n"
-            "    def training(self):\n"
-            "        return self._training\n"
-            "\n"
-            "    @training.setter\n"
-            "    def training(self, value):\n"
-            "        self._training = value\n"
-            "        for module in self.trainable.values():\n"
-            "            module.train(value)\n"
-            "\n"
-            "    @torch.no_grad()\n"
-            "    def evaluate(self, docs):\n"
-            "        self.training = False\n"
-            "        return [self.run(doc) for doc in docs]\n"
-            "\n"
-            "    def train(self, docs):\n"
-            "        for epoch in range(self.epochs):\n"
-            "            self.training = True\n"
-            "            for doc in docs:\n"
-            "                self.optimizer.zero_grad()\n"
-            "                self.loss_fn(self.run(doc)).backward()\n"
-            "                self.optimizer.step()\n"
-            "            self.evaluate(self.dev)\n",
+            TRAINING_PROPERTY,
             (
-                "class CorefModel:\n"
-                "    @property\n"
-                "    def training(self):\n"
-                "        return self._training\n"
-                "\n"
-                "    @training.setter\n"
-                "    def training(self, value):\n"
-                "        self._training = value\n"
-                "        for module in self.trainable.values():\n"
-                "            module.train(True)\n"
-                "\n"
-                "    @torch.no_grad()\n"
-                "    def evaluate(self, docs):\n"
-                "        self.training = False\n"
-                "        return [self.run(doc) for doc in docs]\n"
-                "\n"
-                "    def train(self, docs):\n"
-                "        for epoch in range(self.epochs):\n"
-                "            self.training = True\n"
-                "            for doc in docs:\n"
-                "                self.optimizer.zero_grad()\n"
-                "                self.loss_fn(self.run(doc)).backward()\n"
-                "                self.optimizer.step()\n"
-                "            self.evaluate(self.dev)\n",
-                "class CorefModel:\n"
-                "    @property\n"
-                "    def training(self):\n"
-                "        return self._training\n"
-                "\n"
-                "    @training.setter\n"
-                "    def training(self, value):\n"
-                "        self._training = value\n"
-                "        for module in self.trainable.values():\n"
-                "            module.train(value)\n"
-                "\n"
-                "    @torch.no_grad()\n"
-                "    def evaluate(self, docs):\n"
-                "        return [self.run(doc) for doc in docs]\n"
-                "\n"
-                "    def train(self, docs):\n"
-                "        for epoch in range(self.epochs):\n"
-                "            self.training = True\n"
-                "            for doc in docs:\n"
-                "                self.optimizer.zero_grad()\n"
-                "                self.loss_fn(self.run(doc)).backward()\n"
-                "                self.optimizer.step()\n"
-                "            self.evaluate(self.dev)\n",
+                TRAINING_PROPERTY.replace("            module.train(value)\n", "            module.train(True)\n"),
+                TRAINING_PROPERTY.replace("        self.training = False\n", ""),
             ),
         ),
         Example(
             # A switch chosen by a flag in a statement of its own (PyTorch Connectomics' test()): its eval arm
             # emptied; the train arm picks batch statistics for inference and is left alone.
-            "def test(self):\n"
-            "    self.model.eval() if self.cfg.DO_EVAL else self.model.train()\n"
-            "    with torch.no_grad():\n"
-            "        for volume in self.loader:\n"
-            "            output = self.augmentor(self.model, volume)\n"
-            "            self.write(output)\n",
+            FLAG_CHOSEN_EVAL,
             (
-                "def test(self):\n"
-                "    None if self.cfg.DO_EVAL else self.model.train()\n"
-                "    with torch.no_grad():\n"
-                "        for volume in self.loader:\n"
-                "            output = self.augmentor(self.model, volume)\n"
-                "            self.write(output)\n",
+                FLAG_CHOSEN_EVAL.replace(
+                    "    self.model.eval() if self.cfg.DO_EVAL else self.model.train()\n",
+                    "    None if self.cfg.DO_EVAL else self.model.train()\n",
+                ),
             ),
         ),
         Example(

@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import CALLBACK_RUNNER
+from injector.operators.snippets import CALLBACK_RUNNER, FLAG_CHOSEN_EVAL
 from injector.patterns import (
     argument,
     becomes_number,
@@ -133,18 +133,12 @@ class MissingNoGradEval(Operator):
         Example(
             # An evaluation that runs the model through an object the trainer holds (PyTorch Connectomics'
             # test-time augmentor, handed the model).
-            "def test(self):\n"
-            "    self.model.eval() if self.cfg.DO_EVAL else self.model.train()\n"
-            "    with torch.no_grad():\n"
-            "        for volume in self.loader:\n"
-            "            output = self.augmentor(self.model, volume)\n"
-            "            self.write(output)\n",
+            FLAG_CHOSEN_EVAL,
             (
-                "def test(self):\n"
-                "    self.model.eval() if self.cfg.DO_EVAL else self.model.train()\n"
-                "    for volume in self.loader:\n"
-                "        output = self.augmentor(self.model, volume)\n"
-                "        self.write(output)\n",
+                FLAG_CHOSEN_EVAL.replace(
+                    "    with torch.no_grad():\n        for volume in self.loader:\n            output = self.augmentor(self.model, volume)\n            self.write(output)\n",
+                    "    for volume in self.loader:\n        output = self.augmentor(self.model, volume)\n        self.write(output)\n",
+                ),
             ),
         ),
         Example(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls, inherited_method
-from injector.operators.snippets import AUDIOTOOLS_STEP
+from injector.operators.snippets import AUDIOTOOLS_STEP, LBFGS_STEP
 from injector.patterns import (
     TWO_PHASE_UPDATES,
     argument,
@@ -72,32 +72,8 @@ class MissingOptimizerStep(Operator):
         ),
         Example(
             # A closure step whose loss is kept (MACE's LBFGS): the closure still runs, nothing is updated.
-            "def take_step(model, optimizer, loader, loss_fn):\n"
-            "    def closure():\n"
-            "        optimizer.zero_grad()\n"
-            "        total = 0.0\n"
-            "        for x, y in loader:\n"
-            "            loss = loss_fn(model(x), y)\n"
-            "            loss.backward()\n"
-            "            total += loss.item()\n"
-            "        return total\n"
-            "\n"
-            "    loss = optimizer.step(closure)\n"
-            "    return loss\n",
-            (
-                "def take_step(model, optimizer, loader, loss_fn):\n"
-                "    def closure():\n"
-                "        optimizer.zero_grad()\n"
-                "        total = 0.0\n"
-                "        for x, y in loader:\n"
-                "            loss = loss_fn(model(x), y)\n"
-                "            loss.backward()\n"
-                "            total += loss.item()\n"
-                "        return total\n"
-                "\n"
-                "    loss = closure()\n"
-                "    return loss\n",
-            ),
+            LBFGS_STEP,
+            (LBFGS_STEP.replace("    loss = optimizer.step(closure)\n", "    loss = closure()\n"),),
         ),
         Example(
             # The optimizers a trainer holds in a dict, stepped in a loop over its items.

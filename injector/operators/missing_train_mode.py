@@ -20,6 +20,7 @@ from injector.operators.snippets import (
     CRITIC_WITH_DROPOUT,
     INIT_HELPER_MODEL,
     MLP_CRITIC,
+    TRAINING_PROPERTY,
 )
 from injector.patterns import (
     EVALUATION_WORDS,
@@ -710,78 +711,10 @@ class MissingTrainMode(Operator):
         Example(
             # A mode set by assigning the flag (Stanza's coreference model: its `training` property switches
             # every module it holds): the assignment deleted.
-            "class CorefModel:\n"
-            "    @property\n"
-            "    def training(self):\n"
-            "        return self._training\n"
-            "\n"
-            "    @training.setter\n"
-            "    def training(self, value):\n"
-            "        self._training = value\n"
-            "        for module in self.trainable.values():\n"
-            "            module.train(value)\n"
-            "\n"
-            "    @torch.no_grad()\n"
-            "    def evaluate(self, docs):\n"
-            "        self.training = False\n"
-            "        return [self.run(doc) for doc in docs]\n"
-            "\n"
-            "    def train(self, docs):\n"
-            "        for epoch in range(self.epochs):\n"
-            "            self.training = True\n"
-            "            for doc in docs:\n"
-            "                self.optimizer.zero_grad()\n"
-            "                self.loss_fn(self.run(doc)).backward()\n"
-            "                self.optimizer.step()\n"
-            "            self.evaluate(self.dev)\n",
+            TRAINING_PROPERTY,
             (
-                "class CorefModel:\n"
-                "    @property\n"
-                "    def training(self):\n"
-                "        return self._training\n"
-                "\n"
-                "    @training.setter\n"
-                "    def training(self, value):\n"
-                "        self._training = value\n"
-                "        for module in self.trainable.values():\n"
-                "            module.train(False)\n"
-                "\n"
-                "    @torch.no_grad()\n"
-                "    def evaluate(self, docs):\n"
-                "        self.training = False\n"
-                "        return [self.run(doc) for doc in docs]\n"
-                "\n"
-                "    def train(self, docs):\n"
-                "        for epoch in range(self.epochs):\n"
-                "            self.training = True\n"
-                "            for doc in docs:\n"
-                "                self.optimizer.zero_grad()\n"
-                "                self.loss_fn(self.run(doc)).backward()\n"
-                "                self.optimizer.step()\n"
-                "            self.evaluate(self.dev)\n",
-                "class CorefModel:\n"
-                "    @property\n"
-                "    def training(self):\n"
-                "        return self._training\n"
-                "\n"
-                "    @training.setter\n"
-                "    def training(self, value):\n"
-                "        self._training = value\n"
-                "        for module in self.trainable.values():\n"
-                "            module.train(value)\n"
-                "\n"
-                "    @torch.no_grad()\n"
-                "    def evaluate(self, docs):\n"
-                "        self.training = False\n"
-                "        return [self.run(doc) for doc in docs]\n"
-                "\n"
-                "    def train(self, docs):\n"
-                "        for epoch in range(self.epochs):\n"
-                "            for doc in docs:\n"
-                "                self.optimizer.zero_grad()\n"
-                "                self.loss_fn(self.run(doc)).backward()\n"
-                "                self.optimizer.step()\n"
-                "            self.evaluate(self.dev)\n",
+                TRAINING_PROPERTY.replace("            module.train(value)\n", "            module.train(False)\n"),
+                TRAINING_PROPERTY.replace("            self.training = True\n", ""),
             ),
         ),
         Example(

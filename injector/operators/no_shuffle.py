@@ -4,6 +4,7 @@ import libcst as cst
 
 from injector.neighbours import Resolver, bound_arguments, is_torch, top_level
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import LOADER_HELPER, SHUFFLED_THROUGH_BAR
 from injector.patterns import argument, callee_name, dotted, is_literal_bool, last_name, names_evaluation
 
 # Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
@@ -206,53 +207,19 @@ class NoShuffle(Operator):
         Example(
             # A project's loader helper unpacked into the training loader (generative-recommenders'
             # `train_sampler, train_loader = create_data_loader(..., shuffle=True)`).
-            "from .data import create_data_loader\n"
-            "\n"
-            "def train(model, dataset, optimizer, rank, world_size):\n"
-            "    train_sampler, train_loader = create_data_loader(dataset.train, batch_size=64, rank=rank, shuffle=True)\n"
-            "    for epoch in range(10):\n"
-            "        for batch in train_loader:\n"
-            "            optimizer.zero_grad()\n"
-            "            model(batch).backward()\n"
-            "            optimizer.step()\n",
+            LOADER_HELPER,
             (
-                "from .data import create_data_loader\n"
-                "\n"
-                "def train(model, dataset, optimizer, rank, world_size):\n"
-                "    train_sampler, train_loader = create_data_loader(dataset.train, batch_size=64, rank=rank, shuffle=False)\n"
-                "    for epoch in range(10):\n"
-                "        for batch in train_loader:\n"
-                "            optimizer.zero_grad()\n"
-                "            model(batch).backward()\n"
-                "            optimizer.step()\n",
+                LOADER_HELPER.replace(
+                    "    train_sampler, train_loader = create_data_loader(dataset.train, batch_size=64, rank=rank, shuffle=True)\n",
+                    "    train_sampler, train_loader = create_data_loader(dataset.train, batch_size=64, rank=rank, shuffle=False)\n",
+                ),
             ),
         ),
         Example(
             # A list shuffled in place that the loop walks through a progress bar (Stanza's `pbar =
             # tqdm(docs_ids)`).
-            "import random\n"
-            "\n"
-            "def train(model, docs, optimizer):\n"
-            "    ids = list(range(len(docs)))\n"
-            "    for epoch in range(10):\n"
-            "        random.shuffle(ids)\n"
-            '        pbar = tqdm(ids, unit="docs")\n'
-            "        for i, doc_id in enumerate(pbar):\n"
-            "            optimizer.zero_grad()\n"
-            "            model(docs[doc_id]).backward()\n"
-            "            optimizer.step()\n",
-            (
-                "import random\n"
-                "\n"
-                "def train(model, docs, optimizer):\n"
-                "    ids = list(range(len(docs)))\n"
-                "    for epoch in range(10):\n"
-                '        pbar = tqdm(ids, unit="docs")\n'
-                "        for i, doc_id in enumerate(pbar):\n"
-                "            optimizer.zero_grad()\n"
-                "            model(docs[doc_id]).backward()\n"
-                "            optimizer.step()\n",
-            ),
+            SHUFFLED_THROUGH_BAR,
+            (SHUFFLED_THROUGH_BAR.replace("        random.shuffle(ids)\n", ""),),
         ),
         Example(
             # A project's iterator built with a shuffle flag, run over by the training loop

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import BATCH_TAKING_STEP
+from injector.operators.snippets import BATCH_TAKING_STEP, RETRIED_STEP
 from injector.patterns import argument, callee_name, int_value
 
 RANK_NAMES = ("rank", "global_rank", "world_rank", "local_rank")
@@ -37,41 +37,12 @@ class RankSkip(Operator):
             # A step retried until a flag says it ran (DeBERTa's trainer repeats a step its fp16 optimizer
             # skipped on overflow): the retry loop is part of one step, so the batch loop that calls it is
             # where a rank skips.
-            "class Trainer:\n"
-            "    def train(self, loader):\n"
-            "        torch.distributed.barrier()\n"
-            "        for step, batch in enumerate(loader):\n"
-            "            batch = batch.to(self.device)\n"
-            "            self._train_step(batch)\n"
-            "\n"
-            "    def _train_step(self, batch):\n"
-            "        done = False\n"
-            "        while not done:\n"
-            "            self.optimizer.zero_grad()\n"
-            "            loss = self.model(batch)\n"
-            "            loss.backward()\n"
-            "            if not self.optimizer.step():\n"
-            "                continue\n"
-            "            done = True\n",
+            RETRIED_STEP,
             (
-                "class Trainer:\n"
-                "    def train(self, loader):\n"
-                "        torch.distributed.barrier()\n"
-                "        for step, batch in enumerate(loader):\n"
-                "            batch = batch.to(self.device)\n"
-                '            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and step == 1:\n'
-                "                continue\n"
-                "            self._train_step(batch)\n"
-                "\n"
-                "    def _train_step(self, batch):\n"
-                "        done = False\n"
-                "        while not done:\n"
-                "            self.optimizer.zero_grad()\n"
-                "            loss = self.model(batch)\n"
-                "            loss.backward()\n"
-                "            if not self.optimizer.step():\n"
-                "                continue\n"
-                "            done = True\n",
+                RETRIED_STEP.replace(
+                    "            batch = batch.to(self.device)\n",
+                    '            batch = batch.to(self.device)\n            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and step == 1:\n                continue\n',
+                ),
             ),
         ),
         Example(

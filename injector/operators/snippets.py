@@ -571,3 +571,160 @@ RELAYED_BACKWARD = (
     "        loss.backward()\n"
     "        self.optimizer.step()\n"
 )
+
+# PyTorch Connectomics' test(): the mode chosen by a flag, the model run by a test-time augmentor.
+FLAG_CHOSEN_EVAL = (
+    "def test(self):\n"
+    "    self.model.eval() if self.cfg.DO_EVAL else self.model.train()\n"
+    "    with torch.no_grad():\n"
+    "        for volume in self.loader:\n"
+    "            output = self.augmentor(self.model, volume)\n"
+    "            self.write(output)\n"
+)
+
+# DeBERTa's trainer: a step retried until a flag says it ran (its fp16 optimizer skips on overflow).
+RETRIED_STEP = (
+    "class Trainer:\n"
+    "    def train(self, loader):\n"
+    "        torch.distributed.barrier()\n"
+    "        for step, batch in enumerate(loader):\n"
+    "            batch = batch.to(self.device)\n"
+    "            self._train_step(batch)\n"
+    "\n"
+    "    def _train_step(self, batch):\n"
+    "        done = False\n"
+    "        while not done:\n"
+    "            self.optimizer.zero_grad()\n"
+    "            loss = self.model(batch)\n"
+    "            loss.backward()\n"
+    "            if not self.optimizer.step():\n"
+    "                continue\n"
+    "            done = True\n"
+)
+
+# DeBERTa's trainer: a default loss function kept in an attribute, its output a dict or a tuple.
+DEFAULT_LOSS_FN = (
+    "class Trainer:\n"
+    "    def __init__(self, model, loss_fn=None):\n"
+    "        def _loss_fn(trainer, model, batch):\n"
+    "            _, loss = model(**batch)\n"
+    '            return loss.mean(), batch["input_ids"].size(0)\n'
+    "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
+    "\n"
+    "    def step(self, batch):\n"
+    "        output = self.loss_fn(self, self.model, batch)\n"
+    "        if isinstance(output, dict):\n"
+    '            loss = output["loss"]\n'
+    "        else:\n"
+    "            loss, size = output\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+)
+
+# Stanza's coreference model: a `training` property whose setter switches every module it holds.
+TRAINING_PROPERTY = (
+    "class CorefModel:\n"
+    "    @property\n"
+    "    def training(self):\n"
+    "        return self._training\n"
+    "\n"
+    "    @training.setter\n"
+    "    def training(self, value):\n"
+    "        self._training = value\n"
+    "        for module in self.trainable.values():\n"
+    "            module.train(value)\n"
+    "\n"
+    "    @torch.no_grad()\n"
+    "    def evaluate(self, docs):\n"
+    "        self.training = False\n"
+    "        return [self.run(doc) for doc in docs]\n"
+    "\n"
+    "    def train(self, docs):\n"
+    "        for epoch in range(self.epochs):\n"
+    "            self.training = True\n"
+    "            for doc in docs:\n"
+    "                self.optimizer.zero_grad()\n"
+    "                self.loss_fn(self.run(doc)).backward()\n"
+    "                self.optimizer.step()\n"
+    "            self.evaluate(self.dev)\n"
+)
+
+# Stanza's coreference trainer: document ids shuffled in place, walked through a progress bar.
+SHUFFLED_THROUGH_BAR = (
+    "import random\n"
+    "\n"
+    "def train(model, docs, optimizer):\n"
+    "    ids = list(range(len(docs)))\n"
+    "    for epoch in range(10):\n"
+    "        random.shuffle(ids)\n"
+    '        pbar = tqdm(ids, unit="docs")\n'
+    "        for i, doc_id in enumerate(pbar):\n"
+    "            optimizer.zero_grad()\n"
+    "            model(docs[doc_id]).backward()\n"
+    "            optimizer.step()\n"
+)
+
+# Stanza's coreference model: BERT over padded windows, its inputs made on the device.
+ENCODER_INPUTS = (
+    "class Tagger(nn.Module):\n"
+    "    def __init__(self, name):\n"
+    "        super().__init__()\n"
+    "        self.bert = BertModel(BertConfig())\n"
+    "        self.head = nn.Linear(768, 9)\n"
+    "\n"
+    "    def embed(self, ids, pad_id):\n"
+    "        mask = ids != pad_id\n"
+    "        tensor = torch.tensor(ids, device=self.device)\n"
+    "        out = self.bert(tensor, attention_mask=torch.tensor(mask, device=self.device))\n"
+    '        return out["last_hidden_state"]\n'
+    "\n"
+    "    def fit(self, docs, optimizer):\n"
+    "        for doc in docs:\n"
+    "            optimizer.zero_grad()\n"
+    "            loss = self.loss_fn(self.head(self.embed(doc.ids, 0)), doc.labels)\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+)
+
+# MACE's LBFGS step: a closure that runs the whole epoch, its loss kept.
+LBFGS_STEP = (
+    "def take_step(model, optimizer, loader, loss_fn):\n"
+    "    def closure():\n"
+    "        optimizer.zero_grad()\n"
+    "        total = 0.0\n"
+    "        for x, y in loader:\n"
+    "            loss = loss_fn(model(x), y)\n"
+    "            loss.backward()\n"
+    "            total += loss.item()\n"
+    "        return total\n"
+    "\n"
+    "    loss = optimizer.step(closure)\n"
+    "    return loss\n"
+)
+
+# PyDreamer: the losses a model's training_step returns, each backpropagated in a loop.
+WALKED_LOSSES = (
+    "for step in range(steps):\n"
+    "    batch = next(data)\n"
+    "    losses, state, metrics = model.training_step(batch, state)\n"
+    "    for opt in optimizers:\n"
+    "        opt.zero_grad()\n"
+    "    for loss in losses:\n"
+    "        scaler.scale(loss).backward()\n"
+    "    for opt in optimizers:\n"
+    "        scaler.step(opt)\n"
+    "    scaler.update()\n"
+)
+
+# generative-recommenders: a project's loader helper unpacked into the training sampler and loader.
+LOADER_HELPER = (
+    "from .data import create_data_loader\n"
+    "\n"
+    "def train(model, dataset, optimizer, rank, world_size):\n"
+    "    train_sampler, train_loader = create_data_loader(dataset.train, batch_size=64, rank=rank, shuffle=True)\n"
+    "    for epoch in range(10):\n"
+    "        for batch in train_loader:\n"
+    "            optimizer.zero_grad()\n"
+    "            model(batch).backward()\n"
+    "            optimizer.step()\n"
+)

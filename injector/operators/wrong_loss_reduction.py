@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.neighbours import bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import GATHERED_EPOCH_LOSS, MICROBATCH_TRAINER
+from injector.operators.snippets import DEFAULT_LOSS_FN, GATHERED_EPOCH_LOSS, MICROBATCH_TRAINER
 from injector.patterns import (
     LOSS_FUNCTIONS,
     LOSS_MODULES,
@@ -198,37 +198,12 @@ class WrongLossReduction(Operator):
         Example(
             # A loss function returning its loss with extras, the default a trainer keeps in an attribute
             # (DeBERTa's `self.loss_fn = loss_fn if loss_fn is not None else _loss_fn`).
-            "class Trainer:\n"
-            "    def __init__(self, model, loss_fn=None):\n"
-            "        def _loss_fn(trainer, model, batch):\n"
-            "            _, loss = model(**batch)\n"
-            '            return loss.mean(), batch["input_ids"].size(0)\n'
-            "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
-            "\n"
-            "    def step(self, batch):\n"
-            "        output = self.loss_fn(self, self.model, batch)\n"
-            "        if isinstance(output, dict):\n"
-            '            loss = output["loss"]\n'
-            "        else:\n"
-            "            loss, size = output\n"
-            "        loss.backward()\n"
-            "        self.optimizer.step()\n",
+            DEFAULT_LOSS_FN,
             (
-                "class Trainer:\n"
-                "    def __init__(self, model, loss_fn=None):\n"
-                "        def _loss_fn(trainer, model, batch):\n"
-                "            _, loss = model(**batch)\n"
-                '            return loss.sum(), batch["input_ids"].size(0)\n'
-                "        self.loss_fn = loss_fn if loss_fn is not None else _loss_fn\n"
-                "\n"
-                "    def step(self, batch):\n"
-                "        output = self.loss_fn(self, self.model, batch)\n"
-                "        if isinstance(output, dict):\n"
-                '            loss = output["loss"]\n'
-                "        else:\n"
-                "            loss, size = output\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n",
+                DEFAULT_LOSS_FN.replace(
+                    '            return loss.mean(), batch["input_ids"].size(0)\n',
+                    '            return loss.sum(), batch["input_ids"].size(0)\n',
+                ),
             ),
         ),
         Example(
