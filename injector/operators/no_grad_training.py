@@ -25,6 +25,7 @@ from injector.operators.snippets import (
     CALLBACK_RUNNER,
     CONTROLLER_STEP,
     GAN_GENERATOR_STEP,
+    INLINE_SUM,
     INPUT_GRADIENT,
     LOSS_HELPER_TRAINER,
     MODEL_WITH_LOSS,
@@ -131,6 +132,23 @@ class NoGradTraining(Operator):
                 "for x, y in loader:\n"
                 "    with torch.no_grad():\n"
                 "        smooth_crossentropy(model(x), y).mean().backward()\n",
+            ),
+        ),
+        Example(
+            # Named loss terms summed where they are differentiated (Stanza's coreference trainer):
+            # beside the forward-and-loss run, each other term computed without autograd on its own.
+            INLINE_SUM,
+            (
+                INLINE_SUM.replace(
+                    "    res = model(doc)\n    c_loss = coref_criterion(res.coref_scores, res.coref_y)\n",
+                    '    with __import__("torch").no_grad():\n'
+                    "        res = model(doc)\n"
+                    "        c_loss = coref_criterion(res.coref_scores, res.coref_y)\n",
+                ),
+                INLINE_SUM.replace(
+                    "    s_loss = span_criterion(res.span_scores, res.span_y)\n",
+                    '    with __import__("torch").no_grad():\n        s_loss = span_criterion(res.span_scores, res.span_y)\n',
+                ),
             ),
         ),
         Example(
@@ -1533,6 +1551,7 @@ class NoGradTraining(Operator):
         yield from found
         yield from upstream
         yield from _chain_wraps(source, training, found + upstream)
+        yield from _inline_sum_terms(source, training, found + upstream)
         if not found:
             # only where nothing else in the file is the training forward (a Lightning module's
             # training_step has its own: the loss it returns)
@@ -1910,6 +1929,60 @@ def _chain_wraps(source, training, changes: list[Change]):
                 if not _switches_own_grad(source, training, line):
                     made.add(line)
                     yield _without_autograd(source, training, line)
+
+
+def _inline_sum_terms(source, training, changes: list[Change]):
+    """Each named loss term of a sum differentiated where it is written (Stanza's coreference
+    trainer: `(c_loss + s_loss + z_loss).backward()`), computed without autograd on its own: its
+    last assignment before the backward, where no other mutant already runs that term (or what
+    it rescales) without autograd. The other terms still train: a subtler fault than the whole
+    forward under no_grad."""
+    wrapped = [e for change in changes for e in change.edits if e.start < e.end]
+
+    def covered(line: cst.CSTNode) -> bool:
+        start, end = source.span(line)
+        return any(e.start <= start and end <= e.end for e in wrapped)
+
+    made: set = set()
+    for backward in training.loss_uses:
+        if not isinstance(backward.loss, cst.BinaryOperation):
+            continue
+        names = _added_loss_names(backward.loss)
+        if len(names) < 2:
+            continue
+        for name in names:
+            term = training.last_assignment(name, backward.call)
+            line = source.parent(term) if term is not None else None
+            if (
+                not isinstance(term, cst.Assign)
+                or not isinstance(line, cst.SimpleStatementLine)
+                or line in made
+                or covered(line)
+                or under_no_grad(source, term)
+                or constant_start(term.value)
+                or not source.within(term.value, (cst.Call, cst.BinaryOperation))
+            ):
+                continue
+            # a rescale of a term another mutant already computes without autograd (`c_loss =
+            # c_loss * lr_scale` after the wrapped criterion line) is the same mutant again
+            earlier = (
+                training.last_assignment(name, term)
+                if name in {n.value for n in source.within(term.value, cst.Name)}
+                else None
+            )
+            if earlier is not None and covered(source.parent(earlier)):
+                continue
+            made.add(line)
+            yield _without_autograd(source, training, line, f"the loss term `{name}` is computed without autograd")
+
+
+def _added_loss_names(expr: cst.BaseExpression) -> list[str]:
+    """The loss-named names a sum adds up, through parentheses (`c_loss + s_loss + z_loss`)."""
+    if isinstance(expr, cst.Name):
+        return [expr.value] if "loss" in expr.value.lower() else []
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        return _added_loss_names(expr.left) + _added_loss_names(expr.right)
+    return []
 
 
 def _switches_own_grad(source, training, line: cst.SimpleStatementLine) -> bool:

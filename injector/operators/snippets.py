@@ -728,3 +728,14 @@ LOADER_HELPER = (
     "            model(batch).backward()\n"
     "            optimizer.step()\n"
 )
+
+# Stanza's coreference trainer: named loss terms summed where they are differentiated.
+INLINE_SUM = (
+    "for doc in docs:\n"
+    "    optimizer.zero_grad()\n"
+    "    res = model(doc)\n"
+    "    c_loss = coref_criterion(res.coref_scores, res.coref_y)\n"
+    "    s_loss = span_criterion(res.span_scores, res.span_y)\n"
+    "    (c_loss + s_loss).backward()\n"
+    "    optimizer.step()\n"
+)
