@@ -15,7 +15,7 @@ from typing import Any
 
 import libcst as cst
 
-from injector.source import Source
+from injector.source import Source, walk_children
 
 OPTIMIZERS = frozenset(
     {
@@ -839,12 +839,44 @@ class Training:
 
         found = []
         for call in self.source.nodes(cst.Call):
-            if not isinstance(call.func, cst.Name) or self.called_functions(call):
+            if self.called_functions(call):
                 continue
-            definition = self.resolver.definition(self.source, call.func)
-            if definition is None or definition[0] is self.source or not isinstance(definition[1], cst.FunctionDef):
+            if isinstance(call.func, cst.Name):
+                definition = self.resolver.definition(self.source, call.func)
+                if definition is None or definition[0] is self.source or not isinstance(definition[1], cst.FunctionDef):
+                    continue
+                module, function = definition
+            elif isinstance(call.func, cst.Attribute) and dotted(call.func.value) == "self":
+                # a method inherited from a base class of another module (FAIR-Chem's OCPTrainer:
+                # `self._backward(loss)`, BaseTrainer's zero_grad, backward, clipping and step)
+                owner = enclosing_class(self.source, call)
+                method = inherited_method(self, self.source, owner, call.func.attr.value, 0) if owner else None
+                if method is None:
+                    continue
+                module, function = self.source, method
+                params = [p.name.value for p in function.params.params][1:]
+                differentiated = {
+                    c.func.value.value
+                    for c in walk_children(function.body)
+                    if isinstance(c, cst.Call)
+                    and isinstance(c.func, cst.Attribute)
+                    and c.func.attr.value == "backward"
+                    and isinstance(c.func.value, cst.Name)
+                    and c.func.value.value in params
+                }
+                positional = [a for a in call.args if a.keyword is None and not a.star]
+                for index, name in enumerate(params):
+                    if name in differentiated and index < len(positional):
+                        loss, scaler = _unscaled(positional[index].value)
+                        if scaler is None and isinstance(loss, cst.Name):
+                            scaled = self.scaled_value(loss, call)
+                            if scaled is not None:
+                                loss, scaler = _unscaled(scaled)
+                        found.append(Backward(call, loss, scaler, helper=True))
+                        break
                 continue
-            module, function = definition
+            else:
+                continue
             params = [p.name.value for p in function.params.params]
             differentiated = {
                 c.func.value.value
@@ -1002,6 +1034,8 @@ class Training:
         value = assign.value if assign is not None else None
         while isinstance(value, cst.Call) and callee_name(value) in UNWRAPPERS and value.args:
             value = value.args[-1].value
+        if isinstance(value, cst.IfExp) and isinstance(value.body, cst.Call):
+            value = value.body  # FAIR-Chem's `loss = self.scaler.scale(loss) if self.scaler else loss`
         if isinstance(value, cst.Call) and callee_name(value) == "scale":
             return value
         return None
@@ -2816,3 +2850,23 @@ def _receiver(call: cst.Call) -> cst.BaseExpression:
     """What a method is called on (`self._optimizers[name]` for `self._optimizers[name].step()`),
     or the called expression itself for a plain call."""
     return call.func.value if isinstance(call.func, cst.Attribute) else call.func
+
+
+def inherited_method(
+    training: Training, source: Source, owner: cst.ClassDef, name: str, depth: int
+) -> cst.FunctionDef | None:
+    """The method `name` of a base class of `owner` defined in another module of the project."""
+    if depth > 3:
+        return None
+    for base in owner.bases:
+        found = training.resolver.definition(source, base.value)
+        if found is None or not isinstance(found[1], cst.ClassDef) or (depth == 0 and found[0].path == source.path):
+            continue  # (a base class of this file: its own switches get their mutants)
+        module, cls = found
+        own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+        if own is not None:
+            return own
+        deeper = inherited_method(training, module, cls, name, depth + 1)
+        if deeper is not None:
+            return deeper
+    return None

@@ -21,6 +21,7 @@ from injector.patterns import (
     dotted,
     enclosing_class,
     fixed_mode_calls,
+    inherited_method,
     mode_calls,
     mode_flag_assignments,
     names_data,
@@ -392,23 +393,3 @@ def _switches(method: cst.FunctionDef, switch: str) -> bool:
         and not node.args
         for node in walk_children(method.body)
     )
-
-
-def inherited_method(
-    training: Training, source: Source, owner: cst.ClassDef, name: str, depth: int
-) -> cst.FunctionDef | None:
-    """The method `name` of a base class of `owner` defined in another module of the project."""
-    if depth > 3:
-        return None
-    for base in owner.bases:
-        found = training.resolver.definition(source, base.value)
-        if found is None or not isinstance(found[1], cst.ClassDef) or (depth == 0 and found[0].path == source.path):
-            continue  # (a base class of this file: its own switches get their mutants)
-        module, cls = found
-        own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
-        if own is not None:
-            return own
-        deeper = inherited_method(training, module, cls, name, depth + 1)
-        if deeper is not None:
-            return deeper
-    return None

@@ -181,6 +181,23 @@ class MissingBackward(Operator):
                 continue
             statement = source.parent(backward.call)
             if (
+                backward.helper
+                and isinstance(backward.call.func, cst.Attribute)
+                and source.code(backward.call.func.value) == "self"
+                and not training.called_functions(backward.call)
+                and isinstance(statement, cst.Expr)
+                and source.is_reachable(statement)
+            ):
+                # a method a base class of another module defines that runs the backward of what
+                # it is handed (FAIR-Chem's `self._backward(loss)`): its call deleted
+                yield Change(
+                    backward.call,
+                    (source.delete_statement(statement),),
+                    f"removed `{source.code(backward.call)}`: no gradients are computed",
+                )
+                continue
+            statement = source.parent(backward.call)
+            if (
                 isinstance(statement, cst.Assign)
                 and statement.value is backward.call
                 and backward.call.args

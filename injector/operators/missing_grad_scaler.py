@@ -266,6 +266,14 @@ class MissingGradScaler(Operator):
                 continue
             done.add((scope, scaler))
             scaled = _scaled_expression(backward.call)  # the `scaler.scale(loss)` call
+            if backward.helper and scaled is backward.call.func.value:
+                # a helper handed a loss scaled the line before (FAIR-Chem's `loss =
+                # self.scaler.scale(loss) if self.scaler else loss`, then `self._backward(loss)`)
+                handed = next((a.value for a in backward.call.args if isinstance(a.value, cst.Name)), None)
+                found = training.scaled_value(handed, backward.call) if handed is not None else None
+                if found is None:
+                    continue
+                scaled = found
             if isinstance(scaled, cst.Name) and source.code(backward.loss) == scaled.value:
                 # scaled under the loss's own name, `loss = cast(Tensor, scaler.scale(loss))` before
                 # `loss.backward()` (composer's): the scaling goes where it was assigned

@@ -1057,3 +1057,51 @@ def test_a_step_a_base_class_of_another_module_takes_is_removed_where_the_subcla
 def test_without_the_base_module_the_inherited_call_is_no_step(tmp_path, capsys):
     (tmp_path / "cls_trainer.py").write_text(SUBCLASS_TRAINER)
     assert lr_mutants(capsys, tmp_path / "cls_trainer.py", "missing-optimizer-step") == []
+
+
+BACKWARD_BASE = (
+    "class BaseTrainer:\n"
+    "    def _backward(self, loss):\n"
+    "        self.optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        if self.scaler:\n"
+    "            self.scaler.unscale_(self.optimizer)\n"
+    "            self.scaler.step(self.optimizer)\n"
+    "            self.scaler.update()\n"
+    "        else:\n"
+    "            self.optimizer.step()\n"
+)
+OCP_TRAINER = (
+    "from trainers.base import BaseTrainer\n"
+    "\n"
+    "\n"
+    "class OCPTrainer(BaseTrainer):\n"
+    "    def train(self):\n"
+    "        for batch in self.loader:\n"
+    "            out = self.model(batch)\n"
+    "            loss = self.criterion(out, batch.y)\n"
+    "            loss = self.scaler.scale(loss) if self.scaler else loss\n"
+    "            self._backward(loss)\n"
+)
+
+
+def test_a_backward_a_base_class_of_another_module_runs_is_the_step_of_the_subclass(tmp_path, capsys):
+    """FAIR-Chem's OCPTrainer hands its loss to `self._backward(loss)`, which BaseTrainer (another
+    module) defines: the call is the backward (deleted whole), the loss it is handed is what the
+    other operators cut, and the GradScaler's scale the line before is a scaler's."""
+    (tmp_path / "trainers").mkdir()
+    (tmp_path / "trainers" / "__init__.py").write_text("")
+    (tmp_path / "trainers" / "base.py").write_text(BACKWARD_BASE)
+    (tmp_path / "ocp_trainer.py").write_text(OCP_TRAINER)
+    path = tmp_path / "ocp_trainer.py"
+    backward = lr_mutants(capsys, path, "missing-backward")
+    assert [(file, line) for file, line, _ in backward] == [("ocp_trainer.py", 10)]
+    assert "-            self._backward(loss)" in backward[0][2]
+    scaler = lr_mutants(capsys, path, "missing-grad-scaler")
+    assert "+            loss = loss if self.scaler else loss" in scaler[0][2]
+    assert [line for _, line, _ in lr_mutants(capsys, path, "detached-graph")] == [8]
+
+
+def test_without_the_base_module_the_inherited_call_is_no_backward(tmp_path, capsys):
+    (tmp_path / "ocp_trainer.py").write_text(OCP_TRAINER)
+    assert lr_mutants(capsys, tmp_path / "ocp_trainer.py", "missing-backward") == []
