@@ -19,6 +19,7 @@ from injector.patterns import (
     bound_parameter,
     callee_name,
     dotted,
+    enclosing_class,
     helper_owned,
     is_criterion,
     is_literal_bool,
@@ -92,6 +93,27 @@ def _never_trained(source) -> set[str]:
         elif callee_name(call) == "train":
             trained.update((receiver, last_name(call.func.value) or receiver))
     return {r for r, n in evals.items() if n > 1 and r not in trained}
+
+
+def _trained_by_base(source, training, call: cst.Call) -> bool:
+    """True for `self.<module>.eval()` in a class whose base class, in another module of the
+    project, switches the same module with `.train(...)` (AudioCraft's MusicGenSolver: the base
+    solver's epoch runs `self.model.train(self.is_training)`): the file alone never trains it."""
+    receiver = source.code(call.func.value)  # type: ignore[attr-defined]
+    owner = enclosing_class(source, call)
+    if owner is None or not receiver.startswith("self."):
+        return False
+    for base in owner.bases:
+        found = training.resolver.definition(source, base.value)
+        if found is None or found[0] is source or not isinstance(found[1], cst.ClassDef):
+            continue
+        module, cls = found
+        if any(
+            callee_name(c) == "train" and isinstance(c.func, cst.Attribute) and module.code(c.func.value) == receiver
+            for c in module.within(cls, cst.Call)
+        ):
+            return True
+    return False
 
 
 # What a module can be asked without running it.
@@ -800,7 +822,10 @@ class MissingEvalMode(Operator):
             return (
                 _is_eval(call, training.trained_criteria)
                 and not (function is not None and only_times_model(source, training, function.body))
-                and source.code(call.func.value) not in never_trained  # type: ignore[attr-defined]
+                and (
+                    source.code(call.func.value) not in never_trained  # type: ignore[attr-defined]
+                    or _trained_by_base(source, training, call)
+                )
                 and not _unused_after(source, call)
                 and not _never_run(source, call)
                 and not _switched_again_by_callee(source, training, call)

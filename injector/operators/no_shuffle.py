@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.neighbours import Resolver, bound_arguments, is_torch, top_level
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import LOADER_HELPER, SHUFFLED_THROUGH_BAR
+from injector.operators.snippets import LOADER_HELPER, SAMPLER_HELPER, SHUFFLED_THROUGH_BAR
 from injector.patterns import argument, callee_name, dotted, is_literal_bool, last_name, names_evaluation
 
 # Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
@@ -203,6 +203,12 @@ class NoShuffle(Operator):
                 "        self.model(batch).backward()\n"
                 "        self.optimizer.step()\n",
             ),
+        ),
+        Example(
+            # A project's sampler helper bound as the training sampler (awesome-semantic-segmentation's
+            # `train_sampler = make_data_sampler(train_dataset, shuffle=True, distributed=...)`).
+            SAMPLER_HELPER,
+            (SAMPLER_HELPER.replace("shuffle=True", "shuffle=False"),),
         ),
         Example(
             # A project's loader helper unpacked into the training loader (generative-recommenders'
@@ -772,7 +778,9 @@ class NoShuffle(Operator):
                         or ("loader" in name.lower() and "train" in name.lower())
                         # or one bound as the training loader (OpenNRE's `self.train_loader =
                         # SentenceRELoader(..., True)`)
-                        or ("loader" in name.lower() and _bound_as_training(source, call))
+                        or (
+                            ("loader" in name.lower() or "sampler" in name.lower()) and _bound_as_training(source, call)
+                        )
                         or (name[:1].isupper() and name.endswith(("Sampler", "SamplerWrapper")))
                     )
                 ):

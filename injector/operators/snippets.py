@@ -739,3 +739,17 @@ INLINE_SUM = (
     "    (c_loss + s_loss).backward()\n"
     "    optimizer.step()\n"
 )
+
+# awesome-semantic-segmentation-pytorch: a project's sampler helper bound as the training sampler.
+SAMPLER_HELPER = (
+    "from core.data import make_data_sampler\n"
+    "\n"
+    "\n"
+    "def train(model, dataset, optimizer, args):\n"
+    "    train_sampler = make_data_sampler(dataset, shuffle=True, distributed=args.distributed)\n"
+    "    loader = DataLoader(dataset, batch_sampler=BatchSampler(train_sampler, 8, True))\n"
+    "    for images, targets in loader:\n"
+    "        optimizer.zero_grad()\n"
+    "        model(images, targets).backward()\n"
+    "        optimizer.step()\n"
+)

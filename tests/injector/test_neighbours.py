@@ -1105,3 +1105,49 @@ def test_a_backward_a_base_class_of_another_module_runs_is_the_step_of_the_subcl
 def test_without_the_base_module_the_inherited_call_is_no_backward(tmp_path, capsys):
     (tmp_path / "ocp_trainer.py").write_text(OCP_TRAINER)
     assert lr_mutants(capsys, tmp_path / "ocp_trainer.py", "missing-backward") == []
+
+
+SOLVER_BASE = (
+    "class StandardSolver:\n"
+    "    def common_train_valid(self, dataset_split):\n"
+    "        self.model.train(self.is_training)\n"
+    "        for batch in self.dataloaders[dataset_split]:\n"
+    "            self.run_step(batch)\n"
+)
+MUSICGEN_SOLVER = (
+    "from solvers.base import StandardSolver\n"
+    "\n"
+    "\n"
+    "class MusicGenSolver(StandardSolver):\n"
+    "    def run_step(self, batch):\n"
+    "        loss = self.model(batch).mean()\n"
+    "        if self.is_training:\n"
+    "            loss.backward()\n"
+    "            self.optimizer.step()\n"
+    "            self.optimizer.zero_grad()\n"
+    "        return loss\n"
+    "\n"
+    "    def generate(self):\n"
+    "        self.model.eval()\n"
+    "        with torch.no_grad():\n"
+    "            return self.model.generate(self.prompt)\n"
+    "\n"
+    "    def evaluate(self):\n"
+    "        self.model.eval()\n"
+    "        with torch.no_grad():\n"
+    "            return self.model(self.eval_batch)\n"
+)
+
+
+def test_an_eval_switch_of_a_module_a_base_class_of_another_module_trains_is_a_switch(tmp_path, capsys):
+    """AudioCraft's MusicGenSolver switches `self.model` to eval twice and never to training
+    mode itself: its base solver (another module) does, at each epoch's start. Each eval switch
+    is then one that matters, not a repeat on a module kept in eval mode."""
+    (tmp_path / "solvers").mkdir()
+    (tmp_path / "solvers" / "__init__.py").write_text("")
+    (tmp_path / "solvers" / "base.py").write_text(SOLVER_BASE)
+    (tmp_path / "musicgen.py").write_text(MUSICGEN_SOLVER)
+    found = lr_mutants(capsys, tmp_path / "musicgen.py", "missing-eval-mode")
+    assert [(file, line) for file, line, _ in found] == [("musicgen.py", 14), ("musicgen.py", 19)]
+    (tmp_path / "solvers" / "base.py").unlink()
+    assert lr_mutants(capsys, tmp_path / "musicgen.py", "missing-eval-mode") == []
