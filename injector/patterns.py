@@ -845,7 +845,8 @@ class Training:
                 definition = self.resolver.definition(self.source, call.func)
                 if definition is None or definition[0] is self.source or not isinstance(definition[1], cst.FunctionDef):
                     continue
-                module, function = definition
+                function = definition[1]
+                bound = bound_arguments(function, call) or {}
             elif isinstance(call.func, cst.Attribute) and dotted(call.func.value) == "self":
                 # a method inherited from a base class of another module (FAIR-Chem's OCPTrainer:
                 # `self._backward(loss)`, BaseTrainer's zero_grad, backward, clipping and step)
@@ -853,43 +854,33 @@ class Training:
                 method = inherited_method(self, self.source, owner, call.func.attr.value, 0) if owner else None
                 if method is None:
                     continue
-                module, function = self.source, method
+                function = method
+                # a method's first positional parameter is `self`: the call's arguments bind from the second
                 params = [p.name.value for p in function.params.params][1:]
-                differentiated = {
-                    c.func.value.value
-                    for c in walk_children(function.body)
-                    if isinstance(c, cst.Call)
-                    and isinstance(c.func, cst.Attribute)
-                    and c.func.attr.value == "backward"
-                    and isinstance(c.func.value, cst.Name)
-                    and c.func.value.value in params
-                }
                 positional = [a for a in call.args if a.keyword is None and not a.star]
-                for index, name in enumerate(params):
-                    if name in differentiated and index < len(positional):
-                        loss, scaler = _unscaled(positional[index].value)
-                        if scaler is None and isinstance(loss, cst.Name):
-                            scaled = self.scaled_value(loss, call)
-                            if scaled is not None:
-                                loss, scaler = _unscaled(scaled)
-                        found.append(Backward(call, loss, scaler, helper=True))
-                        break
-                continue
+                bound = {params[i]: a.value for i, a in enumerate(positional) if i < len(params)} | {
+                    a.keyword.value: a.value for a in call.args if a.keyword is not None
+                }
             else:
                 continue
             params = [p.name.value for p in function.params.params]
             differentiated = {
                 c.func.value.value
-                for c in module.within(function.body, cst.Call)
-                if isinstance(c.func, cst.Attribute)
+                for c in walk_children(function.body)
+                if isinstance(c, cst.Call)
+                and isinstance(c.func, cst.Attribute)
                 and c.func.attr.value == "backward"
                 and isinstance(c.func.value, cst.Name)
                 and c.func.value.value in params
             }
-            bound = bound_arguments(function, call) or {}
             for name in params:
                 if name in differentiated and name in bound:
                     loss, scaler = _unscaled(bound[name])
+                    if scaler is None and isinstance(loss, cst.Name):
+                        # scaled the line before (`loss = self.scaler.scale(loss) if self.scaler else loss`)
+                        scaled = self.scaled_value(loss, call)
+                        if scaled is not None:
+                            loss, scaler = _unscaled(scaled)
                     found.append(Backward(call, loss, scaler, helper=True))
                     break
         return found
@@ -1437,14 +1428,7 @@ class Training:
         """Where the losses a loop walks are computed, for a backward of the loop's own target
         (PyDreamer: `losses, new_state, ... = model.training_step(obs, state)`, then `for loss in
         losses: scaler.scale(loss).backward()`)."""
-        loop = next(
-            (
-                a
-                for a in self.source.ancestors(use)
-                if isinstance(a, cst.For) and isinstance(a.target, cst.Name) and a.target.value == name
-            ),
-            None,
-        )
+        loop = walking_loop(self.source, use, name)
         if loop is None or not isinstance(loop.iter, cst.Name):
             return None
         return self.last_assignment(loop.iter.value, loop)
@@ -2870,3 +2854,15 @@ def inherited_method(
         if deeper is not None:
             return deeper
     return None
+
+
+def walking_loop(source: Source, use: cst.CSTNode, name: str) -> cst.For | None:
+    """The loop around `use` whose target is `name` (`for loss in losses:` for `name` "loss")."""
+    return next(
+        (
+            a
+            for a in source.ancestors(use)
+            if isinstance(a, cst.For) and isinstance(a.target, cst.Name) and a.target.value == name
+        ),
+        None,
+    )

@@ -55,6 +55,7 @@ from injector.patterns import (
     loss_name,
     method_on,
     runs_model,
+    walking_loop,
 )
 
 RETRIEVAL_FORWARD = (
@@ -2712,10 +2713,8 @@ def _detached_mapping(source, change: Change) -> cst.Assign | None:
 
 def _walked_list(source, use: cst.CSTNode, name: str) -> str | None:
     """The name a loop around `use` walks with `name` as its target (`for loss in losses:`)."""
-    for loop in source.ancestors(use):
-        if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and loop.target.value == name:
-            return loop.iter.value if isinstance(loop.iter, cst.Name) else None
-    return None
+    loop = walking_loop(source, use, name)
+    return loop.iter.value if loop is not None and isinstance(loop.iter, cst.Name) else None
 
 
 def _mapping_cut(source, name: str, use: cst.CSTNode) -> str:
