@@ -1241,6 +1241,31 @@ class Training:
     def called_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
         """The functions of this file that `call` may run: `f(...)` a function named f, `self.m(...)`
         a method m of the class around the call (also when passed on, as in `partial(self.m, ...)`)."""
+        # asked of the same calls again and again by every operator: worked out once per call
+        found = self._called.get(call)
+        if found is None:
+            found = self._called[call] = self._called_functions(call)
+        return found
+
+    @cached_property
+    def _called(self) -> dict[cst.Call, list[cst.FunctionDef]]:
+        return {}
+
+    def callers(self, function: cst.FunctionDef) -> list[cst.Call]:
+        """The calls of this file that may run `function` (see `called_functions`), in order."""
+        return list(self._callers.get(function, ()))
+
+    @cached_property
+    def _callers(self) -> dict[cst.FunctionDef, list[cst.Call]]:
+        found: dict[cst.FunctionDef, list[cst.Call]] = {}
+        for call in self.source.nodes(cst.Call):
+            for function in self.called_functions(call):
+                calls = found.setdefault(function, [])
+                if not calls or calls[-1] is not call:
+                    calls.append(call)
+        return found
+
+    def _called_functions(self, call: cst.Call) -> list[cst.FunctionDef]:
         target = call.func
         if callee_name(call) == "partial" and call.args:
             target = call.args[0].value
@@ -1271,11 +1296,10 @@ class Training:
         """The functions defined in a method of `owner` that the method stores in `self.<attribute>`:
         a default the caller may replace (DeBERTa's trainer: `def _loss_fn(trainer, model, batch):`
         then `self.loss_fn = loss_fn if loss_fn is not None else _loss_fn`)."""
-        held = f"self.{attribute}"
         found = []
-        for assign in self.source.within(owner, cst.Assign):
+        for assign in self._self_assignments(owner).get(attribute, ()):
             method = self.source.function_of(assign)
-            if method is None or not any(dotted(t.target) == held for t in assign.targets):
+            if method is None:
                 continue
             nested = (
                 {s.name.value: s for s in method.body.body if isinstance(s, cst.FunctionDef)}
@@ -1292,14 +1316,29 @@ class Training:
         held = f"self.{attribute}"
         methods = {
             dotted(a.value)
-            for a in self.source.within(owner, cst.Assign)
-            if any(dotted(t.target) == held for t in a.targets)
-            and not (isinstance(a.value, cst.Call) and any(dotted(arg.value) == held for arg in a.value.args))
+            for a in self._self_assignments(owner).get(attribute, ())
+            if not (isinstance(a.value, cst.Call) and any(dotted(arg.value) == held for arg in a.value.args))
         }
         if len(methods) != 1:
             return None
         (method,) = methods
         return method[len("self.") :] if method and method.startswith("self.") and method.count(".") == 1 else None
+
+    def _self_assignments(self, owner: cst.ClassDef) -> dict[str, list[cst.Assign]]:
+        """The assignments in `owner` to each `self.<attribute>`, by attribute, in order."""
+
+        def index() -> dict[str, list[cst.Assign]]:
+            found: dict[str, list[cst.Assign]] = {}
+            for assign in self.source.within(owner, cst.Assign):
+                for attribute in dict.fromkeys(
+                    name[len("self.") :]
+                    for t in assign.targets
+                    if (name := dotted(t.target) or "").startswith("self.") and name.count(".") == 1
+                ):
+                    found.setdefault(attribute, []).append(assign)
+            return found
+
+        return self.source.remember(("self assignments", owner), index)
 
     @cached_property
     def distributed(self) -> bool:

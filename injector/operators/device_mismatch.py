@@ -1449,7 +1449,7 @@ def _handed_a_batch(source, training, value: cst.BaseExpression, use: cst.CSTNod
         return False
     if value.value not in {p.name.value for p in function.params.params}:
         return False
-    callers = [c for c in source.nodes(cst.Call) if function in training.called_functions(c)]
+    callers = training.callers(function)
     for caller in callers:
         outer = source.function_of(caller)
         if source.enclosing(caller, (cst.For, cst.While)) is None and not (
@@ -1510,7 +1510,7 @@ def _loop_target_handed(source, training, function: cst.FunctionDef, name: str) 
     params = [p.name.value for p in function.params.params]
     if name not in params:
         return False
-    callers = [c for c in source.nodes(cst.Call) if function in training.called_functions(c)]
+    callers = training.callers(function)
     for caller in callers:
         position = params.index(name) - (
             1 if params[0] in ("self", "cls") and isinstance(caller.func, cst.Attribute) else 0

@@ -552,7 +552,7 @@ class MissingNoGradEval(Operator):
     def _callers_disable_grad(source, training, function: cst.FunctionDef) -> bool:
         """True if the file calls `function` and every call already runs under no_grad (a sampling
         step called only from a sampling loop that is itself under no_grad)."""
-        calls = [call for call in source.nodes(cst.Call) if function in training.called_functions(call)]
+        calls = training.callers(function)
         # and where it is taken by reference to be called (`fn = self.p_sample_loop; fn(shape)`)
         calls += [
             ref

@@ -333,7 +333,7 @@ def _callers_hand_built(source, training, function: cst.FunctionDef, name: str) 
     built (training mode) and evaluates it nowhere beside the call."""
     params = [p.name.value for p in function.params.params]
     position = params.index(name) - (1 if params and params[0] == "self" else 0)
-    callers = [c for c in source.nodes(cst.Call) if function in training.called_functions(c)]
+    callers = training.callers(function)
     if not callers:
         return False
     for caller in callers:

@@ -61,7 +61,7 @@ def _called_in_evaluation(source, training, assign: cst.Assign) -> bool:
     function = source.function_of(assign)
     if function is None:
         return False
-    callers = [call for call in source.nodes(cst.Call) if function in training.called_functions(call)]
+    callers = training.callers(function)
 
     def after_eval(call: cst.Call) -> bool:
         caller = source.function_of(call)
