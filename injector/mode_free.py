@@ -35,7 +35,7 @@ MODE_FREE_LAYERS = frozenset(
         "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softplus", "Softsign", "Hardtanh",
         "Hardswish", "Hardsigmoid", "Tanhshrink", "GLU", "Threshold",
         "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
-        "Embedding", "EmbeddingBag", "Flatten", "Unflatten",
+        "Embedding", "EmbeddingBag", "Flatten", "Unflatten", "RNNCell", "LSTMCell", "GRUCell",
         "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
         "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
         "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
@@ -91,6 +91,10 @@ DEPTH = 24  # calls followed into one another: enough for nested containers of p
 def built_mode_free(source: Source, receiver: cst.BaseExpression) -> bool:
     """True where every value the file gives `receiver` (the module a mode switch is called on)
     builds a module whose modes compute the same."""
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        # a module's own switch (mbrl-lib's PlaNetModel.update: `self.train()`): the class around it
+        owner = next((a for a in source.ancestors(receiver) if isinstance(a, cst.ClassDef)), None)
+        return owner is not None and _Reader().class_mode_free(source, owner, 0)
     values = _assigned_values(source, receiver)
     if not values:
         return False
@@ -127,6 +131,16 @@ def switches_no_module(source: Source, receiver: cst.BaseExpression, method: str
         if not _own_method_switches_nothing(cls, method):
             return False
     return True
+
+
+def _nested_definition(source: Source, call: cst.Call, name: str) -> cst.FunctionDef | None:
+    """The function `name` defined in a function around `call` (a local helper), if any."""
+    for ancestor in source.ancestors(call):
+        if isinstance(ancestor, cst.FunctionDef) and isinstance(ancestor.body, cst.IndentedBlock):
+            for statement in ancestor.body.body:
+                if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+                    return statement
+    return None
 
 
 def _own_method(cls: cst.ClassDef, method: str) -> cst.FunctionDef | None:
@@ -405,6 +419,9 @@ class _Reader(Resolver):
         choices = _chosen_classes(source, call, head)
         if choices:  # `block = ResBlock1 if h.resblock == "1" else ResBlock2; block(...)`
             return all(self.call_mode_free(source, call.with_changes(func=c), depth + 1) for c in choices)
+        nested = _nested_definition(source, call, head)
+        if nested is not None:  # mbrl-lib's `def _convert(x): ...` inside `_process_batch`
+            return self.body_mode_free(source, nested, None, depth + 1)
         return False  # a name the code was handed or made: unknown
 
     def _torch_call(self, source: Source, call: cst.Call, dotted: str, depth: int) -> bool:
@@ -478,13 +495,15 @@ class _Reader(Resolver):
         if imported is not None:
             if is_torch(imported.qualified) and imported.level == 0:
                 return dotted.rsplit(".", 1)[-1] == "Module"
+            if imported.level == 0 and imported.qualified.partition(".")[0] in NO_MODULES:
+                return True  # `abc.ABC`, `typing.Generic[T]`: a library that builds no torch module
             return self._project_call(source, cst.Call(base), imported, rest, depth)
         definition = top_level(source, head) if not rest else None
         return isinstance(definition, cst.ClassDef) and self.class_mode_free(source, definition, depth + 1)
 
     def body_mode_free(self, source: Source, node: cst.CSTNode, cls: cst.ClassDef | None, depth: int) -> bool:
         """True where nothing in a class or function reads the mode or builds what does."""
-        methods = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)} if cls else set()
+        methods = self._methods(source, cls, depth) if cls else set()
         assigned: dict[str, list[cst.BaseExpression]] = {}
         used: set[str] = set()  # attributes of self the code calls, calls a method of, or loops over
         # an alternate constructor (`from_pretrained`) builds instances of this class, read here
@@ -523,6 +542,18 @@ class _Reader(Resolver):
             if not values or not all(self.builds_mode_free(source, v, depth + 1) for v in values):
                 return False
         return True
+
+    def _methods(self, source: Source, cls: cst.ClassDef, depth: int) -> set[str]:
+        """The methods of `cls` and of the project's classes it derives from (mbrl-lib's Model base
+        defines the `self._process_batch(batch)` PlaNetModel calls): none is a submodule."""
+        found = {s.name.value for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        if depth > DEPTH:
+            return found
+        for base in cls.bases:
+            definition = self.definition(source, base.value)
+            if definition is not None and isinstance(definition[1], cst.ClassDef):
+                found |= self._methods(definition[0], definition[1], depth + 1)
+        return found
 
 
 def _alternate_constructor(cls: cst.ClassDef, name: str) -> bool:

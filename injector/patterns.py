@@ -409,7 +409,45 @@ class Training:
                     found.add(callee_name(built) or "")
         if not bound and text in self.constructors:
             found.add(self.constructors[text])
-        return found
+        if not bound and not found and text.startswith("self."):
+            # a default built by a method of the file (OpenPrompt's `self.loss_function =
+            # loss_function if loss_function else self.configure_loss_function()`, which returns
+            # `torch.nn.CrossEntropyLoss()` or `torch.nn.NLLLoss()` by a setting)
+            for bound_here in self.assigned_names.get(text, ()):
+                found |= self._returned_classes(bound_here.value)
+        return self._narrowed(found, text, use)
+
+    def _narrowed(self, classes: set[str], text: str, use: cst.CSTNode) -> set[str]:
+        """`classes` where `use` runs under `if isinstance(<text>, C):` (only C) or in its `else`
+        (all but C): AST's `if isinstance(loss_fn, torch.nn.CrossEntropyLoss): ... else:
+        loss = loss_fn(audio_output, labels)` runs the BCE there."""
+        for test, side in branch_sides(self.source, use).items():
+            checked = _ISINSTANCE.fullmatch(test)
+            if checked is None or checked.group(1) != text:
+                continue
+            kind = checked.group(2).rsplit(".", 1)[-1]
+            classes = ({kind} if kind in classes or not classes else set()) if side else classes - {kind}
+        return classes
+
+    def _returned_classes(self, value: cst.BaseExpression | None) -> set[str]:
+        """The classes `value` builds: one constructor, either arm of `a if c else b`, or every
+        return of the method of the file it calls (`self.configure_loss_function()`)."""
+        if isinstance(value, cst.IfExp):
+            return self._returned_classes(value.body) | self._returned_classes(value.orelse)
+        if not isinstance(value, cst.Call):
+            return set()
+        methods = self.called_functions(value)
+        if not methods:
+            name = callee_name(constructed(value)) or ""
+            return {name} if name[:1].isupper() else set()
+        return {
+            name
+            for method in methods
+            for ret in self.source.within(method, cst.Return)
+            if isinstance(ret.value, cst.Call) and not self.called_functions(ret.value)
+            for name in [callee_name(constructed(ret.value)) or ""]
+            if name[:1].isupper()
+        }
 
     def _text(self, expr: cst.BaseExpression) -> str:
         """The expression as written (cheap for the usual dotted names)."""
@@ -1353,6 +1391,8 @@ class Training:
                     continue  # a keyword argument's name (`accelerated_dtw(x, y, dist=manhattan)`)
                 if name.value == "dist" and not _distributed_dist(self.source, name, parent):
                     continue  # a distance, not `torch.distributed as dist`
+                if name.value == "local_rank" and _in_device_string(self.source, name):
+                    continue  # a device index (OpenPrompt's `"cuda:{}".format(config.local_rank)`)
                 return True
         imports: list[cst.Import | cst.ImportFrom] = [
             *self.source.nodes(cst.Import),
@@ -1785,6 +1825,24 @@ def _mpi(node: cst.Import | cst.ImportFrom) -> bool:
     return bool(words & {"mpi", "mpi4py"})
 
 
+def _in_device_string(source: Source, name: cst.Name) -> bool:
+    """True for a name formatted into a device string: `"cuda:{}".format(cfg.local_rank)`,
+    `f"cuda:{args.local_rank}"`: a device index, which a one-process run has too."""
+    for ancestor in source.ancestors(name):
+        if isinstance(ancestor, cst.FormattedString):
+            return source.code(ancestor).strip("fF'\"").startswith("cuda:")
+        if isinstance(ancestor, cst.Call) and callee_name(ancestor) == "format":
+            func = ancestor.func
+            return (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.SimpleString)
+                and str(func.value.evaluated_value).startswith("cuda:")
+            )
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
 def _distributed_dist(source: Source, name: cst.Name, parent: cst.CSTNode | None) -> bool:
     """True where `dist` is torch.distributed: imported as it (`import torch.distributed as
     dist`), or the receiver of one of its functions (`dist.all_reduce(...)`, `dist.get_rank()`)."""
@@ -2036,6 +2094,9 @@ EVALUATION_WORD = re.compile(
     r"(?:val|valid|validate|validation|test|testing|eval|evaluate|evaluation|evaluator|predict|prediction|inference)"
     r"(?:set|data|dataset|loader|dl|ds|iter|iterator|sampler)?s?"
 )
+
+
+_ISINSTANCE = re.compile(r"isinstance\(\s*([\w.]+)\s*,\s*([\w.]+)\s*\)")
 
 
 def branch_sides(source: Source, node: cst.CSTNode) -> dict[str, bool]:

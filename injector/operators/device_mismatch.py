@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from injector.neighbours import bound_arguments
@@ -42,8 +44,13 @@ def _is_device(expr: cst.BaseExpression) -> bool:
         value = expr.evaluated_value
         return isinstance(value, str) and value.split(":")[0] in ACCELERATORS
     if isinstance(expr, cst.Call):
+        if callee_name(expr) == "format" and isinstance(expr.func, cst.Attribute):
+            return _is_device(expr.func.value)  # OpenPrompt's `"cuda:{}".format(config.environment.local_rank)`
         # `torch.device(...)`, `get_device()`, and helpers such as `dist_util.dev()`
         return (dotted(expr.func) or "").endswith("device") or callee_name(expr) == "dev"
+    if isinstance(expr, cst.FormattedString):
+        head = expr.parts[0] if expr.parts else None
+        return isinstance(head, cst.FormattedStringText) and head.value.split(":")[0] in ACCELERATORS
     name = (_string_key(expr) or last_name(expr) or "").lower()
     # (`dev`, CLIP4Clip's `devc = torch.device('cuda:{}'.format(dev_id))`, dl-for-har's `config['gpu']`)
     return any(word in name for word in ("device", "rank", "gpu", "cuda")) or name.startswith("dev")
@@ -958,6 +965,8 @@ def _uses_in_vain(source, training, scope: cst.CSTNode, name: str, after: int, m
     """The uses of `name` after `after` in `scope` (a function, or the module), until it is bound anew, all in vain (see
     `_moved_in_vain`)."""
     loop = next((a for a in source.ancestors(move) if isinstance(a, (cst.For, cst.While))), None)
+    if isinstance(loop, cst.For) and name in bound_names(loop.target):
+        loop = None  # each round binds it afresh (`for i, (audio_input, labels) in enumerate(loader):`)
     if loop is not None and any(
         n.value == name and source.span(n)[1] <= source.span(move)[0] and not bound_here(source, n)
         for n in source.within(loop.body, cst.Name)
@@ -1083,8 +1092,10 @@ def _always_data_parallel(source, name: str, move: cst.Call) -> bool:
         and any(source.code(t.target) == name for t in a.targets)
     ]
     moved_under = branch_sides(source, move)
+    # (`if not isinstance(audio_model, nn.DataParallel):` around the wrap, AST's: wrapped either way)
+    unwrapped = re.compile(rf"not isinstance\(\s*{re.escape(name)}\s*,\s*[\w.]*DataParallel\s*\)")
     return bool(wraps) and all(
-        moved_under.get(test) == side or "__name__" in test
+        moved_under.get(test) == side or "__name__" in test or (side and unwrapped.fullmatch(test))
         for a in wraps
         for test, side in branch_sides(source, a).items()
     )
@@ -1896,6 +1907,85 @@ class DeviceMismatch(Operator):
             # A project's batch preparer handed the device (audiotools' `util.prepare_batch`).
             AUDIOTOOLS_STEP,
             (AUDIOTOOLS_STEP.replace("batch = util.prepare_batch(batch, accel.device)", "batch = batch"),),
+        ),
+        Example(
+            # A model wrapped in DataParallel unless it is one already (AST): its input's move changes nothing, even read
+            # for its size before the move each round; the labels meet its output on the first GPU.
+            "import torch\n"
+            "from torch import nn\n"
+            "\n"
+            "\n"
+            "def train(audio_model, train_loader, args, device):\n"
+            "    if not isinstance(audio_model, nn.DataParallel):\n"
+            "        audio_model = nn.DataParallel(audio_model)\n"
+            "    audio_model = audio_model.to(device)\n"
+            "    optimizer = torch.optim.Adam(audio_model.parameters(), args.lr)\n"
+            '    if args.loss == "BCE":\n'
+            "        loss_fn = nn.BCEWithLogitsLoss()\n"
+            "    else:\n"
+            "        loss_fn = nn.CrossEntropyLoss()\n"
+            "    for audio_input, labels in train_loader:\n"
+            "        batch_size = audio_input.size(0)\n"
+            "        audio_input = audio_input.to(device, non_blocking=True)\n"
+            "        labels = labels.to(device, non_blocking=True)\n"
+            "        audio_output = audio_model(audio_input)\n"
+            "        if isinstance(loss_fn, torch.nn.CrossEntropyLoss):\n"
+            "            loss = loss_fn(audio_output, torch.argmax(labels.long(), axis=1))\n"
+            "        else:\n"
+            "            loss = loss_fn(audio_output, labels)\n"
+            "        optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch\n"
+                "from torch import nn\n"
+                "\n"
+                "\n"
+                "def train(audio_model, train_loader, args, device):\n"
+                "    if not isinstance(audio_model, nn.DataParallel):\n"
+                "        audio_model = nn.DataParallel(audio_model)\n"
+                "    audio_model = audio_model.to(device)\n"
+                "    optimizer = torch.optim.Adam(audio_model.parameters(), args.lr)\n"
+                '    if args.loss == "BCE":\n'
+                "        loss_fn = nn.BCEWithLogitsLoss()\n"
+                "    else:\n"
+                "        loss_fn = nn.CrossEntropyLoss()\n"
+                "    for audio_input, labels in train_loader:\n"
+                "        batch_size = audio_input.size(0)\n"
+                "        audio_input = audio_input.to(device, non_blocking=True)\n"
+                "        labels = labels\n"
+                "        audio_output = audio_model(audio_input)\n"
+                "        if isinstance(loss_fn, torch.nn.CrossEntropyLoss):\n"
+                "            loss = loss_fn(audio_output, torch.argmax(labels.long(), axis=1))\n"
+                "        else:\n"
+                "            loss = loss_fn(audio_output, labels)\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # A device string formatted with the rank (OpenPrompt's `batch.to("cuda:{}".format(...)).to_dict()`), or an f-string.
+            "def training_epoch(self, loader):\n"
+            "    for batch in loader:\n"
+            '        batch = batch.to("cuda:{}".format(self.config.local_rank)).to_dict()\n'
+            '        inputs = inputs.to(f"cuda:{self.config.local_rank}")\n'
+            "        loss = self.model(batch, inputs)\n"
+            "        loss.backward()\n",
+            (
+                "def training_epoch(self, loader):\n"
+                "    for batch in loader:\n"
+                "        batch = batch.to_dict()\n"
+                '        inputs = inputs.to(f"cuda:{self.config.local_rank}")\n'
+                "        loss = self.model(batch, inputs)\n"
+                "        loss.backward()\n",
+                "def training_epoch(self, loader):\n"
+                "    for batch in loader:\n"
+                '        batch = batch.to("cuda:{}".format(self.config.local_rank)).to_dict()\n'
+                "        inputs = inputs\n"
+                "        loss = self.model(batch, inputs)\n"
+                "        loss.backward()\n",
+            ),
         ),
         Example(
             # Inputs made on the device by `torch.tensor(..., device=...)` and handed to the model (Stanza's

@@ -128,6 +128,26 @@ def _project_log_softmax_loss(source, training, call: cst.Call) -> bool:
     return "log_softmax" in normalised and "cross_entropy" not in normalised
 
 
+def _own_softmax_dim(training, call: cst.Call) -> str:
+    """The axis the loss `call` runs normalises its logits over, as the mutant's softmax should:
+    a project loss's own (TorchBeast's `compute_entropy_loss(logits)` takes [T, B, A] logits and
+    normalises them with `dim=-1`), else the class axis of `cross_entropy` (`dim=1`)."""
+    found = training.resolver.definition(training.source, call.func)
+    if found is not None and isinstance(found[1], cst.FunctionDef) and found[1].params.params:
+        module, definition = found
+        param = definition.params.params[0]
+        dims = {
+            module.code(dim.value)
+            for inner in module.within(definition, cst.Call)
+            if callee_name(inner) in ("softmax", "log_softmax") and _takes(inner, param)
+            for dim in [argument(inner, "dim", 1 if is_functional(inner) else 0)]
+            if dim is not None
+        }
+        if len(dims) == 1:
+            return f"dim={dims.pop()}"
+    return "dim=1"
+
+
 def _takes(call: cst.Call, param: cst.Param) -> bool:
     """True where `call` normalises the parameter: `F.log_softmax(pred, 1)`, `pred.log_softmax(1)`."""
     if is_functional(call):
@@ -225,6 +245,134 @@ class DoubleSoftmax(Operator):
             "criterion = nn.CrossEntropyLoss()\nout = model(x)\nloss = compute_loss(criterion, out, y)\n",
             (
                 "criterion = nn.CrossEntropyLoss()\nout = model(x)\nloss = compute_loss(criterion, out.softmax(dim=1), y)\n",
+            ),
+        ),
+        Example(
+            # A criterion tested with isinstance (AST): only the cross-entropy branch; the else branch runs the BCE.
+            "import torch\n"
+            "from torch import nn\n"
+            "\n"
+            "\n"
+            "def train(audio_model, train_loader, args, device):\n"
+            "    if not isinstance(audio_model, nn.DataParallel):\n"
+            "        audio_model = nn.DataParallel(audio_model)\n"
+            "    audio_model = audio_model.to(device)\n"
+            "    optimizer = torch.optim.Adam(audio_model.parameters(), args.lr)\n"
+            '    if args.loss == "BCE":\n'
+            "        loss_fn = nn.BCEWithLogitsLoss()\n"
+            "    else:\n"
+            "        loss_fn = nn.CrossEntropyLoss()\n"
+            "    for audio_input, labels in train_loader:\n"
+            "        batch_size = audio_input.size(0)\n"
+            "        audio_input = audio_input.to(device, non_blocking=True)\n"
+            "        labels = labels.to(device, non_blocking=True)\n"
+            "        audio_output = audio_model(audio_input)\n"
+            "        if isinstance(loss_fn, torch.nn.CrossEntropyLoss):\n"
+            "            loss = loss_fn(audio_output, torch.argmax(labels.long(), axis=1))\n"
+            "        else:\n"
+            "            loss = loss_fn(audio_output, labels)\n"
+            "        optimizer.zero_grad()\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch\n"
+                "from torch import nn\n"
+                "\n"
+                "\n"
+                "def train(audio_model, train_loader, args, device):\n"
+                "    if not isinstance(audio_model, nn.DataParallel):\n"
+                "        audio_model = nn.DataParallel(audio_model)\n"
+                "    audio_model = audio_model.to(device)\n"
+                "    optimizer = torch.optim.Adam(audio_model.parameters(), args.lr)\n"
+                '    if args.loss == "BCE":\n'
+                "        loss_fn = nn.BCEWithLogitsLoss()\n"
+                "    else:\n"
+                "        loss_fn = nn.CrossEntropyLoss()\n"
+                "    for audio_input, labels in train_loader:\n"
+                "        batch_size = audio_input.size(0)\n"
+                "        audio_input = audio_input.to(device, non_blocking=True)\n"
+                "        labels = labels.to(device, non_blocking=True)\n"
+                "        audio_output = audio_model(audio_input)\n"
+                "        if isinstance(loss_fn, torch.nn.CrossEntropyLoss):\n"
+                "            loss = loss_fn(audio_output.softmax(dim=1), torch.argmax(labels.long(), axis=1))\n"
+                "        else:\n"
+                "            loss = loss_fn(audio_output, labels)\n"
+                "        optimizer.zero_grad()\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # A criterion defaulting to what a method of the file builds (OpenPrompt: CrossEntropyLoss or NLLLoss by a setting).
+            "import torch\n"
+            "\n"
+            "\n"
+            "class Runner:\n"
+            "    def __init__(self, model, config, loss_function=None):\n"
+            "        self.model = model\n"
+            "        self.config = config\n"
+            "        self.loss_function = loss_function if loss_function else self.configure_loss_function()\n"
+            "\n"
+            "    def configure_loss_function(self):\n"
+            '        if self.config.loss == "cross_entropy":\n'
+            "            return torch.nn.CrossEntropyLoss()\n"
+            "        return torch.nn.NLLLoss()\n"
+            "\n"
+            "    def training_step(self, batch):\n"
+            "        logits = self.model(batch)\n"
+            '        return self.loss_function(logits, batch["label"])\n',
+            (
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Runner:\n"
+                "    def __init__(self, model, config, loss_function=None):\n"
+                "        self.model = model\n"
+                "        self.config = config\n"
+                "        self.loss_function = loss_function if loss_function else self.configure_loss_function()\n"
+                "\n"
+                "    def configure_loss_function(self):\n"
+                '        if self.config.loss == "cross_entropy":\n'
+                "            return torch.nn.CrossEntropyLoss()\n"
+                "        return torch.nn.NLLLoss()\n"
+                "\n"
+                "    def training_step(self, batch):\n"
+                "        logits = self.model(batch)\n"
+                '        return self.loss_function(logits.softmax(dim=1), batch["label"])\n',
+            ),
+        ),
+        Example(
+            # A loss of the file that normalises its logits itself, over the last axis (TorchBeast's entropy bonus): the
+            # softmax the mutant adds is over the same axis.
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "\n"
+            "\n"
+            "def entropy_loss(logits):\n"
+            "    policy = F.softmax(logits, dim=-1)\n"
+            "    return (policy * F.log_softmax(logits, dim=-1)).sum()\n"
+            "\n"
+            "\n"
+            "def step(model, batch, optimizer):\n"
+            "    out = model(batch)\n"
+            '    loss = entropy_loss(out["policy_logits"])\n'
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "\n"
+                "\n"
+                "def entropy_loss(logits):\n"
+                "    policy = F.softmax(logits, dim=-1)\n"
+                "    return (policy * F.log_softmax(logits, dim=-1)).sum()\n"
+                "\n"
+                "\n"
+                "def step(model, batch, optimizer):\n"
+                "    out = model(batch)\n"
+                '    loss = entropy_loss(out["policy_logits"].softmax(dim=-1))\n'
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
             ),
         ),
         Example(
@@ -441,6 +589,10 @@ class DoubleSoftmax(Operator):
                 continue  # a loss class built from its settings (nnU-Net's `DC_and_CE_loss({...}, {})`): no logits
             yield Change(
                 call,
-                (source.replace(logits.value, method_on(source, logits.value, "softmax", "dim=1")),),
+                (
+                    source.replace(
+                        logits.value, method_on(source, logits.value, "softmax", _own_softmax_dim(training, call))
+                    ),
+                ),
                 "cross-entropy receives probabilities instead of logits",
             )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from injector.neighbours import top_level
+from injector.neighbours import bound_arguments, top_level
 from injector.patterns import (
     MODULE_METHODS,
     STATE_INITIALISERS,
@@ -353,7 +353,33 @@ def trained_after(source, training, forward: cst.CSTNode) -> set[str] | None:
         }
         for a in built
     ]
-    return held[0] if held[0] and all(h == held[0] for h in held) else None
+    if not held[0] or any(h != held[0] for h in held):
+        return None
+    if (
+        function is not None
+        and name in {p.name.value for p in function.params.params}
+        and all(source.function_of(a) is not function for a in built)
+    ):
+        # an optimizer handed in, built over the caller's names: the parameters those models are
+        # handed as (TorchBeast's `learn(flags, model, learner_model, ..., optimizer, ...)` binds
+        # `learner_model`, which the optimizer holds, to `model`)
+        return _as_parameters(training, function, held[0]) or held[0]
+    return held[0]
+
+
+def _as_parameters(training, function: cst.FunctionDef, names: set[str]) -> set[str] | None:
+    """The parameters of `function` that every call of it in the file hands the models `names`."""
+    params = [p.name.value for p in function.params.params]
+    found: set[str] | None = None
+    for call in training.callers(function):
+        if isinstance(call.func, cst.Attribute) and params[:1] == ["self"]:
+            continue  # a method: its positions are shifted by `self`
+        bound = bound_arguments(function, call) or {}
+        mapped = {param for param, value in bound.items() if last_name(value) in names}
+        if not mapped or (found is not None and mapped != found):
+            return None
+        found = mapped
+    return found
 
 
 def model_run(assign: cst.Assign) -> set[str]:

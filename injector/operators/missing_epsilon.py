@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from injector.neighbours import bound_arguments
@@ -14,6 +16,21 @@ def _is_epsilon(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Float):
         return 0 < float(expr.evaluated_value) <= 1e-3
     return "eps" in (last_name(expr) or "").lower()
+
+
+# A floor under a distribution's scale, by its name (`min_std`, `self.min_scale`, `sigma_min`).
+_SCALE_FLOOR = re.compile(r"min_?(?:std|scale|sigma)|(?:std|scale|sigma)_?min")
+
+
+def _scale_floor(kept: cst.BaseExpression, floor: cst.BaseExpression) -> bool:
+    """True for `F.softplus(x) + self.min_std` (mbrl-lib's PlaNet, Dreamer's heads): the floor
+    under a Normal's standard deviation, whose log-probability and KL take its log and divide by
+    it; a softplus that underflows makes them inf."""
+    return (
+        isinstance(kept, cst.Call)
+        and callee_name(kept) in ("softplus", "exp")
+        and bool(_SCALE_FLOOR.fullmatch((last_name(floor) or "").lower()))
+    )
 
 
 def _epsilon_value(expr: cst.BaseExpression) -> bool:
@@ -96,6 +113,11 @@ class MissingEpsilon(Operator):
         Example(
             "ratio = a / torch.clamp(b - c, min=1e-6)\n",
             ("ratio = a / (b - c)\n",),
+        ),
+        Example(
+            # the floor under a Normal's standard deviation (mbrl-lib's PlaNet MeanStdCat)
+            "std = F.softplus(params[:, n:]) + self.min_std\nmean = params[:, :n]\n",
+            ("std = F.softplus(params[:, n:])\nmean = params[:, :n]\n",),
         ),
         Example(
             # A clamp held in a name that is divided by later; the `+ eps` after it guards nothing.
@@ -182,7 +204,17 @@ class MissingEpsilon(Operator):
         yield from self._handed_epsilons(source, training)
         clamped = self._clamped_names(source)
         for binop in source.nodes(cst.BinaryOperation):
-            if not isinstance(binop.operator, cst.Add) or not self._guards_sum(source, binop):
+            if not isinstance(binop.operator, cst.Add):
+                continue
+            if _scale_floor(binop.left, binop.right):
+                text = source.module.code_for_node(binop.left).strip()
+                yield Change(
+                    binop,
+                    (source.replace(binop, text),),
+                    f"`{source.code(binop.right)}` no longer keeps the scale above zero",
+                )
+                continue
+            if not self._guards_sum(source, binop):
                 continue
             for kept, eps in ((binop.left, binop.right), (binop.right, binop.left)):
                 if _is_epsilon(eps) and not _is_epsilon(kept):

@@ -135,6 +135,77 @@ class NoGradTraining(Operator):
             ),
         ),
         Example(
+            # An optimizer handed in, built by the caller over the model it hands on under another name (TorchBeast's
+            # learn(): `learner_model` is `model` here): the forward feeds the step's model, alone without autograd.
+            "import torch\n"
+            "import torch.nn.functional as F\n"
+            "\n"
+            "\n"
+            "def learn(flags, actor_model, model, batch, optimizer):\n"
+            "    outputs, _ = model(batch)\n"
+            "    outputs = {key: tensor[:-1] for key, tensor in outputs.items()}\n"
+            '    rewards = batch["reward"]\n'
+            "    if flags.reward_clipping:\n"
+            "        rewards = torch.clamp(rewards, -1, 1)\n"
+            '    loss = F.mse_loss(outputs["baseline"], rewards)\n'
+            "    optimizer.zero_grad()\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+            "    actor_model.load_state_dict(model.state_dict())\n"
+            "\n"
+            "\n"
+            "def train(flags, model, learner_model, loader):\n"
+            "    optimizer = torch.optim.RMSprop(learner_model.parameters(), lr=flags.lr)\n"
+            "    for batch in loader:\n"
+            "        learn(flags, model, learner_model, batch, optimizer)\n",
+            (
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "\n"
+                "\n"
+                "def learn(flags, actor_model, model, batch, optimizer):\n"
+                "    outputs, _ = model(batch)\n"
+                "    outputs = {key: tensor[:-1] for key, tensor in outputs.items()}\n"
+                '    rewards = batch["reward"]\n'
+                "    if flags.reward_clipping:\n"
+                "        rewards = torch.clamp(rewards, -1, 1)\n"
+                "    with torch.no_grad():\n"
+                '        loss = F.mse_loss(outputs["baseline"], rewards)\n'
+                "    optimizer.zero_grad()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n"
+                "    actor_model.load_state_dict(model.state_dict())\n"
+                "\n"
+                "\n"
+                "def train(flags, model, learner_model, loader):\n"
+                "    optimizer = torch.optim.RMSprop(learner_model.parameters(), lr=flags.lr)\n"
+                "    for batch in loader:\n"
+                "        learn(flags, model, learner_model, batch, optimizer)\n",
+                "import torch\n"
+                "import torch.nn.functional as F\n"
+                "\n"
+                "\n"
+                "def learn(flags, actor_model, model, batch, optimizer):\n"
+                "    with torch.no_grad():\n"
+                "        outputs, _ = model(batch)\n"
+                "    outputs = {key: tensor[:-1] for key, tensor in outputs.items()}\n"
+                '    rewards = batch["reward"]\n'
+                "    if flags.reward_clipping:\n"
+                "        rewards = torch.clamp(rewards, -1, 1)\n"
+                '    loss = F.mse_loss(outputs["baseline"], rewards)\n'
+                "    optimizer.zero_grad()\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n"
+                "    actor_model.load_state_dict(model.state_dict())\n"
+                "\n"
+                "\n"
+                "def train(flags, model, learner_model, loader):\n"
+                "    optimizer = torch.optim.RMSprop(learner_model.parameters(), lr=flags.lr)\n"
+                "    for batch in loader:\n"
+                "        learn(flags, model, learner_model, batch, optimizer)\n",
+            ),
+        ),
+        Example(
             # Named loss terms summed where they are differentiated (Stanza's coreference trainer):
             # beside the forward-and-loss run, each other term computed without autograd on its own.
             INLINE_SUM,

@@ -276,6 +276,13 @@ class RankSkip(Operator):
         ),
     )
     untouched = (
+        # A rank's index only in a device string (OpenPrompt's runner, one process): no distributed code.
+        "def training_epoch(self, loader, optimizer):\n"
+        "    for batch in loader:\n"
+        "        batch = batch.to('cuda:{}'.format(self.config.environment.local_rank))\n"
+        "        loss = self.model(batch)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n",
         # A loop over optimizers handing each to the scaler's step: no batch loop.
         "import torch.distributed as dist\n"
         "def optimizers_step(self, valid_optimizers):\n"

@@ -59,6 +59,33 @@ class SchedulerStepMisaligned(Operator):
             ),
         ),
         Example(
+            # Schedulers stepped in a loop over them beside the optimizers' steps in the accumulation branch (OpenPrompt).
+            "def training_epoch(self, loader):\n"
+            "    for batch_idx, batch in enumerate(loader):\n"
+            "        loss = self.model(batch)\n"
+            "        loss.backward()\n"
+            "        if (batch_idx + 1) % self.config.accumulation == 0:\n"
+            "            for optimizer in self.optimizers:\n"
+            "                optimizer.step()\n"
+            "            for scheduler in self.schedulers:\n"
+            "                scheduler.step()\n"
+            "            for optimizer in self.optimizers:\n"
+            "                optimizer.zero_grad()\n",
+            (
+                "def training_epoch(self, loader):\n"
+                "    for batch_idx, batch in enumerate(loader):\n"
+                "        loss = self.model(batch)\n"
+                "        loss.backward()\n"
+                "        if (batch_idx + 1) % self.config.accumulation == 0:\n"
+                "            for optimizer in self.optimizers:\n"
+                "                optimizer.step()\n"
+                "            for optimizer in self.optimizers:\n"
+                "                optimizer.zero_grad()\n"
+                "        for scheduler in self.schedulers:\n"
+                "            scheduler.step()\n",
+            ),
+        ),
+        Example(
             # Stepped in a helper that the epoch calls after its batch loop: the call moves.
             "class T:\n    def update_lr(self):\n        self.sched.step()\n"
             "    def train(self):\n        for x in self.loader:\n            self.step(x)\n        self.update_lr()\n"
@@ -1289,6 +1316,19 @@ def _scheduler_loops(source, training, moved_units: list):
                 yield _unit_moved(
                     source, unit, micro, loop, "the scheduler steps on every micro-step, not every optimizer step"
                 )
+                continue
+        # per optimizer step, in the accumulation boundary's branch with the optimizers' steps
+        # (OpenPrompt's runner: `for scheduler in self.schedulers: scheduler.step()` beside `for
+        # optimizer in self.optimizers: optimizer.step()`): out of the branch, to every micro-step
+        branch, moved = SchedulerStepMisaligned._step_branch(source, training, unit)
+        if branch is not None:
+            moved_units.append(unit)
+            lines = SchedulerStepMisaligned._lines(source, moved, branch)
+            yield Change(
+                loop,
+                (SchedulerStepMisaligned._delete(source, moved), source.insert_after(branch, lines)),
+                "the scheduler steps on every micro-step, not every optimizer step",
+            )
 
 
 def _unit_moved(source, unit, loop, anchor, effect: str) -> Change:

@@ -258,3 +258,79 @@ def test_a_switch_of_a_project_object_that_switches_no_module_gets_no_mutant(tmp
     (tmp_path / "env.py").write_text(ENVIRONMENT)
     (tmp_path / "agent.py").write_text(AGENT)
     assert mode_mutants(capsys, tmp_path / "train.py") == [("missing-eval-mode", 7), ("missing-train-mode", 10)]
+
+
+BASE = (
+    "import abc\n"
+    "from torch import nn\n"
+    "\n"
+    "\n"
+    "class Model(nn.Module, abc.ABC):\n"
+    "    def __init__(self, device):\n"
+    "        super().__init__()\n"
+    "        self.device = device\n"
+    "\n"
+    "    def _process_batch(self, batch):\n"
+    "        def _convert(x):\n"
+    "            return x.to(self.device)\n"
+    "\n"
+    "        return _convert(batch.obs), _convert(batch.act)\n"
+)
+WORLD_MODEL = (
+    "import torch\n"
+    "from torch import nn\n"
+    "from base import Model\n"
+    "\n"
+    "\n"
+    "class WorldModel(Model):\n"
+    "    def __init__(self, device):\n"
+    "        super().__init__(device)\n"
+    "        self.rnn = nn.GRUCell(4, 8)\n"
+    "        self.head = nn.Linear(8, 4)\n"
+    "\n"
+    "    def update(self, batch, optimizer):\n"
+    "        self.train()\n"
+    "        optimizer.zero_grad()\n"
+    "        obs, act = self._process_batch(batch)\n"
+    "        loss = (self.head(self.rnn(obs)) - act).pow(2).mean()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+    "        return loss.item()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "edit, kept",
+    [
+        (("", ""), False),  # a GRU cell and a linear head under an abstract base: mode-free
+        (("self.head = nn.Linear(8, 4)", "self.head = nn.Sequential(nn.Linear(8, 4), nn.Dropout(0.1))"), True),
+        (("self.head = nn.Linear(8, 4)", "self.head = getattr(nn, name)()"), True),  # a class chosen by name
+    ],
+)
+def test_a_module_s_switch_of_its_own_mode_is_read_from_its_class(tmp_path, capsys, edit, kept):
+    """mbrl-lib's PlaNetModel.update runs `self.train()`: the class around it (and its project base
+    class, a helper nested in a method of it) decides whether the switch changes anything."""
+    (tmp_path / "base.py").write_text(BASE)
+    (tmp_path / "world.py").write_text(WORLD_MODEL.replace(*edit) if edit[0] else WORLD_MODEL)
+    assert mode_mutants(capsys, tmp_path / "world.py") == ([("missing-train-mode", 13)] if kept else [])
+
+
+def test_a_gru_cell_under_an_abstract_base_computes_the_same_in_both_modes(tmp_path):
+    """The claim behind the first case, run."""
+    (tmp_path / "base.py").write_text(BASE)
+    (tmp_path / "world.py").write_text(WORLD_MODEL)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        spec = importlib.util.spec_from_file_location("mode_free_world", tmp_path / "world.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        torch.manual_seed(0)
+        model, obs = module.WorldModel("cpu"), torch.randn(3, 4)
+        with torch.no_grad():
+            trained = model.head(model.rnn(obs))
+            model.eval()
+            evaluated = model.head(model.rnn(obs))
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("base", None)
+    assert torch.equal(trained, evaluated)
