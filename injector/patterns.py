@@ -539,6 +539,38 @@ class Training:
 
         return Resolver()
 
+    def project_method(self, call: cst.Call) -> tuple[Source, cst.FunctionDef] | None:
+        """The method `recv.m(...)` runs where every value the file gives `recv` builds one class of
+        the project (this file's or a module's it imports, read through the neighbours), directly
+        or through a method of the file that returns it (nerfstudio's Trainer: `self.optimizers =
+        self.setup_optimizers()`, which returns `Optimizers(...)`): that class's own `m`."""
+        if not isinstance(call.func, cst.Attribute):
+            return None
+        text = dotted(call.func.value)
+        assigned = [a for a in self.assigned_names.get(text or "", ()) if a.value is not None]
+        if text and text.startswith("self."):
+            owner = enclosing_class(self.source, call)
+            assigned = [a for a in assigned if enclosing_class(self.source, a) is owner]
+        if not assigned:
+            return None
+        classes: set[str] = set()
+        for assign in assigned:
+            built = self._returned_classes(assign.value)
+            if not built:
+                return None  # a value that builds no class the file names
+            classes |= built
+        if len(classes) != 1:
+            return None
+        found = self.resolver.definition(self.source, cst.Name(classes.pop()))
+        if found is None or not isinstance(found[1], cst.ClassDef):
+            return None
+        module, cls = found
+        method = next(
+            (s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == call.func.attr.value),
+            None,
+        )
+        return (module, method) if method is not None else None
+
     @cached_property
     def torch(self) -> str:
         """How this file reaches the `torch` module (`torch`, an alias, or an import call)."""
@@ -1312,7 +1344,7 @@ class Training:
                 f
                 for f in self.functions.get(target.value, ())
                 if not isinstance(self.source.parent(self.source.parent(f) or f), cst.ClassDef)
-            ]
+            ] or self._handed_loss_function(call, target.value)
         if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
             owner = enclosing_class(self.source, call)
             if owner is None:
@@ -1329,6 +1361,36 @@ class Training:
             below = subclasses(self.source, owner)
             return own + [f for f in self.functions.get(name, ()) if enclosing_class(self.source, f) in below]
         return []
+
+    def _handed_loss_function(self, call: cst.Call, name: str) -> list[cst.FunctionDef]:
+        """For a loss function a step is handed (`loss_fn`, a parameter no call of this file binds):
+        the one module-level loss function the file defines and never calls itself, which the
+        program's entry point hands it (DiffDock's train.py: `loss_fn = partial(loss_function,
+        tr_weight=...)`, then `train_epoch(..., loss_fn, ...)` of utils/training.py)."""
+        from injector.neighbours import bound_arguments  # neighbours reads this module's helpers
+
+        function = self.source.function_of(call)
+        if "loss" not in name.lower() or function is None or name not in {p.name.value for p in function.params.params}:
+            return []
+        for caller in self.source.nodes(cst.Call):
+            if last_name(caller.func) == function.name.value and name in (bound_arguments(function, caller) or {}):
+                return []  # handed by a call of this file: what it hands is read there
+        candidates = [
+            f
+            for f in self.source.module.body
+            if isinstance(f, cst.FunctionDef)
+            and "loss" in f.name.value.lower()
+            and len(f.params.params) >= 2
+            and not self._named_elsewhere(f.name.value)
+        ]
+        return candidates if len(candidates) == 1 else []
+
+    def _named_elsewhere(self, name: str) -> bool:
+        """True where the file calls or names `name` anywhere but its own definition."""
+        return any(
+            n.value == name and not isinstance(self.source.parent(n), cst.FunctionDef)
+            for n in self.source.nodes(cst.Name)
+        )
 
     def _held_closures(self, owner: cst.ClassDef, attribute: str) -> list[cst.FunctionDef]:
         """The functions defined in a method of `owner` that the method stores in `self.<attribute>`:

@@ -16,6 +16,8 @@ from injector.operators.snippets import (
 )
 from injector.patterns import (
     EVALUATION_WORDS,
+    LOSS_FUNCTIONS,
+    LOSS_MODULES,
     argument,
     assigned_alone,
     bound_here,
@@ -26,6 +28,7 @@ from injector.patterns import (
     dotted,
     imported_name,
     in_optimizer_class,
+    is_functional,
     last_name,
     read_from_settings,
     runs_model,
@@ -149,9 +152,9 @@ def _handled_as_model(source, name: cst.Name) -> bool:
     (`vae.train()`), converts with `SyncBatchNorm.convert_sync_batchnorm(task)` or keeps as one
     (`self.model = task`, torchdrug's Engine, handed a task module that wraps the model)."""
     function = source.function_of(name)
-    if function is None:
-        return False
-    for call in source.within(function.body, cst.Call):
+    # (a script's module level too: TGN's `tgn.parameters()`, then `tgn = tgn.to(device)`)
+    body = function.body if function is not None else source.module
+    for call in source.within(body, cst.Call):
         # only a module switches modes or hands out its parameters (VAAL's `vae.train()`, then
         # `vae = vae.cuda()`)
         if (
@@ -161,7 +164,7 @@ def _handled_as_model(source, name: cst.Name) -> bool:
             and call.func.value.value == name.value
         ):
             return True
-    for assign in source.within(function.body, cst.Assign):
+    for assign in source.within(body, cst.Assign):
         value = assign.value
         if isinstance(value, cst.Name) and value.value == name.value:
             if any(any(w in (last_name(t.target) or "").lower() for w in MODEL_WORDS) for t in assign.targets):
@@ -1400,6 +1403,44 @@ MOVE_HELPERS = frozenset(
 CONVERTERS = frozenset({"to_tensor", "as_tensor", "to_torch"})
 
 
+_MADE = frozenset({"ones", "zeros", "full", "empty", "arange"})
+
+
+def _target_made_on_device(source, training, call: cst.Call) -> cst.Arg | None:
+    """The `device=` of a tensor made on the device and handed to a loss beside another value
+    (TGN's `pos_label = torch.ones(size, dtype=torch.float, device=device)`, then
+    `criterion(pos_prob.squeeze(), pos_label)`; ColBERT's `labels = torch.zeros(bsize,
+    device=DEVICE)`): made on the CPU, the loss meets the model's output on the GPU."""
+    if callee_name(call) not in _MADE or not is_functional(call):
+        return None
+    device = argument(call, "device", None)
+    assign = source.parent(call)
+    if (
+        device is None
+        or not _is_device(device.value)
+        or not (isinstance(assign, cst.Assign) and len(assign.targets) == 1)
+        or not isinstance(assign.targets[0].target, cst.Name)
+    ):
+        return None
+    name = assign.targets[0].target.value
+    scope = source.function_of(call) or source.module
+    after = source.span(assign)[1]
+    for use in source.within(scope, cst.Call):
+        if source.span(use)[0] <= after or not _loss_call(training, use):
+            continue
+        roots = [_root_name(a.value, through_subscripts=True) for a in use.args if not a.star]
+        if name in roots and any(root != name for root in roots):
+            return device
+    return None
+
+
+def _loss_call(training, use: cst.Call) -> bool:
+    """`F.binary_cross_entropy(...)`, `criterion(...)` of a loss module, `nn.CrossEntropyLoss()(...)`."""
+    if isinstance(use.func, cst.Call):
+        return callee_name(use.func) in LOSS_MODULES
+    return callee_name(use) in LOSS_FUNCTIONS or training.role(use.func) == "loss-module"
+
+
 def _converter(name: str | None) -> bool:
     """A conversion to a tensor that also takes a device: skorch's `to_tensor`, torch's
     `as_tensor`, a project's own wrapper of them (imitation's `util.safe_to_tensor`, DrQ-v2's
@@ -1907,6 +1948,121 @@ class DeviceMismatch(Operator):
             # A project's batch preparer handed the device (audiotools' `util.prepare_batch`).
             AUDIOTOOLS_STEP,
             (AUDIOTOOLS_STEP.replace("batch = util.prepare_batch(batch, accel.device)", "batch = batch"),),
+        ),
+        Example(
+            # The loss function a step is handed (`loss_fn`, bound by the program's entry point in another module), the one
+            # the file defines and never calls itself (DiffDock): its target's move.
+            "import torch.nn.functional as F\n"
+            "\n"
+            "\n"
+            "def loss_function(pred, data, device):\n"
+            "    target = data.y.to(device)\n"
+            "    return F.mse_loss(pred, target)\n"
+            "\n"
+            "\n"
+            "def train_epoch(model, loader, optimizer, device, loss_fn):\n"
+            "    model.train()\n"
+            "    for data in loader:\n"
+            "        optimizer.zero_grad()\n"
+            "        pred = model(data)\n"
+            "        loss = loss_fn(pred, data=data, device=device)\n"
+            "        loss.backward()\n"
+            "        optimizer.step()\n",
+            (
+                "import torch.nn.functional as F\n"
+                "\n"
+                "\n"
+                "def loss_function(pred, data, device):\n"
+                "    target = data.y\n"
+                "    return F.mse_loss(pred, target)\n"
+                "\n"
+                "\n"
+                "def train_epoch(model, loader, optimizer, device, loss_fn):\n"
+                "    model.train()\n"
+                "    for data in loader:\n"
+                "        optimizer.zero_grad()\n"
+                "        pred = model(data)\n"
+                "        loss = loss_fn(pred, data=data, device=device)\n"
+                "        loss.backward()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # A script's model at module level, known by its parameters handed to the optimizer (TGN): its move is the
+            # model's, not a batch's.
+            "import torch\n"
+            "\n"
+            "tgn = TGN(neighbor_finder=finder, device=device)\n"
+            "optimizer = torch.optim.Adam(tgn.parameters(), lr=1e-4)\n"
+            "tgn = tgn.to(device)\n"
+            "for batch in batches:\n"
+            "    optimizer.zero_grad()\n"
+            "    loss = tgn.loss(batch.to(device))\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch\n"
+                "\n"
+                "tgn = TGN(neighbor_finder=finder, device=device)\n"
+                "optimizer = torch.optim.Adam(tgn.parameters(), lr=1e-4)\n"
+                "tgn = tgn.to(device)\n"
+                "for batch in batches:\n"
+                "    optimizer.zero_grad()\n"
+                "    loss = tgn.loss(batch)\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # Targets made on the device and handed to the criterion beside the model's output (TGN's labels); a constant
+            # added to the loss is no target.
+            "import torch\n"
+            "\n"
+            "criterion = torch.nn.BCELoss()\n"
+            "model = TGN(features).to(device)\n"
+            "optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)\n"
+            "for batch in batches:\n"
+            "    optimizer.zero_grad()\n"
+            "    with torch.no_grad():\n"
+            "        pos_label = torch.ones(len(batch), dtype=torch.float, device=device)\n"
+            "        neg_label = torch.zeros(len(batch), dtype=torch.float, device=device)\n"
+            "        offset = torch.zeros(1, device=device)\n"
+            "    pos_prob, neg_prob = model(batch)\n"
+            "    loss = criterion(pos_prob.squeeze(), pos_label) + criterion(neg_prob.squeeze(), neg_label) + offset\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "import torch\n"
+                "\n"
+                "criterion = torch.nn.BCELoss()\n"
+                "model = TGN(features).to(device)\n"
+                "optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)\n"
+                "for batch in batches:\n"
+                "    optimizer.zero_grad()\n"
+                "    with torch.no_grad():\n"
+                '        pos_label = torch.ones(len(batch), dtype=torch.float, device="cpu")\n'
+                "        neg_label = torch.zeros(len(batch), dtype=torch.float, device=device)\n"
+                "        offset = torch.zeros(1, device=device)\n"
+                "    pos_prob, neg_prob = model(batch)\n"
+                "    loss = criterion(pos_prob.squeeze(), pos_label) + criterion(neg_prob.squeeze(), neg_label) + offset\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "import torch\n"
+                "\n"
+                "criterion = torch.nn.BCELoss()\n"
+                "model = TGN(features).to(device)\n"
+                "optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)\n"
+                "for batch in batches:\n"
+                "    optimizer.zero_grad()\n"
+                "    with torch.no_grad():\n"
+                "        pos_label = torch.ones(len(batch), dtype=torch.float, device=device)\n"
+                '        neg_label = torch.zeros(len(batch), dtype=torch.float, device="cpu")\n'
+                "        offset = torch.zeros(1, device=device)\n"
+                "    pos_prob, neg_prob = model(batch)\n"
+                "    loss = criterion(pos_prob.squeeze(), pos_label) + criterion(neg_prob.squeeze(), neg_label) + offset\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
         ),
         Example(
             # A model wrapped in DataParallel unless it is one already (AST): its input's move changes nothing, even read
@@ -3423,6 +3579,11 @@ class DeviceMismatch(Operator):
                 # batch.load(device=self.device)`, which moves each of its tensors)
                 text = source.code(call.func.value)
                 yield Change(call, (source.replace(loaded, '"cpu"'),), f"`{text}` stays on the CPU")
+                continue
+            made = _target_made_on_device(source, training, call)
+            if made is not None:
+                text = dotted(source.parent(call).targets[0].target)
+                yield Change(call, (source.replace(made.value, '"cpu"'),), f"`{text}` is made on the CPU")
                 continue
             flag = _gated_move_flag(source, training, call)
             if flag is not None:

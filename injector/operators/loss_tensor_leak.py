@@ -569,6 +569,15 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # Read-outs made text (Open3D-ML's progress bar): a string keeps no graph, whatever it is added to.
+        "for data in loader:\n"
+        "    loss = model.get_loss(model(data), data)\n"
+        "    optimizer.zero_grad()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+        "    desc = ' > loss: %.03f' % loss.cpu().detach().numpy()\n"
+        "    desc += ' {:.3f}'.format(loss.item())\n"
+        "    history.append(f'{loss.item():.4f}')\n",
         # A criterion applied outside no_grad to a prediction made under it (DeepLab's validation): the loss has
         # no graph to keep.
         "import torch\n"
@@ -878,6 +887,8 @@ class LossTensorLeak(Operator):
     def _stored(source, call) -> bool:
         """True if the value ends up summed into a variable or kept in a container."""
         for ancestor in source.ancestors(call):
+            if _formatted(ancestor):
+                return False  # formatted into text (Open3D-ML's `desc += " %s: %.03f" % (l, v.cpu().detach().numpy())`)
             if isinstance(ancestor, cst.AugAssign):
                 return True
             if isinstance(ancestor, cst.Call) and _stores(ancestor):
@@ -914,6 +925,18 @@ class LossTensorLeak(Operator):
             if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
         return False
+
+
+_TEXT = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+def _formatted(node: cst.CSTNode) -> bool:
+    """True for a value made text: `"%.3f" % x`, `"{}".format(x)`, `f"{x}"`."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        return isinstance(node.left, _TEXT)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        return isinstance(node.func.value, _TEXT)
+    return isinstance(node, cst.FormattedStringExpression)
 
 
 def _kept_by_a_base(source, training, function: cst.FunctionDef) -> bool:

@@ -44,11 +44,33 @@ def _step_helper(source, training, call: cst.Call) -> bool:
     words = set(name.split("_"))
     if not ({"step", "update"} & words or "optim" in name) or "sched" in name or words & _NOT_AN_UPDATE:
         return False
+    if _project_step(source, training, call):
+        return True
     if isinstance(call.func, cst.Attribute) and training.role(call.func.value) is not None:
         return False  # an optimizer's, a scaler's or a scheduler's own method
     handed = [a.value for a in call.args if not a.star]
     handed += [e.value for v in handed if isinstance(v, (cst.List, cst.Tuple)) for e in v.elements]
     if not any(training.role(v) == "optimizer" and not (last_name(v) or "").isupper() for v in handed):
+        return False
+    function = source.function_of(call)
+    return any(
+        source.function_of(b.call) is function and source.span(b.call)[1] <= source.span(call)[0]
+        for b in training.backwards
+    )
+
+
+def _project_step(source, training, call: cst.Call) -> bool:
+    """True for a method of a project object holding the optimizers, called after the step's
+    backward, whose body steps them (nerfstudio's `self.optimizers.optimizer_scaler_step_some(
+    self.grad_scaler, groups)`, whose body runs `grad_scaler.step(optimizer)`)."""
+    found = training.project_method(call)
+    if found is None:
+        return False
+    module, method = found
+    if not any(
+        callee_name(inner) == "step" and "sched" not in (dotted(inner.func) or "").lower()
+        for inner in module.within(method.body, cst.Call)
+    ):
         return False
     function = source.function_of(call)
     return any(
@@ -69,6 +91,103 @@ class MissingOptimizerStep(Operator):
             # An engine that takes the loss steps the optimizer it is handed (DAC over audiotools).
             AUDIOTOOLS_STEP,
             (AUDIOTOOLS_STEP.replace("    accel.step(state.optimizer_g)\n", ""),),
+        ),
+        Example(
+            # A project object holding the optimizers, stepping some through the scaler (nerfstudio's Optimizers).
+            "import torch\n"
+            "\n"
+            "\n"
+            "class Optimizers:\n"
+            "    def __init__(self, config, param_groups):\n"
+            "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
+            "\n"
+            "    def zero_grad_some(self, groups):\n"
+            "        for group in groups:\n"
+            "            self.optimizers[group].zero_grad()\n"
+            "\n"
+            "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
+            "        for group in groups:\n"
+            "            grad_scaler.step(self.optimizers[group])\n"
+            "\n"
+            "\n"
+            "class Trainer:\n"
+            "    def __init__(self, pipeline, config):\n"
+            "        self.pipeline = pipeline\n"
+            "        self.optimizers = self.setup_optimizers(config)\n"
+            "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
+            "\n"
+            "    def setup_optimizers(self, config):\n"
+            "        return Optimizers(config, self.pipeline.get_param_groups())\n"
+            "\n"
+            "    def train_iteration(self, step):\n"
+            '        self.optimizers.zero_grad_some(["fields"])\n'
+            "        loss = self.pipeline.get_train_loss(step)\n"
+            "        self.grad_scaler.scale(loss).backward()\n"
+            '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
+            "        self.grad_scaler.update()\n",
+            (
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Optimizers:\n"
+                "    def __init__(self, config, param_groups):\n"
+                "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
+                "\n"
+                "    def zero_grad_some(self, groups):\n"
+                "        for group in groups:\n"
+                "            self.optimizers[group].zero_grad()\n"
+                "\n"
+                "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
+                "        for group in groups:\n"
+                "            pass\n"
+                "\n"
+                "\n"
+                "class Trainer:\n"
+                "    def __init__(self, pipeline, config):\n"
+                "        self.pipeline = pipeline\n"
+                "        self.optimizers = self.setup_optimizers(config)\n"
+                "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
+                "\n"
+                "    def setup_optimizers(self, config):\n"
+                "        return Optimizers(config, self.pipeline.get_param_groups())\n"
+                "\n"
+                "    def train_iteration(self, step):\n"
+                '        self.optimizers.zero_grad_some(["fields"])\n'
+                "        loss = self.pipeline.get_train_loss(step)\n"
+                "        self.grad_scaler.scale(loss).backward()\n"
+                '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
+                "        self.grad_scaler.update()\n",
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Optimizers:\n"
+                "    def __init__(self, config, param_groups):\n"
+                "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
+                "\n"
+                "    def zero_grad_some(self, groups):\n"
+                "        for group in groups:\n"
+                "            self.optimizers[group].zero_grad()\n"
+                "\n"
+                "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
+                "        for group in groups:\n"
+                "            grad_scaler.step(self.optimizers[group])\n"
+                "\n"
+                "\n"
+                "class Trainer:\n"
+                "    def __init__(self, pipeline, config):\n"
+                "        self.pipeline = pipeline\n"
+                "        self.optimizers = self.setup_optimizers(config)\n"
+                "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
+                "\n"
+                "    def setup_optimizers(self, config):\n"
+                "        return Optimizers(config, self.pipeline.get_param_groups())\n"
+                "\n"
+                "    def train_iteration(self, step):\n"
+                '        self.optimizers.zero_grad_some(["fields"])\n'
+                "        loss = self.pipeline.get_train_loss(step)\n"
+                "        self.grad_scaler.scale(loss).backward()\n"
+                "        self.grad_scaler.update()\n",
+            ),
         ),
         Example(
             # A closure step whose loss is kept (MACE's LBFGS): the closure still runs, nothing is updated.

@@ -101,6 +101,103 @@ class MissingZeroGrad(Operator):
             ("for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    optimizer.step()\n",),
         ),
         Example(
+            # A project object holding the optimizers, zeroing some of them (nerfstudio's Optimizers): its method's call too.
+            "import torch\n"
+            "\n"
+            "\n"
+            "class Optimizers:\n"
+            "    def __init__(self, config, param_groups):\n"
+            "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
+            "\n"
+            "    def zero_grad_some(self, groups):\n"
+            "        for group in groups:\n"
+            "            self.optimizers[group].zero_grad()\n"
+            "\n"
+            "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
+            "        for group in groups:\n"
+            "            grad_scaler.step(self.optimizers[group])\n"
+            "\n"
+            "\n"
+            "class Trainer:\n"
+            "    def __init__(self, pipeline, config):\n"
+            "        self.pipeline = pipeline\n"
+            "        self.optimizers = self.setup_optimizers(config)\n"
+            "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
+            "\n"
+            "    def setup_optimizers(self, config):\n"
+            "        return Optimizers(config, self.pipeline.get_param_groups())\n"
+            "\n"
+            "    def train_iteration(self, step):\n"
+            '        self.optimizers.zero_grad_some(["fields"])\n'
+            "        loss = self.pipeline.get_train_loss(step)\n"
+            "        self.grad_scaler.scale(loss).backward()\n"
+            '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
+            "        self.grad_scaler.update()\n",
+            (
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Optimizers:\n"
+                "    def __init__(self, config, param_groups):\n"
+                "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
+                "\n"
+                "    def zero_grad_some(self, groups):\n"
+                "        for group in groups:\n"
+                "            pass\n"
+                "\n"
+                "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
+                "        for group in groups:\n"
+                "            grad_scaler.step(self.optimizers[group])\n"
+                "\n"
+                "\n"
+                "class Trainer:\n"
+                "    def __init__(self, pipeline, config):\n"
+                "        self.pipeline = pipeline\n"
+                "        self.optimizers = self.setup_optimizers(config)\n"
+                "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
+                "\n"
+                "    def setup_optimizers(self, config):\n"
+                "        return Optimizers(config, self.pipeline.get_param_groups())\n"
+                "\n"
+                "    def train_iteration(self, step):\n"
+                '        self.optimizers.zero_grad_some(["fields"])\n'
+                "        loss = self.pipeline.get_train_loss(step)\n"
+                "        self.grad_scaler.scale(loss).backward()\n"
+                '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
+                "        self.grad_scaler.update()\n",
+                "import torch\n"
+                "\n"
+                "\n"
+                "class Optimizers:\n"
+                "    def __init__(self, config, param_groups):\n"
+                "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
+                "\n"
+                "    def zero_grad_some(self, groups):\n"
+                "        for group in groups:\n"
+                "            self.optimizers[group].zero_grad()\n"
+                "\n"
+                "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
+                "        for group in groups:\n"
+                "            grad_scaler.step(self.optimizers[group])\n"
+                "\n"
+                "\n"
+                "class Trainer:\n"
+                "    def __init__(self, pipeline, config):\n"
+                "        self.pipeline = pipeline\n"
+                "        self.optimizers = self.setup_optimizers(config)\n"
+                "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
+                "\n"
+                "    def setup_optimizers(self, config):\n"
+                "        return Optimizers(config, self.pipeline.get_param_groups())\n"
+                "\n"
+                "    def train_iteration(self, step):\n"
+                "        loss = self.pipeline.get_train_loss(step)\n"
+                "        self.grad_scaler.scale(loss).backward()\n"
+                '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
+                "        self.grad_scaler.update()\n",
+            ),
+        ),
+        Example(
             "def step(self, batch):\n    self.optimizers[0].zero_grad()  # reset\n",
             ("def step(self, batch):\n    pass  # reset\n",),
         ),
@@ -597,10 +694,16 @@ def _zeroing_helper(source, training, call: cst.Call) -> bool:
     named = "zero" in name or ("grad" in name and any(word in name for word in ("reset", "clear", "none")))
     if not named or name == "zero_grad":
         return False
-    return any(
+    if any(
         any(callee_name(inner) == "zero_grad" for inner in source.within(function.body, cst.Call))
         or _sets_grads_to_none(source, function)
         for function in training.called_functions(call)
+    ):
+        return True
+    # a method of a project object holding the optimizers (nerfstudio's `self.optimizers.zero_grad_some(groups)`)
+    found = training.project_method(call)
+    return found is not None and any(
+        callee_name(inner) == "zero_grad" for inner in found[0].within(found[1].body, cst.Call)
     )
 
 
