@@ -9,10 +9,15 @@ from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
     BATCH_TAKING_STEP,
+    DATA_PARALLEL_UNLESS_WRAPPED,
     ENCODER_INPUTS,
+    HANDED_LOSS_FUNCTION,
     LOSS_HELPER_TRAINER,
     MICROBATCH_TRAINER,
+    RANK_DEVICE_STRINGS,
+    SCRIPT_LEVEL_MODEL,
     SR_MODEL_STEP,
+    TARGETS_ON_DEVICE,
 )
 from injector.patterns import (
     EVALUATION_WORDS,
@@ -1952,195 +1957,51 @@ class DeviceMismatch(Operator):
         Example(
             # The loss function a step is handed (`loss_fn`, bound by the program's entry point in another module), the one
             # the file defines and never calls itself (DiffDock): its target's move.
-            "import torch.nn.functional as F\n"
-            "\n"
-            "\n"
-            "def loss_function(pred, data, device):\n"
-            "    target = data.y.to(device)\n"
-            "    return F.mse_loss(pred, target)\n"
-            "\n"
-            "\n"
-            "def train_epoch(model, loader, optimizer, device, loss_fn):\n"
-            "    model.train()\n"
-            "    for data in loader:\n"
-            "        optimizer.zero_grad()\n"
-            "        pred = model(data)\n"
-            "        loss = loss_fn(pred, data=data, device=device)\n"
-            "        loss.backward()\n"
-            "        optimizer.step()\n",
-            (
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def loss_function(pred, data, device):\n"
-                "    target = data.y\n"
-                "    return F.mse_loss(pred, target)\n"
-                "\n"
-                "\n"
-                "def train_epoch(model, loader, optimizer, device, loss_fn):\n"
-                "    model.train()\n"
-                "    for data in loader:\n"
-                "        optimizer.zero_grad()\n"
-                "        pred = model(data)\n"
-                "        loss = loss_fn(pred, data=data, device=device)\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
-            ),
+            HANDED_LOSS_FUNCTION,
+            (HANDED_LOSS_FUNCTION.replace("    target = data.y.to(device)\n", "    target = data.y\n"),),
         ),
         Example(
             # A script's model at module level, known by its parameters handed to the optimizer (TGN): its move is the
             # model's, not a batch's.
-            "import torch\n"
-            "\n"
-            "tgn = TGN(neighbor_finder=finder, device=device)\n"
-            "optimizer = torch.optim.Adam(tgn.parameters(), lr=1e-4)\n"
-            "tgn = tgn.to(device)\n"
-            "for batch in batches:\n"
-            "    optimizer.zero_grad()\n"
-            "    loss = tgn.loss(batch.to(device))\n"
-            "    loss.backward()\n"
-            "    optimizer.step()\n",
-            (
-                "import torch\n"
-                "\n"
-                "tgn = TGN(neighbor_finder=finder, device=device)\n"
-                "optimizer = torch.optim.Adam(tgn.parameters(), lr=1e-4)\n"
-                "tgn = tgn.to(device)\n"
-                "for batch in batches:\n"
-                "    optimizer.zero_grad()\n"
-                "    loss = tgn.loss(batch)\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
-            ),
+            SCRIPT_LEVEL_MODEL,
+            (SCRIPT_LEVEL_MODEL.replace("    loss = tgn.loss(batch.to(device))\n", "    loss = tgn.loss(batch)\n"),),
         ),
         Example(
             # Targets made on the device and handed to the criterion beside the model's output (TGN's labels); a constant
             # added to the loss is no target.
-            "import torch\n"
-            "\n"
-            "criterion = torch.nn.BCELoss()\n"
-            "model = TGN(features).to(device)\n"
-            "optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)\n"
-            "for batch in batches:\n"
-            "    optimizer.zero_grad()\n"
-            "    with torch.no_grad():\n"
-            "        pos_label = torch.ones(len(batch), dtype=torch.float, device=device)\n"
-            "        neg_label = torch.zeros(len(batch), dtype=torch.float, device=device)\n"
-            "        offset = torch.zeros(1, device=device)\n"
-            "    pos_prob, neg_prob = model(batch)\n"
-            "    loss = criterion(pos_prob.squeeze(), pos_label) + criterion(neg_prob.squeeze(), neg_label) + offset\n"
-            "    loss.backward()\n"
-            "    optimizer.step()\n",
+            TARGETS_ON_DEVICE,
             (
-                "import torch\n"
-                "\n"
-                "criterion = torch.nn.BCELoss()\n"
-                "model = TGN(features).to(device)\n"
-                "optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)\n"
-                "for batch in batches:\n"
-                "    optimizer.zero_grad()\n"
-                "    with torch.no_grad():\n"
-                '        pos_label = torch.ones(len(batch), dtype=torch.float, device="cpu")\n'
-                "        neg_label = torch.zeros(len(batch), dtype=torch.float, device=device)\n"
-                "        offset = torch.zeros(1, device=device)\n"
-                "    pos_prob, neg_prob = model(batch)\n"
-                "    loss = criterion(pos_prob.squeeze(), pos_label) + criterion(neg_prob.squeeze(), neg_label) + offset\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
-                "import torch\n"
-                "\n"
-                "criterion = torch.nn.BCELoss()\n"
-                "model = TGN(features).to(device)\n"
-                "optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)\n"
-                "for batch in batches:\n"
-                "    optimizer.zero_grad()\n"
-                "    with torch.no_grad():\n"
-                "        pos_label = torch.ones(len(batch), dtype=torch.float, device=device)\n"
-                '        neg_label = torch.zeros(len(batch), dtype=torch.float, device="cpu")\n'
-                "        offset = torch.zeros(1, device=device)\n"
-                "    pos_prob, neg_prob = model(batch)\n"
-                "    loss = criterion(pos_prob.squeeze(), pos_label) + criterion(neg_prob.squeeze(), neg_label) + offset\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
+                TARGETS_ON_DEVICE.replace(
+                    "        pos_label = torch.ones(len(batch), dtype=torch.float, device=device)\n",
+                    '        pos_label = torch.ones(len(batch), dtype=torch.float, device="cpu")\n',
+                ),
+                TARGETS_ON_DEVICE.replace(
+                    "        neg_label = torch.zeros(len(batch), dtype=torch.float, device=device)\n",
+                    '        neg_label = torch.zeros(len(batch), dtype=torch.float, device="cpu")\n',
+                ),
             ),
         ),
         Example(
             # A model wrapped in DataParallel unless it is one already (AST): its input's move changes nothing, even read
             # for its size before the move each round; the labels meet its output on the first GPU.
-            "import torch\n"
-            "from torch import nn\n"
-            "\n"
-            "\n"
-            "def train(audio_model, train_loader, args, device):\n"
-            "    if not isinstance(audio_model, nn.DataParallel):\n"
-            "        audio_model = nn.DataParallel(audio_model)\n"
-            "    audio_model = audio_model.to(device)\n"
-            "    optimizer = torch.optim.Adam(audio_model.parameters(), args.lr)\n"
-            '    if args.loss == "BCE":\n'
-            "        loss_fn = nn.BCEWithLogitsLoss()\n"
-            "    else:\n"
-            "        loss_fn = nn.CrossEntropyLoss()\n"
-            "    for audio_input, labels in train_loader:\n"
-            "        batch_size = audio_input.size(0)\n"
-            "        audio_input = audio_input.to(device, non_blocking=True)\n"
-            "        labels = labels.to(device, non_blocking=True)\n"
-            "        audio_output = audio_model(audio_input)\n"
-            "        if isinstance(loss_fn, torch.nn.CrossEntropyLoss):\n"
-            "            loss = loss_fn(audio_output, torch.argmax(labels.long(), axis=1))\n"
-            "        else:\n"
-            "            loss = loss_fn(audio_output, labels)\n"
-            "        optimizer.zero_grad()\n"
-            "        loss.backward()\n"
-            "        optimizer.step()\n",
+            DATA_PARALLEL_UNLESS_WRAPPED,
             (
-                "import torch\n"
-                "from torch import nn\n"
-                "\n"
-                "\n"
-                "def train(audio_model, train_loader, args, device):\n"
-                "    if not isinstance(audio_model, nn.DataParallel):\n"
-                "        audio_model = nn.DataParallel(audio_model)\n"
-                "    audio_model = audio_model.to(device)\n"
-                "    optimizer = torch.optim.Adam(audio_model.parameters(), args.lr)\n"
-                '    if args.loss == "BCE":\n'
-                "        loss_fn = nn.BCEWithLogitsLoss()\n"
-                "    else:\n"
-                "        loss_fn = nn.CrossEntropyLoss()\n"
-                "    for audio_input, labels in train_loader:\n"
-                "        batch_size = audio_input.size(0)\n"
-                "        audio_input = audio_input.to(device, non_blocking=True)\n"
-                "        labels = labels\n"
-                "        audio_output = audio_model(audio_input)\n"
-                "        if isinstance(loss_fn, torch.nn.CrossEntropyLoss):\n"
-                "            loss = loss_fn(audio_output, torch.argmax(labels.long(), axis=1))\n"
-                "        else:\n"
-                "            loss = loss_fn(audio_output, labels)\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
+                DATA_PARALLEL_UNLESS_WRAPPED.replace(
+                    "        labels = labels.to(device, non_blocking=True)\n", "        labels = labels\n"
+                ),
             ),
         ),
         Example(
             # A device string formatted with the rank (OpenPrompt's `batch.to("cuda:{}".format(...)).to_dict()`), or an f-string.
-            "def training_epoch(self, loader):\n"
-            "    for batch in loader:\n"
-            '        batch = batch.to("cuda:{}".format(self.config.local_rank)).to_dict()\n'
-            '        inputs = inputs.to(f"cuda:{self.config.local_rank}")\n'
-            "        loss = self.model(batch, inputs)\n"
-            "        loss.backward()\n",
+            RANK_DEVICE_STRINGS,
             (
-                "def training_epoch(self, loader):\n"
-                "    for batch in loader:\n"
-                "        batch = batch.to_dict()\n"
-                '        inputs = inputs.to(f"cuda:{self.config.local_rank}")\n'
-                "        loss = self.model(batch, inputs)\n"
-                "        loss.backward()\n",
-                "def training_epoch(self, loader):\n"
-                "    for batch in loader:\n"
-                '        batch = batch.to("cuda:{}".format(self.config.local_rank)).to_dict()\n'
-                "        inputs = inputs\n"
-                "        loss = self.model(batch, inputs)\n"
-                "        loss.backward()\n",
+                RANK_DEVICE_STRINGS.replace(
+                    '        batch = batch.to("cuda:{}".format(self.config.local_rank)).to_dict()\n',
+                    "        batch = batch.to_dict()\n",
+                ),
+                RANK_DEVICE_STRINGS.replace(
+                    '        inputs = inputs.to(f"cuda:{self.config.local_rank}")\n', "        inputs = inputs\n"
+                ),
             ),
         ),
         Example(

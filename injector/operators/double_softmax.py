@@ -5,6 +5,7 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import DATA_PARALLEL_UNLESS_WRAPPED, DEFAULT_CRITERION_METHOD, ENTROPY_HELPER
 from injector.patterns import (
     argument,
     callee_name,
@@ -249,130 +250,33 @@ class DoubleSoftmax(Operator):
         ),
         Example(
             # A criterion tested with isinstance (AST): only the cross-entropy branch; the else branch runs the BCE.
-            "import torch\n"
-            "from torch import nn\n"
-            "\n"
-            "\n"
-            "def train(audio_model, train_loader, args, device):\n"
-            "    if not isinstance(audio_model, nn.DataParallel):\n"
-            "        audio_model = nn.DataParallel(audio_model)\n"
-            "    audio_model = audio_model.to(device)\n"
-            "    optimizer = torch.optim.Adam(audio_model.parameters(), args.lr)\n"
-            '    if args.loss == "BCE":\n'
-            "        loss_fn = nn.BCEWithLogitsLoss()\n"
-            "    else:\n"
-            "        loss_fn = nn.CrossEntropyLoss()\n"
-            "    for audio_input, labels in train_loader:\n"
-            "        batch_size = audio_input.size(0)\n"
-            "        audio_input = audio_input.to(device, non_blocking=True)\n"
-            "        labels = labels.to(device, non_blocking=True)\n"
-            "        audio_output = audio_model(audio_input)\n"
-            "        if isinstance(loss_fn, torch.nn.CrossEntropyLoss):\n"
-            "            loss = loss_fn(audio_output, torch.argmax(labels.long(), axis=1))\n"
-            "        else:\n"
-            "            loss = loss_fn(audio_output, labels)\n"
-            "        optimizer.zero_grad()\n"
-            "        loss.backward()\n"
-            "        optimizer.step()\n",
+            DATA_PARALLEL_UNLESS_WRAPPED,
             (
-                "import torch\n"
-                "from torch import nn\n"
-                "\n"
-                "\n"
-                "def train(audio_model, train_loader, args, device):\n"
-                "    if not isinstance(audio_model, nn.DataParallel):\n"
-                "        audio_model = nn.DataParallel(audio_model)\n"
-                "    audio_model = audio_model.to(device)\n"
-                "    optimizer = torch.optim.Adam(audio_model.parameters(), args.lr)\n"
-                '    if args.loss == "BCE":\n'
-                "        loss_fn = nn.BCEWithLogitsLoss()\n"
-                "    else:\n"
-                "        loss_fn = nn.CrossEntropyLoss()\n"
-                "    for audio_input, labels in train_loader:\n"
-                "        batch_size = audio_input.size(0)\n"
-                "        audio_input = audio_input.to(device, non_blocking=True)\n"
-                "        labels = labels.to(device, non_blocking=True)\n"
-                "        audio_output = audio_model(audio_input)\n"
-                "        if isinstance(loss_fn, torch.nn.CrossEntropyLoss):\n"
-                "            loss = loss_fn(audio_output.softmax(dim=1), torch.argmax(labels.long(), axis=1))\n"
-                "        else:\n"
-                "            loss = loss_fn(audio_output, labels)\n"
-                "        optimizer.zero_grad()\n"
-                "        loss.backward()\n"
-                "        optimizer.step()\n",
+                DATA_PARALLEL_UNLESS_WRAPPED.replace(
+                    "            loss = loss_fn(audio_output, torch.argmax(labels.long(), axis=1))\n",
+                    "            loss = loss_fn(audio_output.softmax(dim=1), torch.argmax(labels.long(), axis=1))\n",
+                ),
             ),
         ),
         Example(
             # A criterion defaulting to what a method of the file builds (OpenPrompt: CrossEntropyLoss or NLLLoss by a setting).
-            "import torch\n"
-            "\n"
-            "\n"
-            "class Runner:\n"
-            "    def __init__(self, model, config, loss_function=None):\n"
-            "        self.model = model\n"
-            "        self.config = config\n"
-            "        self.loss_function = loss_function if loss_function else self.configure_loss_function()\n"
-            "\n"
-            "    def configure_loss_function(self):\n"
-            '        if self.config.loss == "cross_entropy":\n'
-            "            return torch.nn.CrossEntropyLoss()\n"
-            "        return torch.nn.NLLLoss()\n"
-            "\n"
-            "    def training_step(self, batch):\n"
-            "        logits = self.model(batch)\n"
-            '        return self.loss_function(logits, batch["label"])\n',
+            DEFAULT_CRITERION_METHOD,
             (
-                "import torch\n"
-                "\n"
-                "\n"
-                "class Runner:\n"
-                "    def __init__(self, model, config, loss_function=None):\n"
-                "        self.model = model\n"
-                "        self.config = config\n"
-                "        self.loss_function = loss_function if loss_function else self.configure_loss_function()\n"
-                "\n"
-                "    def configure_loss_function(self):\n"
-                '        if self.config.loss == "cross_entropy":\n'
-                "            return torch.nn.CrossEntropyLoss()\n"
-                "        return torch.nn.NLLLoss()\n"
-                "\n"
-                "    def training_step(self, batch):\n"
-                "        logits = self.model(batch)\n"
-                '        return self.loss_function(logits.softmax(dim=1), batch["label"])\n',
+                DEFAULT_CRITERION_METHOD.replace(
+                    '        return self.loss_function(logits, batch["label"])\n',
+                    '        return self.loss_function(logits.softmax(dim=1), batch["label"])\n',
+                ),
             ),
         ),
         Example(
             # A loss of the file that normalises its logits itself, over the last axis (TorchBeast's entropy bonus): the
             # softmax the mutant adds is over the same axis.
-            "import torch\n"
-            "import torch.nn.functional as F\n"
-            "\n"
-            "\n"
-            "def entropy_loss(logits):\n"
-            "    policy = F.softmax(logits, dim=-1)\n"
-            "    return (policy * F.log_softmax(logits, dim=-1)).sum()\n"
-            "\n"
-            "\n"
-            "def step(model, batch, optimizer):\n"
-            "    out = model(batch)\n"
-            '    loss = entropy_loss(out["policy_logits"])\n'
-            "    loss.backward()\n"
-            "    optimizer.step()\n",
+            ENTROPY_HELPER,
             (
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def entropy_loss(logits):\n"
-                "    policy = F.softmax(logits, dim=-1)\n"
-                "    return (policy * F.log_softmax(logits, dim=-1)).sum()\n"
-                "\n"
-                "\n"
-                "def step(model, batch, optimizer):\n"
-                "    out = model(batch)\n"
-                '    loss = entropy_loss(out["policy_logits"].softmax(dim=-1))\n'
-                "    loss.backward()\n"
-                "    optimizer.step()\n",
+                ENTROPY_HELPER.replace(
+                    '    loss = entropy_loss(out["policy_logits"])\n',
+                    '    loss = entropy_loss(out["policy_logits"].softmax(dim=-1))\n',
+                ),
             ),
         ),
         Example(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.operators.snippets import HELPER_STEP_TRAINER, INPUT_GRADIENT, MICROBATCH_TRAINER
+from injector.operators.snippets import HELPER_STEP_TRAINER, INPUT_GRADIENT, MICROBATCH_TRAINER, OPTIMIZERS_OBJECT
 from injector.patterns import callee_name, dotted, is_literal_bool
 
 
@@ -102,99 +102,10 @@ class MissingZeroGrad(Operator):
         ),
         Example(
             # A project object holding the optimizers, zeroing some of them (nerfstudio's Optimizers): its method's call too.
-            "import torch\n"
-            "\n"
-            "\n"
-            "class Optimizers:\n"
-            "    def __init__(self, config, param_groups):\n"
-            "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
-            "\n"
-            "    def zero_grad_some(self, groups):\n"
-            "        for group in groups:\n"
-            "            self.optimizers[group].zero_grad()\n"
-            "\n"
-            "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
-            "        for group in groups:\n"
-            "            grad_scaler.step(self.optimizers[group])\n"
-            "\n"
-            "\n"
-            "class Trainer:\n"
-            "    def __init__(self, pipeline, config):\n"
-            "        self.pipeline = pipeline\n"
-            "        self.optimizers = self.setup_optimizers(config)\n"
-            "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
-            "\n"
-            "    def setup_optimizers(self, config):\n"
-            "        return Optimizers(config, self.pipeline.get_param_groups())\n"
-            "\n"
-            "    def train_iteration(self, step):\n"
-            '        self.optimizers.zero_grad_some(["fields"])\n'
-            "        loss = self.pipeline.get_train_loss(step)\n"
-            "        self.grad_scaler.scale(loss).backward()\n"
-            '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
-            "        self.grad_scaler.update()\n",
+            OPTIMIZERS_OBJECT,
             (
-                "import torch\n"
-                "\n"
-                "\n"
-                "class Optimizers:\n"
-                "    def __init__(self, config, param_groups):\n"
-                "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
-                "\n"
-                "    def zero_grad_some(self, groups):\n"
-                "        for group in groups:\n"
-                "            pass\n"
-                "\n"
-                "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
-                "        for group in groups:\n"
-                "            grad_scaler.step(self.optimizers[group])\n"
-                "\n"
-                "\n"
-                "class Trainer:\n"
-                "    def __init__(self, pipeline, config):\n"
-                "        self.pipeline = pipeline\n"
-                "        self.optimizers = self.setup_optimizers(config)\n"
-                "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
-                "\n"
-                "    def setup_optimizers(self, config):\n"
-                "        return Optimizers(config, self.pipeline.get_param_groups())\n"
-                "\n"
-                "    def train_iteration(self, step):\n"
-                '        self.optimizers.zero_grad_some(["fields"])\n'
-                "        loss = self.pipeline.get_train_loss(step)\n"
-                "        self.grad_scaler.scale(loss).backward()\n"
-                '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
-                "        self.grad_scaler.update()\n",
-                "import torch\n"
-                "\n"
-                "\n"
-                "class Optimizers:\n"
-                "    def __init__(self, config, param_groups):\n"
-                "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
-                "\n"
-                "    def zero_grad_some(self, groups):\n"
-                "        for group in groups:\n"
-                "            self.optimizers[group].zero_grad()\n"
-                "\n"
-                "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
-                "        for group in groups:\n"
-                "            grad_scaler.step(self.optimizers[group])\n"
-                "\n"
-                "\n"
-                "class Trainer:\n"
-                "    def __init__(self, pipeline, config):\n"
-                "        self.pipeline = pipeline\n"
-                "        self.optimizers = self.setup_optimizers(config)\n"
-                "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
-                "\n"
-                "    def setup_optimizers(self, config):\n"
-                "        return Optimizers(config, self.pipeline.get_param_groups())\n"
-                "\n"
-                "    def train_iteration(self, step):\n"
-                "        loss = self.pipeline.get_train_loss(step)\n"
-                "        self.grad_scaler.scale(loss).backward()\n"
-                '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
-                "        self.grad_scaler.update()\n",
+                OPTIMIZERS_OBJECT.replace("            self.optimizers[group].zero_grad()\n", "            pass\n"),
+                OPTIMIZERS_OBJECT.replace('        self.optimizers.zero_grad_some(["fields"])\n', ""),
             ),
         ),
         Example(

@@ -25,6 +25,7 @@ from injector.operators.snippets import (
     CALLBACK_RUNNER,
     CONTROLLER_STEP,
     GAN_GENERATOR_STEP,
+    HANDED_OPTIMIZER_STEP,
     INLINE_SUM,
     INPUT_GRADIENT,
     LOSS_HELPER_TRAINER,
@@ -137,72 +138,15 @@ class NoGradTraining(Operator):
         Example(
             # An optimizer handed in, built by the caller over the model it hands on under another name (TorchBeast's
             # learn(): `learner_model` is `model` here): the forward feeds the step's model, alone without autograd.
-            "import torch\n"
-            "import torch.nn.functional as F\n"
-            "\n"
-            "\n"
-            "def learn(flags, actor_model, model, batch, optimizer):\n"
-            "    outputs, _ = model(batch)\n"
-            "    outputs = {key: tensor[:-1] for key, tensor in outputs.items()}\n"
-            '    rewards = batch["reward"]\n'
-            "    if flags.reward_clipping:\n"
-            "        rewards = torch.clamp(rewards, -1, 1)\n"
-            '    loss = F.mse_loss(outputs["baseline"], rewards)\n'
-            "    optimizer.zero_grad()\n"
-            "    loss.backward()\n"
-            "    optimizer.step()\n"
-            "    actor_model.load_state_dict(model.state_dict())\n"
-            "\n"
-            "\n"
-            "def train(flags, model, learner_model, loader):\n"
-            "    optimizer = torch.optim.RMSprop(learner_model.parameters(), lr=flags.lr)\n"
-            "    for batch in loader:\n"
-            "        learn(flags, model, learner_model, batch, optimizer)\n",
+            HANDED_OPTIMIZER_STEP,
             (
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def learn(flags, actor_model, model, batch, optimizer):\n"
-                "    outputs, _ = model(batch)\n"
-                "    outputs = {key: tensor[:-1] for key, tensor in outputs.items()}\n"
-                '    rewards = batch["reward"]\n'
-                "    if flags.reward_clipping:\n"
-                "        rewards = torch.clamp(rewards, -1, 1)\n"
-                "    with torch.no_grad():\n"
-                '        loss = F.mse_loss(outputs["baseline"], rewards)\n'
-                "    optimizer.zero_grad()\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n"
-                "    actor_model.load_state_dict(model.state_dict())\n"
-                "\n"
-                "\n"
-                "def train(flags, model, learner_model, loader):\n"
-                "    optimizer = torch.optim.RMSprop(learner_model.parameters(), lr=flags.lr)\n"
-                "    for batch in loader:\n"
-                "        learn(flags, model, learner_model, batch, optimizer)\n",
-                "import torch\n"
-                "import torch.nn.functional as F\n"
-                "\n"
-                "\n"
-                "def learn(flags, actor_model, model, batch, optimizer):\n"
-                "    with torch.no_grad():\n"
-                "        outputs, _ = model(batch)\n"
-                "    outputs = {key: tensor[:-1] for key, tensor in outputs.items()}\n"
-                '    rewards = batch["reward"]\n'
-                "    if flags.reward_clipping:\n"
-                "        rewards = torch.clamp(rewards, -1, 1)\n"
-                '    loss = F.mse_loss(outputs["baseline"], rewards)\n'
-                "    optimizer.zero_grad()\n"
-                "    loss.backward()\n"
-                "    optimizer.step()\n"
-                "    actor_model.load_state_dict(model.state_dict())\n"
-                "\n"
-                "\n"
-                "def train(flags, model, learner_model, loader):\n"
-                "    optimizer = torch.optim.RMSprop(learner_model.parameters(), lr=flags.lr)\n"
-                "    for batch in loader:\n"
-                "        learn(flags, model, learner_model, batch, optimizer)\n",
+                HANDED_OPTIMIZER_STEP.replace(
+                    '    loss = F.mse_loss(outputs["baseline"], rewards)\n',
+                    '    with torch.no_grad():\n        loss = F.mse_loss(outputs["baseline"], rewards)\n',
+                ),
+                HANDED_OPTIMIZER_STEP.replace(
+                    "    outputs, _ = model(batch)\n", "    with torch.no_grad():\n        outputs, _ = model(batch)\n"
+                ),
             ),
         ),
         Example(

@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import CALLBACK_RUNNER, MICROBATCH_TRAINER
+from injector.operators.snippets import CALLBACK_RUNNER, MICROBATCH_TRAINER, SCHEDULER_LOOP_IN_BRANCH
 from injector.patterns import Training, callee_name, dotted, is_literal_bool, last_name, names_evaluation
 
 HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
@@ -60,29 +60,14 @@ class SchedulerStepMisaligned(Operator):
         ),
         Example(
             # Schedulers stepped in a loop over them beside the optimizers' steps in the accumulation branch (OpenPrompt).
-            "def training_epoch(self, loader):\n"
-            "    for batch_idx, batch in enumerate(loader):\n"
-            "        loss = self.model(batch)\n"
-            "        loss.backward()\n"
-            "        if (batch_idx + 1) % self.config.accumulation == 0:\n"
-            "            for optimizer in self.optimizers:\n"
-            "                optimizer.step()\n"
-            "            for scheduler in self.schedulers:\n"
-            "                scheduler.step()\n"
-            "            for optimizer in self.optimizers:\n"
-            "                optimizer.zero_grad()\n",
+            SCHEDULER_LOOP_IN_BRANCH,
             (
-                "def training_epoch(self, loader):\n"
-                "    for batch_idx, batch in enumerate(loader):\n"
-                "        loss = self.model(batch)\n"
-                "        loss.backward()\n"
-                "        if (batch_idx + 1) % self.config.accumulation == 0:\n"
-                "            for optimizer in self.optimizers:\n"
-                "                optimizer.step()\n"
-                "            for optimizer in self.optimizers:\n"
-                "                optimizer.zero_grad()\n"
-                "        for scheduler in self.schedulers:\n"
-                "            scheduler.step()\n",
+                SCHEDULER_LOOP_IN_BRANCH.replace(
+                    "            for scheduler in self.schedulers:\n                scheduler.step()\n", ""
+                ).replace(
+                    "                optimizer.zero_grad()\n",
+                    "                optimizer.zero_grad()\n        for scheduler in self.schedulers:\n            scheduler.step()\n",
+                ),
             ),
         ),
         Example(

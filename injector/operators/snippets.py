@@ -753,3 +753,209 @@ SAMPLER_HELPER = (
     "        model(images, targets).backward()\n"
     "        optimizer.step()\n"
 )
+
+# TorchBeast's learn(): an optimizer handed in, built by the caller over the model it hands on under another name.
+HANDED_OPTIMIZER_STEP = (
+    "import torch\n"
+    "import torch.nn.functional as F\n"
+    "\n"
+    "\n"
+    "def learn(flags, actor_model, model, batch, optimizer):\n"
+    "    outputs, _ = model(batch)\n"
+    "    outputs = {key: tensor[:-1] for key, tensor in outputs.items()}\n"
+    '    rewards = batch["reward"]\n'
+    "    if flags.reward_clipping:\n"
+    "        rewards = torch.clamp(rewards, -1, 1)\n"
+    '    loss = F.mse_loss(outputs["baseline"], rewards)\n'
+    "    optimizer.zero_grad()\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+    "    actor_model.load_state_dict(model.state_dict())\n"
+    "\n"
+    "\n"
+    "def train(flags, model, learner_model, loader):\n"
+    "    optimizer = torch.optim.RMSprop(learner_model.parameters(), lr=flags.lr)\n"
+    "    for batch in loader:\n"
+    "        learn(flags, model, learner_model, batch, optimizer)\n"
+)
+
+# TorchBeast's entropy bonus: a loss helper that normalises its logits itself, over their last axis.
+ENTROPY_HELPER = (
+    "import torch\n"
+    "import torch.nn.functional as F\n"
+    "\n"
+    "\n"
+    "def entropy_loss(logits):\n"
+    "    policy = F.softmax(logits, dim=-1)\n"
+    "    return (policy * F.log_softmax(logits, dim=-1)).sum()\n"
+    "\n"
+    "\n"
+    "def step(model, batch, optimizer):\n"
+    "    out = model(batch)\n"
+    '    loss = entropy_loss(out["policy_logits"])\n'
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+)
+
+# OpenPrompt's runner: a criterion defaulting to what a method of the file builds by a setting.
+DEFAULT_CRITERION_METHOD = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "class Runner:\n"
+    "    def __init__(self, model, config, loss_function=None):\n"
+    "        self.model = model\n"
+    "        self.config = config\n"
+    "        self.loss_function = loss_function if loss_function else self.configure_loss_function()\n"
+    "\n"
+    "    def configure_loss_function(self):\n"
+    '        if self.config.loss == "cross_entropy":\n'
+    "            return torch.nn.CrossEntropyLoss()\n"
+    "        return torch.nn.NLLLoss()\n"
+    "\n"
+    "    def training_step(self, batch):\n"
+    "        logits = self.model(batch)\n"
+    '        return self.loss_function(logits, batch["label"])\n'
+)
+
+# AST's traintest: a model wrapped in DataParallel unless it is one, a criterion tested with isinstance.
+DATA_PARALLEL_UNLESS_WRAPPED = (
+    "import torch\n"
+    "from torch import nn\n"
+    "\n"
+    "\n"
+    "def train(audio_model, train_loader, args, device):\n"
+    "    if not isinstance(audio_model, nn.DataParallel):\n"
+    "        audio_model = nn.DataParallel(audio_model)\n"
+    "    audio_model = audio_model.to(device)\n"
+    "    optimizer = torch.optim.Adam(audio_model.parameters(), args.lr)\n"
+    '    if args.loss == "BCE":\n'
+    "        loss_fn = nn.BCEWithLogitsLoss()\n"
+    "    else:\n"
+    "        loss_fn = nn.CrossEntropyLoss()\n"
+    "    for audio_input, labels in train_loader:\n"
+    "        batch_size = audio_input.size(0)\n"
+    "        audio_input = audio_input.to(device, non_blocking=True)\n"
+    "        labels = labels.to(device, non_blocking=True)\n"
+    "        audio_output = audio_model(audio_input)\n"
+    "        if isinstance(loss_fn, torch.nn.CrossEntropyLoss):\n"
+    "            loss = loss_fn(audio_output, torch.argmax(labels.long(), axis=1))\n"
+    "        else:\n"
+    "            loss = loss_fn(audio_output, labels)\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+# OpenPrompt's runner: device strings formatted with the rank (`.format`, an f-string).
+RANK_DEVICE_STRINGS = (
+    "def training_epoch(self, loader):\n"
+    "    for batch in loader:\n"
+    '        batch = batch.to("cuda:{}".format(self.config.local_rank)).to_dict()\n'
+    '        inputs = inputs.to(f"cuda:{self.config.local_rank}")\n'
+    "        loss = self.model(batch, inputs)\n"
+    "        loss.backward()\n"
+)
+
+# TGN's training script: labels made on the device for the criterion, beside a constant added to the loss.
+TARGETS_ON_DEVICE = (
+    "import torch\n"
+    "\n"
+    "criterion = torch.nn.BCELoss()\n"
+    "model = TGN(features).to(device)\n"
+    "optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)\n"
+    "for batch in batches:\n"
+    "    optimizer.zero_grad()\n"
+    "    with torch.no_grad():\n"
+    "        pos_label = torch.ones(len(batch), dtype=torch.float, device=device)\n"
+    "        neg_label = torch.zeros(len(batch), dtype=torch.float, device=device)\n"
+    "        offset = torch.zeros(1, device=device)\n"
+    "    pos_prob, neg_prob = model(batch)\n"
+    "    loss = criterion(pos_prob.squeeze(), pos_label) + criterion(neg_prob.squeeze(), neg_label) + offset\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+)
+
+# TGN's training script: a model at module level, known by the parameters it hands the optimizer.
+SCRIPT_LEVEL_MODEL = (
+    "import torch\n"
+    "\n"
+    "tgn = TGN(neighbor_finder=finder, device=device)\n"
+    "optimizer = torch.optim.Adam(tgn.parameters(), lr=1e-4)\n"
+    "tgn = tgn.to(device)\n"
+    "for batch in batches:\n"
+    "    optimizer.zero_grad()\n"
+    "    loss = tgn.loss(batch.to(device))\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+)
+
+# DiffDock's training utilities: a step handed the loss function the file defines and never calls itself.
+HANDED_LOSS_FUNCTION = (
+    "import torch.nn.functional as F\n"
+    "\n"
+    "\n"
+    "def loss_function(pred, data, device):\n"
+    "    target = data.y.to(device)\n"
+    "    return F.mse_loss(pred, target)\n"
+    "\n"
+    "\n"
+    "def train_epoch(model, loader, optimizer, device, loss_fn):\n"
+    "    model.train()\n"
+    "    for data in loader:\n"
+    "        optimizer.zero_grad()\n"
+    "        pred = model(data)\n"
+    "        loss = loss_fn(pred, data=data, device=device)\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+# OpenPrompt's runner: schedulers stepped in a loop beside the optimizers' steps in the accumulation branch.
+SCHEDULER_LOOP_IN_BRANCH = (
+    "def training_epoch(self, loader):\n"
+    "    for batch_idx, batch in enumerate(loader):\n"
+    "        loss = self.model(batch)\n"
+    "        loss.backward()\n"
+    "        if (batch_idx + 1) % self.config.accumulation == 0:\n"
+    "            for optimizer in self.optimizers:\n"
+    "                optimizer.step()\n"
+    "            for scheduler in self.schedulers:\n"
+    "                scheduler.step()\n"
+    "            for optimizer in self.optimizers:\n"
+    "                optimizer.zero_grad()\n"
+)
+
+# nerfstudio's Trainer: a project object holding the optimizers, zeroing and stepping some of them.
+OPTIMIZERS_OBJECT = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "class Optimizers:\n"
+    "    def __init__(self, config, param_groups):\n"
+    "        self.optimizers = {g: torch.optim.Adam(p, lr=config[g]) for g, p in param_groups.items()}\n"
+    "\n"
+    "    def zero_grad_some(self, groups):\n"
+    "        for group in groups:\n"
+    "            self.optimizers[group].zero_grad()\n"
+    "\n"
+    "    def optimizer_scaler_step_some(self, grad_scaler, groups):\n"
+    "        for group in groups:\n"
+    "            grad_scaler.step(self.optimizers[group])\n"
+    "\n"
+    "\n"
+    "class Trainer:\n"
+    "    def __init__(self, pipeline, config):\n"
+    "        self.pipeline = pipeline\n"
+    "        self.optimizers = self.setup_optimizers(config)\n"
+    "        self.grad_scaler = torch.cuda.amp.GradScaler()\n"
+    "\n"
+    "    def setup_optimizers(self, config):\n"
+    "        return Optimizers(config, self.pipeline.get_param_groups())\n"
+    "\n"
+    "    def train_iteration(self, step):\n"
+    '        self.optimizers.zero_grad_some(["fields"])\n'
+    "        loss = self.pipeline.get_train_loss(step)\n"
+    "        self.grad_scaler.scale(loss).backward()\n"
+    '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
+    "        self.grad_scaler.update()\n"
+)
