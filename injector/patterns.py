@@ -292,10 +292,14 @@ def method_on(source: Source, expr: cst.BaseExpression, method: str, args: str =
     text of `expr` is kept, so a call spread over lines keeps its continuation lines' indentation
     (JoeyNMT's `batch.normalize(\n    batch_loss, ...\n).detach()`)."""
     try:
+        # the file's text of `expr` leaves out its own parentheses, which stay around the edit:
+        # `(a\n + b)` becomes `((a\n + b).detach())`, not `(a\n + b.detach())`
         text = source.code(expr)
+        bare = expr.with_changes(lpar=[], rpar=[]) if getattr(expr, "lpar", None) else expr
     except KeyError:  # a node made by an operator, not one of the file's
         text = source.module.code_for_node(expr)
-    if needs_parens(expr):
+        bare = expr
+    if needs_parens(bare):
         text = f"({text})"
     return f"{text}.{method}({args})"
 
@@ -839,8 +843,80 @@ class Training:
 
     @property
     def loss_uses(self) -> list[LossUse]:
-        """Every place a loss is differentiated: the backward calls and the returned losses."""
-        return [*self.backwards, *self.returned_losses]
+        """Every place a loss is differentiated: the backward calls and the returned losses, and
+        the losses a function of the file returns for a backward to read out of what it hands
+        back (see `held_helper_losses`)."""
+        return [*self.backwards, *self.returned_losses, *self.held_helper_losses]
+
+    @cached_property
+    def held_helper_losses(self) -> list[ReturnedLoss]:
+        """Where a backward's loss is an entry of what a function of the file returns (DiffDock's
+        `loss_tuple = loss_fn(...)`, then `loss = loss_tuple[0]` and `loss.backward()`): the value
+        that function returns there, a sum of terms computed in its body. The caller's own cut
+        detaches every term at once; the terms are each a loss of the helper's."""
+        found: list[ReturnedLoss] = []
+        for backward in self.backwards:
+            assign = self.loss_assignment(backward)
+            if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
+                found.extend(r for r in self._summed_helper_returns(backward, assign) if r not in found)
+                continue
+            if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Subscript):
+                continue
+            entry = assign.value
+            index = entry.slice[0].slice if len(entry.slice) == 1 else None
+            if not isinstance(entry.value, cst.Name) or not isinstance(index, cst.Index):
+                continue
+            if not isinstance(index.value, cst.Integer):
+                continue
+            position = int(index.value.value)
+            holder = self.last_assignment(entry.value.value, assign)
+            if not isinstance(holder, cst.Assign) or not isinstance(holder.value, cst.Call):
+                continue
+            if len(holder.targets) != 1 or not isinstance(holder.targets[0].target, cst.Name):
+                continue
+            for helper in self.called_functions(holder.value):
+                for ret in self.source.within(helper.body, cst.Return):
+                    if self.source.function_of(ret) is not helper or not isinstance(ret.value, cst.Tuple):
+                        continue
+                    elements = ret.value.elements
+                    value = elements[position].value if position < len(elements) else None
+                    if isinstance(value, cst.Name) and not any(r.call is ret for r in found):
+                        found.append(ReturnedLoss(ret, value))
+        return found
+
+    def _summed_helper_returns(self, backward: Backward, assign: cst.Assign) -> list[ReturnedLoss]:
+        """Where a backward's loss is what a function of the file returns (`loss = self.compute_loss(
+        batch)`, `loss, logs = compute_loss(...)`) and that function adds it up from two or more
+        named losses (`loss = rec_loss + self.kl_weight * kl_loss`, then `return loss, ...`): that
+        returned loss, whose terms are each a loss of the helper's."""
+        name = loss_name(backward.loss)
+        target = assign.targets[0].target if len(assign.targets) == 1 else None
+        position = None
+        if isinstance(target, (cst.Tuple, cst.List)):
+            names = [dotted(e.value) for e in target.elements]
+            if name not in names:
+                return []
+            position = names.index(name)
+        elif not isinstance(target, cst.Name):
+            return []
+        found = []
+        for helper in self.called_functions(assign.value):  # type: ignore[arg-type]
+            if helper is self.source.function_of(assign):
+                continue
+            for ret in self.source.within(helper.body, cst.Return):
+                if self.source.function_of(ret) is not helper or ret.value is None:
+                    continue
+                value: cst.BaseExpression | None = ret.value
+                if position is not None or isinstance(value, cst.Tuple):
+                    elements = value.elements if isinstance(value, cst.Tuple) else ()
+                    index = position or 0
+                    value = elements[index].value if index < len(elements) else None
+                if not isinstance(value, cst.Name):
+                    continue
+                total = self.last_assignment(value.value, ret)
+                if isinstance(total, cst.Assign) and len(_added_losses(self.source, total.value)) >= 2:
+                    found.append(ReturnedLoss(ret, value))
+        return found
 
     def _helper_backwards(self, direct: list[Backward]) -> list[Backward]:
         """Calls of the file's functions that run the backward of one of their parameters, with
@@ -1722,6 +1798,15 @@ class Training:
             if isinstance(ancestor, cst.If) and ancestor not in around_use:
                 found = ancestor
         return found
+
+
+def _added_losses(source: Source, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of a sum (`rec_loss + self.beta * kl_loss`, also subtracted) that hold a
+    loss-named value, weighted or not; a rescale (`loss / loss_factor`) is no sum."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Subtract)):
+        return _added_losses(source, expr.left) + _added_losses(source, expr.right)
+    named = any("loss" in n.value.lower() for n in source.within(expr, cst.Name))
+    return [expr] if named else []
 
 
 def loss_name(expr: cst.BaseExpression) -> str | None:

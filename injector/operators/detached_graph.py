@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as cst_matchers
 
 from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import (
     added_terms,
+    assigned_element,
     augmented_reads,
     branch_added_terms,
     branch_helper_forwards,
@@ -19,6 +21,7 @@ from injector.operators.forwards import (
     read_forwards,
     stored_run,
     terms_added_in_place,
+    trained_term,
     upstream_forwards,
 )
 from injector.operators.snippets import (
@@ -30,9 +33,11 @@ from injector.operators.snippets import (
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
     LOSS_HELPER_TRAINER,
+    LOSS_TUPLE_HELPER,
     MICROBATCH_TRAINER,
     MODEL_WITH_LOSS,
     MOON_STEP,
+    OPTIONAL_TERM_HELPER,
     PIPELINE_ENGINE,
     PIX2PIX_STEP,
     PPO_UPDATE,
@@ -1713,6 +1718,40 @@ class DetachedGraph(Operator):
             ),
         ),
         Example(
+            # The step indexes the tuple a loss function returns (DiffDock's `loss = loss_tuple[0]`):
+            # the returned sum is cut whole, then each weighted term, one at a time.
+            LOSS_TUPLE_HELPER,
+            (
+                LOSS_TUPLE_HELPER.replace("loss = loss_tuple[0]", "loss = loss_tuple[0].detach()"),
+                LOSS_TUPLE_HELPER.replace(
+                    "loss = tr_loss * tr_weight + rot_loss * (1 - tr_weight)",
+                    "loss = (tr_loss * tr_weight + rot_loss * (1 - tr_weight)).detach()",
+                ),
+                LOSS_TUPLE_HELPER.replace(
+                    ".mean(dim=mean_dims)\n    rot_loss", ".mean(dim=mean_dims).detach()\n    rot_loss"
+                ),
+                LOSS_TUPLE_HELPER.replace(
+                    ".mean(dim=mean_dims)\n    loss =", ".mean(dim=mean_dims).detach()\n    loss ="
+                ),
+            ),
+        ),
+        Example(
+            # A sum over lines in parentheses is cut whole (the parentheses' inside, not its last
+            # operand); of its terms, the one trained: a branch under a flag no training caller
+            # passes (`use_aux`) and a constant zero get no cut.
+            OPTIONAL_TERM_HELPER,
+            (
+                OPTIONAL_TERM_HELPER.replace(
+                    "loss = compute_loss(model, batch)", "loss = compute_loss(model, batch).detach()"
+                ),
+                OPTIONAL_TERM_HELPER.replace(
+                    "        rec_loss\n        + 0.1 * kl_loss\n",
+                    "        (rec_loss\n        + 0.1 * kl_loss).detach()\n",
+                ),
+                OPTIONAL_TERM_HELPER.replace(".abs().mean()", ".abs().mean().detach()"),
+            ),
+        ),
+        Example(
             # torch's own `sample` draws without autograd: nothing to cut there.
             TORCH_DRAWING_AGENT,
             (
@@ -1841,7 +1880,9 @@ class DetachedGraph(Operator):
                         target = term.targets[0].target
                         if isinstance(target, cst.Tuple):
                             summed = [n for n in bound_names(target) if n in names]
-                            if summed and _names_a_loss(callee_name(term.value) or ""):
+                            if summed and (
+                                isinstance(term.value, cst.Tuple) or _names_a_loss(callee_name(term.value) or "")
+                            ):
                                 # the terms of the sum among what a loss helper returns (SPIN's
                                 # `loss_regr_pose, loss_regr_betas = self.smpl_losses(...)`): cut there
                                 yield Change(
@@ -2463,9 +2504,11 @@ def _summed_entries(source, training, assign: cst.Assign) -> list[cst.Assign]:
 def _term_assignments(source, training, name: str, use: cst.CSTNode, depth: int) -> list[cst.Assign]:
     """Where the summed name `name`, read at `use`, is computed as a loss: its criterion call's
     assignment, the terms of a sum it is assigned, or the criterion calls its value is derived from."""
-    branches = [a for a in training.alternatives(name, use) if isinstance(a, cst.Assign)]
-    if len(branches) > 1:
+    alternatives = [a for a in training.alternatives(name, use) if isinstance(a, cst.Assign)]
+    branches = [a for a in alternatives if trained_term(source, training, a, name)]
+    if len(alternatives) > 1:
         # computed its own way in each branch of an `if` (MOON's `loss2`, by `--loss`): each one
+        # that training takes and that computes a value
         return [t for branch in branches for t in _term_value(source, training, name, branch, depth)]
     term = training.last_assignment(name, use)
     for _ in range(3):  # past `x = x.mean()`-style updates to where the term is computed
@@ -2495,6 +2538,11 @@ def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> li
     if isinstance(term.targets[0].target, cst.Tuple):
         # the term unpacked beside what a loss helper also returns (SfmLearner's `loss_1, warped,
         # diff = photometric_reconstruction_loss(...)`): cut where it is computed, by its name
+        if isinstance(value, cst.Tuple):
+            # a tuple of values (DiffDock's `tor_loss, tor_base_loss = tor_loss.mean() * w, ...`):
+            # the term's own element, where it computes one
+            element = assigned_element(term, name)
+            return [term] if element is not None and source.within(element, cst.Call) and _names_a_loss(name) else []
         return [term] if isinstance(value, cst.Call) and _names_a_loss(callee_name(value) or "") else []
     if not isinstance(term.targets[0].target, cst.Name):
         return []
@@ -2515,6 +2563,16 @@ def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> li
         return [term]  # a weighted loss call (`loss2 = mu * criterion(logits, labels)`): cut whole
     if depth >= 2 or not _names_a_loss(name):
         return []
+    if (
+        depth == 0
+        and isinstance(value, cst.BinaryOperation)
+        and isinstance(value.operator, (cst.Divide, cst.Multiply))
+        and _squared_error(value.left)
+    ):
+        # a squared error written out and scaled or normalised (DiffDock's `tor_loss = ((tor_pred.cpu()
+        # - tor_score.cpu()) ** 2 / tor_score_norm2)`, `(diff ** 2).mean(dim=1) / base.mean()`): the
+        # term's own value, cut whole
+        return [term]
     inner = _summands(value) if isinstance(value, cst.BinaryOperation) else []
     if len(inner) >= 2:
         # a sum of losses itself (`supervised_loss = 0.5 * (loss_dice + loss_ce)`)
@@ -2533,6 +2591,25 @@ def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> li
         ):
             derived.append(origin)
     return derived
+
+
+def _squared_error(expr: cst.BaseExpression) -> bool:
+    """`(a - b) ** 2` or `difference ** 2`, also averaged or added over a dimension (`.mean(dim=1)`):
+    an error computed by hand."""
+    if isinstance(expr, cst.Call) and callee_name(expr) in ("mean", "sum") and isinstance(expr.func, cst.Attribute):
+        expr = expr.func.value
+    if (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Power)
+        and isinstance(expr.left, cst.Name)
+    ):
+        return True
+    return (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Power)
+        and isinstance(expr.left, cst.BinaryOperation)
+        and isinstance(expr.left.operator, cst.Subtract)
+    )
 
 
 def _summands(expr: cst.BaseExpression) -> list[str]:
@@ -2562,7 +2639,22 @@ def _summands(expr: cst.BaseExpression) -> list[str]:
             return losses
         # a weight read from the settings (MotionBERT's `args.lambda_scale * loss_3d_scale`)
         weights = [side for side in sides if isinstance(side, (cst.Attribute, cst.Subscript))]
-        return losses if len(names) == 1 and len(losses) == 1 and len(weights) == 1 else []
+        if len(names) == 1 and len(losses) == 1 and len(weights) == 1:
+            return losses
+        # a weight worked out in place (`rot_loss * (1 - tr_weight)`, `loss_kl / (2 * self.beta)`):
+        # numbers, settings and plain names that hold no loss
+        for side in sides if isinstance(expr.operator, cst.Multiply) else (expr.left,):
+            other = expr.right if side is expr.left else expr.left
+            if (
+                isinstance(side, cst.Name)
+                and _names_a_loss(side.value)
+                and _a_weight(other)
+                and not any(
+                    _names_a_loss(cst.ensure_type(n, cst.Name).value)
+                    for n in cst_matchers.findall(other, cst_matchers.Name())
+                )
+            ):
+                return [side.value]
     return []
 
 

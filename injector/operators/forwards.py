@@ -18,6 +18,7 @@ from injector.patterns import (
     last_name,
     loss_name,
     names_a_model,
+    names_evaluation,
     runs_model,
     under_no_grad,
 )
@@ -237,6 +238,70 @@ def constant_start(value: cst.BaseExpression | None) -> bool:
     # a constant handed to a move (composer's `self.state.device.tensor_to_device(torch.zeros(size=(1,)))`)
     positional = [a for a in value.args if a.keyword is None]
     return len(positional) == 1 and isinstance(positional[0].value, cst.Call) and constant_start(positional[0].value)
+
+
+def assigned_element(assign: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """The value `assign` gives `name`: its whole value, or the matching element of a tuple
+    assigned to a tuple (`tor_loss, tor_base_loss = tor_loss.mean() * w, tor_base.mean() * w`)."""
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    if isinstance(target, cst.Name):
+        return assign.value if target.value == name else None
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(assign.value, (cst.Tuple, cst.List)):
+        names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+        values = assign.value.elements
+        if name in names and len(values) == len(names) and not any(isinstance(v, cst.StarredElement) for v in values):
+            return values[names.index(name)].value
+    return None
+
+
+def trained_term(source, training, assign: cst.CSTNode, name: str) -> bool:
+    """False for an assignment of the loss term `name` that training never runs through, or that
+    carries no graph: a constant (`tor_loss, tor_base_loss = torch.zeros(1), torch.zeros(1)` where
+    the torsion term is off), or a branch that only another setting of a parameter the function
+    defaults takes (DiffDock's `if apply_mean: ... else: <per-complex sums>`, with `apply_mean=True`
+    by default and the training call passing none: the `else` is validation's)."""
+    value = assigned_element(assign, name)
+    if value is not None and constant_start(value):
+        return False
+    function = source.function_of(assign)
+    if function is None:
+        return True
+    defaults = {
+        p.name.value: p.default.value
+        for p in function.params.params + function.params.kwonly_params
+        if isinstance(p.default, cst.Name) and p.default.value in ("True", "False")
+    }
+    if not defaults:
+        return True
+    child: cst.CSTNode = assign
+    for ancestor in source.ancestors(assign):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, cst.If) and child in (ancestor.body, ancestor.orelse):
+            test, negated = ancestor.test, False
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, negated = test.expression, True
+            if isinstance(test, cst.Name) and test.value in defaults:
+                taken = (defaults[test.value] == "True") != negated
+                branch_taken = taken if child is ancestor.body else not taken
+                calls = [c for c in training.callers(function) if not _evaluation_call(source, c)]
+                passed = any(
+                    any(a.star for a in call.args) or test.value in (bound_arguments(function, call) or {})
+                    for call in calls
+                )
+                if calls and not branch_taken and not passed:
+                    return False
+        child = ancestor
+    return True
+
+
+def _evaluation_call(source, call: cst.Call) -> bool:
+    """True for a call under no_grad, or in a function named for evaluation (DiffDock's
+    `test_epoch`, whose loss call follows a forward under no_grad)."""
+    function = source.function_of(call)
+    return under_no_grad(source, call) or (function is not None and names_evaluation(function.name.value))
 
 
 def empty_start(source, training, backward) -> cst.Assign | None:

@@ -99,13 +99,40 @@ _RETURNED_DICT = (
 )
 
 
+_DETACHED_INTO_TOTALS = (
+    "def train_epoch(model, loader, optimizer, meter):\n"
+    "    total_loss = 0\n"
+    "    losses = []\n"
+    "    for x, y in loader:\n"
+    "        loss, acc = model(x, y)\n"
+    "        total_loss += loss.detach().float()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+    "        optimizer.zero_grad()\n"
+    "        losses.append(loss.detach().cpu())\n"
+    "        meter.add([loss.detach(), acc])\n"
+    "    return total_loss / len(loader), losses\n"
+)
+
+
 class LossTensorLeak(Operator):
     id = "loss-tensor-leak"
     summary = (
-        "Drop `.item()` (or `float(...)`) where a loss is summed or stored, keeping its graph "
-        "alive; not where no graph is recorded (`no_grad`)."
+        "Drop `.item()` (or `float(...)`, or the `.detach()` before a total or a list kept across "
+        "steps) where a loss is summed or stored, keeping its graph alive; not where no graph is "
+        "recorded (`no_grad`), nor where the total is emptied at every update."
     )
     examples = (
+        Example(
+            # The loss detached before it is added into the epoch's total or kept in a list or a
+            # meter (Accelerate's `total_loss += loss.detach().float()`, DiffDock's meter).
+            _DETACHED_INTO_TOTALS,
+            (
+                _DETACHED_INTO_TOTALS.replace("total_loss += loss.detach().float()", "total_loss += loss.float()"),
+                _DETACHED_INTO_TOTALS.replace("losses.append(loss.detach().cpu())", "losses.append(loss.cpu())"),
+                _DETACHED_INTO_TOTALS.replace("meter.add([loss.detach(), acc])", "meter.add([loss, acc])"),
+            ),
+        ),
         Example(
             # The loss read out under a name returned alone, which the caller adds into a total
             # (pykeen's `_forward_pass`).
@@ -569,6 +596,35 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # Totals emptied at every update (torchtune's `running_loss` reset after each step, an
+        # update's micro-batch losses, a local total of one update returned for the log): they
+        # keep one update's graphs at most, nothing grows across steps.
+        "def train(model, loader, optimizer, accum):\n"
+        "    running_loss = 0.0\n"
+        "    for i, (x, y) in enumerate(loader):\n"
+        "        loss = model(x, y)\n"
+        "        running_loss += loss.detach()\n"
+        "        loss.backward()\n"
+        "        if (i + 1) % accum == 0:\n"
+        "            optimizer.step()\n"
+        "            optimizer.zero_grad()\n"
+        "            print(running_loss.item())\n"
+        "            running_loss = 0.0\n",
+        "def train_batch(model, micro_batches):\n"
+        "    batch_loss = torch.tensor(0.0)\n"
+        "    for x, y in micro_batches:\n"
+        "        loss = model(x, y)\n"
+        "        batch_loss += loss.detach()\n"
+        "        loss.backward()\n"
+        "    return batch_loss\n"
+        "\n"
+        "\n"
+        "def train(model, loader, optimizer):\n"
+        "    for micro_batches in loader:\n"
+        "        batch_loss = train_batch(model, micro_batches)\n"
+        "        optimizer.step()\n"
+        "        optimizer.zero_grad()\n"
+        "        print(batch_loss.item())\n",
         # Read-outs made text (Open3D-ML's progress bar): a string keeps no graph, whatever it is added to.
         "for data in loader:\n"
         "    loss = model.get_loss(model(data), data)\n"
@@ -783,6 +839,13 @@ class LossTensorLeak(Operator):
                 value = call.func.value
                 if isinstance(value, cst.Call) and "numpy" in (callee_name(value) or "").lower():
                     continue  # `to_numpy(loss).item()` (MACE's metric): an array already, no graph
+            elif name == "detach" and isinstance(call.func, cst.Attribute) and not call.args:
+                # the graph cut before a store that keeps every step's value (DiffDock's
+                # `meter.add([loss.cpu().detach(), ...])`, `total += loss.detach()`): dropped, each
+                # step's graph stays chained into what the store keeps
+                if not _kept_whole(source, call) or _emptied_each_update(source, training, call):
+                    continue
+                value = call.func.value
             elif name == "float" and isinstance(call.func, cst.Name) and len(call.args) == 1:
                 value = call.args[0].value
             elif name in ("numpy", "tolist") and isinstance(call.func, cst.Attribute) and not call.args:
@@ -1020,6 +1083,113 @@ def _averager_add(source, call: cst.Call) -> bool:
         if isinstance(value, cst.Call) and _AVERAGER.search((callee_name(value) or "").lower()):
             return True
     return False
+
+
+# Calls a detached tensor passes through unchanged in kind on its way to a store.
+_MOVES = frozenset({"cpu", "float", "double", "clone", "squeeze", "to", "cuda"})
+
+
+def _kept_whole(source, detach: cst.Call) -> bool:
+    """True where the detached tensor (through `.cpu()`, `.float()`, `.to(...)`) is added whole
+    into a total (`total += loss.detach()`) or handed, alone or in a list or tuple, to a store that
+    keeps what it is given (`losses.append(loss.detach().cpu())`, `meter.add([loss.detach()])`);
+    not where it is read out after all (`.item()`, `.numpy()`, `float(...)`) or only bound to a
+    name."""
+    top: cst.CSTNode = detach
+    while True:
+        parent = source.parent(top)
+        if not isinstance(parent, cst.Attribute) or parent.attr.value not in _MOVES:
+            break
+        above = source.parent(parent)
+        if not isinstance(above, cst.Call) or above.func is not parent:
+            break
+        top = above
+    parent = source.parent(top)
+    if isinstance(parent, cst.Element):
+        parent = source.parent(source.parent(parent))  # the list or tuple, then what holds it
+    if isinstance(parent, cst.AugAssign):
+        return isinstance(parent.operator, cst.AddAssign) and not _numpy_accumulator(source, parent)
+    if not isinstance(parent, cst.Arg):
+        return False
+    store = source.parent(parent)
+    if not isinstance(store, cst.Call) or parent.keyword is not None:
+        return False
+    if _averager_add(source, store):
+        return True
+    owner = (last_name(store.func.value) or "").lower() if isinstance(store.func, cst.Attribute) else ""
+    kept = callee_name(store) in ("append", "extend", "insert") or (
+        callee_name(store) == "add" and bool(_TRACKER.search(owner))
+    )
+    return kept and not _keyed_logger(source, store)
+
+
+def _emptied_each_update(source, training, call: cst.Call) -> bool:
+    """True where the total or the list the value goes into is set afresh in the loop that steps
+    the optimizer, at that loop's own level (torchtune's `running_loss, num_tokens = 0.0, 0` after
+    each step, accelerate's `losses = []` before each update's micro-batches): it holds at most
+    one update's graphs, so keeping them grows nothing across steps."""
+    statement = source.enclosing(call, (cst.AugAssign, cst.Expr))
+    if isinstance(statement, cst.AugAssign):
+        holder = dotted(statement.target)
+    elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+        func = statement.value.func
+        holder = dotted(func.value) if isinstance(func, cst.Attribute) else None
+    else:
+        holder = None
+    function = source.function_of(call)
+    if holder is None:
+        return False
+    loops = (cst.For, cst.While)
+    fresh = False  # set in the function outside its loops: made anew at each call
+    for assign in source.within(function or source.module, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
+        bound = {dotted(n) for t in targets for n in _bound_names(t)}
+        if holder not in bound or assign.value is None:
+            continue
+        loop = source.enclosing(assign, loops)
+        if loop is None or (function is not None and not _inside(source, loop, function)):
+            fresh = fresh or function is not None
+            continue
+        if not _inside(source, call, loop):
+            continue
+        if any(source.enclosing(step, loops) is loop for step in training.steps if _inside(source, step, loop)):
+            return True
+    if not fresh or "." in holder or function is None:
+        return False
+    # a local total of one call that no loop around it steps an optimizer in (OLMo's
+    # `ce_batch_loss` over one update's micro-batches, returned for the log), unless a caller adds
+    # what it returns into a total of its own
+    stepping = any(
+        isinstance(loop, loops) and _inside(source, loop, function) and training.steps_within(loop.body)
+        for loop in source.ancestors(call)
+    )
+    return not stepping and not _summed_by_callers(source, training, function)
+
+
+def _summed_by_callers(source, training, function) -> bool:
+    """True where a call of `function` in the file binds what it returns to names that the
+    caller then adds into a total."""
+    for caller in source.nodes(cst.Call):
+        if function not in training.called_functions(caller):
+            continue
+        bound = source.parent(caller)
+        if not isinstance(bound, cst.Assign) or bound.value is not caller:
+            return True  # used some other way: assume it is kept
+        names = [dotted(n) for t in bound.targets for n in _bound_names(t.target)]
+        if any(name is not None and _added_later(source, bound, name) for name in names):
+            return True
+    return False
+
+
+def _bound_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What an assignment target binds: itself, or each element of a tuple or list of targets."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _bound_names(e.value)]
+    return [target]
+
+
+def _inside(source, node: cst.CSTNode, top: cst.CSTNode) -> bool:
+    return any(a is top for a in source.ancestors(node))
 
 
 def _stores(call: cst.Call) -> bool:

@@ -18,6 +18,7 @@ from injector.operators.forwards import (
     stored_run,
     switches_grad,
     terms_added_in_place,
+    trained_term,
     upstream_forwards,
 )
 from injector.operators.snippets import (
@@ -1864,8 +1865,9 @@ class NoGradTraining(Operator):
             done.add(name.value)
             # computed in one branch of an `if` and zero in the other (`if w2 > 0: loss_2 = ...`,
             # `else: loss_2 = 0`): the branch that computes it
-            terms = [a for a in training.alternatives(name.value, assign) if isinstance(a, cst.Assign)]
-            for term in terms if len(terms) > 1 else [training.last_assignment(name.value, assign)]:
+            alternatives = [a for a in training.alternatives(name.value, assign) if isinstance(a, cst.Assign)]
+            terms = [a for a in alternatives if trained_term(source, training, a, name.value)]
+            for term in terms if len(alternatives) > 1 else [training.last_assignment(name.value, assign)]:
                 term_line = source.parent(term) if term is not None else None
                 if not (
                     (term_line in before or _in_a_branch_before(source, term_line, before))

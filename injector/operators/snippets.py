@@ -910,6 +910,55 @@ HANDED_LOSS_FUNCTION = (
     "        optimizer.step()\n"
 )
 
+# DiffDock's loss function: weighted terms summed and returned first in a tuple the step indexes.
+LOSS_TUPLE_HELPER = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def loss_function(tr_pred, rot_pred, data, tr_weight=0.5, apply_mean=True):\n"
+    "    mean_dims = (0, 1) if apply_mean else 1\n"
+    "    tr_loss = ((tr_pred - data.tr_score) ** 2).mean(dim=mean_dims)\n"
+    "    rot_loss = ((rot_pred - data.rot_score) ** 2).mean(dim=mean_dims)\n"
+    "    loss = tr_loss * tr_weight + rot_loss * (1 - tr_weight)\n"
+    "    return loss, tr_loss.detach(), rot_loss.detach()\n"
+    "\n"
+    "\n"
+    "def train_epoch(model, loader, optimizer, loss_fn):\n"
+    "    model.train()\n"
+    "    for data in loader:\n"
+    "        optimizer.zero_grad()\n"
+    "        tr_pred, rot_pred = model(data)\n"
+    "        loss_tuple = loss_fn(tr_pred, rot_pred, data=data)\n"
+    "        loss = loss_tuple[0]\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+# A loss helper whose optional term runs only under a flag no training caller passes (DiffDock's,
+# cmgan's helpers), summed over lines inside parentheses.
+OPTIONAL_TERM_HELPER = (
+    "def compute_loss(model, batch, use_aux=False):\n"
+    "    out = model(batch.x)\n"
+    "    rec_loss = (out - batch.y).abs().mean()\n"
+    "    if use_aux:\n"
+    "        kl_loss = model.kl()\n"
+    "    else:\n"
+    "        kl_loss = 0.0\n"
+    "    loss = (\n"
+    "        rec_loss\n"
+    "        + 0.1 * kl_loss\n"
+    "    )\n"
+    "    return loss\n"
+    "\n"
+    "\n"
+    "def train(model, loader, optimizer):\n"
+    "    for batch in loader:\n"
+    "        optimizer.zero_grad()\n"
+    "        loss = compute_loss(model, batch)\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
 # OpenPrompt's runner: schedulers stepped in a loop beside the optimizers' steps in the accumulation branch.
 SCHEDULER_LOOP_IN_BRANCH = (
     "def training_epoch(self, loader):\n"

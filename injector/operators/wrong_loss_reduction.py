@@ -4,7 +4,8 @@ import libcst as cst
 
 from injector.neighbours import bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import DEFAULT_LOSS_FN, GATHERED_EPOCH_LOSS, MICROBATCH_TRAINER
+from injector.operators.forwards import assigned_element, trained_term
+from injector.operators.snippets import DEFAULT_LOSS_FN, GATHERED_EPOCH_LOSS, LOSS_TUPLE_HELPER, MICROBATCH_TRAINER
 from injector.patterns import (
     LOSS_FUNCTIONS,
     LOSS_MODULES,
@@ -601,6 +602,21 @@ class WrongLossReduction(Operator):
                 "    return torch.sum(losses)\n",
             ),
         ),
+        Example(
+            # The terms of the sum a loss function returns for the step to index (DiffDock's
+            # `loss_tuple[0]`): each mean over the batch (and the coordinates) becomes a sum.
+            LOSS_TUPLE_HELPER,
+            (
+                LOSS_TUPLE_HELPER.replace(
+                    "tr_loss = ((tr_pred - data.tr_score) ** 2).mean(dim=mean_dims)",
+                    "tr_loss = ((tr_pred - data.tr_score) ** 2).sum(dim=mean_dims)",
+                ),
+                LOSS_TUPLE_HELPER.replace(
+                    "rot_loss = ((rot_pred - data.rot_score) ** 2).mean(dim=mean_dims)",
+                    "rot_loss = ((rot_pred - data.rot_score) ** 2).sum(dim=mean_dims)",
+                ),
+            ),
+        ),
     )
     untouched = (
         # A mean bound to a name that only a metric under no_grad calls.
@@ -854,6 +870,7 @@ class WrongLossReduction(Operator):
                     averages = _averages(assign.value, aliases)
                     if averages:
                         yield _summed(source, assign.value, averages)
+        yield from _helper_term_means(source, training, aliases)
         for backward in training.backwards:
             # `loss.mean().backward()`: the loss averaged on the line that differentiates it, and
             # scaled there too (stylegan2-ada's `loss_Gmain.mean().mul(gain).backward()`)
@@ -895,6 +912,73 @@ class WrongLossReduction(Operator):
                 yield _summed(source, value, averages)
             elif own_loss and (mean := _sum_over_count(value)) is not None and not _picked_mean(source, ret):
                 yield _count_dropped(source, mean)
+
+
+def _helper_term_means(source, training, aliases: frozenset[str]):
+    """The batch means of each term a loss function of the file sums into the loss a caller's
+    backward reads out of what it returns (DiffDock's `loss_function`: `tr_loss = (...).mean(dim=
+    mean_dims)` with `mean_dims = (0, 1) if apply_mean else 1`, `tor_loss, tor_base_loss =
+    tor_loss.mean() * torch.ones(1), ...`, `sidechain_loss.mean().cpu() * ...`): summed, that term
+    grows with the batch against the others. A term's assignments that training takes, the
+    element of a tuple assignment that is the term's, through moves and casts after the mean."""
+    seen: set[cst.CSTNode] = set()
+    for use in training.held_helper_losses:
+        assign = training.loss_assignment(use)
+        if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.BinaryOperation):
+            continue
+        names = [n.value for n in dict.fromkeys(source.within(assign.value, cst.Name)) if _names_loss(n.value)]
+        for name in dict.fromkeys(names):
+            for term in training.assigned_names.get(name, ()):
+                if (
+                    term in seen
+                    or source.function_of(term) is not source.function_of(assign)
+                    or source.span(term)[0] >= source.span(assign)[0]
+                    or under_no_grad(source, term)
+                    or not trained_term(source, training, term, name)
+                ):
+                    continue
+                value = assigned_element(term, name)
+                if value is None:
+                    continue
+                means = _moved_averages(value, aliases) or _batch_dim_means(source, training, value, term)
+                if means:
+                    seen.add(term)
+                    yield _summed(source, term, means)
+
+
+_MOVES = frozenset({"cpu", "cuda", "to", "float", "double", "half", "squeeze", "contiguous"})
+
+
+def _moved_averages(expr: cst.BaseExpression, aliases: frozenset[str]) -> list[cst.Call]:
+    """The whole-tensor means of a term's expression, also moved or cast after averaging
+    (`sidechain_loss.mean().cpu() * torch.ones(1)`)."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and callee_name(expr) in _MOVES:
+        return _moved_averages(expr.func.value, aliases)
+    if isinstance(expr, cst.BinaryOperation):
+        return _moved_averages(expr.left, aliases) + _moved_averages(expr.right, aliases)
+    return _averages(expr, aliases)
+
+
+def _batch_dim_means(source, training, expr: cst.BaseExpression, use: cst.CSTNode) -> list[cst.Call]:
+    """The means over dimensions that take in the batch's: `x.mean(dim=(0, 1))`, or through a name
+    the function sets to such a tuple by default (`mean_dims = (0, 1) if apply_mean else 1`)."""
+    found = []
+    for call in source.within(expr, cst.Call):
+        if callee_name(call) != "mean" or not isinstance(call.func, cst.Attribute) or len(call.args) != 1:
+            continue
+        dims = call.args[0].value
+        if call.args[0].keyword is not None and call.args[0].keyword.value != "dim":
+            continue
+        if isinstance(dims, cst.Name):
+            assign = training.last_assignment(dims.value, use)
+            dims = assign.value if isinstance(assign, cst.Assign) else None
+            if isinstance(dims, cst.IfExp):
+                dims = dims.body  # the setting's default branch, as written first
+        if isinstance(dims, (cst.Tuple, cst.List)) and any(
+            isinstance(e.value, cst.Integer) and e.value.value == "0" for e in dims.elements
+        ):
+            found.append(call)
+    return found
 
 
 def _mean_ops(source, aliases: frozenset[str]) -> list[cst.Attribute]:
