@@ -618,6 +618,8 @@ class Training:
                     scaled = self.scaled_value(receiver, call)
                     if scaled is not None:
                         loss, scaler = _unscaled(scaled)
+                    else:
+                        loss = self._context_scaled(receiver, call) or loss
             else:
                 continue
             found.append(Backward(call, loss, scaler))
@@ -1163,6 +1165,26 @@ class Training:
             if assign is not None and assign.value is not None:
                 return self.is_loss_value(assign.value, use, depth - 1)
         return False
+
+    def _context_scaled(self, name: cst.Name, use: cst.CSTNode) -> cst.BaseExpression | None:
+        """The loss of apex's `with amp.scale_loss(loss, optimizer) as scaled_loss:` around
+        `scaled_loss.backward()`: the value the context scales (its scaler is apex's own, which
+        missing-grad-scaler reads from the `with`)."""
+        for ancestor in self.source.ancestors(use):
+            if not isinstance(ancestor, cst.With):
+                continue
+            for item in ancestor.items:
+                bound = item.asname.name if item.asname is not None else None
+                value = item.item
+                if (
+                    isinstance(bound, cst.Name)
+                    and bound.value == name.value
+                    and isinstance(value, cst.Call)
+                    and callee_name(value) == "scale_loss"
+                    and value.args
+                ):
+                    return value.args[0].value
+        return None
 
     def scaled_value(self, name: cst.Name, use: cst.CSTNode) -> cst.Call | None:
         """`scaler.scale(loss)` when `name` was last assigned from it before `use` (also through

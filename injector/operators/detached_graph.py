@@ -25,6 +25,7 @@ from injector.operators.forwards import (
     upstream_forwards,
 )
 from injector.operators.snippets import (
+    APEX_CONTEXT_STEP,
     AUDIOTOOLS_STEP,
     BRANCH_ADDED_TERM_STEP,
     CONTROLLER_STEP,
@@ -287,6 +288,16 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # apex's `with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backward()`:
+            # the loss is the value the context scales (UNITER's), cut where the model returns it.
+            APEX_CONTEXT_STEP,
+            (
+                APEX_CONTEXT_STEP.replace(
+                    "loss = model(batch, compute_loss=True)", "loss = model(batch, compute_loss=True).detach()"
+                ),
+            ),
+        ),
         Example(
             # Loss entries of a dict summed by configured weights (DAC): the total cut off, and each
             # entry cut where its criterion runs.

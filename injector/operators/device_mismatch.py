@@ -12,6 +12,7 @@ from injector.operators.snippets import (
     DATA_PARALLEL_UNLESS_WRAPPED,
     ENCODER_INPUTS,
     HANDED_LOSS_FUNCTION,
+    LOSS_DICT_AGENT,
     LOSS_HELPER_TRAINER,
     MICROBATCH_TRAINER,
     RANK_DEVICE_STRINGS,
@@ -259,6 +260,22 @@ def _cuda_by_default(source) -> bool:
     return False
 
 
+def _made_dict(source, target: cst.Subscript, use: cst.CSTNode) -> bool:
+    """True for an entry of a dict the function builds itself (PyMIC's `loss_input_dict =
+    {'prediction': pred, ...}`, then `loss_input_dict['pixel_weight'] = w.to(device)`): the entry
+    is the moved tensor itself, no copy into a tensor's slot."""
+    holder = target.value
+    function = source.function_of(use)
+    if not isinstance(holder, cst.Name) or function is None:
+        return False
+    return any(
+        any(isinstance(t.target, cst.Name) and t.target.value == holder.value for t in a.targets)
+        and (isinstance(a.value, (cst.Dict, cst.DictComp)) or callee_name(a.value) in ("dict", "OrderedDict"))
+        for a in source.within(function, cst.Assign)
+        if isinstance(a.value, (cst.Dict, cst.DictComp, cst.Call))
+    )
+
+
 def _needless(source, call: cst.Call) -> bool:
     """Moves that change nothing: of a `*_like` tensor (`torch.zeros_like(x)` is already on x's
     device); of a value stored into a slot of an existing tensor (`buf[i] = x.to(device)`: the
@@ -287,6 +304,10 @@ def _needless(source, call: cst.Call) -> bool:
             for t in parent.targets
         )
         and not any(_iterated_dict(source, t.target, call) for t in parent.targets)
+        and not (
+            isinstance(receiver, cst.Name)
+            and any(isinstance(t.target, cst.Subscript) and _made_dict(source, t.target, call) for t in parent.targets)
+        )
     ):
         # (`batch[key] = batch[key].to(device)` replaces a dict's entry, and chemprop's
         # `constraints[i] = torch.tensor(constraints[i]).to(device)` a list's: no copy into a tensor)
@@ -1546,8 +1567,14 @@ def _from_a_handed_batch(source, training, call: cst.Call) -> bool:
     if root is not None and root not in params:
         found = _reaching(source, function, root, call)
         value: cst.BaseExpression | None = found.value if isinstance(found, cst.Assign) else None
-        while isinstance(value, (cst.Subscript, cst.Attribute)):
-            value = value.value
+        while True:
+            # `data['x_lb']`, `data.x`, and a dict's `data.get('pixel_weight', None)` (PyMIC's)
+            if isinstance(value, (cst.Subscript, cst.Attribute)):
+                value = value.value
+            elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and _entry_got(value):
+                value = value.func.value
+            else:
+                break
         root = value.value if isinstance(value, cst.Name) else None
     if root is not None and _handed_a_batch(source, training, cst.Name(root), call):
         return True
@@ -1558,6 +1585,16 @@ def _from_a_handed_batch(source, training, call: cst.Call) -> bool:
         _handed_a_batch(source, training, cst.Name(name), call)
         and _loop_target_handed(source, training, function, name)
         for name in sorted(derived)
+    )
+
+
+def _entry_got(value: cst.BaseExpression | None) -> bool:
+    """True for a dict's `holder.get(key)` or `holder.get(key, default)`."""
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "get"
+        and 1 <= len(value.args) <= 2
     )
 
 
@@ -1949,6 +1986,16 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A batch's optional entry (`data.get(...)`) moved into the dict the loss is handed: the
+            # entry is the moved tensor, not a copy into a tensor's slot (PyMIC's pixel weights).
+            LOSS_DICT_AGENT,
+            (
+                LOSS_DICT_AGENT.replace("= pixel_weight.to(device)", "= pixel_weight"),
+                LOSS_DICT_AGENT.replace("data['image'].to(self.device), ", "data['image'], "),
+                LOSS_DICT_AGENT.replace("data['label'].to(self.device)\n", "data['label']\n"),
+            ),
+        ),
         Example(
             # A project's batch preparer handed the device (audiotools' `util.prepare_batch`).
             AUDIOTOOLS_STEP,

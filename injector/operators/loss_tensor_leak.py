@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import GATHERED_EPOCH_LOSS
+from injector.operators.snippets import APEX_CONTEXT_STEP, GATHERED_EPOCH_LOSS
 from injector.patterns import LOSS_FUNCTIONS, argument, assigned_alone, callee_name, dotted, last_name, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
@@ -123,6 +123,11 @@ class LossTensorLeak(Operator):
         "recorded (`no_grad`), nor where the total is emptied at every update."
     )
     examples = (
+        Example(
+            # A running meter the file builds and calls with each step's value (UNITER's RunningMeter).
+            APEX_CONTEXT_STEP,
+            (APEX_CONTEXT_STEP.replace("running_loss(loss.item())", "running_loss(loss)"),),
+        ),
         Example(
             # The loss detached before it is added into the epoch's total or kept in a list or a
             # meter (Accelerate's `total_loss += loss.detach().float()`, DiffDock's meter).
@@ -956,7 +961,7 @@ class LossTensorLeak(Operator):
                 return True
             if isinstance(ancestor, cst.Call) and _stores(ancestor):
                 return not _itemizing_logger(source, ancestor, call) and not _keyed_logger(source, ancestor)
-            if isinstance(ancestor, cst.Call) and _averager_add(source, ancestor):
+            if isinstance(ancestor, cst.Call) and (_averager_add(source, ancestor) or _called_meter(source, ancestor)):
                 return True
             if isinstance(ancestor, cst.Assign):
                 if any(isinstance(t.target, cst.Subscript) for t in ancestor.targets):
@@ -1190,6 +1195,21 @@ def _bound_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def _inside(source, node: cst.CSTNode, top: cst.CSTNode) -> bool:
     return any(a is top for a in source.ancestors(node))
+
+
+def _called_meter(source, call: cst.Call) -> bool:
+    """True for a running meter the file builds and then calls with each value (UNITER's
+    `running_loss = RunningMeter('loss')`, then `running_loss(loss.item())`): it keeps a running
+    mean of everything it is given."""
+    if not isinstance(call.func, cst.Name) or len(call.args) != 1:
+        return False
+    name = call.func.value
+    return any(
+        any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets)
+        and isinstance(assign.value, cst.Call)
+        and bool(_AVERAGER.search((callee_name(assign.value) or "").lower()))
+        for assign in source.nodes(cst.Assign)
+    )
 
 
 def _stores(call: cst.Call) -> bool:

@@ -22,6 +22,7 @@ from injector.operators.forwards import (
     upstream_forwards,
 )
 from injector.operators.snippets import (
+    APEX_CONTEXT_STEP,
     BRANCH_ADDED_TERM_STEP,
     CALLBACK_RUNNER,
     CONTROLLER_STEP,
@@ -126,6 +127,18 @@ class NoGradTraining(Operator):
     id = "no-grad-training"
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
+        Example(
+            # The loss apex's scaling context is handed: the forward and its reduction without autograd.
+            APEX_CONTEXT_STEP,
+            (
+                APEX_CONTEXT_STEP.replace(
+                    "        loss = model(batch, compute_loss=True)\n        loss = loss.mean() * batch['targets'].size(1)\n",
+                    '        with __import__("torch").no_grad():\n'
+                    "            loss = model(batch, compute_loss=True)\n"
+                    "            loss = loss.mean() * batch['targets'].size(1)\n",
+                ),
+            ),
+        ),
         Example(
             # Forward, loss and backward in one line (SAM's second pass at the perturbed weights).
             "import torch\nfor x, y in loader:\n    smooth_crossentropy(model(x), y).mean().backward()\n",

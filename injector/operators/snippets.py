@@ -959,6 +959,46 @@ OPTIONAL_TERM_HELPER = (
     "        optimizer.step()\n"
 )
 
+# UNITER's fine-tuning step: apex's loss-scaling context around the backward, a meter called with the value.
+APEX_CONTEXT_STEP = (
+    "from apex import amp\n"
+    "\n"
+    "\n"
+    "def train(model, loader, optimizer):\n"
+    "    running_loss = RunningMeter('loss')\n"
+    "    model.train()\n"
+    "    for step, batch in enumerate(loader):\n"
+    "        loss = model(batch, compute_loss=True)\n"
+    "        loss = loss.mean() * batch['targets'].size(1)\n"
+    "        with amp.scale_loss(loss, optimizer) as scaled_loss:\n"
+    "            scaled_loss.backward()\n"
+    "        running_loss(loss.item())\n"
+    "        optimizer.step()\n"
+    "        optimizer.zero_grad()\n"
+)
+
+# PyMIC's segmentation agent: a batch's optional entry moved into the dict its loss is handed.
+LOSS_DICT_AGENT = (
+    "class Agent:\n"
+    "    def get_loss_value(self, data, pred, gt):\n"
+    "        loss_input_dict = {'prediction': pred, 'ground_truth': gt}\n"
+    "        device = pred.device\n"
+    "        pixel_weight = data.get('pixel_weight', None)\n"
+    "        if pixel_weight is not None:\n"
+    "            loss_input_dict['pixel_weight'] = pixel_weight.to(device)\n"
+    "        return self.loss_calculator(loss_input_dict)\n"
+    "\n"
+    "    def training(self, loader):\n"
+    "        self.net.train()\n"
+    "        for data in loader:\n"
+    "            inputs, labels = data['image'].to(self.device), data['label'].to(self.device)\n"
+    "            self.optimizer.zero_grad()\n"
+    "            outputs = self.net(inputs)\n"
+    "            loss = self.get_loss_value(data, outputs, labels)\n"
+    "            loss.backward()\n"
+    "            self.optimizer.step()\n"
+)
+
 # OpenPrompt's runner: schedulers stepped in a loop beside the optimizers' steps in the accumulation branch.
 SCHEDULER_LOOP_IN_BRANCH = (
     "def training_epoch(self, loader):\n"
