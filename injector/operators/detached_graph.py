@@ -33,6 +33,7 @@ from injector.operators.snippets import (
     GAN_GENERATOR_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
+    KGE_TRAIN_STEP,
     LOSS_HELPER_TRAINER,
     LOSS_TUPLE_HELPER,
     MICROBATCH_TRAINER,
@@ -288,6 +289,29 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # Terms reduced by hand from scores, in either branch (KnowledgeGraphEmbedding's
+            # `-positive_score.mean()`, `-(w * positive_score).sum() / w.sum()`): each cut alone.
+            KGE_TRAIN_STEP,
+            (
+                KGE_TRAIN_STEP.replace(
+                    "loss = (positive_loss + negative_loss) / 2",
+                    "loss = ((positive_loss + negative_loss) / 2).detach()",
+                ),
+                KGE_TRAIN_STEP.replace("= -positive_score.mean()", "= (-positive_score.mean()).detach()"),
+                KGE_TRAIN_STEP.replace(
+                    "= -(weight * positive_score).sum() / weight.sum()",
+                    "= (-(weight * positive_score).sum() / weight.sum()).detach()",
+                ),
+                KGE_TRAIN_STEP.replace("= -negative_score.mean()", "= (-negative_score.mean()).detach()"),
+                KGE_TRAIN_STEP.replace(
+                    "= -(weight * negative_score).sum() / weight.sum()",
+                    "= (-(weight * negative_score).sum() / weight.sum()).detach()",
+                ),
+                KGE_TRAIN_STEP.replace("= model(negative)", "= model(negative).detach()"),
+                KGE_TRAIN_STEP.replace(".squeeze(dim=1)", ".squeeze(dim=1).detach()"),
+            ),
+        ),
         Example(
             # apex's `with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backward()`:
             # the loss is the value the context scales (UNITER's), cut where the model returns it.
@@ -1377,13 +1401,21 @@ class DetachedGraph(Operator):
         ),
         Example(
             # A term derived from calls of a criterion module built before the loop (EfficientAT's
-            # mixed-up distillation loss): the module is no value to cut (it has no `detach`).
+            # mixed-up distillation loss): the module is no value to cut (it has no `detach`), the
+            # term it computes is.
             _DERIVED_FROM_MODULE,
             (
                 _DERIVED_FROM_MODULE.replace(
                     "loss = label_loss + soft_loss", "loss = (label_loss + soft_loss).detach()"
                 ),
                 _DERIVED_FROM_MODULE.replace("with_logits(y_hat, y)\n", "with_logits(y_hat, y).detach()\n"),
+                # the mixed-up term reduced by hand: cut whole (since session 45)
+                _DERIVED_FROM_MODULE.replace(
+                    "    soft_loss = distillation_loss(y_hat, t).mean(dim=1) * lam + distillation_loss(y_hat, "
+                    "t.flip(0)).mean(dim=1) * (1.0 - lam)\n",
+                    "    soft_loss = (distillation_loss(y_hat, t).mean(dim=1) * lam + distillation_loss(y_hat, "
+                    "t.flip(0)).mean(dim=1) * (1.0 - lam)).detach()\n",
+                ),
                 _DERIVED_FROM_MODULE.replace(
                     "    y_hat = model(x)\n",
                     "    y_hat = model(x).detach()\n",
@@ -1670,6 +1702,11 @@ class DetachedGraph(Operator):
                 PPO_UPDATE.replace(
                     'value_loss = (values - batch["returns"]).pow(2).mean()',
                     'value_loss = (values - batch["returns"]).pow(2).mean().detach()',
+                ),
+                # the policy term reduced by hand, cut alone (since session 45)
+                PPO_UPDATE.replace(
+                    'action_loss = -(batch["advantages"] * ratio).mean()',
+                    'action_loss = (-(batch["advantages"] * ratio).mean()).detach()',
                 ),
                 PPO_UPDATE.replace(
                     '"actions"])\n',
@@ -2601,7 +2638,19 @@ def _term_value(source, training, name: str, term: cst.Assign, depth: int) -> li
             and not (callee_name(constructed(origin.value)) or "a")[:1].isupper()  # a loss module built
         ):
             derived.append(origin)
+    if (
+        not derived
+        and depth == 0
+        and isinstance(value, (cst.UnaryOperation, cst.BinaryOperation))
+        and any(callee_name(c) in _REDUCTIONS for c in source.within(value, cst.Call))
+    ):
+        # a term reduced by hand from scores (the KGE models' `positive_sample_loss = -
+        # positive_score.mean()`, `-(w * negative_score).sum() / w.sum()`): the term's own value
+        return [term]
     return derived
+
+
+_REDUCTIONS = frozenset({"mean", "sum"})
 
 
 def _squared_error(expr: cst.BaseExpression) -> bool:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import AUDIOTOOLS_STEP, MICROBATCH_TRAINER, SCALED_HELPER_BACKWARD
+from injector.operators.snippets import AUDIOTOOLS_STEP, MICROBATCH_TRAINER, PHASE_CONTEXT_STEP, SCALED_HELPER_BACKWARD
 from injector.patterns import (
     argument,
     callee_name,
@@ -68,6 +68,18 @@ class MissingGradScaler(Operator):
         "`loss.backward()`, `scaler.step(opt)` → `opt.step()`, drop `update()`/`unscale_()`."
     )
     examples = (
+        Example(
+            # A scaler an object handed to the class's methods holds, stepped in another method;
+            # the step's other arguments stay with the optimizer's own step (VISSL's `where=`).
+            PHASE_CONTEXT_STEP,
+            (
+                PHASE_CONTEXT_STEP.replace("task.amp_grad_scaler.scale(loss).backward()", "loss.backward()").replace(
+                    "        task.amp_grad_scaler.step(task.optimizer, where=task.where)\n"
+                    "        task.amp_grad_scaler.update()\n",
+                    "        task.optimizer.step(where=task.where)\n",
+                ),
+            ),
+        ),
         Example(
             # An engine that scales what its backward is handed and holds the scaler (DAC over
             # audiotools): the plain backward, the optimizer's own step, no unscale, no update.
@@ -258,8 +270,10 @@ class MissingGradScaler(Operator):
             # a scaler kept on the object is stepped where the class steps its optimizer, often in
             # another method than the scaled backward (JoeyNMT's `_train_step` and `train_and_validate`)
             scope = (
+                # also one an object handed to the class's methods holds (VISSL's
+                # `task.amp_grad_scaler`, stepped in `run_optimizer_step(task)`)
                 enclosing_class(source, backward.call) or source.function_of(backward.call)
-                if scaler.startswith("self.")
+                if "." in scaler
                 else source.function_of(backward.call)
             )
             if (scope, scaler) in done:
@@ -291,7 +305,12 @@ class MissingGradScaler(Operator):
                     continue
                 optimizer = argument(call, "optimizer", 0)
                 if name == "step" and optimizer is not None:
-                    edits.append(source.replace(call, method_on(source, optimizer.value, "step")))
+                    # the step's other arguments go to the optimizer's own step (VISSL's `where=`)
+                    rest = [source.code(a).strip().rstrip(",") for a in call.args if a is not optimizer]
+                    stepped = method_on(source, optimizer.value, "step")
+                    if rest:
+                        stepped = f"{stepped[:-1]}{', '.join(rest)})"
+                    edits.append(source.replace(call, stepped))
                 elif name in {"update", "unscale_"}:
                     statement = source.parent(call)
                     if statement_call(statement) is call:

@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import CALLBACK_RUNNER, FLAG_CHOSEN_EVAL
+from injector.operators.snippets import CALLBACK_RUNNER, FLAG_CHOSEN_EVAL, PHASE_CONTEXT_STEP
 from injector.patterns import (
     argument,
     becomes_number,
@@ -115,6 +115,11 @@ class MissingNoGradEval(Operator):
         "(`set_grad_enabled(False)` too); a `no_grad` that evaluates no model is left alone."
     )
     examples = (
+        Example(
+            # A context chosen by phase, then entered: evaluation's `no_grad()` becomes training's.
+            PHASE_CONTEXT_STEP,
+            (PHASE_CONTEXT_STEP.replace("else torch.no_grad()", "else torch.enable_grad()"),),
+        ),
         Example(
             # An evaluation routine that runs the step it is handed, with the model (CogDL's
             # distributed_test, handed the validation or the test step).
@@ -528,6 +533,7 @@ class MissingNoGradEval(Operator):
             removal = _switch_removal(source, block)
             if removal is not None:
                 yield Change(block, (removal,), "evaluation records autograd graphs")
+        yield from _phase_chosen_contexts(source)
         for block, switch in grad_switched_loops(source, training):
             # the same batch loop runs evaluation with the flag off (catalyst's runner over its
             # validation loaders): switched on, evaluation records autograd graphs
@@ -758,3 +764,38 @@ def _nested_in_no_grad(source, block: cst.With) -> bool:
         ):
             return True
     return False
+
+
+_ENABLING = frozenset({"enable_grad", "nullcontext", "suppress"})
+
+
+def _phase_chosen_contexts(source):
+    """A context picked by phase and then entered (VISSL's `grad_context = torch.enable_grad() if
+    task.train else torch.no_grad()`, then `with grad_context, ...:`): the evaluation phase's
+    `no_grad()` becomes the training phase's context, so evaluation records graphs."""
+    for assign in source.nodes(cst.Assign):
+        value = assign.value
+        if not isinstance(value, cst.IfExp) or len(assign.targets) != 1:
+            continue
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name):
+            continue
+        for off, on in ((value.orelse, value.body), (value.body, value.orelse)):
+            if (
+                isinstance(off, cst.Call)
+                and disables_grad(off, source)
+                and isinstance(on, cst.Call)
+                and last_name(on.func) in _ENABLING
+                and _entered(source, assign, target.value)
+            ):
+                yield Change(assign, (source.replace(off, source.code(on)),), "evaluation records autograd graphs")
+
+
+def _entered(source, assign: cst.Assign, name: str) -> bool:
+    """True where the function of `assign` enters the context it binds to `name` in a `with`."""
+    function = source.function_of(assign)
+    return any(
+        isinstance(item.item, cst.Name) and item.item.value == name
+        for block in source.within(function or source.module, cst.With)
+        for item in block.items
+    )

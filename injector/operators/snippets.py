@@ -999,6 +999,55 @@ LOSS_DICT_AGENT = (
     "            self.optimizer.step()\n"
 )
 
+# KnowledgeGraphEmbedding's train_step: scores reworked in place, terms reduced by hand in either branch.
+KGE_TRAIN_STEP = (
+    "import torch.nn.functional as F\n"
+    "\n"
+    "\n"
+    "def train_step(model, optimizer, batch, args):\n"
+    "    model.train()\n"
+    "    optimizer.zero_grad()\n"
+    "    positive, negative, weight = batch\n"
+    "    negative_score = model(negative)\n"
+    "    negative_score = F.logsigmoid(-negative_score).mean(dim=1)\n"
+    "    positive_score = F.logsigmoid(model(positive)).squeeze(dim=1)\n"
+    "    if args.uni_weight:\n"
+    "        positive_loss = -positive_score.mean()\n"
+    "        negative_loss = -negative_score.mean()\n"
+    "    else:\n"
+    "        positive_loss = -(weight * positive_score).sum() / weight.sum()\n"
+    "        negative_loss = -(weight * negative_score).sum() / weight.sum()\n"
+    "    loss = (positive_loss + negative_loss) / 2\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+)
+
+# VISSL's standard train step: a context chosen by phase, a GradScaler the task object holds.
+PHASE_CONTEXT_STEP = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "class StandardTrainStep:\n"
+    "    def __call__(self, task):\n"
+    "        grad_context = torch.enable_grad() if task.train else torch.no_grad()\n"
+    "        with grad_context:\n"
+    "            output = task.model(task.sample)\n"
+    "            loss = task.loss(output, task.target)\n"
+    "        if task.train:\n"
+    "            self.run_backward(task, loss)\n"
+    "            self.run_optimizer_step(task)\n"
+    "\n"
+    "    @staticmethod\n"
+    "    def run_backward(task, loss):\n"
+    "        task.optimizer.zero_grad()\n"
+    "        task.amp_grad_scaler.scale(loss).backward()\n"
+    "\n"
+    "    @staticmethod\n"
+    "    def run_optimizer_step(task):\n"
+    "        task.amp_grad_scaler.step(task.optimizer, where=task.where)\n"
+    "        task.amp_grad_scaler.update()\n"
+)
+
 # OpenPrompt's runner: schedulers stepped in a loop beside the optimizers' steps in the accumulation branch.
 SCHEDULER_LOOP_IN_BRANCH = (
     "def training_epoch(self, loader):\n"

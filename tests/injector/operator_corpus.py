@@ -349,6 +349,7 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
                     and isinstance(node.value, ast.Call)
                 ):
                     found |= _returned_chains(tree, node.value)
+        found |= _same_downstream(scope, statement)
         for _ in range(8):
             if statement is None:
                 break
@@ -364,6 +365,68 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
             statement = earlier[0]
             found.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
     return found
+
+
+def _same_downstream(scope: ast.AST, statement: ast.Assign | None) -> set[int]:
+    """The later lines whose cut is the same as that of `statement`'s output: a statement whose one
+    graph input is that output, where it is the output's only reader (or one of two readers in the
+    two branches of an `if`, which never both run), and so on forward (KGE's `negative_score =
+    model(...)`, then `negative_score = F.logsigmoid(-negative_score).mean(dim=1)` in one branch
+    and the self-adversarial sum in the other)."""
+    found: set[int] = set()
+    todo = [statement] if statement is not None else []
+    for _ in range(8):
+        if not todo:
+            break
+        current = todo.pop()
+        names = _bound(current)
+        if len(names) != 1 or any(
+            # one name (a cut of one element of an unpacked tuple leaves the others' graphs), not
+            # updated in place later (`loss -= c * entropies` adds a graph back)
+            isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in names
+            for node in ast.walk(scope)
+        ):
+            continue
+        readers = [
+            node
+            for node in ast.walk(scope)
+            if isinstance(node, ast.stmt)
+            and node.lineno > (current.end_lineno or current.lineno)
+            and any(
+                read.id in names and _last_assignment(scope, read.id, node.lineno) is current
+                for read in _own_reads(node)
+            )
+        ]
+        if not readers or not all(isinstance(r, ast.Assign) for r in readers):
+            continue
+        if len(readers) == 2 and not _either_branch(scope, readers[0], readers[1]):
+            continue
+        if len(readers) > 2:
+            continue
+        for reader in readers:
+            inputs = [
+                a
+                for a in dict.fromkeys(_last_assignment(scope, n.id, reader.lineno) for n in _graph_reads(reader.value))
+                if a is not None and not _without_graph(scope, a)
+            ]
+            if inputs != [current]:
+                break
+        else:
+            for reader in readers:
+                found.update(range(reader.lineno, (reader.end_lineno or reader.lineno) + 1))
+                todo.append(reader)  # type: ignore[arg-type]
+    return found
+
+
+def _either_branch(scope: ast.AST, first: ast.stmt, second: ast.stmt) -> bool:
+    """True where one statement is in an `if`'s body and the other in its `else`."""
+    for node in ast.walk(scope):
+        if isinstance(node, ast.If):
+            body = {id(n) for b in node.body for n in ast.walk(b)}
+            orelse = {id(n) for b in node.orelse for n in ast.walk(b)}
+            if (id(first) in body and id(second) in orelse) or (id(first) in orelse and id(second) in body):
+                return True
+    return False
 
 
 def _cut_positions(statement: ast.Assign, text: str) -> set[int] | None:

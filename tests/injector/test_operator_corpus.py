@@ -187,3 +187,37 @@ def test_a_cut_reaches_the_lines_whose_output_only_it_reads_and_stops_where_anot
     assert same_cuts(whole_cut(6), tree, lines) == {3, 4}
     # `log(z)` reads the forward's output too: cutting it there is another mutant
     assert same_cuts(whole_cut(11), tree, lines) == {9}
+
+
+def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_and_stops_at_an_update_in_place():
+    text = (
+        "def step(model, pos, neg, args, optimizer):\n"
+        "    negative_score = model(neg)\n"
+        "    if args.adversarial:\n"
+        "        negative_score = (F.softmax(negative_score, dim=1).detach() * F.logsigmoid(-negative_score)).sum(dim=1)\n"
+        "    else:\n"
+        "        negative_score = F.logsigmoid(-negative_score).mean(dim=1)\n"
+        "    positive_score = model(pos)\n"
+        "    positive_score = F.logsigmoid(positive_score)\n"
+        "    loss = -(positive_score.mean() + negative_score.mean()) / 2\n"
+        "    loss.backward()\n"
+        "    policy = -log_probs * adv\n"
+        "    policy -= args.c * entropies\n"
+        "    policy = policy.sum()\n"
+        "    policy.backward()\n"
+    )
+    lines = LineIndex(text)
+    tree = ast.parse(text)
+
+    def whole_cut(line: int, prefix: str) -> Mutant:
+        start = lines.line_start(line) + len(prefix)
+        end = lines.line_start(line + 1) - 1
+        edit = Edit(start, end, text[start:end] + ".detach()")
+        return Mutant("m", "detached-graph", "train.py", line, "cut", "", (edit,))
+
+    # either branch reworks the forward's output alone: cutting the forward is cutting them
+    assert same_cuts(whole_cut(2, "    negative_score = "), tree, lines) == {4, 6}
+    # two outputs meet in the loss: the walk stops before it
+    assert same_cuts(whole_cut(7, "    positive_score = "), tree, lines) == {8}
+    # the entropy term added in place gives the later sum a graph the first cut leaves
+    assert same_cuts(whole_cut(11, "    policy = "), tree, lines) == set()
