@@ -44,6 +44,7 @@ from injector.operators.snippets import (
     PIX2PIX_STEP,
     PPO_UPDATE,
     RELAYED_BACKWARD,
+    SAC_ACTOR_UPDATE,
     SCALED_HELPER_BACKWARD,
     SR_MODEL_STEP,
     STORED_LOSS_TRAINER,
@@ -289,6 +290,26 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # A distribution read through its draw and beside it (SAC's `dist.rsample()` and
+            # `dist.log_prob(action)`): each value taken from it is cut where it is taken.
+            SAC_ACTOR_UPDATE,
+            (
+                SAC_ACTOR_UPDATE.replace(
+                    "actor_loss = (self.alpha.detach() * log_prob - actor_q).mean()",
+                    "actor_loss = (self.alpha.detach() * log_prob - actor_q).mean().detach()",
+                ),
+                SAC_ACTOR_UPDATE.replace("action = dist.rsample()", "action = dist.rsample().detach()"),
+                SAC_ACTOR_UPDATE.replace(
+                    "log_prob = dist.log_prob(action).sum(-1, keepdim=True)",
+                    "log_prob = dist.log_prob(action).sum(-1, keepdim=True).detach()",
+                ),
+                SAC_ACTOR_UPDATE.replace(
+                    "self.critic(obs, action)\n",
+                    "self.critic(obs, action)\n    actor_q1 = actor_q1.detach()\n    actor_q2 = actor_q2.detach()\n",
+                ),
+            ),
+        ),
         Example(
             # Terms reduced by hand from scores, in either branch (KnowledgeGraphEmbedding's
             # `-positive_score.mean()`, `-(w * positive_score).sum() / w.sum()`): each cut alone.
@@ -3095,6 +3116,16 @@ def _chain_cuts(source, training, changes: list[Change]):
                     # (DrQ-v2's `action = dist.sample(clip=...)`): the draw is what to cut
                     line = readers[0]
                     change = _chain_cut(source, line, _read_by(source, [r for r, i in chain.items() if line in i]))
+                elif change is None and any(drawn(source, training, r.body[0]) for r in readers):
+                    # read through its draw and beside it (SAC's `action = dist.rsample()` and
+                    # `log_prob = dist.log_prob(action)`): each value taken from it is a path of its
+                    # own to the loss, cut where it is taken
+                    for reader in readers:
+                        cut = _chain_cut(source, reader, _read_by(source, [r for r, i in chain.items() if reader in i]))
+                        if cut is not None and reader not in made:
+                            made.add(reader)
+                            yield cut
+                    continue
                 if change is not None and line not in made:
                     made.add(line)
                     yield change

@@ -1048,6 +1048,23 @@ PHASE_CONTEXT_STEP = (
     "        task.amp_grad_scaler.update()\n"
 )
 
+# A SAC actor update (rl_games'): a reparameterised draw and its log-probability, both from one distribution.
+SAC_ACTOR_UPDATE = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def update_actor(self, obs):\n"
+    "    dist = self.actor(obs)\n"
+    "    action = dist.rsample()\n"
+    "    log_prob = dist.log_prob(action).sum(-1, keepdim=True)\n"
+    "    actor_q1, actor_q2 = self.critic(obs, action)\n"
+    "    actor_q = torch.min(actor_q1, actor_q2)\n"
+    "    actor_loss = (self.alpha.detach() * log_prob - actor_q).mean()\n"
+    "    self.actor_optimizer.zero_grad()\n"
+    "    actor_loss.backward()\n"
+    "    self.actor_optimizer.step()\n"
+)
+
 # OpenPrompt's runner: schedulers stepped in a loop beside the optimizers' steps in the accumulation branch.
 SCHEDULER_LOOP_IN_BRANCH = (
     "def training_epoch(self, loader):\n"
