@@ -43,6 +43,7 @@ from injector.operators.snippets import (
     PIPELINE_ENGINE,
     PIX2PIX_STEP,
     PPO_UPDATE,
+    REGULARISED_STEP,
     RELAYED_BACKWARD,
     SAC_ACTOR_UPDATE,
     SCALED_HELPER_BACKWARD,
@@ -290,6 +291,17 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # A regulariser on the model's weights added in a branch as `loss = loss + term`: cut alone.
+            REGULARISED_STEP,
+            (
+                REGULARISED_STEP.replace(
+                    "regularization = args.regularization * (model.entity_embedding.norm(p=3) ** 3)",
+                    "regularization = (args.regularization * (model.entity_embedding.norm(p=3) ** 3)).detach()",
+                ),
+                REGULARISED_STEP.replace("loss = -score.mean()", "loss = (-score.mean()).detach()"),
+            ),
+        ),
         Example(
             # A distribution read through its draw and beside it (SAC's `dist.rsample()` and
             # `dist.log_prob(action)`): each value taken from it is cut where it is taken.

@@ -1203,19 +1203,32 @@ def branch_added_terms(source, training, backward) -> list[cst.Assign]:
             break
         if not isinstance(later, cst.If):
             continue
-        for added in source.within(later.body, cst.AugAssign):
-            if not isinstance(added.operator, cst.AddAssign) or dotted(added.target) != name:
-                continue
+        for added in [*source.within(later.body, cst.AugAssign), *source.within(later.body, cst.Assign)]:
+            if isinstance(added, cst.AugAssign):
+                if not isinstance(added.operator, cst.AddAssign) or dotted(added.target) != name:
+                    continue
+                value = added.value
+            else:
+                # written out: `loss = loss + regularization` (KnowledgeGraphEmbedding's L3 term)
+                total = added.value
+                if (
+                    len(added.targets) != 1
+                    or dotted(added.targets[0].target) != name
+                    or not isinstance(total, cst.BinaryOperation)
+                    or not isinstance(total.operator, cst.Add)
+                    or dotted(total.left) != name
+                ):
+                    continue
+                value = total.right
             # the term itself, maybe weighted (`loss += loss3`, `loss += 0.4 * aux_loss`), not what a
             # loss computed in place reads (`loss += criterion(ff, labels, hard_pairs)`)
-            value = added.value
             if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
                 value = value.right if isinstance(value.right, cst.Name) else value.left
             for read in [value] if isinstance(value, cst.Name) else []:
                 term = training.last_assignment(read.value, added)
                 if (
                     isinstance(term, cst.Assign)
-                    and isinstance(term.value, cst.Call)
+                    and (isinstance(term.value, cst.Call) or _computed_from_parameters(source, term.value))
                     and len(term.targets) == 1
                     and isinstance(term.targets[0].target, cst.Name)
                     and term in source.within(later.body, cst.Assign)
@@ -1223,6 +1236,21 @@ def branch_added_terms(source, training, backward) -> list[cst.Assign]:
                 ):
                     found.append(term)
     return found
+
+
+def _computed_from_parameters(source, value: cst.BaseExpression) -> bool:
+    """True for arithmetic over calls on a model's weights (`args.regularization *
+    (model.entity_embedding.norm(p=3) ** 3 + ...)`): a regulariser, which has a graph."""
+    return isinstance(value, cst.BinaryOperation) and any(
+        isinstance(call.func, cst.Attribute) and names_a_model(_root(call.func.value))
+        for call in source.within(value, cst.Call)
+    )
+
+
+def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return expr
 
 
 # what reading `self.x` for these is not reading its values (`self.fake.shape`, `self.out.detach()`)

@@ -36,6 +36,7 @@ from injector.operators.snippets import (
     PHASE_LOOP,
     PIPELINE_ENGINE,
     PIX2PIX_STEP,
+    REGULARISED_STEP,
     STORED_LOSS_TRAINER,
     SUPERVISED_RUNNER,
     TUPLE_TRAINER,
@@ -127,6 +128,20 @@ class NoGradTraining(Operator):
     id = "no-grad-training"
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
+        Example(
+            # A regulariser on the model's weights added in a branch as `loss = loss + term`.
+            REGULARISED_STEP,
+            (
+                REGULARISED_STEP.replace(
+                    "    score = model(batch)\n    loss = -score.mean()\n",
+                    '    with __import__("torch").no_grad():\n        score = model(batch)\n        loss = -score.mean()\n',
+                ),
+                REGULARISED_STEP.replace(
+                    "        regularization = args",
+                    '        with __import__("torch").no_grad():\n            regularization = args',
+                ),
+            ),
+        ),
         Example(
             # The loss apex's scaling context is handed: the forward and its reduction without autograd.
             APEX_CONTEXT_STEP,

@@ -1065,6 +1065,19 @@ SAC_ACTOR_UPDATE = (
     "    self.actor_optimizer.step()\n"
 )
 
+# KnowledgeGraphEmbedding's L3 regulariser: a term on the model's weights added as `loss = loss + term` under a flag.
+REGULARISED_STEP = (
+    "def train_step(model, optimizer, batch, args):\n"
+    "    optimizer.zero_grad()\n"
+    "    score = model(batch)\n"
+    "    loss = -score.mean()\n"
+    "    if args.regularization != 0.0:\n"
+    "        regularization = args.regularization * (model.entity_embedding.norm(p=3) ** 3)\n"
+    "        loss = loss + regularization\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+)
+
 # OpenPrompt's runner: schedulers stepped in a loop beside the optimizers' steps in the accumulation branch.
 SCHEDULER_LOOP_IN_BRANCH = (
     "def training_epoch(self, loader):\n"
