@@ -1553,6 +1553,8 @@ class Training:
                     continue  # a distance, not `torch.distributed as dist`
                 if name.value == "local_rank" and _in_device_string(self.source, name):
                     continue  # a device index (OpenPrompt's `"cuda:{}".format(config.local_rank)`)
+                if name.value == "distributed" and _sampler_module_import(self.source, name):
+                    continue  # ASL's bare `import torch.utils.data.distributed`: a module imported, no process group
                 return True
         imports: list[cst.Import | cst.ImportFrom] = [
             *self.source.nodes(cst.Import),
@@ -1945,6 +1947,14 @@ def in_optimizer_class(source: Source, node: cst.CSTNode) -> bool:
     for ancestor in source.ancestors(node):
         if isinstance(ancestor, cst.ClassDef):
             return any((dotted(base.value) or "").rsplit(".", 1)[-1] == "Optimizer" for base in ancestor.bases)
+    return False
+
+
+def _sampler_module_import(source: Source, name: cst.Name) -> bool:
+    """True for `distributed` in an import of `torch.utils.data.distributed` (the sampler's module)."""
+    statement = source.enclosing(name, (cst.Import, cst.ImportFrom))
+    if isinstance(statement, cst.Import):
+        return any(dotted(alias.name) == "torch.utils.data.distributed" for alias in statement.names)
     return False
 
 

@@ -601,6 +601,15 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A dict the step's model function returns afresh, updated for the progress bar (OpenPCDet's
+        # `disp_dict`): one step's values, not a history.
+        "def train_one_epoch(model, model_func, loader, optimizer, tbar):\n"
+        "    for batch in loader:\n"
+        "        loss, tb_dict, disp_dict = model_func(model, batch)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        disp_dict.update({'loss': loss.item()})\n"
+        "        tbar.set_postfix(disp_dict)\n",
         # Totals emptied at every update (torchtune's `running_loss` reset after each step, an
         # update's micro-batch losses, a local total of one update returned for the log): they
         # keep one update's graphs at most, nothing grows across steps.
@@ -960,7 +969,11 @@ class LossTensorLeak(Operator):
             if isinstance(ancestor, cst.AugAssign):
                 return True
             if isinstance(ancestor, cst.Call) and _stores(ancestor):
-                return not _itemizing_logger(source, ancestor, call) and not _keyed_logger(source, ancestor)
+                return (
+                    not _itemizing_logger(source, ancestor, call)
+                    and not _keyed_logger(source, ancestor)
+                    and not _dict_of_this_step(source, ancestor)
+                )
             if isinstance(ancestor, cst.Call) and (_averager_add(source, ancestor) or _called_meter(source, ancestor)):
                 return True
             if isinstance(ancestor, cst.Assign):
@@ -1195,6 +1208,32 @@ def _bound_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def _inside(source, node: cst.CSTNode, top: cst.CSTNode) -> bool:
     return any(a is top for a in source.ancestors(node))
+
+
+def _dict_of_this_step(source, store: cst.Call) -> bool:
+    """True for `disp_dict.update({...: loss.item()})` where the loop binds `disp_dict` afresh in
+    each step from what a call returns (OpenPCDet's `loss, tb_dict, disp_dict = model_func(model,
+    batch)`): the dict holds one step's values, for the progress bar, not a history."""
+    if callee_name(store) != "update" or not isinstance(store.func, cst.Attribute):
+        return False
+    holder = dotted(store.func.value)
+    loop = source.enclosing(store, (cst.For, cst.While))
+    if holder is None or "." in holder or loop is None:
+        return False
+    start = source.span(store)[0]
+    handed_to_a_store = any(
+        _stores(later) and any(dotted(a.value) == holder for a in later.args)
+        for later in source.within(loop.body, cst.Call)
+        if source.span(later)[0] > start
+    )  # gmflow's `logger.push(metrics)`: kept after all
+    return not handed_to_a_store and any(
+        source.span(assign)[1] < start
+        and source.enclosing(assign, (cst.For, cst.While)) is loop
+        and isinstance(assign.value, cst.Call)
+        and not _AVERAGER.search((callee_name(assign.value) or "").lower())  # a meter made afresh still averages
+        and holder in {dotted(n) for t in assign.targets for n in _bound_names(t.target)}
+        for assign in source.within(loop.body, cst.Assign)
+    )
 
 
 def _called_meter(source, call: cst.Call) -> bool:

@@ -276,6 +276,16 @@ class RankSkip(Operator):
         ),
     )
     untouched = (
+        # The sampler's module imported and never used (ASL's train.py, one process): no process group.
+        "import torch.utils.data.distributed\n"
+        "\n"
+        "\n"
+        "def train(model, loader, optimizer, criterion):\n"
+        "    for x, y in loader:\n"
+        "        loss = criterion(model(x), y)\n"
+        "        optimizer.zero_grad()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n",
         # A rank's index only in a device string (OpenPrompt's runner, one process): no distributed code.
         "def training_epoch(self, loader, optimizer):\n"
         "    for batch in loader:\n"
