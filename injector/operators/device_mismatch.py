@@ -15,6 +15,7 @@ from injector.operators.snippets import (
     LOSS_DICT_AGENT,
     LOSS_HELPER_TRAINER,
     MICROBATCH_TRAINER,
+    MOVE_METHOD_STEP,
     RANK_DEVICE_STRINGS,
     SCRIPT_LEVEL_MODEL,
     SR_MODEL_STEP,
@@ -700,6 +701,60 @@ def _feeds_model(source, training, call: cst.Call) -> bool:
         and any(dotted(a.value) in fed for a in use.args)
         for use in source.within(function, cst.Call)
     )
+
+
+def _moved_parts(source, training, call: cst.Call) -> str | None:
+    """`inputs, labels` for `inputs, labels = self._move_to_device(inputs, labels, ...)` in a loop,
+    where the method of the file returns its parameters in the order it takes them; else None."""
+    if not (
+        isinstance(call.func, cst.Attribute)
+        and dotted(call.func.value) == "self"
+        and (callee_name(call) or "").endswith("_to_device")
+    ):
+        return None
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    assign = source.parent(call)
+    if len(positional) < 2 or not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    names = [dotted(a.value) for a in positional]
+    if not isinstance(target, cst.Tuple) or [dotted(e.value) for e in target.elements] != names or None in names:
+        return None
+    if source.enclosing(call, (cst.For, cst.While)) is None:
+        return None
+    for helper in training.called_functions(call):
+        params = [p.name.value for p in helper.params.params if p.name.value != "self"][: len(names)]
+        returns = [r for r in source.within(helper, cst.Return) if source.function_of(r) is helper]
+        if returns and all(
+            isinstance(r.value, cst.Tuple) and [dotted(e.value) for e in r.value.elements] == params for r in returns
+        ):
+            return ", ".join(source.code(a.value) for a in positional)
+    return None
+
+
+def _local_move(source, training, call: cst.Call) -> bool:
+    """True for a call of a function of the file that returns its first parameter moved to its
+    second (`def move(obj, device): if hasattr(obj, "to"): return obj.to(device, ...)`), handed a
+    device, in a function that moves a batch."""
+    if not isinstance(call.func, cst.Name) or len(call.args) < 2 or call.args[0].keyword is not None:
+        return False
+    if not _is_device(call.args[1].value) or not _is_batch(source, call):
+        return False
+    for helper in training.called_functions(call):
+        params = [p.name.value for p in helper.params.params]
+        if len(params) < 2 or source.function_of(call) is helper:
+            continue  # (its own recursion into a container's items is part of the one move)
+        for ret in source.within(helper, cst.Return):
+            value = ret.value
+            if (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in ("to", "cuda")
+                and dotted(value.func.value) == params[0]
+                and (value.func.attr.value == "cuda" or any(dotted(a.value) == params[1] for a in value.args))
+            ):
+                return True
+    return False
 
 
 def _moved_again(source, training, call: cst.Call) -> bool:
@@ -1986,6 +2041,24 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A method that moves a step's parts with a nested move function and returns them in
+            # order: the move itself, each part's move, and the call that hands both parts over
+            # (torch-lr-finder's `_move_to_device`); not the move function's own recursion.
+            MOVE_METHOD_STEP,
+            (
+                MOVE_METHOD_STEP.replace("return obj.to(device, non_blocking=non_blocking)", "return obj"),
+                MOVE_METHOD_STEP.replace(
+                    "inputs = move(inputs, self.device, non_blocking=non_blocking)", "inputs = inputs"
+                ),
+                MOVE_METHOD_STEP.replace(
+                    "labels = move(labels, self.device, non_blocking=non_blocking)", "labels = labels"
+                ),
+                MOVE_METHOD_STEP.replace(
+                    "= self._move_to_device(inputs, labels, non_blocking=True)", "= inputs, labels"
+                ),
+            ),
+        ),
         Example(
             # A batch's optional entry (`data.get(...)`) moved into the dict the loss is handed: the
             # entry is the moved tensor, not a copy into a tensor's slot (PyMIC's pixel weights).
@@ -3556,6 +3629,18 @@ class DeviceMismatch(Operator):
             ):
                 # a trainer's own move helper (flambe's `batch = self._batch_to_device(batch)`);
                 # not where the batch goes on to a method of the file that moves it again
+                text = source.code(call.args[0].value)
+                yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
+                continue
+            parts = _moved_parts(source, training, call)
+            if parts is not None:
+                # a trainer's own helper that moves a step's parts and returns them in order
+                # (torch-lr-finder's `inputs, labels = self._move_to_device(inputs, labels, ...)`)
+                yield Change(call, (source.replace(call, parts),), f"`{parts}` stay on the CPU")
+                continue
+            if _local_move(source, training, call):
+                # a move function of the file that sends its first argument to the device it is
+                # handed (torch-lr-finder's nested `move(obj, device)`: `return obj.to(device, ...)`)
                 text = source.code(call.args[0].value)
                 yield Change(call, (source.replace(call, text),), f"`{text}` stays on the CPU")
                 continue

@@ -1078,6 +1078,31 @@ REGULARISED_STEP = (
     "    optimizer.step()\n"
 )
 
+# torch-lr-finder's LRFinder: a method moving a step's parts through a nested move function, returning them in order.
+MOVE_METHOD_STEP = (
+    "class LRFinder:\n"
+    "    def _move_to_device(self, inputs, labels, non_blocking=True):\n"
+    "        def move(obj, device, non_blocking=True):\n"
+    '            if hasattr(obj, "to"):\n'
+    "                return obj.to(device, non_blocking=non_blocking)\n"
+    "            elif isinstance(obj, tuple):\n"
+    "                return tuple(move(o, device, non_blocking) for o in obj)\n"
+    "            return obj\n"
+    "\n"
+    "        inputs = move(inputs, self.device, non_blocking=non_blocking)\n"
+    "        labels = move(labels, self.device, non_blocking=non_blocking)\n"
+    "        return inputs, labels\n"
+    "\n"
+    "    def _train_batch(self, train_iter, accumulation_steps):\n"
+    "        self.optimizer.zero_grad()\n"
+    "        for i in range(accumulation_steps):\n"
+    "            inputs, labels = next(train_iter)\n"
+    "            inputs, labels = self._move_to_device(inputs, labels, non_blocking=True)\n"
+    "            loss = self.criterion(self.model(inputs), labels)\n"
+    "            loss.backward()\n"
+    "        self.optimizer.step()\n"
+)
+
 # OpenPrompt's runner: schedulers stepped in a loop beside the optimizers' steps in the accumulation branch.
 SCHEDULER_LOOP_IN_BRANCH = (
     "def training_epoch(self, loader):\n"
