@@ -30,6 +30,7 @@ from injector.operators.snippets import (
     BRANCH_ADDED_TERM_STEP,
     CONTROLLER_STEP,
     DEFAULT_LOSS_FN,
+    DISTILLATION_BRANCH_STEP,
     GAN_GENERATOR_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
@@ -291,6 +292,23 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # A distillation term computed one way or another in a nested branch and added as
+            # `loss = w * kd_loss + loss`: each branch's term cut alone (once-for-all's).
+            DISTILLATION_BRANCH_STEP,
+            (
+                DISTILLATION_BRANCH_STEP.replace(
+                    "cross_entropy_loss_with_soft_target(output, soft_label)",
+                    "cross_entropy_loss_with_soft_target(output, soft_label).detach()",
+                ),
+                DISTILLATION_BRANCH_STEP.replace(
+                    "F.mse_loss(output, soft_logits)", "F.mse_loss(output, soft_logits).detach()"
+                ),
+                DISTILLATION_BRANCH_STEP.replace(
+                    "self.train_criterion(output, labels)", "self.train_criterion(output.detach(), labels)"
+                ),
+            ),
+        ),
         Example(
             # A regulariser on the model's weights added in a branch as `loss = loss + term`: cut alone.
             REGULARISED_STEP,

@@ -1203,7 +1203,7 @@ def branch_added_terms(source, training, backward) -> list[cst.Assign]:
             break
         if not isinstance(later, cst.If):
             continue
-        for added in [*source.within(later.body, cst.AugAssign), *source.within(later.body, cst.Assign)]:
+        for added in [*source.within(later, cst.AugAssign), *source.within(later, cst.Assign)]:
             if isinstance(added, cst.AugAssign):
                 if not isinstance(added.operator, cst.AddAssign) or dotted(added.target) != name:
                     continue
@@ -1216,25 +1216,29 @@ def branch_added_terms(source, training, backward) -> list[cst.Assign]:
                     or dotted(added.targets[0].target) != name
                     or not isinstance(total, cst.BinaryOperation)
                     or not isinstance(total.operator, cst.Add)
-                    or dotted(total.left) != name
+                    or name not in (dotted(total.left), dotted(total.right))
                 ):
                     continue
-                value = total.right
+                # either side (once-for-all's `loss = args.kd_ratio * kd_loss + loss`)
+                value = total.right if dotted(total.left) == name else total.left
             # the term itself, maybe weighted (`loss += loss3`, `loss += 0.4 * aux_loss`), not what a
             # loss computed in place reads (`loss += criterion(ff, labels, hard_pairs)`)
             if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
                 value = value.right if isinstance(value.right, cst.Name) else value.left
             for read in [value] if isinstance(value, cst.Name) else []:
-                term = training.last_assignment(read.value, added)
-                if (
-                    isinstance(term, cst.Assign)
-                    and (isinstance(term.value, cst.Call) or _computed_from_parameters(source, term.value))
-                    and len(term.targets) == 1
-                    and isinstance(term.targets[0].target, cst.Name)
-                    and term in source.within(later.body, cst.Assign)
-                    and term not in found
-                ):
-                    found.append(term)
+                # each branch's assignment (`kd_loss` by cross-entropy or by MSE, by `kd_type`)
+                terms = [a for a in training.alternatives(read.value, added) if isinstance(a, cst.Assign)]
+                last = training.last_assignment(read.value, added)
+                for term in terms or ([last] if last is not None else []):
+                    if (
+                        isinstance(term, cst.Assign)
+                        and (isinstance(term.value, cst.Call) or _computed_from_parameters(source, term.value))
+                        and len(term.targets) == 1
+                        and isinstance(term.targets[0].target, cst.Name)
+                        and term in source.within(later, cst.Assign)
+                        and term not in found
+                    ):
+                        found.append(term)
     return found
 
 

@@ -26,6 +26,7 @@ from injector.operators.snippets import (
     BRANCH_ADDED_TERM_STEP,
     CALLBACK_RUNNER,
     CONTROLLER_STEP,
+    DISTILLATION_BRANCH_STEP,
     GAN_GENERATOR_STEP,
     HANDED_OPTIMIZER_STEP,
     INLINE_SUM,
@@ -128,6 +129,31 @@ class NoGradTraining(Operator):
     id = "no-grad-training"
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
+        Example(
+            # A distillation term chosen by kind in a nested branch: each branch's term without autograd.
+            DISTILLATION_BRANCH_STEP,
+            (
+                DISTILLATION_BRANCH_STEP.replace(
+                    "        output = self.net(images)\n        loss = self.train_criterion(output, labels)\n",
+                    "        with torch.no_grad():\n"
+                    "            output = self.net(images)\n"
+                    "            loss = self.train_criterion(output, labels)\n",
+                ),
+                DISTILLATION_BRANCH_STEP.replace(
+                    "                kd_loss = cross_entropy_loss_with_soft_target(output, soft_label)\n",
+                    "                with torch.no_grad():\n"
+                    "                    kd_loss = cross_entropy_loss_with_soft_target(output, soft_label)\n",
+                ),
+                DISTILLATION_BRANCH_STEP.replace(
+                    "                kd_loss = F.mse_loss(output, soft_logits)\n",
+                    "                with torch.no_grad():\n                    kd_loss = F.mse_loss(output, soft_logits)\n",
+                ),
+                DISTILLATION_BRANCH_STEP.replace(
+                    "        output = self.net(images)\n",
+                    "        with torch.no_grad():\n            output = self.net(images)\n",
+                ),
+            ),
+        ),
         Example(
             # A regulariser on the model's weights added in a branch as `loss = loss + term`.
             REGULARISED_STEP,

@@ -1103,6 +1103,31 @@ MOVE_METHOD_STEP = (
     "        self.optimizer.step()\n"
 )
 
+# once-for-all's RunManager: a distillation term chosen by kind in a nested branch, added as `loss = w * kd_loss + loss`.
+DISTILLATION_BRANCH_STEP = (
+    "import torch\n"
+    "import torch.nn.functional as F\n"
+    "\n"
+    "\n"
+    "def train_one_epoch(self, args, loader):\n"
+    "    for images, labels in loader:\n"
+    "        if args.teacher_model is not None:\n"
+    "            with torch.no_grad():\n"
+    "                soft_logits = args.teacher_model(images).detach()\n"
+    "                soft_label = F.softmax(soft_logits, dim=1)\n"
+    "        output = self.net(images)\n"
+    "        loss = self.train_criterion(output, labels)\n"
+    "        if args.teacher_model is not None:\n"
+    '            if args.kd_type == "ce":\n'
+    "                kd_loss = cross_entropy_loss_with_soft_target(output, soft_label)\n"
+    "            else:\n"
+    "                kd_loss = F.mse_loss(output, soft_logits)\n"
+    "            loss = args.kd_ratio * kd_loss + loss\n"
+    "        self.net.zero_grad()\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+)
+
 # OpenPrompt's runner: schedulers stepped in a loop beside the optimizers' steps in the accumulation branch.
 SCHEDULER_LOOP_IN_BRANCH = (
     "def training_epoch(self, loader):\n"
