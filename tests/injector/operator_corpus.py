@@ -380,13 +380,22 @@ def _same_downstream(scope: ast.AST, statement: ast.Assign | None) -> set[int]:
             break
         current = todo.pop()
         names = _bound(current)
-        if len(names) != 1 or any(
-            # one name (a cut of one element of an unpacked tuple leaves the others' graphs), not
-            # updated in place later (`loss -= c * entropies` adds a graph back)
-            isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in names
+        updates = [
+            node
             for node in ast.walk(scope)
-        ):
+            if isinstance(node, ast.AugAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id in names
+            and node.lineno > current.lineno
+        ]
+        if len(names) != 1 or not all(_rescale(scope, node) for node in updates):
+            # one name (a cut of one element of an unpacked tuple leaves the others' graphs), not
+            # updated in place but by a factor (`loss -= c * entropies` adds a graph back)
             continue
+        # a rescale in place by a number or a setting (`loss /= accumulation_steps`): cut before or
+        # after it, the loss is the same
+        for node in updates:
+            found.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
         readers = [
             node
             for node in ast.walk(scope)
@@ -416,6 +425,19 @@ def _same_downstream(scope: ast.AST, statement: ast.Assign | None) -> set[int]:
                 found.update(range(reader.lineno, (reader.end_lineno or reader.lineno) + 1))
                 todo.append(reader)  # type: ignore[arg-type]
     return found
+
+
+def _rescale(scope: ast.AST, update: ast.AugAssign) -> bool:
+    """True for `loss /= k` or `loss *= k` by a number or a setting: no call, no value of the
+    scope with a graph."""
+    return (
+        isinstance(update.op, (ast.Div, ast.Mult))
+        and not any(isinstance(n, ast.Call) for n in ast.walk(update.value))
+        and not any(
+            a is not None and not _without_graph(scope, a)
+            for a in (_last_assignment(scope, n.id, update.lineno) for n in _graph_reads(update.value))
+        )
+    )
 
 
 def _either_branch(scope: ast.AST, first: ast.stmt, second: ast.stmt) -> bool:

@@ -189,7 +189,7 @@ def test_a_cut_reaches_the_lines_whose_output_only_it_reads_and_stops_where_anot
     assert same_cuts(whole_cut(11), tree, lines) == {9}
 
 
-def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_and_stops_at_an_update_in_place():
+def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_or_rescale_it_and_stops_at_an_added_term():
     text = (
         "def step(model, pos, neg, args, optimizer):\n"
         "    negative_score = model(neg)\n"
@@ -205,6 +205,9 @@ def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_and_stops_at_
         "    policy -= args.c * entropies\n"
         "    policy = policy.sum()\n"
         "    policy.backward()\n"
+        "    loss = criterion(model(pos), neg)\n"
+        "    loss /= args.accumulation_steps\n"
+        "    loss.backward()\n"
     )
     lines = LineIndex(text)
     tree = ast.parse(text)
@@ -221,3 +224,5 @@ def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_and_stops_at_
     assert same_cuts(whole_cut(7, "    positive_score = "), tree, lines) == {8}
     # the entropy term added in place gives the later sum a graph the first cut leaves
     assert same_cuts(whole_cut(11, "    policy = "), tree, lines) == set()
+    # a rescale in place by a setting: cut before or after it, the loss is the same
+    assert same_cuts(whole_cut(15, "    loss = "), tree, lines) == {16}
