@@ -136,6 +136,19 @@ def bound_names(target: cst.BaseExpression) -> set[str]:
     return set()
 
 
+def root_name(expr: cst.BaseExpression, through_subscripts: bool = False) -> str | None:
+    """The name a chain of attributes and method calls starts from: `im_data` for
+    `im_data.data.resize_(size)`; with `through_subscripts`, also `supervisions` for
+    `supervisions['num_frames']`."""
+    while True:
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        elif isinstance(expr, cst.Attribute) or (through_subscripts and isinstance(expr, cst.Subscript)):
+            expr = expr.value
+        else:
+            return expr.value if isinstance(expr, cst.Name) else None
+
+
 def last_name(expr: cst.BaseExpression) -> str | None:
     """The identifier that names an object: `optimizer` for `self.optimizer`,
     `optimizers` for `optimizers[i]`, `step` for `scaler.step`."""

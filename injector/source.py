@@ -104,6 +104,10 @@ class Source:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def inside(self, node: cst.CSTNode, top: cst.CSTNode) -> bool:
+        """True where `top` encloses `node` (not `node` itself)."""
+        return any(ancestor is top for ancestor in self.ancestors(node))
+
     def enclosing(self, node: cst.CSTNode, kind: type[N] | tuple[type, ...]) -> N | None:
         """The innermost ancestor of the given type(s), not crossing into an outer function."""
         for ancestor in self.ancestors(node):

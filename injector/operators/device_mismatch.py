@@ -38,6 +38,7 @@ from injector.patterns import (
     is_functional,
     last_name,
     read_from_settings,
+    root_name,
     runs_model,
 )
 
@@ -608,7 +609,7 @@ def _is_batch(source, call: cst.Call) -> bool:
         return True  # the next batch of an iterator (diffab's `recursive_to(next(train_iterator), device)`)
     if function is not None and moved is not None:
         # a parameter named for the batch (SpeechBrain's `compute_forward(self, batch, stage)`)
-        root = _root_name(moved)
+        root = root_name(moved)
         if root is not None and "batch" in root.lower() and root in {p.name.value for p in function.params.params}:
             return True
     return any(word in name for word in ("batch", "step", "device", "prepare", "collate"))
@@ -1376,7 +1377,7 @@ def _taken_item(source, call: cst.Call) -> bool:
     once."""
     if not isinstance(call.func, cst.Attribute):
         return False
-    name = _root_name(call.func.value)
+    name = root_name(call.func.value)
     if name is None:
         return False
     function = source.function_of(call)
@@ -1406,19 +1407,6 @@ def _taken_item(source, call: cst.Call) -> bool:
     )
 
 
-def _root_name(expr: cst.BaseExpression, through_subscripts: bool = False) -> str | None:
-    """The name a chain of attributes and method calls starts from: `im_data` for
-    `im_data.data.resize_(size)`; with `through_subscripts`, also `supervisions` for
-    `supervisions['num_frames']`."""
-    while True:
-        if isinstance(expr, cst.Call):
-            expr = expr.func
-        elif isinstance(expr, cst.Attribute) or (through_subscripts and isinstance(expr, cst.Subscript)):
-            expr = expr.value
-        else:
-            return expr.value if isinstance(expr, cst.Name) else None
-
-
 def _picked_device_for_input(source, training, target: cst.BaseExpression, call: cst.Call) -> bool:
     """A device the function picks itself (`d = torch.device("cuda:" + str(k % n))`), to which it
     moves one of its own inputs (DLRM's model parallelism: `lS_o[k].to(d)`, each table's indices
@@ -1429,7 +1417,7 @@ def _picked_device_for_input(source, training, target: cst.BaseExpression, call:
     moved = call.func.value
     while isinstance(moved, cst.Subscript):
         moved = moved.value  # `lS_o[k]`: one entry of the input
-    root = _root_name(moved)
+    root = root_name(moved)
     if function is None or root is None or root in {"self", "cls"}:
         return False
     if root not in {p.name.value for p in function.params.params}:
@@ -1453,7 +1441,7 @@ def _batch_holder(source, call: cst.Call) -> bool:
         if (
             callee_name(copy) == "copy_"
             and isinstance(copy.func, cst.Attribute)
-            and _root_name(copy.func.value) == target.value
+            and root_name(copy.func.value) == target.value
             and source.enclosing(copy, (cst.For, cst.While)) is not None
         ):
             return True
@@ -1509,7 +1497,7 @@ def _target_made_on_device(source, training, call: cst.Call) -> cst.Arg | None:
     for use in source.within(scope, cst.Call):
         if source.span(use)[0] <= after or not _loss_call(training, use):
             continue
-        roots = [_root_name(a.value, through_subscripts=True) for a in use.args if not a.star]
+        roots = [root_name(a.value, through_subscripts=True) for a in use.args if not a.star]
         if name in roots and any(root != name for root in roots):
             return device
     return None
@@ -1560,7 +1548,7 @@ def _converted_input(source, training, call: cst.Call, tensor: cst.BaseExpressio
     return name is not None and any(
         source.span(use)[0] > after
         and runs_model(source, training, use, depth=0)
-        and any(_root_name(a.value) == name for a in use.args)
+        and any(root_name(a.value) == name for a in use.args)
         for use in source.within(function, cst.Call)
     )
 
@@ -1612,12 +1600,12 @@ def _from_a_handed_batch(source, training, call: cst.Call) -> bool:
     function = source.function_of(call)
     if not isinstance(call.func, cst.Attribute) or function is None:
         return False
-    root = _root_name(call.func.value)
+    root = root_name(call.func.value)
     params = {p.name.value for p in function.params.params}
     if root is None:
         # an entry of a local taken from the batch (icefall's `supervisions['num_frames']`, after
         # `supervisions = batch['supervisions']`); a parameter's own entry is no such value
-        local = _root_name(call.func.value, through_subscripts=True)
+        local = root_name(call.func.value, through_subscripts=True)
         root = local if local not in params else None
     if root is not None and root not in params:
         found = _reaching(source, function, root, call)

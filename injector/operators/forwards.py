@@ -19,6 +19,7 @@ from injector.patterns import (
     loss_name,
     names_a_model,
     names_evaluation,
+    root_name,
     runs_model,
     under_no_grad,
 )
@@ -1246,15 +1247,11 @@ def _computed_from_parameters(source, value: cst.BaseExpression) -> bool:
     """True for arithmetic over calls on a model's weights (`args.regularization *
     (model.entity_embedding.norm(p=3) ** 3 + ...)`): a regulariser, which has a graph."""
     return isinstance(value, cst.BinaryOperation) and any(
-        isinstance(call.func, cst.Attribute) and names_a_model(_root(call.func.value))
+        isinstance(call.func, cst.Attribute)
+        and (root := root_name(call.func.value, through_subscripts=True)) is not None
+        and names_a_model(cst.Name(root))
         for call in source.within(value, cst.Call)
     )
-
-
-def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, (cst.Attribute, cst.Call, cst.Subscript)):
-        expr = expr.func if isinstance(expr, cst.Call) else expr.value
-    return expr
 
 
 # what reading `self.x` for these is not reading its values (`self.fake.shape`, `self.out.detach()`)

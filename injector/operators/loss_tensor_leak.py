@@ -1165,12 +1165,12 @@ def _emptied_each_update(source, training, call: cst.Call) -> bool:
         if holder not in bound or assign.value is None:
             continue
         loop = source.enclosing(assign, loops)
-        if loop is None or (function is not None and not _inside(source, loop, function)):
+        if loop is None or (function is not None and not source.inside(loop, function)):
             fresh = fresh or function is not None
             continue
-        if not _inside(source, call, loop):
+        if not source.inside(call, loop):
             continue
-        if any(source.enclosing(step, loops) is loop for step in training.steps if _inside(source, step, loop)):
+        if any(source.enclosing(step, loops) is loop for step in training.steps):
             return True
     if not fresh or "." in holder or function is None:
         return False
@@ -1178,7 +1178,7 @@ def _emptied_each_update(source, training, call: cst.Call) -> bool:
     # `ce_batch_loss` over one update's micro-batches, returned for the log), unless a caller adds
     # what it returns into a total of its own
     stepping = any(
-        isinstance(loop, loops) and _inside(source, loop, function) and training.steps_within(loop.body)
+        isinstance(loop, loops) and source.inside(loop, function) and training.steps_within(loop.body)
         for loop in source.ancestors(call)
     )
     return not stepping and not _summed_by_callers(source, training, function)
@@ -1204,10 +1204,6 @@ def _bound_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for e in target.elements for n in _bound_names(e.value)]
     return [target]
-
-
-def _inside(source, node: cst.CSTNode, top: cst.CSTNode) -> bool:
-    return any(a is top for a in source.ancestors(node))
 
 
 def _dict_of_this_step(source, store: cst.Call) -> bool:

@@ -436,7 +436,7 @@ class MissingZeroGrad(Operator):
             if (
                 step_clears
                 and call not in step_clears  # (it would be, were it in a step function)
-                and not any(_within(source, call, loop.body) for loop in training.training_loops)
+                and not any(source.inside(call, loop.body) for loop in training.training_loops)
             ):
                 # a clear between steps (SpeechBrain's `self.zero_grad()` at an epoch's edges,
                 # OLMo's before saving or evaluating) where every step clears its own gradients:
@@ -633,10 +633,6 @@ def _sets_grads_to_none(source, function: cst.FunctionDef) -> bool:
     )
 
 
-def _within(source, node: cst.CSTNode, statement: cst.CSTNode) -> bool:
-    return any(ancestor is statement for ancestor in source.ancestors(node))
-
-
 def _cleared_after_each_step(source, training, call: cst.Call) -> bool:
     """True for a zero_grad outside the block that runs every backward of its function, where
     that block ends each pass zeroing the one optimizer it steps, with no way out of the block
@@ -651,17 +647,17 @@ def _cleared_after_each_step(source, training, call: cst.Call) -> bool:
         if clear is call or callee_name(clear) != "zero_grad" or not isinstance(source.parent(clear), cst.Expr):
             continue
         line, siblings = source.block_of(source.parent(clear))
-        if line not in siblings or any(_within(source, call, s) for s in siblings):
+        if line not in siblings or any(source.inside(call, s) for s in siblings):
             continue
         earlier = siblings[: siblings.index(line)]
-        if not all(any(_within(source, b, s) for s in earlier) for b in backwards):
+        if not all(any(source.inside(b, s) for s in earlier) for b in backwards):
             continue
         if any(source.within(s, (cst.Continue, cst.Break, cst.Return, cst.Raise)) for s in earlier):
             continue
         stepped = {
             source.code(step.args[0].value) if step.args else source.code(step.func.value)
             for step in training.steps
-            if any(_within(source, step, s) for s in earlier)
+            if any(source.inside(step, s) for s in earlier)
         }
         if stepped == {_zeroed(source, clear)}:
             return True
@@ -676,7 +672,7 @@ def _cleared_first_next_pass(source, training, call: cst.Call) -> bool:
     steps = [source.span(step)[0] for step in training.steps]
     start = source.span(call)[0]
     for loop in training.training_loops:
-        if not isinstance(loop.body, cst.IndentedBlock) or not _within(source, call, loop.body):
+        if not isinstance(loop.body, cst.IndentedBlock) or not source.inside(call, loop.body):
             continue
         for line in loop.body.body:
             first, end = source.span(line)
@@ -732,7 +728,7 @@ def _same_gradients(source, training, statements: list[cst.Expr]) -> dict[cst.Ex
                 dotted(receivers[0]) is not None
                 and dotted(receivers[0]) == dotted(receivers[1])
                 and training.role(receivers[0]) == "optimizer"
-                and any(a is block for a in source.ancestors(other))
+                and source.inside(other, block)
             )
         if paired and first not in pairs.values():
             pairs[first] = second
