@@ -146,11 +146,46 @@ def _returns_built(source, training, value, position: int | None = None) -> bool
     return True
 
 
+def _local_alias(source, training, call: cst.Call, receiver: str | None, name: str) -> bool:
+    """True for a local of `call`'s function bound to `name` or to a wrapper of such a local
+    (once-for-all's validate: `if net is None: net = self.net`, then `net = nn.DataParallel(net)`
+    and `net.eval()`): switching the alias switches `name`."""
+    function = source.function_of(call)
+    if not receiver or "." in receiver or function is None:
+        return False
+    aliases, grew = {name}, True
+    assigns = [
+        a
+        for bound, found in training.assigned_names.items()
+        if "." not in bound
+        for a in found
+        if source.function_of(a) is function and isinstance(a, cst.Assign) and len(a.targets) == 1
+    ]
+    while grew:
+        grew = False
+        for assign in assigns:
+            target = dotted(assign.targets[0].target)
+            if target in aliases or not target:
+                continue
+            value = assign.value
+            wrapper = (
+                isinstance(value, cst.Call)
+                and (callee_name(value) or "a")[0].isupper()
+                and any(dotted(arg.value) in aliases for arg in value.args)
+            )  # a wrapper keeps the mode: `nn.DataParallel(net)`
+            if dotted(value) in aliases or wrapper:
+                aliases.add(target)
+                grew = True
+    return receiver in aliases and receiver != name
+
+
 def _may_evaluate(source, training, call: cst.Call, name: str) -> bool:
     """True when `call` could leave `name` in eval mode: `name.eval()`, `name.train(False)`, or
     handing it to a function of the file that switches modes or to one named for evaluation."""
     receiver = dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
-    if receiver == name and (callee_name(call) == "eval" or sets_mode(call)):
+    if (receiver == name or _local_alias(source, training, call, receiver, name)) and (
+        callee_name(call) == "eval" or sets_mode(call)
+    ):
         return True
     if not any(dotted(a.value) == name for a in call.args):
         return False
@@ -1022,6 +1057,50 @@ class MissingTrainMode(Operator):
             "    for data in self.buffer.get():\n"
             "        loss = self.policy.loss(data)\n",
             ("def train(self):\n    for data in self.buffer.get():\n        loss = self.policy.loss(data)\n",),
+        ),
+        Example(
+            # The validation switches a local bound to the trainer's model (once-for-all's
+            # validate: `net = self.net`, wrapped, then `net.eval()`): the epoch's own switch
+            # is the one that puts it back.
+            "class Runner:\n"
+            "    def __init__(self, net):\n"
+            "        self.net = net\n"
+            "    def validate(self, net=None):\n"
+            "        if net is None:\n"
+            "            net = self.net\n"
+            "        net = nn.DataParallel(net)\n"
+            "        net.eval()\n"
+            "        return evaluate(net)\n"
+            "    def train_one_epoch(self, loader, optimizer):\n"
+            "        self.net.train()\n"
+            "        for x, y in loader:\n"
+            "            loss = self.net(x, y)\n"
+            "            loss.backward()\n"
+            "            optimizer.step()\n"
+            "    def train(self, loader, optimizer):\n"
+            "        for epoch in range(3):\n"
+            "            self.train_one_epoch(loader, optimizer)\n"
+            "            self.validate()\n",
+            (
+                "class Runner:\n"
+                "    def __init__(self, net):\n"
+                "        self.net = net\n"
+                "    def validate(self, net=None):\n"
+                "        if net is None:\n"
+                "            net = self.net\n"
+                "        net = nn.DataParallel(net)\n"
+                "        net.eval()\n"
+                "        return evaluate(net)\n"
+                "    def train_one_epoch(self, loader, optimizer):\n"
+                "        for x, y in loader:\n"
+                "            loss = self.net(x, y)\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n"
+                "    def train(self, loader, optimizer):\n"
+                "        for epoch in range(3):\n"
+                "            self.train_one_epoch(loader, optimizer)\n"
+                "            self.validate()\n",
+            ),
         ),
         Example(
             # The same with a keyword.
