@@ -166,6 +166,9 @@ _NOT_CE_WORDS = frozenset(
 )
 
 
+_OUTPUT_NAMES = frozenset({"output", "outputs", "out", "pred", "preds", "prediction", "predictions", "scores"})
+
+
 def _handed_logits(source, training, call: cst.Call) -> bool:
     """True for a loss the file cannot see, called on a value named for logits (pytorch-3dunet's
     `self.loss_criterion(logits, target)`, the criterion handed to the trainer and chosen by the
@@ -181,7 +184,13 @@ def _handed_logits(source, training, call: cst.Call) -> bool:
     while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
         value = value.func.value  # `logits.view(-1, vocab)`, `logits.float()`
     name = (last_name(value) or "").lower() if value is not None else ""
-    return name in {"logits", "logit"} or name.endswith("_logits")
+    if name in {"logits", "logit"} or name.endswith("_logits"):
+        return True
+    # a model's outputs scored against class labels (torch-lr-finder's `self.criterion(outputs,
+    # labels)`, the criterion the caller hands in): a classifier's logits
+    second = argument(call, "target", 1)
+    label = (last_name(second.value) or "").lower() if second is not None else ""
+    return name in _OUTPUT_NAMES and label == "labels" and _handed_in(source, training, call.func)
 
 
 def _unseen(source, training, func: cst.BaseExpression, use: cst.CSTNode) -> bool:
@@ -199,6 +208,25 @@ def _unseen(source, training, func: cst.BaseExpression, use: cst.CSTNode) -> boo
         if not (isinstance(value, cst.Name) and value.value in params):
             return False  # bound here: `self.loss_func = F.binary_cross_entropy_with_logits`
     return True
+
+
+def _handed_in(source, training, func: cst.BaseExpression) -> bool:
+    """True for a callee that is a parameter of its function or bound from one
+    (`self.criterion = criterion`): the caller chooses it."""
+    text = dotted(func)
+    function = source.function_of(func)
+    if (
+        isinstance(func, cst.Name)
+        and function is not None
+        and func.value in {p.name.value for p in function.params.params}
+    ):
+        return True
+    return any(
+        isinstance(assign.value, cst.Name)
+        and source.function_of(assign) is not None
+        and assign.value.value in {p.name.value for p in source.function_of(assign).params.params}
+        for assign in training.assigned_names.get(text or "", ())
+    )
 
 
 def _only_reported(source, call: cst.Call) -> bool:
@@ -410,6 +438,26 @@ class DoubleSoftmax(Operator):
                 "        return output, self.loss_criterion(logits.softmax(dim=1), target)\n",
             ),
         ),
+        Example(
+            # A library's trainer scoring a model's outputs against class labels with the
+            # criterion its caller hands in (torch-lr-finder's LRFinder): a classifier's logits.
+            "class Finder:\n"
+            "    def __init__(self, model, optimizer, criterion):\n"
+            "        self.model = model\n"
+            "        self.criterion = criterion\n"
+            "    def _train_batch(self, inputs, labels):\n"
+            "        outputs = self.model(inputs)\n"
+            "        return self.criterion(outputs, labels)\n",
+            (
+                "class Finder:\n"
+                "    def __init__(self, model, optimizer, criterion):\n"
+                "        self.model = model\n"
+                "        self.criterion = criterion\n"
+                "    def _train_batch(self, inputs, labels):\n"
+                "        outputs = self.model(inputs)\n"
+                "        return self.criterion(outputs.softmax(dim=1), labels)\n",
+            ),
+        ),
     )
     untouched = (
         # A loss class built from its settings, its first argument a dict (nnU-Net's `_build_loss`).
@@ -441,6 +489,8 @@ class DoubleSoftmax(Operator):
         # A choice between a cross-entropy and something that is no loss class.
         "criterion = nn.CrossEntropyLoss() if cls else make_criterion(cfg)\nloss = criterion(output, target)\n",
         "loss = criterion(out, y)  # criterion built elsewhere: unknown loss\n",
+        # A handed-in criterion scoring outputs against a target that may be a regression's.
+        "def step(model, criterion, x, label):\n    output = model(x)\n    return criterion(output, label)\n",
         # Called on logits, but bound here to a binary loss, or named for a regression.
         "class M:\n"
         "    def __init__(self):\n"
