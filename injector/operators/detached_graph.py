@@ -310,6 +310,40 @@ class DetachedGraph(Operator):
             ),
         ),
         Example(
+            # A term computed and added without a branch (cellpose's cell-probability term,
+            # `loss2 = criterion2(...)`, then `loss = loss + loss2`): cut alone.
+            "def train_step(net, x, lbl, optimizer):\n"
+            "    y = net(x)\n"
+            "    loss = mse(y[:, :2], lbl[:, :2])\n"
+            "    loss2 = bce(y[:, -1], lbl[:, -1])\n"
+            "    loss = loss + loss2\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n",
+            (
+                "def train_step(net, x, lbl, optimizer):\n"
+                "    y = net(x)\n"
+                "    loss = mse(y[:, :2], lbl[:, :2])\n"
+                "    loss2 = bce(y[:, -1], lbl[:, -1]).detach()\n"
+                "    loss = loss + loss2\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "def train_step(net, x, lbl, optimizer):\n"
+                "    y = net(x)\n"
+                "    loss = mse(y[:, :2], lbl[:, :2]).detach()\n"
+                "    loss2 = bce(y[:, -1], lbl[:, -1])\n"
+                "    loss = loss + loss2\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+                "def train_step(net, x, lbl, optimizer):\n"
+                "    y = net(x).detach()\n"
+                "    loss = mse(y[:, :2], lbl[:, :2])\n"
+                "    loss2 = bce(y[:, -1], lbl[:, -1])\n"
+                "    loss = loss + loss2\n"
+                "    loss.backward()\n"
+                "    optimizer.step()\n",
+            ),
+        ),
+        Example(
             # A regulariser on the model's weights added in a branch as `loss = loss + term`: cut alone.
             REGULARISED_STEP,
             (

@@ -1199,10 +1199,17 @@ def branch_added_terms(source, training, backward) -> list[cst.Assign]:
     if name is None or line not in siblings:
         return []
     found: list[cst.Assign] = []
-    for later in siblings[siblings.index(line) + 1 :]:
+    start = siblings.index(line) + 1
+    for index, later in enumerate(siblings[start:], start):
         if backward.call in source.within(later, cst.Call):
             break
-        if not isinstance(later, cst.If):
+        if isinstance(later, cst.If):
+            region: list[cst.CSTNode] = [later]
+        elif isinstance(later, cst.SimpleStatementLine):
+            # added unconditionally, the term computed on the lines between (`reg = ...`, then
+            # `loss = loss + reg`)
+            region = list(siblings[start : index + 1])
+        else:
             continue
         for added in [*source.within(later, cst.AugAssign), *source.within(later, cst.Assign)]:
             if isinstance(added, cst.AugAssign):
@@ -1236,7 +1243,7 @@ def branch_added_terms(source, training, backward) -> list[cst.Assign]:
                         and (isinstance(term.value, cst.Call) or _computed_from_parameters(source, term.value))
                         and len(term.targets) == 1
                         and isinstance(term.targets[0].target, cst.Name)
-                        and term in source.within(later, cst.Assign)
+                        and any(term in source.within(part, cst.Assign) for part in region)
                         and term not in found
                     ):
                         found.append(term)
