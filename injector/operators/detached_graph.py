@@ -310,6 +310,114 @@ class DetachedGraph(Operator):
             ),
         ),
         Example(
+            # Two models, each with its optimizer stepped after one backward (pretrain-gnns'
+            # context prediction): both forwards are trained, a part of the output taken at once
+            # (`model_a(x)[batch.center]`) is the forward, and a tensor read by its methods is
+            # one even where rows are picked by a name (`rep_a[i]`).
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "\n"
+            "criterion = nn.BCEWithLogitsLoss()\n"
+            "\n"
+            "\n"
+            "def train(model_a, model_b, loader, opt_a, opt_b):\n"
+            "    for batch in loader:\n"
+            "        rep_a = model_a(batch.x_a)[batch.center]\n"
+            "        rep_b = model_b(batch.x_b)\n"
+            "        rows = torch.cat([rep_a[i].repeat((batch.size[i], 1)) for i in range(len(rep_a))])\n"
+            "        pred_pos = torch.sum(rows * rep_b, dim=1)\n"
+            "        pred_neg = torch.sum(rep_a.repeat((2, 1)) * rep_b.flip(0), dim=1)\n"
+            "        loss = criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)\n"
+            "        opt_a.zero_grad()\n"
+            "        opt_b.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt_a.step()\n"
+            "        opt_b.step()\n"
+            "\n"
+            "\n"
+            "def main(model_a, model_b, loader):\n"
+            "    opt_a = torch.optim.Adam(model_a.parameters())\n"
+            "    opt_b = torch.optim.Adam(model_b.parameters())\n"
+            "    train(model_a, model_b, loader, opt_a, opt_b)\n",
+            (
+                "import torch\n"
+                "import torch.nn as nn\n"
+                "\n"
+                "criterion = nn.BCEWithLogitsLoss()\n"
+                "\n"
+                "\n"
+                "def train(model_a, model_b, loader, opt_a, opt_b):\n"
+                "    for batch in loader:\n"
+                "        rep_a = model_a(batch.x_a)[batch.center]\n"
+                "        rep_b = model_b(batch.x_b)\n"
+                "        rows = torch.cat([rep_a[i].repeat((batch.size[i], 1)) for i in range(len(rep_a))])\n"
+                "        pred_pos = torch.sum(rows * rep_b, dim=1)\n"
+                "        pred_neg = torch.sum(rep_a.repeat((2, 1)) * rep_b.flip(0), dim=1)\n"
+                "        loss = (criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)).detach()\n"
+                "        opt_a.zero_grad()\n"
+                "        opt_b.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt_a.step()\n"
+                "        opt_b.step()\n"
+                "\n"
+                "\n"
+                "def main(model_a, model_b, loader):\n"
+                "    opt_a = torch.optim.Adam(model_a.parameters())\n"
+                "    opt_b = torch.optim.Adam(model_b.parameters())\n"
+                "    train(model_a, model_b, loader, opt_a, opt_b)\n",
+                "import torch\n"
+                "import torch.nn as nn\n"
+                "\n"
+                "criterion = nn.BCEWithLogitsLoss()\n"
+                "\n"
+                "\n"
+                "def train(model_a, model_b, loader, opt_a, opt_b):\n"
+                "    for batch in loader:\n"
+                "        rep_a = model_a(batch.x_a)[batch.center].detach()\n"
+                "        rep_b = model_b(batch.x_b)\n"
+                "        rows = torch.cat([rep_a[i].repeat((batch.size[i], 1)) for i in range(len(rep_a))])\n"
+                "        pred_pos = torch.sum(rows * rep_b, dim=1)\n"
+                "        pred_neg = torch.sum(rep_a.repeat((2, 1)) * rep_b.flip(0), dim=1)\n"
+                "        loss = criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)\n"
+                "        opt_a.zero_grad()\n"
+                "        opt_b.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt_a.step()\n"
+                "        opt_b.step()\n"
+                "\n"
+                "\n"
+                "def main(model_a, model_b, loader):\n"
+                "    opt_a = torch.optim.Adam(model_a.parameters())\n"
+                "    opt_b = torch.optim.Adam(model_b.parameters())\n"
+                "    train(model_a, model_b, loader, opt_a, opt_b)\n",
+                "import torch\n"
+                "import torch.nn as nn\n"
+                "\n"
+                "criterion = nn.BCEWithLogitsLoss()\n"
+                "\n"
+                "\n"
+                "def train(model_a, model_b, loader, opt_a, opt_b):\n"
+                "    for batch in loader:\n"
+                "        rep_a = model_a(batch.x_a)[batch.center]\n"
+                "        rep_b = model_b(batch.x_b).detach()\n"
+                "        rows = torch.cat([rep_a[i].repeat((batch.size[i], 1)) for i in range(len(rep_a))])\n"
+                "        pred_pos = torch.sum(rows * rep_b, dim=1)\n"
+                "        pred_neg = torch.sum(rep_a.repeat((2, 1)) * rep_b.flip(0), dim=1)\n"
+                "        loss = criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)\n"
+                "        opt_a.zero_grad()\n"
+                "        opt_b.zero_grad()\n"
+                "        loss.backward()\n"
+                "        opt_a.step()\n"
+                "        opt_b.step()\n"
+                "\n"
+                "\n"
+                "def main(model_a, model_b, loader):\n"
+                "    opt_a = torch.optim.Adam(model_a.parameters())\n"
+                "    opt_b = torch.optim.Adam(model_b.parameters())\n"
+                "    train(model_a, model_b, loader, opt_a, opt_b)\n",
+            ),
+        ),
+        Example(
             # A term computed and added without a branch (cellpose's cell-probability term,
             # `loss2 = criterion2(...)`, then `loss = loss + loss2`): cut alone.
             "def train_step(net, x, lbl, optimizer):\n"
@@ -3072,6 +3180,7 @@ _TENSOR_ATTRIBUTES = frozenset(
         "expand",
         "expand_as",
         "flatten",
+        "flip",
         "float",
         "gather",
         "half",
@@ -3092,6 +3201,7 @@ _TENSOR_ATTRIBUTES = frozenset(
         "pow",
         "repeat",
         "reshape",
+        "roll",
         "shape",
         "sigmoid",
         "size",
@@ -3143,13 +3253,26 @@ def _a_tensor(source, name: str, line: cst.SimpleStatementLine) -> bool:
     passed whole, computed with, or read through a tensor's methods and attributes; not indexed by
     one integer, unpacked, iterated or read through another attribute (a tuple, a list or an
     output object, which have no `detach`), nor handed on with a star."""
-    for read in _later_reads(source, name, line):
+    reads = _later_reads(source, name, line)
+    # read through a tensor's own methods elsewhere (pretrain-gnns' `substruct_rep.repeat(...)`
+    # beside `substruct_rep[i]`): an index by a name picks rows of a tensor
+    methods = any(
+        isinstance(parent := source.parent(read), cst.Attribute)
+        and parent.value is read
+        and parent.attr.value in _TENSOR_ATTRIBUTES
+        and parent.attr.value not in {"data", "device"}
+        for read in reads
+    )
+    for read in reads:
         parent = source.parent(read)
         if isinstance(parent, cst.Attribute) and parent.value is read and parent.attr.value not in _TENSOR_ATTRIBUTES:
             return False
         if isinstance(parent, cst.Subscript) and parent.value is read:
             index = parent.slice[0].slice if len(parent.slice) == 1 else None
-            if isinstance(index, cst.Index) and isinstance(index.value, (cst.Integer, cst.UnaryOperation, cst.Name)):
+            if isinstance(index, cst.Index) and (
+                isinstance(index.value, (cst.Integer, cst.UnaryOperation))
+                or (isinstance(index.value, cst.Name) and not methods)
+            ):
                 return False
         if isinstance(parent, cst.Assign) and isinstance(parent.targets[0].target, (cst.Tuple, cst.List)):
             return False

@@ -399,7 +399,29 @@ def trained_after(source, training, forward: cst.CSTNode) -> set[str] | None:
     ]
     if not steps:
         return None
-    name = dotted(steps[0].func.value)
+    # the steps of one backward: the first, and those right after it with no backward between
+    # (pretrain-gnns' `optimizer_substruct.step()`, then `optimizer_context.step()`)
+    group = [steps[0]]
+    for step in steps[1:]:
+        between = (source.span(group[-1])[1], source.span(step)[0])
+        if any(
+            callee_name(call) == "backward" and between[0] < source.span(call)[0] < between[1]
+            for call in source.within(function.body if function is not None else source.module, cst.Call)
+        ):
+            break
+        group.append(step)
+    found: set[str] = set()
+    for step in group:
+        held = _held_by(source, training, function, dotted(step.func.value))
+        if held is None:
+            return None
+        found |= held
+    return found
+
+
+def _held_by(source, training, function, name: str | None) -> set[str] | None:
+    """The models the optimizer `name` is built over, by their last names (or, for one handed
+    in, the parameters its callers hand those models as); None where that cannot be read."""
     built = [
         a
         for a in training.assigned_names.get(name or "", ())
@@ -450,8 +472,12 @@ def _as_parameters(training, function: cst.FunctionDef, names: set[str]) -> set[
 
 def model_run(assign: cst.Assign) -> set[str]:
     """The names in what a forward assignment calls (`netG` for `netG(s_t.cuda())`; `self`, `_net`
-    and `user_representation` for `self._net.user_representation(seq)`): the model is one of them."""
+    and `user_representation` for `self._net.user_representation(seq)`): the model is one of them.
+    A part of the output taken at once counts as the forward (pretrain-gnns' `model_substruct(x,
+    edge_index, edge_attr)[batch.center_substruct_idx]`, `model(x).logits`)."""
     value = assign.value
+    while isinstance(value, (cst.Subscript, cst.Attribute)):
+        value = value.value
     text = dotted(value.func) if isinstance(value, cst.Call) else None
     return set(text.split(".")) if text else set()
 
