@@ -481,7 +481,14 @@ class Training:
         if text in self.roles:
             return self.roles[text]
         if isinstance(expr, cst.Subscript):
-            return self.role(expr.value)
+            held = self.role(expr.value)
+            index = expr.slice[0].slice if len(expr.slice) == 1 else None
+            if held is None and isinstance(index, cst.Index) and isinstance(index.value, (cst.Name, cst.Attribute)):
+                # a state mapping's entry by a named key (torchbearer's `state[torchbearer.OPTIMIZER]`)
+                key = last_name(index.value) or ""
+                if key.isupper():
+                    return self._role_by_name(key.lower(), None)
+            return held
         if isinstance(expr, cst.Call) and callee_name(expr) in UNWRAPPERS and expr.args:
             return self.role(expr.args[-1].value)  # `none_throws(self.lr_scheduler)`, `cast(T, opt)`
         if isinstance(expr, cst.Name) and expr.value == "self" and in_optimizer_class(self.source, expr):
@@ -496,7 +503,10 @@ class Training:
             held = self.role(container)
             if held is not None:
                 return held
-        name = (last_name(expr) or "").lower()
+        return self._role_by_name((last_name(expr) or "").lower(), text)
+
+    def _role_by_name(self, name: str, text: str | None) -> str | None:
+        """The role a receiver's last name tells (`optimizer_g`, `lr_scheduler`, `grad_scaler`)."""
         if "opt" in name and "sched" in name:
             # the word that comes last names the thing: `scheduled_optim` (FastSpeech's wrapper that
             # writes the rate, then steps) is an optimizer, `optim_scheduler` a scheduler; one that
@@ -2380,6 +2390,17 @@ def runs_model(
             return True  # habitat's `self.actor_critic.evaluate_actions(...)`, `self.model.forward_train(x)`
         if name in PARALLEL_FORWARDS:
             return True  # `torch.nn.parallel.parallel_apply(replicas, inputs)` runs each replica
+        if (
+            isinstance(func, (cst.Name, cst.Attribute))
+            and "forward" in name
+            and name != "forward"
+            and not training.called_functions(call)
+            and _result_dropped(source, call, unread_dropped)
+            and any(names_a_model(a.value) for a in call.args if not a.star)
+        ):
+            # an imported forward helper handed the model, storing what it returns itself
+            # (torchbearer's `_forward_with_exceptions(torchbearer.X, torchbearer.MODEL, ...)`)
+            return True
         if used and _result_dropped(source, call, unread_dropped) and not training.called_functions(call):
             continue  # `model(images)` alone on its line, or bound to a name never read: its result is dropped
         if (
@@ -2735,7 +2756,7 @@ def fixed_mode_calls(source: Source, training: Training, to_train: bool) -> list
     helpers = set()
     for function in source.nodes(cst.FunctionDef):
         words = set(function.name.value.lower().strip("_").split("_"))
-        if (
+        if not _own_mode_method(source, function, word) and (
             not words & {word, f"{word}ing", f"{word}uation"}
             or not words & {"set", "switch", "to", "mode"}
             or not words <= MODE_HELPER_WORDS
@@ -2756,6 +2777,18 @@ def fixed_mode_calls(source: Source, training: Training, to_train: bool) -> list
         ):
             found.append(statement)
     return found
+
+
+def _own_mode_method(source: Source, function: cst.FunctionDef, word: str) -> bool:
+    """True for a method named `train` or `eval`, taking nothing but `self`, of a class that is no
+    module (torchbearer's `Trial.train()`, which switches the model it holds): its calls are
+    mode switches, as a module's own are."""
+    owner = enclosing_class(source, function)
+    if function.name.value != word or owner is None:
+        return False
+    if [p.name.value for p in function.params.params] != ["self"]:
+        return False
+    return not any("Module" in (last_name(base.value) or "") for base in owner.bases)
 
 
 def mode_flag_assignments(source: Source, to_train: bool) -> list[cst.SimpleStatementLine]:

@@ -13,6 +13,7 @@ from injector.operators.snippets import (
     MICROBATCH_TRAINER,
     MLP_CRITIC,
     TRAINING_PROPERTY,
+    TRIAL_LIBRARY,
 )
 from injector.patterns import (
     argument,
@@ -388,6 +389,14 @@ class MissingEvalMode(Operator):
         "`set_training(False)`) before evaluation, or make `model.train(flag)` never switch to eval."
     )
     examples = (
+        Example(
+            # A library object's own eval() switching the model it holds (torchbearer's Trial).
+            TRIAL_LIBRARY,
+            (
+                TRIAL_LIBRARY.replace("        self.eval()\n        self._test_pass", "        self._test_pass"),
+                TRIAL_LIBRARY.replace("        self.state[torchbearer.MODEL].eval()\n", ""),
+            ),
+        ),
         Example(
             # A model switched by the stage it is handed (PyText's `model.eval(Stage.EVAL)`).
             "def evaluate(model, loader, opt):\n"

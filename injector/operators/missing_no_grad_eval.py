@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import CALLBACK_RUNNER, FLAG_CHOSEN_EVAL, PHASE_CONTEXT_STEP
+from injector.operators.snippets import CALLBACK_RUNNER, FLAG_CHOSEN_EVAL, PHASE_CONTEXT_STEP, TRIAL_LIBRARY
 from injector.patterns import (
     argument,
     becomes_number,
@@ -115,6 +115,20 @@ class MissingNoGradEval(Operator):
         "(`set_grad_enabled(False)` too); a `no_grad` that evaluates no model is left alone."
     )
     examples = (
+        Example(
+            # The test pass runs the model through an imported forward helper it hands the
+            # model's key (torchbearer's `_forward_with_exceptions(torchbearer.X, torchbearer.MODEL,
+            # ...)`, which stores the prediction in the state itself).
+            TRIAL_LIBRARY,
+            (
+                TRIAL_LIBRARY.replace(
+                    "        with torch.no_grad():\n"
+                    "            for batch in state[torchbearer.GENERATOR]:\n"
+                    "                _forward_with_exceptions(",
+                    "        for batch in state[torchbearer.GENERATOR]:\n            _forward_with_exceptions(",
+                ),
+            ),
+        ),
         Example(
             # A context chosen by phase, then entered: evaluation's `no_grad()` becomes training's.
             PHASE_CONTEXT_STEP,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls, inherited_method
-from injector.operators.snippets import AUDIOTOOLS_STEP, LBFGS_STEP, OPTIMIZERS_OBJECT
+from injector.operators.snippets import AUDIOTOOLS_STEP, LBFGS_STEP, OPTIMIZERS_OBJECT, TRIAL_LIBRARY
 from injector.patterns import (
     TWO_PHASE_UPDATES,
     argument,
@@ -87,6 +87,18 @@ class MissingOptimizerStep(Operator):
         "the optimizer after the backward (`optimize_fn(optimizer, ...)`); scheduler steps are left alone."
     )
     examples = (
+        Example(
+            # The optimizer a state mapping holds under a named key, stepped with a closure
+            # (torchbearer's `state[torchbearer.OPTIMIZER].step(lambda: self.closure(state))`).
+            TRIAL_LIBRARY,
+            (
+                TRIAL_LIBRARY.replace(
+                    "        for batch in state[torchbearer.GENERATOR]:\n"
+                    "            state[torchbearer.OPTIMIZER].step(lambda: self.closure(state))\n",
+                    "        for batch in state[torchbearer.GENERATOR]:\n            pass\n",
+                ),
+            ),
+        ),
         Example(
             # An engine that takes the loss steps the optimizer it is handed (DAC over audiotools).
             AUDIOTOOLS_STEP,

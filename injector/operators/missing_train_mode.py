@@ -21,6 +21,7 @@ from injector.operators.snippets import (
     INIT_HELPER_MODEL,
     MLP_CRITIC,
     TRAINING_PROPERTY,
+    TRIAL_LIBRARY,
 )
 from injector.patterns import (
     EVALUATION_WORDS,
@@ -729,6 +730,18 @@ class MissingTrainMode(Operator):
         "evaluation runs in eval mode."
     )
     examples = (
+        Example(
+            # A library object's own train() switching the model it holds (torchbearer's Trial):
+            # its body, and each call of it, is a switch.
+            TRIAL_LIBRARY,
+            (
+                TRIAL_LIBRARY.replace("        self.state[torchbearer.MODEL].train()\n", ""),
+                TRIAL_LIBRARY.replace("        self.train()\n        for batch", "        for batch"),
+                TRIAL_LIBRARY.replace(
+                    "        self._test_pass(state)\n        self.train()\n", "        self._test_pass(state)\n"
+                ),
+            ),
+        ),
         Example(
             # A script's top level (SASRec's `__main__` block): the switch right after the model is
             # built changes nothing; the one after each evaluation is the site.

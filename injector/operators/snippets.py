@@ -1177,3 +1177,40 @@ OPTIMIZERS_OBJECT = (
     '        self.optimizers.optimizer_scaler_step_some(self.grad_scaler, ["fields"])\n'
     "        self.grad_scaler.update()\n"
 )
+
+# torchbearer's Trial: a library object (no module) whose own train()/eval() switch the model it
+# holds in a state mapping, its optimizer stepped with a closure, its test pass run through an
+# imported forward helper under no_grad.
+TRIAL_LIBRARY = (
+    "import torch\n"
+    "import torchbearer\n"
+    "from torchbearer.bases import _forward_with_exceptions\n"
+    "\n"
+    "\n"
+    "class Trial(object):\n"
+    "    def __init__(self, model, optimizer):\n"
+    "        self.state = {torchbearer.MODEL: model, torchbearer.OPTIMIZER: optimizer}\n"
+    "\n"
+    "    def _fit_pass(self, state):\n"
+    "        self.train()\n"
+    "        for batch in state[torchbearer.GENERATOR]:\n"
+    "            state[torchbearer.OPTIMIZER].step(lambda: self.closure(state))\n"
+    "\n"
+    "    def _test_pass(self, state):\n"
+    "        with torch.no_grad():\n"
+    "            for batch in state[torchbearer.GENERATOR]:\n"
+    "                _forward_with_exceptions(torchbearer.X, torchbearer.MODEL, torchbearer.Y_PRED, state)\n"
+    "\n"
+    "    def _validation_pass(self, state):\n"
+    "        self.eval()\n"
+    "        self._test_pass(state)\n"
+    "        self.train()\n"
+    "\n"
+    "    def train(self):\n"
+    "        self.state[torchbearer.MODEL].train()\n"
+    "        return self\n"
+    "\n"
+    "    def eval(self):\n"
+    "        self.state[torchbearer.MODEL].eval()\n"
+    "        return self\n"
+)
