@@ -18,6 +18,7 @@ from injector.operators.forwards import (
     handed_forwards,
     loss_chains,
     loss_helper_forwards,
+    loss_object_calls,
     read_forwards,
     stored_run,
     terms_added_in_place,
@@ -36,6 +37,7 @@ from injector.operators.snippets import (
     INPUT_GRADIENT,
     KGE_TRAIN_STEP,
     LOSS_HELPER_TRAINER,
+    LOSS_OBJECT_TRAINER,
     LOSS_TUPLE_HELPER,
     MICROBATCH_TRAINER,
     MODEL_WITH_LOSS,
@@ -292,6 +294,17 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # A loss object handed the outputs step by step (pytorch-seq2seq's trainer): what it
+            # is handed is cut; the object has no `detach`.
+            LOSS_OBJECT_TRAINER,
+            (
+                LOSS_OBJECT_TRAINER.replace(
+                    "loss.eval_batch(step_output, targets[:, step + 1])",
+                    "loss.eval_batch(step_output.detach(), targets[:, step + 1])",
+                ),
+            ),
+        ),
         Example(
             # A distillation term computed one way or another in a nested branch and added as
             # `loss = w * kd_loss + loss`: each branch's term cut alone (once-for-all's).
@@ -2061,6 +2074,18 @@ class DetachedGraph(Operator):
                     (source.replace(backward.loss, method_on(source, backward.loss, "detach")),),
                     "the loss is cut off from the model's graph",
                 )
+                continue
+            taking = loss_object_calls(source, training, backward)
+            if taking:
+                # a loss object handed the outputs (pytorch-seq2seq's `loss.eval_batch(out, y)`):
+                # what it is handed is cut, not the object
+                for call in taking:
+                    first = next(a for a in call.args if a.keyword is None and not a.star)
+                    yield Change(
+                        call,
+                        (source.replace(first.value, method_on(source, first.value, "detach")),),
+                        "the model's output is cut off before the loss object takes it",
+                    )
                 continue
             alternatives = training.loss_alternatives(backward)
             # A branch that builds its loss term by term (`loss = 0.25 * a; loss = loss + 0.25 * b`):

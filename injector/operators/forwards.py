@@ -1421,3 +1421,36 @@ def method_calls(source, method: cst.FunctionDef) -> list[cst.SimpleStatementLin
         ):
             found.append(line)
     return found
+
+
+# methods of a loss object that hand it no model output
+_LOSS_OBJECT_BOOKKEEPING = frozenset(
+    {"backward", "reset", "zero_grad", "get_loss", "item", "detach", "to", "cuda", "cpu", "train", "eval"}
+)
+
+
+def loss_object_calls(source, training, backward) -> list[cst.Call]:
+    """For a loss that is an object accumulating terms, not a tensor (pytorch-seq2seq's `loss =
+    self.loss`, then `loss.eval_batch(step_output, target)` per decoding step and `loss.backward()`
+    on the wrapper): the calls before the backward that hand it the model's outputs. Cutting the
+    object itself is the wrong target (it has no `detach`); these calls are where its graph comes in."""
+    loss = backward.loss
+    assign = training.loss_assignment(backward)
+    if not isinstance(loss, cst.Name) or not isinstance(assign, cst.Assign):
+        return []
+    if not isinstance(assign.value, (cst.Name, cst.Attribute)) or len(assign.targets) != 1:
+        return []
+    function = source.function_of(backward.call)
+    if function is None or source.function_of(assign) is not function:
+        return []
+    start, end = source.span(assign)[1], source.span(backward.call)[0]
+    return [
+        call
+        for call in source.within(function.body, cst.Call)
+        if isinstance(call.func, cst.Attribute)
+        and isinstance(call.func.value, cst.Name)
+        and call.func.value.value == loss.value
+        and call.func.attr.value not in _LOSS_OBJECT_BOOKKEEPING
+        and start < source.span(call)[0] < end
+        and any(a.keyword is None and not a.star for a in call.args)
+    ]

@@ -14,6 +14,7 @@ from injector.operators.forwards import (
     handed_forwards,
     loss_chains,
     loss_helper_forwards,
+    loss_object_calls,
     method_calls,
     stored_run,
     switches_grad,
@@ -32,6 +33,7 @@ from injector.operators.snippets import (
     INLINE_SUM,
     INPUT_GRADIENT,
     LOSS_HELPER_TRAINER,
+    LOSS_OBJECT_TRAINER,
     MODEL_WITH_LOSS,
     MOON_STEP,
     PHASE_LOOP,
@@ -129,6 +131,21 @@ class NoGradTraining(Operator):
     id = "no-grad-training"
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
+        Example(
+            # A loss object handed the outputs step by step (pytorch-seq2seq's trainer): the
+            # forward and each handing-in, without autograd.
+            LOSS_OBJECT_TRAINER,
+            (
+                LOSS_OBJECT_TRAINER.replace(
+                    "        outputs, hidden = model(inputs, targets)\n",
+                    "        with torch.no_grad():\n            outputs, hidden = model(inputs, targets)\n",
+                ),
+                LOSS_OBJECT_TRAINER.replace(
+                    "            loss.eval_batch(step_output, targets[:, step + 1])\n",
+                    "            with torch.no_grad():\n                loss.eval_batch(step_output, targets[:, step + 1])\n",
+                ),
+            ),
+        ),
         Example(
             # A distillation term chosen by kind in a nested branch: each branch's term without autograd.
             DISTILLATION_BRANCH_STEP,
@@ -1652,6 +1669,28 @@ class NoGradTraining(Operator):
                 yield Change(
                     backward.call, (source.replace(switch, "False"),), "the forward pass and loss run without autograd"
                 )
+                continue
+            taking = loss_object_calls(source, training, backward)
+            if taking:
+                # a loss object handed the outputs (pytorch-seq2seq's `loss.eval_batch(out, y)`):
+                # the forwards before it and each handing-in run without autograd
+                function = source.function_of(backward.call)
+                first_use = source.span(taking[0])[0]
+                for line in source.within(function.body, cst.SimpleStatementLine):
+                    value = line.body[0].value if isinstance(line.body[0], cst.Assign) else None
+                    if (
+                        value is not None
+                        and source.span(line)[1] < first_use
+                        and runs_model(source, training, value, depth=0)
+                        and not under_no_grad(source, line)
+                    ):
+                        yield _without_autograd(source, training, line)
+                for call in taking:
+                    line = source.parent(source.parent(call))
+                    if isinstance(line, cst.SimpleStatementLine) and not under_no_grad(source, line):
+                        yield _without_autograd(
+                            source, training, line, "the loss object takes outputs without autograd"
+                        )
                 continue
             run = forward_run(source, training, backward)
             if run is None:

@@ -1214,3 +1214,26 @@ TRIAL_LIBRARY = (
     "        self.state[torchbearer.MODEL].eval()\n"
     "        return self\n"
 )
+
+# pytorch-seq2seq's SupervisedTrainer: the loss is an object that accumulates one term per decoding
+# step (`loss.eval_batch(step_output, target)`) and backpropagates itself.
+LOSS_OBJECT_TRAINER = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "class SupervisedTrainer:\n"
+    "    def __init__(self, loss, optimizer):\n"
+    "        self.loss = loss\n"
+    "        self.optimizer = optimizer\n"
+    "\n"
+    "    def _train_batch(self, inputs, targets, model):\n"
+    "        loss = self.loss\n"
+    "        outputs, hidden = model(inputs, targets)\n"
+    "        loss.reset()\n"
+    "        for step, step_output in enumerate(outputs):\n"
+    "            loss.eval_batch(step_output, targets[:, step + 1])\n"
+    "        model.zero_grad()\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+    "        return loss.get_loss()\n"
+)
