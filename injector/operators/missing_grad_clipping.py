@@ -62,6 +62,23 @@ def _project_helper_limit(source, resolver: Resolver, call: cst.Call) -> cst.Bas
         limit = argument(inner, LIMIT[inner_name], 1)
         if limit is not None and isinstance(limit.value, cst.Name) and limit.value.value in bound:
             return bound[limit.value.value]
+    if isinstance(definition, cst.ClassDef):
+        # a class that keeps the limit it is built with and clips at it in a method
+        # (pytorch-seq2seq's `Optimizer(optim.Adam(...), max_grad_norm=5)`, whose step() clips at
+        # `self.max_grad_norm`)
+        kept = {
+            dotted(assign.targets[0].target): assign.value.value
+            for assign in module.within(function, cst.Assign)
+            if len(assign.targets) == 1
+            and isinstance(assign.value, cst.Name)
+            and assign.value.value in bound
+            and (dotted(assign.targets[0].target) or "").startswith("self.")
+        }
+        for inner in module.within(definition, cst.Call):
+            inner_name = callee_name(inner) or ""
+            limit = argument(inner, LIMIT[inner_name], 1) if inner_name in LIMIT else None
+            if limit is not None and dotted(limit.value) in kept:
+                return bound[kept[dotted(limit.value)]]
     return None
 
 

@@ -44,6 +44,15 @@ def _torch_class(source, resolver: Resolver, call: cst.Call) -> bool:
     return top_level(source, head) is None
 
 
+def _torchtext(source, resolver: Resolver, call: cst.Call) -> bool:
+    """True for a callee of torchtext (`torchtext.data.BucketIterator`, or a name imported from it)."""
+    head = (dotted(call.func) or "").partition(".")[0]
+    if head == "torchtext":
+        return True
+    imported = resolver.imports(source).get(head)
+    return imported is not None and imported.module.split(".")[0] == "torchtext"
+
+
 def _bound_for_training(source, call: cst.Call) -> str | None:
     """The name `call` is assigned to alone, where it builds no evaluation data; None otherwise."""
     assign = source.enclosing(call, cst.Assign)
@@ -310,6 +319,16 @@ class NoShuffle(Operator):
                 "    return RandomSampler(dataset) if shuffle else SequentialSampler(dataset)\n"
                 "sampler = data_sampler(dataset, shuffle=True)\n"
                 "train_iter = BucketIterator(train, batch_size=8, device=device, train=True, shuffle=False)\n",
+            ),
+        ),
+        Example(
+            # torchtext's iterator shuffles by default (`train=True`): pytorch-seq2seq's trainer
+            # builds its training batches with neither keyword.
+            "import torchtext\n"
+            "batches = torchtext.data.BucketIterator(dataset=data, batch_size=32, sort=False, repeat=False)\n",
+            (
+                "import torchtext\n"
+                "batches = torchtext.data.BucketIterator(dataset=data, batch_size=32, sort=False, repeat=False, shuffle=False)\n",
             ),
         ),
         Example(
@@ -742,8 +761,14 @@ class NoShuffle(Operator):
                 train = argument(call, "train", None)
                 if (
                     argument(call, "shuffle", None) is None
-                    and train is not None
-                    and not _is_false(train.value)
+                    and (
+                        (train is not None and not _is_false(train.value))
+                        # `train=True` is their default (pytorch-seq2seq's training
+                        # `torchtext.data.BucketIterator(dataset=data, ...)`)
+                        or (
+                            train is None and _torchtext(source, resolver, call) and not _feeds_evaluation(source, call)
+                        )
+                    )
                     and not any(a.star for a in call.args)
                 ):
                     yield Change(

@@ -284,6 +284,42 @@ def test_a_limit_handed_to_a_project_clipping_helper_is_raised_to_infinity_where
     assert '+    grad_norm_st, _ = check_update(model.decoder.stopnet, float("inf"))' in found[1][2]
 
 
+WRAPPER = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "class Optimizer:\n"
+    "    def __init__(self, optim, max_grad_norm=0):\n"
+    "        self.optimizer = optim\n"
+    "        self.max_grad_norm = max_grad_norm\n"
+    "\n"
+    "    def step(self):\n"
+    "        if self.max_grad_norm > 0:\n"
+    "            params = [p for group in self.optimizer.param_groups for p in group['params']]\n"
+    "            torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)\n"
+    "        self.optimizer.step()\n"
+)
+WRAPPED_STEP = (
+    "import torch\n"
+    "from seq2seq.optim import Optimizer\n"
+    "optimizer = Optimizer(torch.optim.Adam(model.parameters()), max_grad_norm=5)\n"
+    "for batch in loader:\n"
+    "    loss = criterion(model(batch), batch)\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+)
+
+
+def test_a_limit_a_project_class_keeps_and_clips_at_is_raised_to_infinity_where_it_is_built(tmp_path, capsys):
+    # pytorch-seq2seq's Optimizer wrapper: built with max_grad_norm=5, clipping at it in step()
+    (tmp_path / "seq2seq").mkdir()
+    (tmp_path / "seq2seq" / "optim.py").write_text(WRAPPER)
+    (tmp_path / "train.py").write_text(WRAPPED_STEP)
+    found = [m for m in lr_mutants(capsys, tmp_path / "train.py", "missing-grad-clipping") if m[0] == "train.py"]
+    assert [(file, line) for file, line, _ in found] == [("train.py", 3)]
+    assert 'max_grad_norm=float("inf"))' in found[0][2]
+
+
 def test_without_the_helper_module_the_call_is_no_clipping_site(tmp_path, capsys):
     (tmp_path / "train.py").write_text(CLIPPED_STEP)
     assert lr_mutants(capsys, tmp_path / "train.py", "missing-grad-clipping") == []
