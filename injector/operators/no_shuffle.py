@@ -322,6 +322,11 @@ class NoShuffle(Operator):
             ),
         ),
         Example(
+            # A project's DataLoader subclass told to shuffle (pretrain-gnns' context-pair loader).
+            "loader = DataLoaderSubstructContext(dataset, batch_size=256, shuffle=True, num_workers=8)\n",
+            ("loader = DataLoaderSubstructContext(dataset, batch_size=256, shuffle=False, num_workers=8)\n",),
+        ),
+        Example(
             # torchtext's iterator shuffles by default (`train=True`): pytorch-seq2seq's trainer
             # builds its training batches with neither keyword.
             "import torchtext\n"
@@ -807,6 +812,14 @@ class NoShuffle(Operator):
                             ("loader" in name.lower() or "sampler" in name.lower()) and _bound_as_training(source, call)
                         )
                         or (name[:1].isupper() and name.endswith(("Sampler", "SamplerWrapper")))
+                        # a project's DataLoader subclass told to shuffle, building no evaluation
+                        # data (pretrain-gnns' `DataLoaderSubstructContext(dataset, ..., shuffle=True)`)
+                        or (
+                            name[:1].isupper()
+                            and "DataLoader" in name
+                            and shuffle.keyword is not None
+                            and not _feeds_evaluation(source, call)
+                        )
                     )
                 ):
                     yield Change(call, (source.replace(shuffle.value, "False"),), f"`{name}` no longer shuffles")
