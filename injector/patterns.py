@@ -169,8 +169,23 @@ def becomes_number(expr: cst.BaseExpression) -> bool:
     if not isinstance(expr, cst.Call):
         return False
     if isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value == "numpy" and not expr.args:
+            # an array of a value cut first (`actor(state).cpu().data.numpy()`, `.detach().numpy()`);
+            # `.numpy()` on a tensor that requires grad raises instead
+            return _cut_in_chain(expr.func.value)
         return expr.func.attr.value in {"item", "tolist"} and not expr.args
     return isinstance(expr.func, cst.Name) and expr.func.value in {"float", "int", "bool"}
+
+
+def _cut_in_chain(expr: cst.BaseExpression) -> bool:
+    """True where a chain of attributes and method calls reads `.data` or calls `.detach()`."""
+    while isinstance(expr, (cst.Attribute, cst.Call)):
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "data":
+            return True
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "detach":
+            return True
+        expr = expr.func if isinstance(expr, cst.Call) else expr.value
+    return False
 
 
 def read_as_a_number(source: Source, name: cst.Name) -> bool:

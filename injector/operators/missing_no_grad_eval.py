@@ -408,6 +408,13 @@ class MissingNoGradEval(Operator):
         ),
     )
     untouched = (
+        # Acting: the action made an array of the cut value at once (p-christ's DDPG `pick_action`).
+        "def pick_action(self, state):\n"
+        "    self.actor.eval()\n"
+        "    with torch.no_grad():\n"
+        "        action = self.actor(state).cpu().data.numpy()\n"
+        "    self.actor.train()\n"
+        "    return action\n",
         # Chunks of a prediction, each output detached as it is kept (qlib's `_nn_predict`): no
         # graph outlives a line; nor in the validation that scores what it returns.
         "class Model:\n"
