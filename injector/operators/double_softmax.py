@@ -47,7 +47,7 @@ def _named_ce(call: cst.Call) -> bool:
     base class's file), or a loss helper handed the cross-entropy's name."""
     callee = callee_name(call) or ""
     words = callee.lower().split("_")
-    if callee[:1].islower() and "crossentropy" in "".join(words) and not {"binary", "bce"} & set(words):
+    if callee[:1].islower() and "crossentropy" in "".join(words) and not {"binary", "bce", "sigmoid"} & set(words):
         # a function of the project named for a cross-entropy (`smooth_crossentropy(pred, gold)`,
         # `soft_cross_entropy(logits, targets)`): it takes logits; a class of that name is built here
         return True
@@ -161,7 +161,8 @@ def _takes(call: cst.Call, param: cst.Param) -> bool:
 # Words of a loss's name that say it is no cross-entropy over classes (a regression, a divergence
 # between two distributions, a binary or a sequence loss): what it takes as logits is its own.
 _NOT_CE_WORDS = frozenset(
-    {"mse", "l1", "l2", "mae", "huber", "smooth", "kl", "kld", "kldiv", "bce", "binary", "ctc", "nll", "distill"}
+    {"mse", "l1", "l2", "mae", "huber", "smooth", "kl", "kld", "kldiv", "bce", "binary", "sigmoid", "ctc", "nll"}
+    | {"distill"}
     | {"distillation", "cosine", "triplet", "contrastive", "regression", "reg", "recon", "reconstruction"}
 )
 
@@ -489,6 +490,8 @@ class DoubleSoftmax(Operator):
         # A choice between a cross-entropy and something that is no loss class.
         "criterion = nn.CrossEntropyLoss() if cls else make_criterion(cfg)\nloss = criterion(output, target)\n",
         "loss = criterion(out, y)  # criterion built elsewhere: unknown loss\n",
+        # A sigmoid cross-entropy (pytorch-GAT's multi-label `sigmoid_cross_entropy_loss`, a BCEWithLogitsLoss).
+        "loss = sigmoid_cross_entropy_loss(nodes_unnormalized_scores, gt_node_labels)\n",
         # A handed-in criterion scoring outputs against a target that may be a regression's.
         "def step(model, criterion, x, label):\n    output = model(x)\n    return criterion(output, label)\n",
         # Called on logits, but bound here to a binary loss, or named for a regression.
