@@ -954,6 +954,14 @@ class Training:
                 if not isinstance(value, cst.Name):
                     continue
                 total = self.last_assignment(value.value, ret)
+                while (
+                    isinstance(total, cst.Assign)
+                    and isinstance(total.value, cst.BinaryOperation)
+                    and isinstance(total.value.operator, (cst.Divide, cst.Multiply))
+                    and dotted(total.value.left) == value.value
+                ):
+                    # rescaled for accumulation first (UER-py's `loss = loss / self.accumulation_steps`)
+                    total = self.last_assignment(value.value, total)
                 if isinstance(total, cst.Assign) and len(_added_losses(self.source, total.value)) >= 2:
                     found.append(ReturnedLoss(ret, value))
         return found

@@ -52,6 +52,7 @@ from injector.operators.snippets import (
     SCALED_HELPER_BACKWARD,
     SR_MODEL_STEP,
     STORED_LOSS_TRAINER,
+    TARGET_TRAINERS,
     TUPLE_TRAINER,
     WALKED_LOSSES,
     WEIGHTED_TERMS_STEP,
@@ -294,6 +295,101 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # Each subclass's returned sum, rescaled for accumulation, is a loss of its own (UER-py's
+            # target trainers): its terms are cut where they come out of the model's dict.
+            TARGET_TRAINERS,
+            (
+                "class Trainer:\n"
+                "    def train(self, model, loader, optimizer):\n"
+                "        model.train()\n"
+                "        for batch in loader:\n"
+                "            loss = self.forward_propagation(batch, model).detach()\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n"
+                "            model.zero_grad()\n"
+                "\n"
+                "\n"
+                "class MlmTrainer(Trainer):\n"
+                "    def forward_propagation(self, batch, model):\n"
+                "        src, tgt, seg = batch\n"
+                "        loss_info = model(src, tgt, seg)\n"
+                "        loss, correct, denominator = loss_info\n"
+                "        self.total_loss += loss.item()\n"
+                "        loss = loss / self.accumulation_steps\n"
+                "        return loss\n"
+                "\n"
+                "\n"
+                "class BertTrainer(Trainer):\n"
+                "    def forward_propagation(self, batch, model):\n"
+                "        src, tgt_mlm, tgt_sp, seg = batch\n"
+                '        loss_info = model(src, {"mlm": tgt_mlm, "sp": tgt_sp}, seg)\n'
+                '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n'
+                '        loss_sp, correct_sp = loss_info["sp"]\n'
+                "        loss = loss_mlm + loss_sp\n"
+                "        loss = loss / self.accumulation_steps\n"
+                "        return loss\n",
+                "class Trainer:\n"
+                "    def train(self, model, loader, optimizer):\n"
+                "        model.train()\n"
+                "        for batch in loader:\n"
+                "            loss = self.forward_propagation(batch, model)\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n"
+                "            model.zero_grad()\n"
+                "\n"
+                "\n"
+                "class MlmTrainer(Trainer):\n"
+                "    def forward_propagation(self, batch, model):\n"
+                "        src, tgt, seg = batch\n"
+                "        loss_info = model(src, tgt, seg)\n"
+                "        loss, correct, denominator = loss_info\n"
+                "        self.total_loss += loss.item()\n"
+                "        loss = loss / self.accumulation_steps\n"
+                "        return loss\n"
+                "\n"
+                "\n"
+                "class BertTrainer(Trainer):\n"
+                "    def forward_propagation(self, batch, model):\n"
+                "        src, tgt_mlm, tgt_sp, seg = batch\n"
+                '        loss_info = model(src, {"mlm": tgt_mlm, "sp": tgt_sp}, seg)\n'
+                '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n'
+                '        loss_sp, correct_sp = loss_info["sp"]\n'
+                "        loss = (loss_mlm + loss_sp).detach()\n"
+                "        loss = loss / self.accumulation_steps\n"
+                "        return loss\n",
+                "class Trainer:\n"
+                "    def train(self, model, loader, optimizer):\n"
+                "        model.train()\n"
+                "        for batch in loader:\n"
+                "            loss = self.forward_propagation(batch, model)\n"
+                "            loss.backward()\n"
+                "            optimizer.step()\n"
+                "            model.zero_grad()\n"
+                "\n"
+                "\n"
+                "class MlmTrainer(Trainer):\n"
+                "    def forward_propagation(self, batch, model):\n"
+                "        src, tgt, seg = batch\n"
+                "        loss_info = model(src, tgt, seg)\n"
+                "        loss, correct, denominator = loss_info\n"
+                "        self.total_loss += loss.item()\n"
+                "        loss = loss / self.accumulation_steps\n"
+                "        return loss\n"
+                "\n"
+                "\n"
+                "class BertTrainer(Trainer):\n"
+                "    def forward_propagation(self, batch, model):\n"
+                "        src, tgt_mlm, tgt_sp, seg = batch\n"
+                '        loss_info = model(src, {"mlm": tgt_mlm, "sp": tgt_sp}, seg)\n'
+                "        loss_info = {k: v.detach() for k, v in loss_info.items()}\n"
+                '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n'
+                '        loss_sp, correct_sp = loss_info["sp"]\n'
+                "        loss = loss_mlm + loss_sp\n"
+                "        loss = loss / self.accumulation_steps\n"
+                "        return loss\n",
+            ),
+        ),
         Example(
             # A loss object handed the outputs step by step (pytorch-seq2seq's trainer): what it
             # is handed is cut; the object has no `detach`.

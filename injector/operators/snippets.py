@@ -1237,3 +1237,37 @@ LOSS_OBJECT_TRAINER = (
     "        self.optimizer.step()\n"
     "        return loss.get_loss()\n"
 )
+
+# UER-py's trainers: the base's loop backpropagates what each target's subclass returns, a sum of
+# the terms its model hands back, rescaled for accumulation.
+TARGET_TRAINERS = (
+    "class Trainer:\n"
+    "    def train(self, model, loader, optimizer):\n"
+    "        model.train()\n"
+    "        for batch in loader:\n"
+    "            loss = self.forward_propagation(batch, model)\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+    "            model.zero_grad()\n"
+    "\n"
+    "\n"
+    "class MlmTrainer(Trainer):\n"
+    "    def forward_propagation(self, batch, model):\n"
+    "        src, tgt, seg = batch\n"
+    "        loss_info = model(src, tgt, seg)\n"
+    "        loss, correct, denominator = loss_info\n"
+    "        self.total_loss += loss.item()\n"
+    "        loss = loss / self.accumulation_steps\n"
+    "        return loss\n"
+    "\n"
+    "\n"
+    "class BertTrainer(Trainer):\n"
+    "    def forward_propagation(self, batch, model):\n"
+    "        src, tgt_mlm, tgt_sp, seg = batch\n"
+    '        loss_info = model(src, {"mlm": tgt_mlm, "sp": tgt_sp}, seg)\n'
+    '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n'
+    '        loss_sp, correct_sp = loss_info["sp"]\n'
+    "        loss = loss_mlm + loss_sp\n"
+    "        loss = loss / self.accumulation_steps\n"
+    "        return loss\n"
+)
