@@ -3192,9 +3192,19 @@ def inherited_method(
         return None
     for base in owner.bases:
         found = training.resolver.definition(source, base.value)
-        if found is None or not isinstance(found[1], cst.ClassDef) or (depth == 0 and found[0].path == source.path):
-            continue  # (a base class of this file: its own switches get their mutants)
+        if found is None or not isinstance(found[1], cst.ClassDef):
+            continue
         module, cls = found
+        if depth == 0 and module.path == source.path:
+            # a base class of this file: its own method gets its mutants there; one it inherits in
+            # turn from another module is looked for further up (ElegantRL's AgentA2C(AgentPPO),
+            # whose optimizer_backward is AgentBase's)
+            if any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in cls.body.body):
+                continue
+            deeper = inherited_method(training, module, cls, name, depth + 1)
+            if deeper is not None:
+                return deeper
+            continue
         own = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
         if own is not None:
             return own

@@ -1138,6 +1138,22 @@ def test_a_backward_a_base_class_of_another_module_runs_is_the_step_of_the_subcl
     assert [line for _, line, _ in lr_mutants(capsys, path, "detached-graph")] == [8]
 
 
+def test_a_backward_inherited_through_a_base_class_of_the_file_is_the_step_of_its_subclass(tmp_path, capsys):
+    """ElegantRL's AgentA2C(AgentPPO): AgentPPO, in the same file, inherits optimizer_backward from
+    AgentBase (another module); AgentA2C's own update hands its loss to it."""
+    (tmp_path / "trainers").mkdir()
+    (tmp_path / "trainers" / "__init__.py").write_text("")
+    (tmp_path / "trainers" / "base.py").write_text(BACKWARD_BASE)
+    (tmp_path / "a2c.py").write_text(
+        OCP_TRAINER + "\n\nclass A2CTrainer(OCPTrainer):\n"
+        "    def update(self, batch):\n"
+        "        loss = self.criterion(self.model(batch), batch.y)\n"
+        "        self._backward(loss)\n"
+    )
+    backward = lr_mutants(capsys, tmp_path / "a2c.py", "missing-backward")
+    assert [(file, line) for file, line, _ in backward] == [("a2c.py", 10), ("a2c.py", 16)]
+
+
 def test_without_the_base_module_the_inherited_call_is_no_backward(tmp_path, capsys):
     (tmp_path / "ocp_trainer.py").write_text(OCP_TRAINER)
     assert lr_mutants(capsys, tmp_path / "ocp_trainer.py", "missing-backward") == []
