@@ -54,6 +54,7 @@ from injector.operators.snippets import (
     STORED_LOSS_TRAINER,
     TARGET_TRAINERS,
     TUPLE_TRAINER,
+    TWO_MODEL_STEP,
     WALKED_LOSSES,
     WEIGHTED_TERMS_STEP,
 )
@@ -297,97 +298,23 @@ class DetachedGraph(Operator):
     examples = (
         Example(
             # Each subclass's returned sum, rescaled for accumulation, is a loss of its own (UER-py's
-            # target trainers): its terms are cut where they come out of the model's dict.
+            # target trainers): the sum is cut, and each term where it is unpacked from the entry
+            # of the model's dict (the entries are tuples: no cut of the dict itself).
             TARGET_TRAINERS,
             (
-                "class Trainer:\n"
-                "    def train(self, model, loader, optimizer):\n"
-                "        model.train()\n"
-                "        for batch in loader:\n"
-                "            loss = self.forward_propagation(batch, model).detach()\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n"
-                "            model.zero_grad()\n"
-                "\n"
-                "\n"
-                "class MlmTrainer(Trainer):\n"
-                "    def forward_propagation(self, batch, model):\n"
-                "        src, tgt, seg = batch\n"
-                "        loss_info = model(src, tgt, seg)\n"
-                "        loss, correct, denominator = loss_info\n"
-                "        self.total_loss += loss.item()\n"
-                "        loss = loss / self.accumulation_steps\n"
-                "        return loss\n"
-                "\n"
-                "\n"
-                "class BertTrainer(Trainer):\n"
-                "    def forward_propagation(self, batch, model):\n"
-                "        src, tgt_mlm, tgt_sp, seg = batch\n"
-                '        loss_info = model(src, {"mlm": tgt_mlm, "sp": tgt_sp}, seg)\n'
-                '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n'
-                '        loss_sp, correct_sp = loss_info["sp"]\n'
-                "        loss = loss_mlm + loss_sp\n"
-                "        loss = loss / self.accumulation_steps\n"
-                "        return loss\n",
-                "class Trainer:\n"
-                "    def train(self, model, loader, optimizer):\n"
-                "        model.train()\n"
-                "        for batch in loader:\n"
-                "            loss = self.forward_propagation(batch, model)\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n"
-                "            model.zero_grad()\n"
-                "\n"
-                "\n"
-                "class MlmTrainer(Trainer):\n"
-                "    def forward_propagation(self, batch, model):\n"
-                "        src, tgt, seg = batch\n"
-                "        loss_info = model(src, tgt, seg)\n"
-                "        loss, correct, denominator = loss_info\n"
-                "        self.total_loss += loss.item()\n"
-                "        loss = loss / self.accumulation_steps\n"
-                "        return loss\n"
-                "\n"
-                "\n"
-                "class BertTrainer(Trainer):\n"
-                "    def forward_propagation(self, batch, model):\n"
-                "        src, tgt_mlm, tgt_sp, seg = batch\n"
-                '        loss_info = model(src, {"mlm": tgt_mlm, "sp": tgt_sp}, seg)\n'
-                '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n'
-                '        loss_sp, correct_sp = loss_info["sp"]\n'
-                "        loss = (loss_mlm + loss_sp).detach()\n"
-                "        loss = loss / self.accumulation_steps\n"
-                "        return loss\n",
-                "class Trainer:\n"
-                "    def train(self, model, loader, optimizer):\n"
-                "        model.train()\n"
-                "        for batch in loader:\n"
-                "            loss = self.forward_propagation(batch, model)\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n"
-                "            model.zero_grad()\n"
-                "\n"
-                "\n"
-                "class MlmTrainer(Trainer):\n"
-                "    def forward_propagation(self, batch, model):\n"
-                "        src, tgt, seg = batch\n"
-                "        loss_info = model(src, tgt, seg)\n"
-                "        loss, correct, denominator = loss_info\n"
-                "        self.total_loss += loss.item()\n"
-                "        loss = loss / self.accumulation_steps\n"
-                "        return loss\n"
-                "\n"
-                "\n"
-                "class BertTrainer(Trainer):\n"
-                "    def forward_propagation(self, batch, model):\n"
-                "        src, tgt_mlm, tgt_sp, seg = batch\n"
-                '        loss_info = model(src, {"mlm": tgt_mlm, "sp": tgt_sp}, seg)\n'
-                "        loss_info = {k: v.detach() for k, v in loss_info.items()}\n"
-                '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n'
-                '        loss_sp, correct_sp = loss_info["sp"]\n'
-                "        loss = loss_mlm + loss_sp\n"
-                "        loss = loss / self.accumulation_steps\n"
-                "        return loss\n",
+                TARGET_TRAINERS.replace(
+                    "loss = self.forward_propagation(batch, model)",
+                    "loss = self.forward_propagation(batch, model).detach()",
+                ),
+                TARGET_TRAINERS.replace("loss = loss_mlm + loss_sp", "loss = (loss_mlm + loss_sp).detach()"),
+                TARGET_TRAINERS.replace(
+                    '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n',
+                    '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n        loss_mlm = loss_mlm.detach()\n',
+                ),
+                TARGET_TRAINERS.replace(
+                    '        loss_sp, correct_sp = loss_info["sp"]\n',
+                    '        loss_sp, correct_sp = loss_info["sp"]\n        loss_sp = loss_sp.detach()\n',
+                ),
             ),
         ),
         Example(
@@ -423,107 +350,16 @@ class DetachedGraph(Operator):
             # context prediction): both forwards are trained, a part of the output taken at once
             # (`model_a(x)[batch.center]`) is the forward, and a tensor read by its methods is
             # one even where rows are picked by a name (`rep_a[i]`).
-            "import torch\n"
-            "import torch.nn as nn\n"
-            "\n"
-            "criterion = nn.BCEWithLogitsLoss()\n"
-            "\n"
-            "\n"
-            "def train(model_a, model_b, loader, opt_a, opt_b):\n"
-            "    for batch in loader:\n"
-            "        rep_a = model_a(batch.x_a)[batch.center]\n"
-            "        rep_b = model_b(batch.x_b)\n"
-            "        rows = torch.cat([rep_a[i].repeat((batch.size[i], 1)) for i in range(len(rep_a))])\n"
-            "        pred_pos = torch.sum(rows * rep_b, dim=1)\n"
-            "        pred_neg = torch.sum(rep_a.repeat((2, 1)) * rep_b.flip(0), dim=1)\n"
-            "        loss = criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)\n"
-            "        opt_a.zero_grad()\n"
-            "        opt_b.zero_grad()\n"
-            "        loss.backward()\n"
-            "        opt_a.step()\n"
-            "        opt_b.step()\n"
-            "\n"
-            "\n"
-            "def main(model_a, model_b, loader):\n"
-            "    opt_a = torch.optim.Adam(model_a.parameters())\n"
-            "    opt_b = torch.optim.Adam(model_b.parameters())\n"
-            "    train(model_a, model_b, loader, opt_a, opt_b)\n",
+            TWO_MODEL_STEP,
             (
-                "import torch\n"
-                "import torch.nn as nn\n"
-                "\n"
-                "criterion = nn.BCEWithLogitsLoss()\n"
-                "\n"
-                "\n"
-                "def train(model_a, model_b, loader, opt_a, opt_b):\n"
-                "    for batch in loader:\n"
-                "        rep_a = model_a(batch.x_a)[batch.center]\n"
-                "        rep_b = model_b(batch.x_b)\n"
-                "        rows = torch.cat([rep_a[i].repeat((batch.size[i], 1)) for i in range(len(rep_a))])\n"
-                "        pred_pos = torch.sum(rows * rep_b, dim=1)\n"
-                "        pred_neg = torch.sum(rep_a.repeat((2, 1)) * rep_b.flip(0), dim=1)\n"
-                "        loss = (criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)).detach()\n"
-                "        opt_a.zero_grad()\n"
-                "        opt_b.zero_grad()\n"
-                "        loss.backward()\n"
-                "        opt_a.step()\n"
-                "        opt_b.step()\n"
-                "\n"
-                "\n"
-                "def main(model_a, model_b, loader):\n"
-                "    opt_a = torch.optim.Adam(model_a.parameters())\n"
-                "    opt_b = torch.optim.Adam(model_b.parameters())\n"
-                "    train(model_a, model_b, loader, opt_a, opt_b)\n",
-                "import torch\n"
-                "import torch.nn as nn\n"
-                "\n"
-                "criterion = nn.BCEWithLogitsLoss()\n"
-                "\n"
-                "\n"
-                "def train(model_a, model_b, loader, opt_a, opt_b):\n"
-                "    for batch in loader:\n"
-                "        rep_a = model_a(batch.x_a)[batch.center].detach()\n"
-                "        rep_b = model_b(batch.x_b)\n"
-                "        rows = torch.cat([rep_a[i].repeat((batch.size[i], 1)) for i in range(len(rep_a))])\n"
-                "        pred_pos = torch.sum(rows * rep_b, dim=1)\n"
-                "        pred_neg = torch.sum(rep_a.repeat((2, 1)) * rep_b.flip(0), dim=1)\n"
-                "        loss = criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)\n"
-                "        opt_a.zero_grad()\n"
-                "        opt_b.zero_grad()\n"
-                "        loss.backward()\n"
-                "        opt_a.step()\n"
-                "        opt_b.step()\n"
-                "\n"
-                "\n"
-                "def main(model_a, model_b, loader):\n"
-                "    opt_a = torch.optim.Adam(model_a.parameters())\n"
-                "    opt_b = torch.optim.Adam(model_b.parameters())\n"
-                "    train(model_a, model_b, loader, opt_a, opt_b)\n",
-                "import torch\n"
-                "import torch.nn as nn\n"
-                "\n"
-                "criterion = nn.BCEWithLogitsLoss()\n"
-                "\n"
-                "\n"
-                "def train(model_a, model_b, loader, opt_a, opt_b):\n"
-                "    for batch in loader:\n"
-                "        rep_a = model_a(batch.x_a)[batch.center]\n"
-                "        rep_b = model_b(batch.x_b).detach()\n"
-                "        rows = torch.cat([rep_a[i].repeat((batch.size[i], 1)) for i in range(len(rep_a))])\n"
-                "        pred_pos = torch.sum(rows * rep_b, dim=1)\n"
-                "        pred_neg = torch.sum(rep_a.repeat((2, 1)) * rep_b.flip(0), dim=1)\n"
-                "        loss = criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)\n"
-                "        opt_a.zero_grad()\n"
-                "        opt_b.zero_grad()\n"
-                "        loss.backward()\n"
-                "        opt_a.step()\n"
-                "        opt_b.step()\n"
-                "\n"
-                "\n"
-                "def main(model_a, model_b, loader):\n"
-                "    opt_a = torch.optim.Adam(model_a.parameters())\n"
-                "    opt_b = torch.optim.Adam(model_b.parameters())\n"
-                "    train(model_a, model_b, loader, opt_a, opt_b)\n",
+                TWO_MODEL_STEP.replace(
+                    "loss = criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)",
+                    "loss = (criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)).detach()",
+                ),
+                TWO_MODEL_STEP.replace(
+                    "rep_a = model_a(batch.x_a)[batch.center]", "rep_a = model_a(batch.x_a)[batch.center].detach()"
+                ),
+                TWO_MODEL_STEP.replace("rep_b = model_b(batch.x_b)", "rep_b = model_b(batch.x_b).detach()"),
             ),
         ),
         Example(
@@ -3419,6 +3255,11 @@ def _chain_cuts(source, training, changes: list[Change]):
                 readers = [later for later, inputs in chain.items() if line in inputs]
                 reaching = _read_by(source, readers)
                 change = _chain_cut(source, line, reaching | added if reaching else None)
+                if change is None and readers and all(_unpacks_an_entry(r) for r in readers):
+                    # a mapping of tuples (UER-py's `loss_mlm, correct, n = loss_info["mlm"]`): each
+                    # entry's names cut where they are unpacked
+                    yield from _readers_cut(source, chain, readers, made)
+                    continue
                 if change is None and len(readers) == 1 and drawn(source, training, readers[0].body[0]):
                     # a distribution the model returned, read by the loss only through its draw
                     # (DrQ-v2's `action = dist.sample(clip=...)`): the draw is what to cut
@@ -3428,15 +3269,31 @@ def _chain_cuts(source, training, changes: list[Change]):
                     # read through its draw and beside it (SAC's `action = dist.rsample()` and
                     # `log_prob = dist.log_prob(action)`): each value taken from it is a path of its
                     # own to the loss, cut where it is taken
-                    for reader in readers:
-                        cut = _chain_cut(source, reader, _read_by(source, [r for r, i in chain.items() if reader in i]))
-                        if cut is not None and reader not in made:
-                            made.add(reader)
-                            yield cut
+                    yield from _readers_cut(source, chain, readers, made)
                     continue
                 if change is not None and line not in made:
                     made.add(line)
                     yield change
+
+
+def _readers_cut(source, chain, readers: list, made: set):
+    """Each of `readers` (lines of a loss's chain) cut where it binds what the next lines read."""
+    for reader in readers:
+        cut = _chain_cut(source, reader, _read_by(source, [r for r, i in chain.items() if reader in i]))
+        if cut is not None and reader not in made:
+            made.add(reader)
+            yield cut
+
+
+def _unpacks_an_entry(line: cst.SimpleStatementLine) -> bool:
+    """True for `a, b = mapping["key"]`: a line unpacking one entry of a mapping."""
+    assign = line.body[0] if len(line.body) == 1 else None
+    return (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
+        and isinstance(assign.value, cst.Subscript)
+    )
 
 
 def _cut_lines(source, chain, changes: list[Change]) -> set:
@@ -3511,5 +3368,22 @@ def _name_cut(source, name: str, line: cst.SimpleStatementLine) -> str | None:
     """The statement that cuts off what `line` bound to `name`: entry by entry for a mapping read
     by key, `.detach()` for a tensor, None where it may be neither."""
     if _read_by_key(source, name, line):
+        if _entries_unpacked(source, name, line):
+            return None  # entries that are tuples (UER-py's `loss_mlm, correct, n = loss_info["mlm"]`)
         return _mapping_cut(source, name, line)
     return f"{name} = {name}.detach()" if _a_tensor(source, name, line) else None
+
+
+def _entries_unpacked(source, name: str, line: cst.SimpleStatementLine) -> bool:
+    """True where an entry of the mapping `name` is unpacked into several names after `line`: the
+    entries are tuples, which have no `detach`; the names unpacked are cut where they are bound."""
+    for read in _later_reads(source, name, line):
+        sub = source.parent(read)
+        assign = source.parent(sub) if isinstance(sub, cst.Subscript) and sub.value is read else None
+        if (
+            isinstance(assign, cst.Assign)
+            and assign.value is sub
+            and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
+        ):
+            return True
+    return False

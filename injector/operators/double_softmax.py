@@ -5,7 +5,12 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import DATA_PARALLEL_UNLESS_WRAPPED, DEFAULT_CRITERION_METHOD, ENTROPY_HELPER
+from injector.operators.snippets import (
+    DATA_PARALLEL_UNLESS_WRAPPED,
+    DEFAULT_CRITERION_METHOD,
+    ENTROPY_HELPER,
+    HANDED_CRITERION_FINDER,
+)
 from injector.patterns import (
     argument,
     callee_name,
@@ -442,21 +447,11 @@ class DoubleSoftmax(Operator):
         Example(
             # A library's trainer scoring a model's outputs against class labels with the
             # criterion its caller hands in (torch-lr-finder's LRFinder): a classifier's logits.
-            "class Finder:\n"
-            "    def __init__(self, model, optimizer, criterion):\n"
-            "        self.model = model\n"
-            "        self.criterion = criterion\n"
-            "    def _train_batch(self, inputs, labels):\n"
-            "        outputs = self.model(inputs)\n"
-            "        return self.criterion(outputs, labels)\n",
+            HANDED_CRITERION_FINDER,
             (
-                "class Finder:\n"
-                "    def __init__(self, model, optimizer, criterion):\n"
-                "        self.model = model\n"
-                "        self.criterion = criterion\n"
-                "    def _train_batch(self, inputs, labels):\n"
-                "        outputs = self.model(inputs)\n"
-                "        return self.criterion(outputs.softmax(dim=1), labels)\n",
+                HANDED_CRITERION_FINDER.replace(
+                    "self.criterion(outputs, labels)", "self.criterion(outputs.softmax(dim=1), labels)"
+                ),
             ),
         ),
     )

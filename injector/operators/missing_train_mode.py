@@ -16,6 +16,7 @@ from injector.operators.base import (
 )
 from injector.operators.snippets import (
     AGENT_CONSTRUCTOR,
+    ALIASED_VALIDATION,
     CALLBACK_RUNNER,
     CRITIC_WITH_DROPOUT,
     INIT_HELPER_MODEL,
@@ -1075,45 +1076,8 @@ class MissingTrainMode(Operator):
             # The validation switches a local bound to the trainer's model (once-for-all's
             # validate: `net = self.net`, wrapped, then `net.eval()`): the epoch's own switch
             # is the one that puts it back.
-            "class Runner:\n"
-            "    def __init__(self, net):\n"
-            "        self.net = net\n"
-            "    def validate(self, net=None):\n"
-            "        if net is None:\n"
-            "            net = self.net\n"
-            "        net = nn.DataParallel(net)\n"
-            "        net.eval()\n"
-            "        return evaluate(net)\n"
-            "    def train_one_epoch(self, loader, optimizer):\n"
-            "        self.net.train()\n"
-            "        for x, y in loader:\n"
-            "            loss = self.net(x, y)\n"
-            "            loss.backward()\n"
-            "            optimizer.step()\n"
-            "    def train(self, loader, optimizer):\n"
-            "        for epoch in range(3):\n"
-            "            self.train_one_epoch(loader, optimizer)\n"
-            "            self.validate()\n",
-            (
-                "class Runner:\n"
-                "    def __init__(self, net):\n"
-                "        self.net = net\n"
-                "    def validate(self, net=None):\n"
-                "        if net is None:\n"
-                "            net = self.net\n"
-                "        net = nn.DataParallel(net)\n"
-                "        net.eval()\n"
-                "        return evaluate(net)\n"
-                "    def train_one_epoch(self, loader, optimizer):\n"
-                "        for x, y in loader:\n"
-                "            loss = self.net(x, y)\n"
-                "            loss.backward()\n"
-                "            optimizer.step()\n"
-                "    def train(self, loader, optimizer):\n"
-                "        for epoch in range(3):\n"
-                "            self.train_one_epoch(loader, optimizer)\n"
-                "            self.validate()\n",
-            ),
+            ALIASED_VALIDATION,
+            (ALIASED_VALIDATION.replace("        self.net.train()\n        for x, y", "        for x, y"),),
         ),
         Example(
             # The same with a keyword.

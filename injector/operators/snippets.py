@@ -1271,3 +1271,68 @@ TARGET_TRAINERS = (
     "        loss = loss / self.accumulation_steps\n"
     "        return loss\n"
 )
+
+# once-for-all's RunManager: validate() switches a local bound to the trainer's model (wrapped in
+# DataParallel) to eval; the epoch's own `self.net.train()` switches it back.
+ALIASED_VALIDATION = (
+    "class Runner:\n"
+    "    def __init__(self, net):\n"
+    "        self.net = net\n"
+    "    def validate(self, net=None):\n"
+    "        if net is None:\n"
+    "            net = self.net\n"
+    "        net = nn.DataParallel(net)\n"
+    "        net.eval()\n"
+    "        return evaluate(net)\n"
+    "    def train_one_epoch(self, loader, optimizer):\n"
+    "        self.net.train()\n"
+    "        for x, y in loader:\n"
+    "            loss = self.net(x, y)\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+    "    def train(self, loader, optimizer):\n"
+    "        for epoch in range(3):\n"
+    "            self.train_one_epoch(loader, optimizer)\n"
+    "            self.validate()\n"
+)
+
+# torch-lr-finder's LRFinder: the criterion its caller hands in, scoring a model's outputs against
+# class labels.
+HANDED_CRITERION_FINDER = (
+    "class Finder:\n"
+    "    def __init__(self, model, optimizer, criterion):\n"
+    "        self.model = model\n"
+    "        self.criterion = criterion\n"
+    "    def _train_batch(self, inputs, labels):\n"
+    "        outputs = self.model(inputs)\n"
+    "        return self.criterion(outputs, labels)\n"
+)
+
+# pretrain-gnns' context prediction: two models, each with its optimizer, stepped after one backward.
+TWO_MODEL_STEP = (
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "\n"
+    "criterion = nn.BCEWithLogitsLoss()\n"
+    "\n"
+    "\n"
+    "def train(model_a, model_b, loader, opt_a, opt_b):\n"
+    "    for batch in loader:\n"
+    "        rep_a = model_a(batch.x_a)[batch.center]\n"
+    "        rep_b = model_b(batch.x_b)\n"
+    "        rows = torch.cat([rep_a[i].repeat((batch.size[i], 1)) for i in range(len(rep_a))])\n"
+    "        pred_pos = torch.sum(rows * rep_b, dim=1)\n"
+    "        pred_neg = torch.sum(rep_a.repeat((2, 1)) * rep_b.flip(0), dim=1)\n"
+    "        loss = criterion(pred_pos, batch.y) + criterion(pred_neg, 1 - batch.y)\n"
+    "        opt_a.zero_grad()\n"
+    "        opt_b.zero_grad()\n"
+    "        loss.backward()\n"
+    "        opt_a.step()\n"
+    "        opt_b.step()\n"
+    "\n"
+    "\n"
+    "def main(model_a, model_b, loader):\n"
+    "    opt_a = torch.optim.Adam(model_a.parameters())\n"
+    "    opt_b = torch.optim.Adam(model_b.parameters())\n"
+    "    train(model_a, model_b, loader, opt_a, opt_b)\n"
+)
