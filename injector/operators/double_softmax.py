@@ -219,19 +219,17 @@ def _unseen(source, training, func: cst.BaseExpression, use: cst.CSTNode) -> boo
 def _handed_in(source, training, func: cst.BaseExpression) -> bool:
     """True for a callee that is a parameter of its function or bound from one
     (`self.criterion = criterion`): the caller chooses it."""
-    text = dotted(func)
-    function = source.function_of(func)
-    if (
-        isinstance(func, cst.Name)
-        and function is not None
-        and func.value in {p.name.value for p in function.params.params}
-    ):
-        return True
-    return any(
-        isinstance(assign.value, cst.Name)
-        and source.function_of(assign) is not None
-        and assign.value.value in {p.name.value for p in source.function_of(assign).params.params}
-        for assign in training.assigned_names.get(text or "", ())
+
+    def a_parameter(name: cst.BaseExpression) -> bool:
+        function = source.function_of(name)
+        return (
+            isinstance(name, cst.Name)
+            and function is not None
+            and name.value in {p.name.value for p in function.params.params}
+        )
+
+    return a_parameter(func) or any(
+        a_parameter(assign.value) for assign in training.assigned_names.get(dotted(func) or "", ())
     )
 
 

@@ -401,13 +401,14 @@ def trained_after(source, training, forward: cst.CSTNode) -> set[str] | None:
         return None
     # the steps of one backward: the first, and those right after it with no backward between
     # (pretrain-gnns' `optimizer_substruct.step()`, then `optimizer_context.step()`)
+    backwards = [
+        source.span(call)[0]
+        for call in source.within(function.body if function is not None else source.module, cst.Call)
+        if callee_name(call) == "backward"
+    ]
     group = [steps[0]]
     for step in steps[1:]:
-        between = (source.span(group[-1])[1], source.span(step)[0])
-        if any(
-            callee_name(call) == "backward" and between[0] < source.span(call)[0] < between[1]
-            for call in source.within(function.body if function is not None else source.module, cst.Call)
-        ):
+        if any(source.span(group[-1])[1] < at < source.span(step)[0] for at in backwards):
             break
         group.append(step)
     found: set[str] = set()

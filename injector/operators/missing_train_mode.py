@@ -155,6 +155,8 @@ def _local_alias(source, training, call: cst.Call, receiver: str | None, name: s
     function = source.function_of(call)
     if not receiver or "." in receiver or function is None:
         return False
+    if not any(source.function_of(a) is function for a in training.assigned_names.get(receiver, ())):
+        return False  # not a local of the function: no alias
     aliases, grew = {name}, True
     assigns = [
         a
