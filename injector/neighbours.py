@@ -160,6 +160,37 @@ class Resolver:
             return None
         return self.imported_definition(source, imported, rest, 0)
 
+    def registry(
+        self, source: Source, name: str, depth: int = 0
+    ) -> list[tuple[Source, cst.ClassDef | cst.FunctionDef]]:
+        """The classes or functions a mapping of names to them holds (UER-py's `str2dataloader =
+        {"bert": BertDataloader, ...}`, which `from uer.utils import *` brings in), where the file
+        or a project module it imports defines that mapping; none where a value is anything else."""
+        neighbours: Neighbours | None = getattr(source, "neighbours", None)
+        mapping = top_level_mapping(source, name)
+        if mapping is not None:
+            members = [self.definition(source, e.value) for e in mapping.elements if isinstance(e, cst.DictElement)]
+            return [m for m in members if m is not None] if None not in members else []
+        if neighbours is None or depth > 3:
+            return []
+        imported = self.imports(source).get(name)
+        modules: list[tuple[Source | None, str]] = []
+        if imported is not None and imported.name is not None and not is_torch(imported.module):
+            modules.append((neighbours.module(imported.module, imported.level), imported.name))
+        elif imported is None:
+            for statement in source.nodes(cst.ImportFrom):
+                if isinstance(statement.names, cst.ImportStar):
+                    module_name = dotted(statement.module) if statement.module is not None else ""
+                    modules.append((neighbours.module(module_name or "", len(statement.relative)), name))
+        for module, member in modules:
+            if module is None:
+                continue
+            module.neighbours = neighbours.beside(module)
+            found = self.registry(module, member, depth + 1)
+            if found:
+                return found
+        return []
+
     def _star_definition(
         self, source: Source, name: str, depth: int
     ) -> tuple[Source, cst.ClassDef | cst.FunctionDef] | None:
@@ -223,6 +254,40 @@ class Resolver:
         return None
 
 
+def top_level_mapping(source: Source, name: str) -> cst.Dict | None:
+    """The literal dict a module binds to `name` at its top level (`str2dataloader = {...}`)."""
+    for statement in source.module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and small.targets[0].target.value == name
+                and isinstance(small.value, cst.Dict)
+            ):
+                return small.value
+    return None
+
+
+def inherited_constructor(
+    resolver: Resolver, source: Source, cls: cst.ClassDef, depth: int = 0
+) -> cst.FunctionDef | None:
+    """The `__init__` a call of `cls` runs: its own, or the nearest base class's, in this file or
+    in another module of the project."""
+    own = constructor_or_function(cls)
+    if own is not None or depth > 3:
+        return own
+    for base in cls.bases:
+        found = resolver.definition(source, base.value)
+        if found is not None and isinstance(found[1], cst.ClassDef):
+            inherited = inherited_constructor(resolver, found[0], found[1], depth + 1)
+            if inherited is not None:
+                return inherited
+    return None
+
+
 def top_level(source: Source, name: str) -> cst.CSTNode | None:
     for statement in source.module.body:
         if isinstance(statement, (cst.ClassDef, cst.FunctionDef)) and statement.name.value == name:
@@ -239,10 +304,13 @@ def constructor_or_function(definition: cst.ClassDef | cst.FunctionDef) -> cst.F
     )
 
 
-def bound_arguments(definition: cst.ClassDef | cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+def bound_arguments(
+    definition: cst.ClassDef | cst.FunctionDef, call: cst.Call, function: cst.FunctionDef | None = None
+) -> dict[str, cst.BaseExpression] | None:
     """The arguments of `call` by the parameter of `definition` they are bound to (a class's
-    through its `__init__`, `self` left out); None for a class without one."""
-    function = constructor_or_function(definition)
+    through its `__init__`, or the inherited `function` given, `self` left out); None for a class
+    without one."""
+    function = function or constructor_or_function(definition)
     if function is None:
         return None
     params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]

@@ -32,6 +32,7 @@ from injector.operators.snippets import (
     CONTROLLER_STEP,
     DEFAULT_LOSS_FN,
     DISTILLATION_BRANCH_STEP,
+    ELEGANTRL_UPDATE,
     GAN_GENERATOR_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
@@ -297,9 +298,32 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # Objectives named as such (ElegantRL's PPO): the actor's sum cut, and each of its two
+            # terms; the critic's objective cut where it is computed (its forward's output reaches
+            # nothing else).
+            ELEGANTRL_UPDATE,
+            (
+                ELEGANTRL_UPDATE.replace(
+                    "obj_critic = self.criterion(value, reward_sums[ids]).mean()",
+                    "obj_critic = self.criterion(value, reward_sums[ids]).mean().detach()",
+                ),
+                ELEGANTRL_UPDATE.replace(
+                    "obj_actor = obj_surrogate + obj_entropy * self.lambda_entropy",
+                    "obj_actor = (obj_surrogate + obj_entropy * self.lambda_entropy).detach()",
+                ),
+                ELEGANTRL_UPDATE.replace(
+                    "obj_surrogate = (advantages[ids] * ratio).mean()",
+                    "obj_surrogate = (advantages[ids] * ratio).mean().detach()",
+                ),
+                ELEGANTRL_UPDATE.replace("obj_entropy = entropy.mean()", "obj_entropy = entropy.mean().detach()"),
+            ),
+        ),
+        Example(
             # Each subclass's returned sum, rescaled for accumulation, is a loss of its own (UER-py's
             # target trainers): the sum is cut, and each term where it is unpacked from the entry
-            # of the model's dict (the entries are tuples: no cut of the dict itself).
+            # of the model's dict (the entries are tuples: no cut of the dict itself). The base
+            # class's call runs whichever override the trainer is: cut there, every trainer's loss
+            # is; each override's own loss is cut where it is unpacked from the model's tuple.
             TARGET_TRAINERS,
             (
                 TARGET_TRAINERS.replace(
@@ -307,6 +331,10 @@ class DetachedGraph(Operator):
                     "loss = self.forward_propagation(batch, model).detach()",
                 ),
                 TARGET_TRAINERS.replace("loss = loss_mlm + loss_sp", "loss = (loss_mlm + loss_sp).detach()"),
+                TARGET_TRAINERS.replace(
+                    "        loss, correct, denominator = loss_info\n",
+                    "        loss, correct, denominator = loss_info\n        loss = loss.detach()\n",
+                ),
                 TARGET_TRAINERS.replace(
                     '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n',
                     '        loss_mlm, correct_mlm, denominator = loss_info["mlm"]\n        loss_mlm = loss_mlm.detach()\n',
@@ -2878,9 +2906,11 @@ def _computed_in_place(expr: cst.BaseExpression) -> bool:
 
 
 def _names_a_loss(name: str) -> bool:
-    """A term named a loss (RAM's `loss_reinforce = torch.sum(-log_pi * adjusted_reward, dim=1)`):
-    whatever computes it, it is what the sum adds."""
-    return "loss" in name.lower()
+    """A term named a loss (RAM's `loss_reinforce = torch.sum(-log_pi * adjusted_reward, dim=1)`),
+    or an objective (ElegantRL's `obj_surrogate - obj_entropy * self.lambda_entropy`): whatever
+    computes it, it is what the sum adds."""
+    lowered = name.lower()
+    return "loss" in lowered or "objective" in lowered or lowered.startswith("obj_") or lowered.endswith("_obj")
 
 
 def _added_names(expr: cst.BaseExpression) -> list[str]:
@@ -3255,9 +3285,9 @@ def _chain_cuts(source, training, changes: list[Change]):
                 readers = [later for later, inputs in chain.items() if line in inputs]
                 reaching = _read_by(source, readers)
                 change = _chain_cut(source, line, reaching | added if reaching else None)
-                if change is None and readers and all(_unpacks_an_entry(r) for r in readers):
-                    # a mapping of tuples (UER-py's `loss_mlm, correct, n = loss_info["mlm"]`): each
-                    # entry's names cut where they are unpacked
+                if change is None and readers and all(_unpacks_a_tuple(r) for r in readers):
+                    # a tuple, or a mapping of tuples (UER-py's `loss, correct, n = loss_info`, or
+                    # `loss_mlm, correct, n = loss_info["mlm"]`): the names cut where they are unpacked
                     yield from _readers_cut(source, chain, readers, made)
                     continue
                 if change is None and len(readers) == 1 and drawn(source, training, readers[0].body[0]):
@@ -3285,14 +3315,15 @@ def _readers_cut(source, chain, readers: list, made: set):
             yield cut
 
 
-def _unpacks_an_entry(line: cst.SimpleStatementLine) -> bool:
-    """True for `a, b = mapping["key"]`: a line unpacking one entry of a mapping."""
+def _unpacks_a_tuple(line: cst.SimpleStatementLine) -> bool:
+    """True for `a, b = held` or `a, b = mapping["key"]`: a line unpacking a value held in a name,
+    or one entry of a mapping."""
     assign = line.body[0] if len(line.body) == 1 else None
     return (
         isinstance(assign, cst.Assign)
         and len(assign.targets) == 1
         and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
-        and isinstance(assign.value, cst.Subscript)
+        and isinstance(assign.value, (cst.Subscript, cst.Name))
     )
 
 

@@ -1025,13 +1025,21 @@ def loss_chains(source, training, backward) -> list[tuple[object, dict, set]]:
     assign = training.loss_assignment(backward)
     if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
         return found
-    for helper in training.called_functions(assign.value):
+    helpers = training.called_functions(assign.value)
+    # a base class's call of a method each subclass overrides (UER-py's `loss =
+    # self.forward_propagation(batch, model)` in Trainer.train): the caller's cut is every
+    # override's at once, so each override's own loss is a mutant of its own
+    overridden = len({h.name.value for h in helpers}) == 1 and len(helpers) > 1
+    for helper in helpers:
         if helper is source.function_of(assign) or under_no_grad(source, helper.body):
             continue
         for ret in source.walk(helper.body):
             if isinstance(ret, cst.Return) and ret.value is not None and source.function_of(ret) is helper:
                 use = _Returned(ret, ret.value)
                 chain = loss_chain(source, training, use)
+                if overridden:
+                    found.append((use, chain, set()))
+                    continue
                 if _forwards_in_one_run(source, training, chain) < 2:
                     continue  # one forward on each path: cutting it is cutting what the helper returns
                 roots = {line for line in chain if not any(line in inputs for inputs in chain.values())}

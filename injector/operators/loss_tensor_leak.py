@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import APEX_CONTEXT_STEP, GATHERED_EPOCH_LOSS
+from injector.operators.snippets import APEX_CONTEXT_STEP, ELEGANTRL_UPDATE, GATHERED_EPOCH_LOSS
 from injector.patterns import LOSS_FUNCTIONS, argument, assigned_alone, callee_name, dotted, last_name, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
@@ -123,6 +123,16 @@ class LossTensorLeak(Operator):
         "recorded (`no_grad`), nor where the total is emptied at every update."
     )
     examples = (
+        Example(
+            # The read-outs an update returns, which the caller unpacks and appends to its histories
+            # (ElegantRL): the critic's objective, kept whole, holds every update's graph.
+            ELEGANTRL_UPDATE,
+            (
+                ELEGANTRL_UPDATE.replace(
+                    "return obj_critic.item(), obj_surrogate.item()", "return obj_critic, obj_surrogate.item()"
+                ),
+            ),
+        ),
         Example(
             # A running meter the file builds and calls with each step's value (UNITER's RunningMeter).
             APEX_CONTEXT_STEP,
@@ -601,6 +611,20 @@ class LossTensorLeak(Operator):
         ),
     )
     untouched = (
+        # A read-out the caller appends only when it is a float (ElegantRL's AgentBase): a tensor
+        # is left out of the history, not kept.
+        "class Agent:\n"
+        "    def update_net(self, buffer):\n"
+        "        for _ in range(self.update_times):\n"
+        "            obj_critic, obj_actor = self.update_objectives(buffer)\n"
+        "            objs_actor.append(obj_actor) if isinstance(obj_actor, float) else None\n"
+        "    def update_objectives(self, buffer):\n"
+        "        obj_critic = self.criterion(self.cri(buffer.state, buffer.action), buffer.q_label).mean()\n"
+        "        obj_actor = self.cri(buffer.state, self.act(buffer.state)).mean()\n"
+        "        self.optimizer.zero_grad()\n"
+        "        (obj_critic - obj_actor).backward()\n"
+        "        self.optimizer.step()\n"
+        "        return obj_critic.item(), obj_actor.item()\n",
         # A dict the step's model function returns afresh, updated for the progress bar (OpenPCDet's
         # `disp_dict`): one step's values, not a history.
         "def train_one_epoch(model, model_func, loader, optimizer, tbar):\n"
@@ -902,6 +926,13 @@ class LossTensorLeak(Operator):
                 and not under_no_grad(source, caller)
                 for caller in source.nodes(cst.Call)
             ) or _kept_by_a_base(source, training, function)
+        element = source.parent(ret) if isinstance(ret, cst.Element) and ret.value is call else None
+        if isinstance(element, cst.Tuple) and isinstance(source.parent(element), cst.Return):
+            # one of the read-outs a step returns (ElegantRL's `return obj_critic.item(),
+            # obj_actor.item()`), which a caller unpacks and adds into a total or appends to a
+            # history (`objs_critic.append(obj_critic)`)
+            position = next(i for i, e in enumerate(element.elements) if e is ret)
+            return LossTensorLeak._unpacked_and_kept(source, training, function, {position})
         # bound to a name the function returns in a tuple (JoeyNMT's `norm_batch_loss =
         # ddp_reduce(norm_batch_loss).item()`, `return norm_batch_loss, sum_correct_tokens`), whose
         # element a caller unpacks and adds into a total (`total_batch_loss += batch_loss`)
@@ -936,6 +967,12 @@ class LossTensorLeak(Operator):
             for i, element in enumerate(r.value.elements)
             if isinstance(element.value, cst.Name) and element.value.value == name
         }
+        return LossTensorLeak._unpacked_and_kept(source, training, function, positions)
+
+    @staticmethod
+    def _unpacked_and_kept(source, training, function: cst.FunctionDef, positions: set[int]) -> bool:
+        """True where a caller in the file unpacks what `function` returns and adds an element at
+        one of `positions` into a total, or appends it to a list, in its own scope."""
         for caller in source.nodes(cst.Call):
             unpacked = source.parent(caller)
             if (
@@ -952,10 +989,20 @@ class LossTensorLeak(Operator):
                 value.value for i in positions if i < len(elements) and isinstance(value := elements[i].value, cst.Name)
             }
             scope = source.function_of(caller)
-            if scope is not None and any(
-                isinstance(total.value, cst.Name) and total.value.value in received
-                for total in source.within(scope, cst.AugAssign)
-                if isinstance(total.operator, cst.AddAssign)
+            if scope is not None and (
+                any(
+                    isinstance(total.value, cst.Name) and total.value.value in received
+                    for total in source.within(scope, cst.AugAssign)
+                    if isinstance(total.operator, cst.AddAssign)
+                )
+                or any(
+                    callee_name(kept) == "append"
+                    and len(kept.args) == 1
+                    and isinstance(kept.args[0].value, cst.Name)
+                    and kept.args[0].value.value in received
+                    and not _type_guarded(source, kept, kept.args[0].value.value)
+                    for kept in source.within(scope, cst.Call)
+                )
             ):
                 return True
         return False
@@ -1426,6 +1473,22 @@ def _written_out(source, arg: cst.Arg) -> bool:
     return callee_name(call) in ("log", "log_metrics", "add_scalars") and any(
         word in owner for word in ("wandb", "run", "mlflow", "writer", "logger", "experiment")
     )
+
+
+def _type_guarded(source, call: cst.Call, name: str) -> bool:
+    """True where `call` runs only when `name` passes a type test (ElegantRL's
+    `objs_actor.append(obj_actor) if isinstance(obj_actor, float) else None`): a tensor is not kept."""
+    for ancestor in source.ancestors(call):
+        test = ancestor.test if isinstance(ancestor, (cst.If, cst.IfExp)) else None
+        if test is not None and any(
+            callee_name(c) == "isinstance" and c.args and dotted(c.args[0].value) == name
+            for c in [test, *source.within(test, cst.Call)]
+            if isinstance(c, cst.Call)
+        ):
+            return True
+        if isinstance(ancestor, cst.FunctionDef):
+            break
+    return False
 
 
 def _values_kept_by_caller(source, function: cst.FunctionDef) -> bool:

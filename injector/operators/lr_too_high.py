@@ -1635,6 +1635,10 @@ class LrTooHigh(Operator):
             yield self._scaled(source, scheduler, rate)
         for call in source.nodes(cst.Call):
             name = callee_name(call)
+            factor = _rate_in_a_factor(call)
+            if factor is not None:
+                yield self._scaled(source, call, factor)
+                continue
             if computed and any(call is scheduler for scheduler, _ in computed):
                 continue
             if name in OVERRIDING_SCHEDULERS:
@@ -1729,6 +1733,7 @@ class LrTooHigh(Operator):
             # hparams.lr_schedule is not None:`) leaves the one built in where it does not hold
             yield from self._splatted_configuration(source, training)
         yield from self._stored_defaults(source, training, overridden)
+        yield from _rates_left_to_subclasses(source, training)
         for handed, default in _rates_handed_to_a_base(source, resolver):
             yield self._scaled(source, handed, handed)
             if default is not None:
@@ -2069,6 +2074,54 @@ class LrTooHigh(Operator):
                 )
             edits.append(source.replace(value, text))
         return Change(node, tuple(edits), f"learning rate multiplied by {FACTOR}")
+
+
+def _rate_in_a_factor(call: cst.Call) -> cst.BaseExpression | None:
+    """The rate a LambdaLR's factor multiplies by (Transfer-Learning-Library's `LambdaLR(optimizer,
+    lambda x: args.lr * (1. + args.lr_gamma * float(x)) ** (-args.lr_decay))`, over parameter
+    groups that each set a relative rate of their own): the rate every group then steps with."""
+    if callee_name(call) not in {"LambdaLR", "MultiplicativeLR"}:
+        return None
+    factor = argument(call, "lr_lambda", 1)
+    if factor is None or not isinstance(factor.value, cst.Lambda):
+        return None
+    operands, todo = [], [factor.value.body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            todo += [node.left, node.right]
+        else:
+            operands.append(node)
+    rates = [o for o in operands if (last_name(o) or "").lower() in CONFIG_LR_FIELDS and dotted(o) is not None]
+    return rates[0] if len(rates) == 1 else None
+
+
+def _rates_left_to_subclasses(source, training):
+    """A base class's rate kept on the object (ElegantRL's AgentBase: `self.learning_rate =
+    args.learning_rate`) beside the optimizers it leaves empty (`self.act_optimizer = None`), which
+    its subclasses, in other modules, build with that rate: nothing in the file builds one."""
+    built = {
+        dotted(lr.value)
+        for call in source.nodes(cst.Call)
+        if training.role_of_constructor(call) == "optimizer" and (lr := argument(call, "lr", 1)) is not None
+    }
+    for cls in source.nodes(cst.ClassDef):
+        init = constructor_or_function(cls)
+        if init is None:
+            continue
+        empty, rates = False, []
+        for small in source.within(init.body, (cst.Assign, cst.AnnAssign)):
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            names = [dotted(t) or "" for t in targets]
+            if not all(n.startswith("self.") for n in names) or small.value is None:
+                continue
+            attributes = [n.removeprefix("self.").lower() for n in names]
+            if isinstance(small.value, cst.Name) and small.value.value == "None":
+                empty |= any(a == "optimizer" or a.endswith("_optimizer") for a in attributes)
+            elif any(a in {"lr", "learning_rate"} for a in attributes) and not set(names) & built:
+                rates.append(small)
+        if empty and len(rates) == 1:
+            yield LrTooHigh._scaled(source, rates[0], rates[0].value)
 
 
 def _raised_field(source, field: str) -> str:

@@ -74,6 +74,50 @@ class MissingBackward(Operator):
             ("loss = clip_loss + vf_coef * vf_loss\nlosses.append(loss.item())\n",),
         ),
         Example(
+            # A method of the file that each update hands its optimizer and objective (ElegantRL's
+            # `optimizer_backward`): its own backward's mutant removes every update's, one call
+            # deleted leaves the other.
+            "class Agent:\n"
+            "    def optimizer_backward(self, optimizer, objective):\n"
+            "        optimizer.zero_grad()\n"
+            "        objective.backward()\n"
+            "        optimizer.step()\n"
+            "    def update(self, state, target):\n"
+            "        obj_critic = ((self.cri(state) - target) ** 2).mean()\n"
+            "        self.optimizer_backward(self.cri_optimizer, obj_critic)\n"
+            "        obj_actor = self.cri(self.act(state)).mean()\n"
+            "        self.optimizer_backward(self.act_optimizer, -obj_actor)\n",
+            (
+                "class Agent:\n"
+                "    def optimizer_backward(self, optimizer, objective):\n"
+                "        optimizer.zero_grad()\n"
+                "        optimizer.step()\n"
+                "    def update(self, state, target):\n"
+                "        obj_critic = ((self.cri(state) - target) ** 2).mean()\n"
+                "        self.optimizer_backward(self.cri_optimizer, obj_critic)\n"
+                "        obj_actor = self.cri(self.act(state)).mean()\n"
+                "        self.optimizer_backward(self.act_optimizer, -obj_actor)\n",
+                "class Agent:\n"
+                "    def optimizer_backward(self, optimizer, objective):\n"
+                "        optimizer.zero_grad()\n"
+                "        objective.backward()\n"
+                "        optimizer.step()\n"
+                "    def update(self, state, target):\n"
+                "        obj_critic = ((self.cri(state) - target) ** 2).mean()\n"
+                "        obj_actor = self.cri(self.act(state)).mean()\n"
+                "        self.optimizer_backward(self.act_optimizer, -obj_actor)\n",
+                "class Agent:\n"
+                "    def optimizer_backward(self, optimizer, objective):\n"
+                "        optimizer.zero_grad()\n"
+                "        objective.backward()\n"
+                "        optimizer.step()\n"
+                "    def update(self, state, target):\n"
+                "        obj_critic = ((self.cri(state) - target) ** 2).mean()\n"
+                "        self.optimizer_backward(self.cri_optimizer, obj_critic)\n"
+                "        obj_actor = self.cri(self.act(state)).mean()\n",
+            ),
+        ),
+        Example(
             # A DeepSpeed engine's backward returns the loss it ran: the loss stays, the backward goes.
             "scaled_loss = model.backward(loss)\nmodel.step()\n",
             ("scaled_loss = loss\nmodel.step()\n",),
@@ -180,16 +224,20 @@ class MissingBackward(Operator):
                 yield from dropped_scaler_call(source, backward.call, "no gradients are computed (nor applied)")
                 continue
             statement = source.parent(backward.call)
+            helpers = training.called_functions(backward.call)
             if (
                 backward.helper
                 and isinstance(backward.call.func, cst.Attribute)
                 and source.code(backward.call.func.value) == "self"
-                and not training.called_functions(backward.call)
+                and (not helpers or _shared(training, helpers))
                 and isinstance(statement, cst.Expr)
                 and source.is_reachable(statement)
             ):
                 # a method a base class of another module defines that runs the backward of what
-                # it is handed (FAIR-Chem's `self._backward(loss)`): its call deleted
+                # it is handed (FAIR-Chem's `self._backward(loss)`): its call deleted; or a method of
+                # the file that several calls hand their losses (ElegantRL's `self.optimizer_backward(
+                # self.cri_optimizer, obj_critic)`, then the actor's): its own backward's mutant
+                # removes them all, one call deleted leaves the others
                 yield Change(
                     backward.call,
                     (source.delete_statement(statement),),
@@ -211,6 +259,11 @@ class MissingBackward(Operator):
                     (source.replace(backward.call, source.code(backward.loss)),),
                     f"removed `{source.code(backward.call)}`: no gradients are computed",
                 )
+
+
+def _shared(training, helpers) -> bool:
+    """True where the file's method a backward calls is called from more than one place."""
+    return all(len(training.callers(h)) > 1 for h in helpers)
 
 
 def dropped_scaler_call(source, call: cst.Call, effect: str) -> Iterator[Change]:

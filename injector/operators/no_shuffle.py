@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from injector.neighbours import Resolver, bound_arguments, is_torch, top_level
+from injector.neighbours import Resolver, bound_arguments, inherited_constructor, is_torch, top_level
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import LOADER_HELPER, SAMPLER_HELPER, SHUFFLED_THROUGH_BAR
 from injector.patterns import argument, callee_name, dotted, is_literal_bool, last_name, names_evaluation
@@ -1069,6 +1069,23 @@ def _positional_shuffle(source, resolver: Resolver, call: cst.Call) -> cst.Arg |
     (OpenNRE's `SentenceRELoader(path, rel2id, tokenize, batch_size, True)`)."""
     if not call.args or any(a.star for a in call.args) or all(a.keyword is not None for a in call.args):
         return None
+    if isinstance(call.func, cst.Subscript) and isinstance(call.func.value, cst.Name):
+        # a loader class chosen from a registry (UER-py's `str2dataloader[args.data_processor](
+        # args, path, batch_size, rank, world_size, local_rank, True)`): the argument every class
+        # it holds binds to its `shuffle`
+        chosen = set()
+        for module, definition in resolver.registry(source, call.func.value.value):
+            function = (
+                inherited_constructor(resolver, module, definition)
+                if isinstance(definition, cst.ClassDef)
+                else definition
+            )
+            bound = bound_arguments(definition, call, function) if function is not None else None
+            chosen.add(id(bound.get("shuffle")) if bound else None)
+        value = next((a.value for a in call.args if a.keyword is None and id(a.value) in chosen), None)
+        if len(chosen) != 1 or value is None:
+            return None
+        return next(a for a in call.args if a.value is value)
     found = resolver.definition(source, call.func)
     if found is None or not isinstance(found[1], (cst.FunctionDef, cst.ClassDef)):
         return None

@@ -1336,3 +1336,35 @@ TWO_MODEL_STEP = (
     "    opt_b = torch.optim.Adam(model_b.parameters())\n"
     "    train(model_a, model_b, loader, opt_a, opt_b)\n"
 )
+
+# ElegantRL's AgentPPO: each update's objectives computed, handed with an optimizer to the class's
+# step helper, and returned as floats that update_net appends to its histories.
+ELEGANTRL_UPDATE = (
+    "class AgentPPO:\n"
+    "    def update_net(self, buffer):\n"
+    "        objs_critic, objs_actor = [], []\n"
+    "        for _ in range(self.update_times):\n"
+    "            obj_critic, obj_actor = self.update_objectives(buffer)\n"
+    "            objs_critic.append(obj_critic)\n"
+    "            objs_actor.append(obj_actor)\n"
+    "        return np.mean(objs_critic), np.mean(objs_actor)\n"
+    "\n"
+    "    def update_objectives(self, buffer):\n"
+    "        states, actions, logprobs, advantages, reward_sums = buffer\n"
+    "        ids = torch.randint(len(states), size=(self.batch_size,))\n"
+    "        value = self.cri(states[ids]).squeeze(1)\n"
+    "        obj_critic = self.criterion(value, reward_sums[ids]).mean()\n"
+    "        self.optimizer_backward(self.cri_optimizer, obj_critic)\n"
+    "        new_logprob, entropy = self.act.get_logprob_entropy(states[ids], actions[ids])\n"
+    "        ratio = (new_logprob - logprobs[ids]).exp()\n"
+    "        obj_surrogate = (advantages[ids] * ratio).mean()\n"
+    "        obj_entropy = entropy.mean()\n"
+    "        obj_actor = obj_surrogate + obj_entropy * self.lambda_entropy\n"
+    "        self.optimizer_backward(self.act_optimizer, -obj_actor)\n"
+    "        return obj_critic.item(), obj_surrogate.item()\n"
+    "\n"
+    "    def optimizer_backward(self, optimizer, objective):\n"
+    "        optimizer.zero_grad()\n"
+    "        objective.backward()\n"
+    "        optimizer.step()\n"
+)

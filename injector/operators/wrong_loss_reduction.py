@@ -5,7 +5,13 @@ import libcst as cst
 from injector.neighbours import bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
 from injector.operators.forwards import assigned_element, trained_term
-from injector.operators.snippets import DEFAULT_LOSS_FN, GATHERED_EPOCH_LOSS, LOSS_TUPLE_HELPER, MICROBATCH_TRAINER
+from injector.operators.snippets import (
+    DEFAULT_LOSS_FN,
+    ELEGANTRL_UPDATE,
+    GATHERED_EPOCH_LOSS,
+    LOSS_TUPLE_HELPER,
+    MICROBATCH_TRAINER,
+)
 from injector.patterns import (
     LOSS_FUNCTIONS,
     LOSS_MODULES,
@@ -175,6 +181,19 @@ class WrongLossReduction(Operator):
         "and `.mean()` → `.sum()` where a loss is computed."
     )
     examples = (
+        Example(
+            # The two objectives the actor's loss weighs against each other (ElegantRL's PPO): summed,
+            # either outweighs the other by the batch size. The critic's objective, minimised alone
+            # by its own optimizer, only changes scale.
+            ELEGANTRL_UPDATE,
+            (
+                ELEGANTRL_UPDATE.replace(
+                    "obj_surrogate = (advantages[ids] * ratio).mean()",
+                    "obj_surrogate = (advantages[ids] * ratio).sum()",
+                ),
+                ELEGANTRL_UPDATE.replace("obj_entropy = entropy.mean()", "obj_entropy = entropy.sum()"),
+            ),
+        ),
         Example(
             # Averaged, then scaled, on the line that differentiates it; and a batch mean of
             # per-sample sums returned by a loss function.
@@ -778,7 +797,9 @@ class WrongLossReduction(Operator):
                 )
         for assign in source.nodes(cst.Assign):
             if not any(
-                isinstance(t.target, cst.Name) and _names_loss(t.target.value) and not _evaluation_name(t.target.value)
+                isinstance(t.target, cst.Name)
+                and (_names_loss(t.target.value) or _objective_term(source, assign, t.target.value))
+                and not _evaluation_name(t.target.value)
                 for t in assign.targets
             ):
                 continue  # a training loss, not a reported evaluation figure
@@ -1320,6 +1341,32 @@ def _foreign(source, call: cst.Call) -> bool:
                 local = dotted(alias.asname.name) if alias.asname else module.split(".")[0]
                 if local == bound and module != "torch" and not module.startswith("torch."):
                     return True
+    return False
+
+
+def _names_objective(name: str) -> bool:
+    lowered = name.lower()
+    return "objective" in lowered or lowered.startswith("obj_") or lowered.endswith("_obj")
+
+
+def _objective_term(source, assign: cst.Assign, name: str) -> bool:
+    """True for an objective (ElegantRL's `obj_surrogate`, `obj_entropy`) that a later line of
+    the function adds to, or subtracts from, another objective or loss (`obj_actor_full =
+    obj_surrogate - obj_entropy * self.lambda_entropy`): summed, it outweighs the other term.
+    An objective minimised alone only changes scale (which Adam absorbs)."""
+    if not _names_objective(name):
+        return False
+    function = source.function_of(assign)
+    after = source.span(assign)[1]
+    for later in source.within(function or source.module, cst.Assign):
+        value = later.value
+        if source.span(later)[0] < after or not (
+            isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Add, cst.Subtract))
+        ):
+            continue
+        read = {n.value for n in source.within(value, cst.Name)}
+        if name in read and any(n != name and (_names_objective(n) or _names_loss(n)) for n in read):
+            return True
     return False
 
 

@@ -32,6 +32,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import io
+import linecache
 import re
 import sys
 import tomllib
@@ -338,18 +339,15 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
         if statement is not None and isinstance(statement.value, ast.Call):
             found |= _returned_chains(tree, statement.value, _cut_positions(statement, edit.text))
         if mutant.operator == "no-grad-training":
-            # a block wrapped whole: each call it assigns from runs without autograd too
+            # a block wrapped whole: each call it assigns from runs without autograd too, and what
+            # is computed from its values alone afterwards has no graph either
             last = lines.line_of(max(edit.end - 1, edit.start))
             for node in ast.walk(scope):
-                if (
-                    isinstance(node, ast.Assign)
-                    and node is not statement
-                    and line <= node.lineno
-                    and (node.end_lineno or node.lineno) <= last
-                    and isinstance(node.value, ast.Call)
-                ):
-                    found |= _returned_chains(tree, node.value)
-        found |= _same_downstream(scope, statement)
+                if isinstance(node, ast.Assign) and line <= node.lineno and (node.end_lineno or node.lineno) <= last:
+                    if node is not statement and isinstance(node.value, ast.Call):
+                        found |= _returned_chains(tree, node.value)
+                    found |= _same_downstream(scope, node, _bound(node))
+        found |= _same_downstream(scope, statement, _detached_names(edit.text))
         for _ in range(8):
             if statement is None:
                 break
@@ -367,12 +365,19 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
     return found
 
 
-def _same_downstream(scope: ast.AST, statement: ast.Assign | None) -> set[int]:
+def _detached_names(text: str) -> set[str] | None:
+    """The names an inserted `name = name.detach()` cuts; None for an edit of a whole value."""
+    return set(re.findall(r"^\s*(\w+) = \1\.detach\(\)", text, re.MULTILINE)) or None
+
+
+def _same_downstream(scope: ast.AST, statement: ast.Assign | None, cut: set[str] | None = None) -> set[int]:
     """The later lines whose cut is the same as that of `statement`'s output: a statement whose one
     graph input is that output, where it is the output's only reader (or one of two readers in the
     two branches of an `if`, which never both run), and so on forward (KGE's `negative_score =
     model(...)`, then `negative_score = F.logsigmoid(-negative_score).mean(dim=1)` in one branch
-    and the self-adversarial sum in the other)."""
+    and the self-adversarial sum in the other). `cut`: the names of an unpacked output that have
+    no graph (UER-py's `loss = loss.detach()` after `loss, correct, denominator = loss_info`; all
+    of them under no_grad); by default the output only where it is one name."""
     found: set[int] = set()
     todo = [statement] if statement is not None else []
     for _ in range(8):
@@ -380,6 +385,11 @@ def _same_downstream(scope: ast.AST, statement: ast.Assign | None) -> set[int]:
             break
         current = todo.pop()
         names = _bound(current)
+        if current is statement and cut is not None:
+            names &= cut
+        elif current is statement and len(names) != 1:
+            continue  # one name (a cut of one element of an unpacked tuple leaves the others' graphs)
+        # a later line computed from the cut names alone has no graph in any name it binds
         updates = [
             node
             for node in ast.walk(scope)
@@ -388,9 +398,8 @@ def _same_downstream(scope: ast.AST, statement: ast.Assign | None) -> set[int]:
             and node.target.id in names
             and node.lineno > current.lineno
         ]
-        if len(names) != 1 or not all(_rescale(scope, node) for node in updates):
-            # one name (a cut of one element of an unpacked tuple leaves the others' graphs), not
-            # updated in place but by a factor (`loss -= c * entropies` adds a graph back)
+        if not names or not all(_rescale(scope, node) for node in updates):
+            # not updated in place but by a factor (`loss -= c * entropies` adds a graph back)
             continue
         # a rescale in place by a number or a setting (`loss /= accumulation_steps`): cut before or
         # after it, the loss is the same
@@ -418,8 +427,11 @@ def _same_downstream(scope: ast.AST, statement: ast.Assign | None) -> set[int]:
                 for a in dict.fromkeys(_last_assignment(scope, n.id, reader.lineno) for n in _graph_reads(reader.value))
                 if a is not None and not _without_graph(scope, a)
             ]
-            if inputs != [current]:
-                break
+            if inputs != [current] or any(
+                n.id in _bound(current) - names and _last_assignment(scope, n.id, reader.lineno) is current
+                for n in _graph_reads(reader.value)
+            ):
+                break  # another input, or a name of the output that keeps its graph
         else:
             for reader in readers:
                 found.update(range(reader.lineno, (reader.end_lineno or reader.lineno) + 1))
@@ -544,7 +556,11 @@ def _chain_to_returns(function: ast.FunctionDef, positions: set[int] | None = No
 
 def _without_graph(scope: ast.AST, assign: ast.Assign) -> bool:
     """True for an assignment inside a `with torch.no_grad():` (or `inference_mode()`) block of
-    the scope: its value carries no graph (DrQ-v2's TD target), so a cut does not reach it."""
+    the scope: its value carries no graph (DrQ-v2's TD target), so a cut does not reach it; and
+    for rows indexed out of a batch the function is handed as a tuple (ElegantRL's `states,
+    actions, unmasks, ... = buffer`, then `unmask = unmasks[ids0, ids1]`)."""
+    if _batch_rows(scope, assign):
+        return True
     for node in ast.walk(scope):
         if isinstance(node, ast.With) and node.lineno < assign.lineno <= (node.end_lineno or node.lineno):
             for item in node.items:
@@ -553,6 +569,25 @@ def _without_graph(scope: ast.AST, assign: ast.Assign) -> bool:
                 if name in ("no_grad", "inference_mode"):
                     return True
     return False
+
+
+def _batch_rows(scope: ast.AST, assign: ast.Assign) -> bool:
+    """True for `row = rows[index]` where `rows` is one of the names a tuple parameter of the
+    function is unpacked into (`states, actions, ... = buffer`)."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(assign.value, ast.Subscript):
+        return False
+    base = assign.value.value
+    if not isinstance(base, ast.Name):
+        return False
+    parameters = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)} - {"self"}
+    unpacking = _last_assignment(scope, base.id, assign.lineno)
+    return (
+        unpacking is not None
+        and len(unpacking.targets) == 1
+        and isinstance(unpacking.targets[0], ast.Tuple)
+        and isinstance(unpacking.value, ast.Name)
+        and unpacking.value.id in parameters
+    )
 
 
 def switched_off(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[int]:
@@ -609,10 +644,14 @@ def _own_reads(statement: ast.stmt) -> list[ast.Name]:
 
 def _read_elsewhere(scope: ast.AST, assign: ast.Assign, reader: ast.Assign) -> bool:
     """True where a name `assign` binds is read, as a value, by a statement other than `reader`
-    while that binding holds."""
+    while that binding holds; not by one in the other branch of an `if` from `reader`, which
+    never runs with it (ElegantRL's `obj_critic = (td_error * is_weight).mean()` under PER and
+    `obj_critic = td_error.mean()` otherwise)."""
     names = _bound(assign)
     for statement in ast.walk(scope):
         if not isinstance(statement, ast.stmt) or statement is reader or statement.lineno <= assign.lineno:
+            continue
+        if _either_branch(scope, statement, reader):
             continue
         for read in _own_reads(statement):
             if read.id in names and _last_assignment(scope, read.id, statement.lineno) is assign:
@@ -848,6 +887,9 @@ def load_module(
         for name, value in _star_imported(file.text.removeprefix("\ufeff")).items():
             module.__dict__[name] = value
         sys.modules[module.__name__] = module  # dataclasses look their module up there
+        # TorchScript reads a scripted method's source through linecache (RWKV's
+        # `@torch.jit.script_method`): the text loaded, under the name it is compiled with
+        linecache.cache[file.name] = (len(text), None, text.splitlines(keepends=True), file.name)
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # what the file prints at start-up
                 exec(compiled, module.__dict__)
@@ -859,6 +901,7 @@ def load_module(
             return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         finally:
             sys.modules.pop(module.__name__, None)
+            linecache.cache.pop(file.name, None)
     return None
 
 
@@ -903,15 +946,35 @@ def _definitions(tree: ast.Module) -> list[ast.stmt]:
             lines[-1].append(statement)
         else:
             lines.append([statement])
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for s in tree.body
+        if isinstance(s, (ast.Import, ast.ImportFrom))
+        for alias in s.names
+    }
     kept = []
     for line in lines:
         if all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in line):
             kept += line
         elif isinstance(line[0], (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             kept.append(line[0])
-        elif len(line) == 1 and _type_variable(line[0]):
-            kept.append(line[0])  # `BatchType = TypeVar("BatchType")`, read by a class's bases
+        elif len(line) == 1 and (_type_variable(line[0]) or _alias(line[0], imported)):
+            # `BatchType = TypeVar("BatchType")`, or RWKV's `MyModule = torch.jit.ScriptModule`:
+            # names a class's bases or decorators read
+            kept.append(line[0])
     return kept
+
+
+def _alias(statement: ast.stmt, imported: set[str]) -> bool:
+    """True for `Name = module.name` of an imported module: another name, nothing run."""
+    if not (
+        isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+    ):
+        return False
+    value = statement.value
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Name) and value.id in imported
 
 
 def _type_variable(statement: ast.stmt) -> bool:

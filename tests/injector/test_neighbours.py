@@ -1203,3 +1203,108 @@ def test_an_eval_switch_of_a_module_a_base_class_of_another_module_trains_is_a_s
     assert [(file, line) for file, line, _ in found] == [("musicgen.py", 14), ("musicgen.py", 19)]
     (tmp_path / "solvers" / "base.py").unlink()
     assert lr_mutants(capsys, tmp_path / "musicgen.py", "missing-eval-mode") == []
+
+
+LOADERS = (
+    "import random\n"
+    "\n"
+    "\n"
+    "class Dataloader:\n"
+    "    def __init__(self, args, dataset_path, batch_size, rank, world_size, shuffle=False):\n"
+    "        self.buffer = list(range(batch_size))\n"
+    "        self.shuffle = shuffle\n"
+    "\n"
+    "    def __iter__(self):\n"
+    "        if self.shuffle:\n"
+    "            random.shuffle(self.buffer)\n"
+    "        yield from self.buffer\n"
+    "\n"
+    "\n"
+    "class MlmDataloader(Dataloader):\n"
+    "    pass\n"
+    "\n"
+    "\n"
+    "class BertDataloader(Dataloader):\n"
+    "    def __init__(self, args, dataset_path, batch_size, rank, world_size, shuffle=False):\n"
+    "        super().__init__(args, dataset_path, batch_size, rank, world_size, shuffle)\n"
+)
+REGISTRY = 'from uer.utils.dataloader import *\n\nstr2dataloader = {"mlm": MlmDataloader, "bert": BertDataloader}\n'
+WORKER = (
+    "from uer.utils import *\n"
+    "\n"
+    "\n"
+    "def worker(args, model, optimizer):\n"
+    "    train_loader = str2dataloader[args.data_processor](args, args.dataset_path, args.batch_size, 0, 1, True)\n"
+    "    for batch in train_loader:\n"
+    "        loss = model(batch)\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+
+def test_a_loader_class_chosen_from_a_registry_of_another_module_shuffles_by_position(tmp_path, capsys):
+    """UER-py's worker picks its loader class from `str2dataloader` (a package `__init__` that
+    star-imports the loader module) and hands `True` as the sixth argument: every class in the
+    registry binds it to `shuffle`, the one through its own `__init__`, the other through its
+    base class's. Without the modules the argument means nothing to the operators."""
+    (tmp_path / "uer" / "utils").mkdir(parents=True)
+    (tmp_path / "uer" / "__init__.py").write_text("")
+    (tmp_path / "uer" / "utils" / "__init__.py").write_text(REGISTRY)
+    (tmp_path / "uer" / "utils" / "dataloader.py").write_text(LOADERS)
+    (tmp_path / "trainer.py").write_text(WORKER)
+    found = lr_mutants(capsys, tmp_path / "trainer.py", "no-shuffle")
+    assert [(file, line) for file, line, _ in found] == [("trainer.py", 5)]
+    assert "args.batch_size, 0, 1, False)" in found[0][2]
+    # a registry holding a class whose fifth parameter is not the shuffle: no mutant
+    (tmp_path / "uer" / "utils" / "__init__.py").write_text(REGISTRY.replace('"bert": BertDataloader', '"bert": dict'))
+    assert lr_mutants(capsys, tmp_path / "trainer.py", "no-shuffle") == []
+    (tmp_path / "uer" / "utils" / "dataloader.py").unlink()
+    assert lr_mutants(capsys, tmp_path / "trainer.py", "no-shuffle") == []
+
+
+AGENT_BASE = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "class AgentBase:\n"
+    "    def __init__(self, args):\n"
+    "        self.gamma = args.gamma\n"
+    "        self.learning_rate = args.learning_rate\n"
+    "        self.act_optimizer = None\n"
+    "        self.cri_optimizer = None\n"
+    "\n"
+    "    def optimizer_backward(self, optimizer, objective):\n"
+    "        optimizer.zero_grad()\n"
+    "        objective.backward()\n"
+    "        optimizer.step()\n"
+)
+TL_SCRIPT = (
+    "import torch\n"
+    "from torch.optim.lr_scheduler import LambdaLR\n"
+    "\n"
+    "\n"
+    "def main(args, classifier):\n"
+    "    optimizer = torch.optim.SGD(classifier.get_parameters(), args.lr, momentum=0.9)\n"
+    "    lr_scheduler = LambdaLR(optimizer, lambda x: args.lr * (1.0 + args.lr_gamma * float(x)) ** (-args.lr_decay))\n"
+    "    warmup = LambdaLR(optimizer, lambda x: min(1.0, x / args.warmup))\n"
+    "    return lr_scheduler, warmup\n"
+)
+
+
+def test_a_rate_kept_for_subclasses_and_a_rate_inside_a_schedule_factor_are_raised(tmp_path, capsys):
+    """ElegantRL's AgentBase keeps the rate its subclasses (other modules) build their Adams
+    with, beside the optimizers it leaves empty; Transfer-Learning-Library's LambdaLR multiplies
+    each group's own rate by a factor that starts at args.lr. A factor without a rate is only a
+    schedule's shape."""
+    (tmp_path / "agent.py").write_text(AGENT_BASE)
+    (tmp_path / "dann.py").write_text(TL_SCRIPT)
+    found = lr_mutants(capsys, tmp_path)
+    assert [(file, line) for file, line, _ in found] == [("agent.py", 7), ("dann.py", 6), ("dann.py", 7)]
+    assert "+        self.learning_rate = args.learning_rate * 100" in found[0][2]
+    assert "lambda x: args.lr * 100 * (1.0" in found[2][2]
+    # a class that builds its optimizers itself gets the mutant where it builds them
+    built = AGENT_BASE.replace(
+        "self.act_optimizer = None", "self.act_optimizer = torch.optim.Adam(self.act.parameters(), self.learning_rate)"
+    )
+    (tmp_path / "agent.py").write_text(built)
+    assert [line for file, line, _ in lr_mutants(capsys, tmp_path / "agent.py")] == [8]

@@ -226,3 +226,43 @@ def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_or_rescale_it
     assert same_cuts(whole_cut(11, "    policy = "), tree, lines) == set()
     # a rescale in place by a setting: cut before or after it, the loss is the same
     assert same_cuts(whole_cut(15, "    loss = "), tree, lines) == {16}
+
+
+def test_a_cut_of_one_unpacked_name_or_a_no_grad_block_reaches_what_only_they_compute():
+    text = (
+        "def forward_propagation(self, batch, model):\n"
+        "    src, tgt, seg = batch\n"
+        "    loss_info = model(src, tgt, seg)\n"
+        "    loss, correct, denominator = loss_info\n"
+        "    self.total_loss += loss.item()\n"
+        "    loss = loss / self.accumulation_steps\n"
+        "    acc = correct.item() / denominator.item()\n"
+        "    return loss\n"
+        "def update(self, buffer):\n"
+        "    states, rewards, unmasks = buffer\n"
+        "    unmask = unmasks[self.ids]\n"
+        "    value = self.cri(states[self.ids])\n"
+        "    td_error = self.criterion(value, self.q_label) * unmask\n"
+        "    if self.per:\n"
+        "        obj = (td_error * self.weight).mean()\n"
+        "    else:\n"
+        "        obj = td_error.mean()\n"
+        "    self.optimizer_backward(obj)\n"
+    )
+    lines = LineIndex(text)
+    tree = ast.parse(text)
+    # `loss = loss.detach()` put after the unpacking: the rescale computes from the cut name alone
+    after_unpack = lines.line_start(5)
+    edit = Edit(after_unpack, after_unpack, "    loss = loss.detach()\n")
+    found = same_cuts(Mutant("m", "detached-graph", "t.py", 5, "cut", "", (edit,)), tree, lines)
+    assert 6 in found and 7 not in found  # the counts read out beside it are not the loss
+    # the forward run without autograd: its unpacked names and what is computed from them alone
+    start, end = lines.line_start(3), lines.line_start(4) - 1
+    wrapped = Edit(start, end, "    with torch.no_grad():\n    " + text[start:end])
+    assert same_cuts(Mutant("m", "no-grad-training", "t.py", 3, "wrap", "", (wrapped,)), tree, lines) >= {4, 6}
+    # the loss cut in one branch of the PER test is the critic's output cut (rows of the handed
+    # batch carry no graph; the other branch never runs with it)
+    start = lines.line_start(17) + len("        obj = ")
+    end = lines.line_start(18) - 1
+    cut = Edit(start, end, text[start:end] + ".detach()")
+    assert same_cuts(Mutant("m", "detached-graph", "t.py", 17, "cut", "", (cut,)), tree, lines) == {12, 13}
