@@ -973,6 +973,8 @@ def _alias(statement: ast.stmt, imported: set[str]) -> bool:
         return False
     value = statement.value
     while isinstance(value, ast.Attribute):
+        if value.attr.startswith("__"):
+            return False  # `archs.__all__`: read off the module at run time, not a name of it
         value = value.value
     return isinstance(value, ast.Name) and value.id in imported
 
