@@ -124,6 +124,35 @@ class LossTensorLeak(Operator):
     )
     examples = (
         Example(
+            # A project's helper that detaches a whole log, kept for the epoch's end (pytorch-forecasting).
+            "from lightning.pytorch import LightningModule\n"
+            "class BaseModel(LightningModule):\n"
+            "    def step(self, x, y, batch_idx):\n"
+            "        out = self(x)\n"
+            "        loss = self.loss(out, y)\n"
+            '        log = {"loss": loss, "n_samples": x.size(0)}\n'
+            "        return log, out\n"
+            "    def training_step(self, batch, batch_idx):\n"
+            "        x, y = batch\n"
+            "        log, out = self.step(x, y, batch_idx)\n"
+            "        self.training_step_outputs.append(detach(log))\n"
+            "        return log\n",
+            (
+                "from lightning.pytorch import LightningModule\n"
+                "class BaseModel(LightningModule):\n"
+                "    def step(self, x, y, batch_idx):\n"
+                "        out = self(x)\n"
+                "        loss = self.loss(out, y)\n"
+                '        log = {"loss": loss, "n_samples": x.size(0)}\n'
+                "        return log, out\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        x, y = batch\n"
+                "        log, out = self.step(x, y, batch_idx)\n"
+                "        self.training_step_outputs.append(log)\n"
+                "        return log\n",
+            ),
+        ),
+        Example(
             # The read-outs an update returns, which the caller unpacks and appends to its histories
             # (ElegantRL): the critic's objective, kept whole, holds every update's graph.
             ELEGANTRL_UPDATE,
@@ -877,13 +906,18 @@ class LossTensorLeak(Operator):
                 value = call.func.value
                 if isinstance(value, cst.Call) and "numpy" in (callee_name(value) or "").lower():
                     continue  # `to_numpy(loss).item()` (MACE's metric): an array already, no graph
-            elif name == "detach" and isinstance(call.func, cst.Attribute) and not call.args:
+            elif name == "detach" and (
+                (isinstance(call.func, cst.Attribute) and not call.args)
+                # a project's helper that detaches a whole log (pytorch-forecasting's
+                # `self.training_step_outputs.append(detach(log))`)
+                or (isinstance(call.func, cst.Name) and len(call.args) == 1 and not call.args[0].star)
+            ):
                 # the graph cut before a store that keeps every step's value (DiffDock's
                 # `meter.add([loss.cpu().detach(), ...])`, `total += loss.detach()`): dropped, each
                 # step's graph stays chained into what the store keeps
                 if not _kept_whole(source, call) or _emptied_each_update(source, training, call):
                     continue
-                value = call.func.value
+                value = call.func.value if isinstance(call.func, cst.Attribute) else call.args[0].value
             elif name == "float" and isinstance(call.func, cst.Name) and len(call.args) == 1:
                 value = call.args[0].value
             elif name in ("numpy", "tolist") and isinstance(call.func, cst.Attribute) and not call.args:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from injector.neighbours import Resolver, bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import HELPER_STEP_TRAINER
+from injector.operators.snippets import FORECASTING_OPTIMIZERS, HELPER_STEP_TRAINER
 from injector.patterns import argument, callee_name, constructed, dotted, last_name, needs_parens, with_keyword
 
 FACTOR = 100
@@ -779,6 +779,19 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # An optimizer built from a class and keyword arguments the user hands in (Darts): whatever
+            # rate they hold, or the class's default, each group's is raised once it is built.
+            FORECASTING_OPTIMIZERS,
+            (
+                FORECASTING_OPTIMIZERS.replace(
+                    "optimizer = _create_from_cls_and_kwargs(self.optimizer_cls, optimizer_kws)\n",
+                    "optimizer = _create_from_cls_and_kwargs(self.optimizer_cls, optimizer_kws)\n"
+                    "        for _group in optimizer.param_groups:\n"
+                    '            _group["lr"] *= 100\n',
+                ),
+            ),
+        ),
         Example(
             # A settings class's field that the optimizer is built with (Snorkel's TrainerConfig.lr).
             "class TrainerConfig(NamedTuple):\n"
@@ -1575,6 +1588,11 @@ class LrTooHigh(Operator):
         ),
     )
     untouched = (
+        # Settings that also build the rate schedule that sets the rate at every step (ClassyVision).
+        "optimizer = build_optimizer(optimizer_config)\n"
+        "param_schedulers = build_optimizer_schedulers(optimizer_config)\n",
+        # A wrapper of an optimizer already built.
+        "model, optimizer = amp.initialize(model, optimizer, opt_level='O1')\n",
         # The rate in use copied into a log line's dict (DeepFilterNet's run_epoch).
         "for i, batch in enumerate(loader):\n"
         "    l_dict = {'loss': loss.item()}\n"
@@ -1734,6 +1752,7 @@ class LrTooHigh(Operator):
             yield from self._splatted_configuration(source, training)
         yield from self._stored_defaults(source, training, overridden)
         yield from _rates_left_to_subclasses(source, training)
+        yield from _rates_of_optimizers_built_elsewhere(source, training)
         for handed, default in _rates_handed_to_a_base(source, resolver):
             yield self._scaled(source, handed, handed)
             if default is not None:
@@ -2094,6 +2113,81 @@ def _rate_in_a_factor(call: cst.Call) -> cst.BaseExpression | None:
             operands.append(node)
     rates = [o for o in operands if (last_name(o) or "").lower() in CONFIG_LR_FIELDS and dotted(o) is not None]
     return rates[0] if len(rates) == 1 else None
+
+
+def _rates_of_optimizers_built_elsewhere(source, training):
+    """An optimizer the file gets from its class or settings through another call, with no rate
+    of the file's in it (Darts' `optimizer = _create_from_cls_and_kwargs(self.optimizer_cls,
+    optimizer_kws)`, S4's `utils.instantiate(registry.optimizer, self.hparams.optimizer, params)`,
+    a Hydra partial's `self.hparams.optimizer(params=...)`): each of its groups' rates is raised
+    as soon as it is built, whichever rate it was built with."""
+    for assign in source.nodes(cst.Assign):
+        call = assign.value
+        if len(assign.targets) != 1 or not isinstance(call, cst.Call):
+            continue
+        name = dotted(assign.targets[0].target)
+        if name is None or not _an_optimizer(name):
+            continue
+        if (
+            training.role_of_constructor(call) is not None
+            or any(not _generic_factory(source, f) for f in training.called_functions(call))
+            or (dotted(call.func) or "").lower().endswith(("_cls", "_class"))
+            or _BUILDER.fullmatch((callee_name(call) or "").lower())
+            or any(a.keyword is not None and a.keyword.value in LR_KEYS | CONFIG_LR_FIELDS for a in call.args)
+        ):
+            # an optimizer's own constructor or class, a builder of this file or one named so
+            # (`get_optimizer(cfg, model)`, read in the project), or a rate handed: mutated there
+            continue
+        handed = [a.value for a in call.args if not a.star]
+        if any(_an_optimizer(dotted(v) or "") for v in handed):
+            continue  # a wrapper of an optimizer already built (`amp.initialize(model, optimizer)`)
+        named = [dotted(call.func) or "", *(dotted(v) or "" for v in handed)]
+        if not any(_an_optimizer_class_or_settings(n) for n in named):
+            continue
+        settings = {n for n in named[1:] if n}
+        if any(
+            "sched" in (callee_name(other) or "").lower() and settings & {dotted(a.value) for a in other.args}
+            for other in source.nodes(cst.Call)
+        ):
+            # the same settings build its rate schedule (ClassyVision's `build_optimizer_schedulers(
+            # optimizer_config)`), which sets the rate at every step
+            continue
+        statement = source.parent(assign)
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            continue
+        raised = f'for _group in {name}.param_groups:\n    _group["lr"] *= {FACTOR}'
+        yield Change(
+            assign, (source.insert_after(statement, raised.split("\n")),), f"learning rate multiplied by {FACTOR}"
+        )
+
+
+def _generic_factory(source, function: cst.FunctionDef) -> bool:
+    """True for a function of the file that builds whatever class it is handed (Darts'
+    `_create_from_cls_and_kwargs(cls, kws)`: `return cls(**kws)`): no rate of its own."""
+    params = {p.name.value for p in function.params.params}
+    return any(isinstance(c.func, cst.Name) and c.func.value in params for c in source.within(function.body, cst.Call))
+
+
+def _an_optimizer(name: str) -> bool:
+    """`optimizer`, `self.opt`, `g_optimizer`: what names an optimizer already built."""
+    last = name.lower().split(".")[-1]
+    if last.startswith(("build", "make", "create", "get", "init", "wrap")):
+        return False  # a builder of one (S4's `wrap=build_ema_optimizer`)
+    return (last in {"optimizer", "optim", "opt"} or last.endswith("_optimizer")) and not (
+        _an_optimizer_class_or_settings(name)
+    )
+
+
+def _an_optimizer_class_or_settings(name: str) -> bool:
+    """`self.optimizer_cls`, `optimizer_class`, `registry.optimizer`, `self.hparams.optimizer`,
+    `cfg.optim`: what names an optimizer's class or its settings, not an optimizer."""
+    parts = name.lower().split(".")
+    last = parts[-1]
+    if last.endswith(("_cls", "_class", "_kws", "_kwargs", "_config", "_cfg")) and "optim" in last:
+        return True
+    return last in {"optimizer", "optim"} and any(
+        p in {"registry", "hparams", "cfg", "config", "conf", "settings"} for p in parts[:-1]
+    )
 
 
 def _rates_left_to_subclasses(source, training):

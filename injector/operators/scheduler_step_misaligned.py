@@ -4,7 +4,12 @@ import libcst as cst
 
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import CALLBACK_RUNNER, MICROBATCH_TRAINER, SCHEDULER_LOOP_IN_BRANCH
+from injector.operators.snippets import (
+    CALLBACK_RUNNER,
+    FORECASTING_OPTIMIZERS,
+    MICROBATCH_TRAINER,
+    SCHEDULER_LOOP_IN_BRANCH,
+)
 from injector.patterns import Training, callee_name, dotted, is_literal_bool, last_name, names_evaluation
 
 HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
@@ -42,6 +47,12 @@ class SchedulerStepMisaligned(Operator):
         "from once per epoch into the batch loop (following calls to it within the file)."
     )
     examples = (
+        Example(
+            # The scheduler's Lightning config written apart in configure_optimizers and merged with the
+            # scheduler on return (Darts): its interval is the schedule's.
+            FORECASTING_OPTIMIZERS,
+            (FORECASTING_OPTIMIZERS.replace('"interval": "epoch"', '"interval": "step"'),),
+        ),
         Example(
             # Stepped in a helper the optimizer-step branch calls, beside the step's own helper
             # (pytorch-accelerated's Trainer): the call leaves the branch.
@@ -518,8 +529,18 @@ class SchedulerStepMisaligned(Operator):
                 if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
             }
             interval = keys.get("interval")
+            function = source.function_of(config)
             if (
-                "scheduler" in keys
+                (
+                    "scheduler" in keys
+                    # the config's other keys, merged with the scheduler later in configure_optimizers
+                    # (Darts' `lr_config_params = {"monitor": "val_loss", "interval": "epoch", ...}`)
+                    or (
+                        function is not None
+                        and function.name.value == "configure_optimizers"
+                        and {"frequency", "monitor"} & set(keys)
+                    )
+                )
                 and interval is not None
                 and isinstance(interval.value, cst.SimpleString)
                 and interval.value.evaluated_value == "epoch"

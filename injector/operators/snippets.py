@@ -1368,3 +1368,19 @@ ELEGANTRL_UPDATE = (
     "        objective.backward()\n"
     "        optimizer.step()\n"
 )
+
+# Darts' PLForecastingModule: the optimizer built from the class and keyword arguments the user gave,
+# the scheduler's Lightning config written apart and merged with it on return.
+FORECASTING_OPTIMIZERS = (
+    "class ForecastingModule(pl.LightningModule):\n"
+    "    def configure_optimizers(self):\n"
+    "        def _create_from_cls_and_kwargs(cls, kws):\n"
+    "            return cls(**kws)\n"
+    "\n"
+    "        optimizer_kws = {k: v for k, v in self.optimizer_kwargs.items()}\n"
+    '        optimizer_kws["params"] = self.parameters()\n'
+    "        optimizer = _create_from_cls_and_kwargs(self.optimizer_cls, optimizer_kws)\n"
+    "        sched = self.lr_scheduler_cls(optimizer, **self.lr_scheduler_kwargs)\n"
+    '        lr_config_params = {"monitor": "val_loss", "interval": "epoch", "frequency": 1}\n'
+    '        return [optimizer], dict({"scheduler": sched}, **lr_config_params)\n'
+)

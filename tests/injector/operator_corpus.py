@@ -306,6 +306,10 @@ def cut_origins(mutant: Mutant, text: str, tree: ast.Module | None, lines: LineI
             if assign is None:
                 break
             found.update(range(assign.lineno, (assign.end_lineno or assign.lineno) + 1))
+            if isinstance(assign.value, ast.Call):
+                # the output a method of the class returns (Darts' `output = self._produce_train_output(
+                # ...)`, whose `return self(...)` runs the forward): cut here, it is cut there
+                found |= _returned_chains(tree, assign.value)
             root = _root_name(assign.value) or _single_read(assign.value)
             if root is None:
                 break
@@ -362,7 +366,28 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
                 break
             statement = earlier[0]
             found.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
-    return found
+    return found | _handed_on_by_callers(tree, mutant, lines, found)
+
+
+def _handed_on_by_callers(tree: ast.Module, mutant: Mutant, lines: LineIndex, found: set[int]) -> set[int]:
+    """The `return self.step(...)` statements of the file that hand on what the mutated method
+    returns (a Lightning module's `training_step` returning `self._train_val_step(...)`), where
+    the mutant cuts (or runs without autograd) a value that method returns: their cut is its."""
+    first = lines.line_of(mutant.edits[0].start)
+    function = _scope_of(tree, first)
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    if not (touched_lines(mutant, lines) | found) & _chain_to_returns(function):
+        return set()
+    handing: set[int] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Call)):
+            continue
+        func = node.value.func
+        named = func.attr if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+        if named == function.name and func.value.id == "self":  # type: ignore[union-attr]
+            handing.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return handing
 
 
 def _detached_names(text: str) -> set[str] | None:
@@ -537,6 +562,11 @@ def _chain_to_returns(function: ast.FunctionDef, positions: set[int] | None = No
             else:
                 pending.append(ret.value)
     found: set[int] = set()
+    for ret in ast.walk(function):
+        if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Call):
+            # the forward computed in the return itself (Darts' `return self(self._process_input_batch(
+            # input_batch))`)
+            found.update(range(ret.lineno, (ret.end_lineno or ret.lineno) + 1))
     seen: set[str] = set()
     while pending:
         for read in _graph_reads(pending.pop()):

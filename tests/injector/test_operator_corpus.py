@@ -14,7 +14,7 @@ import ast
 import warnings
 
 import pytest
-from operator_corpus import broken_mutants, corpus_files, judge, load_module, same_cuts
+from operator_corpus import broken_mutants, corpus_files, cut_origins, judge, load_module, same_cuts
 
 from injector.mutants import Edit, LineIndex, Mutant
 
@@ -266,3 +266,28 @@ def test_a_cut_of_one_unpacked_name_or_a_no_grad_block_reaches_what_only_they_co
     end = lines.line_start(18) - 1
     cut = Edit(start, end, text[start:end] + ".detach()")
     assert same_cuts(Mutant("m", "detached-graph", "t.py", 17, "cut", "", (cut,)), tree, lines) == {12, 13}
+
+
+def test_a_cut_in_a_step_method_is_the_cut_of_the_lightning_step_that_returns_it():
+    text = (
+        "class Module:\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        return self._train_val_step(batch, criterion=self.criterion)\n"
+        "    def _train_val_step(self, batch, criterion):\n"
+        "        x, y = batch\n"
+        "        output = self._produce_train_output(x)\n"
+        "        loss = criterion(output, y)\n"
+        "        return loss\n"
+        "    def _produce_train_output(self, x):\n"
+        "        return self(self._process(x))\n"
+    )
+    lines = LineIndex(text)
+    tree = ast.parse(text)
+    start = lines.line_start(7) + len("        loss = criterion(")
+    end = start + len("output")
+    cut = Edit(start, end, "output.detach()")
+    found = cut_origins(Mutant("m", "detached-graph", "t.py", 7, "cut", "", (cut,)), text, tree, lines) | same_cuts(
+        Mutant("m", "detached-graph", "t.py", 7, "cut", "", (cut,)), tree, lines
+    )
+    # the Lightning step hands the loss on; the forward is computed in the helper's return
+    assert {3, 6, 10} <= found
