@@ -1553,6 +1553,31 @@ def _converted_input(source, training, call: cst.Call, tensor: cst.BaseExpressio
     )
 
 
+def _returned_batch(source, training, call: cst.Call) -> bool:
+    """True for what a batch function of the file returns, made on the device (RWKV's demo:
+    `return torch.tensor(s, device=device, dtype=torch.long)`), where a caller binds it and then
+    hands it, or a slice of it, to the model (`x = batch(B, T)`, then `model(x[:, :-1])`)."""
+    ret = source.parent(call)
+    function = source.function_of(call)
+    if not isinstance(ret, cst.Return) or ret.value is not call or function is None:
+        return False
+    for caller in training.callers(function):
+        assign = source.parent(caller)
+        if not (isinstance(assign, cst.Assign) and assign.value is caller and len(assign.targets) == 1):
+            continue
+        name = dotted(assign.targets[0].target)
+        scope = source.function_of(caller) or source.module
+        after = source.span(assign)[1]
+        if name is not None and any(
+            source.span(use)[0] > after
+            and runs_model(source, training, use, depth=0)
+            and any(root_name(a.value) == name for a in use.args)
+            for use in source.within(scope, cst.Call)
+        ):
+            return True
+    return False
+
+
 def _handed_to_model(source, training, call: cst.Call) -> bool:
     """True for a conversion written as an argument of a model's call (Stanza's coreference
     model: `self.bert(ids, attention_mask=torch.tensor(mask, device=self.config.device))`)."""
@@ -2029,6 +2054,28 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A batch function of the file that makes its batch on the device (RWKV's demo): made on the
+            # CPU, it meets the model on the GPU.
+            "import torch\n"
+            "def batch(B, T, device='cuda'):\n"
+            "    s = [[random.randint(0, 9) for _ in range(T)] for _ in range(B)]\n"
+            "    return torch.tensor(s, device=device, dtype=torch.long)\n"
+            "for step in range(steps):\n"
+            "    x = batch(B, T); y = x[:, 1:]; x = x[:, :-1]\n"
+            "    loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))\n"
+            "    loss.backward()\n",
+            (
+                "import torch\n"
+                "def batch(B, T, device='cuda'):\n"
+                "    s = [[random.randint(0, 9) for _ in range(T)] for _ in range(B)]\n"
+                '    return torch.tensor(s, device="cpu", dtype=torch.long)\n'
+                "for step in range(steps):\n"
+                "    x = batch(B, T); y = x[:, 1:]; x = x[:, :-1]\n"
+                "    loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))\n"
+                "    loss.backward()\n",
+            ),
+        ),
         Example(
             # A method that moves a step's parts with a nested move function and returns them in
             # order: the move itself, each part's move, and the call that hands both parts over
@@ -3581,6 +3628,7 @@ class DeviceMismatch(Operator):
                         )
                         or _converted_input(source, training, call, tensor.value)
                         or _handed_to_model(source, training, call)
+                        or _returned_batch(source, training, call)
                     )
                 ):
                     # a conversion that also places the batch (skorch's `to_tensor(x, device=...)`)

@@ -780,6 +780,20 @@ class LrTooHigh(Operator):
     )
     examples = (
         Example(
+            # A group added with the optimizer's settings and its own splatted in (S4's special
+            # hyperparameters): the rate the merge gives it.
+            "hps = [getattr(p, '_optim') for p in all_params if hasattr(p, '_optim')]\n"
+            "for hp in hps:\n"
+            "    params = [p for p in all_params if getattr(p, '_optim', None) == hp]\n"
+            "    optimizer.add_param_group({'params': params, **self.hparams.optimizer, **hp})\n",
+            (
+                "hps = [getattr(p, '_optim') for p in all_params if hasattr(p, '_optim')]\n"
+                "for hp in hps:\n"
+                "    params = [p for p in all_params if getattr(p, '_optim', None) == hp]\n"
+                "    optimizer.add_param_group({k: v * 100 if k == \"lr\" else v for k, v in {'params': params, **self.hparams.optimizer, **hp}.items()})\n",
+            ),
+        ),
+        Example(
             # An optimizer built from a class and keyword arguments the user hands in (Darts): whatever
             # rate they hold, or the class's default, each group's is raised once it is built.
             FORECASTING_OPTIMIZERS,
@@ -1768,6 +1782,28 @@ class LrTooHigh(Operator):
                 and not _group_optimizer_names(source, training, element) & set(overridden)
             ):
                 yield self._scaled(source, element, element.value)
+        for call in source.nodes(cst.Call):
+            # a group added with its settings splatted in (S4's `optimizer.add_param_group({"params":
+            # params, **self.hparams.optimizer, **hp})`, hp holding a special rate): the merged rate
+            if callee_name(call) == "add_param_group" and len(call.args) == 1:
+                group = call.args[0].value
+                keys = {
+                    e.key.evaluated_value
+                    for e in (group.elements if isinstance(group, cst.Dict) else ())
+                    if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                }
+                if (
+                    isinstance(group, cst.Dict)
+                    and "params" in keys
+                    and not keys & LR_KEYS
+                    and any(isinstance(e, cst.StarredDictElement) for e in group.elements)
+                ):
+                    code = source.code(group)
+                    yield Change(
+                        call,
+                        (source.replace(group, f'{{k: v * {FACTOR} if k == "lr" else v for k, v in {code}.items()}}'),),
+                        f"learning rate multiplied by {FACTOR}",
+                    )
         for call in source.nodes(cst.Call):
             # the rate of a parameter group spelled `dict(params=..., lr=...)`
             rate = _group_rate(call) if callee_name(call) == "dict" else None
