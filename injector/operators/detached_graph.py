@@ -298,6 +298,38 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
+            # A dict of predictions a method of the file fills by key (FAIR-Chem's `_forward`): no
+            # `detach` on it, so the loss computed from it is cut whole.
+            "class Trainer:\n"
+            "    def _forward(self, batch):\n"
+            "        out = self.model(batch)\n"
+            "        outputs = {}\n"
+            "        for key in self.targets:\n"
+            "            outputs[key] = out[key].view(len(batch), -1)\n"
+            "        return outputs\n"
+            "    def train(self, loader):\n"
+            "        for batch in loader:\n"
+            "            out = self._forward(batch)\n"
+            "            loss = self._compute_loss(out, batch)\n"
+            "            loss.backward()\n"
+            "            self.optimizer.step()\n",
+            (
+                "class Trainer:\n"
+                "    def _forward(self, batch):\n"
+                "        out = self.model(batch)\n"
+                "        outputs = {}\n"
+                "        for key in self.targets:\n"
+                "            outputs[key] = out[key].view(len(batch), -1)\n"
+                "        return outputs\n"
+                "    def train(self, loader):\n"
+                "        for batch in loader:\n"
+                "            out = self._forward(batch)\n"
+                "            loss = self._compute_loss(out, batch).detach()\n"
+                "            loss.backward()\n"
+                "            self.optimizer.step()\n",
+            ),
+        ),
+        Example(
             # Objectives named as such (ElegantRL's PPO): the actor's sum cut, and each of its two
             # terms; the critic's objective cut where it is computed (its forward's output reaches
             # nothing else).
@@ -3018,9 +3050,29 @@ def _a_returned_container(source, training, value: cst.BaseExpression, use: cst.
         return False  # unpacked from what it returns (`logits, labels = self.info_nce_loss(x)`): an element
     for function in training.called_functions(assign.value):
         returns = [r.value for r in source.within(function.body, cst.Return) if source.function_of(r) is function]
-        if returns and all(isinstance(r, (cst.Dict, cst.List, cst.Tuple)) for r in returns):
+        if returns and all(_container(source, function, r) for r in returns):
             return True
     return _read_by_key(source, value.value, use)
+
+
+def _container(source, function: cst.FunctionDef, value: cst.BaseExpression | None) -> bool:
+    """True for a dict, list or tuple written out, or a name the function only ever binds to an
+    empty one it then fills (FAIR-Chem's `outputs = {}`, `outputs[target_key] = pred`, `return
+    outputs`)."""
+    if isinstance(value, (cst.Dict, cst.List, cst.Tuple)):
+        return True
+    if not isinstance(value, cst.Name):
+        return False
+    bound = [
+        a.value
+        for a in source.within(function.body, cst.Assign)
+        if any(isinstance(t.target, cst.Name) and t.target.value == value.value for t in a.targets)
+    ]
+    return bool(bound) and all(
+        isinstance(b, (cst.Dict, cst.List))
+        or (isinstance(b, cst.Call) and callee_name(b) in {"dict", "list", "OrderedDict"} and not b.args)
+        for b in bound
+    )
 
 
 def _detached_mapping(source, change: Change) -> cst.Assign | None:

@@ -903,7 +903,8 @@ def load_module(
     package = f"corpus_package_{Path(file.name).stem}.inner.deeper"
     text = text.removeprefix("\ufeff")  # Python reads a byte-order mark off a file, not off a str
     with _stubbed_imports(file.text.removeprefix("\ufeff"), package):
-        module = types.ModuleType(f"{package}.module")
+        # a name no file imports (GluonTS' deepar/lightning_module.py imports its sibling `.module`)
+        module = types.ModuleType(f"{package}._corpus_file")
         module.__file__ = str(CORPUS / file.name)
         module.__package__ = package
         whole = file.load == "import" and not file.without_metaclass
