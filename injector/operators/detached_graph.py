@@ -36,6 +36,7 @@ from injector.operators.snippets import (
     GAN_GENERATOR_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
+    KEYED_PREDICTIONS,
     KGE_TRAIN_STEP,
     LOSS_HELPER_TRAINER,
     LOSS_OBJECT_TRAINER,
@@ -300,33 +301,11 @@ class DetachedGraph(Operator):
         Example(
             # A dict of predictions a method of the file fills by key (FAIR-Chem's `_forward`): no
             # `detach` on it, so the loss computed from it is cut whole.
-            "class Trainer:\n"
-            "    def _forward(self, batch):\n"
-            "        out = self.model(batch)\n"
-            "        outputs = {}\n"
-            "        for key in self.targets:\n"
-            "            outputs[key] = out[key].view(len(batch), -1)\n"
-            "        return outputs\n"
-            "    def train(self, loader):\n"
-            "        for batch in loader:\n"
-            "            out = self._forward(batch)\n"
-            "            loss = self._compute_loss(out, batch)\n"
-            "            loss.backward()\n"
-            "            self.optimizer.step()\n",
+            KEYED_PREDICTIONS,
             (
-                "class Trainer:\n"
-                "    def _forward(self, batch):\n"
-                "        out = self.model(batch)\n"
-                "        outputs = {}\n"
-                "        for key in self.targets:\n"
-                "            outputs[key] = out[key].view(len(batch), -1)\n"
-                "        return outputs\n"
-                "    def train(self, loader):\n"
-                "        for batch in loader:\n"
-                "            out = self._forward(batch)\n"
-                "            loss = self._compute_loss(out, batch).detach()\n"
-                "            loss.backward()\n"
-                "            self.optimizer.step()\n",
+                KEYED_PREDICTIONS.replace(
+                    "loss = self._compute_loss(out, batch)", "loss = self._compute_loss(out, batch).detach()"
+                ),
             ),
         ),
         Example(

@@ -1540,7 +1540,11 @@ def _converted_input(source, training, call: cst.Call, tensor: cst.BaseExpressio
         value = bound.value if isinstance(bound, cst.Assign) else None
         if isinstance(value, cst.Call) and callee_name(value) == "next" and len(value.args) == 1:
             return True
-    assign = source.parent(call)
+    return _bound_for_the_model(source, training, source.parent(call), function)
+
+
+def _bound_for_the_model(source, training, assign: cst.CSTNode | None, scope: cst.CSTNode) -> bool:
+    """True for `name = ...` whose name (or a part of it) `scope` then hands to a model's call."""
     if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1):
         return False
     name = dotted(assign.targets[0].target)
@@ -1549,7 +1553,7 @@ def _converted_input(source, training, call: cst.Call, tensor: cst.BaseExpressio
         source.span(use)[0] > after
         and runs_model(source, training, use, depth=0)
         and any(root_name(a.value) == name for a in use.args)
-        for use in source.within(function, cst.Call)
+        for use in source.within(scope, cst.Call)
     )
 
 
@@ -1561,21 +1565,12 @@ def _returned_batch(source, training, call: cst.Call) -> bool:
     function = source.function_of(call)
     if not isinstance(ret, cst.Return) or ret.value is not call or function is None:
         return False
-    for caller in training.callers(function):
-        assign = source.parent(caller)
-        if not (isinstance(assign, cst.Assign) and assign.value is caller and len(assign.targets) == 1):
-            continue
-        name = dotted(assign.targets[0].target)
-        scope = source.function_of(caller) or source.module
-        after = source.span(assign)[1]
-        if name is not None and any(
-            source.span(use)[0] > after
-            and runs_model(source, training, use, depth=0)
-            and any(root_name(a.value) == name for a in use.args)
-            for use in source.within(scope, cst.Call)
-        ):
-            return True
-    return False
+    return any(
+        source.parent(caller).value is caller
+        and _bound_for_the_model(source, training, source.parent(caller), source.function_of(caller) or source.module)
+        for caller in training.callers(function)
+        if isinstance(source.parent(caller), cst.Assign)
+    )
 
 
 def _handed_to_model(source, training, call: cst.Call) -> bool:

@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import APEX_CONTEXT_STEP, ELEGANTRL_UPDATE, GATHERED_EPOCH_LOSS
+from injector.operators.snippets import APEX_CONTEXT_STEP, ELEGANTRL_UPDATE, GATHERED_EPOCH_LOSS, LOGGED_STEP
 from injector.patterns import LOSS_FUNCTIONS, argument, assigned_alone, callee_name, dotted, last_name, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
@@ -125,32 +125,8 @@ class LossTensorLeak(Operator):
     examples = (
         Example(
             # A project's helper that detaches a whole log, kept for the epoch's end (pytorch-forecasting).
-            "from lightning.pytorch import LightningModule\n"
-            "class BaseModel(LightningModule):\n"
-            "    def step(self, x, y, batch_idx):\n"
-            "        out = self(x)\n"
-            "        loss = self.loss(out, y)\n"
-            '        log = {"loss": loss, "n_samples": x.size(0)}\n'
-            "        return log, out\n"
-            "    def training_step(self, batch, batch_idx):\n"
-            "        x, y = batch\n"
-            "        log, out = self.step(x, y, batch_idx)\n"
-            "        self.training_step_outputs.append(detach(log))\n"
-            "        return log\n",
-            (
-                "from lightning.pytorch import LightningModule\n"
-                "class BaseModel(LightningModule):\n"
-                "    def step(self, x, y, batch_idx):\n"
-                "        out = self(x)\n"
-                "        loss = self.loss(out, y)\n"
-                '        log = {"loss": loss, "n_samples": x.size(0)}\n'
-                "        return log, out\n"
-                "    def training_step(self, batch, batch_idx):\n"
-                "        x, y = batch\n"
-                "        log, out = self.step(x, y, batch_idx)\n"
-                "        self.training_step_outputs.append(log)\n"
-                "        return log\n",
-            ),
+            LOGGED_STEP,
+            (LOGGED_STEP.replace("append(detach(log))", "append(log)"),),
         ),
         Example(
             # The read-outs an update returns, which the caller unpacks and appends to its histories

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.operators.snippets import INPUT_GRADIENT
+from injector.operators.snippets import INPUT_GRADIENT, SHARED_STEP_HELPER
 from injector.patterns import callee_name, computes_gradients
 
 # A trainer whose own backward() computes the losses and runs no backward (text-to-motion).
@@ -77,44 +77,11 @@ class MissingBackward(Operator):
             # A method of the file that each update hands its optimizer and objective (ElegantRL's
             # `optimizer_backward`): its own backward's mutant removes every update's, one call
             # deleted leaves the other.
-            "class Agent:\n"
-            "    def optimizer_backward(self, optimizer, objective):\n"
-            "        optimizer.zero_grad()\n"
-            "        objective.backward()\n"
-            "        optimizer.step()\n"
-            "    def update(self, state, target):\n"
-            "        obj_critic = ((self.cri(state) - target) ** 2).mean()\n"
-            "        self.optimizer_backward(self.cri_optimizer, obj_critic)\n"
-            "        obj_actor = self.cri(self.act(state)).mean()\n"
-            "        self.optimizer_backward(self.act_optimizer, -obj_actor)\n",
+            SHARED_STEP_HELPER,
             (
-                "class Agent:\n"
-                "    def optimizer_backward(self, optimizer, objective):\n"
-                "        optimizer.zero_grad()\n"
-                "        optimizer.step()\n"
-                "    def update(self, state, target):\n"
-                "        obj_critic = ((self.cri(state) - target) ** 2).mean()\n"
-                "        self.optimizer_backward(self.cri_optimizer, obj_critic)\n"
-                "        obj_actor = self.cri(self.act(state)).mean()\n"
-                "        self.optimizer_backward(self.act_optimizer, -obj_actor)\n",
-                "class Agent:\n"
-                "    def optimizer_backward(self, optimizer, objective):\n"
-                "        optimizer.zero_grad()\n"
-                "        objective.backward()\n"
-                "        optimizer.step()\n"
-                "    def update(self, state, target):\n"
-                "        obj_critic = ((self.cri(state) - target) ** 2).mean()\n"
-                "        obj_actor = self.cri(self.act(state)).mean()\n"
-                "        self.optimizer_backward(self.act_optimizer, -obj_actor)\n",
-                "class Agent:\n"
-                "    def optimizer_backward(self, optimizer, objective):\n"
-                "        optimizer.zero_grad()\n"
-                "        objective.backward()\n"
-                "        optimizer.step()\n"
-                "    def update(self, state, target):\n"
-                "        obj_critic = ((self.cri(state) - target) ** 2).mean()\n"
-                "        self.optimizer_backward(self.cri_optimizer, obj_critic)\n"
-                "        obj_actor = self.cri(self.act(state)).mean()\n",
+                SHARED_STEP_HELPER.replace("        objective.backward()\n", ""),
+                SHARED_STEP_HELPER.replace("        self.optimizer_backward(self.cri_optimizer, obj_critic)\n", ""),
+                SHARED_STEP_HELPER.replace("        self.optimizer_backward(self.act_optimizer, -obj_actor)\n", ""),
             ),
         ),
         Example(

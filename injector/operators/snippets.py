@@ -1384,3 +1384,52 @@ FORECASTING_OPTIMIZERS = (
     '        lr_config_params = {"monitor": "val_loss", "interval": "epoch", "frequency": 1}\n'
     '        return [optimizer], dict({"scheduler": sched}, **lr_config_params)\n'
 )
+
+# ElegantRL's AgentBase: one method zeroes, differentiates and steps whichever optimizer and objective
+# each update hands it.
+SHARED_STEP_HELPER = (
+    "class Agent:\n"
+    "    def optimizer_backward(self, optimizer, objective):\n"
+    "        optimizer.zero_grad()\n"
+    "        objective.backward()\n"
+    "        optimizer.step()\n"
+    "    def update(self, state, target):\n"
+    "        obj_critic = ((self.cri(state) - target) ** 2).mean()\n"
+    "        self.optimizer_backward(self.cri_optimizer, obj_critic)\n"
+    "        obj_actor = self.cri(self.act(state)).mean()\n"
+    "        self.optimizer_backward(self.act_optimizer, -obj_actor)\n"
+)
+
+# pytorch-forecasting's BaseModel: the step's log (the loss among its entries) kept for the epoch's end
+# through a project helper that detaches a whole log.
+LOGGED_STEP = (
+    "from lightning.pytorch import LightningModule\n"
+    "class BaseModel(LightningModule):\n"
+    "    def step(self, x, y, batch_idx):\n"
+    "        out = self(x)\n"
+    "        loss = self.loss(out, y)\n"
+    '        log = {"loss": loss, "n_samples": x.size(0)}\n'
+    "        return log, out\n"
+    "    def training_step(self, batch, batch_idx):\n"
+    "        x, y = batch\n"
+    "        log, out = self.step(x, y, batch_idx)\n"
+    "        self.training_step_outputs.append(detach(log))\n"
+    "        return log\n"
+)
+
+# FAIR-Chem's OCPTrainer: the predictions a method fills into a dict by target, then the loss from them.
+KEYED_PREDICTIONS = (
+    "class Trainer:\n"
+    "    def _forward(self, batch):\n"
+    "        out = self.model(batch)\n"
+    "        outputs = {}\n"
+    "        for key in self.targets:\n"
+    "            outputs[key] = out[key].view(len(batch), -1)\n"
+    "        return outputs\n"
+    "    def train(self, loader):\n"
+    "        for batch in loader:\n"
+    "            out = self._forward(batch)\n"
+    "            loss = self._compute_loss(out, batch)\n"
+    "            loss.backward()\n"
+    "            self.optimizer.step()\n"
+)
