@@ -1602,6 +1602,8 @@ class LrTooHigh(Operator):
         ),
     )
     untouched = (
+        # A group's rate left as a placeholder that a later loop fills in (S4's layer decay).
+        "groups[layer_id] = {'params': [], 'lr': None, 'weight_decay': wd}\n",
         # Settings that also build the rate schedule that sets the rate at every step (ClassyVision).
         "optimizer = build_optimizer(optimizer_config)\n"
         "param_schedulers = build_optimizer_schedulers(optimizer_config)\n",
@@ -1775,6 +1777,8 @@ class LrTooHigh(Operator):
             key = element.key
             if not isinstance(key, cst.SimpleString):
                 continue
+            if isinstance(element.value, cst.Name) and element.value.value == "None":
+                continue  # a placeholder filled in later (S4's layer-decay groups: `'lr': None`)
             # A scheduler's peak rate, or the rate of a parameter group.
             if key.evaluated_value in SCHEDULE_PEAK_KEYS or (
                 key.evaluated_value in LR_KEYS
