@@ -2338,6 +2338,13 @@ def branch_sides(source: Source, node: cst.CSTNode) -> dict[str, bool]:
     return sides
 
 
+def names_an_objective(name: str) -> bool:
+    """True for a value named as an objective to minimise (ElegantRL's `obj_surrogate`,
+    `obj_entropy`, an `actor_objective`): a loss term by another name."""
+    lowered = name.lower()
+    return "objective" in lowered or lowered.startswith("obj_") or lowered.endswith("_obj")
+
+
 def names_evaluation(text: str) -> bool:
     """True if a word of `text` (split at anything but letters) is an evaluation word."""
     return any(EVALUATION_WORD.fullmatch(word) for word in re.split(r"[^a-z]+", text.lower()) if word)

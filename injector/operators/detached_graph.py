@@ -70,6 +70,7 @@ from injector.patterns import (
     last_name,
     loss_name,
     method_on,
+    names_an_objective,
     runs_model,
     walking_loop,
 )
@@ -2920,8 +2921,7 @@ def _names_a_loss(name: str) -> bool:
     """A term named a loss (RAM's `loss_reinforce = torch.sum(-log_pi * adjusted_reward, dim=1)`),
     or an objective (ElegantRL's `obj_surrogate - obj_entropy * self.lambda_entropy`): whatever
     computes it, it is what the sum adds."""
-    lowered = name.lower()
-    return "loss" in lowered or "objective" in lowered or lowered.startswith("obj_") or lowered.endswith("_obj")
+    return "loss" in name.lower() or names_an_objective(name)
 
 
 def _added_names(expr: cst.BaseExpression) -> list[str]:

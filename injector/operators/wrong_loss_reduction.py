@@ -23,6 +23,7 @@ from injector.patterns import (
     is_functional,
     is_literal_bool,
     last_name,
+    names_an_objective,
     read_as_a_number,
     under_no_grad,
     with_keyword,
@@ -1344,17 +1345,12 @@ def _foreign(source, call: cst.Call) -> bool:
     return False
 
 
-def _names_objective(name: str) -> bool:
-    lowered = name.lower()
-    return "objective" in lowered or lowered.startswith("obj_") or lowered.endswith("_obj")
-
-
 def _objective_term(source, assign: cst.Assign, name: str) -> bool:
     """True for an objective (ElegantRL's `obj_surrogate`, `obj_entropy`) that a later line of
     the function adds to, or subtracts from, another objective or loss (`obj_actor_full =
     obj_surrogate - obj_entropy * self.lambda_entropy`): summed, it outweighs the other term.
     An objective minimised alone only changes scale (which Adam absorbs)."""
-    if not _names_objective(name):
+    if not names_an_objective(name):
         return False
     function = source.function_of(assign)
     after = source.span(assign)[1]
@@ -1365,7 +1361,7 @@ def _objective_term(source, assign: cst.Assign, name: str) -> bool:
         ):
             continue
         read = {n.value for n in source.within(value, cst.Name)}
-        if name in read and any(n != name and (_names_objective(n) or _names_loss(n)) for n in read):
+        if name in read and any(n != name and (names_an_objective(n) or _names_loss(n)) for n in read):
             return True
     return False
 
