@@ -33,6 +33,7 @@ from injector.patterns import (
     callee_name,
     constructed,
     dotted,
+    enclosing_class,
     imported_name,
     in_optimizer_class,
     is_functional,
@@ -208,6 +209,52 @@ def _fresh_tensor(expr: cst.BaseExpression) -> bool:
             return expr.func.attr.value[:1].islower()
         expr = expr.func.value
     return False
+
+
+def _moved_and_returned(source, call: cst.Call) -> bool:
+    """True for `x = x.to(device)` in a function that returns `x` itself, alone or in a tuple
+    (MDLM's `eval_retokenize`: the tokenized samples and their mask moved, then returned for the
+    scoring model)."""
+    assign = source.parent(call)
+    function = source.function_of(call)
+    if not isinstance(assign, cst.Assign) or assign.value is not call or function is None:
+        return False
+    if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    name = assign.targets[0].target.value
+    if not isinstance(call.func, cst.Attribute) or dotted(call.func.value) != name:
+        return False
+    for ret in source.within(function.body, cst.Return):
+        value = ret.value
+        parts = value.elements if isinstance(value, cst.Tuple) else [value] if value is not None else []
+        if source.function_of(ret) is function and any(
+            isinstance(getattr(p, "value", p), cst.Name) and getattr(p, "value", p).value == name for p in parts
+        ):
+            return True
+    return False
+
+
+def _made_by_a_method(source, expr: cst.BaseExpression) -> bool:
+    """True for `self.method(...)` whose every return is a tensor it makes itself, or one such
+    tensor scaled (MDLM's `_sample_prior`: `return self.mask_index * torch.ones(*dims)`): a
+    sampling run's initial input, moved to the model's device by the caller."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and dotted(expr.func.value) == "self"):
+        return False
+    owner = enclosing_class(source, expr)
+    methods = [
+        d
+        for d in (owner.body.body if owner is not None else ())
+        if isinstance(d, cst.FunctionDef) and d.name.value == expr.func.attr.value
+    ]
+    returns = [r for m in methods for r in source.within(m.body, cst.Return) if source.function_of(r) is m]
+    return bool(returns) and all(r.value is not None and _fresh_or_scaled(r.value) for r in returns)
+
+
+def _fresh_or_scaled(expr: cst.BaseExpression) -> bool:
+    """A tensor made here (`torch.ones(...)`), or one multiplied by a number or setting."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+        return _fresh_tensor(expr.left) or _fresh_tensor(expr.right)
+    return _fresh_tensor(expr)
 
 
 def _setting(expr: cst.BaseExpression) -> bool:
@@ -588,9 +635,11 @@ def _is_batch(source, call: cst.Call) -> bool:
         return True
     if isinstance(call.func, cst.Attribute) and (_fresh_tensor(call.func.value) or _dataset_item(call.func.value)):
         return True
+    if isinstance(call.func, cst.Attribute) and _made_by_a_method(source, call.func.value):
+        return True
     if _matched_to_cuda(source, call) or _made_input(source, call):
         return True
-    if source.enclosing(call, cst.Return) is not None:
+    if source.enclosing(call, cst.Return) is not None or _moved_and_returned(source, call):
         return True
     if _batch_holder(source, call) or _taken_item(source, call):
         return True
@@ -2049,6 +2098,25 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # A sampling run's first input, made by a method of the class and moved by the caller (MDLM).
+            "class Diffusion(L.LightningModule):\n"
+            "    def _sample_prior(self, *dims):\n"
+            "        return self.mask_index * torch.ones(*dims, dtype=torch.int64)\n"
+            "\n"
+            "    def _sample(self, n):\n"
+            "        x = self._sample_prior(n, self.length).to(self.device)\n"
+            "        return self.forward(x, None).argmax(dim=-1)\n",
+            (
+                "class Diffusion(L.LightningModule):\n"
+                "    def _sample_prior(self, *dims):\n"
+                "        return self.mask_index * torch.ones(*dims, dtype=torch.int64)\n"
+                "\n"
+                "    def _sample(self, n):\n"
+                "        x = self._sample_prior(n, self.length)\n"
+                "        return self.forward(x, None).argmax(dim=-1)\n",
+            ),
+        ),
         Example(
             # A batch function of the file that makes its batch on the device (RWKV's demo): made on the
             # CPU, it meets the model on the GPU.

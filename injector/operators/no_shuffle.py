@@ -53,6 +53,27 @@ def _torchtext(source, resolver: Resolver, call: cst.Call) -> bool:
     return imported is not None and imported.module.split(".")[0] == "torchtext"
 
 
+def _held_sampler_class(source, call: cst.Call) -> bool:
+    """True for a call of a name that its function binds only to sampler classes
+    (`sampler_cls = dataloader.RandomFaultTolerantSampler`)."""
+    function = source.function_of(call)
+    if not isinstance(call.func, cst.Name) or function is None:
+        return False
+    values = [
+        a.value
+        for a in source.within(function.body, cst.Assign)
+        if any(isinstance(t.target, cst.Name) and t.target.value == call.func.value for t in a.targets)
+    ]
+    while any(isinstance(v, cst.IfExp) for v in values):
+        values = [p for v in values for p in ((v.body, v.orelse) if isinstance(v, cst.IfExp) else (v,))]
+    return bool(values) and all(
+        isinstance(v, (cst.Name, cst.Attribute))
+        and (last_name(v) or "")[:1].isupper()
+        and (last_name(v) or "").endswith("Sampler")
+        for v in values
+    )
+
+
 def _bound_for_training(source, call: cst.Call) -> str | None:
     """The name `call` is assigned to alone, where it builds no evaluation data; None otherwise."""
     assign = source.enclosing(call, cst.Assign)
@@ -661,6 +682,19 @@ class NoShuffle(Operator):
             BUCKETED_SHUFFLE,
             (BUCKETED_SHUFFLE.replace("        train_dataset.shuffle_in_bucket(bucket_size=1000)\n", ""),),
         ),
+        Example(
+            # A sampler class picked into a name, handed the loader's own shuffle (MDLM's on_train_start).
+            "def on_train_start(self):\n"
+            "    sampler_cls = FaultTolerantDistributedSampler if distributed else RandomFaultTolerantSampler\n"
+            "    for dl in self.trainer.fit_loop.loaders:\n"
+            "        sampler = sampler_cls(dl.dataset, shuffle=dl.sampler.shuffle)\n",
+            (
+                "def on_train_start(self):\n"
+                "    sampler_cls = FaultTolerantDistributedSampler if distributed else RandomFaultTolerantSampler\n"
+                "    for dl in self.trainer.fit_loop.loaders:\n"
+                "        sampler = sampler_cls(dl.dataset, shuffle=False)\n",
+            ),
+        ),
     )
     untouched = (
         # A deterministic switch that orders no batches (cuDNN's algorithms).
@@ -812,6 +846,9 @@ class NoShuffle(Operator):
                             ("loader" in name.lower() or "sampler" in name.lower()) and _bound_as_training(source, call)
                         )
                         or (name[:1].isupper() and name.endswith(("Sampler", "SamplerWrapper")))
+                        # or a sampler class picked into a name (MDLM's `sampler_cls =
+                        # dataloader.FaultTolerantDistributedSampler` under DDP, else another)
+                        or _held_sampler_class(source, call)
                         # a project's DataLoader subclass told to shuffle, building no evaluation
                         # data (pretrain-gnns' `DataLoaderSubstructContext(dataset, ..., shuffle=True)`)
                         or (

@@ -60,6 +60,16 @@ class WrongSoftmaxDim(Operator):
             ),
         ),
         Example(
+            # A log-softmax written out (MDLM's SUBS parameterisation): the normaliser's axis.
+            "logits = logits - torch.logsumexp(logits, dim=-1, keepdim=True)\n",
+            ("logits = logits - torch.logsumexp(logits, dim=-2, keepdim=True)\n",),
+        ),
+        Example(
+            # A softmax written out: the sum that normalises the exponentials.
+            "e = torch.exp(scores)\nattn = e / e.sum(dim=1, keepdim=True)\n",
+            ("e = torch.exp(scores)\nattn = e / e.sum(dim=0, keepdim=True)\n",),
+        ),
+        Example(
             "self.head = nn.Sequential(nn.Linear(8, 4), nn.LogSoftmax(dim=1))\n",
             ("self.head = nn.Sequential(nn.Linear(8, 4), nn.LogSoftmax(dim=0))\n",),
         ),
@@ -96,12 +106,16 @@ class WrongSoftmaxDim(Operator):
         "            return F.softmax(x, dim=-1)\n"
         "        return x\n",
         "p = F.softmax(x, dim=self.dim)\n",
+        # A logsumexp that normalises nothing it is taken of, and a sum of what is not an exponential.
+        "lse = torch.logsumexp(scores, dim=-1)\ny = x - torch.logsumexp(scores, dim=-1, keepdim=True)\n",
+        "share = counts / counts.sum(dim=1, keepdim=True)\n",
         "p = F.softmax(x)\n",
         "p = self.softmax(x)\n",
         "y = torch.sum(x, dim=-1)\n",
     )
 
     def changes(self, source, training):
+        yield from _written_out(source)
         for call in source.nodes(cst.Call):
             name = callee_name(call)
             if name in FUNCTIONS:
@@ -131,6 +145,63 @@ class WrongSoftmaxDim(Operator):
                 yield Change(
                     call, (source.replace(dim.value, str(axis)),), f"{name} over dim {axis} instead of dim {value}"
                 )
+
+
+def _written_out(source):
+    """A (log-)softmax written out by hand: `x - torch.logsumexp(x, dim=d, keepdim=True)`, or
+    `e / e.sum(dim=d, keepdim=True)` of exponentials `e`. The normaliser's axis is the softmax's;
+    over the neighbouring one the values still broadcast, and no longer normalise over classes."""
+    for operation in source.nodes(cst.BinaryOperation):
+        if isinstance(operation.operator, cst.Subtract):
+            names = ("logsumexp",)
+        elif isinstance(operation.operator, cst.Divide) and _exponentials(source, operation.left):
+            names = ("sum",)
+        else:
+            continue
+        call = operation.right
+        if not isinstance(call, cst.Call) or callee_name(call) not in names:
+            continue
+        functional = is_functional(call)
+        if functional:
+            taken = argument(call, "input", 0)
+            normalised = None if taken is None else taken.value
+        else:
+            normalised = call.func.value if isinstance(call.func, cst.Attribute) else None
+        keepdim = argument(call, "keepdim", 2 if functional else 1)
+        if normalised is None or keepdim is None or source.code(keepdim.value) != "True":
+            continue
+        if source.code(normalised) != source.code(operation.left):
+            continue
+        dim = argument(call, "dim", 1 if functional else 0)
+        value = None if dim is None else int_value(dim.value)
+        if dim is None or value is None or _eval_mode_only(source, call):
+            continue
+        what = "log-softmax" if names == ("logsumexp",) else "softmax"
+        for axis in other_axes(value):
+            yield Change(
+                operation,
+                (source.replace(dim.value, str(axis)),),
+                f"the written-out {what} normalised over dim {axis} instead of dim {value}",
+            )
+
+
+def _exponentials(source, expr: cst.BaseExpression) -> bool:
+    """True for `torch.exp(x)` / `x.exp()`, or a name the function last bound to one."""
+    if isinstance(expr, cst.Call):
+        return callee_name(expr) == "exp"
+    if not isinstance(expr, cst.Name):
+        return False
+    function = source.function_of(expr)
+    scope = function.body if function is not None else source.module
+    bound = [
+        a
+        for a in source.within(scope, cst.Assign)
+        if len(a.targets) == 1
+        and isinstance(a.targets[0].target, cst.Name)
+        and a.targets[0].target.value == expr.value
+        and source.span(a)[0] < source.span(expr)[0]
+    ]
+    return bool(bound) and isinstance(bound[-1].value, cst.Call) and callee_name(bound[-1].value) == "exp"
 
 
 # Calls that only show what they are handed (a logger's image or scalar, a print).

@@ -364,9 +364,32 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
             ]
             if len(earlier) != 1 or _read_elsewhere(scope, earlier[0], statement):
                 break
+            field = _field_read(statement.value, earlier[0])
             statement = earlier[0]
             found.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+            if isinstance(statement.value, ast.Call):
+                # a method's result the cut value reads alone (MDLM's `loss = losses.loss` after
+                # `losses = self._loss(...)`, whose `return Loss(loss=token_nll, ...)`): the lines
+                # feeding that field inside the method are cut with it
+                found |= _returned_chains(tree, statement.value, field=field)
     return found | _handed_on_by_callers(tree, mutant, lines, found)
+
+
+def _field_read(value: ast.expr, earlier: ast.Assign) -> str | None:
+    """The one attribute `value` reads of what `earlier` binds (`losses.loss`: "loss"), or None
+    where it reads the value whole or several of its fields."""
+    names = _bound(earlier)
+    fields = {
+        node.attr
+        for node in ast.walk(value)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names
+    }
+    whole = [
+        n
+        for n in _graph_reads(value)
+        if n.id in names and not any(isinstance(a, ast.Attribute) and a.value is n for a in ast.walk(value))
+    ]
+    return next(iter(fields)) if len(fields) == 1 and not whole else None
 
 
 def _handed_on_by_callers(tree: ast.Module, mutant: Mutant, lines: LineIndex, found: set[int]) -> set[int]:
@@ -499,7 +522,9 @@ def _cut_positions(statement: ast.Assign, text: str) -> set[int] | None:
     return {i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id in cut}
 
 
-def _returned_chains(tree: ast.Module, call: ast.Call, positions: set[int] | None = None) -> set[int]:
+def _returned_chains(
+    tree: ast.Module, call: ast.Call, positions: set[int] | None = None, field: str | None = None, depth: int = 4
+) -> set[int]:
     """The lines of a loss function of the file that feed what it returns, where the caller's
     call is cut: a loss function built by a factory (score_sde's `loss_fn = get_sde_loss_fn(sde,
     train, ...)`, whose nested `loss_fn(model, batch)` computes `score = score_fn(perturbed_data,
@@ -507,7 +532,10 @@ def _returned_chains(tree: ast.Module, call: ast.Call, positions: set[int] | Non
     `loss, hidden, extra_out = self.get_loss(...)`, whose loop runs the shared model and sums the
     loss it returns first). Cutting (or running without autograd) the caller's value is the same
     mutant as cutting those lines: what they compute reaches nothing else. `positions`: the
-    elements of a returned tuple the caller cuts (all where None)."""
+    elements of a returned tuple the caller cuts (all where None); `field`: the one field of a
+    returned record it reads (`Loss(loss=token_nll, nlls=nlls)` read as `.loss`). The methods those
+    lines call in turn are followed `depth` levels down (MDLM's `_loss` calls
+    `_forward_pass_diffusion`, which calls `forward`, which runs the backbone)."""
     if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
         owner = next(
             (
@@ -531,7 +559,21 @@ def _returned_chains(tree: ast.Module, call: ast.Call, positions: set[int] | Non
                     methods += [
                         nested[n.id] for n in ast.walk(node.value) if isinstance(n, ast.Name) and n.id in nested
                     ]
-        return set().union(*(_chain_to_returns(m, positions) for m in methods))
+        found = set().union(*(_chain_to_returns(m, positions, field) for m in methods))
+        if depth > 0:
+            for method in methods:
+                for node in ast.walk(method):
+                    if (
+                        isinstance(node, ast.Call)
+                        and node is not call
+                        and node.lineno in found
+                        and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id == "self"
+                        and node.func.attr != method.name
+                    ):
+                        found |= _returned_chains(tree, node, depth=depth - 1)
+        return found
     if not isinstance(call.func, ast.Name):
         return set()
     name = call.func.id
@@ -551,21 +593,33 @@ def _returned_chains(tree: ast.Module, call: ast.Call, positions: set[int] | Non
     return set().union(*(_chain_to_returns(c) for c in closures))
 
 
-def _chain_to_returns(function: ast.FunctionDef, positions: set[int] | None = None) -> set[int]:
+def _chain_to_returns(
+    function: ast.FunctionDef, positions: set[int] | None = None, field: str | None = None
+) -> set[int]:
     """The lines of `function` whose values feed what it returns (the elements at `positions` of
-    a returned tuple, where given): each assignment of a name a return reads, and back."""
+    a returned tuple, or the `field` of a returned record, where given): each assignment of a name
+    a return reads, and back; and each return that computes its value itself."""
     pending: list[ast.expr] = []
     for ret in ast.walk(function):
         if isinstance(ret, ast.Return) and ret.value is not None:
             if positions is not None and isinstance(ret.value, ast.Tuple):
                 pending += [e for i, e in enumerate(ret.value.elts) if i in positions]
+            elif (
+                field is not None
+                and isinstance(ret.value, ast.Call)
+                and any(k.arg == field for k in ret.value.keywords)
+            ):
+                pending += [k.value for k in ret.value.keywords if k.arg == field]
             else:
                 pending.append(ret.value)
     found: set[int] = set()
     for ret in ast.walk(function):
-        if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Call):
+        if isinstance(ret, ast.Return) and (
+            isinstance(ret.value, ast.Call)
+            or (isinstance(ret.value, (ast.BinOp, ast.UnaryOp)) and _graph_reads(ret.value))
+        ):
             # the forward computed in the return itself (Darts' `return self(self._process_input_batch(
-            # input_batch))`)
+            # input_batch))`), or the loss (MDLM's `return - log_p_theta * (dsigma / torch.expm1(sigma))[:, None]`)
             found.update(range(ret.lineno, (ret.end_lineno or ret.lineno) + 1))
     seen: set[str] = set()
     while pending:
