@@ -886,7 +886,26 @@ class Training:
         """Every place a loss is differentiated: the backward calls and the returned losses, and
         the losses a function of the file returns for a backward to read out of what it hands
         back (see `held_helper_losses`)."""
-        return [*self.backwards, *self.returned_losses, *self.held_helper_losses]
+        return [*self.backwards, *self.returned_losses, *self.held_helper_losses, *self.weight_gradients]
+
+    @cached_property
+    def weight_gradients(self) -> list[Backward]:
+        """`torch.autograd.grad(loss, weights)` taken for an update written by hand (MAML's inner
+        loop: `grad = torch.autograd.grad(loss, fast_weights)`, then `fast_weights = [w - lr * g
+        ...]`): the loss is differentiated there as at a backward. Not the gradient of an input
+        (a gradient penalty's `inputs=interpolates`): the weights are parameters, by name."""
+        found = []
+        for call in self.source.nodes(cst.Call):
+            if dotted(call.func) not in ("torch.autograd.grad", "autograd.grad"):
+                continue
+            outputs = argument(call, "outputs", 0)
+            inputs = argument(call, "inputs", 1)
+            if outputs is None or inputs is None or not isinstance(outputs.value, (cst.Name, cst.Attribute)):
+                continue
+            text = self.source.code(inputs.value).lower()
+            if "param" in text or "weight" in text:
+                found.append(Backward(call, outputs.value, None))
+        return found
 
     @cached_property
     def held_helper_losses(self) -> list[ReturnedLoss]:

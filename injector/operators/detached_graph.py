@@ -20,6 +20,7 @@ from injector.operators.forwards import (
     loss_helper_forwards,
     loss_object_calls,
     read_forwards,
+    split_readers,
     stored_run,
     terms_added_in_place,
     trained_term,
@@ -48,6 +49,7 @@ from injector.operators.snippets import (
     PIPELINE_ENGINE,
     PIX2PIX_STEP,
     PPO_UPDATE,
+    PROTONET_EPISODE,
     REGULARISED_STEP,
     RELAYED_BACKWARD,
     SAC_ACTOR_UPDATE,
@@ -299,6 +301,18 @@ class DetachedGraph(Operator):
         "loss call, or comes out of a tuple)."
     )
     examples = (
+        Example(
+            # A forward split into prototypes and queries, each cut on its own (learn2learn's ProtoNet).
+            PROTONET_EPISODE,
+            (
+                PROTONET_EPISODE.replace(
+                    "        loss, acc = fast_adapt(model, batch, 5, 1)\n",
+                    "        loss, acc = fast_adapt(model, batch, 5, 1)\n        loss = loss.detach()\n",
+                ),
+                PROTONET_EPISODE.replace("embeddings[support_indices]", "embeddings[support_indices].detach()"),
+                PROTONET_EPISODE.replace("embeddings[query_indices]", "embeddings[query_indices].detach()"),
+            ),
+        ),
         Example(
             # A dict of predictions a method of the file fills by key (FAIR-Chem's `_forward`): no
             # `detach` on it, so the loss computed from it is cut whole.
@@ -3314,6 +3328,11 @@ def _chain_cuts(source, training, changes: list[Change]):
             added = augmented_reads(source, chain)  # what in-place additions to the loss read
             for line in chain_forwards(source, training, use, chain, _cut_lines(source, chain, changes) | covered):
                 readers = [later for later, inputs in chain.items() if line in inputs]
+                if split_readers(source, chain, line):
+                    # the output split into parts, each its own path to the loss (a prototypical
+                    # network's support and query embeddings): each part cut where it is taken
+                    yield from _readers_cut(source, chain, readers, made)
+                    continue
                 reaching = _read_by(source, readers)
                 change = _chain_cut(source, line, reaching | added if reaching else None)
                 if change is None and readers and all(_unpacks_a_tuple(r) for r in readers):

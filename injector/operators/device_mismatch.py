@@ -1297,13 +1297,17 @@ def _made_for_a_collective(source, call: cst.Call) -> bool:
     if not isinstance(target, cst.Name):
         return False
     end = source.span(assign)[1]
-    first = next(
-        (n for n in source.within(function, cst.Name) if n.value == target.value and source.span(n)[0] > end), None
-    )
-    return (
-        first is not None
-        and isinstance(source.parent(first), cst.Arg)
-        and _collective(source.parent(source.parent(first)))
+    later = [n for n in source.within(function, cst.Name) if n.value == target.value and source.span(n)[0] > end]
+    first = later[0] if later else None
+    if first is None or not isinstance(source.parent(first), cst.Arg):
+        return False
+    collective = source.parent(source.parent(first))
+    if not _collective(collective):
+        return False
+    # data one rank draws and broadcasts to the others, then read as an input (k-diffusion's demo
+    # noise: `dist.broadcast(x, 0)`, then `x = x[rank] * sigma_max` handed to the sampler): a batch
+    return not (
+        callee_name(collective) == "broadcast" and any(isinstance(source.parent(n), cst.Subscript) for n in later[1:])
     )
 
 
@@ -2098,6 +2102,21 @@ class DeviceMismatch(Operator):
     id = "device-mismatch"
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
+        Example(
+            # Noise drawn on one rank, broadcast, then read as the sampler's input (k-diffusion's demo).
+            "def demo():\n"
+            "    x = torch.randn([world, n, 3, 32, 32], generator=gen).to(device)\n"
+            "    dist.broadcast(x, 0)\n"
+            "    x = x[rank] * sigma_max\n"
+            "    return sample(model_ema, x, sigmas)\n",
+            (
+                "def demo():\n"
+                "    x = torch.randn([world, n, 3, 32, 32], generator=gen)\n"
+                "    dist.broadcast(x, 0)\n"
+                "    x = x[rank] * sigma_max\n"
+                "    return sample(model_ema, x, sigmas)\n",
+            ),
+        ),
         Example(
             # A sampling run's first input, made by a method of the class and moved by the caller (MDLM).
             "class Diffusion(L.LightningModule):\n"

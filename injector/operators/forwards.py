@@ -226,6 +226,12 @@ def constant_start(value: cst.BaseExpression | None) -> bool:
         value = value.expression
     if isinstance(value, (cst.Integer, cst.Float)):
         return True
+    if isinstance(value, cst.ListComp):
+        # one zero per step, for each step's terms to be added into (MAML's `losses_q = [0 for _ in
+        # range(self.update_step + 1)]`)
+        return constant_start(value.elt)
+    if isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+        return all(constant_start(e.value) for e in value.elements)
     if not isinstance(value, cst.Call):
         return False
     if (
@@ -1040,11 +1046,63 @@ def loss_chains(source, training, backward) -> list[tuple[object, dict, set]]:
                 if overridden:
                     found.append((use, chain, set()))
                     continue
-                if _forwards_in_one_run(source, training, chain) < 2:
-                    continue  # one forward on each path: cutting it is cutting what the helper returns
+                if _forwards_in_one_run(source, training, chain) < 2 and not any(
+                    split_readers(source, chain, line) for line in chain
+                ):
+                    # one forward on each path, taken whole: cutting it is cutting what the helper
+                    # returns (where its output is split into parts, each part is a path of its own)
+                    continue
                 roots = {line for line in chain if not any(line in inputs for inputs in chain.values())}
                 found.append((use, chain, roots))
     return found
+
+
+_SPLITTING_METHODS = frozenset({"chunk", "split", "narrow", "unbind", "tensor_split"})
+
+
+def split_readers(source, chain, line: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine]:
+    """The lines of a loss's chain that each take a part of what `line` assigns, where two or
+    more do and nothing else of the chain reads it whole: a prototypical network's `support =
+    embeddings[support_indices]` and `query = embeddings[query_indices]`, a contrastive step's
+    halves. Each part reaches the loss by a path of its own, so a cut of one part is a fault of
+    its own (a silently wrong gradient); the whole output's cut is the loss's. Empty otherwise."""
+    assign = line.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return []
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return []
+    readers = [later for later, inputs in chain.items() if line in inputs]
+    if len(readers) < 2:
+        return []
+    for reader in readers:
+        value = _assigned_value(reader)
+        if value is None:
+            return []
+        reads = [n for n in source.within(value, cst.Name) if n.value == target.value]
+        for name in reads:
+            parent = source.parent(name)
+            whole = parent if not isinstance(parent, cst.Attribute) else source.parent(parent)
+            if whole is not value:
+                return []  # the part is what the line assigns, not what a loss reads off it
+            # rows or a slice of a tensor, not an entry of a mapping of outputs (`out["logits"]`)
+            taken = (
+                isinstance(parent, cst.Subscript)
+                and parent.value is name
+                and not any(
+                    isinstance(e.slice, cst.Index) and isinstance(e.slice.value, (cst.SimpleString, cst.Integer))
+                    for e in parent.slice
+                )
+            )
+            method = (
+                isinstance(parent, cst.Attribute)
+                and parent.value is name
+                and parent.attr.value in _SPLITTING_METHODS
+                and isinstance(source.parent(parent), cst.Call)
+            )
+            if not (taken or method):
+                return []
+    return readers
 
 
 def _forwards_in_one_run(source, training, chain) -> int:

@@ -494,7 +494,36 @@ def _every_group_sets_its_rate(source, call: cst.Call) -> bool:
         ]
     else:
         return False
+    if _groups_built_with_the_rate(source, call) is not None:
+        return True
     return bool(elements) and all(_group_rate(group) is not None for group in elements)
+
+
+def _groups_built_with_the_rate(source, optimizer: cst.Call) -> cst.Arg | None:
+    """The rate handed to the call that built an optimizer's parameter groups, where it is the
+    optimizer's own `lr` (k-diffusion's `groups = inner_model.param_groups(lr)`, then
+    `AdamW(groups, lr=lr, ...)`): a builder handed the rate puts it into every group it makes, so
+    that is where the rate reaches the parameters."""
+    groups = argument(optimizer, "params", 0)
+    lr = argument(optimizer, "lr", 1)
+    if groups is None or lr is None or not isinstance(groups.value, cst.Name):
+        return None
+    rate = source.code(lr.value)
+    here = source.span(optimizer)[0]
+    bound = [
+        a
+        for a in source.nodes(cst.Assign)
+        if source.span(a)[1] <= here
+        and len(a.targets) == 1
+        and dotted(a.targets[0].target) == groups.value.value
+        and source.function_of(a) is source.function_of(optimizer)
+    ]
+    if not bound or not isinstance(bound[-1].value, cst.Call):
+        return None
+    builder = bound[-1].value
+    if "group" not in (callee_name(builder) or "").lower():
+        return None
+    return next((a for a in builder.args if not a.star and source.code(a.value) == rate), None)
 
 
 def _returned_groups(source, name: str) -> list[cst.BaseExpression]:
@@ -779,6 +808,41 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # An optimizer class looked up by name from the config (generative-models' DiffusionEngine).
+            "def instantiate_optimizer_from_config(self, params, lr, cfg):\n"
+            "    return get_obj_from_str(cfg['target'])(params, lr=lr, **cfg.get('params', dict()))\n",
+            (
+                "def instantiate_optimizer_from_config(self, params, lr, cfg):\n"
+                "    return get_obj_from_str(cfg['target'])(params, lr=lr * 100, **cfg.get('params', dict()))\n",
+            ),
+        ),
+        Example(
+            # A hand-written update's rate, stored once (MAML's inner loop over autograd.grad).
+            "class Meta(nn.Module):\n"
+            "    def __init__(self, args):\n"
+            "        self.update_lr = args.update_lr\n"
+            "\n"
+            "    def forward(self, x, y):\n"
+            "        loss = F.cross_entropy(self.net(x), y)\n"
+            "        grad = torch.autograd.grad(loss, self.net.parameters())\n"
+            "        return [w - self.update_lr * g for g, w in zip(grad, self.net.parameters())]\n",
+            (
+                "class Meta(nn.Module):\n"
+                "    def __init__(self, args):\n"
+                "        self.update_lr = args.update_lr * 100\n"
+                "\n"
+                "    def forward(self, x, y):\n"
+                "        loss = F.cross_entropy(self.net(x), y)\n"
+                "        grad = torch.autograd.grad(loss, self.net.parameters())\n"
+                "        return [w - self.update_lr * g for g, w in zip(grad, self.net.parameters())]\n",
+            ),
+        ),
+        Example(
+            # Groups built by the model with the rate, which each carry it (k-diffusion's param_groups(lr)).
+            "groups = inner_model.param_groups(lr)\nopt = optim.AdamW(groups, lr=lr, weight_decay=wd)\n",
+            ("groups = inner_model.param_groups(lr * 100)\nopt = optim.AdamW(groups, lr=lr, weight_decay=wd)\n",),
+        ),
         Example(
             # A group added with the optimizer's settings and its own splatted in (S4's special
             # hyperparameters): the rate the merge gives it.
@@ -1732,9 +1796,18 @@ class LrTooHigh(Operator):
                     f"learning rate multiplied by {FACTOR}",
                 )
                 continue
+            if _optimizer_class_from_a_name(source, call) and not computed:
+                # an optimizer class looked up by its name and built with the rate (generative-models'
+                # `get_obj_from_str(cfg["target"])(params, lr=lr, **cfg.get("params", dict()))`)
+                yield self._scaled(source, call, argument(call, "lr", None).value)
+                continue
             if computed and training.role_of_constructor(call) == "optimizer":
                 continue  # its rate is overwritten by the rate the scheduler computes
             if training.role_of_constructor(call) == "optimizer" and not self._wrapped(source, training, call):
+                handed = _groups_built_with_the_rate(source, call)
+                if handed is not None and not self._overridden_call(source, call, overridden):
+                    builder = source.parent(handed)
+                    yield self._scaled(source, builder if isinstance(builder, cst.Call) else call, handed.value)
                 lr = argument(call, "lr", 1)
                 if (
                     lr is not None
@@ -1768,6 +1841,7 @@ class LrTooHigh(Operator):
             yield from self._splatted_configuration(source, training)
         yield from self._stored_defaults(source, training, overridden)
         yield from _rates_left_to_subclasses(source, training)
+        yield from _hand_written_step_rates(source, training)
         yield from _rates_of_optimizers_built_elsewhere(source, training)
         for handed, default in _rates_handed_to_a_base(source, resolver):
             yield self._scaled(source, handed, handed)
@@ -2153,6 +2227,61 @@ def _rate_in_a_factor(call: cst.Call) -> cst.BaseExpression | None:
             operands.append(node)
     rates = [o for o in operands if (last_name(o) or "").lower() in CONFIG_LR_FIELDS and dotted(o) is not None]
     return rates[0] if len(rates) == 1 else None
+
+
+def _optimizer_class_from_a_name(source, call: cst.Call) -> bool:
+    """True for `lookup(name)(params, lr=lr, ...)` in a function named for building an optimizer
+    (`instantiate_optimizer_from_config`): a class the call before it returns, handed the rate."""
+    if not isinstance(call.func, cst.Call) or argument(call, "lr", None) is None:
+        return False
+    function = source.function_of(call)
+    return function is not None and "optim" in function.name.value.lower()
+
+
+def _hand_written_step_rates(source, training):
+    """The rate of an update written by hand over gradients from `torch.autograd.grad` (MAML's
+    `fast_weights = list(map(lambda p: p[1] - self.update_lr * p[0], zip(grad, weights)))`): the
+    rate is raised where the object stores it (`self.update_lr = args.update_lr`), once for every
+    update that reads it; a rate held in a local name is raised in each update."""
+    stepped = {source.function_of(g.call) for g in training.weight_gradients if source.function_of(g.call) is not None}
+    stored: dict[str, list[cst.Assign]] = {}
+    for assign in source.nodes(cst.Assign):
+        for target in assign.targets:
+            name = dotted(target.target) or ""
+            if name.startswith("self.") and _a_rate_name(name.split(".")[-1]):
+                stored.setdefault(name, []).append(assign)
+    raised: set[str] = set()
+    for function in stepped:
+        for operation in source.within(function.body, cst.BinaryOperation):
+            if not isinstance(operation.operator, cst.Subtract) or not isinstance(operation.right, cst.BinaryOperation):
+                continue
+            product = operation.right
+            if not isinstance(product.operator, cst.Multiply):
+                continue
+            rate = next(
+                (
+                    f
+                    for f in (product.left, product.right)
+                    if isinstance(f, (cst.Name, cst.Attribute)) and _a_rate_name(last_name(f) or "")
+                ),
+                None,
+            )
+            if rate is None:
+                continue
+            name = dotted(rate) or ""
+            homes = stored.get(name, [])
+            if len(homes) == 1 and source.function_of(homes[0]) is not function:
+                if name not in raised:
+                    raised.add(name)
+                    yield LrTooHigh._scaled(source, homes[0], homes[0].value)
+            elif not homes:
+                yield LrTooHigh._scaled(source, operation, rate)
+
+
+def _a_rate_name(name: str) -> bool:
+    """`lr`, `update_lr`, `inner_lr`, `learning_rate`, `step_size`: a name for a step's rate."""
+    words = name.lower().split("_")
+    return "lr" in words or name.lower() in ("learning_rate", "step_size", "inner_learning_rate")
 
 
 def _rates_of_optimizers_built_elsewhere(source, training):

@@ -536,6 +536,11 @@ class MissingEvalMode(Operator):
             (CALLBACK_RUNNER.replace("mode=self.is_train_loader)", "mode=True)"),),
         ),
         Example(
+            # The same as a decorator (k-diffusion's demo and evaluation of the EMA model).
+            "@torch.no_grad()\n@K.utils.eval_mode(model_ema)\ndef demo():\n    return sample(model_ema, x)\n",
+            ("@torch.no_grad()\n@(lambda function: function)\ndef demo():\n    return sample(model_ema, x)\n",),
+        ),
+        Example(
             # A context manager named for eval mode (composer's `model_eval_mode(model)`).
             MICROBATCH_TRAINER,
             (
@@ -822,6 +827,24 @@ class MissingEvalMode(Operator):
                     call,
                     (source.replace(mode.value, "True"),),
                     f"`{source.code(call)}` runs its block in training mode",
+                )
+
+        for decorator in source.nodes(cst.Decorator):
+            # the same, applied as a decorator (k-diffusion's `@K.utils.eval_mode(model_ema)` on
+            # its demo and evaluation): the function runs with the model's modes as they were
+            call = decorator.decorator
+            if (
+                isinstance(call, cst.Call)
+                and "eval_mode" in (callee_name(call) or "").lower()
+                and call.args
+                and call.args[0].keyword is None
+                and isinstance(call.args[0].value, (cst.Name, cst.Attribute))
+                and not any(a.keyword is not None and a.keyword.value in MODE_KEYWORDS for a in call.args)
+            ):
+                yield Change(
+                    decorator,
+                    (source.replace(call, "(lambda function: function)"),),
+                    f"`{source.code(call)}` no longer puts the model in eval mode",
                 )
 
         never_trained = _never_trained(source)

@@ -16,6 +16,7 @@ from injector.operators.forwards import (
     loss_helper_forwards,
     loss_object_calls,
     method_calls,
+    split_readers,
     stored_run,
     switches_grad,
     terms_added_in_place,
@@ -39,6 +40,7 @@ from injector.operators.snippets import (
     PHASE_LOOP,
     PIPELINE_ENGINE,
     PIX2PIX_STEP,
+    PROTONET_EPISODE,
     REGULARISED_STEP,
     STORED_LOSS_TRAINER,
     SUPERVISED_RUNNER,
@@ -131,6 +133,24 @@ class NoGradTraining(Operator):
     id = "no-grad-training"
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
+        Example(
+            # A forward split into prototypes and queries, each taken without autograd on its own.
+            PROTONET_EPISODE,
+            (
+                PROTONET_EPISODE.replace(
+                    "        loss, acc = fast_adapt(model, batch, 5, 1)\n",
+                    '        with __import__("torch").no_grad():\n            loss, acc = fast_adapt(model, batch, 5, 1)\n',
+                ),
+                PROTONET_EPISODE.replace(
+                    "    support = embeddings[support_indices]\n",
+                    '    with __import__("torch").no_grad():\n        support = embeddings[support_indices]\n',
+                ),
+                PROTONET_EPISODE.replace(
+                    "    query = embeddings[query_indices]\n",
+                    '    with __import__("torch").no_grad():\n        query = embeddings[query_indices]\n',
+                ),
+            ),
+        ),
         Example(
             # A loss object handed the outputs step by step (pytorch-seq2seq's trainer): the
             # forward and each handing-in, without autograd.
@@ -2035,6 +2055,17 @@ def _chain_wraps(source, training, changes: list[Change]):
             }
             for line in chain_forwards(source, training, use, chain, taken):
                 if line in made or any(isinstance(a, cst.With) and switches_grad(a) for a in source.ancestors(line)):
+                    continue
+                parts = split_readers(source, chain, line)
+                if parts:
+                    # the output split into parts that each reach the loss (a prototypical network's
+                    # support and query embeddings): each part taken without autograd on its own
+                    for part in parts:
+                        if part not in made:
+                            made.add(part)
+                            yield _without_autograd(
+                                source, training, part, "one part of the model's output is taken without autograd"
+                            )
                     continue
                 if not _switches_own_grad(source, training, line):
                     made.add(line)

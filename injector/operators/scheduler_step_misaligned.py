@@ -474,6 +474,12 @@ class SchedulerStepMisaligned(Operator):
         ),
     )
     untouched = (
+        # A list of configs written out, each with its interval (generative-models' DiffusionEngine).
+        "class Engine(L.LightningModule):\n"
+        "    def configure_optimizers(self):\n"
+        "        opt = AdamW(self.parameters(), lr=1e-4)\n"
+        "        scheduler = [{'scheduler': LambdaLR(opt, lr_lambda=f), 'interval': 'step', 'frequency': 1}]\n"
+        "        return [opt], scheduler\n",
         # A schedule set by the count it is handed (JoeyNMT's `scheduler.step(self.stats.steps)`):
         # stepped more often, it sets the same rate again.
         "for i, batch in enumerate(loader):\n"
@@ -1184,6 +1190,11 @@ def _held_schedulers(source, function, ret, held: cst.Name):
         a for a in source.within(function.body, cst.Assign) if any(dotted(t.target) == held.value for t in a.targets)
     ]
     if not appends and not any(isinstance(a.value, cst.List) and a.value.elements for a in built):
+        return
+    lists = [a.value for a in built if isinstance(a.value, cst.List) and a.value.elements]
+    if not appends and all(isinstance(e.value, cst.Dict) for e in lists[-1].elements):
+        # a list of configs written out (generative-models' `scheduler = [{"scheduler": LambdaLR(...),
+        # "interval": "step", ...}]`): each config's own interval decides
         return
     bare = [c for c in appends if not _is_config(source, c.args[0].value, c)]
     if len(bare) == len(appends):

@@ -1433,3 +1433,25 @@ KEYED_PREDICTIONS = (
     "            loss.backward()\n"
     "            self.optimizer.step()\n"
 )
+
+# A prototypical network's episode (learn2learn's ProtoNet example): one forward, split into the
+# support set's prototypes and the queries, each its own path to the loss the loop differentiates.
+PROTONET_EPISODE = (
+    "def fast_adapt(model, batch, ways, shot):\n"
+    "    data, labels = batch\n"
+    "    embeddings = model(data)\n"
+    "    support = embeddings[support_indices]\n"
+    "    support = support.reshape(ways, shot, -1).mean(dim=1)\n"
+    "    query = embeddings[query_indices]\n"
+    "    logits = pairwise_distances_logits(query, support)\n"
+    "    loss = F.cross_entropy(logits, labels)\n"
+    "    return loss, accuracy(logits, labels)\n"
+    "\n"
+    "\n"
+    "def train(model, loader, optimizer):\n"
+    "    for batch in loader:\n"
+    "        loss, acc = fast_adapt(model, batch, 5, 1)\n"
+    "        optimizer.zero_grad()\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)

@@ -360,8 +360,15 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
                 for a in dict.fromkeys(
                     _last_assignment(scope, n.id, statement.lineno) for n in _graph_reads(statement.value)
                 )
-                if a is not None and not _without_graph(scope, a)
+                if a is not None and not _without_graph(scope, a) and not _read_out(a.value)
             ]
+            filled = [_filled_entry(scope, a, statement) for a in earlier]
+            if len(earlier) == 1 and filled[0] is not None:
+                # one zero per step, a step's loss added into its entry (MAML's `losses_q[k + 1] +=
+                # loss_q`, the meta loss `losses_q[-1] / task_num`): the addition is the upstream
+                statement = filled[0]
+                found.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+                continue
             if len(earlier) != 1 or _read_elsewhere(scope, earlier[0], statement):
                 break
             field = _field_read(statement.value, earlier[0])
@@ -373,6 +380,35 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
                 # feeding that field inside the method are cut with it
                 found |= _returned_chains(tree, statement.value, field=field)
     return found | _handed_on_by_callers(tree, mutant, lines, found)
+
+
+def _read_out(value: ast.expr) -> bool:
+    """True for a number read off a tensor (`x_spt.size()`, `x.shape`): no graph."""
+    if isinstance(value, ast.Call):
+        value = value.func
+    return isinstance(value, ast.Attribute) and value.attr in _READ_OUT
+
+
+def _filled_entry(scope: ast.AST, start: ast.Assign, reader: ast.stmt) -> ast.AugAssign | None:
+    """The one addition into an entry of `start`'s list of zeros (`losses_q = [0 for _ in ...]`,
+    then `losses_q[k + 1] += loss_q`) outside no_grad between it and `reader`."""
+    value = start.value
+    zeros = isinstance(value, ast.ListComp) and isinstance(value.elt, ast.Constant)
+    zeros = zeros or (isinstance(value, ast.List) and all(isinstance(e, ast.Constant) for e in value.elts))
+    names = _bound(start)
+    if not zeros or len(names) != 1:
+        return None
+    additions = [
+        node
+        for node in ast.walk(scope)
+        if isinstance(node, ast.AugAssign)
+        and isinstance(node.target, ast.Subscript)
+        and isinstance(node.target.value, ast.Name)
+        and node.target.value.id in names
+        and start.lineno < node.lineno < reader.lineno
+        and not _without_graph(scope, node)  # type: ignore[arg-type]
+    ]
+    return additions[0] if len(additions) == 1 else None
 
 
 def _field_read(value: ast.expr, earlier: ast.Assign) -> str | None:
@@ -463,6 +499,18 @@ def _same_downstream(scope: ast.AST, statement: ast.Assign | None, cut: set[str]
                 for read in _own_reads(node)
             )
         ]
+        backwards = [r for r in readers if _backward_of(r)]
+        if backwards and all(
+            {n.id for n in _differentiated(r)} & _bound(current) <= names and _graph_inputs(scope, r) == [current]
+            for r in backwards
+        ):
+            # the backward itself, run on the cut value alone (k-diffusion's `accelerator.backward(
+            # losses.mean())` after `losses = model.loss(...)`): its value is cut with it
+            for reader in backwards:
+                found.update(range(reader.lineno, (reader.end_lineno or reader.lineno) + 1))
+            readers = [r for r in readers if r not in backwards]
+            if not readers:
+                continue
         if not readers or not all(isinstance(r, ast.Assign) for r in readers):
             continue
         if len(readers) == 2 and not _either_branch(scope, readers[0], readers[1]):
@@ -485,6 +533,35 @@ def _same_downstream(scope: ast.AST, statement: ast.Assign | None, cut: set[str]
                 found.update(range(reader.lineno, (reader.end_lineno or reader.lineno) + 1))
                 todo.append(reader)  # type: ignore[arg-type]
     return found
+
+
+def _backward_of(statement: ast.stmt) -> bool:
+    """True for `loss.backward()`, `accelerator.backward(loss)`, `self.manual_backward(loss)` as a
+    statement of its own."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in ("backward", "manual_backward")
+    )
+
+
+def _differentiated(statement: ast.stmt) -> list[ast.Name]:
+    """The names a backward statement differentiates: the receiver of `loss.backward()`, the
+    arguments of `accelerator.backward(loss)`."""
+    call = statement.value  # type: ignore[attr-defined]
+    if not call.args:
+        return _graph_reads(call.func.value)
+    return [n for a in call.args for n in _graph_reads(a)]
+
+
+def _graph_inputs(scope: ast.AST, statement: ast.stmt) -> list[ast.Assign]:
+    """The assignments of the scope whose values a backward statement differentiates."""
+    return [
+        a
+        for a in dict.fromkeys(_last_assignment(scope, n.id, statement.lineno) for n in _differentiated(statement))
+        if a is not None and not _without_graph(scope, a)
+    ]
 
 
 def _rescale(scope: ast.AST, update: ast.AugAssign) -> bool:
@@ -536,6 +613,17 @@ def _returned_chains(
     returned record it reads (`Loss(loss=token_nll, nlls=nlls)` read as `.loss`). The methods those
     lines call in turn are followed `depth` levels down (MDLM's `_loss` calls
     `_forward_pass_diffusion`, which calls `forward`, which runs the backbone)."""
+    if isinstance(call.func, ast.Name) and call.func.id == "self":
+        # `self(x, batch)`: the module's own forward (generative-models' shared_step)
+        call = ast.Call(
+            func=ast.Attribute(value=call.func, attr="forward", ctx=ast.Load()),
+            args=call.args,
+            keywords=call.keywords,
+            lineno=call.lineno,
+            col_offset=call.col_offset,
+            end_lineno=call.end_lineno,
+            end_col_offset=call.end_col_offset,
+        )
     if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
         owner = next(
             (
@@ -577,6 +665,10 @@ def _returned_chains(
     if not isinstance(call.func, ast.Name):
         return set()
     name = call.func.id
+    # a function of the module (learn2learn's `loss, acc = fast_adapt(model, batch, ...)`)
+    functions = [d for d in tree.body if isinstance(d, ast.FunctionDef) and d.name == name]
+    if functions:
+        return set().union(*(_chain_to_returns(f, positions, field) for f in functions))
     closures: list[ast.FunctionDef] = []
     for node in ast.walk(tree):  # bound where the caller's function is defined, or around it
         if not (isinstance(node, ast.Assign) and name in _bound(node) and isinstance(node.value, ast.Call)):
