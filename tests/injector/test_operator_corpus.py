@@ -183,10 +183,11 @@ def test_a_cut_reaches_the_lines_whose_output_only_it_reads_and_stops_where_anot
         edit = Edit(start, end, text[start:end] + ".detach()")
         return Mutant("m", "detached-graph", "train.py", line, "cut", "", (edit,))
 
-    # the read-out through .item() takes no graph: the forward and l1 are this cut's own lines
-    assert same_cuts(whole_cut(6), tree, lines) == {3, 4}
+    # the read-out through .item() takes no graph: the forward and l1 are this cut's own lines, and so is
+    # the backward that runs on the cut value alone
+    assert same_cuts(whole_cut(6), tree, lines) == {3, 4, 7}
     # `log(z)` reads the forward's output too: cutting it there is another mutant
-    assert same_cuts(whole_cut(11), tree, lines) == {9}
+    assert same_cuts(whole_cut(11), tree, lines) == {9, 12}
 
 
 def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_or_rescale_it_and_stops_at_an_added_term():
@@ -224,8 +225,56 @@ def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_or_rescale_it
     assert same_cuts(whole_cut(7, "    positive_score = "), tree, lines) == {8}
     # the entropy term added in place gives the later sum a graph the first cut leaves
     assert same_cuts(whole_cut(11, "    policy = "), tree, lines) == set()
-    # a rescale in place by a setting: cut before or after it, the loss is the same
-    assert same_cuts(whole_cut(15, "    loss = "), tree, lines) == {16}
+    # a rescale in place by a setting: cut before or after it, the loss is the same (and its backward's)
+    assert same_cuts(whole_cut(15, "    loss = "), tree, lines) == {16, 17}
+
+
+def test_a_cut_reaches_into_the_methods_and_functions_that_compute_what_it_cuts():
+    text = (
+        "class Diffusion:\n"
+        "    def forward(self, x):\n"
+        "        logits = self.backbone(x)\n"
+        "        return logits - torch.logsumexp(logits, dim=-1, keepdim=True)\n"
+        "    def _loss(self, x0, mask):\n"
+        "        out = self.forward(x0)\n"
+        "        nlls = -out.gather(-1, x0[..., None]) * mask\n"
+        "        return Loss(loss=nlls.sum() / mask.sum(), nlls=nlls)\n"
+        "    def training_step(self, batch):\n"
+        "        losses = self._loss(batch['ids'], batch['mask'])\n"
+        "        loss = losses.loss\n"
+        "        return loss\n"
+        "def episode(model, batch):\n"
+        "    emb = model(batch)\n"
+        "    loss = emb.pow(2).mean()\n"
+        "    return loss, emb.size(0)\n"
+        "def train(model, loader):\n"
+        "    for batch in loader:\n"
+        "        loss, n = episode(model, batch)\n"
+        "        loss.backward()\n"
+        "def meta(self, xs):\n"
+        "    losses_q = [0 for _ in range(3)]\n"
+        "    for x in xs:\n"
+        "        loss_q = self.net(x).mean()\n"
+        "        losses_q[-1] += loss_q\n"
+        "    loss_q = losses_q[-1] / len(xs)\n"
+        "    loss_q.backward()\n"
+    )
+    lines = LineIndex(text)
+    tree = ast.parse(text)
+
+    def cut(line: int, prefix: str) -> Mutant:
+        start = lines.line_start(line) + len(prefix)
+        end = lines.line_start(line + 1) - 1
+        return Mutant(
+            "m", "detached-graph", "train.py", line, "cut", "", (Edit(start, end, text[start:end] + ".detach()"),)
+        )
+
+    # `losses.loss` is the record's `loss=` field: its lines in _loss, and the forward two calls down
+    assert {3, 4, 6, 7, 8, 10} <= same_cuts(cut(11, "        loss = "), tree, lines)
+    # a function of the module returning the loss first: its forward and loss are the caller's cut
+    assert {14, 15} <= same_cuts(cut(19, "        loss, n = "), tree, lines)
+    # a step's loss added into its entry of a list of zeros: the meta loss's cut reaches it
+    assert {24, 25, 27} <= same_cuts(cut(26, "    loss_q = "), tree, lines)
 
 
 def test_a_cut_of_one_unpacked_name_or_a_no_grad_block_reaches_what_only_they_compute():
