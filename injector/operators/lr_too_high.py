@@ -7,7 +7,16 @@ import libcst as cst
 from injector.neighbours import Resolver, bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import FORECASTING_OPTIMIZERS, HELPER_STEP_TRAINER
-from injector.patterns import argument, callee_name, constructed, dotted, last_name, needs_parens, with_keyword
+from injector.patterns import (
+    OPTIMIZERS,
+    argument,
+    callee_name,
+    constructed,
+    dotted,
+    last_name,
+    needs_parens,
+    with_keyword,
+)
 
 FACTOR = 100
 # Schedulers that set the learning rate themselves, overriding the optimizer's: (class, keyword).
@@ -610,6 +619,26 @@ def _copies_the_running_rate(source, assign: cst.Assign, target: cst.Subscript) 
     """True for the rate in use copied out of the optimizer into a dict that is no parameter group
     (DeepFilterNet's `l_dict["lr"] = opt.param_groups[0]["lr"]`, for its log line): a read."""
     value = assign.value
+    while isinstance(value, cst.Subscript):
+        value = value.value
+    holder = dotted(target.value)
+    in_groups = any(
+        isinstance(loop, cst.For)
+        and (dotted(loop.iter) or "").endswith(".param_groups")
+        and dotted(loop.target) == holder
+        for loop in source.ancestors(assign)
+    )
+    if (
+        isinstance(value, cst.Call)
+        and re.fullmatch(r"_?get_?(current|last)?_?lrs?", callee_name(value) or "")
+        and not in_groups
+        and ".param_groups" not in source.code(target.value)
+    ):
+        # the running rate read back by a getter into a dict that is no parameter group (GraphMAE's
+        # `loss_dict["lr"] = get_current_lr(optimizer)`, `scheduler.get_last_lr()[0]`), for a log line;
+        # not a scheduler's rate written into each group (OLMo's `group['lr'] = self.scheduler.get_lr(...)`)
+        return True
+    value = assign.value
     if not isinstance(value, cst.Subscript) or ".param_groups" not in source.code(value):
         return False
     holder = dotted(target.value)
@@ -808,6 +837,25 @@ class LrTooHigh(Operator):
         "field an optimizer built elsewhere reads (`config.TRAIN.BASE_LR = ...` before `build_optimizer(config, model)`)."
     )
     examples = (
+        Example(
+            # An optimizer built by a factory the function is handed, Adam by default (BoTorch's torch_minimize).
+            "def torch_minimize(closure, parameters, optimizer=Adam, step_limit=100):\n"
+            "    if not isinstance(optimizer, Optimizer):\n"
+            "        optimizer = optimizer(list(parameters.values()))\n"
+            "    for step in range(step_limit):\n"
+            "        closure()\n"
+            "        optimizer.step()\n",
+            (
+                "def torch_minimize(closure, parameters, optimizer=Adam, step_limit=100):\n"
+                "    if not isinstance(optimizer, Optimizer):\n"
+                "        optimizer = optimizer(list(parameters.values()))\n"
+                "        for _group in optimizer.param_groups:\n"
+                '            _group["lr"] *= 100\n'
+                "    for step in range(step_limit):\n"
+                "        closure()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
         Example(
             # An optimizer class looked up by name from the config (generative-models' DiffusionEngine).
             "def instantiate_optimizer_from_config(self, params, lr, cfg):\n"
@@ -1666,6 +1714,8 @@ class LrTooHigh(Operator):
         ),
     )
     untouched = (
+        # The running rate read back for a log line (GraphMAE's loss_dict).
+        'loss_dict["lr"] = get_current_lr(optimizer)\nlogs["lr"] = scheduler.get_last_lr()[0]\n',
         # A group's rate left as a placeholder that a later loop fills in (S4's layer decay).
         "groups[layer_id] = {'params': [], 'lr': None, 'weight_decay': wd}\n",
         # Settings that also build the rate schedule that sets the rate at every step (ClassyVision).
@@ -2311,7 +2361,9 @@ def _rates_of_optimizers_built_elsewhere(source, training):
         if any(_an_optimizer(dotted(v) or "") for v in handed):
             continue  # a wrapper of an optimizer already built (`amp.initialize(model, optimizer)`)
         named = [dotted(call.func) or "", *(dotted(v) or "" for v in handed)]
-        if not any(_an_optimizer_class_or_settings(n) for n in named):
+        if not any(_an_optimizer_class_or_settings(n) for n in named) and not _optimizer_factory_parameter(
+            source, call
+        ):
             continue
         settings = {n for n in named[1:] if n}
         if any(
@@ -2328,6 +2380,23 @@ def _rates_of_optimizers_built_elsewhere(source, training):
         yield Change(
             assign, (source.insert_after(statement, raised.split("\n")),), f"learning rate multiplied by {FACTOR}"
         )
+
+
+def _optimizer_factory_parameter(source, call: cst.Call) -> bool:
+    """True for a call of the function's own parameter that builds the optimizer: one whose
+    default is an optimizer class or whose annotation names `Optimizer` (BoTorch's
+    `torch_minimize(..., optimizer: Optimizer | Callable[[list[Tensor]], Optimizer] = Adam)`,
+    then `optimizer = optimizer(list(parameters.values()))`): its rate is the class's default."""
+    function = source.function_of(call)
+    if function is None or not isinstance(call.func, cst.Name) or any(a.star for a in call.args):
+        return False  # settings splatted in (flair's `optimizer(params=params, **kwargs)`) may hold the rate
+    for param in (*function.params.params, *function.params.kwonly_params):
+        if param.name.value != call.func.value:
+            continue
+        default = last_name(param.default) if param.default is not None else None
+        annotation = source.code(param.annotation.annotation) if param.annotation is not None else ""
+        return (default is not None and default in OPTIMIZERS) or "Optimizer" in annotation
+    return False
 
 
 def _generic_factory(source, function: cst.FunctionDef) -> bool:

@@ -15,7 +15,11 @@ CLAMPS = {"clamp", "clamp_min", "clip"}
 def _is_epsilon(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Float):
         return 0 < float(expr.evaluated_value) <= 1e-3
-    return "eps" in (last_name(expr) or "").lower()
+    # `eps`, `self.eps`, `adam_epsilon`, `eps2`: a word of the name, not a part of one (`nb_tr_steps`)
+    return bool(_EPSILON_WORD.search((last_name(expr) or "").lower()))
+
+
+_EPSILON_WORD = re.compile(r"(?:^|_)eps(?:ilon)?(?:$|_|\d)")
 
 
 # A floor under a distribution's scale, by its name (`min_std`, `self.min_scale`, `sigma_min`).
@@ -188,6 +192,8 @@ class MissingEpsilon(Operator):
         ),
     )
     untouched = (
+        # A counter whose name holds "eps" (CodeT5's running mean of the logged loss).
+        "train_loss = round(tr_loss / (nb_tr_steps + 1), 4)\n",
         # an epsilon handed to a function that only stores or prints it, or to torch's own
         "def report(x, eps=0.):\n    print(x, eps)\nreport(x, eps=1e-8)\nn = nn.LayerNorm(8, eps=1e-6)\n",
         "y = x + eps\n",

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import builtins
+
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
@@ -52,6 +54,7 @@ from injector.patterns import (
     EVALUATION_WORDS,
     Backward,
     argument,
+    callee_name,
     dotted,
     forward_run,
     grad_block,
@@ -133,6 +136,20 @@ class NoGradTraining(Operator):
     id = "no-grad-training"
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
+        Example(
+            # A closure that runs the forward and backward itself, called each step (BoTorch's torch_minimize).
+            "def torch_minimize(closure, parameters, optimizer, steps):\n"
+            "    for step in range(steps):\n"
+            "        fval = closure()[0].detach()\n"
+            "        optimizer.step()\n",
+            (
+                "def torch_minimize(closure, parameters, optimizer, steps):\n"
+                "    for step in range(steps):\n"
+                '        with __import__("torch").no_grad():\n'
+                "            fval = closure()[0].detach()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
         Example(
             # A forward split into prototypes and queries, each taken without autograd on its own.
             PROTONET_EPISODE,
@@ -1612,6 +1629,10 @@ class NoGradTraining(Operator):
         ),
     )
     untouched = (
+        # A closure handed to an optimizer's step (run under enable_grad there), or wrapped, not run.
+        "def fit(model, optimizer, closure):\n"
+        "    optimizer.step(closure)\n"
+        "    wrapped = NdarrayClosure(closure, params)\n",
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
         INPUT_GRADIENT,
         # A step override that reaches the model only through evaluation.
@@ -1659,6 +1680,7 @@ class NoGradTraining(Operator):
         yield from upstream
         yield from _chain_wraps(source, training, found + upstream)
         yield from _inline_sum_terms(source, training, found + upstream)
+        yield from _closure_runs(source, training, found + upstream)
         if not found:
             # only where nothing else in the file is the training forward (a Lightning module's
             # training_step has its own: the loss it returns)
@@ -2070,6 +2092,71 @@ def _chain_wraps(source, training, changes: list[Change]):
                 if not _switches_own_grad(source, training, line):
                     made.add(line)
                     yield _without_autograd(source, training, line)
+
+
+def _closure_runs(source, training, changes: list[Change]):
+    """A closure that runs the forward and the backward itself, called by the file or handed to a
+    minimiser (BoTorch's `fval = closure()[0].detach()` in torch_minimize, `minimize_with_timeout(
+    wrapped_closure, ...)`): under no_grad its backward raises. Not a closure handed to an
+    optimizer's `step` (torch's optimizers run it under enable_grad), nor one in a function that
+    switches autograd on itself (SAM's `closure = torch.enable_grad()(closure)`)."""
+    wrapped = [e for change in changes for e in change.edits if e.start < e.end]
+    made: set = set()
+    for call in source.nodes(cst.Call):
+        function = source.function_of(call)
+        if (
+            function is None
+            or function.name.value == "step"
+            or any(
+                callee_name(c) == "enable_grad" or dotted(c.func) == "torch.enable_grad"
+                for c in source.within(function, cst.Call)
+            )
+        ):
+            continue
+        called = isinstance(call.func, cst.Name) and "closure" in call.func.value.lower()
+        handed = (
+            not called
+            and callee_name(call) not in ("step", "partial")
+            and not (callee_name(call) or "")[:1].isupper()  # a wrapper built around it, not run
+            and not (isinstance(call.func, cst.Name) and call.func.value in _BUILTINS)  # `isinstance(closure, ...)`
+            and bool(call.args)
+            and isinstance(call.args[0].value, cst.Name)
+            and "closure" in call.args[0].value.value.lower()
+        )
+        if not (called or handed):
+            continue
+        line = source.enclosing(call, cst.SimpleStatementLine)
+        if line is None or line in made or under_no_grad(source, line) or source.function_of(line) is not function:
+            continue
+        start, end = source.span(line)
+        if any(e.start <= start and end <= e.end for e in wrapped):
+            continue
+        if isinstance(source.parent(line), cst.IndentedBlock) and not isinstance(line.body[0], (cst.Assign, cst.Expr)):
+            continue
+        if not _is_a_closure(source, function, call.func if called else call.args[0].value):
+            continue
+        made.add(line)
+        yield _without_autograd(source, training, line, "the closure's forward and backward run without autograd")
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _is_a_closure(source, function: cst.FunctionDef, name: cst.BaseExpression) -> bool:
+    """True for a parameter of the function named as a closure, or a name bound in it to a
+    closure object (`wrapped_closure = NdarrayOptimizationClosure(closure, ...)`)."""
+    if not isinstance(name, cst.Name):
+        return False
+    if any(p.name.value == name.value for p in (*function.params.params, *function.params.kwonly_params)):
+        return True
+    values = [
+        a.value
+        for a in source.within(function.body, cst.Assign)
+        if any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in a.targets)
+    ]
+    while any(isinstance(v, cst.IfExp) for v in values):
+        values = [p for v in values for p in ((v.body, v.orelse) if isinstance(v, cst.IfExp) else (v,))]
+    return any(isinstance(v, cst.Call) and "closure" in (callee_name(v) or "").lower() for v in values)
 
 
 def _inline_sum_terms(source, training, changes: list[Change]):

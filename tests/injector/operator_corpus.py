@@ -382,6 +382,20 @@ def same_cuts(mutant: Mutant, tree: ast.Module | None, lines: LineIndex) -> set[
     return found | _handed_on_by_callers(tree, mutant, lines, found)
 
 
+_SETTINGS = re.compile(r"(parse_|add_|get_)?(args|arguments|config|cfg|settings|hparams)")
+
+
+def _settings(assign: ast.Assign) -> bool:
+    """True for the program's settings (CodeT5's `args = add_args(parser)`, `cfg = get_config()`):
+    read for numbers (`args.gradient_accumulation_steps`), no graph."""
+    value = assign.value
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return bool(_SETTINGS.fullmatch(name.lower()))
+
+
 def _read_out(value: ast.expr) -> bool:
     """True for a number read off a tensor (`x_spt.size()`, `x.shape`): no graph."""
     if isinstance(value, ast.Call):
@@ -521,7 +535,7 @@ def _same_downstream(scope: ast.AST, statement: ast.Assign | None, cut: set[str]
             inputs = [
                 a
                 for a in dict.fromkeys(_last_assignment(scope, n.id, reader.lineno) for n in _graph_reads(reader.value))
-                if a is not None and not _without_graph(scope, a)
+                if a is not None and not _without_graph(scope, a) and not _settings(a)
             ]
             if inputs != [current] or any(
                 n.id in _bound(current) - names and _last_assignment(scope, n.id, reader.lineno) is current
