@@ -79,6 +79,17 @@ def _project_step(source, training, call: cst.Call) -> bool:
     )
 
 
+def _handed_parameters(source, call: cst.Call) -> bool:
+    """True for a call, as a statement, handed only the parameters to update, by name (`params`,
+    `model.parameters()`)."""
+    return (
+        len(call.args) == 1
+        and call.args[0].keyword is None
+        and "param" in source.code(call.args[0].value).lower()
+        and isinstance(source.parent(call), cst.Expr)
+    )
+
+
 class MissingOptimizerStep(Operator):
     id = "missing-optimizer-step"
     summary = (
@@ -87,6 +98,22 @@ class MissingOptimizerStep(Operator):
         "the optimizer after the backward (`optimize_fn(optimizer, ...)`); scheduler steps are left alone."
     )
     examples = (
+        Example(
+            # An optimizer wrapper called with the parameters (Pyro's SVI.step).
+            "class SVI:\n"
+            "    def step(self, *args):\n"
+            "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
+            "        self.optim(params)\n"
+            "        pyro.infer.util.zero_grads(params)\n"
+            "        return loss\n",
+            (
+                "class SVI:\n"
+                "    def step(self, *args):\n"
+                "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
+                "        pyro.infer.util.zero_grads(params)\n"
+                "        return loss\n",
+            ),
+        ),
         Example(
             # The optimizer a state mapping holds under a named key, stepped with a closure
             # (torchbearer's `state[torchbearer.OPTIMIZER].step(lambda: self.closure(state))`).
@@ -356,6 +383,8 @@ class MissingOptimizerStep(Operator):
                 return call in training.steps
             if name == "optimizer_step":
                 return True  # torch_xla's `xm.optimizer_step(optimizer)`
+            if name in ("optim", "optimizer") and _handed_parameters(source, call):
+                return True  # an optimizer wrapper called with the parameters (Pyro's `self.optim(params)`)
             # A manual update: `p.data.add_(p.grad, alpha=-lr)`, `p.sub_(lr * p.grad)`.
             return name in {"add_", "sub_"} and any(".grad" in source.code(a.value) for a in call.args)
 

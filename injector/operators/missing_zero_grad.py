@@ -88,10 +88,38 @@ ZEROING_PPO = (
 )
 
 
+def _zeroes_parameters(source, call: cst.Call) -> bool:
+    """True for a function, not an optimizer's method, that zeroes the gradients of the parameters
+    it is handed (Pyro's `pyro.infer.util.zero_grads(params)` after `self.optim(params)`)."""
+    return (
+        callee_name(call) in ("zero_grads", "zero_grad")
+        and len(call.args) == 1
+        and call.args[0].keyword is None
+        and "param" in source.code(call.args[0].value).lower()
+        and isinstance(source.parent(call), cst.Expr)
+    )
+
+
 class MissingZeroGrad(Operator):
     id = "missing-zero-grad"
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
     examples = (
+        Example(
+            # A library's function that zeroes the parameters' gradients (Pyro's SVI.step).
+            "class SVI:\n"
+            "    def step(self, *args):\n"
+            "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
+            "        self.optim(params)\n"
+            "        pyro.infer.util.zero_grads(params)\n"
+            "        return loss\n",
+            (
+                "class SVI:\n"
+                "    def step(self, *args):\n"
+                "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
+                "        self.optim(params)\n"
+                "        return loss\n",
+            ),
+        ),
         Example(
             "for x, y in loader:\n"
             "    optimizer.zero_grad(set_to_none=True)\n"
@@ -431,6 +459,8 @@ class MissingZeroGrad(Operator):
         def wanted(call: cst.Call) -> bool:
             if _zeroing_helper(source, training, call):
                 return True  # a call of the file's own helper for it (skorch's `self._zero_grad_optimizer()`)
+            if _zeroes_parameters(source, call):
+                return True  # a library's function handed the parameters (Pyro's `zero_grads(params)`)
             if callee_name(call) != "zero_grad" or _cleared_after_each_step(source, training, call):
                 return False
             if (

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import builtins
+import re
 
 import libcst as cst
 
@@ -136,6 +137,22 @@ class NoGradTraining(Operator):
     id = "no-grad-training"
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
+        Example(
+            # A library's loss that runs its own backward (Pyro's SVI.step).
+            "class SVI:\n"
+            "    def step(self, *args):\n"
+            "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
+            "        self.optim(params)\n"
+            "        return loss\n",
+            (
+                "class SVI:\n"
+                "    def step(self, *args):\n"
+                '        with __import__("torch").no_grad():\n'
+                "            loss = self.loss_and_grads(self.model, self.guide, *args)\n"
+                "        self.optim(params)\n"
+                "        return loss\n",
+            ),
+        ),
         Example(
             # A closure that runs the forward and backward itself, called each step (BoTorch's torch_minimize).
             "def torch_minimize(closure, parameters, optimizer, steps):\n"
@@ -2103,27 +2120,29 @@ def _closure_runs(source, training, changes: list[Change]):
     wrapped = [e for change in changes for e in change.edits if e.start < e.end]
     made: set = set()
     for call in source.nodes(cst.Call):
+        called = isinstance(call.func, cst.Name) and "closure" in call.func.value.lower()
+        handed = (
+            not called
+            and bool(call.args)
+            and isinstance(call.args[0].value, cst.Name)
+            and "closure" in call.args[0].value.value.lower()
+            and callee_name(call) not in ("step", "partial")
+            and not (callee_name(call) or "")[:1].isupper()  # a wrapper built around it, not run
+            and not (isinstance(call.func, cst.Name) and call.func.value in _BUILTINS)  # `isinstance(closure, ...)`
+        )
+        # a library's loss that runs its own backward (Pyro's `self.loss_and_grads(model, guide, ...)`)
+        both = bool(_LOSS_AND_GRADS.fullmatch(callee_name(call) or ""))
+        if not (called or handed or both):
+            continue
         function = source.function_of(call)
         if (
             function is None
-            or function.name.value == "step"
+            or (function.name.value == "step" and not both)  # an optimizer's step running its closure
             or any(
                 callee_name(c) == "enable_grad" or dotted(c.func) == "torch.enable_grad"
                 for c in source.within(function, cst.Call)
             )
         ):
-            continue
-        called = isinstance(call.func, cst.Name) and "closure" in call.func.value.lower()
-        handed = (
-            not called
-            and callee_name(call) not in ("step", "partial")
-            and not (callee_name(call) or "")[:1].isupper()  # a wrapper built around it, not run
-            and not (isinstance(call.func, cst.Name) and call.func.value in _BUILTINS)  # `isinstance(closure, ...)`
-            and bool(call.args)
-            and isinstance(call.args[0].value, cst.Name)
-            and "closure" in call.args[0].value.value.lower()
-        )
-        if not (called or handed):
             continue
         line = source.enclosing(call, cst.SimpleStatementLine)
         if line is None or line in made or under_no_grad(source, line) or source.function_of(line) is not function:
@@ -2133,13 +2152,21 @@ def _closure_runs(source, training, changes: list[Change]):
             continue
         if isinstance(source.parent(line), cst.IndentedBlock) and not isinstance(line.body[0], (cst.Assign, cst.Expr)):
             continue
-        if not _is_a_closure(source, function, call.func if called else call.args[0].value):
+        if not both and not _is_a_closure(source, function, call.func if called else call.args[0].value):
             continue
         made.add(line)
-        yield _without_autograd(source, training, line, "the closure's forward and backward run without autograd")
+        yield _without_autograd(
+            source,
+            training,
+            line,
+            "the loss's forward and backward run without autograd"
+            if both
+            else "the closure's forward and backward run without autograd",
+        )
 
 
 _BUILTINS = frozenset(dir(builtins))
+_LOSS_AND_GRADS = re.compile(r"_?(loss|value)_and_grads?")
 
 
 def _is_a_closure(source, function: cst.FunctionDef, name: cst.BaseExpression) -> bool:
