@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls, inherited_method
-from injector.operators.snippets import AUDIOTOOLS_STEP, LBFGS_STEP, OPTIMIZERS_OBJECT, TRIAL_LIBRARY
+from injector.operators.snippets import AUDIOTOOLS_STEP, LBFGS_STEP, OPTIMIZERS_OBJECT, PYRO_SVI_STEP, TRIAL_LIBRARY
 from injector.patterns import (
     TWO_PHASE_UPDATES,
     argument,
@@ -100,19 +100,8 @@ class MissingOptimizerStep(Operator):
     examples = (
         Example(
             # An optimizer wrapper called with the parameters (Pyro's SVI.step).
-            "class SVI:\n"
-            "    def step(self, *args):\n"
-            "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
-            "        self.optim(params)\n"
-            "        pyro.infer.util.zero_grads(params)\n"
-            "        return loss\n",
-            (
-                "class SVI:\n"
-                "    def step(self, *args):\n"
-                "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
-                "        pyro.infer.util.zero_grads(params)\n"
-                "        return loss\n",
-            ),
+            PYRO_SVI_STEP,
+            (PYRO_SVI_STEP.replace("        self.optim(params)\n", ""),),
         ),
         Example(
             # The optimizer a state mapping holds under a named key, stepped with a closure

@@ -3,7 +3,13 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls
-from injector.operators.snippets import HELPER_STEP_TRAINER, INPUT_GRADIENT, MICROBATCH_TRAINER, OPTIMIZERS_OBJECT
+from injector.operators.snippets import (
+    HELPER_STEP_TRAINER,
+    INPUT_GRADIENT,
+    MICROBATCH_TRAINER,
+    OPTIMIZERS_OBJECT,
+    PYRO_SVI_STEP,
+)
 from injector.patterns import callee_name, dotted, is_literal_bool
 
 
@@ -106,19 +112,8 @@ class MissingZeroGrad(Operator):
     examples = (
         Example(
             # A library's function that zeroes the parameters' gradients (Pyro's SVI.step).
-            "class SVI:\n"
-            "    def step(self, *args):\n"
-            "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
-            "        self.optim(params)\n"
-            "        pyro.infer.util.zero_grads(params)\n"
-            "        return loss\n",
-            (
-                "class SVI:\n"
-                "    def step(self, *args):\n"
-                "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
-                "        self.optim(params)\n"
-                "        return loss\n",
-            ),
+            PYRO_SVI_STEP,
+            (PYRO_SVI_STEP.replace("        pyro.infer.util.zero_grads(params)\n", ""),),
         ),
         Example(
             "for x, y in loader:\n"

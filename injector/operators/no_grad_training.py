@@ -44,6 +44,7 @@ from injector.operators.snippets import (
     PIPELINE_ENGINE,
     PIX2PIX_STEP,
     PROTONET_EPISODE,
+    PYRO_SVI_STEP,
     REGULARISED_STEP,
     STORED_LOSS_TRAINER,
     SUPERVISED_RUNNER,
@@ -139,18 +140,13 @@ class NoGradTraining(Operator):
     examples = (
         Example(
             # A library's loss that runs its own backward (Pyro's SVI.step).
-            "class SVI:\n"
-            "    def step(self, *args):\n"
-            "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
-            "        self.optim(params)\n"
-            "        return loss\n",
+            PYRO_SVI_STEP,
             (
-                "class SVI:\n"
-                "    def step(self, *args):\n"
-                '        with __import__("torch").no_grad():\n'
-                "            loss = self.loss_and_grads(self.model, self.guide, *args)\n"
-                "        self.optim(params)\n"
-                "        return loss\n",
+                PYRO_SVI_STEP.replace(
+                    "        loss = self.loss_and_grads(self.model, self.guide, *args)\n",
+                    '        with __import__("torch").no_grad():\n'
+                    "            loss = self.loss_and_grads(self.model, self.guide, *args)\n",
+                ),
             ),
         ),
         Example(

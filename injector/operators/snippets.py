@@ -1455,3 +1455,14 @@ PROTONET_EPISODE = (
     "        loss.backward()\n"
     "        optimizer.step()\n"
 )
+
+# A library's variational step (Pyro's SVI.step): a loss that runs its own backward, an optimizer
+# wrapper called with the parameters it found, and a function that zeroes their gradients.
+PYRO_SVI_STEP = (
+    "class SVI:\n"
+    "    def step(self, *args):\n"
+    "        loss = self.loss_and_grads(self.model, self.guide, *args)\n"
+    "        self.optim(params)\n"
+    "        pyro.infer.util.zero_grads(params)\n"
+    "        return loss\n"
+)

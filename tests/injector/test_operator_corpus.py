@@ -178,10 +178,7 @@ def test_a_cut_reaches_the_lines_whose_output_only_it_reads_and_stops_where_anot
     tree = ast.parse(text)
 
     def whole_cut(line: int) -> Mutant:
-        start = lines.line_start(line) + len("        loss = ")
-        end = lines.line_start(line + 1) - 1
-        edit = Edit(start, end, text[start:end] + ".detach()")
-        return Mutant("m", "detached-graph", "train.py", line, "cut", "", (edit,))
+        return _value_cut(text, lines, line, "        loss = ")
 
     # the read-out through .item() takes no graph: the forward and l1 are this cut's own lines, and so is
     # the backward that runs on the cut value alone
@@ -214,10 +211,7 @@ def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_or_rescale_it
     tree = ast.parse(text)
 
     def whole_cut(line: int, prefix: str) -> Mutant:
-        start = lines.line_start(line) + len(prefix)
-        end = lines.line_start(line + 1) - 1
-        edit = Edit(start, end, text[start:end] + ".detach()")
-        return Mutant("m", "detached-graph", "train.py", line, "cut", "", (edit,))
+        return _value_cut(text, lines, line, prefix)
 
     # either branch reworks the forward's output alone: cutting the forward is cutting them
     assert same_cuts(whole_cut(2, "    negative_score = "), tree, lines) == {4, 6}
@@ -227,6 +221,15 @@ def test_a_cut_reaches_the_later_lines_that_only_rework_its_output_or_rescale_it
     assert same_cuts(whole_cut(11, "    policy = "), tree, lines) == set()
     # a rescale in place by a setting: cut before or after it, the loss is the same (and its backward's)
     assert same_cuts(whole_cut(15, "    loss = "), tree, lines) == {16, 17}
+
+
+def _value_cut(text: str, lines: LineIndex, line: int, prefix: str) -> Mutant:
+    """A detached-graph mutant that cuts the value `line` assigns after `prefix`."""
+    start = lines.line_start(line) + len(prefix)
+    end = lines.line_start(line + 1) - 1
+    return Mutant(
+        "m", "detached-graph", "train.py", line, "cut", "", (Edit(start, end, text[start:end] + ".detach()"),)
+    )
 
 
 def test_a_cut_reaches_into_the_methods_and_functions_that_compute_what_it_cuts():
@@ -263,11 +266,7 @@ def test_a_cut_reaches_into_the_methods_and_functions_that_compute_what_it_cuts(
     tree = ast.parse(text)
 
     def cut(line: int, prefix: str) -> Mutant:
-        start = lines.line_start(line) + len(prefix)
-        end = lines.line_start(line + 1) - 1
-        return Mutant(
-            "m", "detached-graph", "train.py", line, "cut", "", (Edit(start, end, text[start:end] + ".detach()"),)
-        )
+        return _value_cut(text, lines, line, prefix)
 
     # `losses.loss` is the record's `loss=` field: its lines in _loss, and the forward two calls down
     assert {3, 4, 6, 7, 8, 10} <= same_cuts(cut(11, "        loss = "), tree, lines)
