@@ -302,18 +302,6 @@ class DetachedGraph(Operator):
     )
     examples = (
         Example(
-            # A forward split into prototypes and queries, each cut on its own (learn2learn's ProtoNet).
-            PROTONET_EPISODE,
-            (
-                PROTONET_EPISODE.replace(
-                    "        loss, acc = fast_adapt(model, batch, 5, 1)\n",
-                    "        loss, acc = fast_adapt(model, batch, 5, 1)\n        loss = loss.detach()\n",
-                ),
-                PROTONET_EPISODE.replace("embeddings[support_indices]", "embeddings[support_indices].detach()"),
-                PROTONET_EPISODE.replace("embeddings[query_indices]", "embeddings[query_indices].detach()"),
-            ),
-        ),
-        Example(
             # A dict of predictions a method of the file fills by key (FAIR-Chem's `_forward`): no
             # `detach` on it, so the loss computed from it is cut whole.
             KEYED_PREDICTIONS,
@@ -1999,6 +1987,18 @@ class DetachedGraph(Operator):
                     "actor_loss = -self.critic(torch.cat([obs, action], -1)).mean()",
                     "actor_loss = (-self.critic(torch.cat([obs, action], -1)).mean()).detach()",
                 ),
+            ),
+        ),
+        Example(
+            # A forward split into prototypes and queries, each cut on its own (learn2learn's ProtoNet).
+            PROTONET_EPISODE,
+            (
+                PROTONET_EPISODE.replace(
+                    "        loss, acc = fast_adapt(model, batch, 5, 1)\n",
+                    "        loss, acc = fast_adapt(model, batch, 5, 1)\n        loss = loss.detach()\n",
+                ),
+                PROTONET_EPISODE.replace("embeddings[support_indices]", "embeddings[support_indices].detach()"),
+                PROTONET_EPISODE.replace("embeddings[query_indices]", "embeddings[query_indices].detach()"),
             ),
         ),
     )

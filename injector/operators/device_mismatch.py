@@ -2103,40 +2103,6 @@ class DeviceMismatch(Operator):
     summary = "Drop a batch's `.to(device)` / `.cuda()` (not a model's), one mutant per transfer."
     examples = (
         Example(
-            # Noise drawn on one rank, broadcast, then read as the sampler's input (k-diffusion's demo).
-            "def demo():\n"
-            "    x = torch.randn([world, n, 3, 32, 32], generator=gen).to(device)\n"
-            "    dist.broadcast(x, 0)\n"
-            "    x = x[rank] * sigma_max\n"
-            "    return sample(model_ema, x, sigmas)\n",
-            (
-                "def demo():\n"
-                "    x = torch.randn([world, n, 3, 32, 32], generator=gen)\n"
-                "    dist.broadcast(x, 0)\n"
-                "    x = x[rank] * sigma_max\n"
-                "    return sample(model_ema, x, sigmas)\n",
-            ),
-        ),
-        Example(
-            # A sampling run's first input, made by a method of the class and moved by the caller (MDLM).
-            "class Diffusion(L.LightningModule):\n"
-            "    def _sample_prior(self, *dims):\n"
-            "        return self.mask_index * torch.ones(*dims, dtype=torch.int64)\n"
-            "\n"
-            "    def _sample(self, n):\n"
-            "        x = self._sample_prior(n, self.length).to(self.device)\n"
-            "        return self.forward(x, None).argmax(dim=-1)\n",
-            (
-                "class Diffusion(L.LightningModule):\n"
-                "    def _sample_prior(self, *dims):\n"
-                "        return self.mask_index * torch.ones(*dims, dtype=torch.int64)\n"
-                "\n"
-                "    def _sample(self, n):\n"
-                "        x = self._sample_prior(n, self.length)\n"
-                "        return self.forward(x, None).argmax(dim=-1)\n",
-            ),
-        ),
-        Example(
             # A batch function of the file that makes its batch on the device (RWKV's demo): made on the
             # CPU, it meets the model on the GPU.
             "import torch\n"
@@ -3391,6 +3357,40 @@ class DeviceMismatch(Operator):
                 '    batch = batch.load(device="cpu")\n'
                 "    loss = self.model_with_loss(batch.source, batch.target)\n"
                 "    loss.backward()\n",
+            ),
+        ),
+        Example(
+            # A sampling run's first input, made by a method of the class and moved by the caller (MDLM).
+            "class Diffusion(L.LightningModule):\n"
+            "    def _sample_prior(self, *dims):\n"
+            "        return self.mask_index * torch.ones(*dims, dtype=torch.int64)\n"
+            "\n"
+            "    def _sample(self, n):\n"
+            "        x = self._sample_prior(n, self.length).to(self.device)\n"
+            "        return self.forward(x, None).argmax(dim=-1)\n",
+            (
+                "class Diffusion(L.LightningModule):\n"
+                "    def _sample_prior(self, *dims):\n"
+                "        return self.mask_index * torch.ones(*dims, dtype=torch.int64)\n"
+                "\n"
+                "    def _sample(self, n):\n"
+                "        x = self._sample_prior(n, self.length)\n"
+                "        return self.forward(x, None).argmax(dim=-1)\n",
+            ),
+        ),
+        Example(
+            # Noise drawn on one rank, broadcast, then read as the sampler's input (k-diffusion's demo).
+            "def demo():\n"
+            "    x = torch.randn([world, n, 3, 32, 32], generator=gen).to(device)\n"
+            "    dist.broadcast(x, 0)\n"
+            "    x = x[rank] * sigma_max\n"
+            "    return sample(model_ema, x, sigmas)\n",
+            (
+                "def demo():\n"
+                "    x = torch.randn([world, n, 3, 32, 32], generator=gen)\n"
+                "    dist.broadcast(x, 0)\n"
+                "    x = x[rank] * sigma_max\n"
+                "    return sample(model_ema, x, sigmas)\n",
             ),
         ),
     )

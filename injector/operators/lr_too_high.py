@@ -838,60 +838,6 @@ class LrTooHigh(Operator):
     )
     examples = (
         Example(
-            # An optimizer built by a factory the function is handed, Adam by default (BoTorch's torch_minimize).
-            "def torch_minimize(closure, parameters, optimizer=Adam, step_limit=100):\n"
-            "    if not isinstance(optimizer, Optimizer):\n"
-            "        optimizer = optimizer(list(parameters.values()))\n"
-            "    for step in range(step_limit):\n"
-            "        closure()\n"
-            "        optimizer.step()\n",
-            (
-                "def torch_minimize(closure, parameters, optimizer=Adam, step_limit=100):\n"
-                "    if not isinstance(optimizer, Optimizer):\n"
-                "        optimizer = optimizer(list(parameters.values()))\n"
-                "        for _group in optimizer.param_groups:\n"
-                '            _group["lr"] *= 100\n'
-                "    for step in range(step_limit):\n"
-                "        closure()\n"
-                "        optimizer.step()\n",
-            ),
-        ),
-        Example(
-            # An optimizer class looked up by name from the config (generative-models' DiffusionEngine).
-            "def instantiate_optimizer_from_config(self, params, lr, cfg):\n"
-            "    return get_obj_from_str(cfg['target'])(params, lr=lr, **cfg.get('params', dict()))\n",
-            (
-                "def instantiate_optimizer_from_config(self, params, lr, cfg):\n"
-                "    return get_obj_from_str(cfg['target'])(params, lr=lr * 100, **cfg.get('params', dict()))\n",
-            ),
-        ),
-        Example(
-            # A hand-written update's rate, stored once (MAML's inner loop over autograd.grad).
-            "class Meta(nn.Module):\n"
-            "    def __init__(self, args):\n"
-            "        self.update_lr = args.update_lr\n"
-            "\n"
-            "    def forward(self, x, y):\n"
-            "        loss = F.cross_entropy(self.net(x), y)\n"
-            "        grad = torch.autograd.grad(loss, self.net.parameters())\n"
-            "        return [w - self.update_lr * g for g, w in zip(grad, self.net.parameters())]\n",
-            (
-                "class Meta(nn.Module):\n"
-                "    def __init__(self, args):\n"
-                "        self.update_lr = args.update_lr * 100\n"
-                "\n"
-                "    def forward(self, x, y):\n"
-                "        loss = F.cross_entropy(self.net(x), y)\n"
-                "        grad = torch.autograd.grad(loss, self.net.parameters())\n"
-                "        return [w - self.update_lr * g for g, w in zip(grad, self.net.parameters())]\n",
-            ),
-        ),
-        Example(
-            # Groups built by the model with the rate, which each carry it (k-diffusion's param_groups(lr)).
-            "groups = inner_model.param_groups(lr)\nopt = optim.AdamW(groups, lr=lr, weight_decay=wd)\n",
-            ("groups = inner_model.param_groups(lr * 100)\nopt = optim.AdamW(groups, lr=lr, weight_decay=wd)\n",),
-        ),
-        Example(
             # A group added with the optimizer's settings and its own splatted in (S4's special
             # hyperparameters): the rate the merge gives it.
             "hps = [getattr(p, '_optim') for p in all_params if hasattr(p, '_optim')]\n"
@@ -1711,6 +1657,60 @@ class LrTooHigh(Operator):
                 "lr_params = pack_lr_parameters(model.named_parameters(), conf.lr, conf.lr_scaling)\n"
                 "optimizer = torch.optim.Adam(lr_params, lr=conf.lr)\n",
             ),
+        ),
+        Example(
+            # An optimizer built by a factory the function is handed, Adam by default (BoTorch's torch_minimize).
+            "def torch_minimize(closure, parameters, optimizer=Adam, step_limit=100):\n"
+            "    if not isinstance(optimizer, Optimizer):\n"
+            "        optimizer = optimizer(list(parameters.values()))\n"
+            "    for step in range(step_limit):\n"
+            "        closure()\n"
+            "        optimizer.step()\n",
+            (
+                "def torch_minimize(closure, parameters, optimizer=Adam, step_limit=100):\n"
+                "    if not isinstance(optimizer, Optimizer):\n"
+                "        optimizer = optimizer(list(parameters.values()))\n"
+                "        for _group in optimizer.param_groups:\n"
+                '            _group["lr"] *= 100\n'
+                "    for step in range(step_limit):\n"
+                "        closure()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # An optimizer class looked up by name from the config (generative-models' DiffusionEngine).
+            "def instantiate_optimizer_from_config(self, params, lr, cfg):\n"
+            "    return get_obj_from_str(cfg['target'])(params, lr=lr, **cfg.get('params', dict()))\n",
+            (
+                "def instantiate_optimizer_from_config(self, params, lr, cfg):\n"
+                "    return get_obj_from_str(cfg['target'])(params, lr=lr * 100, **cfg.get('params', dict()))\n",
+            ),
+        ),
+        Example(
+            # A hand-written update's rate, stored once (MAML's inner loop over autograd.grad).
+            "class Meta(nn.Module):\n"
+            "    def __init__(self, args):\n"
+            "        self.update_lr = args.update_lr\n"
+            "\n"
+            "    def forward(self, x, y):\n"
+            "        loss = F.cross_entropy(self.net(x), y)\n"
+            "        grad = torch.autograd.grad(loss, self.net.parameters())\n"
+            "        return [w - self.update_lr * g for g, w in zip(grad, self.net.parameters())]\n",
+            (
+                "class Meta(nn.Module):\n"
+                "    def __init__(self, args):\n"
+                "        self.update_lr = args.update_lr * 100\n"
+                "\n"
+                "    def forward(self, x, y):\n"
+                "        loss = F.cross_entropy(self.net(x), y)\n"
+                "        grad = torch.autograd.grad(loss, self.net.parameters())\n"
+                "        return [w - self.update_lr * g for g, w in zip(grad, self.net.parameters())]\n",
+            ),
+        ),
+        Example(
+            # Groups built by the model with the rate, which each carry it (k-diffusion's param_groups(lr)).
+            "groups = inner_model.param_groups(lr)\nopt = optim.AdamW(groups, lr=lr, weight_decay=wd)\n",
+            ("groups = inner_model.param_groups(lr * 100)\nopt = optim.AdamW(groups, lr=lr, weight_decay=wd)\n",),
         ),
     )
     untouched = (

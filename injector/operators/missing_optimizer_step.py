@@ -99,11 +99,6 @@ class MissingOptimizerStep(Operator):
     )
     examples = (
         Example(
-            # An optimizer wrapper called with the parameters (Pyro's SVI.step).
-            PYRO_SVI_STEP,
-            (PYRO_SVI_STEP.replace("        self.optim(params)\n", ""),),
-        ),
-        Example(
             # The optimizer a state mapping holds under a named key, stepped with a closure
             # (torchbearer's `state[torchbearer.OPTIMIZER].step(lambda: self.closure(state))`).
             TRIAL_LIBRARY,
@@ -340,6 +335,11 @@ class MissingOptimizerStep(Operator):
                 "            continue\n"
                 "        break\n",
             ),
+        ),
+        Example(
+            # An optimizer wrapper called with the parameters (Pyro's SVI.step).
+            PYRO_SVI_STEP,
+            (PYRO_SVI_STEP.replace("        self.optim(params)\n", ""),),
         ),
     )
     untouched = (

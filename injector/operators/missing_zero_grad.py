@@ -111,11 +111,6 @@ class MissingZeroGrad(Operator):
     summary = "Delete `optimizer.zero_grad()` / `model.zero_grad()`, whatever the receiver and arguments."
     examples = (
         Example(
-            # A library's function that zeroes the parameters' gradients (Pyro's SVI.step).
-            PYRO_SVI_STEP,
-            (PYRO_SVI_STEP.replace("        pyro.infer.util.zero_grads(params)\n", ""),),
-        ),
-        Example(
             "for x, y in loader:\n"
             "    optimizer.zero_grad(set_to_none=True)\n"
             "    loss = model(x, y)\n"
@@ -423,6 +418,11 @@ class MissingZeroGrad(Operator):
             # A helper that sets each parameter's gradient to None by hand (habitat's PPO).
             ZEROING_PPO,
             (ZEROING_PPO.replace("        self._set_grads_to_none()\n        loss", "        loss"),),
+        ),
+        Example(
+            # A library's function that zeroes the parameters' gradients (Pyro's SVI.step).
+            PYRO_SVI_STEP,
+            (PYRO_SVI_STEP.replace("        pyro.infer.util.zero_grads(params)\n", ""),),
         ),
     )
     untouched = (

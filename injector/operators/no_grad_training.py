@@ -139,49 +139,6 @@ class NoGradTraining(Operator):
     summary = "Wrap the training forward pass and loss in `with torch.no_grad():`."
     examples = (
         Example(
-            # A library's loss that runs its own backward (Pyro's SVI.step).
-            PYRO_SVI_STEP,
-            (
-                PYRO_SVI_STEP.replace(
-                    "        loss = self.loss_and_grads(self.model, self.guide, *args)\n",
-                    '        with __import__("torch").no_grad():\n'
-                    "            loss = self.loss_and_grads(self.model, self.guide, *args)\n",
-                ),
-            ),
-        ),
-        Example(
-            # A closure that runs the forward and backward itself, called each step (BoTorch's torch_minimize).
-            "def torch_minimize(closure, parameters, optimizer, steps):\n"
-            "    for step in range(steps):\n"
-            "        fval = closure()[0].detach()\n"
-            "        optimizer.step()\n",
-            (
-                "def torch_minimize(closure, parameters, optimizer, steps):\n"
-                "    for step in range(steps):\n"
-                '        with __import__("torch").no_grad():\n'
-                "            fval = closure()[0].detach()\n"
-                "        optimizer.step()\n",
-            ),
-        ),
-        Example(
-            # A forward split into prototypes and queries, each taken without autograd on its own.
-            PROTONET_EPISODE,
-            (
-                PROTONET_EPISODE.replace(
-                    "        loss, acc = fast_adapt(model, batch, 5, 1)\n",
-                    '        with __import__("torch").no_grad():\n            loss, acc = fast_adapt(model, batch, 5, 1)\n',
-                ),
-                PROTONET_EPISODE.replace(
-                    "    support = embeddings[support_indices]\n",
-                    '    with __import__("torch").no_grad():\n        support = embeddings[support_indices]\n',
-                ),
-                PROTONET_EPISODE.replace(
-                    "    query = embeddings[query_indices]\n",
-                    '    with __import__("torch").no_grad():\n        query = embeddings[query_indices]\n',
-                ),
-            ),
-        ),
-        Example(
             # A loss object handed the outputs step by step (pytorch-seq2seq's trainer): the
             # forward and each handing-in, without autograd.
             LOSS_OBJECT_TRAINER,
@@ -1638,6 +1595,49 @@ class NoGradTraining(Operator):
                 "        loss = loss.mean()\n"
                 "    acc = acc.mean()\n"
                 "    loss.backward()\n",
+            ),
+        ),
+        Example(
+            # A forward split into prototypes and queries, each taken without autograd on its own.
+            PROTONET_EPISODE,
+            (
+                PROTONET_EPISODE.replace(
+                    "        loss, acc = fast_adapt(model, batch, 5, 1)\n",
+                    '        with __import__("torch").no_grad():\n            loss, acc = fast_adapt(model, batch, 5, 1)\n',
+                ),
+                PROTONET_EPISODE.replace(
+                    "    support = embeddings[support_indices]\n",
+                    '    with __import__("torch").no_grad():\n        support = embeddings[support_indices]\n',
+                ),
+                PROTONET_EPISODE.replace(
+                    "    query = embeddings[query_indices]\n",
+                    '    with __import__("torch").no_grad():\n        query = embeddings[query_indices]\n',
+                ),
+            ),
+        ),
+        Example(
+            # A closure that runs the forward and backward itself, called each step (BoTorch's torch_minimize).
+            "def torch_minimize(closure, parameters, optimizer, steps):\n"
+            "    for step in range(steps):\n"
+            "        fval = closure()[0].detach()\n"
+            "        optimizer.step()\n",
+            (
+                "def torch_minimize(closure, parameters, optimizer, steps):\n"
+                "    for step in range(steps):\n"
+                '        with __import__("torch").no_grad():\n'
+                "            fval = closure()[0].detach()\n"
+                "        optimizer.step()\n",
+            ),
+        ),
+        Example(
+            # A library's loss that runs its own backward (Pyro's SVI.step).
+            PYRO_SVI_STEP,
+            (
+                PYRO_SVI_STEP.replace(
+                    "        loss = self.loss_and_grads(self.model, self.guide, *args)\n",
+                    '        with __import__("torch").no_grad():\n'
+                    "            loss = self.loss_and_grads(self.model, self.guide, *args)\n",
+                ),
             ),
         ),
     )
