@@ -2185,6 +2185,30 @@ def _nested_in(source: Source, node: cst.CSTNode, outer: cst.CSTNode, kinds: tup
     return False
 
 
+def bound_values(source: Source, function: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """The values `function` assigns to `name`, each side of a conditional expression on its own
+    (`sampler_cls = A if distributed else B`: `A` and `B`)."""
+    values = [
+        a.value
+        for a in source.within(function.body, cst.Assign)
+        if any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)
+    ]
+    while any(isinstance(v, cst.IfExp) for v in values):
+        values = [side for v in values for side in ((v.body, v.orelse) if isinstance(v, cst.IfExp) else (v,))]
+    return values
+
+
+def handed_the_parameters(source: Source, call: cst.Call) -> bool:
+    """True for a call, as a statement of its own, handed only the parameters, by name (`params`,
+    `model.parameters()`): Pyro's `self.optim(params)` and `zero_grads(params)`."""
+    return (
+        len(call.args) == 1
+        and call.args[0].keyword is None
+        and "param" in source.code(call.args[0].value).lower()
+        and isinstance(source.parent(call), cst.Expr)
+    )
+
+
 def enclosing_class(source: Source, node: cst.CSTNode) -> cst.ClassDef | None:
     for ancestor in source.ancestors(node):
         if isinstance(ancestor, cst.ClassDef):

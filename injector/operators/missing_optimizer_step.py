@@ -20,6 +20,7 @@ from injector.patterns import (
     callee_name,
     dotted,
     enclosing_class,
+    handed_the_parameters,
     is_literal_bool,
     last_name,
     with_keyword,
@@ -76,17 +77,6 @@ def _project_step(source, training, call: cst.Call) -> bool:
     return any(
         source.function_of(b.call) is function and source.span(b.call)[1] <= source.span(call)[0]
         for b in training.backwards
-    )
-
-
-def _handed_parameters(source, call: cst.Call) -> bool:
-    """True for a call, as a statement, handed only the parameters to update, by name (`params`,
-    `model.parameters()`)."""
-    return (
-        len(call.args) == 1
-        and call.args[0].keyword is None
-        and "param" in source.code(call.args[0].value).lower()
-        and isinstance(source.parent(call), cst.Expr)
     )
 
 
@@ -372,7 +362,7 @@ class MissingOptimizerStep(Operator):
                 return call in training.steps
             if name == "optimizer_step":
                 return True  # torch_xla's `xm.optimizer_step(optimizer)`
-            if name in ("optim", "optimizer") and _handed_parameters(source, call):
+            if name in ("optim", "optimizer") and handed_the_parameters(source, call):
                 return True  # an optimizer wrapper called with the parameters (Pyro's `self.optim(params)`)
             # A manual update: `p.data.add_(p.grad, alpha=-lr)`, `p.sub_(lr * p.grad)`.
             return name in {"add_", "sub_"} and any(".grad" in source.code(a.value) for a in call.args)

@@ -10,7 +10,7 @@ from injector.operators.snippets import (
     OPTIMIZERS_OBJECT,
     PYRO_SVI_STEP,
 )
-from injector.patterns import callee_name, dotted, is_literal_bool
+from injector.patterns import callee_name, dotted, handed_the_parameters, is_literal_bool
 
 
 def _zeroed(source, call: cst.Call) -> str:
@@ -92,18 +92,6 @@ ZEROING_PPO = (
     "        loss.backward()\n"
     "        self.optimizer.step()\n"
 )
-
-
-def _zeroes_parameters(source, call: cst.Call) -> bool:
-    """True for a function, not an optimizer's method, that zeroes the gradients of the parameters
-    it is handed (Pyro's `pyro.infer.util.zero_grads(params)` after `self.optim(params)`)."""
-    return (
-        callee_name(call) in ("zero_grads", "zero_grad")
-        and len(call.args) == 1
-        and call.args[0].keyword is None
-        and "param" in source.code(call.args[0].value).lower()
-        and isinstance(source.parent(call), cst.Expr)
-    )
 
 
 class MissingZeroGrad(Operator):
@@ -454,7 +442,7 @@ class MissingZeroGrad(Operator):
         def wanted(call: cst.Call) -> bool:
             if _zeroing_helper(source, training, call):
                 return True  # a call of the file's own helper for it (skorch's `self._zero_grad_optimizer()`)
-            if _zeroes_parameters(source, call):
+            if callee_name(call) in ("zero_grads", "zero_grad") and handed_the_parameters(source, call):
                 return True  # a library's function handed the parameters (Pyro's `zero_grads(params)`)
             if callee_name(call) != "zero_grad" or _cleared_after_each_step(source, training, call):
                 return False

@@ -56,6 +56,7 @@ from injector.patterns import (
     EVALUATION_WORDS,
     Backward,
     argument,
+    bound_values,
     callee_name,
     dotted,
     forward_run,
@@ -2172,13 +2173,7 @@ def _is_a_closure(source, function: cst.FunctionDef, name: cst.BaseExpression) -
         return False
     if any(p.name.value == name.value for p in (*function.params.params, *function.params.kwonly_params)):
         return True
-    values = [
-        a.value
-        for a in source.within(function.body, cst.Assign)
-        if any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in a.targets)
-    ]
-    while any(isinstance(v, cst.IfExp) for v in values):
-        values = [p for v in values for p in ((v.body, v.orelse) if isinstance(v, cst.IfExp) else (v,))]
+    values = bound_values(source, function, name.value)
     return any(isinstance(v, cst.Call) and "closure" in (callee_name(v) or "").lower() for v in values)
 
 

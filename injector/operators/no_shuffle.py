@@ -5,7 +5,7 @@ import libcst as cst
 from injector.neighbours import Resolver, bound_arguments, inherited_constructor, is_torch, top_level
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import LOADER_HELPER, SAMPLER_HELPER, SHUFFLED_THROUGH_BAR
-from injector.patterns import argument, callee_name, dotted, is_literal_bool, last_name, names_evaluation
+from injector.patterns import argument, bound_values, callee_name, dotted, is_literal_bool, last_name, names_evaluation
 
 # Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
 SHUFFLE_POSITION = {"DataLoader": 2, "DistributedSampler": 3}
@@ -59,13 +59,7 @@ def _held_sampler_class(source, call: cst.Call) -> bool:
     function = source.function_of(call)
     if not isinstance(call.func, cst.Name) or function is None:
         return False
-    values = [
-        a.value
-        for a in source.within(function.body, cst.Assign)
-        if any(isinstance(t.target, cst.Name) and t.target.value == call.func.value for t in a.targets)
-    ]
-    while any(isinstance(v, cst.IfExp) for v in values):
-        values = [p for v in values for p in ((v.body, v.orelse) if isinstance(v, cst.IfExp) else (v,))]
+    values = bound_values(source, function, call.func.value)
     return bool(values) and all(
         isinstance(v, (cst.Name, cst.Attribute))
         and (last_name(v) or "")[:1].isupper()

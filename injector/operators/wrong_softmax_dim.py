@@ -152,14 +152,18 @@ def _written_out(source):
     `e / e.sum(dim=d, keepdim=True)` of exponentials `e`. The normaliser's axis is the softmax's;
     over the neighbouring one the values still broadcast, and no longer normalise over classes."""
     for operation in source.nodes(cst.BinaryOperation):
-        if isinstance(operation.operator, cst.Subtract):
-            names = ("logsumexp",)
-        elif isinstance(operation.operator, cst.Divide) and _exponentials(source, operation.left):
-            names = ("sum",)
-        else:
-            continue
         call = operation.right
-        if not isinstance(call, cst.Call) or callee_name(call) not in names:
+        if not isinstance(call, cst.Call):
+            continue
+        if isinstance(operation.operator, cst.Subtract) and callee_name(call) == "logsumexp":
+            what = "log-softmax"
+        elif (
+            isinstance(operation.operator, cst.Divide)
+            and callee_name(call) == "sum"
+            and _exponentials(source, operation.left)
+        ):
+            what = "softmax"
+        else:
             continue
         functional = is_functional(call)
         if functional:
@@ -176,7 +180,6 @@ def _written_out(source):
         value = None if dim is None else int_value(dim.value)
         if dim is None or value is None or _eval_mode_only(source, call):
             continue
-        what = "log-softmax" if names == ("logsumexp",) else "softmax"
         for axis in other_axes(value):
             yield Change(
                 operation,
