@@ -14,6 +14,7 @@ from injector.operators.forwards import (
     constant_start,
     distribution,
     drawn,
+    forward_returned_terms,
     forwards_after_empty_start,
     handed_forwards,
     loss_chains,
@@ -34,6 +35,7 @@ from injector.operators.snippets import (
     DEFAULT_LOSS_FN,
     DISTILLATION_BRANCH_STEP,
     ELEGANTRL_UPDATE,
+    FORWARD_TERMS_STEP,
     GAN_GENERATOR_STEP,
     HELPER_STEP_TRAINER,
     INPUT_GRADIENT,
@@ -2001,6 +2003,18 @@ class DetachedGraph(Operator):
                 PROTONET_EPISODE.replace("embeddings[query_indices]", "embeddings[query_indices].detach()"),
             ),
         ),
+        Example(
+            # The terms a module's forward computes and returns for the loop to weigh and add up
+            # (torchsde's latent SDE): each cut off where the forward computes it, then the sum.
+            FORWARD_TERMS_STEP,
+            (
+                FORWARD_TERMS_STEP.replace(".sum(dim=1).mean(dim=0)\n", ".sum(dim=1).mean(dim=0).detach()\n", 1),
+                FORWARD_TERMS_STEP.replace(
+                    "Normal(0.0, 1.0)).sum(dim=1).mean(dim=0)", "Normal(0.0, 1.0)).sum(dim=1).mean(dim=0).detach()"
+                ),
+                FORWARD_TERMS_STEP.replace("loss = -log_px + beta * kl", "loss = (-log_px + beta * kl).detach()"),
+            ),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -2103,6 +2117,12 @@ class DetachedGraph(Operator):
                     yield from self._detached(source, training, backward, other)
             yield from _helper_forwards_cut(source, training, backward)
             yield from _handed_forwards_cut(source, training, backward)
+            for term in forward_returned_terms(source, training, backward):
+                yield Change(
+                    term,
+                    (source.replace(term.value, method_on(source, term.value, "detach")),),
+                    "a loss term the model's forward returns is cut off from the model's graph",
+                )
             yield from _branch_forwards_cut(source, training, backward)
             for term in branch_added_terms(source, training, backward):
                 yield Change(

@@ -1521,3 +1521,103 @@ def loss_object_calls(source, training, backward) -> list[cst.Call]:
         and start < source.span(call)[0] < end
         and any(a.keyword is None and not a.star for a in call.args)
     ]
+
+
+def forward_returned_terms(source, training, backward) -> list[cst.Assign]:
+    """The loss terms a module of the file computes in its `forward` and returns in a tuple that
+    the step unpacks and adds up (torchsde's latent SDE: `log_pxs, log_ratio = latent_sde(xs, ...)`
+    then `loss = -log_pxs + log_ratio * kl_scheduler.val`, where `forward` computes `log_pxs`,
+    `logqp0` and `logqp_path` and returns `log_pxs, logqp0 + logqp_path`): each term's assignment
+    in `forward`, through a returned sum of terms and a term that adds up others. Cut, run without
+    autograd or summed one by one, the other terms still train: each is its own fault."""
+    assign = training.loss_assignment(backward)
+    if not isinstance(assign, cst.Assign) or not isinstance(assign.value, (cst.BinaryOperation, cst.UnaryOperation)):
+        return []
+    found: list[cst.Assign] = []
+    for name in _arithmetic_names(assign.value):
+        unpack = training.last_assignment(name, assign)
+        if (
+            not isinstance(unpack, cst.Assign)
+            or len(unpack.targets) != 1
+            or not isinstance(unpack.targets[0].target, (cst.Tuple, cst.List))
+            or not isinstance(unpack.value, cst.Call)
+        ):
+            continue
+        names = [e.value.value if isinstance(e.value, cst.Name) else None for e in unpack.targets[0].target.elements]
+        index = names.index(name)
+        for forward in _module_forwards(source, training, unpack.value, unpack):
+            for ret in source.within(forward.body, cst.Return):
+                value = ret.value
+                if (
+                    source.function_of(ret) is not forward
+                    or not isinstance(value, (cst.Tuple, cst.List))
+                    or len(value.elements) != len(names)
+                    or any(isinstance(e, cst.StarredElement) for e in value.elements)
+                ):
+                    continue
+                for returned in _arithmetic_names(value.elements[index].value):
+                    for term in _computed_terms(source, training, returned, ret, depth=2):
+                        if term not in found:
+                            found.append(term)
+    return found
+
+
+def _arithmetic_names(expr: cst.BaseExpression) -> list[str]:
+    """The plain names an expression combines by arithmetic alone, in order, not those inside a
+    call or an attribute: `log_pxs` and `log_ratio` of `-log_pxs + log_ratio * kl_scheduler.val`."""
+    if isinstance(expr, cst.Name):
+        return [expr.value]
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        return _arithmetic_names(expr.expression)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(
+        expr.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+    ):
+        return list(dict.fromkeys(_arithmetic_names(expr.left) + _arithmetic_names(expr.right)))
+    return []
+
+
+def _module_forwards(source, training, call: cst.Call, use: cst.CSTNode) -> list[cst.FunctionDef]:
+    """The `forward` a call of a module runs where the module is an instance of a class of the file
+    (`latent_sde = LatentSDE(...).to(device)`, then `latent_sde(xs, ts)`), also one it inherits
+    from another class of the file."""
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return []
+    classes = {c.name.value: c for c in source.nodes(cst.ClassDef)}
+    found: list[cst.FunctionDef] = []
+    for name in training.classes_at(call.func, use):
+        owner = classes.get(name)
+        for _ in range(3):  # up the file's own base classes to the one that defines forward
+            if owner is None:
+                break
+            own = [f for f in owner.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "forward"]
+            if own:
+                found += own
+                break
+            bases = [classes.get(last_name(b.value) or "") for b in owner.bases]
+            owner = next((b for b in bases if b is not None), None)
+    return found
+
+
+def _computed_terms(source, training, name: str, use: cst.CSTNode, depth: int) -> list[cst.Assign]:
+    """Where `name`, returned at `use`, is computed in its function: its last assignment before
+    `use` (past a plain alias), or the terms of a sum it is assigned (`kl = kl0 + kl_path`)."""
+    assign = training.last_assignment(name, use)
+    if (
+        not isinstance(assign, cst.Assign)
+        or len(assign.targets) != 1
+        or not isinstance(assign.targets[0].target, cst.Name)
+        or source.function_of(assign) is not source.function_of(use)
+        or constant_start(assign.value)
+        or under_no_grad(source, assign)
+    ):
+        return []
+    value = assign.value
+    inner = _arithmetic_names(value)
+    if isinstance(value, cst.Name) or (inner and not source.within(value, cst.Call)):
+        # an alias, or a sum of terms computed before it
+        if depth == 0:
+            return []
+        return [t for n in inner for t in _computed_terms(source, training, n, assign, depth - 1)]
+    if not source.within(value, cst.Call):
+        return []
+    return [assign]

@@ -11,6 +11,7 @@ from injector.operators.forwards import (
     chain_forwards,
     constant_start,
     feeding_forwards_in_block,
+    forward_returned_terms,
     forwards_after_empty_start,
     forwards_of_branch_terms,
     forwards_read_by_terms,
@@ -32,6 +33,7 @@ from injector.operators.snippets import (
     CALLBACK_RUNNER,
     CONTROLLER_STEP,
     DISTILLATION_BRANCH_STEP,
+    FORWARD_TERMS_STEP,
     GAN_GENERATOR_STEP,
     HANDED_OPTIMIZER_STEP,
     INLINE_SUM,
@@ -1641,6 +1643,25 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # The terms a module's forward computes and returns for the loop to add up (torchsde's
+            # latent SDE): the loop's forward and loss, then each term where the forward computes it.
+            FORWARD_TERMS_STEP,
+            (
+                FORWARD_TERMS_STEP.replace(
+                    "        log_px, kl = model(x)\n        loss = -log_px + beta * kl\n",
+                    "        with torch.no_grad():\n"
+                    "            log_px, kl = model(x)\n"
+                    "            loss = -log_px + beta * kl\n",
+                ),
+                FORWARD_TERMS_STEP.replace(
+                    "        log_px = Normal(", "        with torch.no_grad():\n            log_px = Normal("
+                ),
+                FORWARD_TERMS_STEP.replace(
+                    "        kl = kl_divergence(", "        with torch.no_grad():\n            kl = kl_divergence("
+                ),
+            ),
+        ),
     )
     untouched = (
         # A closure handed to an optimizer's step (run under enable_grad there), or wrapped, not run.
@@ -1787,6 +1808,13 @@ class NoGradTraining(Operator):
                 yield _without_autograd(source, training, forward)
             for forward in handed_forwards(source, training, backward):
                 yield _without_autograd(source, training, forward)
+            for term in forward_returned_terms(source, training, backward):
+                yield _without_autograd(
+                    source,
+                    training,
+                    source.parent(term),
+                    "a loss term the model's forward returns is computed without autograd",
+                )
 
         for block, switch in grad_switched_loops(source, training):
             # the batch loop runs its steps under `set_grad_enabled(is_train)` (catalyst's runner,

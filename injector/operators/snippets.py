@@ -1466,3 +1466,31 @@ PYRO_SVI_STEP = (
     "        pyro.infer.util.zero_grads(params)\n"
     "        return loss\n"
 )
+
+# A VAE whose forward computes the ELBO's terms and returns them for the loop to weigh and add up
+# (the shape of torchsde's latent SDE: `log_pxs, log_ratio = latent_sde(xs, ts, ...)`).
+FORWARD_TERMS_STEP = (
+    "import torch\n"
+    "from torch import nn\n"
+    "from torch.distributions import Normal, kl_divergence\n"
+    "class VAE(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.encoder = nn.Linear(8, 4)\n"
+    "        self.decoder = nn.Linear(2, 8)\n"
+    "    def forward(self, x):\n"
+    "        mean, log_std = self.encoder(x).chunk(2, dim=1)\n"
+    "        qz = Normal(mean, log_std.exp())\n"
+    "        log_px = Normal(self.decoder(qz.rsample()), 1.0).log_prob(x).sum(dim=1).mean(dim=0)\n"
+    "        kl = kl_divergence(qz, Normal(0.0, 1.0)).sum(dim=1).mean(dim=0)\n"
+    "        return log_px, kl\n"
+    "def train(loader, beta):\n"
+    "    model = VAE()\n"
+    "    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)\n"
+    "    for x in loader:\n"
+    "        optimizer.zero_grad()\n"
+    "        log_px, kl = model(x)\n"
+    "        loss = -log_px + beta * kl\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)

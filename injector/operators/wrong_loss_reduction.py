@@ -4,10 +4,11 @@ import libcst as cst
 
 from injector.neighbours import bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
-from injector.operators.forwards import assigned_element, trained_term
+from injector.operators.forwards import assigned_element, forward_returned_terms, trained_term
 from injector.operators.snippets import (
     DEFAULT_LOSS_FN,
     ELEGANTRL_UPDATE,
+    FORWARD_TERMS_STEP,
     GATHERED_EPOCH_LOSS,
     LOSS_TUPLE_HELPER,
     MICROBATCH_TRAINER,
@@ -637,6 +638,17 @@ class WrongLossReduction(Operator):
                 ),
             ),
         ),
+        Example(
+            # The batch means of the terms a module's forward computes and returns for the loop to
+            # add up (torchsde's latent SDE): each summed on its own.
+            FORWARD_TERMS_STEP,
+            (
+                FORWARD_TERMS_STEP.replace("log_prob(x).sum(dim=1).mean(dim=0)", "log_prob(x).sum(dim=1).sum(dim=0)"),
+                FORWARD_TERMS_STEP.replace(
+                    "Normal(0.0, 1.0)).sum(dim=1).mean(dim=0)", "Normal(0.0, 1.0)).sum(dim=1).sum(dim=0)"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A mean bound to a name that only a metric under no_grad calls.
@@ -893,6 +905,13 @@ class WrongLossReduction(Operator):
                     if averages:
                         yield _summed(source, assign.value, averages)
         yield from _helper_term_means(source, training, aliases)
+        for backward in training.loss_uses:
+            # the terms a module's forward computes and returns for the step to add up (torchsde's
+            # `log_pxs = xs_dist.log_prob(xs).sum(dim=(0, 2)).mean(dim=0)`): each batch mean summed
+            for term in forward_returned_terms(source, training, backward):
+                means = _averages(term.value, aliases) or _batch_dim_means(source, training, term.value, term)
+                if means:
+                    yield _summed(source, term, means)
         for backward in training.backwards:
             # `loss.mean().backward()`: the loss averaged on the line that differentiates it, and
             # scaled there too (stylegan2-ada's `loss_Gmain.mean().mul(gain).backward()`)
