@@ -2491,6 +2491,7 @@ def runs_model(
             isinstance(func, cst.Attribute)
             and dotted(func.value) == "self"
             and (training.constructors.get(dotted(func) or "", "") or "a")[0].isupper()
+            and not _parameter_free(training.constructors.get(dotted(func) or "", ""))
             and training.role(func) is None
         ):
             return True  # `self.gen(z)` after `self.gen = Generator()`: a submodule's forward
@@ -2531,6 +2532,18 @@ def runs_model(
         if isinstance(func, cst.Name) and _project_function_runs_model(source, training, call):
             return True  # DDIM's `generalized_steps(x, seq, model, betas)`: a sampler of another module
     return False
+
+
+_PARAMETER_FREE = re.compile(
+    r"(Constant|Zero|Reflection|Replication|Circular)Pad[123]d|(Adaptive)?(Max|Avg)Pool[123]d|Dropout[123]?d?"
+    r"|Flatten|Unflatten|Identity|Upsample|PixelShuffle|PixelUnshuffle"
+)
+
+
+def _parameter_free(constructor: str) -> bool:
+    """True for a torch.nn layer with no parameters (`nn.ConstantPad1d`, `nn.MaxPool2d`): calling
+    it pads or pools its input, it is no model's forward (neuralforecast's `self.padder_train`)."""
+    return bool(_PARAMETER_FREE.fullmatch(constructor))
 
 
 def imported_name(source: Source, name: str) -> bool:

@@ -614,6 +614,31 @@ class LossTensorLeak(Operator):
                 "    loss.backward()\n",
             ),
         ),
+        Example(
+            # A record of the step's figures returned to the caller (PyTorch-BigGraph's `Stats(loss=float(loss))`).
+            (
+                "class Trainer:\n"
+                "    def process_batch(self, model, edges):\n"
+                "        self.optimizer.zero_grad()\n"
+                "        loss = self.loss_fn(model(edges))\n"
+                "        stats = Stats(loss=float(loss), count=len(edges))\n"
+                "        loss.backward()\n"
+                "        self.optimizer.step()\n"
+                "        return stats\n"
+            ),
+            (
+                (
+                    "class Trainer:\n"
+                    "    def process_batch(self, model, edges):\n"
+                    "        self.optimizer.zero_grad()\n"
+                    "        loss = self.loss_fn(model(edges))\n"
+                    "        stats = Stats(loss=loss, count=len(edges))\n"
+                    "        loss.backward()\n"
+                    "        self.optimizer.step()\n"
+                    "        return stats\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A read-out the caller appends only when it is a float (ElegantRL's AgentBase): a tensor
@@ -1053,6 +1078,8 @@ class LossTensorLeak(Operator):
                     for node in _path_to(source, call, ancestor.value)
                 ):
                     return True
+                if _returned_record(source, ancestor, call):
+                    return True
                 # `batch_loss = loss.item()` then `total += batch_loss`, or `logger.store(
                 # Loss=batch_loss)`: summed or kept through a name.
                 if ancestor.value is not call:
@@ -1066,6 +1093,32 @@ class LossTensorLeak(Operator):
 
 
 _TEXT = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+
+
+def _returned_record(source, assign: cst.Assign, call: cst.Call) -> bool:
+    """True where the read-out is a field of a record the step builds and returns to its caller
+    (PyTorch-BigGraph's `stats = Stats(loss=float(loss), ...)`, `return stats`, which the caller
+    sums over the batches and sends back through the process pool): the record keeps the step's
+    value for as long as the caller keeps its records. Only in the function that differentiates."""
+    value = assign.value
+    if (
+        not isinstance(value, cst.Call)
+        or not (callee_name(value) or "a")[:1].isupper()
+        or not any(a.value is call or source.parent(source.parent(call)) is a for a in value.args)
+        or len(assign.targets) != 1
+        or not isinstance(assign.targets[0].target, cst.Name)
+    ):
+        return False
+    function = source.function_of(assign)
+    name = assign.targets[0].target.value
+    return (
+        function is not None
+        and any(
+            isinstance(r.value, cst.Name) and r.value.value == name and source.function_of(r) is function
+            for r in source.within(function, cst.Return)
+        )
+        and any(callee_name(c) == "backward" for c in source.within(function, cst.Call))
+    )
 
 
 def _formatted(node: cst.CSTNode) -> bool:

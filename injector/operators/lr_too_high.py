@@ -13,6 +13,7 @@ from injector.patterns import (
     callee_name,
     constructed,
     dotted,
+    enclosing_class,
     last_name,
     needs_parens,
     with_keyword,
@@ -1712,6 +1713,38 @@ class LrTooHigh(Operator):
             "groups = inner_model.param_groups(lr)\nopt = optim.AdamW(groups, lr=lr, weight_decay=wd)\n",
             ("groups = inner_model.param_groups(lr * 100)\nopt = optim.AdamW(groups, lr=lr, weight_decay=wd)\n",),
         ),
+        Example(
+            # A module-level helper that rewrites the global optimizer's rates before every batch (Horovod's
+            # ImageNet example): the rate it writes is raised, not the constructor's, which never reaches a step.
+            (
+                "import torch\n"
+                "optimizer = torch.optim.SGD(model.parameters(), lr=args.base_lr)\n"
+                "def adjust_learning_rate(epoch, batch_idx):\n"
+                "    for param_group in optimizer.param_groups:\n"
+                "        param_group['lr'] = args.base_lr * warmup(epoch, batch_idx)\n"
+                "def train(epoch):\n"
+                "    for batch_idx, (data, target) in enumerate(train_loader):\n"
+                "        adjust_learning_rate(epoch, batch_idx)\n"
+                "        optimizer.zero_grad()\n"
+                "        F.cross_entropy(model(data), target).backward()\n"
+                "        optimizer.step()\n"
+            ),
+            (
+                (
+                    "import torch\n"
+                    "optimizer = torch.optim.SGD(model.parameters(), lr=args.base_lr)\n"
+                    "def adjust_learning_rate(epoch, batch_idx):\n"
+                    "    for param_group in optimizer.param_groups:\n"
+                    "        param_group['lr'] = (args.base_lr * warmup(epoch, batch_idx)) * 100\n"
+                    "def train(epoch):\n"
+                    "    for batch_idx, (data, target) in enumerate(train_loader):\n"
+                    "        adjust_learning_rate(epoch, batch_idx)\n"
+                    "        optimizer.zero_grad()\n"
+                    "        F.cross_entropy(model(data), target).backward()\n"
+                    "        optimizer.step()\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # The running rate read back for a log line (GraphMAE's loss_dict).
@@ -2153,7 +2186,7 @@ class LrTooHigh(Operator):
                 if name:
                     found[name] = call
         for loop in source.nodes(cst.For):
-            name = LrTooHigh._reset_each_step(source, loop)
+            name = LrTooHigh._reset_each_step(source, loop, training)
             if name is not None:
                 found[name] = loop
         for call in source.nodes(cst.Call):
@@ -2180,11 +2213,13 @@ class LrTooHigh(Operator):
         return any(training.steps_within(node) for node in later)
 
     @staticmethod
-    def _reset_each_step(source, loop: cst.For) -> str | None:
+    def _reset_each_step(source, loop: cst.For, training=None) -> str | None:
         """The optimizer of `for group in optimizer.param_groups: group['lr'] = ...` when that
         loop runs inside another loop unconditionally, or under a branch that steps that optimizer
         after it (every step sets the rate, so the rate the optimizer was built with never reaches
-        an update); None otherwise."""
+        an update), or in a module-level function that every caller runs so (Horovod's ImageNet
+        example: `adjust_learning_rate(epoch, batch_idx)` first in each batch, for the global
+        `optimizer`); None otherwise."""
         groups = dotted(loop.iter)
         if groups is None or not groups.endswith(".param_groups") or not isinstance(loop.target, cst.Name):
             return None
@@ -2197,24 +2232,42 @@ class LrTooHigh(Operator):
         ):
             return None
         owner = groups[: -len(".param_groups")]
-        start, end = source.span(loop)
-        for ancestor in source.ancestors(loop):
+        function = source.function_of(loop)
+        if (
+            training is not None
+            and function is not None
+            and source.parent(source.parent(loop)) is function
+            and enclosing_class(source, function) is None
+            and owner not in {p.name.value for p in function.params.params}
+            and not any(isinstance(a, (cst.For, cst.While)) for a in source.ancestors(loop))
+        ):
+            # the function's own top-level loop over a global optimizer's groups: where it is called
+            callers = training.callers(function)
+            if callers and all(LrTooHigh._each_step(source, c, owner) for c in callers):
+                return owner
+            return None
+        return owner if LrTooHigh._each_step(source, loop, owner) else None
+
+    @staticmethod
+    def _each_step(source, node: cst.CSTNode, owner: str) -> bool:
+        """True where `node` runs in a loop before each of that loop's steps of `owner`."""
+        start, end = source.span(node)
+        for ancestor in source.ancestors(node):
             if isinstance(ancestor, (cst.For, cst.While)):
-                if any(
+                # stepped before the rate is written (SSL4MIS's poly rate after each step): the
+                # first step runs at the rate the optimizer was built with
+                return not any(
                     dotted(c.func) == f"{owner}.step" and source.span(c)[0] < start
                     for c in source.within(ancestor.body, cst.Call)
-                ):
-                    return None  # stepped before the rate is written (SSL4MIS's poly rate after each step):
-                    # the first step runs at the rate the optimizer was built with
-                return owner
+                )
             if isinstance(ancestor, cst.If) and any(
                 dotted(c.func) == f"{owner}.step" and source.span(c)[0] > end
                 for c in source.within(ancestor.body, cst.Call)
             ):
                 continue  # the branch that steps sets the rate first (YOLO's accumulation boundary)
             if isinstance(ancestor, (cst.If, cst.Try, cst.With, cst.FunctionDef, cst.ClassDef)):
-                return None
-        return None
+                return False
+        return False
 
     @staticmethod
     def _overridden_call(source, call, overridden) -> bool:

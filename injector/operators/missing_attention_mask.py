@@ -134,6 +134,8 @@ class MissingAttentionMask(Operator):
         "tp, fp, fn, _ = get_tp_fp_fn_tn(prediction, target, axes=axes, mask=mask)\n",
         # A mask handed to a loss weighs its terms (FixMatch's confidence mask): no attention.
         "unsup = self.consistency_loss(logits, pseudo, 'ce', mask=mask)\n",
+        # A scaler's statistics over the available values only (neuralforecast): no attention.
+        "temporal_data = self.scaler.transform(x=temporal_data, mask=temporal_mask)\n",
         "img = img.masked_fill(bad_pixels, 0)\n",
         # Top-k sampling: the condition is on the logits themselves, not a mask.
         "def sample(logits, k):\n"
@@ -167,6 +169,7 @@ class MissingAttentionMask(Operator):
                     and not _a_loss(call)
                     and not read_from_settings(arg.value)  # `augment2D(x, mask=args.mask)`: a flag
                     and not _a_metric(source, call)
+                    and not _a_scaler(source, call)
                 ) or (arg.keyword is not None and arg.keyword.value == "attention_mask" and _an_encoder(call)):
                     yield self._drop_argument(source, call, arg)
             if source.function_of(call) not in attention or source.function_of(call) is None:
@@ -258,6 +261,18 @@ def _a_metric(source, call: cst.Call) -> bool:
         return False
     receiver = source.code(call.func.value).lower()
     return call.func.attr.value == "update" or "metric" in receiver or "meter" in receiver
+
+
+_SCALER_METHODS = frozenset({"transform", "fit", "fit_transform", "inverse_transform"})
+
+
+def _a_scaler(source, call: cst.Call) -> bool:
+    """True for a data scaler handed a mask (neuralforecast's `self.scaler.transform(x=temporal_data,
+    mask=temporal_mask)`): which entries its statistics count, no attention."""
+    if not isinstance(call.func, cst.Attribute):
+        return False
+    receiver = source.code(call.func.value).lower()
+    return call.func.attr.value in _SCALER_METHODS or "scaler" in receiver or "normaliz" in receiver
 
 
 def _zero(expr: cst.BaseExpression) -> bool:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from injector.neighbours import bound_arguments
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import AUDIOTOOLS_STEP, MICROBATCH_TRAINER, PHASE_CONTEXT_STEP, SCALED_HELPER_BACKWARD
 from injector.patterns import (
@@ -222,6 +223,34 @@ class MissingGradScaler(Operator):
                 ),
             ),
         ),
+        Example(
+            # The scaler handed to a clipping helper that unscales first (Coqui's `_grad_clipping`): dropped with it.
+            (
+                "class Trainer:\n"
+                "    def clip(self, optimizer, scaler):\n"
+                "        if scaler:\n"
+                "            scaler.unscale_(optimizer)\n"
+                "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n"
+                "    def step(self, loss, optimizer, scaler):\n"
+                "        scaler.scale(loss).backward()\n"
+                "        self.clip(optimizer=optimizer, scaler=scaler)\n"
+                "        scaler.step(optimizer)\n"
+                "        scaler.update()\n"
+            ),
+            (
+                (
+                    "class Trainer:\n"
+                    "    def clip(self, optimizer, scaler):\n"
+                    "        if scaler:\n"
+                    "            pass\n"
+                    "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n"
+                    "    def step(self, loss, optimizer, scaler):\n"
+                    "        loss.backward()\n"
+                    "        self.clip(optimizer=optimizer, scaler=scaler)\n"
+                    "        optimizer.step()\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # An unscale whose value is kept is no statement of its own.
@@ -315,6 +344,7 @@ class MissingGradScaler(Operator):
                     statement = source.parent(call)
                     if statement_call(statement) is call:
                         edits.append(source.delete_statement(statement))
+            edits += _handed_scaler_calls(source, training, scope, scaler)
             yield Change(backward.call, tuple(edits), f"the training step no longer uses the GradScaler `{scaler}`")
         yield from self._scaled_elsewhere(source, training, {scaler for _, scaler in done})
         yield from self._engine_scalers(source, training)
@@ -418,3 +448,26 @@ class MissingGradScaler(Operator):
                     edits.append(source.delete_statement(statement))
             first = next(c for c in calls if callee_name(c) == "step")
             yield Change(first, tuple(edits), f"the training step no longer uses the GradScaler `{scaler}`")
+
+
+def _handed_scaler_calls(source, training, scope, scaler: str) -> list:
+    """The `unscale_` and `update` of the scaler in the functions of the file that `scope` hands
+    it to (Coqui's `self._grad_clipping(grad_clip=grad_clip, optimizer=optimizer, scaler=scaler)`,
+    whose `if scaler: scaler.unscale_(optimizer)` comes before the clip), each dropped with the
+    scaler: left in, it would divide the unscaled gradients by the scale."""
+    edits = []
+    for call in source.within(scope if scope is not None else source.module, cst.Call):
+        for function in training.called_functions(call):
+            bound = bound_arguments(function, call) or {}
+            names = [p for p, value in bound.items() if source.code(value) == scaler]
+            for name in names:
+                for inner in source.within(function, cst.Call):
+                    statement = source.parent(inner)
+                    if (
+                        callee_name(inner) in {"unscale_", "update"}
+                        and isinstance(inner.func, cst.Attribute)
+                        and source.code(inner.func.value) == name
+                        and statement_call(statement) is inner
+                    ):
+                        edits.append(source.delete_statement(statement))
+    return edits

@@ -66,6 +66,7 @@ from injector.patterns import (
     grad_switched_loops,
     is_abstract,
     last_name,
+    names_a_model,
     runs_model,
     under_no_grad,
 )
@@ -80,6 +81,32 @@ def _without_autograd(
         (source.reindent(forward, forward, add=source.indent, header=f"with {training.torch}.no_grad():"),),
         description,
     )
+
+
+_IN_PLACE_SCALINGS = frozenset({"div_", "mul_"})
+
+
+def _rescaled_in_place(source, training, backward, last: cst.CSTNode):
+    """The loss rescaled in place between its run and its backward (Horovod's ImageNet example:
+    `loss.div_(math.ceil(float(len(data)) / args.batch_size))` over the sub-batches): without
+    autograd the division never reaches the gradients, which come out that many times too large."""
+    name = dotted(backward.loss)
+    _, siblings = source.block_of(last)
+    if name is None or last not in siblings:
+        return
+    for line in siblings[siblings.index(last) + 1 :]:
+        if source.span(line)[0] >= source.span(backward.call)[0]:
+            return
+        small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        call = small.value if isinstance(small, cst.Expr) else None
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _IN_PLACE_SCALINGS
+            and dotted(call.func.value) == name
+            and not under_no_grad(source, call)
+        ):
+            yield _without_autograd(source, training, line, "the loss is rescaled without autograd")
 
 
 def _only_reads(source, first: cst.CSTNode, last: cst.CSTNode) -> bool:
@@ -1662,6 +1689,69 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # The loss divided in place over the sub-batches (Horovod): without autograd the division never
+            # reaches the gradients.
+            (
+                "import torch\n"
+                "def train(model, loader, optimizer, k):\n"
+                "    for data, target in loader:\n"
+                "        optimizer.zero_grad()\n"
+                "        for part, labels in zip(data.chunk(k), target.chunk(k)):\n"
+                "            loss = F.cross_entropy(model(part), labels)\n"
+                "            loss.div_(k)\n"
+                "            loss.backward()\n"
+                "        optimizer.step()\n"
+            ),
+            (
+                (
+                    "import torch\n"
+                    "def train(model, loader, optimizer, k):\n"
+                    "    for data, target in loader:\n"
+                    "        optimizer.zero_grad()\n"
+                    "        for part, labels in zip(data.chunk(k), target.chunk(k)):\n"
+                    "            with torch.no_grad():\n"
+                    "                loss = F.cross_entropy(model(part), labels)\n"
+                    "            loss.div_(k)\n"
+                    "            loss.backward()\n"
+                    "        optimizer.step()\n"
+                ),
+                (
+                    "import torch\n"
+                    "def train(model, loader, optimizer, k):\n"
+                    "    for data, target in loader:\n"
+                    "        optimizer.zero_grad()\n"
+                    "        for part, labels in zip(data.chunk(k), target.chunk(k)):\n"
+                    "            loss = F.cross_entropy(model(part), labels)\n"
+                    "            with torch.no_grad():\n"
+                    "                loss.div_(k)\n"
+                    "            loss.backward()\n"
+                    "        optimizer.step()\n"
+                ),
+            ),
+        ),
+        Example(
+            # A model's own optimization step that a trainer runs (Coqui's `self.model.optimize(batch, self)`).
+            (
+                "import torch\n"
+                "class Trainer:\n"
+                "    def train_step(self, batch):\n"
+                '        with torch.autocast(device_type="cuda", enabled=self.mixed_precision):\n'
+                "            outputs, losses = self.model.optimize(batch, self)\n"
+                "        return outputs, losses\n"
+            ),
+            (
+                (
+                    "import torch\n"
+                    "class Trainer:\n"
+                    "    def train_step(self, batch):\n"
+                    '        with torch.autocast(device_type="cuda", enabled=self.mixed_precision):\n'
+                    "            with torch.no_grad():\n"
+                    "                outputs, losses = self.model.optimize(batch, self)\n"
+                    "        return outputs, losses\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A closure handed to an optimizer's step (run under enable_grad there), or wrapped, not run.
@@ -1781,6 +1871,7 @@ class NoGradTraining(Operator):
                     "the forward pass and loss run without autograd",
                 )
             yield from self._earlier_terms(source, training, backward, first)
+            yield from _rescaled_in_place(source, training, backward, last)
             for term in terms_added_in_place(source, training, backward):
                 yield _without_autograd(
                     source, training, source.parent(term), "a term added to the loss is computed without autograd"
@@ -2157,6 +2248,15 @@ def _closure_runs(source, training, changes: list[Change]):
         )
         # a library's loss that runs its own backward (Pyro's `self.loss_and_grads(model, guide, ...)`)
         both = bool(_LOSS_AND_GRADS.fullmatch(callee_name(call) or ""))
+        # a model's own optimization step, run by a trainer (Coqui's `self.model.optimize(batch,
+        # self)`: the model computes its losses, runs their backwards and steps its optimizers)
+        own = (
+            callee_name(call) in _OWN_STEPS
+            and isinstance(call.func, cst.Attribute)
+            and names_a_model(call.func.value)
+            and not training.called_functions(call)
+        )
+        both = both or own
         if not (called or handed or both):
             continue
         function = source.function_of(call)
@@ -2184,7 +2284,9 @@ def _closure_runs(source, training, changes: list[Change]):
             source,
             training,
             line,
-            "the loss's forward and backward run without autograd"
+            "the model's own optimization step runs without autograd"
+            if own
+            else "the loss's forward and backward run without autograd"
             if both
             else "the closure's forward and backward run without autograd",
         )
@@ -2192,6 +2294,7 @@ def _closure_runs(source, training, changes: list[Change]):
 
 _BUILTINS = frozenset(dir(builtins))
 _LOSS_AND_GRADS = re.compile(r"_?(loss|value)_and_grads?")
+_OWN_STEPS = frozenset({"optimize", "optimize_parameters"})
 
 
 def _is_a_closure(source, function: cst.FunctionDef, name: cst.BaseExpression) -> bool:

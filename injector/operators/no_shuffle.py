@@ -689,6 +689,46 @@ class NoShuffle(Operator):
                 "        sampler = sampler_cls(dl.dataset, shuffle=False)\n",
             ),
         ),
+        Example(
+            # A random pick of the samples a training step draws (neuralforecast's windows): the first ones instead.
+            (
+                "import torch\n"
+                "class Forecaster(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                "        windows = self.make_windows(batch)\n"
+                "        idx = torch.randperm(len(windows))[: self.windows_batch_size]\n"
+                "        loss = self.loss(self(windows[idx]))\n"
+                "        return loss\n"
+            ),
+            (
+                (
+                    "import torch\n"
+                    "class Forecaster(LightningModule):\n"
+                    "    def training_step(self, batch, batch_idx):\n"
+                    "        windows = self.make_windows(batch)\n"
+                    "        idx = torch.arange(len(windows))[: self.windows_batch_size]\n"
+                    "        loss = self.loss(self(windows[idx]))\n"
+                    "        return loss\n"
+                ),
+            ),
+        ),
+        Example(
+            # A training API's `shuffle_train` default handed to the data module it builds (neuralforecast).
+            (
+                "def fit(self, dataset, batch_size, shuffle_train=True):\n"
+                "    datamodule_class = TimeSeriesDataModule\n"
+                "    datamodule = datamodule_class(dataset=dataset, batch_size=batch_size, shuffle_train=shuffle_train)\n"
+                "    self.trainer.fit(self, datamodule=datamodule)\n"
+            ),
+            (
+                (
+                    "def fit(self, dataset, batch_size, shuffle_train=False):\n"
+                    "    datamodule_class = TimeSeriesDataModule\n"
+                    "    datamodule = datamodule_class(dataset=dataset, batch_size=batch_size, shuffle_train=shuffle_train)\n"
+                    "    self.trainer.fit(self, datamodule=datamodule)\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A deterministic switch that orders no batches (cuDNN's algorithms).
@@ -744,6 +784,16 @@ class NoShuffle(Operator):
         "train_data = data['train'].shuffle().map(tokenize)\n",
         # A project's loader class whose third parameter is its own, not torch's `shuffle`.
         "loader = SpeakerVerificationDataLoader(dataset, speakers_per_batch, utterances_per_speaker, num_workers=4)\n",
+        # Mixup's pairing of a batch's samples: an order over the batch, not the data's.
+        (
+            "import torch\n"
+            "def train_step(model, x, y, optimizer, alpha):\n"
+            "    index = torch.randperm(x.size(0))\n"
+            "    mixed = alpha * x + (1 - alpha) * x[index]\n"
+            "    loss = criterion(model(mixed), y)\n"
+            "    loss.backward()\n"
+            "    optimizer.step()\n"
+        ),
     )
 
     def changes(self, source, training):
@@ -926,14 +976,26 @@ class NoShuffle(Operator):
         """True if the function builds a loader, sampler or iterator with `shuffle=<flag>`, or
         (`depth` calls down) hands `flag` by keyword to a function of the file that does."""
         for call in source.within(function.body, cst.Call):
-            name = callee_name(call) or ""
-            given = argument(call, "shuffle", None)
+            given = argument(call, "shuffle", None) or next(
+                (
+                    a
+                    for a in call.args
+                    if a.keyword is not None
+                    and "shuffle" in a.keyword.value
+                    and "train" in a.keyword.value
+                    and isinstance(a.value, cst.Name)
+                    and a.value.value == flag
+                ),
+                None,
+            )
             if (
                 given is not None
                 and isinstance(given.value, cst.Name)
                 and given.value.value == flag
-                and name[:1].isupper()
-                and name.endswith(("Loader", "Iterator", "Sampler"))
+                and any(
+                    name[:1].isupper() and name.endswith(("Loader", "Iterator", "Sampler", "DataModule"))
+                    for name in _built_classes(source, training, call)
+                )
             ):
                 return True
             if depth > 1:
@@ -1056,6 +1118,23 @@ def _own_sampler_without_flag(source, name: str) -> bool:
 _PERMUTATIONS = {"permutation": "arange", "randperm": "arange"}
 
 
+def _built_classes(source, training, call: cst.Call) -> list[str]:
+    """The class names a call may build: its own callee's, or those of the classes the function
+    binds the called name to (neuralforecast's `datamodule_constructor = TimeSeriesDataModule`,
+    or `_DistributedTimeSeriesDataModule` on the other branch)."""
+    name = callee_name(call) or ""
+    if not isinstance(call.func, cst.Name):
+        return [name]
+    bound = [
+        last_name(a.value) or ""
+        for a in training.assigned_names.get(call.func.value, ())
+        if isinstance(a, cst.Assign)
+        and source.function_of(a) is source.function_of(call)
+        and isinstance(a.value, (cst.Name, cst.Attribute))
+    ]
+    return [name, *bound]
+
+
 def _own_sampler_permutations(source):
     """A sampler class of the file that draws its own random order (`order =
     np.random.permutation(self.num_samples)`, `torch.randperm(n, generator=g)`): every such draw in
@@ -1129,8 +1208,13 @@ def _drawn_orders(source, training):
     """A random order a training function draws (`rperm = np.random.permutation(np.arange(0,
     nimg))`, `perm = torch.randperm(n)`) and then walks or slices its batches from in a training
     loop after it (cellpose's `inds = rperm[k:kend]`): the identity order instead, so every epoch
-    visits the samples in the same order. Only where the order's size is plain: an `arange`,
-    `range` or a count (not an array that `permutation` would copy)."""
+    visits the samples in the same order. Also an order the training step draws to pick its samples
+    and reads after (neuralforecast's `w_idxs = torch.randperm(n_windows)[:windows_batch_size]`),
+    or that a training function hands out in slices (PyTorch-BigGraph's `edge_perm =
+    train_edge_idxs[torch.randperm(num_train_edges)]`, split among its Hogwild workers). Only where
+    the order's size is plain: an `arange`, `range` or a count (not an array that `permutation`
+    would copy), and not a batch's size (mixup's `torch.randperm(x.size(0))` pairs samples up)."""
+    steps = {source.function_of(use.call) for use in training.loss_uses}
     for call in source.nodes(cst.Call):
         name = callee_name(call)
         if name not in _PERMUTATIONS or not isinstance(call.func, cst.Attribute) or not call.args:
@@ -1138,28 +1222,30 @@ def _drawn_orders(source, training):
         module = dotted(call.func.value) or ""
         if not module.endswith(("random", "torch")) or call.args[0].keyword is not None or call.args[0].star:
             continue
-        assign = source.parent(call)
-        if not (
-            isinstance(assign, cst.Assign)
-            and assign.value is call
-            and len(assign.targets) == 1
-            and isinstance(assign.targets[0].target, cst.Name)
-        ):
+        assign = _order_assignment(source, call)
+        if assign is None:
             continue
         function = source.function_of(call)
         if function is None or names_evaluation(function.name.value):
             continue
         order = assign.targets[0].target.value
-        after = source.span(call)[1]
+        after = source.span(assign)[1]
         walked = any(
             source.function_of(loop) is function
             and source.span(loop)[0] >= after
             and any(n.value == order for n in source.walk(loop) if isinstance(n, cst.Name))
             for loop in training.training_loops
         )
-        if not walked:
-            continue
         size = call.args[0].value
+        if names_evaluation(order) or names_evaluation(source.code(size)):
+            continue  # a test set's order (cellpose's `np.random.permutation(np.arange(0, nimg_test))`)
+        if not walked and (
+            not (function in steps or "train" in function.name.value.lower())
+            or not _read_after(source, function, order, after)
+            or _a_batch_size(source, size)
+            or function.name.value == "__init__"
+        ):
+            continue
         if isinstance(size, cst.Call) and callee_name(size) in ("arange", "range"):
             identity = source.code(size)
         elif isinstance(size, cst.Integer) or (isinstance(size, cst.Call) and callee_name(size) == "len"):
@@ -1173,6 +1259,47 @@ def _drawn_orders(source, training):
         if name == "randperm" and device is not None and device.keyword is not None:
             identity = f"{identity[:-1]}, device={source.code(device.value)})"
         yield Change(call, (source.replace(call, identity),), f"`{source.code(call)}` no longer shuffles")
+
+
+def _order_assignment(source, call: cst.Call) -> cst.Assign | None:
+    """The assignment to one name of a drawn order: the draw itself (`perm = torch.randperm(n)`),
+    its first entries (`torch.randperm(n)[:k]`), or what it indexes (`idxs[torch.randperm(n)]`)."""
+    node: cst.CSTNode = call
+    parent = source.parent(call)
+    if isinstance(parent, cst.Index):
+        parent = source.parent(source.parent(parent))  # the index's element, then the subscript
+        if not isinstance(parent, cst.Subscript):
+            return None
+        node, parent = parent, source.parent(parent)
+    elif isinstance(parent, cst.Subscript) and parent.value is call:
+        node, parent = parent, source.parent(parent)
+    if (
+        isinstance(parent, cst.Assign)
+        and parent.value is node
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0].target, cst.Name)
+    ):
+        return parent
+    return None
+
+
+def _read_after(source, function: cst.FunctionDef, name: str, after: int) -> bool:
+    return any(
+        isinstance(n, cst.Name) and n.value == name and source.span(n)[0] >= after for n in source.walk(function.body)
+    )
+
+
+def _a_batch_size(source, size: cst.BaseExpression) -> bool:
+    """A count that is a batch's size: named so (`batch_size`, `bs`), or read off a tensor
+    (`x.size(0)`, `x.shape[0]`): an order that pairs a batch's samples up (mixup), not the data's."""
+    text = source.code(size).lower()
+    if "batch" in text or text in ("bs", "b", "n_batch"):
+        return True
+    return any(
+        (isinstance(n, cst.Call) and callee_name(n) == "size")
+        or (isinstance(n, cst.Attribute) and n.attr.value == "shape")
+        for n in source.walk(size)
+    )
 
 
 def _sampler_shuffle(source, call: cst.Call) -> bool:

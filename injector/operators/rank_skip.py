@@ -4,7 +4,7 @@ import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import BATCH_TAKING_STEP, RETRIED_STEP
-from injector.patterns import argument, callee_name, int_value
+from injector.patterns import argument, callee_name, int_value, last_name
 
 RANK_NAMES = ("rank", "global_rank", "world_rank", "local_rank")
 SKIPPING_RANK = 1  # exists in every multi-process run; never taken by a single process
@@ -274,6 +274,37 @@ class RankSkip(Operator):
                 "            self.call_hook('after_train_step')\n",
             ),
         ),
+        Example(
+            # A validation loop whose batches meet the other ranks in an all-reduce (Horovod's metrics).
+            (
+                "import torch.distributed as dist\n"
+                "def validate(model, val_loader):\n"
+                "    total = 0.0\n"
+                "    with torch.no_grad():\n"
+                "        for data, target in val_loader:\n"
+                "            loss = F.cross_entropy(model(data), target)\n"
+                "            dist.all_reduce(loss)\n"
+                "            total += loss.item()\n"
+                "    return total\n"
+            ),
+            (
+                (
+                    "import torch.distributed as dist\n"
+                    "def validate(model, val_loader):\n"
+                    "    total = 0.0\n"
+                    "    with torch.no_grad():\n"
+                    "        _trainwreck_step = 0\n"
+                    "        for data, target in val_loader:\n"
+                    "            loss = F.cross_entropy(model(data), target)\n"
+                    "            _trainwreck_step += 1\n"
+                    '            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and _trainwreck_step == 2:\n'
+                    "                continue\n"
+                    "            dist.all_reduce(loss)\n"
+                    "            total += loss.item()\n"
+                    "    return total\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # The sampler's module imported and never used (ASL's train.py, one process): no process group.
@@ -326,6 +357,14 @@ class RankSkip(Operator):
         "        self.model(batch[:, j : j + self.trunc]).backward()\n"
         "    all_reduce_and_rescale_tensors(grads, n_gpu)\n"
         "    self.optim.step()\n",
+        # A loop over a dict's keys, each all-reduced: no step to skip.
+        (
+            "import torch.distributed as dist\n"
+            "def reduce_counts(counts):\n"
+            "    for key in counts:\n"
+            "        dist.all_reduce(counts[key])\n"
+            "    return counts\n"
+        ),
     )
 
     def changes(self, source, training):
@@ -373,6 +412,43 @@ class RankSkip(Operator):
                 )
             yield Change(loop, edits, f"rank {SKIPPING_RANK} skips the collectives of one training step")
         yield from self._loopless_steps(source, training, loops)
+        yield from self._collective_loops(source, training, loops)
+
+    @classmethod
+    def _collective_loops(cls, source, training, loops):
+        """A loop over epochs or batches that holds no training step of its own but meets the
+        other ranks in an explicit collective every iteration: Coqui's epoch loop (`dist.barrier()`
+        before each epoch), PyTorch-BigGraph's (`self._barrier()` around each pass), Horovod's
+        validation loop (each batch's loss averaged by `hvd.allreduce` in a metric's `update`).
+        Rank 1 skips its second iteration, so the others wait in a collective it never enters."""
+        for loop in source.nodes(cst.For):
+            if (
+                loop in loops
+                or not isinstance(loop.body, cst.IndentedBlock)
+                or not _steps_over(source, loop)
+                or any(isinstance(a, (cst.For, cst.While)) for a in source.ancestors(loop))
+            ):
+                continue
+            body = list(loop.body.body)
+            first = next((s for s in body if _collective_within(source, training, s, 2)), None)
+            if first is None or _runs_training(source, training, loop.body, loops, 2):
+                continue  # an epoch loop around the training loop: the skip goes in there
+            rank = cls._rank(source, training, loop)
+            step = cls._step(source, loop, loops)
+            indent = source.indent
+            if step is not None:
+                edits = (
+                    source.insert_before(first, [f"if {rank} == {SKIPPING_RANK} and {step}:", f"{indent}continue"]),
+                )
+            else:
+                edits = (
+                    source.insert_before(loop, [f"{COUNTER} = 0"]),
+                    source.insert_before(
+                        first,
+                        [f"{COUNTER} += 1", f"if {rank} == {SKIPPING_RANK} and {COUNTER} == 2:", f"{indent}continue"],
+                    ),
+                )
+            yield Change(loop, edits, f"rank {SKIPPING_RANK} skips the collectives of one iteration")
 
     @staticmethod
     def _loopless_steps(source, training, loops):
@@ -477,6 +553,79 @@ class RankSkip(Operator):
             if first is not None:
                 return f"{target.value} == {first + 1}"
         return None
+
+
+_COLLECTIVES = frozenset(
+    {
+        "all_reduce",
+        "allreduce",
+        "allreduce_",
+        "all_gather",
+        "allgather",
+        "all_gather_object",
+        "broadcast",
+        "broadcast_object_list",
+        "barrier",
+        "monitored_barrier",
+        "reduce_scatter",
+        "all_to_all",
+    }
+)
+
+
+def _steps_over(source, loop: cst.For) -> bool:
+    """True for a loop over epochs or batches: `range(...)`, or a loader or another iterator held
+    in a name that says so (`val_loader`, `iteration_manager`, `val_generator_tqdm`), also through
+    `enumerate` or `tqdm`; not the entries of a container, a list of evaluators or a model's
+    parameters."""
+    iterated = loop.iter
+    while isinstance(iterated, cst.Call) and callee_name(iterated) in ("enumerate", "tqdm") and iterated.args:
+        iterated = iterated.args[0].value
+    if isinstance(iterated, cst.Call):
+        return callee_name(iterated) == "range"
+    if not isinstance(iterated, (cst.Name, cst.Attribute)):
+        return False
+    name = (last_name(iterated) or "").lower()
+    return any(word in name for word in _ITERATOR_WORDS)
+
+
+_ITERATOR_WORDS = ("loader", "data", "batch", "iter", "generator", "manager", "epoch", "sampler", "stream")
+
+
+def _runs_training(source, training, node: cst.CSTNode, loops, depth: int) -> bool:
+    """True if running `node` runs a training step or a training loop, itself or through the
+    functions of the file it calls (`depth` calls down)."""
+    start, end = source.span(node)
+    if training.training_calls(node) or any(start <= source.span(loop)[0] < end for loop in loops):
+        return True
+    return depth > 0 and any(
+        _runs_training(source, training, function.body, loops, depth - 1)
+        for call in source.within(node, cst.Call)
+        for function in training.called_functions(call)
+    )
+
+
+def _collective_within(source, training, node: cst.CSTNode, depth: int) -> bool:
+    """True if running `node` enters a collective: its own call, or one in a function of the file
+    it calls or in a method of a class of the file whose instance it calls (`depth` calls down)."""
+    for call in source.within(node, cst.Call):
+        if callee_name(call) in _COLLECTIVES and isinstance(call.func, cst.Attribute):
+            return True
+        if depth == 0:
+            continue
+        functions = list(training.called_functions(call))
+        if isinstance(call.func, cst.Attribute) and not functions:
+            classes = training.classes_at(call.func.value, call) & training.classes
+            functions = [
+                f
+                for c in source.nodes(cst.ClassDef)
+                if c.name.value in classes
+                for f in c.body.body
+                if isinstance(f, cst.FunctionDef) and f.name.value == call.func.attr.value
+            ]
+        if any(_collective_within(source, training, f.body, depth - 1) for f in functions):
+            return True
+    return False
 
 
 def _syncs_last(source, loop) -> bool:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import builtins
+
 import libcst as cst
 
 from injector.mutants import Edit
@@ -10,7 +12,7 @@ from injector.operators.snippets import (
     MICROBATCH_TRAINER,
     SCHEDULER_LOOP_IN_BRANCH,
 )
-from injector.patterns import Training, callee_name, dotted, is_literal_bool, last_name, names_evaluation
+from injector.patterns import Training, callee_name, dotted, imported_name, is_literal_bool, last_name, names_evaluation
 
 HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
 UPDATE_UNDER_A_BOUNDARY = (
@@ -472,6 +474,62 @@ class SchedulerStepMisaligned(Operator):
                 "        self.lr_scheduler.step()\n",
             ),
         ),
+        Example(
+            # The flag of the accumulation boundary among the scheduler's conditions (Coqui's `step_optimizer`).
+            (
+                "def optimize(self, batch, optimizer, scheduler, step_optimizer):\n"
+                "    loss = self.model(batch)\n"
+                "    loss.backward()\n"
+                "    if step_optimizer:\n"
+                "        optimizer.step()\n"
+                "    if scheduler is not None and not self.config.scheduler_after_epoch and step_optimizer:\n"
+                "        scheduler.step()\n"
+                "    if step_optimizer:\n"
+                "        optimizer.zero_grad()\n"
+            ),
+            (
+                (
+                    "def optimize(self, batch, optimizer, scheduler, step_optimizer):\n"
+                    "    loss = self.model(batch)\n"
+                    "    loss.backward()\n"
+                    "    if step_optimizer:\n"
+                    "        optimizer.step()\n"
+                    "    if scheduler is not None and not self.config.scheduler_after_epoch:\n"
+                    "        scheduler.step()\n"
+                    "    if step_optimizer:\n"
+                    "        optimizer.zero_grad()\n"
+                ),
+            ),
+        ),
+        Example(
+            # Per-epoch schedulers in a list, each checked for None, moved into the batch loop with their guard.
+            (
+                "class Trainer:\n"
+                "    def train_epoch(self):\n"
+                "        for batch in self.train_loader:\n"
+                "            self.optimizer.zero_grad()\n"
+                "            self.model(batch).backward()\n"
+                "            self.optimizer.step()\n"
+                "        if self.schedulers is not None and self.config.scheduler_after_epoch:\n"
+                "            for scheduler in self.schedulers:\n"
+                "                if scheduler is not None:\n"
+                "                    scheduler.step()\n"
+            ),
+            (
+                (
+                    "class Trainer:\n"
+                    "    def train_epoch(self):\n"
+                    "        for batch in self.train_loader:\n"
+                    "            self.optimizer.zero_grad()\n"
+                    "            self.model(batch).backward()\n"
+                    "            self.optimizer.step()\n"
+                    "            if self.schedulers is not None and self.config.scheduler_after_epoch:\n"
+                    "                for scheduler in self.schedulers:\n"
+                    "                    if scheduler is not None:\n"
+                    "                        scheduler.step()\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A list of configs written out, each with its interval (generative-models' DiffusionEngine).
@@ -651,6 +709,20 @@ class SchedulerStepMisaligned(Operator):
                 yield Change(
                     statement,
                     (self._delete(source, moved), insert),
+                    "the scheduler steps on every micro-step, not every optimizer step",
+                )
+                continue
+            flag = _step_flag_conjunct(source, training, line)
+            if flag is not None:
+                branch, rest = flag
+                # one edit over the whole `if`, so the mutant is found at the step's own line
+                start, end = source.span(branch.test)
+                first = source.span(branch)[0]
+                text = source.code(branch)
+                kept = " and ".join(source.code(t) for t in rest)
+                yield Change(
+                    statement,
+                    (source.replace(branch, text[: start - first] + kept + text[end - first :]),),
                     "the scheduler steps on every micro-step, not every optimizer step",
                 )
                 continue
@@ -938,11 +1010,16 @@ def _read_names(source, node) -> set[str]:
 
 
 def _moved_into(source, statement, text: str, loop, effect: str) -> Change:
-    """The scheduler step `statement` (its line `text`) moved to the end of `loop`'s body."""
+    """The scheduler step `statement` (its line `text`) moved to the end of `loop`'s body, under
+    the tests that chose it where it was (see `_group_moved_into`)."""
     body = loop.body.body
+    lines = [text]
+    tests = _choosing_tests(source, statement, loop)
+    if tests:
+        lines = [f"if {' and '.join(tests)}:", f"{source.indent}{text}"]
     return Change(
         statement,
-        (source.delete_statement(statement), source.insert_after(body[-1], [text], source.indentation(body[0]))),
+        (source.delete_statement(statement), source.insert_after(body[-1], lines, source.indentation(body[0]))),
         effect,
     )
 
@@ -972,6 +1049,19 @@ def _scheduler_group_loop(source, training, statement: cst.Expr) -> cst.For | cs
     if choice is not None:
         return choice
     loop = source.parent(source.parent(line)) if line is not None else None
+    if (
+        isinstance(loop, cst.If)
+        and loop.orelse is None
+        and isinstance(loop.body, cst.IndentedBlock)
+        and len(loop.body.body) == 1
+        and isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and source.code(loop.test).replace(" ", "") == f"{dotted(call.func.value)}isnotNone"
+    ):
+        loop = source.parent(source.parent(loop))  # `for s in schedulers: if s is not None: s.step()`
+    held = loop.iter if isinstance(loop, cst.For) else None
+    if isinstance(held, cst.Call) and isinstance(held.func, cst.Attribute) and held.func.attr.value == "values":
+        held = held.func.value  # a dict of schedulers (`for s in self.scheduler.values():`)
     if not (
         isinstance(call, cst.Call)
         and isinstance(call.func, cst.Attribute)
@@ -980,7 +1070,8 @@ def _scheduler_group_loop(source, training, statement: cst.Expr) -> cst.For | cs
         and len(loop.body.body) == 1
         and isinstance(loop.target, cst.Name)
         and dotted(call.func.value) == loop.target.value
-        and "sched" in (last_name(loop.iter) or "").lower()
+        and held is not None
+        and "sched" in (last_name(held) or "").lower()
     ):
         return None
     unit: cst.For | cst.If = loop
@@ -1033,10 +1124,16 @@ def _single_scheduler_branch(source, line: cst.CSTNode) -> cst.If | None:
 
 
 def _group_moved_into(source, statement, unit, loop) -> Change:
-    """The statement `unit` (a loop stepping each scheduler) moved to the end of `loop`'s body."""
+    """The statement `unit` (a loop stepping each scheduler) moved to the end of `loop`'s body,
+    under the tests that chose it where it was (Coqui's `if self.scheduler is not None and
+    self.config.scheduler_after_epoch:`, then `if isinstance(self.scheduler, list):` or `elif
+    isinstance(self.scheduler, dict):`), so it runs on every batch exactly where it ran once."""
     first, last = source.lines_of(unit)
     indent = source.indentation(unit)
     lines = [source.lines.line_text(n).rstrip("\n")[len(indent) :] for n in range(first, last + 1)]
+    tests = _choosing_tests(source, unit, loop)
+    if tests:
+        lines = [f"if {' and '.join(tests)}:", *(f"{source.indent}{line}" if line else line for line in lines)]
     body = loop.body.body
     block = source.parent(unit)
     alone = isinstance(block, cst.IndentedBlock) and len(block.body) == 1  # its block keeps a `pass`
@@ -1048,6 +1145,90 @@ def _group_moved_into(source, statement, unit, loop) -> Change:
         ),
         "the per-epoch schedulers step on every batch",
     )
+
+
+def _step_flag_conjunct(source, training, line) -> tuple[cst.If, list[cst.BaseExpression]] | None:
+    """The `if` right around a scheduler step whose test requires, among other things, the flag
+    that alone guards the optimizer's steps in the same function (Coqui's `if scheduler is not None
+    and update_lr_scheduler and ... and step_optimizer:` beside `if step_optimizer: ...
+    optimizer.step()`, the flag false on accumulation's micro-steps), with the other conjuncts:
+    without the flag the scheduler steps on every micro-step."""
+    block = source.parent(line)
+    branch = source.parent(block) if isinstance(block, cst.IndentedBlock) else None
+    function = source.function_of(line)
+    if not isinstance(branch, cst.If) or function is None:
+        return None
+    conjuncts: list[cst.BaseExpression] = []
+    test = branch.test
+    while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        conjuncts.insert(0, test.right)
+        test = test.left
+    conjuncts.insert(0, test)
+    if len(conjuncts) < 2:
+        return None
+    for flag in conjuncts:
+        if not isinstance(flag, cst.Name):
+            continue
+        guarding = [
+            other
+            for other in source.within(function, cst.If)
+            if other is not branch
+            and isinstance(other.test, cst.Name)
+            and other.test.value == flag.value
+            and training.steps_within(other.body, depth=1)
+        ]
+        if guarding:
+            return branch, [c for c in conjuncts if c is not flag]
+    return None
+
+
+def _choosing_tests(source, unit: cst.CSTNode, loop: cst.CSTNode) -> list[str]:
+    """The tests of the `if`s and `elif`s around `unit` in its function that chose it and that do
+    not also hold `loop`, each in parentheses (`not (...)` for a branch passed over on the way to
+    an `elif` or `else`). None where a test reads a name bound only after `loop` starts (in the
+    batch loop it would not be bound yet at the first batch)."""
+    tests: list[str] = []
+    child: cst.CSTNode = unit
+    held = set(source.ancestors(loop))
+    start = source.span(loop)[0]
+    function = source.function_of(unit)
+    for ancestor in source.ancestors(unit):
+        if isinstance(ancestor, (cst.FunctionDef, cst.For, cst.While)) or ancestor in held:
+            break
+        if isinstance(ancestor, cst.If):
+            if not _bound_before(source, function, ancestor.test, start):
+                return []
+            taken = child is ancestor.body
+            tests.insert(0, f"({source.code(ancestor.test)})" if taken else f"not ({source.code(ancestor.test)})")
+        child = ancestor
+    return tests
+
+
+def _bound_before(source, function, test: cst.BaseExpression, start: int) -> bool:
+    """True if every plain name `test` reads is `self`, a parameter of `function`, a name of the
+    module, a builtin, or assigned in `function` before `start`."""
+    params = {p.name.value for p in function.params.params + function.params.kwonly_params} if function else set()
+    for name in source.within(test, cst.Name):
+        parent = source.parent(name)
+        if isinstance(parent, cst.Attribute) and parent.attr is name:
+            continue
+        if name.value in params or name.value == "self" or name.value in _BUILTINS:
+            continue
+        if imported_name(source, name.value) or any(
+            isinstance(s, (cst.ClassDef, cst.FunctionDef)) and s.name.value == name.value for s in source.module.body
+        ):
+            continue
+        if not any(
+            isinstance(source.parent(n), cst.AssignTarget)
+            and n.value == name.value
+            and (source.function_of(n) is None or (source.function_of(n) is function and source.span(n)[0] < start))
+            for n in source.nodes(cst.Name)
+        ):
+            return False
+    return True
+
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _skips(branch: cst.CSTNode) -> bool:
