@@ -1331,11 +1331,12 @@ class Training:
                 self.role(call.func.value) in {"optimizer", "scaler"}
                 or (
                     self._text(call.func.value) in engines
-                    and (not call.args or (len(call.args) == 1 and self.role(call.args[0].value) == "optimizer"))
+                    and (not call.args or self.role(call.args[0].value) == "optimizer")
                 )
             ):
                 # an engine that takes the loss also takes the step, of the optimizer it is handed
-                # too (audiotools' `accel.step(state.optimizer_d)` after `accel.backward(loss)`)
+                # too (audiotools' `accel.step(state.optimizer_d)` after `accel.backward(loss)`),
+                # also with its closure (Ludwig's `self.distributed.step(self.optimizer, closure)`)
                 found.append(call)
             elif call.func.attr.value.startswith("step_") and self.role(call.func.value) == "optimizer":
                 found.append(call)  # a scheduled-optimizer wrapper's `step_and_update_lr()`

@@ -6,7 +6,12 @@ import libcst as cst
 
 from injector.neighbours import Resolver, bound_arguments, constructor_or_function
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import FORECASTING_OPTIMIZERS, HELPER_STEP_TRAINER
+from injector.operators.snippets import (
+    FORECASTING_OPTIMIZERS,
+    GLOBAL_RATE_HELPER,
+    HELPER_STEP_TRAINER,
+    OWN_PEAK_SCHEDULER,
+)
 from injector.patterns import (
     OPTIMIZERS,
     argument,
@@ -88,6 +93,28 @@ def _rate_word(expr: cst.BaseExpression) -> str:
             key = index.value.evaluated_value
             return key if isinstance(key, str) else ""
     return last_name(expr) or ""
+
+
+def _rate_handed_to_an_optimizer_maker(source, training, call: cst.Call) -> cst.BaseExpression | None:
+    """The rate handed to a call whose result is unpacked into the optimizer among other things
+    (Ludwig's `self.dist_model, self.optimizer = self.distributed.prepare(model, config,
+    self.base_learning_rate)`): the call builds the optimizer, with that rate."""
+    assign = source.parent(call)
+    if (
+        not isinstance(assign, cst.Assign)
+        or assign.value is not call
+        or len(assign.targets) != 1
+        or not isinstance(assign.targets[0].target, cst.Tuple)
+        or (callee_name(call) or "a")[:1].isupper()
+        or training.called_functions(call)  # a function of the file: the optimizer it builds has its own
+        or not any("optim" in (last_name(e.value) or "").lower() for e in assign.targets[0].target.elements)
+    ):
+        return None
+    for arg in call.args:
+        word = arg.keyword.value if arg.keyword is not None else (last_name(arg.value) or "")
+        if not arg.star and _rate_named(word):
+            return arg.value
+    return None
 
 
 def _rate_named(word: str) -> bool:
@@ -315,6 +342,34 @@ def _project_scheduler_rates(source, resolver: Resolver, training, call: cst.Cal
     if not bound:
         return []
     return [value for name, value in bound.items() if _rate_named(name) and not _is_optimizer(training, value)]
+
+
+_PEAK_RATES = ("max_lr", "peak_lr", "base_lr_max")
+
+
+def _own_peak_rate(source, resolver: Resolver, training, call: cst.Call):
+    """A scheduler class of the project, handed one optimizer, that computes the rates from a peak
+    rate of its own and not from the rates the optimizer was built with (OpenFold's
+    `AlphaFoldLRScheduler(optimizer, last_epoch=...)`: warm-up to `max_lr=0.001`, whose `get_lr`
+    never reads `base_lrs`): the peak's name, its default, and the value the call hands it (None
+    where it is left to the default)."""
+    if not (callee_name(call) or "")[:1].isupper() or training.role_of_constructor(call) == "optimizer":
+        return None
+    if sum(_is_optimizer(training, a.value) for a in call.args if not a.star) != 1:
+        return None
+    found = resolver.definition(source, call.func)
+    if found is None or not isinstance(found[1], cst.ClassDef):
+        return None
+    module, definition = found
+    methods = {f.name.value: f for f in definition.body.body if isinstance(f, cst.FunctionDef)}
+    init, get_lr = methods.get("__init__"), methods.get("get_lr")
+    if init is None or get_lr is None or "base_lrs" in module.code(get_lr):
+        return None
+    for param in (*init.params.params, *init.params.kwonly_params):
+        if param.name.value in _PEAK_RATES and isinstance(param.default, (cst.Float, cst.Integer)):
+            handed = (bound_arguments(definition, call) or {}).get(param.name.value)
+            return param.name.value, float(param.default.evaluated_value), handed
+    return None
 
 
 def _writes_rates(module, definition: cst.CSTNode) -> bool:
@@ -1716,32 +1771,34 @@ class LrTooHigh(Operator):
         Example(
             # A module-level helper that rewrites the global optimizer's rates before every batch (Horovod's
             # ImageNet example): the rate it writes is raised, not the constructor's, which never reaches a step.
+            GLOBAL_RATE_HELPER,
             (
-                "import torch\n"
-                "optimizer = torch.optim.SGD(model.parameters(), lr=args.base_lr)\n"
-                "def adjust_learning_rate(epoch, batch_idx):\n"
-                "    for param_group in optimizer.param_groups:\n"
-                "        param_group['lr'] = args.base_lr * warmup(epoch, batch_idx)\n"
-                "def train(epoch):\n"
-                "    for batch_idx, (data, target) in enumerate(train_loader):\n"
-                "        adjust_learning_rate(epoch, batch_idx)\n"
-                "        optimizer.zero_grad()\n"
-                "        F.cross_entropy(model(data), target).backward()\n"
-                "        optimizer.step()\n"
+                GLOBAL_RATE_HELPER.replace(
+                    "param_group['lr'] = args.base_lr * warmup(epoch, batch_idx)",
+                    "param_group['lr'] = (args.base_lr * warmup(epoch, batch_idx)) * 100",
+                ),
+            ),
+        ),
+        Example(
+            # A project scheduler that warms up to a peak rate of its own (OpenFold's AlphaFoldLRScheduler): that
+            # peak raised, not the optimizer's rate, which it never reads.
+            OWN_PEAK_SCHEDULER,
+            (
+                OWN_PEAK_SCHEDULER.replace(
+                    "scheduler = WarmupScheduler(optimizer)", "scheduler = WarmupScheduler(optimizer, max_lr=0.1)"
+                ),
+            ),
+        ),
+        Example(
+            # The rate handed to a call that builds the optimizer among other things (Ludwig's strategy `prepare`).
+            (
+                "def setup(self):\n"
+                "    self.dist_model, self.optimizer = self.distributed.prepare(self.model, self.config, self.base_learning_rate)\n"
             ),
             (
                 (
-                    "import torch\n"
-                    "optimizer = torch.optim.SGD(model.parameters(), lr=args.base_lr)\n"
-                    "def adjust_learning_rate(epoch, batch_idx):\n"
-                    "    for param_group in optimizer.param_groups:\n"
-                    "        param_group['lr'] = (args.base_lr * warmup(epoch, batch_idx)) * 100\n"
-                    "def train(epoch):\n"
-                    "    for batch_idx, (data, target) in enumerate(train_loader):\n"
-                    "        adjust_learning_rate(epoch, batch_idx)\n"
-                    "        optimizer.zero_grad()\n"
-                    "        F.cross_entropy(model(data), target).backward()\n"
-                    "        optimizer.step()\n"
+                    "def setup(self):\n"
+                    "    self.dist_model, self.optimizer = self.distributed.prepare(self.model, self.config, self.base_learning_rate * 100)\n"
                 ),
             ),
         ),
@@ -1842,7 +1899,7 @@ class LrTooHigh(Operator):
             if rates:
                 yield LrTooHigh._scaled(source, call, *rates)
                 continue
-            handed = self._builder_rate(training, call)
+            handed = self._builder_rate(training, call) or _rate_handed_to_an_optimizer_maker(source, training, call)
             if handed is not None:
                 yield self._scaled(source, call, handed)
                 continue
@@ -1851,6 +1908,19 @@ class LrTooHigh(Operator):
             )
             if rates:
                 yield self._scaled(source, call, *rates)
+                continue
+            peak = _own_peak_rate(source, resolver, training, call)
+            if peak is not None:
+                name, default, handed_peak = peak
+                if handed_peak is not None:
+                    yield self._scaled(source, call, handed_peak)
+                else:
+                    raised = cst.parse_expression(f"{default * FACTOR:g}")
+                    yield Change(
+                        call,
+                        (source.replace_node(call, with_keyword(call, name, raised)),),
+                        f"learning rate multiplied by {FACTOR} (from the scheduler's default {name}={default:g})",
+                    )
                 continue
             configs = _project_builder_configs(source, resolver, call) or _splatted_builder_rates(
                 source, resolver, call
@@ -2180,6 +2250,10 @@ class LrTooHigh(Operator):
             if written is not None and dotted(written):
                 found[dotted(written) or ""] = call
         for call in source.nodes(cst.Call):
+            if _own_peak_rate(source, resolver, training, call) is not None:
+                optimizer = next((a.value for a in call.args if _is_optimizer(training, a.value)), None)
+                if optimizer is not None and dotted(optimizer):
+                    found[dotted(optimizer) or ""] = call
             if callee_name(call) in OVERRIDING_SCHEDULERS:
                 optimizer = argument(call, "optimizer", 0)
                 name = dotted(optimizer.value) if optimizer is not None else None

@@ -156,6 +156,8 @@ class MissingAttentionMask(Operator):
         "    loss = criterion(pred, true_masks)\n"
         "    loss += dice_loss(F.softmax(pred, dim=1), true_masks)\n"
         "    return loss\n",
+        # A mask handed to a metric in a function that computes metrics (OpenFold's drmsd): no attention.
+        ('def _compute_validation_metrics(self, pred, gt, mask):\n    return {"drmsd": drmsd(pred, gt, mask=mask)}\n'),
     )
 
     def changes(self, source, training):
@@ -256,7 +258,12 @@ class MissingAttentionMask(Operator):
 
 def _a_metric(source, call: cst.Call) -> bool:
     """True for a metric's or a meter's update handed a mask (glue-factory's `pr_metrics[k].update(
-    labels, predictions, mask=...)`): which entries count, no attention."""
+    labels, predictions, mask=...)`), or any call of a function that computes metrics (OpenFold's
+    `drmsd(pred, gt, mask=...)` in `_compute_validation_metrics`): which entries count, no
+    attention."""
+    function = source.function_of(call)
+    if function is not None and "metric" in function.name.value.lower():
+        return True
     if not isinstance(call.func, cst.Attribute):
         return False
     receiver = source.code(call.func.value).lower()

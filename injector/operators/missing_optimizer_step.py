@@ -13,7 +13,14 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator, deleted_calls, inherited_method
-from injector.operators.snippets import AUDIOTOOLS_STEP, LBFGS_STEP, OPTIMIZERS_OBJECT, PYRO_SVI_STEP, TRIAL_LIBRARY
+from injector.operators.snippets import (
+    AUDIOTOOLS_STEP,
+    ENGINE_CLOSURE_STEP,
+    LBFGS_STEP,
+    OPTIMIZERS_OBJECT,
+    PYRO_SVI_STEP,
+    TRIAL_LIBRARY,
+)
 from injector.patterns import (
     TWO_PHASE_UPDATES,
     argument,
@@ -330,6 +337,11 @@ class MissingOptimizerStep(Operator):
             # An optimizer wrapper called with the parameters (Pyro's SVI.step).
             PYRO_SVI_STEP,
             (PYRO_SVI_STEP.replace("        self.optim(params)\n", ""),),
+        ),
+        Example(
+            # An engine's step handed the optimizer and its closure (Ludwig's L-BFGS path).
+            ENGINE_CLOSURE_STEP,
+            (ENGINE_CLOSURE_STEP.replace("        self.distributed.step(self.optimizer, closure)\n", ""),),
         ),
     )
     untouched = (

@@ -40,6 +40,7 @@ from injector.operators.snippets import (
     INPUT_GRADIENT,
     LOSS_HELPER_TRAINER,
     LOSS_OBJECT_TRAINER,
+    MODEL_OWN_OPTIMIZE,
     MODEL_WITH_LOSS,
     MOON_STEP,
     PHASE_LOOP,
@@ -49,6 +50,7 @@ from injector.operators.snippets import (
     PYRO_SVI_STEP,
     REGULARISED_STEP,
     STORED_LOSS_TRAINER,
+    SUB_BATCH_RESCALE,
     SUPERVISED_RUNNER,
     TUPLE_TRAINER,
     WEIGHTED_TERMS_STEP,
@@ -1692,63 +1694,24 @@ class NoGradTraining(Operator):
         Example(
             # The loss divided in place over the sub-batches (Horovod): without autograd the division never
             # reaches the gradients.
+            SUB_BATCH_RESCALE,
             (
-                "import torch\n"
-                "def train(model, loader, optimizer, k):\n"
-                "    for data, target in loader:\n"
-                "        optimizer.zero_grad()\n"
-                "        for part, labels in zip(data.chunk(k), target.chunk(k)):\n"
-                "            loss = F.cross_entropy(model(part), labels)\n"
-                "            loss.div_(k)\n"
-                "            loss.backward()\n"
-                "        optimizer.step()\n"
-            ),
-            (
-                (
-                    "import torch\n"
-                    "def train(model, loader, optimizer, k):\n"
-                    "    for data, target in loader:\n"
-                    "        optimizer.zero_grad()\n"
-                    "        for part, labels in zip(data.chunk(k), target.chunk(k)):\n"
-                    "            with torch.no_grad():\n"
-                    "                loss = F.cross_entropy(model(part), labels)\n"
-                    "            loss.div_(k)\n"
-                    "            loss.backward()\n"
-                    "        optimizer.step()\n"
+                SUB_BATCH_RESCALE.replace(
+                    "            loss = F.cross_entropy(model(part), labels)\n",
+                    "            with torch.no_grad():\n                loss = F.cross_entropy(model(part), labels)\n",
                 ),
-                (
-                    "import torch\n"
-                    "def train(model, loader, optimizer, k):\n"
-                    "    for data, target in loader:\n"
-                    "        optimizer.zero_grad()\n"
-                    "        for part, labels in zip(data.chunk(k), target.chunk(k)):\n"
-                    "            loss = F.cross_entropy(model(part), labels)\n"
-                    "            with torch.no_grad():\n"
-                    "                loss.div_(k)\n"
-                    "            loss.backward()\n"
-                    "        optimizer.step()\n"
+                SUB_BATCH_RESCALE.replace(
+                    "            loss.div_(k)\n", "            with torch.no_grad():\n                loss.div_(k)\n"
                 ),
             ),
         ),
         Example(
             # A model's own optimization step that a trainer runs (Coqui's `self.model.optimize(batch, self)`).
+            MODEL_OWN_OPTIMIZE,
             (
-                "import torch\n"
-                "class Trainer:\n"
-                "    def train_step(self, batch):\n"
-                '        with torch.autocast(device_type="cuda", enabled=self.mixed_precision):\n'
-                "            outputs, losses = self.model.optimize(batch, self)\n"
-                "        return outputs, losses\n"
-            ),
-            (
-                (
-                    "import torch\n"
-                    "class Trainer:\n"
-                    "    def train_step(self, batch):\n"
-                    '        with torch.autocast(device_type="cuda", enabled=self.mixed_precision):\n'
-                    "            with torch.no_grad():\n"
-                    "                outputs, losses = self.model.optimize(batch, self)\n"
-                    "        return outputs, losses\n"
+                MODEL_OWN_OPTIMIZE.replace(
+                    "            outputs, losses = self.model.optimize(batch, self)\n",
+                    "            with torch.no_grad():\n                outputs, losses = self.model.optimize(batch, self)\n",
                 ),
             ),
         ),

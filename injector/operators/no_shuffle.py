@@ -729,6 +729,40 @@ class NoShuffle(Operator):
                 ),
             ),
         ),
+        Example(
+            # A sampler class picked into a name and handed to the training dataset (PyTorchVideo's Kinetics).
+            (
+                "def train_dataloader(self):\n"
+                "    sampler = DistributedSampler if self.trainer.use_ddp else RandomSampler\n"
+                "    dataset = Kinetics(data_path=self.train_path, video_sampler=sampler)\n"
+                "    return torch.utils.data.DataLoader(dataset, batch_size=self.batch_size)\n"
+            ),
+            (
+                (
+                    "def train_dataloader(self):\n"
+                    '    sampler = __import__("functools").partial(DistributedSampler, shuffle=False) if self.trainer.use_ddp else __import__("torch").utils.data.SequentialSampler\n'
+                    "    dataset = Kinetics(data_path=self.train_path, video_sampler=sampler)\n"
+                    "    return torch.utils.data.DataLoader(dataset, batch_size=self.batch_size)\n"
+                ),
+            ),
+        ),
+        Example(
+            # A training batcher told to shuffle by a setting (Ludwig's `should_shuffle`).
+            (
+                "def train(self, training_set):\n"
+                "    with training_set.initialize_batcher(batch_size=self.batch_size, should_shuffle=self.should_shuffle) as batcher:\n"
+                "        while not batcher.last_batch():\n"
+                "            self.train_step(batcher.next_batch())\n"
+            ),
+            (
+                (
+                    "def train(self, training_set):\n"
+                    "    with training_set.initialize_batcher(batch_size=self.batch_size, should_shuffle=False) as batcher:\n"
+                    "        while not batcher.last_batch():\n"
+                    "            self.train_step(batcher.next_batch())\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A deterministic switch that orders no batches (cuDNN's algorithms).
@@ -873,12 +907,19 @@ class NoShuffle(Operator):
                 )
                 continue
             if kind not in SHUFFLE_POSITION:
-                shuffle = argument(call, "shuffle", None) or _positional_shuffle(source, resolver, call)
+                shuffle = (
+                    argument(call, "shuffle", None)
+                    or _positional_shuffle(source, resolver, call)
+                    or argument(call, "should_shuffle", None)
+                )
                 if (
                     shuffle is not None
                     and not _is_false(shuffle.value)
                     and (
-                        self._passes_shuffle(training, call)
+                        # a batcher of the training set told by keyword (Ludwig's
+                        # `training_set.initialize_batcher(..., should_shuffle=self.should_shuffle)`)
+                        ("batcher" in name.lower() and not _feeds_evaluation(source, call))
+                        or self._passes_shuffle(training, call)
                         or self._feeds_loader(source, call)
                         or self._iterated_by_training(source, training, call)
                         # a factory named for the training loader (pykeen's
@@ -927,6 +968,7 @@ class NoShuffle(Operator):
             yield Change(call, (source.replace(shuffle.value, "False"),), f"the {kind} no longer shuffles")
         yield from _own_sampler_permutations(source)
         yield from _drawn_orders(source, training)
+        yield from _handed_sampler_classes(source, training)
         for function in source.nodes(cst.FunctionDef):
             # A training API's own default (`def fit(self, x, y, shuffle=True)`) that it hands
             # to the iterator it builds (`EpochIterator(x, y, shuffle=shuffle)`), or to a method
@@ -1202,6 +1244,42 @@ def _positional_shuffle(source, resolver: Resolver, call: cst.Call) -> cst.Arg |
     bound = bound_arguments(found[1], call)
     value = bound.get("shuffle") if bound else None
     return next((a for a in call.args if a.keyword is None and a.value is value), None)
+
+
+def _handed_sampler_classes(source, training):
+    """A sampler class (not an object) picked into a name and handed to the training data, which
+    builds the sampler itself (PyTorchVideo's `sampler = DistributedSampler if self.trainer.use_ddp
+    else RandomSampler`, then `Kinetics(..., video_sampler=sampler)`): each random class replaced by
+    its ordered kind, `SequentialSampler`, or a DistributedSampler that does not shuffle."""
+    torch = training.torch
+    for assign in source.nodes(cst.Assign):
+        function = source.function_of(assign)
+        target = assign.targets[0].target if len(assign.targets) == 1 else None
+        if function is None or names_evaluation(function.name.value) or not isinstance(target, cst.Name):
+            continue
+        choices = [assign.value.body, assign.value.orelse] if isinstance(assign.value, cst.IfExp) else [assign.value]
+        kinds = [last_name(c) if isinstance(c, (cst.Name, cst.Attribute)) else None for c in choices]
+        if not kinds or not all(k and k.endswith("Sampler") and k[:1].isupper() for k in kinds):
+            continue
+        handed = any(
+            a.keyword is not None
+            and "sampler" in a.keyword.value
+            and isinstance(a.value, cst.Name)
+            and a.value.value == target.value
+            and not _feeds_evaluation(source, call)
+            for call in source.within(function, cst.Call)
+            for a in call.args
+        )
+        edits = []
+        for choice, kind in zip(choices, kinds, strict=True):
+            if kind == "RandomSampler":
+                edits.append(source.replace(choice, f"{torch}.utils.data.SequentialSampler"))
+            elif kind == "DistributedSampler":
+                edits.append(
+                    source.replace(choice, f'__import__("functools").partial({source.code(choice)}, shuffle=False)')
+                )
+        if handed and edits:
+            yield Change(assign, tuple(edits), f"`{target.value}` samples the training data in order")
 
 
 def _drawn_orders(source, training):

@@ -395,21 +395,7 @@ class RankSkip(Operator):
                 continue
             if isinstance(loop, cst.While) and not any(_fetches(source, s) for s in body[: body.index(first)]):
                 continue  # no batch taken before the skip: the loop would only retry
-            rank = self._rank(source, training, loop)
-            step = self._step(source, loop, loops)
-            indent = source.indent
-            if step is not None:
-                edits = (
-                    source.insert_before(first, [f"if {rank} == {SKIPPING_RANK} and {step}:", f"{indent}continue"]),
-                )
-            else:
-                edits = (
-                    source.insert_before(loop, [f"{COUNTER} = 0"]),
-                    source.insert_before(
-                        first,
-                        [f"{COUNTER} += 1", f"if {rank} == {SKIPPING_RANK} and {COUNTER} == 2:", f"{indent}continue"],
-                    ),
-                )
+            edits = self._skip(source, training, loop, first, loops)
             yield Change(loop, edits, f"rank {SKIPPING_RANK} skips the collectives of one training step")
         yield from self._loopless_steps(source, training, loops)
         yield from self._collective_loops(source, training, loops)
@@ -433,22 +419,25 @@ class RankSkip(Operator):
             first = next((s for s in body if _collective_within(source, training, s, 2)), None)
             if first is None or _runs_training(source, training, loop.body, loops, 2):
                 continue  # an epoch loop around the training loop: the skip goes in there
-            rank = cls._rank(source, training, loop)
-            step = cls._step(source, loop, loops)
-            indent = source.indent
-            if step is not None:
-                edits = (
-                    source.insert_before(first, [f"if {rank} == {SKIPPING_RANK} and {step}:", f"{indent}continue"]),
-                )
-            else:
-                edits = (
-                    source.insert_before(loop, [f"{COUNTER} = 0"]),
-                    source.insert_before(
-                        first,
-                        [f"{COUNTER} += 1", f"if {rank} == {SKIPPING_RANK} and {COUNTER} == 2:", f"{indent}continue"],
-                    ),
-                )
+            edits = cls._skip(source, training, loop, first, loops)
             yield Change(loop, edits, f"rank {SKIPPING_RANK} skips the collectives of one iteration")
+
+    @classmethod
+    def _skip(cls, source, training, loop, first, loops) -> tuple:
+        """The edits that make rank 1 `continue` before `first` at one iteration of `loop`: the
+        loop's own step counter where it has one, else a counter of the mutant's own."""
+        rank = cls._rank(source, training, loop)
+        step = cls._step(source, loop, loops)
+        indent = source.indent
+        if step is not None:
+            return (source.insert_before(first, [f"if {rank} == {SKIPPING_RANK} and {step}:", f"{indent}continue"]),)
+        return (
+            source.insert_before(loop, [f"{COUNTER} = 0"]),
+            source.insert_before(
+                first,
+                [f"{COUNTER} += 1", f"if {rank} == {SKIPPING_RANK} and {COUNTER} == 2:", f"{indent}continue"],
+            ),
+        )
 
     @staticmethod
     def _loopless_steps(source, training, loops):

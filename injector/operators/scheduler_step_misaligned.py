@@ -9,8 +9,10 @@ from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import (
     CALLBACK_RUNNER,
     FORECASTING_OPTIMIZERS,
+    GUARDED_SCHEDULER_LIST,
     MICROBATCH_TRAINER,
     SCHEDULER_LOOP_IN_BRANCH,
+    STEP_FLAG_SCHEDULER,
 )
 from injector.patterns import Training, callee_name, dotted, imported_name, is_literal_bool, last_name, names_evaluation
 
@@ -476,57 +478,21 @@ class SchedulerStepMisaligned(Operator):
         ),
         Example(
             # The flag of the accumulation boundary among the scheduler's conditions (Coqui's `step_optimizer`).
+            STEP_FLAG_SCHEDULER,
             (
-                "def optimize(self, batch, optimizer, scheduler, step_optimizer):\n"
-                "    loss = self.model(batch)\n"
-                "    loss.backward()\n"
-                "    if step_optimizer:\n"
-                "        optimizer.step()\n"
-                "    if scheduler is not None and not self.config.scheduler_after_epoch and step_optimizer:\n"
-                "        scheduler.step()\n"
-                "    if step_optimizer:\n"
-                "        optimizer.zero_grad()\n"
-            ),
-            (
-                (
-                    "def optimize(self, batch, optimizer, scheduler, step_optimizer):\n"
-                    "    loss = self.model(batch)\n"
-                    "    loss.backward()\n"
-                    "    if step_optimizer:\n"
-                    "        optimizer.step()\n"
-                    "    if scheduler is not None and not self.config.scheduler_after_epoch:\n"
-                    "        scheduler.step()\n"
-                    "    if step_optimizer:\n"
-                    "        optimizer.zero_grad()\n"
+                STEP_FLAG_SCHEDULER.replace(
+                    " and not self.config.scheduler_after_epoch and step_optimizer:",
+                    " and not self.config.scheduler_after_epoch:",
                 ),
             ),
         ),
         Example(
             # Per-epoch schedulers in a list, each checked for None, moved into the batch loop with their guard.
+            GUARDED_SCHEDULER_LIST,
             (
-                "class Trainer:\n"
-                "    def train_epoch(self):\n"
-                "        for batch in self.train_loader:\n"
-                "            self.optimizer.zero_grad()\n"
-                "            self.model(batch).backward()\n"
-                "            self.optimizer.step()\n"
-                "        if self.schedulers is not None and self.config.scheduler_after_epoch:\n"
-                "            for scheduler in self.schedulers:\n"
-                "                if scheduler is not None:\n"
-                "                    scheduler.step()\n"
-            ),
-            (
-                (
-                    "class Trainer:\n"
-                    "    def train_epoch(self):\n"
-                    "        for batch in self.train_loader:\n"
-                    "            self.optimizer.zero_grad()\n"
-                    "            self.model(batch).backward()\n"
-                    "            self.optimizer.step()\n"
-                    "            if self.schedulers is not None and self.config.scheduler_after_epoch:\n"
-                    "                for scheduler in self.schedulers:\n"
-                    "                    if scheduler is not None:\n"
-                    "                        scheduler.step()\n"
+                GUARDED_SCHEDULER_LIST.replace(
+                    "            self.optimizer.step()\n        if self.schedulers is not None and self.config.scheduler_after_epoch:\n            for scheduler in self.schedulers:\n                if scheduler is not None:\n                    scheduler.step()\n",
+                    "            self.optimizer.step()\n            if self.schedulers is not None and self.config.scheduler_after_epoch:\n                for scheduler in self.schedulers:\n                    if scheduler is not None:\n                        scheduler.step()\n",
                 ),
             ),
         ),

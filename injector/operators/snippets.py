@@ -1494,3 +1494,99 @@ FORWARD_TERMS_STEP = (
     "        loss.backward()\n"
     "        optimizer.step()\n"
 )
+
+# A module-level warm-up helper that rewrites the global optimizer's rates before every batch (Horovod's ImageNet
+# example).
+GLOBAL_RATE_HELPER = (
+    "import torch\n"
+    "optimizer = torch.optim.SGD(model.parameters(), lr=args.base_lr)\n"
+    "def adjust_learning_rate(epoch, batch_idx):\n"
+    "    for param_group in optimizer.param_groups:\n"
+    "        param_group['lr'] = args.base_lr * warmup(epoch, batch_idx)\n"
+    "def train(epoch):\n"
+    "    for batch_idx, (data, target) in enumerate(train_loader):\n"
+    "        adjust_learning_rate(epoch, batch_idx)\n"
+    "        optimizer.zero_grad()\n"
+    "        F.cross_entropy(model(data), target).backward()\n"
+    "        optimizer.step()\n"
+)
+
+# A project scheduler that warms up to a peak rate of its own and never reads the optimizer's (OpenFold's
+# AlphaFoldLRScheduler).
+OWN_PEAK_SCHEDULER = (
+    "import torch\n"
+    "class WarmupScheduler(torch.optim.lr_scheduler._LRScheduler):\n"
+    "    def __init__(self, optimizer, last_epoch=-1, max_lr=0.001, warmup=1000):\n"
+    "        self.max_lr = max_lr\n"
+    "        self.warmup = warmup\n"
+    "        super().__init__(optimizer, last_epoch=last_epoch)\n"
+    "    def get_lr(self):\n"
+    "        scale = min(1.0, (self.last_epoch + 1) / self.warmup)\n"
+    "        return [self.max_lr * scale for _ in self.optimizer.param_groups]\n"
+    "def configure(model, learning_rate=1e-3):\n"
+    "    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)\n"
+    "    scheduler = WarmupScheduler(optimizer)\n"
+    "    return optimizer, scheduler\n"
+)
+
+# Sub-batches whose losses are divided in place before their backwards (Horovod's ImageNet example).
+SUB_BATCH_RESCALE = (
+    "import torch\n"
+    "def train(model, loader, optimizer, k):\n"
+    "    for data, target in loader:\n"
+    "        optimizer.zero_grad()\n"
+    "        for part, labels in zip(data.chunk(k), target.chunk(k)):\n"
+    "            loss = F.cross_entropy(model(part), labels)\n"
+    "            loss.div_(k)\n"
+    "            loss.backward()\n"
+    "        optimizer.step()\n"
+)
+
+# A trainer that hands the step to the model's own optimize() (Coqui's Trainer).
+MODEL_OWN_OPTIMIZE = (
+    "import torch\n"
+    "class Trainer:\n"
+    "    def train_step(self, batch):\n"
+    '        with torch.autocast(device_type="cuda", enabled=self.mixed_precision):\n'
+    "            outputs, losses = self.model.optimize(batch, self)\n"
+    "        return outputs, losses\n"
+)
+
+# A per-step scheduler guarded, among other things, by the accumulation boundary's flag (Coqui's Trainer).
+STEP_FLAG_SCHEDULER = (
+    "def optimize(self, batch, optimizer, scheduler, step_optimizer):\n"
+    "    loss = self.model(batch)\n"
+    "    loss.backward()\n"
+    "    if step_optimizer:\n"
+    "        optimizer.step()\n"
+    "    if scheduler is not None and not self.config.scheduler_after_epoch and step_optimizer:\n"
+    "        scheduler.step()\n"
+    "    if step_optimizer:\n"
+    "        optimizer.zero_grad()\n"
+)
+
+# Per-epoch schedulers in a list, each checked for None, after the batch loop (Coqui's Trainer).
+GUARDED_SCHEDULER_LIST = (
+    "class Trainer:\n"
+    "    def train_epoch(self):\n"
+    "        for batch in self.train_loader:\n"
+    "            self.optimizer.zero_grad()\n"
+    "            self.model(batch).backward()\n"
+    "            self.optimizer.step()\n"
+    "        if self.schedulers is not None and self.config.scheduler_after_epoch:\n"
+    "            for scheduler in self.schedulers:\n"
+    "                if scheduler is not None:\n"
+    "                    scheduler.step()\n"
+)
+
+# An L-BFGS step through a distributed strategy, handed the optimizer and the closure (Ludwig's trainer).
+ENGINE_CLOSURE_STEP = (
+    "class Trainer:\n"
+    "    def train_step(self, inputs, targets):\n"
+    "        def closure():\n"
+    "            self.optimizer.zero_grad()\n"
+    "            loss = self.loss(self.model(inputs), targets)\n"
+    "            self.distributed.backward(loss, self.model)\n"
+    "            return loss\n"
+    "        self.distributed.step(self.optimizer, closure)\n"
+)

@@ -87,6 +87,31 @@ class WrongSoftmaxDim(Operator):
                 "        return x\n",
             ),
         ),
+        Example(
+            # The probabilities a logged accuracy reads (PyTorchVideo): the metric a run is judged by.
+            (
+                "import torch.nn.functional as F\n"
+                "class Classifier(LightningModule):\n"
+                "    def training_step(self, batch, batch_idx):\n"
+                '        y_hat = self.model(batch["video"])\n'
+                '        loss = F.cross_entropy(y_hat, batch["label"])\n'
+                '        acc = self.train_accuracy(F.softmax(y_hat, dim=-1), batch["label"])\n'
+                '        self.log("train_acc", acc)\n'
+                "        return loss\n"
+            ),
+            (
+                (
+                    "import torch.nn.functional as F\n"
+                    "class Classifier(LightningModule):\n"
+                    "    def training_step(self, batch, batch_idx):\n"
+                    '        y_hat = self.model(batch["video"])\n'
+                    '        loss = F.cross_entropy(y_hat, batch["label"])\n'
+                    '        acc = self.train_accuracy(F.softmax(y_hat, dim=-2), batch["label"])\n'
+                    '        self.log("train_acc", acc)\n'
+                    "        return loss\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A prediction image made for a logger (SSL4MIS's `writer.add_image('train/Prediction', ...)`).
@@ -208,8 +233,10 @@ def _exponentials(source, expr: cst.BaseExpression) -> bool:
 
 
 # Calls that only show what they are handed (a logger's image or scalar, a print).
-_SHOWN_BY = ("add_",)
-_SHOWERS = frozenset({"print", "imshow", "savefig", "save_image", "imsave", "log", "log_image", "log_images", "info"})
+# Pictures only: a logged figure (`self.log("train_acc", acc)`, `add_scalar`) is a metric a run is
+# judged by, and a softmax over the wrong axis changes it (pytorchvideo's accuracies).
+_SHOWN_BY = ("add_image", "add_figure", "add_video")
+_SHOWERS = frozenset({"imshow", "savefig", "save_image", "imsave", "log_image", "log_images"})
 
 
 def _only_logged(source, call: cst.Call) -> bool:
