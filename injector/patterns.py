@@ -2493,6 +2493,7 @@ def runs_model(
             and dotted(func.value) == "self"
             and (training.constructors.get(dotted(func) or "", "") or "a")[0].isupper()
             and not _parameter_free(training.constructors.get(dotted(func) or "", ""))
+            and "transform" not in name  # a data transform (TorchMD-Net's `self.data_transform(batch)`)
             and training.role(func) is None
         ):
             return True  # `self.gen(z)` after `self.gen = Generator()`: a submodule's forward

@@ -5,7 +5,13 @@ import re
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import APEX_CONTEXT_STEP, ELEGANTRL_UPDATE, GATHERED_EPOCH_LOSS, LOGGED_STEP
+from injector.operators.snippets import (
+    APEX_CONTEXT_STEP,
+    ELEGANTRL_UPDATE,
+    GATHERED_EPOCH_LOSS,
+    LOGGED_STEP,
+    LOSS_AVERAGE_ENTRY,
+)
 from injector.patterns import LOSS_FUNCTIONS, argument, assigned_alone, callee_name, dotted, last_name, under_no_grad
 
 # Methods that keep what they are given: containers, meters, histories.
@@ -639,6 +645,15 @@ class LossTensorLeak(Operator):
                 ),
             ),
         ),
+        Example(
+            # A moving average of the loss kept in an entry the next step reads back (TorchMD-Net).
+            LOSS_AVERAGE_ENTRY,
+            (
+                LOSS_AVERAGE_ENTRY.replace(
+                    "        self.ema[stage][name] = loss.detach()\n", "        self.ema[stage][name] = loss\n"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A read-out the caller appends only when it is a float (ElegantRL's AgentBase): a tensor
@@ -1237,6 +1252,8 @@ def _kept_whole(source, detach: cst.Call) -> bool:
         parent = source.parent(source.parent(parent))  # the list or tuple, then what holds it
     if isinstance(parent, cst.AugAssign):
         return isinstance(parent.operator, cst.AddAssign) and not _numpy_accumulator(source, parent)
+    if isinstance(parent, cst.Assign) and parent.value is top:
+        return _read_back_into_the_loss(source, parent)
     if not isinstance(parent, cst.Arg):
         return False
     store = source.parent(parent)
@@ -1249,6 +1266,22 @@ def _kept_whole(source, detach: cst.Call) -> bool:
         callee_name(store) == "add" and bool(_TRACKER.search(owner))
     )
     return kept and not _keyed_logger(source, store)
+
+
+def _read_back_into_the_loss(source, store: cst.Assign) -> bool:
+    """True for a detached loss kept in an entry of the object (`self.ema[stage][type][name] =
+    loss.detach()`) that the same function reads before, into the loss it computes (TorchMD-Net's
+    moving average: `loss = alpha * loss + (1 - alpha) * ema`, `ema` read from that entry): kept
+    whole, each step's loss would hold the previous step's graph."""
+    if len(store.targets) != 1 or not isinstance(store.targets[0].target, cst.Subscript):
+        return False
+    text = source.code(store.targets[0].target)
+    function = source.function_of(store)
+    start = source.span(store)[0]
+    return function is not None and any(
+        source.code(s) == text and source.span(s)[0] < start and source.enclosing(s, cst.Assign) is not store
+        for s in source.within(function.body, cst.Subscript)
+    )
 
 
 def _emptied_each_update(source, training, call: cst.Call) -> bool:

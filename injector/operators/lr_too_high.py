@@ -11,6 +11,7 @@ from injector.operators.snippets import (
     GLOBAL_RATE_HELPER,
     HELPER_STEP_TRAINER,
     OWN_PEAK_SCHEDULER,
+    RATE_SETTER,
 )
 from injector.patterns import (
     OPTIMIZERS,
@@ -93,6 +94,18 @@ def _rate_word(expr: cst.BaseExpression) -> str:
             key = index.value.evaluated_value
             return key if isinstance(key, str) else ""
     return last_name(expr) or ""
+
+
+_SETTER = re.compile(r"set_(?:c|base_|init_)?(?:lr|learning_rate)")
+
+
+def _rate_setter(call: cst.Call) -> cst.BaseExpression | None:
+    """The rate handed to a setter of the rate (DGL-KE's `my_client.set_clr(args.lr)`, the rate
+    its kvstore servers update the embeddings with; `optimizer.set_lr(lr)`)."""
+    if not isinstance(call.func, cst.Attribute) or not _SETTER.fullmatch(call.func.attr.value):
+        return None
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[0].value if len(positional) == 1 and len(call.args) == 1 else None
 
 
 def _rate_handed_to_an_optimizer_maker(source, training, call: cst.Call) -> cst.BaseExpression | None:
@@ -1802,6 +1815,11 @@ class LrTooHigh(Operator):
                 ),
             ),
         ),
+        Example(
+            # The rate handed to a setter of the rate (DGL-KE's kvstore client `set_clr`).
+            RATE_SETTER,
+            (RATE_SETTER.replace("client.set_clr(args.lr)", "client.set_clr(args.lr * 100)"),),
+        ),
     )
     untouched = (
         # The running rate read back for a log line (GraphMAE's loss_dict).
@@ -1899,7 +1917,11 @@ class LrTooHigh(Operator):
             if rates:
                 yield LrTooHigh._scaled(source, call, *rates)
                 continue
-            handed = self._builder_rate(training, call) or _rate_handed_to_an_optimizer_maker(source, training, call)
+            handed = (
+                self._builder_rate(training, call)
+                or _rate_handed_to_an_optimizer_maker(source, training, call)
+                or _rate_setter(call)
+            )
             if handed is not None:
                 yield self._scaled(source, call, handed)
                 continue
@@ -1936,7 +1958,7 @@ class LrTooHigh(Operator):
                         f"learning rate multiplied by {FACTOR}",
                     )
                     continue
-            if configs and not rates_written:
+            if configs and not rates_written and not self._overridden_call(source, call, overridden):
                 yield Change(
                     call,
                     tuple(
@@ -1991,7 +2013,7 @@ class LrTooHigh(Operator):
         if not computed and not any(_every_step(source, a) for a in in_steps):
             # a rate written only under a condition (wavenet_vocoder's `if train and
             # hparams.lr_schedule is not None:`) leaves the one built in where it does not hold
-            yield from self._splatted_configuration(source, training)
+            yield from self._splatted_configuration(source, training, overridden)
         yield from self._stored_defaults(source, training, overridden)
         yield from _rates_left_to_subclasses(source, training)
         yield from _hand_written_step_rates(source, training)
@@ -2123,15 +2145,20 @@ class LrTooHigh(Operator):
         )
 
     @staticmethod
-    def _splatted_configuration(source, training):
+    def _splatted_configuration(source, training, overridden):
         """An optimizer built with its keyword arguments splatted from a configuration the file
         never spells (`optimizer_class(params, **config["generator_optimizer_params"])`, the
         class looked up by name, the rate in a YAML file): the `lr` entry scaled as it is handed
-        over. A configuration without one leaves the optimizer's own default."""
+        over. A configuration without one leaves the optimizer's own default. Not where a scheduler
+        rewrites the rate (GPT-NeoX's AnnealingLR, built with `start_lr=neox_args.lr`)."""
         written = _rate_assignments(source)
         for call in source.nodes(cst.Call):
             name = (callee_name(call) or "").lower()
-            if training.role_of_constructor(call) != "optimizer" and ("optim" not in name or "sched" in name):
+            if training.role_of_constructor(call) != "optimizer" and (
+                "optim" not in name or "sched" in name or "step" in name
+            ):
+                continue  # not Lightning's `super().optimizer_step(*args, **kwargs)` either
+            if LrTooHigh._overridden_call(source, call, overridden):
                 continue
             splats = [a for a in call.args if a.star == "**"]
             if len(splats) != 1 or argument(call, "lr", 1) is not None:

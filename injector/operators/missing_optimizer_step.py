@@ -17,6 +17,7 @@ from injector.operators.snippets import (
     AUDIOTOOLS_STEP,
     ENGINE_CLOSURE_STEP,
     LBFGS_STEP,
+    MODEL_OWN_UPDATE,
     OPTIMIZERS_OBJECT,
     PYRO_SVI_STEP,
     TRIAL_LIBRARY,
@@ -30,6 +31,7 @@ from injector.patterns import (
     handed_the_parameters,
     is_literal_bool,
     last_name,
+    names_a_model,
     with_keyword,
 )
 from injector.source import walk_children
@@ -343,6 +345,11 @@ class MissingOptimizerStep(Operator):
             ENGINE_CLOSURE_STEP,
             (ENGINE_CLOSURE_STEP.replace("        self.distributed.step(self.optimizer, closure)\n", ""),),
         ),
+        Example(
+            # The model's own update after its backward, in a loop that steps no optimizer (DGL-KE).
+            MODEL_OWN_UPDATE,
+            (MODEL_OWN_UPDATE.replace("        model.update(gpu_id)\n", ""),),
+        ),
     )
     untouched = (
         # A helper handed the optimizer after the backward to save it, not to update with it.
@@ -376,6 +383,8 @@ class MissingOptimizerStep(Operator):
                 return True  # torch_xla's `xm.optimizer_step(optimizer)`
             if name in ("optim", "optimizer") and handed_the_parameters(source, call):
                 return True  # an optimizer wrapper called with the parameters (Pyro's `self.optim(params)`)
+            if _model_update(source, training, call):
+                return True  # the model's own update after the backward (DGL-KE's `model.update(gpu_id)`)
             # A manual update: `p.data.add_(p.grad, alpha=-lr)`, `p.sub_(lr * p.grad)`.
             return name in {"add_", "sub_"} and any(".grad" in source.code(a.value) for a in call.args)
 
@@ -475,4 +484,32 @@ def _inherited_step(source, training, call: cst.Call) -> bool:
         and isinstance(c.func, cst.Attribute)
         and any(w in (last_name(c.func.value) or "").lower() for w in ("optim", "scaler"))
         for c in walk_children(method.body)
+    )
+
+
+_MODEL_UPDATES = frozenset({"update", "push_gradient", "apply_gradients", "update_parameters"})
+
+
+def _model_update(source, training, call: cst.Call) -> bool:
+    """True for a model's own update after a backward in a loop that steps no optimizer (DGL-KE's
+    `loss.backward()`, then `model.update(gpu_id)`, its sparse embeddings' hand-written Adagrad, or
+    `model.push_gradient(client)` to the kvstore servers that update them)."""
+    if not (
+        isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in _MODEL_UPDATES
+        and names_a_model(call.func.value)
+        and not any(w in (last_name(call.func.value) or "").lower() for w in ("ema", "avg", "average", "swa"))
+        and not any(names_a_model(a.value) for a in call.args)  # an average updated from the model (DeiT's EMA)
+    ):
+        return False
+    loop = source.enclosing(call, (cst.For, cst.While))
+    if loop is None:
+        return False
+    calls = set(source.within(loop, cst.Call))
+    if any(step in calls for step in training.steps):
+        return False
+    start = source.span(call)[0]
+    return any(
+        source.span(b.call)[0] < start and source.enclosing(b.call, (cst.For, cst.While)) is loop
+        for b in training.backwards
     )

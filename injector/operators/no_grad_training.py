@@ -35,6 +35,7 @@ from injector.operators.snippets import (
     DISTILLATION_BRANCH_STEP,
     FORWARD_TERMS_STEP,
     GAN_GENERATOR_STEP,
+    GRAD_BY_STAGE,
     HANDED_OPTIMIZER_STEP,
     INLINE_SUM,
     INPUT_GRADIENT,
@@ -1715,6 +1716,19 @@ class NoGradTraining(Operator):
                 ),
             ),
         ),
+        Example(
+            # A forward under `set_grad_enabled(<test>)` that training passes (TorchMD-Net): the test made False.
+            GRAD_BY_STAGE,
+            (
+                GRAD_BY_STAGE.replace(
+                    "        loss = self.energy_loss(energy, batch.y) + self.force_loss(forces, batch.neg_dy)\n",
+                    "        with torch.no_grad():\n            loss = self.energy_loss(energy, batch.y) + self.force_loss(forces, batch.neg_dy)\n",
+                ),
+                GRAD_BY_STAGE.replace(
+                    'set_grad_enabled(stage == "train" or self.derivative)', "set_grad_enabled(False)"
+                ),
+            ),
+        ),
     )
     untouched = (
         # A closure handed to an optimizer's step (run under enable_grad there), or wrapped, not run.
@@ -1870,6 +1884,11 @@ class NoGradTraining(Operator):
                     "a loss term the model's forward returns is computed without autograd",
                 )
 
+        for backward in training.loss_uses:
+            for block, mode in _switched_forward_blocks(source, training, backward):
+                if id(mode) not in switched:
+                    switched.add(id(mode))
+                    yield Change(block, (source.replace(mode, "False"),), "the forward pass runs without autograd")
         for block, switch in grad_switched_loops(source, training):
             # the batch loop runs its steps under `set_grad_enabled(is_train)` (catalyst's runner,
             # whose step is left to a subclass): switched off, training runs without autograd
@@ -2137,20 +2156,40 @@ class NoGradTraining(Operator):
             return None
         for function in training.called_functions(assign.value):
             params = {p.name.value for p in function.params.params}
-            for block in source.within(function.body, cst.With):
-                for item in block.items:
-                    call = item.item
-                    mode = argument(call, "mode", 0) if isinstance(call, cst.Call) else None
-                    if (
-                        isinstance(call, cst.Call)
-                        and last_name(call.func) == "set_grad_enabled"
-                        and mode is not None
-                        and isinstance(mode.value, cst.Name)
-                        and mode.value.value in params
-                        and runs_model(source, training, block.body, depth=0)
-                    ):
-                        return mode.value
+            for block, mode in _grad_enabled_modes(source, function):
+                if isinstance(mode, cst.Name) and mode.value in params and runs_model(source, training, block.body, 0):
+                    return mode
         return None
+
+
+def _switched_forward_blocks(source, training, backward):
+    """`with torch.set_grad_enabled(<test>):` blocks that run the forward before the loss is
+    computed after them, in the loss's own function (TorchMD-Net's `with torch.set_grad_enabled(
+    stage == "train" or self.hparams.derivative): y, neg_dy = self(...)`, the loss summed after):
+    the block and its test, which `False` turns into a no_grad for training too."""
+    assign = training.loss_assignment(backward)
+    function = source.function_of(assign) if assign is not None else None
+    if function is None:
+        return
+    start = source.span(assign)[0]
+    for block, mode in _grad_enabled_modes(source, function):
+        if (
+            source.span(block)[1] <= start
+            and source.function_of(block) is function
+            and not isinstance(mode, cst.Name)
+            and runs_model(source, training, block.body, depth=0)
+        ):
+            yield block, mode
+
+
+def _grad_enabled_modes(source, function: cst.FunctionDef):
+    """Each `with torch.set_grad_enabled(<mode>):` block of `function`, with its mode."""
+    for block in source.within(function.body, cst.With):
+        for item in block.items:
+            call = item.item
+            mode = argument(call, "mode", 0) if isinstance(call, cst.Call) else None
+            if isinstance(call, cst.Call) and last_name(call.func) == "set_grad_enabled" and mode is not None:
+                yield block, mode.value
 
 
 REACH_DEPTH = 3  # calls followed from a step override to the methods that run its forward
@@ -2257,7 +2296,7 @@ def _closure_runs(source, training, changes: list[Change]):
 
 _BUILTINS = frozenset(dir(builtins))
 _LOSS_AND_GRADS = re.compile(r"_?(loss|value)_and_grads?")
-_OWN_STEPS = frozenset({"optimize", "optimize_parameters"})
+_OWN_STEPS = frozenset({"optimize", "optimize_parameters", "train_batch", "train_on_batch"})
 
 
 def _is_a_closure(source, function: cst.FunctionDef, name: cst.BaseExpression) -> bool:

@@ -7,6 +7,7 @@ import libcst as cst
 from injector.mutants import Edit
 from injector.operators.base import Change, Example, Operator
 from injector.operators.snippets import (
+    APPENDED_SCHEDULER_CONFIG,
     CALLBACK_RUNNER,
     FORECASTING_OPTIMIZERS,
     GUARDED_SCHEDULER_LIST,
@@ -14,7 +15,17 @@ from injector.operators.snippets import (
     SCHEDULER_LOOP_IN_BRANCH,
     STEP_FLAG_SCHEDULER,
 )
-from injector.patterns import Training, callee_name, dotted, imported_name, is_literal_bool, last_name, names_evaluation
+from injector.patterns import (
+    Training,
+    bound_names,
+    bound_values,
+    callee_name,
+    dotted,
+    imported_name,
+    is_literal_bool,
+    last_name,
+    names_evaluation,
+)
 
 HANDLE = "_trainwreck_scheduler"  # how a batch loop in another function reaches a local scheduler
 UPDATE_UNDER_A_BOUNDARY = (
@@ -493,6 +504,15 @@ class SchedulerStepMisaligned(Operator):
                 GUARDED_SCHEDULER_LIST.replace(
                     "            self.optimizer.step()\n        if self.schedulers is not None and self.config.scheduler_after_epoch:\n            for scheduler in self.schedulers:\n                if scheduler is not None:\n                    scheduler.step()\n",
                     "            self.optimizer.step()\n            if self.schedulers is not None and self.config.scheduler_after_epoch:\n                for scheduler in self.schedulers:\n                    if scheduler is not None:\n                        scheduler.step()\n",
+                ),
+            ),
+        ),
+        Example(
+            # A scheduler config built under a name and appended to the returned list (SchNetPack).
+            APPENDED_SCHEDULER_CONFIG,
+            (
+                APPENDED_SCHEDULER_CONFIG.replace(
+                    '"name": "lr_schedule"}', '"name": "lr_schedule", "interval": "step"}'
                 ),
             ),
         ),
@@ -1344,6 +1364,12 @@ def _held_schedulers(source, function, ret, held: cst.Name):
         # "interval": "step", ...}]`): each config's own interval decides
         return
     bare = [c for c in appends if not _is_config(source, c.args[0].value, c)]
+    for call in appends:
+        # a config dict built under a name and appended (SchNetPack's `optimconf = {"scheduler":
+        # schedule, "name": "lr_schedule"}`, `schedulers.append(optimconf)`): its own interval
+        written = _bound_dict(source, function, call.args[0].value)
+        if written is not None:
+            yield from _config_without_interval(source, written)
     if len(bare) == len(appends):
         text = f'[{{"scheduler": s, "interval": "step"}} for s in {held.value}]'
         yield Change(
@@ -1365,10 +1391,24 @@ def _held_schedulers(source, function, ret, held: cst.Name):
         )
 
 
+def _bound_dict(source, function, item: cst.BaseExpression) -> cst.Dict | None:
+    """The dict literal `function` binds the name `item` to, where it binds it to nothing else."""
+    if not isinstance(item, cst.Name):
+        return None
+    values = bound_values(source, function, item.value)
+    looped = any(item.value in bound_names(loop.target) for loop in source.within(function.body, cst.For))
+    if looped or any(p.name.value == item.value for p in function.params.params):
+        return None  # also bound to each scheduler of a loop, or handed in (asteroid's `sched`)
+    return values[0] if len(values) == 1 and isinstance(values[0], cst.Dict) else None
+
+
 def _is_config(source, item: cst.BaseExpression, use: cst.CSTNode) -> bool:
-    """True if `item` is a scheduler config where `use` runs: a dict literal, or a name under
-    `if isinstance(name, dict)` (or the `else` of its negation)."""
+    """True if `item` is a scheduler config where `use` runs: a dict literal, a name bound to one,
+    or a name under `if isinstance(name, dict)` (or the `else` of its negation)."""
     if isinstance(item, cst.Dict):
+        return True
+    function = source.function_of(use)
+    if function is not None and _bound_dict(source, function, item) is not None:
         return True
     name = dotted(item)
     child: cst.CSTNode = use

@@ -1590,3 +1590,58 @@ ENGINE_CLOSURE_STEP = (
     "            return loss\n"
     "        self.distributed.step(self.optimizer, closure)\n"
 )
+
+# A kvstore client handed the rate its servers update the embeddings with (DGL-KE).
+RATE_SETTER = (
+    "def connect(args):\n"
+    "    client = KGEClient(server_namebook=read_ip_config(args.ip_config))\n"
+    "    client.set_clr(args.lr)\n"
+    "    client.connect()\n"
+    "    return client\n"
+)
+
+# A forward under a grad switch that training and force derivatives turn on, the loss summed after it
+# (TorchMD-Net's LNNP).
+GRAD_BY_STAGE = (
+    "import torch\n"
+    "class Potential(LightningModule):\n"
+    "    def step(self, batch, stage):\n"
+    '        with torch.set_grad_enabled(stage == "train" or self.derivative):\n'
+    "            energy, forces = self(batch.z, batch.pos, batch=batch.batch)\n"
+    "        loss = self.energy_loss(energy, batch.y) + self.force_loss(forces, batch.neg_dy)\n"
+    "        return loss\n"
+    "    def training_step(self, batch, batch_idx):\n"
+    '        return self.step(batch, "train")\n'
+)
+
+# A model whose sparse embeddings update themselves after the backward (DGL-KE's Hogwild workers).
+MODEL_OWN_UPDATE = (
+    "def train(model, sampler, gpu_id, max_step):\n"
+    "    for step in range(max_step):\n"
+    "        pos_g, neg_g = next(sampler)\n"
+    "        loss, log = model.forward(pos_g, neg_g, gpu_id)\n"
+    "        loss.backward()\n"
+    "        model.update(gpu_id)\n"
+)
+
+# A moving average of the loss kept in an entry that the next step mixes back in (TorchMD-Net's LNNP).
+LOSS_AVERAGE_ENTRY = (
+    "class Potential(LightningModule):\n"
+    "    def smoothed(self, stage, name, loss):\n"
+    "        ema = self.ema[stage][name] if name in self.ema[stage] else loss.detach()\n"
+    "        loss = self.alpha * loss + (1 - self.alpha) * ema\n"
+    "        self.ema[stage][name] = loss.detach()\n"
+    "        return loss\n"
+)
+
+# A Lightning scheduler config built under a name and appended to the returned list (SchNetPack's AtomisticTask).
+APPENDED_SCHEDULER_CONFIG = (
+    "class Task(LightningModule):\n"
+    "    def configure_optimizers(self):\n"
+    "        optimizer = self.optimizer_cls(params=self.parameters(), **self.optimizer_kwargs)\n"
+    "        schedulers = []\n"
+    "        schedule = self.scheduler_cls(optimizer=optimizer, **self.scheduler_kwargs)\n"
+    '        optimconf = {"scheduler": schedule, "name": "lr_schedule"}\n'
+    "        schedulers.append(optimconf)\n"
+    "        return [optimizer], schedulers\n"
+)
