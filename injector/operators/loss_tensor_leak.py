@@ -11,6 +11,7 @@ from injector.operators.snippets import (
     GATHERED_EPOCH_LOSS,
     LOGGED_STEP,
     LOSS_AVERAGE_ENTRY,
+    RETURNED_STATS_RECORD,
 )
 from injector.patterns import LOSS_FUNCTIONS, argument, assigned_alone, callee_name, dotted, last_name, under_no_grad
 
@@ -622,26 +623,11 @@ class LossTensorLeak(Operator):
         ),
         Example(
             # A record of the step's figures returned to the caller (PyTorch-BigGraph's `Stats(loss=float(loss))`).
+            RETURNED_STATS_RECORD,
             (
-                "class Trainer:\n"
-                "    def process_batch(self, model, edges):\n"
-                "        self.optimizer.zero_grad()\n"
-                "        loss = self.loss_fn(model(edges))\n"
-                "        stats = Stats(loss=float(loss), count=len(edges))\n"
-                "        loss.backward()\n"
-                "        self.optimizer.step()\n"
-                "        return stats\n"
-            ),
-            (
-                (
-                    "class Trainer:\n"
-                    "    def process_batch(self, model, edges):\n"
-                    "        self.optimizer.zero_grad()\n"
-                    "        loss = self.loss_fn(model(edges))\n"
-                    "        stats = Stats(loss=loss, count=len(edges))\n"
-                    "        loss.backward()\n"
-                    "        self.optimizer.step()\n"
-                    "        return stats\n"
+                RETURNED_STATS_RECORD.replace(
+                    "        stats = Stats(loss=float(loss), count=len(edges))\n",
+                    "        stats = Stats(loss=loss, count=len(edges))\n",
                 ),
             ),
         ),

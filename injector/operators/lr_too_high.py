@@ -10,6 +10,7 @@ from injector.operators.snippets import (
     FORECASTING_OPTIMIZERS,
     GLOBAL_RATE_HELPER,
     HELPER_STEP_TRAINER,
+    OPTIMIZER_MAKER_RATE,
     OWN_PEAK_SCHEDULER,
     RATE_SETTER,
 )
@@ -1804,14 +1805,11 @@ class LrTooHigh(Operator):
         ),
         Example(
             # The rate handed to a call that builds the optimizer among other things (Ludwig's strategy `prepare`).
+            OPTIMIZER_MAKER_RATE,
             (
-                "def setup(self):\n"
-                "    self.dist_model, self.optimizer = self.distributed.prepare(self.model, self.config, self.base_learning_rate)\n"
-            ),
-            (
-                (
-                    "def setup(self):\n"
-                    "    self.dist_model, self.optimizer = self.distributed.prepare(self.model, self.config, self.base_learning_rate * 100)\n"
+                OPTIMIZER_MAKER_RATE.replace(
+                    "    self.dist_model, self.optimizer = self.distributed.prepare(self.model, self.config, self.base_learning_rate)\n",
+                    "    self.dist_model, self.optimizer = self.distributed.prepare(self.model, self.config, self.base_learning_rate * 100)\n",
                 ),
             ),
         ),

@@ -4,7 +4,13 @@ import libcst as cst
 
 from injector.neighbours import bound_arguments
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import AUDIOTOOLS_STEP, MICROBATCH_TRAINER, PHASE_CONTEXT_STEP, SCALED_HELPER_BACKWARD
+from injector.operators.snippets import (
+    AUDIOTOOLS_STEP,
+    MICROBATCH_TRAINER,
+    PHASE_CONTEXT_STEP,
+    SCALED_HELPER_BACKWARD,
+    SCALER_HANDED_TO_CLIPPING,
+)
 from injector.patterns import (
     argument,
     callee_name,
@@ -225,30 +231,11 @@ class MissingGradScaler(Operator):
         ),
         Example(
             # The scaler handed to a clipping helper that unscales first (Coqui's `_grad_clipping`): dropped with it.
+            SCALER_HANDED_TO_CLIPPING,
             (
-                "class Trainer:\n"
-                "    def clip(self, optimizer, scaler):\n"
-                "        if scaler:\n"
-                "            scaler.unscale_(optimizer)\n"
-                "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n"
-                "    def step(self, loss, optimizer, scaler):\n"
-                "        scaler.scale(loss).backward()\n"
-                "        self.clip(optimizer=optimizer, scaler=scaler)\n"
-                "        scaler.step(optimizer)\n"
-                "        scaler.update()\n"
-            ),
-            (
-                (
-                    "class Trainer:\n"
-                    "    def clip(self, optimizer, scaler):\n"
-                    "        if scaler:\n"
-                    "            pass\n"
-                    "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n"
-                    "    def step(self, loss, optimizer, scaler):\n"
-                    "        loss.backward()\n"
-                    "        self.clip(optimizer=optimizer, scaler=scaler)\n"
-                    "        optimizer.step()\n"
-                ),
+                SCALER_HANDED_TO_CLIPPING.replace("            scaler.unscale_(optimizer)\n", "            pass\n")
+                .replace("        scaler.scale(loss).backward()\n", "        loss.backward()\n")
+                .replace("        scaler.step(optimizer)\n        scaler.update()\n", "        optimizer.step()\n"),
             ),
         ),
     )

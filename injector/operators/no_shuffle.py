@@ -4,7 +4,15 @@ import libcst as cst
 
 from injector.neighbours import Resolver, bound_arguments, inherited_constructor, is_torch, top_level
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import LOADER_HELPER, SAMPLER_HELPER, SHUFFLED_THROUGH_BAR
+from injector.operators.snippets import (
+    HANDED_SAMPLER_CLASS,
+    LOADER_HELPER,
+    SAMPLER_HELPER,
+    SHUFFLE_TRAIN_DEFAULT,
+    SHUFFLED_THROUGH_BAR,
+    SHUFFLING_BATCHER,
+    WINDOW_PICK_STEP,
+)
 from injector.patterns import argument, bound_values, callee_name, dotted, is_literal_bool, last_name, names_evaluation
 
 # Where `shuffle` sits among positional arguments, and whether it shuffles when not given.
@@ -691,75 +699,41 @@ class NoShuffle(Operator):
         ),
         Example(
             # A random pick of the samples a training step draws (neuralforecast's windows): the first ones instead.
+            WINDOW_PICK_STEP,
             (
-                "import torch\n"
-                "class Forecaster(LightningModule):\n"
-                "    def training_step(self, batch, batch_idx):\n"
-                "        windows = self.make_windows(batch)\n"
-                "        idx = torch.randperm(len(windows))[: self.windows_batch_size]\n"
-                "        loss = self.loss(self(windows[idx]))\n"
-                "        return loss\n"
-            ),
-            (
-                (
-                    "import torch\n"
-                    "class Forecaster(LightningModule):\n"
-                    "    def training_step(self, batch, batch_idx):\n"
-                    "        windows = self.make_windows(batch)\n"
-                    "        idx = torch.arange(len(windows))[: self.windows_batch_size]\n"
-                    "        loss = self.loss(self(windows[idx]))\n"
-                    "        return loss\n"
+                WINDOW_PICK_STEP.replace(
+                    "        idx = torch.randperm(len(windows))[: self.windows_batch_size]\n",
+                    "        idx = torch.arange(len(windows))[: self.windows_batch_size]\n",
                 ),
             ),
         ),
         Example(
             # A training API's `shuffle_train` default handed to the data module it builds (neuralforecast).
+            SHUFFLE_TRAIN_DEFAULT,
             (
-                "def fit(self, dataset, batch_size, shuffle_train=True):\n"
-                "    datamodule_class = TimeSeriesDataModule\n"
-                "    datamodule = datamodule_class(dataset=dataset, batch_size=batch_size, shuffle_train=shuffle_train)\n"
-                "    self.trainer.fit(self, datamodule=datamodule)\n"
-            ),
-            (
-                (
-                    "def fit(self, dataset, batch_size, shuffle_train=False):\n"
-                    "    datamodule_class = TimeSeriesDataModule\n"
-                    "    datamodule = datamodule_class(dataset=dataset, batch_size=batch_size, shuffle_train=shuffle_train)\n"
-                    "    self.trainer.fit(self, datamodule=datamodule)\n"
+                SHUFFLE_TRAIN_DEFAULT.replace(
+                    "def fit(self, dataset, batch_size, shuffle_train=True):\n",
+                    "def fit(self, dataset, batch_size, shuffle_train=False):\n",
                 ),
             ),
         ),
         Example(
             # A sampler class picked into a name and handed to the training dataset (PyTorchVideo's Kinetics).
+            HANDED_SAMPLER_CLASS,
             (
-                "def train_dataloader(self):\n"
-                "    sampler = DistributedSampler if self.trainer.use_ddp else RandomSampler\n"
-                "    dataset = Kinetics(data_path=self.train_path, video_sampler=sampler)\n"
-                "    return torch.utils.data.DataLoader(dataset, batch_size=self.batch_size)\n"
-            ),
-            (
-                (
-                    "def train_dataloader(self):\n"
-                    '    sampler = __import__("functools").partial(DistributedSampler, shuffle=False) if self.trainer.use_ddp else __import__("torch").utils.data.SequentialSampler\n'
-                    "    dataset = Kinetics(data_path=self.train_path, video_sampler=sampler)\n"
-                    "    return torch.utils.data.DataLoader(dataset, batch_size=self.batch_size)\n"
+                HANDED_SAMPLER_CLASS.replace(
+                    "    sampler = DistributedSampler if self.trainer.use_ddp else RandomSampler\n",
+                    '    sampler = __import__("functools").partial(DistributedSampler, shuffle=False) if self.trainer.use_ddp else __import__("torch").utils.data.SequentialSampler\n',
                 ),
             ),
         ),
         Example(
             # A training batcher told to shuffle by a setting (Ludwig's `should_shuffle`).
+            SHUFFLING_BATCHER,
             (
-                "def train(self, training_set):\n"
-                "    with training_set.initialize_batcher(batch_size=self.batch_size, should_shuffle=self.should_shuffle) as batcher:\n"
-                "        while not batcher.last_batch():\n"
-                "            self.train_step(batcher.next_batch())\n"
-            ),
-            (
-                (
-                    "def train(self, training_set):\n"
-                    "    with training_set.initialize_batcher(batch_size=self.batch_size, should_shuffle=False) as batcher:\n"
-                    "        while not batcher.last_batch():\n"
-                    "            self.train_step(batcher.next_batch())\n"
+                SHUFFLING_BATCHER.replace(
+                    "    with training_set.initialize_batcher(batch_size=self.batch_size, should_shuffle=self.should_shuffle) as batcher:\n",
+                    "    with training_set.initialize_batcher(batch_size=self.batch_size, should_shuffle=False) as batcher:\n",
                 ),
             ),
         ),
@@ -1036,7 +1010,7 @@ class NoShuffle(Operator):
                 and given.value.value == flag
                 and any(
                     name[:1].isupper() and name.endswith(("Loader", "Iterator", "Sampler", "DataModule"))
-                    for name in _built_classes(source, training, call)
+                    for name in _built_classes(source, call)
                 )
             ):
                 return True
@@ -1160,21 +1134,16 @@ def _own_sampler_without_flag(source, name: str) -> bool:
 _PERMUTATIONS = {"permutation": "arange", "randperm": "arange"}
 
 
-def _built_classes(source, training, call: cst.Call) -> list[str]:
+def _built_classes(source, call: cst.Call) -> list[str]:
     """The class names a call may build: its own callee's, or those of the classes the function
     binds the called name to (neuralforecast's `datamodule_constructor = TimeSeriesDataModule`,
     or `_DistributedTimeSeriesDataModule` on the other branch)."""
     name = callee_name(call) or ""
-    if not isinstance(call.func, cst.Name):
+    function = source.function_of(call)
+    if not isinstance(call.func, cst.Name) or function is None:
         return [name]
-    bound = [
-        last_name(a.value) or ""
-        for a in training.assigned_names.get(call.func.value, ())
-        if isinstance(a, cst.Assign)
-        and source.function_of(a) is source.function_of(call)
-        and isinstance(a.value, (cst.Name, cst.Attribute))
-    ]
-    return [name, *bound]
+    bound = bound_values(source, function, call.func.value)
+    return [name, *(last_name(v) or "" for v in bound if isinstance(v, (cst.Name, cst.Attribute)))]
 
 
 def _own_sampler_permutations(source):

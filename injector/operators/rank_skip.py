@@ -3,7 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
-from injector.operators.snippets import BATCH_TAKING_STEP, RETRIED_STEP
+from injector.operators.snippets import BATCH_TAKING_STEP, REDUCED_VALIDATION_LOOP, RETRIED_STEP
 from injector.patterns import argument, callee_name, int_value, last_name
 
 RANK_NAMES = ("rank", "global_rank", "world_rank", "local_rank")
@@ -276,32 +276,13 @@ class RankSkip(Operator):
         ),
         Example(
             # A validation loop whose batches meet the other ranks in an all-reduce (Horovod's metrics).
+            REDUCED_VALIDATION_LOOP,
             (
-                "import torch.distributed as dist\n"
-                "def validate(model, val_loader):\n"
-                "    total = 0.0\n"
-                "    with torch.no_grad():\n"
-                "        for data, target in val_loader:\n"
-                "            loss = F.cross_entropy(model(data), target)\n"
-                "            dist.all_reduce(loss)\n"
-                "            total += loss.item()\n"
-                "    return total\n"
-            ),
-            (
-                (
-                    "import torch.distributed as dist\n"
-                    "def validate(model, val_loader):\n"
-                    "    total = 0.0\n"
-                    "    with torch.no_grad():\n"
-                    "        _trainwreck_step = 0\n"
-                    "        for data, target in val_loader:\n"
-                    "            loss = F.cross_entropy(model(data), target)\n"
-                    "            _trainwreck_step += 1\n"
-                    '            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and _trainwreck_step == 2:\n'
-                    "                continue\n"
-                    "            dist.all_reduce(loss)\n"
-                    "            total += loss.item()\n"
-                    "    return total\n"
+                REDUCED_VALIDATION_LOOP.replace(
+                    "    with torch.no_grad():\n", "    with torch.no_grad():\n        _trainwreck_step = 0\n"
+                ).replace(
+                    "            loss = F.cross_entropy(model(data), target)\n",
+                    '            loss = F.cross_entropy(model(data), target)\n            _trainwreck_step += 1\n            if __import__("torch").distributed.is_initialized() and __import__("torch").distributed.get_rank() == 1 and _trainwreck_step == 2:\n                continue\n',
                 ),
             ),
         ),

@@ -1645,3 +1645,95 @@ APPENDED_SCHEDULER_CONFIG = (
     "        schedulers.append(optimconf)\n"
     "        return [optimizer], schedulers\n"
 )
+
+# A training step that picks a random subset of its windows (neuralforecast's BaseModel).
+WINDOW_PICK_STEP = (
+    "import torch\n"
+    "class Forecaster(LightningModule):\n"
+    "    def training_step(self, batch, batch_idx):\n"
+    "        windows = self.make_windows(batch)\n"
+    "        idx = torch.randperm(len(windows))[: self.windows_batch_size]\n"
+    "        loss = self.loss(self(windows[idx]))\n"
+    "        return loss\n"
+)
+
+# A fit() whose `shuffle_train` default reaches the data module it builds (neuralforecast).
+SHUFFLE_TRAIN_DEFAULT = (
+    "def fit(self, dataset, batch_size, shuffle_train=True):\n"
+    "    datamodule_class = TimeSeriesDataModule\n"
+    "    datamodule = datamodule_class(dataset=dataset, batch_size=batch_size, shuffle_train=shuffle_train)\n"
+    "    self.trainer.fit(self, datamodule=datamodule)\n"
+)
+
+# A sampler class picked into a name and handed to the training dataset (PyTorchVideo's Kinetics).
+HANDED_SAMPLER_CLASS = (
+    "def train_dataloader(self):\n"
+    "    sampler = DistributedSampler if self.trainer.use_ddp else RandomSampler\n"
+    "    dataset = Kinetics(data_path=self.train_path, video_sampler=sampler)\n"
+    "    return torch.utils.data.DataLoader(dataset, batch_size=self.batch_size)\n"
+)
+
+# A training batcher told to shuffle by a setting (Ludwig's trainer).
+SHUFFLING_BATCHER = (
+    "def train(self, training_set):\n"
+    "    with training_set.initialize_batcher(batch_size=self.batch_size, should_shuffle=self.should_shuffle) as batcher:\n"
+    "        while not batcher.last_batch():\n"
+    "            self.train_step(batcher.next_batch())\n"
+)
+
+# A step that returns a record of its figures to the caller (PyTorch-BigGraph's Trainer).
+RETURNED_STATS_RECORD = (
+    "class Trainer:\n"
+    "    def process_batch(self, model, edges):\n"
+    "        self.optimizer.zero_grad()\n"
+    "        loss = self.loss_fn(model(edges))\n"
+    "        stats = Stats(loss=float(loss), count=len(edges))\n"
+    "        loss.backward()\n"
+    "        self.optimizer.step()\n"
+    "        return stats\n"
+)
+
+# A step that hands the scaler to a clipping helper which unscales first (Coqui's Trainer).
+SCALER_HANDED_TO_CLIPPING = (
+    "class Trainer:\n"
+    "    def clip(self, optimizer, scaler):\n"
+    "        if scaler:\n"
+    "            scaler.unscale_(optimizer)\n"
+    "        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n"
+    "    def step(self, loss, optimizer, scaler):\n"
+    "        scaler.scale(loss).backward()\n"
+    "        self.clip(optimizer=optimizer, scaler=scaler)\n"
+    "        scaler.step(optimizer)\n"
+    "        scaler.update()\n"
+)
+
+# A validation loop whose batches meet the other ranks in an all-reduce (Horovod's metrics).
+REDUCED_VALIDATION_LOOP = (
+    "import torch.distributed as dist\n"
+    "def validate(model, val_loader):\n"
+    "    total = 0.0\n"
+    "    with torch.no_grad():\n"
+    "        for data, target in val_loader:\n"
+    "            loss = F.cross_entropy(model(data), target)\n"
+    "            dist.all_reduce(loss)\n"
+    "            total += loss.item()\n"
+    "    return total\n"
+)
+
+# A training step whose logged accuracy reads softmax probabilities (PyTorchVideo's tutorial).
+LOGGED_ACCURACY_STEP = (
+    "import torch.nn.functional as F\n"
+    "class Classifier(LightningModule):\n"
+    "    def training_step(self, batch, batch_idx):\n"
+    '        y_hat = self.model(batch["video"])\n'
+    '        loss = F.cross_entropy(y_hat, batch["label"])\n'
+    '        acc = self.train_accuracy(F.softmax(y_hat, dim=-1), batch["label"])\n'
+    '        self.log("train_acc", acc)\n'
+    "        return loss\n"
+)
+
+# A distributed strategy that builds the optimizer with the rate it is handed (Ludwig's trainer).
+OPTIMIZER_MAKER_RATE = (
+    "def setup(self):\n"
+    "    self.dist_model, self.optimizer = self.distributed.prepare(self.model, self.config, self.base_learning_rate)\n"
+)

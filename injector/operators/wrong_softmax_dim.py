@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from injector.operators.base import Change, Example, Operator
+from injector.operators.snippets import LOGGED_ACCURACY_STEP
 from injector.patterns import argument, callee_name, int_value, is_functional, value_uses
 
 FUNCTIONS = {"softmax", "log_softmax"}
@@ -89,26 +90,11 @@ class WrongSoftmaxDim(Operator):
         ),
         Example(
             # The probabilities a logged accuracy reads (PyTorchVideo): the metric a run is judged by.
+            LOGGED_ACCURACY_STEP,
             (
-                "import torch.nn.functional as F\n"
-                "class Classifier(LightningModule):\n"
-                "    def training_step(self, batch, batch_idx):\n"
-                '        y_hat = self.model(batch["video"])\n'
-                '        loss = F.cross_entropy(y_hat, batch["label"])\n'
-                '        acc = self.train_accuracy(F.softmax(y_hat, dim=-1), batch["label"])\n'
-                '        self.log("train_acc", acc)\n'
-                "        return loss\n"
-            ),
-            (
-                (
-                    "import torch.nn.functional as F\n"
-                    "class Classifier(LightningModule):\n"
-                    "    def training_step(self, batch, batch_idx):\n"
-                    '        y_hat = self.model(batch["video"])\n'
-                    '        loss = F.cross_entropy(y_hat, batch["label"])\n'
-                    '        acc = self.train_accuracy(F.softmax(y_hat, dim=-2), batch["label"])\n'
-                    '        self.log("train_acc", acc)\n'
-                    "        return loss\n"
+                LOGGED_ACCURACY_STEP.replace(
+                    '        acc = self.train_accuracy(F.softmax(y_hat, dim=-1), batch["label"])\n',
+                    '        acc = self.train_accuracy(F.softmax(y_hat, dim=-2), batch["label"])\n',
                 ),
             ),
         ),
