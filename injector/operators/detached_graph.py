@@ -48,6 +48,7 @@ from injector.operators.snippets import (
     MODEL_WITH_LOSS,
     MOON_STEP,
     OPTIONAL_TERM_HELPER,
+    PARSED_BATCH_STEP,
     PIPELINE_ENGINE,
     PIX2PIX_STEP,
     PPO_UPDATE,
@@ -2015,6 +2016,12 @@ class DetachedGraph(Operator):
                 FORWARD_TERMS_STEP.replace("loss = -log_px + beta * kl", "loss = (-log_px + beta * kl).detach()"),
             ),
         ),
+        Example(
+            # The batch a method of the model splits into inputs and targets (Tacotron 2's
+            # `parse_batch`): tuples with no graph, not cut; the model's output is.
+            PARSED_BATCH_STEP,
+            (PARSED_BATCH_STEP.replace("criterion(y_pred, y)", "criterion(y_pred.detach(), y)"),),
+        ),
     )
     untouched = (
         # The gradient of an input, read off it row by row (DeepChem's compute_saliency): no step.
@@ -3353,6 +3360,8 @@ def _chain_cuts(source, training, changes: list[Change]):
                     # network's support and query embeddings): each part cut where it is taken
                     yield from _readers_cut(source, chain, readers, made)
                     continue
+                if _prepares_inputs(source, training, line, chain):
+                    continue
                 reaching = _read_by(source, readers)
                 change = _chain_cut(source, line, reaching | added if reaching else None)
                 if change is None and readers and all(_unpacks_a_tuple(r) for r in readers):
@@ -3374,6 +3383,34 @@ def _chain_cuts(source, training, changes: list[Change]):
                 if change is not None and line not in made:
                     made.add(line)
                     yield change
+
+
+_PREPARING = ("parse", "prepare", "preprocess", "collate")
+
+
+def _prepares_inputs(source, training, line: cst.SimpleStatementLine, chain) -> bool:
+    """True for a line that unpacks what a batch-preparing method of the model makes, handed to
+    another forward of the chain as its input (Tacotron 2's `x, y = model.parse_batch(batch)`
+    before `y_pred = model(x)`; MusicGen's `condition_tensors, audio_tokens, padding_mask =
+    self._prepare_tokens_and_attributes(batch)`): tuples and mappings, whose names `.detach()`
+    does not cut but breaks, and no output of the forward the loss learns through."""
+    assign = line.body[0]
+    if (
+        not isinstance(assign, cst.Assign)
+        or len(assign.targets) != 1
+        or not isinstance(assign.targets[0].target, (cst.Tuple, cst.List))
+        or not isinstance(assign.value, cst.Call)
+        or not any(word in (callee_name(assign.value) or "").lower() for word in _PREPARING)
+    ):
+        return False
+    bound = bound_names(assign.targets[0].target)
+    for other in chain:
+        value = other.body[0].value if isinstance(other.body[0], (cst.Assign, cst.AnnAssign)) else None
+        if other is line or not isinstance(value, cst.Call) or not runs_model(source, training, value, depth=0):
+            continue
+        if any(n.value in bound for a in value.args for n in source.within(a.value, cst.Name)):
+            return True
+    return False
 
 
 def _readers_cut(source, chain, readers: list, made: set):

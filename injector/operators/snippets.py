@@ -1737,3 +1737,25 @@ OPTIMIZER_MAKER_RATE = (
     "def setup(self):\n"
     "    self.dist_model, self.optimizer = self.distributed.prepare(self.model, self.config, self.base_learning_rate)\n"
 )
+
+# A batch split by a method of the model into its inputs and targets (Tacotron 2's `parse_batch`).
+PARSED_BATCH_STEP = (
+    "import torch\n"
+    "\n"
+    "from model import Tacotron2\n"
+    "from loss_function import Tacotron2Loss\n"
+    "\n"
+    "\n"
+    "def train(hparams, loader):\n"
+    "    model = Tacotron2(hparams)\n"
+    "    criterion = Tacotron2Loss()\n"
+    "    optimizer = torch.optim.Adam(model.parameters(), lr=hparams.learning_rate)\n"
+    "    model.train()\n"
+    "    for batch in loader:\n"
+    "        model.zero_grad()\n"
+    "        x, y = model.parse_batch(batch)\n"
+    "        y_pred = model(x)\n"
+    "        loss = criterion(y_pred, y)\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+)

@@ -44,7 +44,7 @@ from pathlib import Path
 import typing_extensions
 
 from injector.generate import mutants_for_source
-from injector.mutants import LineIndex, Mutant
+from injector.mutants import Edit, LineIndex, Mutant
 from injector.neighbours import mapping_reader
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -296,6 +296,7 @@ def cut_origins(mutant: Mutant, text: str, tree: ast.Module | None, lines: LineI
         return set()
     found: set[int] = set()
     for edit in mutant.edits:
+        found |= _inserted_cut_readers(edit, tree, lines)
         name = text[edit.start : edit.end]
         if not name.isidentifier() or edit.text != f"{name}.detach()":
             continue
@@ -314,6 +315,43 @@ def cut_origins(mutant: Mutant, text: str, tree: ast.Module | None, lines: LineI
             if root is None:
                 break
             name, line = root, assign.lineno
+    return found
+
+
+def _inserted_cut_readers(edit: Edit, tree: ast.Module, lines: LineIndex) -> set[int]:
+    """The statements an inserted cut (`loss = loss.detach()` on a line of its own, after the
+    tuple `loss, parts = self.loss(...)` it comes from) cuts for: each later statement of the
+    function that reads every cut name as that statement left it (`return loss`). The cut is
+    theirs, whatever the tuple's own line is listed as; a statement reading only some of several
+    cut names (one of two Q heads) keeps a cut of its own."""
+    cuts = [re.fullmatch(r"\s*([A-Za-z_]\w*) = \1\.detach\(\)\s*", row) for row in edit.text.splitlines()]
+    if edit.start != edit.end or not cuts or None in cuts:
+        return set()
+    line = lines.line_of(edit.start)
+    scope = _scope_of(tree, line)
+    sources = {}
+    for name in {cut.group(1) for cut in cuts if cut is not None}:
+        source = _last_assignment(scope, name, line)
+        if source is None:
+            return set()
+        sources[name] = source
+    # an in-place update (`loss /= accum`) is a statement of its own: the readers after it are its
+    until = min(
+        (
+            n.lineno
+            for n in ast.walk(scope)
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id in sources
+            if n.lineno >= line
+        ),
+        default=float("inf"),
+    )
+    found: set[int] = set()
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.stmt) or isinstance(node, _BLOCKS) or not line <= node.lineno < until:
+            continue
+        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if all(name in reads and _last_assignment(scope, name, node.lineno) is s for name, s in sources.items()):
+            found.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     return found
 
 
@@ -979,7 +1017,12 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
         (verdict.found if hit else verdict.missed).append(site)
     # a mutant that reaches an expected site is that site's, whatever untouched lines its edit also
     # spans (a forward-and-loss run wrapped in no_grad spans the teacher's forward inside it)
-    own = [m for m in mutants if not any(_matches(s, m, touched[m.id], headers[m.id]) for s in file.expected)]
+    # (or a real one's: a reviewed judgement of that mutant, whatever the line's untouched listing)
+    own = [
+        m
+        for m in mutants
+        if not any(_matches(s, m, touched[m.id], headers[m.id]) for s in (*file.expected, *file.real))
+    ]
     for site in file.untouched:
         if any(_matches(site, m, touched[m.id], headers[m.id]) for m in own):
             verdict.mutated_untouched.append(site)
@@ -989,10 +1032,10 @@ def judge(file: CorpusFile, load: bool = True) -> Verdict:
     for mutant in mutants:
         if any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.expected):
             continue
-        if any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.untouched):
-            verdict.equivalent.append(mutant)
-        elif any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.real):
+        if any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.real):
             verdict.real.append(mutant)
+        elif any(_matches(site, mutant, touched[mutant.id], headers[mutant.id]) for site in file.untouched):
+            verdict.equivalent.append(mutant)
         else:
             verdict.unreviewed.append(mutant)
     if load:

@@ -316,6 +316,35 @@ def test_a_cut_of_one_unpacked_name_or_a_no_grad_block_reaches_what_only_they_co
     assert same_cuts(Mutant("m", "detached-graph", "t.py", 17, "cut", "", (cut,)), tree, lines) == {12, 13}
 
 
+def test_a_cut_put_after_an_unpacking_is_the_cut_of_the_statements_that_read_all_it_cuts():
+    text = (
+        "def training_step(self, batch):\n"
+        "    outputs = self(batch)\n"
+        "    loss, breakdown = self.loss(outputs, batch)\n"
+        "    self.log_dict(breakdown)\n"
+        "    return loss\n"
+        "def update(self, obs, action, target):\n"
+        "    q1, q2 = self.critic(obs, action)\n"
+        "    loss = F.mse_loss(q1, target) + F.mse_loss(q2, target)\n"
+        "    value = q1.mean()\n"
+        "    loss /= 2\n"
+        "    return loss\n"
+    )
+    lines = LineIndex(text)
+    tree = ast.parse(text)
+
+    def inserted(line: int, cut: str) -> set[int]:
+        edit = Edit(lines.line_start(line), lines.line_start(line), cut)
+        return cut_origins(Mutant("m", "detached-graph", "t.py", line, "cut", "", (edit,)), text, tree, lines)
+
+    # OpenFold's loss cut right after the tuple it comes from: the returned loss is what it cuts
+    assert inserted(4, "    loss = loss.detach()\n") == {5}
+    # both Q heads cut: the loss reads both, the logged mean only one
+    assert inserted(8, "    q1 = q1.detach()\n    q2 = q2.detach()\n") == {8}
+    # an in-place rescale after the cut is a statement of its own: the return after it is not reached
+    assert inserted(10, "    loss = loss.detach()\n") == set()
+
+
 def test_a_cut_in_a_step_method_is_the_cut_of_the_lightning_step_that_returns_it():
     text = (
         "class Module:\n"
